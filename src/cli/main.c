@@ -1,0 +1,38 @@
+/* main.c: the castor command: dispatch to subcommands. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: castor [command] [options]\n"
+               "\n"
+               "  (no command)            fit and summarise the goodput models of the bundled\n"
+               "                          profiles (the embedded default)\n"
+               "  model fit <profile-dir> fit a throughput model to measured step times\n"
+               "  model list              list the throughput models\n"
+               "  version                 print the version\n"
+               "\n"
+               "`castor model --help` says more.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        return cli_default(stdout, stderr);
+    if (strcmp(argv[1], "model") == 0)
+        return cli_model(argc - 1, argv + 1, stdout, stderr);
+    if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0) {
+        printf("castor %s\n", CASTOR_VERSION);
+        return 0;
+    }
+    if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
+        strcmp(argv[1], "-h") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    fprintf(stderr, "castor: unknown command \"%s\"\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,44 @@
+/* bsz.h: the batch-size optimizer: for a job on (nodes, replicas), the per-GPU batch and the
+ * gradient-accumulation steps that maximise goodput. Pure. */
+#ifndef CASTOR_MODEL_BSZ_H
+#define CASTOR_MODEL_BSZ_H
+
+#include "model/goodput.h"
+#include "model/tput.h"
+
+/* A job's batch-size limits, as its owner declared them. */
+struct bsz_limits {
+    double init_bsz;  /* M0: the batch the job was tuned at; never goes below */
+    double max_bsz;   /* the largest total batch; 0 means init_bsz (no scaling) */
+    double min_local; /* smallest per-GPU batch; 0 means 1 */
+    double max_local; /* largest per-GPU batch (what fits in GPU memory); 0 means max_bsz */
+    int accumulation; /* 1 if the job may accumulate gradients over micro-batches */
+};
+
+struct bsz_choice {
+    double goodput;   /* M0-equivalent samples per second: throughput x efficiency */
+    double local_bsz; /* per-GPU (atomic) batch */
+    int accum_steps;  /* extra micro-batches per optimizer step */
+    double batch;     /* total batch: replicas x local_bsz x (accum_steps + 1) */
+};
+
+/* How many total-batch candidates are searched, spaced geometrically (as Pollux does). */
+#define BSZ_CANDIDATES 50
+
+/*
+ * The best configuration for (nodes, replicas): BSZ_CANDIDATES total batches spaced geometrically
+ * from max(M0, replicas x min_local) to max_bsz; for each, the per-GPU batch (and with
+ * accumulation, the fewest micro-batches that keep it under max_local; a single GPU accumulates
+ * at least once above M0, so that gradient noise can be measured), then the goodput; candidates
+ * whose per-GPU batch falls outside [min_local, max_local] are skipped. Ties go to the smaller
+ * batch. On success writes *out. Errors (*out untouched): ERR_INVAL (nodes < 1, replicas < nodes,
+ * bad limits), ERR_RANGE (no candidate fits the limits).
+ */
+int bsz_optimize(const struct tput_params *tp, const struct grad_params *gp,
+                 const struct bsz_limits *lim, int nodes, int replicas, struct bsz_choice *out);
+
+/* The goodput of one given configuration (no search), with the same units as bsz_optimize. */
+double bsz_goodput(const struct tput_params *tp, const struct grad_params *gp, double init_bsz,
+                   int nodes, int replicas, double local_bsz, int accum_steps);
+
+#endif

@@ -1,0 +1,87 @@
+/* profile.c: running means of observed step times per (nodes, replicas, local batch). */
+#include "model/profile.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/error.h"
+
+void profile_init(struct profile *p)
+{
+    memset(p, 0, sizeof(*p));
+}
+
+void profile_free(struct profile *p)
+{
+    free(p->entries);
+    profile_init(p);
+}
+
+static int profile_same(const struct tput_point *a, const struct tput_point *b)
+{
+    return a->nodes == b->nodes && a->replicas == b->replicas && a->local_bsz == b->local_bsz;
+}
+
+int profile_add(struct profile *p, const struct tput_point *x, double step_time, double sync_time)
+{
+    struct profile_entry *e = NULL;
+    double w;
+
+    if (x->nodes < 1 || x->replicas < x->nodes || !(x->local_bsz > 0) || !isfinite(x->local_bsz))
+        return ERR_INVAL;
+    if (!isfinite(step_time) || !isfinite(sync_time) || !(step_time > 0) || sync_time < 0 ||
+        sync_time >= step_time)
+        return ERR_INVAL;
+    for (size_t i = 0; i < p->n; i++) {
+        if (profile_same(&p->entries[i].x, x)) {
+            e = &p->entries[i];
+            break;
+        }
+    }
+    if (!e) {
+        if (p->n == p->cap) {
+            size_t cap = p->cap ? 2 * p->cap : 32;
+            struct profile_entry *grown = realloc(p->entries, cap * sizeof(*grown));
+
+            if (!grown)
+                return ERR_NOMEM;
+            p->entries = grown;
+            p->cap = cap;
+        }
+        e = &p->entries[p->n++];
+        memset(e, 0, sizeof(*e));
+        e->x = *x;
+    }
+    e->count++;
+    w = 1.0 / (double)e->count;
+    e->accum_time += w * ((step_time - sync_time) - e->accum_time);
+    e->optim_time += w * (step_time - e->optim_time);
+    e->sync_time += w * (sync_time - e->sync_time);
+    return 0;
+}
+
+void profile_coverage(const struct profile *p, struct tput_coverage *cov)
+{
+    double sum = 0.0, distinct[2] = {0.0, 0.0};
+
+    memset(cov, 0, sizeof(*cov));
+    for (size_t i = 0; i < p->n; i++) {
+        const struct profile_entry *e = &p->entries[i];
+
+        /* the priors only ask whether one or more than one batch size was seen */
+        if (cov->distinct_local_bsz < 2 &&
+            (cov->distinct_local_bsz == 0 || distinct[0] != e->x.local_bsz))
+            distinct[cov->distinct_local_bsz++] = e->x.local_bsz;
+        cov->multi_node |= e->x.nodes > 1;
+        cov->single_node_multi |= e->x.nodes == 1 && e->x.replicas > 1;
+        cov->replicas_over_two |= e->x.replicas > 2;
+        if (e->x.replicas > cov->max_replicas)
+            cov->max_replicas = e->x.replicas;
+        if (e->x.nodes > cov->max_nodes)
+            cov->max_nodes = e->x.nodes;
+        sum += e->accum_time;
+    }
+    if (p->n)
+        cov->mean_accum_time = sum / (double)p->n;
+}

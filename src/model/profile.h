@@ -1,0 +1,38 @@
+/* profile.h: a job's observed step times, averaged per configuration (nodes, replicas, local
+ * batch), the data a throughput model is fitted to. Pure data; no I/O. */
+#ifndef CASTOR_MODEL_PROFILE_H
+#define CASTOR_MODEL_PROFILE_H
+
+#include <stddef.h>
+
+#include "model/tput.h"
+
+struct profile_entry {
+    struct tput_point x;
+    double accum_time; /* mean compute time per micro-batch (step minus sync), seconds */
+    double optim_time; /* mean optimizer step time without accumulation, seconds */
+    double sync_time;  /* mean time spent synchronising gradients, seconds */
+    long count;        /* observations averaged */
+};
+
+/* Owned by whoever declares it; profile_init before use, profile_free after. */
+struct profile {
+    size_t n;
+    size_t cap;
+    struct profile_entry *entries;
+};
+
+void profile_init(struct profile *p);
+void profile_free(struct profile *p);
+
+/*
+ * Add one observation: a step of step_time seconds of which sync_time was synchronisation, at x.
+ * Errors (nothing changes): ERR_INVAL for nodes < 1, replicas < nodes, local_bsz <= 0, times not
+ * finite, step_time <= 0, sync_time < 0 or sync_time >= step_time; ERR_NOMEM.
+ */
+int profile_add(struct profile *p, const struct tput_point *x, double step_time, double sync_time);
+
+/* What p covers, for the fit's priors. p may be empty (everything zero). */
+void profile_coverage(const struct profile *p, struct tput_coverage *cov);
+
+#endif

@@ -1,0 +1,72 @@
+/* tput.c: the throughput-model registry and what every model shares (step time, overlap). */
+#include "model/tput.h"
+
+#include <assert.h>
+#include <math.h>
+#include <string.h>
+
+const struct tput_model_ops *const tput_models[] = {&tput_model_pollux, NULL};
+
+const struct tput_model_ops *tput_model_find(const char *name)
+{
+    if (!name)
+        return NULL;
+    if (strcmp(name, "default") == 0)
+        return tput_models[0];
+    for (size_t i = 0; tput_models[i]; i++)
+        if (strcmp(tput_models[i]->name, name) == 0)
+            return tput_models[i];
+    return NULL;
+}
+
+void tput_params_init(struct tput_params *params, const struct tput_model_ops *ops)
+{
+    assert(ops->nparams <= TPUT_MAX_PARAMS);
+    memset(params, 0, sizeof(*params));
+    params->ops = ops;
+    memcpy(params->theta, ops->init, (size_t)ops->nparams * sizeof(double));
+}
+
+double tput_accum_time(const struct tput_params *p, const struct tput_point *x)
+{
+    double acc, opt;
+
+    p->ops->predict(p->theta, x, &acc, &opt, NULL, NULL);
+    return acc;
+}
+
+double tput_step_time(const struct tput_params *p, const struct tput_point *x, int accum_steps)
+{
+    double acc, opt;
+
+    p->ops->predict(p->theta, x, &acc, &opt, NULL, NULL);
+    return accum_steps * acc + opt;
+}
+
+double tput_throughput(const struct tput_params *p, const struct tput_point *x, int accum_steps)
+{
+    double batch = x->replicas * x->local_bsz * (accum_steps + 1);
+
+    return batch / tput_step_time(p, x, accum_steps);
+}
+
+double tput_overlap(double a, double b, double g, double *da, double *db, double *dg)
+{
+    double la = log(a), lb = log(b);
+    double ea = g * la, eb = g * lb;
+    double top = ea > eb ? ea : eb;
+    double wa = exp(ea - top), wb = exp(eb - top);
+    double s = wa + wb;
+    double lt = (top + log(s)) / g;
+    double t = exp(lt);
+
+    wa /= s;
+    wb /= s;
+    if (da)
+        *da = t * wa / a;
+    if (db)
+        *db = t * wb / b;
+    if (dg)
+        *dg = t * ((wa * la + wb * lb) - lt) / g;
+    return t;
+}
