@@ -21,8 +21,8 @@ double fit_objective(const struct tput_model_ops *ops, const struct profile *pro
         double acc, opt, ea, eo;
 
         ops->predict(theta, &e->x, &acc, &opt, grad ? da : NULL, grad ? dop : NULL);
-        ea = log(acc) - log(e->accum_time);
-        eo = log(opt) - log(e->optim_time);
+        ea = log(acc) - e->log_accum;
+        eo = log(opt) - e->log_optim;
         sa += ea * ea;
         so += eo * eo;
         if (grad) {

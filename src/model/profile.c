@@ -58,6 +58,8 @@ int profile_add(struct profile *p, const struct tput_point *x, double step_time,
     e->accum_time += w * ((step_time - sync_time) - e->accum_time);
     e->optim_time += w * (step_time - e->optim_time);
     e->sync_time += w * (sync_time - e->sync_time);
+    e->log_accum = log(e->accum_time);
+    e->log_optim = log(e->optim_time);
     return 0;
 }
 

@@ -12,6 +12,8 @@ struct profile_entry {
     double accum_time; /* mean compute time per micro-batch (step minus sync), seconds */
     double optim_time; /* mean optimizer step time without accumulation, seconds */
     double sync_time;  /* mean time spent synchronising gradients, seconds */
+    double log_accum;  /* log of accum_time, kept for the fit's log-space loss */
+    double log_optim;  /* log of optim_time */
     long count;        /* observations averaged */
 };
 

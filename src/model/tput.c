@@ -70,3 +70,17 @@ double tput_overlap(double a, double b, double g, double *da, double *db, double
         *dg = t * ((wa * la + wb * lb) - lt) / g;
     return t;
 }
+
+int tput_exploration_limit(const struct tput_coverage *cov, int user_max, double max_bsz,
+                           double min_local)
+{
+    int limit = 2 * cov->max_replicas;
+
+    if (limit < 1)
+        limit = 1;
+    if (user_max > 0 && user_max < limit)
+        limit = user_max;
+    if (max_bsz > 0 && min_local > 0 && floor(max_bsz / min_local) < limit)
+        limit = (int)floor(max_bsz / min_local);
+    return limit < 1 ? 1 : limit;
+}

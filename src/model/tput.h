@@ -84,6 +84,14 @@ double tput_step_time(const struct tput_params *p, const struct tput_point *x, i
 /* Samples per second: replicas * local_bsz * (accum_steps + 1) / step time. */
 double tput_throughput(const struct tput_params *p, const struct tput_point *x, int accum_steps);
 
+/*
+ * The exploration limit: how many replicas a job may be given before more has been measured:
+ * twice the largest replica count profiled (at least 1), and no more than user_max (when > 0) nor
+ * max_bsz / min_local (the most replicas that can each hold a minimal batch; when both > 0).
+ */
+int tput_exploration_limit(const struct tput_coverage *cov, int user_max, double max_bsz,
+                           double min_local);
+
 /* Shared helper for models that overlap compute a and sync b with exponent g in [1, 10]:
  * (a^g + b^g)^(1/g), computed stably; writes d/da, d/db, d/dg when the pointers are not NULL. */
 double tput_overlap(double a, double b, double g, double *da, double *db, double *dg);

@@ -1,0 +1,128 @@
+/* test_bsz.c: the batch-size optimizer against cases worked out by hand. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "model/bsz.h"
+#include "util/error.h"
+
+/* Pollux model, gamma 1 (no overlap): T_acc = 0.1 + 0.001 m; one node syncs in 0.05 s flat
+ * (alpha_r 0.05, beta_r 0); several nodes in 0.2 s flat. */
+static const struct tput_params example = {.ops = &tput_model_pollux,
+                                           .theta = {0.1, 0.001, 0.2, 0.0, 0.05, 0.0, 1.0}};
+
+/* Pure noise (sqr 0): efficiency 1, so the largest feasible batch wins. Four GPUs, M0 64, max
+ * 1024, at most 128 per GPU, no accumulation: candidates are 64 * 16^(i/49); the largest whose
+ * per-GPU batch ceil(M/4) fits 128 is i = 36, M = 490.73, so m = 123, total 492.
+ * Goodput = 492 / (0.1 + 0.123 + 0.05) = 1802.2... */
+static void bsz_optimize__pure_noise_takes_largest_feasible(void **state)
+{
+    struct grad_params gp = {.sqr = 0.0, .var = 1.0};
+    struct bsz_limits lim = {.init_bsz = 64, .max_bsz = 1024, .max_local = 128};
+    struct bsz_choice c;
+
+    (void)state;
+    assert_int_equal(bsz_optimize(&example, &gp, &lim, 1, 4, &c), 0);
+    assert_float_equal(c.local_bsz, 123, 0);
+    assert_int_equal(c.accum_steps, 0);
+    assert_float_equal(c.batch, 492, 0);
+    assert_float_equal(c.goodput, 492 / 0.273, 1e-9);
+}
+
+/* No noise (var 0): a larger batch buys nothing, so the smallest batch wins: M0 = 64, m = 16. */
+static void bsz_optimize__no_noise_takes_initial_batch(void **state)
+{
+    struct grad_params gp = {.sqr = 1.0, .var = 0.0};
+    struct bsz_limits lim = {.init_bsz = 64, .max_bsz = 1024, .max_local = 128};
+    struct bsz_choice c;
+
+    (void)state;
+    assert_int_equal(bsz_optimize(&example, &gp, &lim, 1, 4, &c), 0);
+    assert_float_equal(c.local_bsz, 16, 0);
+    assert_float_equal(c.batch, 64, 0);
+    /* goodput = 64 / (0.1 + 0.016 + 0.05) at efficiency 1 */
+    assert_float_equal(c.goodput, 64 / 0.166, 1e-9);
+}
+
+/* With accumulation, the per-GPU batch stays under max_local: 2 GPUs, M0 64, max 1024, at most 100
+ * per GPU, pure noise. goodput = 2 m (s+1) / ((s+1)(0.1 + 0.001 m) + 0.05). The last candidate,
+ * M = 1024 (512 per GPU: s = ceil(5.12) - 1 = 5, m = ceil(512/6) = 86) gives 1032 / 1.166 = 885;
+ * the one before, M = 64 * 16^(48/49) = 967.67 (483.8 per GPU: s = 4, m = ceil(96.8) = 97) gives
+ * 970 / 1.035 = 937.2, the best of the 50 (checked by enumerating them). */
+static void bsz_optimize__accumulation_respects_max_local(void **state)
+{
+    struct grad_params gp = {.sqr = 0.0, .var = 1.0};
+    struct bsz_limits lim = {.init_bsz = 64, .max_bsz = 1024, .max_local = 100, .accumulation = 1};
+    struct bsz_choice c;
+
+    (void)state;
+    assert_int_equal(bsz_optimize(&example, &gp, &lim, 1, 2, &c), 0);
+    assert_int_equal(c.accum_steps, 4);
+    assert_float_equal(c.local_bsz, 97, 0);
+    assert_float_equal(c.batch, 2 * 97 * 5, 0);
+    assert_float_equal(c.goodput, 970 / 1.035, 1e-9);
+    assert_float_equal(c.goodput, bsz_goodput(&example, &gp, 64, 1, 2, 97, 4), 1e-9);
+}
+
+/* A single GPU above M0 accumulates at least once (so gradient noise can be measured), even when
+ * memory would allow one large micro-batch: M0 100, max 150, pure noise. M = 100: s = 0,
+ * 100 / 0.2 = 500. M = 150: s = 1, m = 75, 150 / (2 * 0.175) = 428.6; without the rule it would
+ * be 150 / 0.25 = 600 and win. So M0 wins. */
+static void bsz_optimize__single_gpu_accumulates_above_m0(void **state)
+{
+    struct grad_params gp = {.sqr = 0.0, .var = 1.0};
+    struct bsz_limits lim = {.init_bsz = 100, .max_bsz = 150, .max_local = 1000, .accumulation = 1};
+    struct bsz_choice c;
+
+    (void)state;
+    assert_int_equal(bsz_optimize(&example, &gp, &lim, 1, 1, &c), 0);
+    assert_float_equal(c.local_bsz, 100, 0);
+    assert_int_equal(c.accum_steps, 0);
+    assert_float_equal(c.goodput, 500, 1e-9);
+}
+
+/* Limits that leave nothing feasible, and bad arguments: errors, and *out untouched. */
+static void bsz_optimize__infeasible_and_invalid(void **state)
+{
+    struct grad_params gp = {.sqr = 1.0, .var = 1.0};
+    struct bsz_limits lim = {.init_bsz = 64, .max_bsz = 256, .min_local = 32, .max_local = 64};
+    struct bsz_choice c = {.goodput = -7};
+
+    (void)state;
+    /* 16 GPUs x at least 32 each = 512 > 256 */
+    assert_int_equal(bsz_optimize(&example, &gp, &lim, 4, 16, &c), ERR_RANGE);
+    assert_int_equal(bsz_optimize(&example, &gp, &lim, 2, 1, &c), ERR_INVAL);
+    assert_int_equal(bsz_optimize(&example, &gp, &lim, 0, 0, &c), ERR_INVAL);
+    lim.max_bsz = 32; /* below M0 */
+    assert_int_equal(bsz_optimize(&example, &gp, &lim, 1, 1, &c), ERR_INVAL);
+    assert_float_equal(c.goodput, -7, 0);
+}
+
+/* Without max_bsz the job does not scale its batch: M0 split over the GPUs. */
+static void bsz_optimize__no_max_means_fixed_batch(void **state)
+{
+    struct grad_params gp = {.sqr = 0.0, .var = 1.0};
+    struct bsz_limits lim = {.init_bsz = 256};
+    struct bsz_choice c;
+
+    (void)state;
+    assert_int_equal(bsz_optimize(&example, &gp, &lim, 2, 8, &c), 0);
+    assert_float_equal(c.batch, 256, 0);
+    assert_float_equal(c.local_bsz, 32, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(bsz_optimize__pure_noise_takes_largest_feasible),
+        cmocka_unit_test(bsz_optimize__no_noise_takes_initial_batch),
+        cmocka_unit_test(bsz_optimize__accumulation_respects_max_local),
+        cmocka_unit_test(bsz_optimize__single_gpu_accumulates_above_m0),
+        cmocka_unit_test(bsz_optimize__infeasible_and_invalid),
+        cmocka_unit_test(bsz_optimize__no_max_means_fixed_batch),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,149 @@
+/* test_tput.c: the throughput models: the published formulas against hand-computed values, every
+ * model's analytic gradients against finite differences, the registry, the exploration limit. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "model/tput.h"
+
+/* alpha_c 0.1, beta_c 0.01, alpha_n 0.2, beta_n 0.05, alpha_r 0.1, beta_r 0.02, gamma 2 */
+static struct tput_params pollux_example(double gamma)
+{
+    struct tput_params p = {.ops = &tput_model_pollux,
+                            .theta = {0.1, 0.01, 0.2, 0.05, 0.1, 0.02, gamma}};
+    return p;
+}
+
+/* 2 nodes, 6 replicas, m = 10: T_acc = 0.1 + 0.01 * 10 = 0.2; T_net = 0.2 + 0.05 * (6 - 2) = 0.4;
+ * T_opt = sqrt(0.2^2 + 0.4^2) = sqrt(0.2) = 0.447213595... */
+static void tput_pollux__multi_node(void **state)
+{
+    struct tput_params p = pollux_example(2.0);
+    struct tput_point x = {.nodes = 2, .replicas = 6, .local_bsz = 10};
+
+    (void)state;
+    assert_float_equal(tput_accum_time(&p, &x), 0.2, 1e-12);
+    assert_float_equal(tput_step_time(&p, &x, 0), sqrt(0.2), 1e-12);
+}
+
+/* 1 node, 4 replicas, m = 10: T_net = 0.1 + 0.02 * 2 = 0.14; T_opt = sqrt(0.04 + 0.0196). */
+static void tput_pollux__single_node(void **state)
+{
+    struct tput_params p = pollux_example(2.0);
+    struct tput_point x = {.nodes = 1, .replicas = 4, .local_bsz = 10};
+
+    (void)state;
+    assert_float_equal(tput_step_time(&p, &x, 0), sqrt(0.0596), 1e-12);
+}
+
+/* Two replicas cost only alpha (r - 2 is clamped at 1e-8): T_opt = sqrt(0.04 + 0.01). One replica
+ * has no sync: T_opt = T_acc. */
+static void tput_pollux__two_and_one_replicas(void **state)
+{
+    struct tput_params p = pollux_example(2.0);
+    struct tput_point two = {.nodes = 1, .replicas = 2, .local_bsz = 10};
+    struct tput_point one = {.nodes = 1, .replicas = 1, .local_bsz = 10};
+
+    (void)state;
+    assert_float_equal(tput_step_time(&p, &two, 0), sqrt(0.05), 1e-9);
+    assert_float_equal(tput_step_time(&p, &one, 0), 0.2, 1e-9);
+}
+
+/* gamma 1 is no overlap: T_opt = T_acc + T_net = 0.2 + 0.4; with 3 accumulation steps the step
+ * takes 3 * 0.2 + 0.6 = 1.2 s for 6 * 10 * 4 = 240 samples: 200 samples/s. */
+static void tput_pollux__no_overlap_and_accumulation(void **state)
+{
+    struct tput_params p = pollux_example(1.0);
+    struct tput_point x = {.nodes = 2, .replicas = 6, .local_bsz = 10};
+
+    (void)state;
+    assert_float_equal(tput_step_time(&p, &x, 0), 0.6, 1e-12);
+    assert_float_equal(tput_step_time(&p, &x, 3), 1.2, 1e-12);
+    assert_float_equal(tput_throughput(&p, &x, 3), 200.0, 1e-9);
+}
+
+/* A large gamma approaches max(T_acc, T_net): (0.2^10 + 0.4^10)^(1/10) = 0.4 * (1 + 2^-10)^0.1. */
+static void tput_overlap__large_gamma_is_nearly_max(void **state)
+{
+    double t = tput_overlap(0.2, 0.4, 10.0, NULL, NULL, NULL);
+
+    (void)state;
+    assert_float_equal(t, 0.4 * pow(1.0 + pow(0.5, 10), 0.1), 1e-12);
+    /* and stays finite where a^g underflows: (1e-8)^10 = 1e-80, 1e-40^10 underflows */
+    assert_float_equal(tput_overlap(1e-40, 0.3, 10.0, NULL, NULL, NULL), 0.3, 1e-15);
+}
+
+/* Each model's analytic derivatives match central differences at points of every kind. */
+static void tput_predict__gradients_match_differences(void **state)
+{
+    const struct tput_point xs[] = {{1, 1, 32}, {1, 2, 16}, {1, 4, 64}, {2, 2, 8},
+                                    {2, 8, 128}, {4, 13, 40}, {16, 64, 32}};
+
+    (void)state;
+    for (size_t k = 0; tput_models[k]; k++) {
+        const struct tput_model_ops *ops = tput_models[k];
+        double th[TPUT_MAX_PARAMS];
+
+        /* an interior point: the initial point, nudged so that no parameter sits on a bound */
+        for (int i = 0; i < ops->nparams; i++)
+            th[i] = ops->init[i] * (1.0 + 0.37 * (i + 1) / ops->nparams) +
+                    (ops->lower[i] == ops->init[i] ? 0.05 : 0.0);
+        for (size_t j = 0; j < sizeof(xs) / sizeof(xs[0]); j++) {
+            double acc, opt, da[TPUT_MAX_PARAMS], dop[TPUT_MAX_PARAMS];
+
+            ops->predict(th, &xs[j], &acc, &opt, da, dop);
+            for (int i = 0; i < ops->nparams; i++) {
+                double h = 1e-6 * fmax(fabs(th[i]), 1e-3), save = th[i];
+                double a1, o1, a2, o2;
+
+                th[i] = save + h;
+                ops->predict(th, &xs[j], &a1, &o1, NULL, NULL);
+                th[i] = save - h;
+                ops->predict(th, &xs[j], &a2, &o2, NULL, NULL);
+                th[i] = save;
+                assert_float_equal(da[i], (a1 - a2) / (2 * h), 1e-5 * fmax(1.0, fabs(da[i])));
+                assert_float_equal(dop[i], (o1 - o2) / (2 * h), 1e-5 * fmax(1.0, fabs(dop[i])));
+            }
+        }
+    }
+}
+
+static void tput_model_find__names(void **state)
+{
+    (void)state;
+    assert_ptr_equal(tput_model_find("pollux"), &tput_model_pollux);
+    assert_ptr_equal(tput_model_find("default"), tput_models[0]);
+    assert_null(tput_model_find("optimus"));
+    assert_null(tput_model_find(NULL));
+}
+
+/* Twice the largest profiled replica count, capped by the user and by max_bsz / min_local. */
+static void tput_exploration_limit__caps(void **state)
+{
+    struct tput_coverage cov = {.max_replicas = 4};
+    struct tput_coverage none = {0};
+
+    (void)state;
+    assert_int_equal(tput_exploration_limit(&cov, 0, 0, 0), 8);
+    assert_int_equal(tput_exploration_limit(&cov, 6, 0, 0), 6);
+    assert_int_equal(tput_exploration_limit(&cov, 0, 4096, 1024), 4); /* 4096 / 1024 */
+    assert_int_equal(tput_exploration_limit(&none, 0, 0, 0), 1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(tput_pollux__multi_node),
+        cmocka_unit_test(tput_pollux__single_node),
+        cmocka_unit_test(tput_pollux__two_and_one_replicas),
+        cmocka_unit_test(tput_pollux__no_overlap_and_accumulation),
+        cmocka_unit_test(tput_overlap__large_gamma_is_nearly_max),
+        cmocka_unit_test(tput_predict__gradients_match_differences),
+        cmocka_unit_test(tput_model_find__names),
+        cmocka_unit_test(tput_exploration_limit__caps),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
