@@ -25,8 +25,7 @@ int bsz_optimize(const struct tput_params *tp, const struct grad_params *gp,
     double hi_local = lim->max_local > 0 ? lim->max_local : max_bsz;
     double first, ratio, acc, opt;
     struct bsz_choice best = {.goodput = -1.0};
-    /* the step time is affine in accumulation steps and depends on m only through predict, so
-     * one prediction per candidate suffices */
+    /* the step time is affine in accumulation steps, so one prediction per candidate suffices */
     struct tput_point x = {.nodes = nodes, .replicas = replicas};
 
     if (nodes < 1 || replicas < nodes || !(m0 > 0) || max_bsz < m0 || hi_local < lo_local)
@@ -53,7 +52,7 @@ int bsz_optimize(const struct tput_params *tp, const struct grad_params *gp,
         if (m < lo_local - BSZ_EPS || m > hi_local + BSZ_EPS)
             continue;
         x.local_bsz = m;
-        tp->ops->predict(tp->theta, &x, &acc, &opt, NULL, NULL);
+        tput_predict(tp, &x, &acc, &opt);
         batch = replicas * m * (s + 1);
         g = batch / (s * acc + opt) * goodput_efficiency(gp, m0, batch);
         if (g > best.goodput) {

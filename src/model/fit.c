@@ -18,17 +18,17 @@ double fit_objective(const struct tput_model_ops *ops, const struct profile *pro
 
     for (size_t i = 0; i < prof->n; i++) {
         const struct profile_entry *e = &prof->entries[i];
-        double acc, opt, ea, eo;
+        double lacc, lopt, ea, eo;
 
-        ops->predict(theta, &e->x, &acc, &opt, grad ? da : NULL, grad ? dop : NULL);
-        ea = log(acc) - e->log_accum;
-        eo = log(opt) - e->log_optim;
+        ops->predict(theta, &e->x, &lacc, &lopt, grad ? da : NULL, grad ? dop : NULL);
+        ea = lacc - e->log_accum;
+        eo = lopt - e->log_optim;
         sa += ea * ea;
         so += eo * eo;
         if (grad) {
             for (int k = 0; k < np; k++) {
-                ga[k] += ea * da[k] / acc;
-                go[k] += eo * dop[k] / opt;
+                ga[k] += ea * da[k];
+                go[k] += eo * dop[k];
             }
         }
     }

@@ -27,11 +27,21 @@ void tput_params_init(struct tput_params *params, const struct tput_model_ops *o
     memcpy(params->theta, ops->init, (size_t)ops->nparams * sizeof(double));
 }
 
+void tput_predict(const struct tput_params *p, const struct tput_point *x, double *t_acc,
+                  double *t_opt)
+{
+    double la, lo;
+
+    p->ops->predict(p->theta, x, &la, &lo, NULL, NULL);
+    *t_acc = exp(la);
+    *t_opt = exp(lo);
+}
+
 double tput_accum_time(const struct tput_params *p, const struct tput_point *x)
 {
     double acc, opt;
 
-    p->ops->predict(p->theta, x, &acc, &opt, NULL, NULL);
+    tput_predict(p, x, &acc, &opt);
     return acc;
 }
 
@@ -39,7 +49,7 @@ double tput_step_time(const struct tput_params *p, const struct tput_point *x, i
 {
     double acc, opt;
 
-    p->ops->predict(p->theta, x, &acc, &opt, NULL, NULL);
+    tput_predict(p, x, &acc, &opt);
     return accum_steps * acc + opt;
 }
 
@@ -50,25 +60,23 @@ double tput_throughput(const struct tput_params *p, const struct tput_point *x, 
     return batch / tput_step_time(p, x, accum_steps);
 }
 
-double tput_overlap(double a, double b, double g, double *da, double *db, double *dg)
+double tput_overlap_log(double la, double lb, double g, double *dla, double *dlb, double *dg)
 {
-    double la = log(a), lb = log(b);
-    double ea = g * la, eb = g * lb;
-    double top = ea > eb ? ea : eb;
-    double wa = exp(ea - top), wb = exp(eb - top);
-    double s = wa + wb;
-    double lt = (top + log(s)) / g;
-    double t = exp(lt);
+    /* log t = hi + log1p(exp(-g |la - lb|)) / g, where hi is the larger of la and lb; the
+     * weights wa, wb (summing to 1) are the shares of a^g and b^g in the sum */
+    double hi = la > lb ? la : lb, lo = la > lb ? lb : la;
+    double q = exp(g * (lo - hi));
+    double lt = hi + log1p(q) / g;
+    double wlo = q / (1.0 + q), whi = 1.0 - wlo;
+    double wa = la > lb ? whi : wlo, wb = 1.0 - wa;
 
-    wa /= s;
-    wb /= s;
-    if (da)
-        *da = t * wa / a;
-    if (db)
-        *db = t * wb / b;
+    if (dla)
+        *dla = wa;
+    if (dlb)
+        *dlb = wb;
     if (dg)
-        *dg = t * ((wa * la + wb * lb) - lt) / g;
-    return t;
+        *dg = (wa * la + wb * lb - lt) / g;
+    return lt;
 }
 
 int tput_exploration_limit(const struct tput_coverage *cov, int user_max, double max_bsz,

@@ -42,12 +42,14 @@ struct tput_model_ops {
     const double *lower; /* bounds, nparams values each (HUGE_VAL for none) */
     const double *upper;
     /*
-     * Predicted compute time of one micro-batch (t_acc) and of one optimizer step without
-     * accumulation (t_opt: compute plus synchronisation), seconds. When d_acc and d_opt are not
-     * NULL, write their partial derivatives by each parameter (nparams values each).
+     * The logarithms of the predicted compute time of one micro-batch (log_acc) and of one
+     * optimizer step without accumulation (log_opt: compute plus synchronisation), in log-seconds:
+     * the fit works in log space, and so does the overlap, so models hand back logs. When d_acc
+     * and d_opt are not NULL, write the partial derivatives of log_acc and log_opt by each
+     * parameter (nparams values each).
      */
-    void (*predict)(const double *theta, const struct tput_point *x, double *t_acc, double *t_opt,
-                    double *d_acc, double *d_opt);
+    void (*predict)(const double *theta, const struct tput_point *x, double *log_acc,
+                    double *log_opt, double *d_acc, double *d_opt);
     /* The fit's regulariser at theta; adds its gradient into grad when not NULL. May be NULL. */
     double (*regularizer)(const double *theta, double *grad);
     /* Priors before the fit: for what cov says is unobserved, set pinned[i] = 1 and theta[i] to the
@@ -75,6 +77,11 @@ extern const struct tput_model_ops *const tput_models[];
 /* params = the model's initial point (before any fit). */
 void tput_params_init(struct tput_params *params, const struct tput_model_ops *ops);
 
+/* Predicted compute time of one micro-batch (*t_acc) and optimizer step time without
+ * accumulation (*t_opt), seconds. */
+void tput_predict(const struct tput_params *p, const struct tput_point *x, double *t_acc,
+                  double *t_opt);
+
 /* Compute time of one micro-batch of local_bsz samples at x. */
 double tput_accum_time(const struct tput_params *p, const struct tput_point *x);
 
@@ -92,8 +99,9 @@ double tput_throughput(const struct tput_params *p, const struct tput_point *x, 
 int tput_exploration_limit(const struct tput_coverage *cov, int user_max, double max_bsz,
                            double min_local);
 
-/* Shared helper for models that overlap compute a and sync b with exponent g in [1, 10]:
- * (a^g + b^g)^(1/g), computed stably; writes d/da, d/db, d/dg when the pointers are not NULL. */
-double tput_overlap(double a, double b, double g, double *da, double *db, double *dg);
+/* Shared helper for models that overlap compute a and sync b with exponent g in [1, 10]: given
+ * la = log a and lb = log b, returns log((a^g + b^g)^(1/g)), computed stably, and writes its
+ * derivatives by la, lb and g when the pointers are not NULL. */
+double tput_overlap_log(double la, double lb, double g, double *dla, double *dlb, double *dg);
 
 #endif

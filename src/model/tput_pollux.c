@@ -17,12 +17,12 @@ static const double pollux_lower[P_COUNT] = {TINY, TINY, TINY, TINY, TINY, TINY,
 static const double pollux_upper[P_COUNT] = {HUGE_VAL, HUGE_VAL, HUGE_VAL, HUGE_VAL,
                                              HUGE_VAL, HUGE_VAL, 10.0};
 
-static void pollux_predict(const double *th, const struct tput_point *x, double *t_acc,
-                           double *t_opt, double *d_acc, double *d_opt)
+static void pollux_predict(const double *th, const struct tput_point *x, double *log_acc,
+                           double *log_opt, double *d_acc, double *d_opt)
 {
     double k = x->replicas - 2 > TINY ? x->replicas - 2 : TINY;
     double acc = th[P_AC] + th[P_BC] * x->local_bsz;
-    double net, dacc, dnet, dg;
+    double net, la, dacc, dnet, dg;
     int ia = -1, ib = -1;
 
     /* the reference tests nodes > 1 before replicas > 1 */
@@ -35,14 +35,18 @@ static void pollux_predict(const double *th, const struct tput_point *x, double 
     } else {
         net = TINY + TINY * k;
     }
-    *t_acc = acc;
-    *t_opt = tput_overlap(acc, net, th[P_G], &dacc, &dnet, &dg);
+    la = log(acc);
+    *log_acc = la;
+    *log_opt = tput_overlap_log(la, log(net), th[P_G], &dacc, &dnet, &dg);
     if (!d_acc)
         return;
+    /* chain rule: d log(acc) = d acc / acc, d log(net) = d net / net */
+    dacc /= acc;
+    dnet /= net;
     memset(d_acc, 0, P_COUNT * sizeof(double));
     memset(d_opt, 0, P_COUNT * sizeof(double));
-    d_acc[P_AC] = 1.0;
-    d_acc[P_BC] = x->local_bsz;
+    d_acc[P_AC] = 1.0 / acc;
+    d_acc[P_BC] = x->local_bsz / acc;
     d_opt[P_AC] = dacc;
     d_opt[P_BC] = dacc * x->local_bsz;
     if (ia >= 0) {

@@ -23,7 +23,8 @@ static void accuracy_quantile__linear_interpolation(void **state)
 }
 
 /* A model whose step time is 0.2 s on one GPU at m = 10 (gamma 1, T_acc = 0.1 + 0.01 m) against
- * measurements of 0.25, 0.2 and 0.1 s: errors 0.2, 0, 1 (|0.2 - 0.25| / 0.25, 0, |0.2 - 0.1| / 0.1); median 0.2, p90 0.2 + 0.8 * 0.8 = 0.84. */
+ * measurements of 0.25, 0.2 and 0.1 s: errors 0.2, 0, 1 (|0.2 - 0.25| / 0.25, 0, |0.2 - 0.1| /
+ * 0.1); median 0.2, p90 0.2 + 0.8 * 0.8 = 0.84. */
 static void accuracy_eval__relative_errors(void **state)
 {
     struct tput_params p = {.ops = &tput_model_pollux,

@@ -11,7 +11,8 @@
 
 /* Observations of p on a grid of placements (nodes up to max_nodes, 1 to 4 GPUs per node) and
  * local batches; the sync time recorded is the step time minus the compute time. */
-static void synth(const struct tput_params *p, int max_nodes, int max_per_node, struct profile *prof)
+static void synth(const struct tput_params *p, int max_nodes, int max_per_node,
+                  struct profile *prof)
 {
     const double bsz[] = {16, 32, 64, 128, 256};
 
@@ -22,7 +23,7 @@ static void synth(const struct tput_params *p, int max_nodes, int max_per_node, 
                 struct tput_point x = {.nodes = n, .replicas = r, .local_bsz = bsz[b]};
                 double acc, opt;
 
-                p->ops->predict(p->theta, &x, &acc, &opt, NULL, NULL);
+                tput_predict(p, &x, &acc, &opt);
                 assert_int_equal(profile_add(prof, &x, opt, opt - acc), 0);
             }
         }
@@ -92,7 +93,7 @@ static void fit_tput__priors_single_observation(void **state)
     profile_init(&prof);
     assert_int_equal(profile_add(&prof, &x, 0.10, 0.0), 0);
     assert_int_equal(fit_tput(&tput_model_pollux, &prof, &got, &rep), 0);
-    assert_int_equal(rep.pinned, 5);              /* alpha_c, alpha_n, beta_n, alpha_r, beta_r */
+    assert_int_equal(rep.pinned, 5);               /* alpha_c, alpha_n, beta_n, alpha_r, beta_r */
     assert_float_equal(got.theta[0], 0.05, 1e-12); /* 0.10 / 2 */
     /* beta_c is what is left: 0.05 + 64 beta_c = 0.10 */
     assert_float_equal(got.theta[1], 0.05 / 64, 1e-6);
