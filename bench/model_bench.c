@@ -21,9 +21,9 @@ struct bench_profile {
 };
 
 static const struct bench_profile bench_profiles[] = {
-    {"cifar10", 128, 4096, 1024, 0.098, 0.231},  {"imagenet", 200, 12800, 256, 0.059, 0.206},
-    {"bert", 12, 384, 64, 0.038, 0.122},         {"deepspeech2", 20, 640, 80, 0.136, 0.401},
-    {"yolov3", 8, 512, 8, 0.141, 0.419},         {"ncf", 256, 32768, 32768, 0.083, 0.217},
+    {"cifar10", 128, 4096, 1024, 0.098, 0.231}, {"imagenet", 200, 12800, 256, 0.059, 0.206},
+    {"bert", 12, 384, 64, 0.038, 0.122},        {"deepspeech2", 20, 640, 80, 0.136, 0.401},
+    {"yolov3", 8, 512, 8, 0.141, 0.419},        {"ncf", 256, 32768, 32768, 0.083, 0.217},
 };
 #define NPROFILES (sizeof(bench_profiles) / sizeof(bench_profiles[0]))
 
@@ -41,8 +41,8 @@ static double now_seconds(void)
 
 struct bench_result {
     struct accuracy in, ex;
-    double fit_ms;   /* median time of one fit on all rows */
-    double bsz_us;   /* median time of one batch-size optimization */
+    double fit_ms; /* median time of one fit on all rows */
+    double bsz_us; /* median time of one batch-size optimization */
 };
 
 static int bench_one(const struct measured *m, const struct bench_profile *bp,
@@ -62,8 +62,8 @@ static int bench_one(const struct measured *m, const struct bench_profile *bp,
     if (!t)
         return ERR_NOMEM;
     if ((rc = measured_accuracy(m, ops, all, all, NULL, &out->in)) < 0 ||
-        (rc = measured_accuracy(m, ops, MEASURED_PLACEMENTS, MEASURED_SCALABILITY, NULL, &out->ex)) <
-            0)
+        (rc = measured_accuracy(m, ops, MEASURED_PLACEMENTS, MEASURED_SCALABILITY, NULL,
+                                &out->ex)) < 0)
         goto out;
     profile_init(&prof);
     if ((rc = measured_to_profile(m, all, &prof)) < 0)
@@ -201,9 +201,10 @@ int main(int argc, char **argv)
                 status = 3;
         }
     }
-    printf("\nSpeed (median over %d repetitions; targets: fit <= 5 ms, batch-size optimization <= 20 "
-           "us):\n",
-           reps);
+    printf(
+        "\nSpeed (median over %d repetitions; targets: fit <= 5 ms, batch-size optimization <= 20 "
+        "us):\n",
+        reps);
     for (size_t k = 0; k < nmodels; k++) {
         printf("  %-8s fit on all rows (ms):", tput_models[k]->name);
         for (size_t p = 0; p < NPROFILES; p++)
@@ -248,9 +249,9 @@ int main(int argc, char **argv)
             {
                 struct jv *ref = jv_object();
 
-                jv_set(ref, "extrapolation", bench_acc_json(&(struct accuracy){
-                                                 .median = bench_profiles[p].ref_median,
-                                                 .p90 = bench_profiles[p].ref_p90}));
+                jv_set(ref, "extrapolation",
+                       bench_acc_json(&(struct accuracy){.median = bench_profiles[p].ref_median,
+                                                         .p90 = bench_profiles[p].ref_p90}));
                 jv_set(pj, "published_reference", ref);
             }
             jv_set(root, bench_profiles[p].name, pj);

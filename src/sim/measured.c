@@ -151,6 +151,8 @@ int measured_load(const char *dir, struct measured **out, struct error *e)
     size_t dlen = strlen(dir);
     int rc;
 
+    if (dlen == 0)
+        return err_set(e, ERR_INVAL, "", 0, 0, "no profile folder given");
     while (dlen > 1 && dir[dlen - 1] == '/')
         dlen--;
     base = dir + dlen;

@@ -37,12 +37,20 @@ int csv_parse(const char *name, const char *data, size_t len, struct csv_table *
     struct csv_table *t = NULL;
     size_t maxcells, lines, ncells = 0, width = 0;
     int rc = 0, line = 0, pending_blank = 0;
+    const char *nul;
     char *p, *end;
 
     if (!name)
         name = "<input>";
-    if (memchr(data, '\0', len))
-        return err_set(e, ERR_PARSE, name, 0, 0, "contains a NUL byte: not a text file");
+    nul = memchr(data, '\0', len);
+    if (nul) {
+        int nline = 1, ncol = 1;
+
+        for (const char *q = data; q < nul; q++, ncol++)
+            if (*q == '\n')
+                nline++, ncol = 0;
+        return err_set(e, ERR_PARSE, name, nline, ncol, "contains a NUL byte: not a text file");
+    }
     t = calloc(1, sizeof(*t));
     if (!t)
         return err_set(e, ERR_NOMEM, name, 0, 0, NULL);
@@ -73,7 +81,8 @@ int csv_parse(const char *name, const char *data, size_t len, struct csv_table *
                 rc = err_set(e, ERR_PARSE, name, 1, 1, "the header line is empty");
                 goto out;
             }
-            pending_blank = line;
+            if (!pending_blank)
+                pending_blank = line;
             p = eol ? eol + 1 : end;
             continue;
         }
@@ -231,7 +240,8 @@ int csv_get_double(const struct csv_table *t, size_t row, size_t col, double *ou
     if (*endp != '\0' || endp == c->text)
         return err_set(e, ERR_PARSE, t->name, c->line, c->column,
                        "%s: expected a number, found \"%.40s\"", t->header[col].text, c->text);
-    if (!isfinite(v) || errno == ERANGE)
+    /* ERANGE also flags underflow, which leaves a usable (tiny) value; overflow is infinite */
+    if (!isfinite(v))
         return err_set(e, ERR_PARSE, t->name, c->line, c->column,
                        "%s: \"%.40s\" is not a finite number", t->header[col].text, c->text);
     *out = v;
@@ -247,13 +257,13 @@ int csv_get_long(const struct csv_table *t, size_t row, size_t col, long lo, lon
 
     errno = 0;
     v = strtol(c->text, &endp, 10);
-    if (c->text[0] == '\0' || *endp != '\0' || errno == ERANGE)
+    if (c->text[0] == '\0' || *endp != '\0')
         return err_set(e, ERR_PARSE, t->name, c->line, c->column,
                        "%s: expected a whole number, found \"%.40s\"", t->header[col].text,
                        c->text);
-    if (v < lo || v > hi)
-        return err_set(e, ERR_RANGE, t->name, c->line, c->column, "%s: %ld is outside [%ld, %ld]",
-                       t->header[col].text, v, lo, hi);
+    if (errno == ERANGE || v < lo || v > hi)
+        return err_set(e, ERR_RANGE, t->name, c->line, c->column, "%s: %.40s is outside [%ld, %ld]",
+                       t->header[col].text, c->text, lo, hi);
     *out = v;
     return 0;
 }

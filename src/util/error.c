@@ -18,7 +18,7 @@ static const struct err_entry err_entries[ERR_INDEX_COUNT] = {
 
 static const struct err_entry *err_lookup(int code)
 {
-    if (code >= 0 || -code > ERR_INDEX_COUNT)
+    if (code >= 0 || code < -ERR_INDEX_COUNT)
         return NULL;
     return &err_entries[-code - 1];
 }

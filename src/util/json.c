@@ -40,6 +40,10 @@ int jv_set(struct jv *obj, const char *key, struct jv *val)
         json_decref(JV(val));
         return val ? ERR_INVAL : ERR_NOMEM;
     }
+    if (!json_is_object(JV(obj))) {
+        json_decref(JV(val));
+        return ERR_INVAL;
+    }
     return json_object_set_new(JV(obj), key, JV(val)) == 0 ? 0 : ERR_NOMEM;
 }
 

@@ -1,0 +1,245 @@
+/* test_json.c: building JSON values and writing them (indented, keys in insertion order), and the
+ * ownership rules of jv_set and jv_push on failure (leaks show under the ASan run). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "util/error.h"
+#include "util/json.h"
+
+/* Write v into a memory stream and return the text (the caller frees it). */
+static char *write_to_string(const struct jv *v)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+
+    assert_non_null(f);
+    assert_int_equal(jv_write(v, f), 0);
+    assert_int_equal(fclose(f), 0);
+    assert_non_null(text);
+    assert_int_equal(strlen(text), len);
+    return text;
+}
+
+/* An object with a string, a real, an integer and a nested array (of an integer, a real, a string
+ * and an empty array), written with 2-space indentation, keys in the order they were set (not
+ * sorted: "zeta" before "alpha"), and a final newline. Reals use up to 10 significant digits
+ * (0.1 + 0.2 = 0.30000000000000004 prints as 0.3); jansson always writes a real with a point or
+ * exponent (2.0, not 2). */
+static void jv_write__object_in_insertion_order(void **state)
+{
+    struct jv *obj = jv_object(), *arr = jv_array();
+    char *text;
+
+    (void)state;
+    assert_non_null(obj);
+    assert_non_null(arr);
+    assert_int_equal(jv_set(obj, "zeta", jv_string("cifar10")), 0);
+    assert_int_equal(jv_set(obj, "alpha", jv_number(0.1 + 0.2)), 0);
+    assert_int_equal(jv_set(obj, "count", jv_integer(-42)), 0);
+    assert_int_equal(jv_push(arr, jv_integer(1)), 0);
+    assert_int_equal(jv_push(arr, jv_number(2.0)), 0);
+    assert_int_equal(jv_push(arr, jv_string("x")), 0);
+    assert_int_equal(jv_push(arr, jv_array()), 0);
+    assert_int_equal(jv_set(obj, "list", arr), 0);
+    text = write_to_string(obj);
+    assert_string_equal(text, "{\n"
+                              "  \"zeta\": \"cifar10\",\n"
+                              "  \"alpha\": 0.3,\n"
+                              "  \"count\": -42,\n"
+                              "  \"list\": [\n"
+                              "    1,\n"
+                              "    2.0,\n"
+                              "    \"x\",\n"
+                              "    []\n"
+                              "  ]\n"
+                              "}\n");
+    free(text);
+    jv_free(obj);
+}
+
+/* Non-finite numbers (NaN, +inf, -inf) become null; finite ones stay numbers (jansson writes
+ * -1.5e-7 without padding the exponent). */
+static void jv_number__non_finite_is_null(void **state)
+{
+    struct jv *arr = jv_array();
+    char *text;
+
+    (void)state;
+    assert_int_equal(jv_push(arr, jv_number(NAN)), 0);
+    assert_int_equal(jv_push(arr, jv_number(INFINITY)), 0);
+    assert_int_equal(jv_push(arr, jv_number(-INFINITY)), 0);
+    assert_int_equal(jv_push(arr, jv_number(-1.5e-7)), 0);
+    text = write_to_string(arr);
+    assert_string_equal(text, "[\n  null,\n  null,\n  null,\n  -1.5e-7\n]\n");
+    free(text);
+    jv_free(arr);
+}
+
+/* Integers are exact beyond double precision: 2^53 + 1 = 9007199254740993. */
+static void jv_integer__exact(void **state)
+{
+    struct jv *obj = jv_object();
+    char *text;
+
+    (void)state;
+    assert_int_equal(jv_set(obj, "big", jv_integer((1LL << 53) + 1)), 0);
+    text = write_to_string(obj);
+    assert_string_equal(text, "{\n  \"big\": 9007199254740993\n}\n");
+    free(text);
+    jv_free(obj);
+}
+
+/* Strings are escaped: a quote, a backslash, a newline and a tab. */
+static void jv_string__escaped(void **state)
+{
+    struct jv *arr = jv_array();
+    char *text;
+
+    (void)state;
+    assert_int_equal(jv_push(arr, jv_string("a\"b\\c\nd\te")), 0);
+    text = write_to_string(arr);
+    assert_string_equal(text, "[\n  \"a\\\"b\\\\c\\nd\\te\"\n]\n");
+    free(text);
+    jv_free(arr);
+}
+
+/* Setting a key again replaces its value where the key already stands. */
+static void jv_set__same_key_replaces(void **state)
+{
+    struct jv *obj = jv_object();
+    char *text;
+
+    (void)state;
+    assert_int_equal(jv_set(obj, "a", jv_integer(1)), 0);
+    assert_int_equal(jv_set(obj, "b", jv_integer(2)), 0);
+    assert_int_equal(jv_set(obj, "a", jv_integer(3)), 0);
+    text = write_to_string(obj);
+    assert_string_equal(text, "{\n  \"a\": 3,\n  \"b\": 2\n}\n");
+    free(text);
+    jv_free(obj);
+}
+
+/* A NULL value (what a failed constructor returns) fails with ERR_NOMEM and leaves the container
+ * as it was. */
+static void jv_set__null_value_is_nomem(void **state)
+{
+    struct jv *obj = jv_object(), *arr = jv_array();
+    char *text;
+
+    (void)state;
+    assert_int_equal(jv_set(obj, "k", NULL), ERR_NOMEM);
+    assert_int_equal(jv_push(arr, NULL), ERR_NOMEM);
+    assert_int_equal(jv_set(NULL, "k", NULL), ERR_NOMEM);
+    assert_int_equal(jv_push(NULL, NULL), ERR_NOMEM);
+    text = write_to_string(obj);
+    assert_string_equal(text, "{}\n");
+    free(text);
+    text = write_to_string(arr);
+    assert_string_equal(text, "[]\n");
+    free(text);
+    jv_free(obj);
+    jv_free(arr);
+}
+
+/* A NULL container fails (ERR_INVAL) and the stolen value is freed: values of every kind, nested
+ * ones included, would show as leaks under ASan if they were not. */
+static void jv_set__null_container_frees_value(void **state)
+{
+    struct jv *nested = jv_object();
+
+    (void)state;
+    assert_int_equal(jv_set(nested, "s", jv_string("a string that is not small")), 0);
+    assert_int_equal(jv_set(NULL, "k", nested), ERR_INVAL);
+    assert_int_equal(jv_set(NULL, "k", jv_string("leak?")), ERR_INVAL);
+    assert_int_equal(jv_set(NULL, "k", jv_number(1.5)), ERR_INVAL);
+    assert_int_equal(jv_push(NULL, jv_integer(7)), ERR_INVAL);
+    assert_int_equal(jv_push(NULL, jv_array()), ERR_INVAL);
+}
+
+/* jv_set on an array and jv_push on an object fail, and the value is still freed (ASan). */
+static void jv_set__wrong_container_kind_fails_and_frees(void **state)
+{
+    struct jv *obj = jv_object(), *arr = jv_array();
+
+    (void)state;
+    assert_int_equal(jv_set(arr, "k", jv_string("v")), ERR_INVAL);
+    assert_true(jv_push(obj, jv_string("v")) < 0);
+    jv_free(obj);
+    jv_free(arr);
+}
+
+/* jv_write_path creates the file with the same text as jv_write; an unwritable path is ERR_IO. */
+static void jv_write_path__file_and_error(void **state)
+{
+    char dir[] = "/tmp/castor-test-json-XXXXXX";
+    char path[sizeof(dir) + 16], bad[sizeof(dir) + 32], text[64];
+    struct jv *obj = jv_object();
+    FILE *f;
+    size_t n;
+
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/out.json", dir);
+    snprintf(bad, sizeof(bad), "%s/missing/out.json", dir);
+    assert_int_equal(jv_set(obj, "n", jv_integer(5)), 0);
+    assert_int_equal(jv_write_path(obj, path), 0);
+    f = fopen(path, "r");
+    assert_non_null(f);
+    n = fread(text, 1, sizeof(text) - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    assert_string_equal(text, "{\n  \"n\": 5\n}\n");
+    assert_int_equal(jv_write_path(obj, bad), ERR_IO);
+    jv_free(obj);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(rmdir(dir), 0);
+}
+
+/* A device that is always full: the write fails when the stream is flushed and closed. */
+static void jv_write_path__full_device(void **state)
+{
+    struct jv *obj = jv_object();
+
+    (void)state;
+    if (access("/dev/full", W_OK) != 0) {
+        jv_free(obj);
+        skip();
+    }
+    assert_int_equal(jv_set(obj, "n", jv_integer(5)), 0);
+    assert_int_equal(jv_write_path(obj, "/dev/full"), ERR_IO);
+    jv_free(obj);
+}
+
+/* jv_free accepts NULL. */
+static void jv_free__null(void **state)
+{
+    (void)state;
+    jv_free(NULL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(jv_write__object_in_insertion_order),
+        cmocka_unit_test(jv_number__non_finite_is_null),
+        cmocka_unit_test(jv_integer__exact),
+        cmocka_unit_test(jv_string__escaped),
+        cmocka_unit_test(jv_set__same_key_replaces),
+        cmocka_unit_test(jv_set__null_value_is_nomem),
+        cmocka_unit_test(jv_set__null_container_frees_value),
+        cmocka_unit_test(jv_set__wrong_container_kind_fails_and_frees),
+        cmocka_unit_test(jv_write_path__file_and_error),
+        cmocka_unit_test(jv_write_path__full_device),
+        cmocka_unit_test(jv_free__null),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
