@@ -1,34 +1,43 @@
-/* fit.c: the throughput-model fit: RMSLE of compute and step times plus the model's regulariser,
- * minimised over the parameters that the priors leave free. */
+/* fit.c: the throughput-model fit: RMSLE of compute and step times over every observation, plus
+ * the model's regulariser, minimised over the parameters that the priors leave free. */
 #include "model/fit.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "util/error.h"
 #include "util/minimize.h"
 
-double fit_objective(const struct tput_model_ops *ops, const struct profile *prof,
-                     const double *theta, double *grad, double *rmsle_acc, double *rmsle_opt)
+/*
+ * The loss at theta for times measured in units of exp(log_unit) seconds (0 for seconds). Each
+ * profile entry stands for `count` observations: the sum over them of (prediction - log y)^2 is
+ * count * (prediction - mean)^2 + the squared deviations, so the loss equals the fit on every
+ * observation by itself.
+ */
+static double fit_loss(const struct tput_model_ops *ops, const struct profile *prof,
+                       const double *theta, double log_unit, double *grad, double *rmsle_acc,
+                       double *rmsle_opt)
 {
-    double sa = 0.0, so = 0.0, ga[TPUT_MAX_PARAMS] = {0}, go[TPUT_MAX_PARAMS] = {0};
+    double sa = 0.0, so = 0.0, n = 0.0, ga[TPUT_MAX_PARAMS] = {0}, go[TPUT_MAX_PARAMS] = {0};
     double da[TPUT_MAX_PARAMS], dop[TPUT_MAX_PARAMS];
-    double n = (double)prof->n, ra, ro, f;
+    double ra, ro, f;
     int np = ops->nparams;
 
     for (size_t i = 0; i < prof->n; i++) {
         const struct profile_entry *e = &prof->entries[i];
-        double lacc, lopt, ea, eo;
+        double c = (double)e->count, lacc, lopt, ea, eo;
 
         ops->predict(theta, &e->x, &lacc, &lopt, grad ? da : NULL, grad ? dop : NULL);
-        ea = lacc - e->log_accum;
-        eo = lopt - e->log_optim;
-        sa += ea * ea;
-        so += eo * eo;
+        ea = lacc - (e->log_accum - log_unit);
+        eo = lopt - (e->log_optim - log_unit);
+        sa += c * ea * ea + e->ss_accum;
+        so += c * eo * eo + e->ss_optim;
+        n += c;
         if (grad) {
             for (int k = 0; k < np; k++) {
-                ga[k] += ea * da[k];
-                go[k] += eo * dop[k];
+                ga[k] += c * ea * da[k];
+                go[k] += c * eo * dop[k];
             }
         }
     }
@@ -48,10 +57,17 @@ double fit_objective(const struct tput_model_ops *ops, const struct profile *pro
     return f;
 }
 
+double fit_objective(const struct tput_model_ops *ops, const struct profile *prof,
+                     const double *theta, double *grad, double *rmsle_acc, double *rmsle_opt)
+{
+    return fit_loss(ops, prof, theta, 0.0, grad, rmsle_acc, rmsle_opt);
+}
+
 /* The minimiser sees only the free parameters; the pinned ones are filled in from full[]. */
 struct fit_ctx {
     const struct tput_model_ops *ops;
     const struct profile *prof;
+    double log_unit;
     double full[TPUT_MAX_PARAMS];
     int map[TPUT_MAX_PARAMS];            /* free index -> parameter index */
     unsigned char logp[TPUT_MAX_PARAMS]; /* free parameter searched as its logarithm */
@@ -59,7 +75,7 @@ struct fit_ctx {
 
 /* Positive parameters whose scale is unknown (seconds, seconds per sample) are searched in log
  * space: the minimum is the same, but the search no longer crawls along gradients that differ by
- * seven orders of magnitude between parameters. */
+ * orders of magnitude between parameters. */
 static double fit_to_param(const struct fit_ctx *c, int i, double x)
 {
     return c->logp[i] ? exp(x) : x;
@@ -72,11 +88,36 @@ static double fit_thunk(int n, const double *x, double *grad, void *data)
 
     for (int i = 0; i < n; i++)
         c->full[c->map[i]] = fit_to_param(c, i, x[i]);
-    f = fit_objective(c->ops, c->prof, c->full, grad ? g : NULL, NULL, NULL);
+    f = fit_loss(c->ops, c->prof, c->full, c->log_unit, grad ? g : NULL, NULL, NULL);
     if (grad)
         for (int i = 0; i < n; i++)
             grad[i] = g[c->map[i]] * (c->logp[i] ? c->full[c->map[i]] : 1.0);
     return f;
+}
+
+/* The median step time, in log-seconds: the unit the fit measures time in, so that one initial
+ * point suits jobs whose steps take milliseconds and jobs whose steps take seconds alike. */
+static int fit_log_unit(const struct profile *prof, double *log_unit)
+{
+    double *v = malloc(prof->n * sizeof(double));
+    size_t n = prof->n;
+
+    if (!v)
+        return ERR_NOMEM;
+    for (size_t i = 0; i < n; i++)
+        v[i] = prof->entries[i].log_optim;
+    /* nth-smallest by a partial selection sort is O(n^2); n is small but not tiny, so sort */
+    for (size_t gap = n / 2; gap > 0; gap /= 2)
+        for (size_t i = gap; i < n; i++)
+            for (size_t j = i; j >= gap && v[j - gap] > v[j]; j -= gap) {
+                double t = v[j];
+
+                v[j] = v[j - gap];
+                v[j - gap] = t;
+            }
+    *log_unit = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    free(v);
+    return 0;
 }
 
 int fit_tput(const struct tput_model_ops *ops, const struct profile *prof, struct tput_params *out,
@@ -85,17 +126,23 @@ int fit_tput(const struct tput_model_ops *ops, const struct profile *prof, struc
     struct fit_ctx c = {.ops = ops, .prof = prof};
     struct tput_coverage cov;
     unsigned char pinned[TPUT_MAX_PARAMS] = {0};
-    double x[TPUT_MAX_PARAMS], lo[TPUT_MAX_PARAMS], hi[TPUT_MAX_PARAMS], fmin = 0.0;
+    double x[TPUT_MAX_PARAMS], lo[TPUT_MAX_PARAMS], hi[TPUT_MAX_PARAMS], unit, fmin = 0.0;
     int nfree = 0, evals = 0, npinned = 0, rc;
     struct fit_report r;
 
     if (prof->n == 0)
         return ERR_EMPTY;
+    if ((rc = fit_log_unit(prof, &c.log_unit)) < 0)
+        return rc;
+    unit = exp(c.log_unit);
     profile_coverage(prof, &cov);
     memcpy(c.full, ops->init, (size_t)ops->nparams * sizeof(double));
     if (ops->pin)
         ops->pin(&cov, c.full, pinned);
     for (int k = 0; k < ops->nparams; k++) {
+        /* priors were set in seconds; the search works in units of the median step */
+        if (pinned[k] && ops->time_param[k])
+            c.full[k] /= unit;
         if (pinned[k]) {
             npinned++;
             continue;
@@ -114,6 +161,10 @@ int fit_tput(const struct tput_model_ops *ops, const struct profile *prof, struc
         for (int i = 0; i < nfree; i++)
             c.full[c.map[i]] = fit_to_param(&c, i, x[i]);
     }
+    /* back to seconds: the models are homogeneous of degree one in their time parameters */
+    for (int k = 0; k < ops->nparams; k++)
+        if (ops->time_param[k])
+            c.full[k] *= unit;
     memset(&r, 0, sizeof(r));
     r.loss = fit_objective(ops, prof, c.full, NULL, &r.rmsle_acc, &r.rmsle_opt);
     r.evals = evals;

@@ -26,7 +26,7 @@ static int profile_same(const struct tput_point *a, const struct tput_point *b)
 int profile_add(struct profile *p, const struct tput_point *x, double step_time, double sync_time)
 {
     struct profile_entry *e = NULL;
-    double w;
+    double w, la, lo, d;
 
     if (x->nodes < 1 || x->replicas < x->nodes || !(x->local_bsz > 0) || !isfinite(x->local_bsz))
         return ERR_INVAL;
@@ -58,8 +58,15 @@ int profile_add(struct profile *p, const struct tput_point *x, double step_time,
     e->accum_time += w * ((step_time - sync_time) - e->accum_time);
     e->optim_time += w * (step_time - e->optim_time);
     e->sync_time += w * (sync_time - e->sync_time);
-    e->log_accum = log(e->accum_time);
-    e->log_optim = log(e->optim_time);
+    /* Welford's update of the mean and squared deviations of the log-times */
+    la = log(step_time - sync_time);
+    lo = log(step_time);
+    d = la - e->log_accum;
+    e->log_accum += w * d;
+    e->ss_accum += d * (la - e->log_accum);
+    d = lo - e->log_optim;
+    e->log_optim += w * d;
+    e->ss_optim += d * (lo - e->log_optim);
     return 0;
 }
 

@@ -1,5 +1,7 @@
-/* profile.h: a job's observed step times, averaged per configuration (nodes, replicas, local
- * batch), the data a throughput model is fitted to. Pure data; no I/O. */
+/* profile.h: a job's observed step times, summarised per configuration (nodes, replicas, local
+ * batch), the data a throughput model is fitted to. The summary keeps what the fit needs to weigh
+ * every observation as if it were fitted on its own: the count, and the mean and spread of the
+ * log-times. Pure data; no I/O. */
 #ifndef CASTOR_MODEL_PROFILE_H
 #define CASTOR_MODEL_PROFILE_H
 
@@ -12,9 +14,11 @@ struct profile_entry {
     double accum_time; /* mean compute time per micro-batch (step minus sync), seconds */
     double optim_time; /* mean optimizer step time without accumulation, seconds */
     double sync_time;  /* mean time spent synchronising gradients, seconds */
-    double log_accum;  /* log of accum_time, kept for the fit's log-space loss */
-    double log_optim;  /* log of optim_time */
-    long count;        /* observations averaged */
+    double log_accum;  /* mean of log(compute time) over the observations */
+    double log_optim;  /* mean of log(step time) */
+    double ss_accum;   /* sum of squared deviations of log(compute time) from log_accum */
+    double ss_optim;   /* the same for log(step time) */
+    long count;        /* observations summarised */
 };
 
 /* Owned by whoever declares it; profile_init before use, profile_free after. */

@@ -41,6 +41,9 @@ struct tput_model_ops {
     const double *init;  /* the fit's initial point, nparams values */
     const double *lower; /* bounds, nparams values each (HUGE_VAL for none) */
     const double *upper;
+    /* 1 for parameters measured in seconds (or seconds per sample): predictions must scale by s
+     * when all of them do, which lets the fit work in units of the job's own step time. */
+    const unsigned char *time_param;
     /*
      * The logarithms of the predicted compute time of one micro-batch (log_acc) and of one
      * optimizer step without accumulation (log_opt: compute plus synchronisation), in log-seconds:

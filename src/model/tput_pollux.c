@@ -14,6 +14,7 @@ static const char *const pollux_names[P_COUNT] = {"alpha_c", "beta_c", "alpha_n"
                                                   "alpha_r", "beta_r", "gamma"};
 static const double pollux_init[P_COUNT] = {0.1, 0.01, 0.1, 0.01, 0.1, 0.01, 1.001};
 static const double pollux_lower[P_COUNT] = {TINY, TINY, TINY, TINY, TINY, TINY, 1.0};
+static const unsigned char pollux_time[P_COUNT] = {1, 1, 1, 1, 1, 1, 0};
 static const double pollux_upper[P_COUNT] = {HUGE_VAL, HUGE_VAL, HUGE_VAL, HUGE_VAL,
                                              HUGE_VAL, HUGE_VAL, 10.0};
 
@@ -110,6 +111,7 @@ const struct tput_model_ops tput_model_pollux = {
     .init = pollux_init,
     .lower = pollux_lower,
     .upper = pollux_upper,
+    .time_param = pollux_time,
     .predict = pollux_predict,
     .regularizer = pollux_regularizer,
     .pin = pollux_pin,

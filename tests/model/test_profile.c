@@ -26,7 +26,11 @@ static void profile_add__averages_per_configuration(void **state)
     assert_float_equal(p.entries[0].optim_time, 0.3, 1e-12);
     assert_float_equal(p.entries[0].sync_time, 0.1, 1e-12);
     assert_float_equal(p.entries[0].accum_time, 0.2, 1e-12);
-    assert_float_equal(p.entries[0].log_optim, log(0.3), 1e-12);
+    /* the log-time summary: mean of log 0.2 and log 0.4 is log sqrt(0.08); squared deviations
+     * 2 * (log 2 / 2)^2 = (log 2)^2 / 2 */
+    assert_float_equal(p.entries[0].log_optim, log(sqrt(0.08)), 1e-12);
+    assert_float_equal(p.entries[0].ss_optim, log(2) * log(2) / 2, 1e-12);
+    assert_float_equal(p.entries[0].log_accum, log(sqrt(0.15 * 0.25)), 1e-12);
     assert_float_equal(p.entries[1].accum_time, 0.4, 1e-12);
     profile_free(&p);
 }

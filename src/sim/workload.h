@@ -1,0 +1,38 @@
+/* workload.h: workload traces: which jobs arrive when, in the Pollux artifact's CSV format
+ * (name,time,application,num_replicas,batch_size). */
+#ifndef CASTOR_SIM_WORKLOAD_H
+#define CASTOR_SIM_WORKLOAD_H
+
+#include <stddef.h>
+
+#include "util/error.h"
+
+struct workload_job {
+    char name[64];
+    double submit_time;   /* seconds from the start of the trace */
+    char application[32]; /* a profile name: cifar10, imagenet, ... */
+    int num_replicas;     /* the GPUs the baselines give it (Tiresias) */
+    double batch_size;    /* the total batch the baselines use (Optimus, Tiresias) */
+};
+
+/* Owned by the caller; free with workload_free. */
+struct workload {
+    char *name; /* the file's base name without .csv ("workload-1") */
+    size_t n;
+    struct workload_job *jobs;
+};
+
+/*
+ * Load a trace. known is a NULL-terminated list of application names the caller can emulate;
+ * a job naming another is an error. Errors name file, line and column in *e (nothing is
+ * returned): a missing column, ERR_EMPTY for a trace with no jobs, ERR_PARSE for a negative or
+ * non-numeric time, a time earlier than the row before (traces are sorted), an empty or over-long
+ * name, a duplicate name, num_replicas not a whole number >= 1, batch_size not positive, and
+ * ERR_UNKNOWN for an unknown application.
+ */
+int workload_load(const char *path, const char *const *known, struct workload **out,
+                  struct error *e);
+
+void workload_free(struct workload *w);
+
+#endif
