@@ -9,6 +9,9 @@
  * `castor model list`. Output to out, errors to err. */
 int cli_model(int argc, char **argv, FILE *out, FILE *err);
 
+/* `castor simulate --workload <csv or folder> --policy <name> [...]` (see --help). */
+int cli_simulate(int argc, char **argv, FILE *out, FILE *err);
+
 /* castor with no arguments: the embedded default (fit and summarise the bundled profiles). */
 int cli_default(FILE *out, FILE *err);
 

@@ -12,6 +12,8 @@ static void usage(FILE *f)
                "                          profiles (the embedded default)\n"
                "  model fit <profile-dir> fit a throughput model to measured step times\n"
                "  model list              list the throughput models\n"
+               "  simulate --workload W --policy P\n"
+               "                          replay workloads on a simulated cluster\n"
                "  version                 print the version\n"
                "\n"
                "`castor model --help` says more.\n");
@@ -23,6 +25,8 @@ int main(int argc, char **argv)
         return cli_default(stdout, stderr);
     if (strcmp(argv[1], "model") == 0)
         return cli_model(argc - 1, argv + 1, stdout, stderr);
+    if (strcmp(argv[1], "simulate") == 0)
+        return cli_simulate(argc - 1, argv + 1, stdout, stderr);
     if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0) {
         printf("castor %s\n", CASTOR_VERSION);
         return 0;

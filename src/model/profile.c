@@ -85,6 +85,9 @@ void profile_coverage(const struct profile *p, struct tput_coverage *cov)
         cov->multi_node |= e->x.nodes > 1;
         cov->single_node_multi |= e->x.nodes == 1 && e->x.replicas > 1;
         cov->replicas_over_two |= e->x.replicas > 2;
+        cov->several_per_node |= e->x.replicas > e->x.nodes;
+        cov->two_node_several |= e->x.nodes == 2 && e->x.replicas > 2;
+        cov->three_nodes |= e->x.nodes >= 3;
         if (e->x.replicas > cov->max_replicas)
             cov->max_replicas = e->x.replicas;
         if (e->x.nodes > cov->max_nodes)

@@ -5,7 +5,7 @@
 #include <math.h>
 #include <string.h>
 
-const struct tput_model_ops *const tput_models[] = {&tput_model_pollux, NULL};
+const struct tput_model_ops *const tput_models[] = {&tput_model_castor, &tput_model_pollux, NULL};
 
 const struct tput_model_ops *tput_model_find(const char *name)
 {

@@ -30,6 +30,9 @@ struct tput_coverage {
     int replicas_over_two;  /* any observation with replicas > 2 */
     int max_replicas;       /* largest replica count observed */
     int max_nodes;          /* largest node count observed */
+    int several_per_node;   /* any observation with more GPUs than nodes (replicas > nodes) */
+    int two_node_several;   /* any observation on 2 nodes with more than one GPU per node */
+    int three_nodes;        /* any observation on 3 or more nodes */
     double mean_accum_time; /* mean observed compute time, seconds */
 };
 

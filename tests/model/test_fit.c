@@ -144,6 +144,40 @@ static void fit_tput__priors_no_more_than_two_replicas(void **state)
     profile_free(&prof);
 }
 
+/* castor's priors: single-node data with several GPUs per node pins the inter-node terms and the
+ * two-node term but fits the per-node compute term; one GPU per node on 1-2 nodes pins the per-node
+ * compute term too; data from two nodes only (with several GPUs each) puts growth in replicas on
+ * the two-node term (beta_n pinned). */
+static void fit_tput__castor_priors(void **state)
+{
+    struct tput_params truth = {
+        .ops = &tput_model_castor,
+        .theta = {0.02, 0.0015, 0.09, 0.004, 0.01, 0.03, 0.002, 1.5, 0.004}};
+    struct tput_params got;
+    struct fit_report rep;
+    struct profile prof;
+
+    (void)state;
+    synth(&truth, 1, 4, &prof); /* one node, 1-4 GPUs */
+    assert_int_equal(fit_tput(&tput_model_castor, &prof, &got, &rep), 0);
+    assert_int_equal(rep.pinned, 3);                             /* alpha_n, beta_n, gamma_2 */
+    assert_float_equal(got.theta[8], 0.004, 0.01 * 0.004);       /* delta_k recovered */
+    assert_float_equal(got.theta[2], 1.1 * got.theta[5], 1e-12); /* alpha_n = 1.1 alpha_r */
+    profile_free(&prof);
+
+    synth(&truth, 2, 1, &prof); /* "1" and "11": one GPU per node */
+    assert_int_equal(fit_tput(&tput_model_castor, &prof, &got, &rep), 0);
+    assert_float_equal(got.theta[8], 0.0, 0);  /* delta_k pinned at 0 */
+    assert_float_equal(got.theta[4], 1e-8, 0); /* gamma_2 pinned */
+    profile_free(&prof);
+
+    synth(&truth, 2, 4, &prof); /* up to 2 nodes x 4 */
+    assert_int_equal(fit_tput(&tput_model_castor, &prof, &got, &rep), 0);
+    assert_float_equal(got.theta[3], 1e-8, 0); /* beta_n pinned: no trend in nodes seen */
+    assert_true(got.theta[4] > 1e-4);          /* gamma_2 carries the growth */
+    profile_free(&prof);
+}
+
 /* An empty profile is an error, and leaves the output alone. */
 static void fit_tput__empty_profile(void **state)
 {
@@ -198,6 +232,7 @@ int main(void)
         cmocka_unit_test(fit_tput__priors_single_observation),
         cmocka_unit_test(fit_tput__priors_inter_node_ten_percent_worse),
         cmocka_unit_test(fit_tput__priors_no_more_than_two_replicas),
+        cmocka_unit_test(fit_tput__castor_priors),
         cmocka_unit_test(fit_tput__empty_profile),
         cmocka_unit_test(fit_objective__gradient_matches_differences),
     };

@@ -79,6 +79,31 @@ static void tput_overlap__large_gamma_is_nearly_max(void **state)
                        1e-12);
 }
 
+/* castor's model, gamma 1 (no overlap): alpha_c .1, beta_c .01, alpha_n .2, beta_n .05,
+ * gamma_2 .03, alpha_r .1, beta_r .02, delta_k .04; m = 10.
+ * 2 nodes x 3: k - 1 = 2, compute .1 + .1 + .04 * 2 = .28, sync .2 + .05 sqrt(5) + .03 * 2
+ *   = .371803399; step .651803399.
+ * 3 nodes x 2: k - 1 = 1, compute .24, sync .2 + .05 sqrt(5) = .311803399 (no two-node term);
+ *   step .551803399.
+ * 1 node x 4: k - 1 = 3, compute .32, sync .1 + .02 sqrt(3) = .134641016; step .454641016. */
+static void tput_castor__hand_computed(void **state)
+{
+    struct tput_params p = {.ops = &tput_model_castor,
+                            .theta = {0.1, 0.01, 0.2, 0.05, 0.03, 0.1, 0.02, 1.0, 0.04}};
+    struct tput_point two = {.nodes = 2, .replicas = 6, .local_bsz = 10};
+    struct tput_point three = {.nodes = 3, .replicas = 6, .local_bsz = 10};
+    struct tput_point one = {.nodes = 1, .replicas = 4, .local_bsz = 10};
+    struct tput_point single = {.nodes = 1, .replicas = 1, .local_bsz = 10};
+
+    (void)state;
+    assert_float_equal(tput_accum_time(&p, &two), 0.28, 1e-12);
+    assert_float_equal(tput_step_time(&p, &two, 0), 0.28 + 0.2 + 0.05 * sqrt(5) + 0.06, 1e-12);
+    assert_float_equal(tput_step_time(&p, &three, 0), 0.24 + 0.2 + 0.05 * sqrt(5), 1e-12);
+    assert_float_equal(tput_step_time(&p, &one, 0), 0.32 + 0.1 + 0.02 * sqrt(3), 1e-12);
+    /* one GPU: no sync (1e-8), no per-node term */
+    assert_float_equal(tput_step_time(&p, &single, 0), 0.2, 1e-7);
+}
+
 /* Each model's analytic derivatives (of the log-times) match central differences at points of
  * every kind. */
 static void tput_predict__gradients_match_differences(void **state)
@@ -121,6 +146,8 @@ static void tput_model_find__names(void **state)
 {
     (void)state;
     assert_ptr_equal(tput_model_find("pollux"), &tput_model_pollux);
+    assert_ptr_equal(tput_model_find("castor"), &tput_model_castor);
+    assert_ptr_equal(tput_models[0], &tput_model_castor);
     assert_ptr_equal(tput_model_find("default"), tput_models[0]);
     assert_null(tput_model_find("optimus"));
     assert_null(tput_model_find(NULL));
@@ -147,6 +174,7 @@ int main(void)
         cmocka_unit_test(tput_pollux__two_and_one_replicas),
         cmocka_unit_test(tput_pollux__no_overlap_and_accumulation),
         cmocka_unit_test(tput_overlap__large_gamma_is_nearly_max),
+        cmocka_unit_test(tput_castor__hand_computed),
         cmocka_unit_test(tput_predict__gradients_match_differences),
         cmocka_unit_test(tput_model_find__names),
         cmocka_unit_test(tput_exploration_limit__caps),

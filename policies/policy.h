@@ -1,0 +1,61 @@
+/* policy.h: scheduling policies: given a snapshot, who gets which GPUs. One `const struct
+ * policy_ops` per policy, registered by name; an instance is {ops, ctx}. */
+#ifndef CASTOR_POLICIES_POLICY_H
+#define CASTOR_POLICIES_POLICY_H
+
+#include <stdint.h>
+
+#include "plan/alloc.h"
+#include "plan/snapshot.h"
+
+/* Settings a policy may read; zero means the policy's default. */
+struct policy_config {
+    double p_mean;                 /* pollux: the fitness power mean p (default -1) */
+    double restart_penalty;        /* pollux: delta, seconds of the restart penalty (default 30) */
+    int no_interference_avoidance; /* pollux: allow two distributed jobs on one node */
+};
+
+struct policy_ops {
+    const char *name;
+    const char *summary;
+    /* A new instance's private state (may stay NULL); errors: ERR_NOMEM, ERR_INVAL. */
+    int (*create)(const struct policy_config *cfg, void **ctx);
+    void (*destroy)(void *ctx);
+    /*
+     * Decide: write into out (njobs x nnodes, as s->current, which it starts as a copy of) the
+     * allocation for the next interval. seed is the only randomness. State carried in ctx from
+     * round to round must depend only on the snapshots seen (so that a replay decides alike).
+     * Errors leave out unspecified; the caller keeps the current allocation.
+     */
+    int (*allocate)(void *ctx, const struct snapshot *s, uint64_t seed, struct alloc *out);
+};
+
+struct policy {
+    const struct policy_ops *ops;
+    void *ctx;
+};
+
+extern const struct policy_ops policy_pollux;
+extern const struct policy_ops policy_optimus;
+extern const struct policy_ops policy_tiresias;
+
+/* All policies, NULL-terminated. */
+extern const struct policy_ops *const policy_registry[];
+
+/* The policy called name, or NULL. */
+const struct policy_ops *policy_find(const char *name);
+
+/* Create an instance of the policy called name. ERR_UNKNOWN for an unknown name; as create. */
+int policy_new(const char *name, const struct policy_config *cfg, struct policy *out);
+
+/* Ask p for the next allocation (see policy_ops.allocate). */
+int policy_allocate(struct policy *p, const struct snapshot *s, uint64_t seed, struct alloc *out);
+
+void policy_free(struct policy *p);
+
+/* Fill job j of out with n more replicas, taking GPUs from the node with the most free ones first
+ * (the lowest index on ties), as Optimus and Tiresias place jobs. free[] (nnodes values) is
+ * updated. ERR_RANGE if fewer than n GPUs are free. */
+int policy_fill_most_free(struct alloc *out, int j, int n, int *free);
+
+#endif

@@ -1,0 +1,439 @@
+/* pollux.c: the Pollux policy (OSDI'21): give each job the GPUs that maximise the power mean of
+ * their speedups over the fair share, with a penalty for restarting. The published policy searches
+ * with a genetic algorithm; since the objective is a sum of per-job terms under capacity limits,
+ * castor solves it exactly over replica counts by dynamic programming, then places the replicas
+ * (consolidated, one distributed job per node) and keeps whichever of that and the current
+ * allocation is fitter. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/bsz.h"
+#include "policies/policy.h"
+#include "util/error.h"
+
+#define POLLUX_EPS 1e-3
+#define POLLUX_MAX_NODES_PER_JOB 16
+
+struct pollux {
+    double p;     /* power mean exponent */
+    double delta; /* restart penalty, seconds */
+    int avoid_interference;
+};
+
+struct pollux_job {
+    int maxr;         /* replicas allowed */
+    double base;      /* goodput of the fair share (speedup 1) */
+    int fair_r;       /* the fair share, replicas */
+    double penalty;   /* factor on the speedup when the job's GPUs change */
+    int cur_r, cur_n; /* what it holds now */
+    double *good;     /* goodput by (nodes, replicas), memoised; NAN = not computed */
+    int good_w;       /* row width of good: maxr + 1 */
+};
+
+static int pollux_create(const struct policy_config *cfg, void **ctx)
+{
+    struct pollux *p = calloc(1, sizeof(*p));
+
+    if (!p)
+        return ERR_NOMEM;
+    p->p = cfg->p_mean != 0 ? cfg->p_mean : -1.0;
+    p->delta = cfg->restart_penalty > 0 ? cfg->restart_penalty : 30.0;
+    p->avoid_interference = !cfg->no_interference_avoidance;
+    *ctx = p;
+    return 0;
+}
+
+static void pollux_destroy(void *ctx)
+{
+    free(ctx);
+}
+
+/* The job's utility for scaled speedup s: the term of the power mean (a sum of these is to be
+ * maximised; p < 0 makes it negative, so that more is still better). */
+static double pollux_utility(const struct pollux *p, double s)
+{
+    if (p->p == 0)
+        return log(s > POLLUX_EPS ? s : POLLUX_EPS);
+    return p->p < 0 ? -pow(s + POLLUX_EPS, p->p) : pow(s + POLLUX_EPS, p->p);
+}
+
+/* Best goodput of job j on (nodes, replicas): memoised per round. */
+static double pollux_goodput(const struct snap_job *sj, struct pollux_job *pj, int nodes, int r)
+{
+    struct bsz_choice c;
+    double *cell;
+
+    if (nodes >= pj->good_w || r >= pj->good_w) /* what it holds beyond today's limit */
+        return bsz_optimize(&sj->tput, &sj->grad, &sj->lim, nodes, r, &c) == 0 ? c.goodput : 0.0;
+    cell = &pj->good[(size_t)nodes * (size_t)pj->good_w + (size_t)r];
+    if (isnan(*cell))
+        *cell = bsz_optimize(&sj->tput, &sj->grad, &sj->lim, nodes, r, &c) == 0 ? c.goodput : 0.0;
+    return *cell;
+}
+
+/* Speedup of job j on (nodes, replicas), relative to its fair share. */
+static double pollux_speedup(const struct snap_job *sj, struct pollux_job *pj, int nodes, int r)
+{
+    if (r == 0)
+        return 0.0;
+    if (!sj->has_model || !(pj->base > 0))
+        return (double)r / pj->fair_r;
+    return pollux_goodput(sj, pj, nodes, r) / pj->base;
+}
+
+/* The job's utility on (nodes, replicas): scaled speedup, with the restart penalty if changed. */
+static double pollux_job_utility(const struct pollux *p, const struct snapshot *s, int j,
+                                 struct pollux_job *pj, int nodes, int r, int changed)
+{
+    int gpus = snapshot_gpus(s);
+    double sp = pollux_speedup(&s->jobs[j], pj, nodes, r) * s->nnodes / gpus;
+
+    if (changed)
+        sp *= pj->penalty;
+    return pollux_utility(p, sp);
+}
+
+/* Nodes needed for r replicas packed onto nodes of gpn GPUs. */
+static int pollux_min_nodes(int r, int gpn)
+{
+    return (r + gpn - 1) / gpn;
+}
+
+static int pollux_prepare(const struct pollux *p, const struct snapshot *s, struct pollux_job *pj)
+{
+    int gpus = snapshot_gpus(s), J = s->njobs;
+    int fair_r = (gpus + J - 1) / J;
+
+    for (int j = 0; j < J; j++) {
+        const struct snap_job *sj = &s->jobs[j];
+        struct pollux_job *q = &pj[j];
+        double age = s->now - sj->submit_time;
+        int maxr = 2 * sj->max_profiled_replicas;
+        size_t cells;
+
+        if (maxr < 1)
+            maxr = 1;
+        if (maxr > gpus)
+            maxr = gpus;
+        if (sj->lim.min_local > 0 && sj->lim.max_bsz > 0 &&
+            floor(sj->lim.max_bsz / sj->lim.min_local) < maxr)
+            maxr = (int)floor(sj->lim.max_bsz / sj->lim.min_local);
+        if (sj->max_replicas > 0 && sj->max_replicas < maxr)
+            maxr = sj->max_replicas;
+        if (maxr < 1)
+            maxr = 1;
+        q->maxr = maxr;
+        q->fair_r = fair_r;
+        q->good_w = maxr + 1;
+        cells = (size_t)(maxr + 1) * (size_t)(maxr + 1);
+        q->good = malloc(cells * sizeof(double));
+        if (!q->good)
+            return ERR_NOMEM;
+        for (size_t i = 0; i < cells; i++)
+            q->good[i] = NAN;
+        q->base = 0;
+        if (sj->has_model) {
+            struct bsz_choice c;
+
+            /* the fair share on one node; if no batch fits it, the largest that does */
+            for (int r = fair_r; r >= 1 && !(q->base > 0); r--)
+                if (bsz_optimize(&sj->tput, &sj->grad, &sj->lim, 1, r, &c) == 0)
+                    q->base = c.goodput;
+        }
+        q->penalty = fmax(age - sj->restarts * p->delta, 0.0) / (age + p->delta);
+        q->cur_r = s->current->count[j];
+        q->cur_n = alloc_nodes_used(s->current, j);
+    }
+    return 0;
+}
+
+/* The fitness sum of an allocation (the power mean's monotone equivalent). */
+static double pollux_total(const struct pollux *p, const struct snapshot *s, struct pollux_job *pj,
+                           const struct alloc *a)
+{
+    double u = 0;
+
+    for (int j = 0; j < s->njobs; j++) {
+        int r = a->count[j], n = alloc_nodes_used(a, j);
+
+        if (r > pj[j].maxr && !alloc_job_equal(a, j, s->current, j))
+            return -HUGE_VAL;
+        u += pollux_job_utility(p, s, j, &pj[j], n, r, !alloc_job_equal(a, j, s->current, j));
+    }
+    return u;
+}
+
+/* 1 if the allocation respects node capacity and (when asked) has at most one distributed job
+ * per node. */
+static int pollux_feasible(const struct pollux *p, const struct snapshot *s, const struct alloc *a)
+{
+    int used[1024], dist[1024];
+
+    if (s->nnodes > 1024)
+        return 0;
+    alloc_node_usage(a, used);
+    memset(dist, 0, (size_t)s->nnodes * sizeof(int));
+    for (int i = 0; i < s->nnodes; i++)
+        if (used[i] > s->nodes[i].gpus)
+            return 0;
+    if (!p->avoid_interference)
+        return 1;
+    for (int j = 0; j < a->njobs; j++) {
+        if (alloc_nodes_used(a, j) < 2)
+            continue;
+        for (int k = 0; k < a->count[j]; k++) {
+            int node = a->node[(size_t)j * (size_t)a->width + (size_t)k];
+
+            if (k == 0 || node != a->node[(size_t)j * (size_t)a->width + (size_t)k - 1])
+                if (dist[node]++ > 0)
+                    return 0;
+        }
+    }
+    return 1;
+}
+
+/*
+ * Choose replica counts: maximise the sum of utilities with at most `gpus` replicas in all, by
+ * dynamic programming over jobs and GPUs used. keep[j] says whether job j's best use of its
+ * chosen count is to keep what it holds.
+ */
+static int pollux_choose_counts(const struct pollux *p, const struct snapshot *s,
+                                struct pollux_job *pj, int gpus, int gpn, int *count, int *keep)
+{
+    int J = s->njobs, rc = 0;
+    size_t w = (size_t)gpus + 1;
+    double *best = malloc((size_t)(J + 1) * w * sizeof(double));
+    int *pick = malloc((size_t)(J + 1) * w * sizeof(int));
+    double *util = malloc(w * sizeof(double));
+    int *ukeep = malloc(w * sizeof(int));
+    int *kbest = malloc((size_t)(J + 1) * w * sizeof(int));
+
+    if (!best || !pick || !util || !ukeep || !kbest) {
+        rc = ERR_NOMEM;
+        goto out;
+    }
+    for (size_t g = 0; g < w; g++)
+        best[g] = 0.0; /* no jobs: nothing gained, whatever is left over */
+    for (int j = 0; j < J; j++) {
+        double *prev = best + (size_t)j * w, *cur = best + (size_t)(j + 1) * w;
+        int *pk = pick + (size_t)(j + 1) * w, *kb = kbest + (size_t)(j + 1) * w;
+        int maxr = pj[j].maxr < gpus ? pj[j].maxr : gpus;
+
+        /* the job's utility with r replicas, and whether keeping its allocation gives it */
+        for (int r = 0; r <= maxr; r++) {
+            int changed = !(r == pj[j].cur_r);
+            double u =
+                pollux_job_utility(p, s, j, &pj[j], r ? pollux_min_nodes(r, gpn) : 0, r, changed);
+
+            ukeep[r] = 0;
+            if (r == pj[j].cur_r) {
+                double uk = pollux_job_utility(p, s, j, &pj[j], pj[j].cur_n, r, 0);
+
+                if (uk >= u) {
+                    u = uk;
+                    ukeep[r] = 1;
+                }
+            }
+            util[r] = u;
+        }
+        for (size_t g = 0; g < w; g++) {
+            double bv = -HUGE_VAL;
+            int br = 0, bk = 0;
+
+            for (int r = 0; r <= maxr && (size_t)r <= g; r++) {
+                double v = prev[g - (size_t)r] + util[r];
+
+                if (v > bv) {
+                    bv = v;
+                    br = r;
+                    bk = ukeep[r];
+                }
+            }
+            cur[g] = bv;
+            pk[g] = br;
+            kb[g] = bk;
+        }
+    }
+    /* walk back from the full budget */
+    {
+        size_t g = w - 1;
+
+        for (int j = J; j >= 1; j--) {
+            int r = pick[(size_t)j * w + g];
+
+            count[j - 1] = r;
+            keep[j - 1] = kbest[(size_t)j * w + g];
+            g -= (size_t)r;
+        }
+    }
+out:
+    free(best);
+    free(pick);
+    free(util);
+    free(ukeep);
+    free(kbest);
+    return rc;
+}
+
+/* Try to place job j's r replicas: on one node if one fits them (the tightest), else on whole free
+ * nodes plus the tightest node for the rest, else on the nodes with the most free GPUs; a job on
+ * several nodes uses only nodes without another distributed job (when interference is avoided).
+ * Returns 1 if placed (free and distributed_on updated), 0 if it cannot be, or an error. */
+static int pollux_try_place(const struct pollux *p, struct alloc *out, int j, int r, int *free,
+                            const struct snapshot *s, int *distributed_on)
+{
+    int pick = -1, need = r, avail = 0, rc;
+
+    for (int i = 0; i < s->nnodes; i++)
+        if (free[i] >= r && (pick < 0 || free[i] < free[pick]))
+            pick = i;
+    if (pick >= 0) {
+        if ((rc = alloc_add(out, j, pick, r)) < 0)
+            return rc;
+        free[pick] -= r;
+        return 1;
+    }
+    /* several nodes: only those a distributed job may use */
+    for (int i = 0; i < s->nnodes; i++)
+        if (!(p->avoid_interference && distributed_on[i]))
+            avail += free[i];
+    if (avail < r)
+        return 0;
+    while (need > 0) {
+        pick = -1;
+        for (int i = 0; i < s->nnodes; i++) {
+            if (free[i] == 0 || (p->avoid_interference && distributed_on[i]))
+                continue;
+            if (need >= s->nodes[i].gpus ? free[i] == s->nodes[i].gpus : free[i] >= need) {
+                /* a whole free node for a full share, the tightest fit for the remainder */
+                if (pick < 0 || (need < s->nodes[i].gpus && free[i] < free[pick]))
+                    pick = i;
+                if (need >= s->nodes[i].gpus)
+                    break;
+            }
+        }
+        if (pick < 0) /* fragmented: the node with the most free GPUs */
+            for (int i = 0; i < s->nnodes; i++)
+                if (free[i] > 0 && !(p->avoid_interference && distributed_on[i]) &&
+                    (pick < 0 || free[i] > free[pick]))
+                    pick = i;
+        {
+            int take = free[pick] < need ? free[pick] : need;
+
+            if ((rc = alloc_add(out, j, pick, take)) < 0)
+                return rc;
+            free[pick] -= take;
+            need -= take;
+        }
+    }
+    for (int k = 0; k < out->count[j]; k++)
+        distributed_on[out->node[(size_t)j * (size_t)out->width + (size_t)k]] = 1;
+    return 1;
+}
+
+/* Place job j with the count chosen for it, or with fewer replicas when the nodes left cannot
+ * take that many; returns the replicas placed. */
+static int pollux_place(const struct pollux *p, struct alloc *out, int j, int r, int *free,
+                        const struct snapshot *s, int *distributed_on)
+{
+    for (; r > 0; r--) {
+        int rc = pollux_try_place(p, out, j, r, free, s, distributed_on);
+
+        if (rc < 0)
+            return rc;
+        if (rc == 1)
+            return r;
+    }
+    return 0;
+}
+
+static int pollux_allocate(void *ctx, const struct snapshot *s, uint64_t seed, struct alloc *out)
+{
+    const struct pollux *p = ctx;
+    struct pollux_job *pj = NULL;
+    struct alloc *cand = NULL;
+    int J = s->njobs, gpus = snapshot_gpus(s), gpn = s->nodes[0].gpus, rc;
+    int *count = NULL, *keep = NULL, *free_gpus = NULL, *dist = NULL, *order = NULL;
+
+    (void)seed;
+    if (J == 0)
+        return 0;
+    pj = calloc((size_t)J, sizeof(*pj));
+    count = calloc((size_t)J, sizeof(int));
+    keep = calloc((size_t)J, sizeof(int));
+    order = calloc((size_t)J, sizeof(int));
+    free_gpus = calloc((size_t)s->nnodes, sizeof(int));
+    dist = calloc((size_t)s->nnodes, sizeof(int));
+    if (!pj || !count || !keep || !order || !free_gpus || !dist) {
+        rc = ERR_NOMEM;
+        goto out;
+    }
+    if ((rc = pollux_prepare(p, s, pj)) < 0 ||
+        (rc = alloc_new(J, s->nnodes, out->width, &cand)) < 0)
+        goto out;
+    if ((rc = pollux_choose_counts(p, s, pj, gpus, gpn, count, keep)) < 0)
+        goto out;
+    /* jobs that keep their GPUs first, then the others, largest first (they fragment most) */
+    for (int i = 0; i < s->nnodes; i++)
+        free_gpus[i] = s->nodes[i].gpus;
+    for (int j = 0; j < J; j++) {
+        if (!keep[j] || count[j] == 0)
+            continue;
+        for (int k = 0; k < s->current->count[j]; k++) {
+            int node = s->current->node[(size_t)j * (size_t)s->current->width + (size_t)k];
+
+            free_gpus[node]--;
+            if (alloc_nodes_used(s->current, j) > 1)
+                dist[node] = 1;
+        }
+    }
+    alloc_copy(cand, s->current);
+    for (int j = 0; j < J; j++) {
+        if (!keep[j] || count[j] == 0)
+            alloc_clear_job(cand, j);
+        order[j] = j;
+    }
+    for (int a = 1; a < J; a++) /* insertion sort by count, descending, stable */
+        for (int b = a; b > 0 && count[order[b]] > count[order[b - 1]]; b--) {
+            int t = order[b];
+
+            order[b] = order[b - 1];
+            order[b - 1] = t;
+        }
+    for (int i = 0; i < J; i++) {
+        int j = order[i];
+
+        if (keep[j] || count[j] == 0)
+            continue;
+        if ((rc = pollux_place(p, cand, j, count[j], free_gpus, s, dist)) < 0)
+            goto out;
+    }
+    if (pollux_feasible(p, s, cand) &&
+        (!pollux_feasible(p, s, s->current) ||
+         pollux_total(p, s, pj, cand) >= pollux_total(p, s, pj, s->current)))
+        alloc_copy(out, cand);
+    else
+        alloc_copy(out, s->current);
+    rc = 0;
+out:
+    for (int j = 0; pj && j < J; j++)
+        free(pj[j].good);
+    free(pj);
+    free(count);
+    free(keep);
+    free(order);
+    free(free_gpus);
+    free(dist);
+    alloc_free(cand);
+    return rc;
+}
+
+const struct policy_ops policy_pollux = {
+    .name = "pollux",
+    .summary = "Pollux (OSDI'21): power mean of goodput speedups, restart penalty, solved exactly",
+    .create = pollux_create,
+    .destroy = pollux_destroy,
+    .allocate = pollux_allocate,
+};

@@ -1,0 +1,445 @@
+/* simulate_cmd.c: `castor simulate`: run workloads on a simulated cluster under a policy, through
+ * the controller's own loop, and report completion times. */
+#include <dirent.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "control/loop.h"
+#include "policies/policy.h"
+#include "providers/provider.h"
+#include "sim/record.h"
+#include "sim/report.h"
+#include "sim/world.h"
+#include "util/json.h"
+
+struct sim_opts {
+    const char *workload;
+    const char *policy;
+    const char *profiles;
+    const char *out;
+    const char *report;
+    const char *model;
+    int nodes, gpus_per_node, interval, quiet;
+    double interference;
+    uint64_t seed;
+    struct policy_config pcfg;
+};
+
+static void simulate_usage(FILE *f)
+{
+    fprintf(
+        f, "usage: castor simulate --workload <csv or folder> --policy <name> [options]\n"
+           "\n"
+           "  --workload PATH       a trace (name,time,application,num_replicas,batch_size), or a\n"
+           "                        folder of them (every *.csv, in name order)\n"
+           "  --policy NAME         pollux, optimus or tiresias\n"
+           "  --nodes N             cluster nodes (default 16)\n"
+           "  --gpus-per-node G     GPUs per node (default 4)\n"
+           "  --interval S          seconds between scheduling decisions (default 60)\n"
+           "  --seed N              the decide step's randomness (default 1)\n"
+           "  --interference F      slowdown of distributed jobs sharing a node (default 0)\n"
+           "  --p-mean P            pollux: the fitness power mean (default -1)\n"
+           "  --tput-model NAME     how jobs model their throughput (default pollux)\n"
+           "  --profiles DIR        folder of measured profiles (default: bundled)\n"
+           "  --out FILE            write the summary as JSON (jcts, avgs, mean)\n"
+           "  --report FILE         write a self-contained HTML report\n"
+           "  --quiet               no per-job lines\n");
+}
+
+static int parse_int(const char *s, int lo, int hi, int *out)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+
+    if (*s == '\0' || *end != '\0' || v < lo || v > hi)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int parse_double(const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+
+    if (*s == '\0' || *end != '\0' || !(v >= lo && v <= hi))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The workload files: path itself, or the *.csv in the folder path, sorted. */
+static int list_workloads(const char *path, char ***out, int *n, FILE *err)
+{
+    struct stat st;
+    DIR *d;
+    struct dirent *de;
+    char **v = NULL;
+    int k = 0, cap = 0;
+
+    if (stat(path, &st) < 0) {
+        fprintf(err, "castor simulate: %s: no such file or folder\n", path);
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        v = malloc(sizeof(char *));
+        if (!v || !(v[0] = strdup(path)))
+            return -1;
+        *out = v;
+        *n = 1;
+        return 0;
+    }
+    if (!(d = opendir(path)))
+        return -1;
+    while ((de = readdir(d))) {
+        size_t len = strlen(de->d_name);
+
+        if (len < 5 || strcmp(de->d_name + len - 4, ".csv") != 0)
+            continue;
+        if (k == cap) {
+            char **g = realloc(v, (size_t)(cap = cap ? 2 * cap : 16) * sizeof(char *));
+
+            if (!g)
+                break;
+            v = g;
+        }
+        v[k] = malloc(strlen(path) + len + 2);
+        if (!v[k])
+            break;
+        sprintf(v[k++], "%s/%s", path, de->d_name);
+    }
+    closedir(d);
+    if (k == 0) {
+        fprintf(err, "castor simulate: %s: no workload (*.csv) in this folder\n", path);
+        free(v);
+        return -1;
+    }
+    qsort(v, (size_t)k, sizeof(char *), cmp_str);
+    *out = v;
+    *n = k;
+    return 0;
+}
+
+/* The applications the profiles folder has (its subfolders with a placements.csv). */
+static char **list_apps(const char *profiles)
+{
+    DIR *d = opendir(profiles);
+    struct dirent *de;
+    char **v = calloc(65, sizeof(char *));
+    int k = 0;
+
+    if (!d || !v) {
+        if (d)
+            closedir(d);
+        return v;
+    }
+    while ((de = readdir(d)) && k < 64) {
+        char p[4096];
+        struct stat st;
+
+        if (de->d_name[0] == '.')
+            continue;
+        snprintf(p, sizeof(p), "%s/%s/placements.csv", profiles, de->d_name);
+        if (stat(p, &st) == 0)
+            v[k++] = strdup(de->d_name);
+    }
+    closedir(d);
+    return v;
+}
+
+struct progress {
+    FILE *tty; /* NULL: no bar */
+    double last_draw;
+    double start_wall;
+    const struct sim_world *w;
+    struct sim_record *rec;
+    int index, count;
+};
+
+static double wall_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void progress_draw(struct progress *p, int final)
+{
+    int done = 0, n = sim_world_njobs(p->w), width = 30, fill;
+    double wall = wall_now() - p->start_wall, frac;
+
+    for (int i = 0; i < n; i++)
+        done += sim_job_done(sim_world_job(p->w, i));
+    frac = n ? (double)done / n : 1.0;
+    fill = (int)(frac * width);
+    fprintf(p->tty, "\r[%d/%d] [%.*s%*s] %3d/%d jobs, simulated %.1f h, %.1f s", p->index + 1,
+            p->count, fill, "##############################", width - fill, "", done, n,
+            sim_world_now(p->w) / 3600.0, wall);
+    if (frac > 0.05 && !final)
+        fprintf(p->tty, ", about %.0f s left   ", wall / frac - wall);
+    if (final)
+        fprintf(p->tty, "%20s\n", "");
+    fflush(p->tty);
+}
+
+static int on_tick(void *ctx, double now, const struct snapshot *s, const struct alloc *plan)
+{
+    struct progress *p = ctx;
+    int rc;
+
+    (void)now;
+    (void)s;
+    (void)plan;
+    if ((rc = sim_record_sample(p->rec, p->w)) < 0)
+        return rc;
+    if (p->tty && wall_now() - p->last_draw > 0.2) {
+        p->last_draw = wall_now();
+        progress_draw(p, 0);
+    }
+    return 0;
+}
+
+/* Run one workload file; on success *out holds its record. */
+static int simulate_one(const struct sim_opts *o, const char *path, const char *const *apps,
+                        int index, int count, struct sim_record **out, FILE *err)
+{
+    struct sim_config cfg = {.nodes = o->nodes,
+                             .gpus_per_node = o->gpus_per_node,
+                             .interference = o->interference,
+                             .profiles = o->profiles};
+    struct workload *wl = NULL;
+    struct sim_world *w = NULL;
+    struct sim_record *rec = NULL;
+    struct policy pol = {0};
+    struct provider prov;
+    struct progress pr = {0};
+    struct loop l = {0};
+    struct error e = {0};
+    char buf[768];
+    double t0 = wall_now();
+    int rc;
+
+    cfg.model = tput_model_find(o->model);
+    cfg.adaptive_batch = strcmp(o->policy, "pollux") == 0;
+    if ((rc = workload_load(path, apps, &wl, &e)) < 0 ||
+        (rc = sim_world_new(&cfg, wl, &w, &e)) < 0) {
+        fprintf(err, "castor simulate: %s\n", err_format(&e, buf, sizeof(buf)));
+        goto out;
+    }
+    if ((rc = policy_new(o->policy, &o->pcfg, &pol)) < 0 ||
+        (rc = sim_record_new(w, wl->name, o->policy, o->nodes * o->gpus_per_node, &rec)) < 0) {
+        fprintf(err, "castor simulate: %s\n", err_str(rc));
+        goto out;
+    }
+    provider_sim_init(&prov, w);
+    pr.tty = isatty(fileno(err)) ? err : NULL;
+    pr.start_wall = t0;
+    pr.w = w;
+    pr.rec = rec;
+    pr.index = index;
+    pr.count = count;
+    l.provider = &prov;
+    l.policy = &pol;
+    l.interval = o->interval;
+    l.seed = o->seed;
+    l.record = on_tick;
+    l.record_ctx = &pr;
+    /* a generous bound: a year of simulated time */
+    rc = loop_run(&l, 366L * 24 * 3600 / o->interval);
+    if (pr.tty)
+        progress_draw(&pr, 1);
+    if (rc < 0) {
+        fprintf(err, "castor simulate: %s: the simulation stopped: %s\n", path, err_str(rc));
+        goto out;
+    }
+    if (l.policy_errs)
+        fprintf(err, "castor simulate: %s: the %s policy failed %d times (allocation kept)\n", path,
+                o->policy, l.policy_errs);
+    sim_record_finish(rec, w);
+    rec->wall_seconds = wall_now() - t0;
+    *out = rec;
+    rec = NULL;
+out:
+    sim_record_free(rec);
+    policy_free(&pol);
+    sim_world_free(w);
+    workload_free(wl);
+    return rc;
+}
+
+static int write_summary(struct sim_record **recs, int n, const char *path)
+{
+    struct jv *root = jv_object(), *jcts = jv_object(), *avgs = jv_object();
+    double mean = 0;
+    int rc;
+
+    for (int i = 0; i < n; i++) {
+        struct jv *one = jv_object();
+        double avg, p99, mk;
+
+        for (int j = 0; j < recs[i]->njobs; j++)
+            jv_set(one, recs[i]->names[j], jv_number(recs[i]->jct[j]));
+        jv_set(jcts, recs[i]->workload, one);
+        sim_record_stats(recs[i], &avg, &p99, &mk);
+        jv_set(avgs, recs[i]->workload, jv_number(avg));
+        mean += avg / n;
+    }
+    jv_set(root, "jcts", jcts);
+    jv_set(root, "avgs", avgs);
+    jv_set(root, "mean", jv_number(mean));
+    rc = root ? jv_write_path(root, path) : ERR_NOMEM;
+    jv_free(root);
+    return rc;
+}
+
+int cli_simulate(int argc, char **argv, FILE *out, FILE *err)
+{
+    struct sim_opts o = {.policy = NULL,
+                         .profiles = CASTOR_DATADIR "/profiles",
+                         .model = "pollux",
+                         .nodes = 16,
+                         .gpus_per_node = 4,
+                         .interval = 60,
+                         .seed = 1};
+    struct sim_record **recs = NULL;
+    char **files = NULL, **apps = NULL;
+    int nfiles = 0, status = 1;
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int bad = 0;
+
+        if (strcmp(a, "--quiet") == 0) {
+            o.quiet = 1;
+            continue;
+        }
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            simulate_usage(out);
+            return 0;
+        }
+        if (!v || a[0] != '-') {
+            fprintf(err, "castor simulate: unexpected argument \"%s\"\n", a);
+            simulate_usage(err);
+            return 2;
+        }
+        i++;
+        if (strcmp(a, "--workload") == 0)
+            o.workload = v;
+        else if (strcmp(a, "--policy") == 0)
+            o.policy = v;
+        else if (strcmp(a, "--profiles") == 0)
+            o.profiles = v;
+        else if (strcmp(a, "--out") == 0)
+            o.out = v;
+        else if (strcmp(a, "--report") == 0)
+            o.report = v;
+        else if (strcmp(a, "--tput-model") == 0)
+            o.model = v;
+        else if (strcmp(a, "--nodes") == 0)
+            bad = parse_int(v, 1, 4096, &o.nodes);
+        else if (strcmp(a, "--gpus-per-node") == 0)
+            bad = parse_int(v, 1, 64, &o.gpus_per_node);
+        else if (strcmp(a, "--interval") == 0)
+            bad = parse_int(v, 1, 86400, &o.interval);
+        else if (strcmp(a, "--interference") == 0)
+            bad = parse_double(v, 0, 0.99, &o.interference);
+        else if (strcmp(a, "--p-mean") == 0)
+            bad = parse_double(v, -100, 100, &o.pcfg.p_mean);
+        else if (strcmp(a, "--seed") == 0) {
+            int s = 0;
+
+            bad = parse_int(v, 0, 2147483647, &s);
+            o.seed = (uint64_t)s;
+        } else {
+            fprintf(err, "castor simulate: unknown option \"%s\"\n", a);
+            simulate_usage(err);
+            return 2;
+        }
+        if (bad) {
+            fprintf(err, "castor simulate: %s: bad value \"%s\"\n", a, v);
+            return 2;
+        }
+    }
+    if (!o.workload || !o.policy) {
+        fprintf(err, "castor simulate: --workload and --policy are required\n");
+        simulate_usage(err);
+        return 2;
+    }
+    if (!policy_find(o.policy)) {
+        fprintf(err, "castor simulate: unknown policy \"%s\" (pollux, optimus, tiresias)\n",
+                o.policy);
+        return 2;
+    }
+    if (!tput_model_find(o.model)) {
+        fprintf(err, "castor simulate: unknown throughput model \"%s\"\n", o.model);
+        return 2;
+    }
+    if (list_workloads(o.workload, &files, &nfiles, err) < 0)
+        goto out;
+    apps = list_apps(o.profiles);
+    recs = calloc((size_t)nfiles, sizeof(*recs));
+    if (!apps || !recs || !apps[0]) {
+        fprintf(err, "castor simulate: %s: no profiles found\n", o.profiles);
+        goto out;
+    }
+    for (int i = 0; i < nfiles; i++) {
+        double avg, p99, mk;
+
+        if (simulate_one(&o, files[i], (const char *const *)apps, i, nfiles, &recs[i], err) < 0)
+            goto out;
+        sim_record_stats(recs[i], &avg, &p99, &mk);
+        if (!o.quiet) {
+            fprintf(out, "# %s under %s: job completion times (s)\n", recs[i]->workload, o.policy);
+            for (int j = 0; j < recs[i]->njobs; j++)
+                fprintf(out, "%-24s %-12s submitted %7.0f  jct %8.0f  restarts %d\n",
+                        recs[i]->names[j], recs[i]->apps[j], recs[i]->submit[j], recs[i]->jct[j],
+                        recs[i]->restarts[j]);
+        }
+        fprintf(out,
+                "%s %s: average JCT %.2f s, p99 %.0f s, makespan %.0f s (%d jobs, %.2f s "
+                "wall)\n",
+                recs[i]->workload, o.policy, avg, p99, mk, recs[i]->njobs, recs[i]->wall_seconds);
+    }
+    if (nfiles > 1) {
+        double mean = 0, avg, p99, mk;
+
+        for (int i = 0; i < nfiles; i++) {
+            sim_record_stats(recs[i], &avg, &p99, &mk);
+            mean += avg / nfiles;
+        }
+        fprintf(out, "mean of the average JCTs over %d workloads: %.2f s\n", nfiles, mean);
+    }
+    if (o.out && write_summary(recs, nfiles, o.out) < 0) {
+        fprintf(err, "castor simulate: cannot write %s\n", o.out);
+        goto out;
+    }
+    if (o.report && sim_report_write(recs, nfiles, o.report) < 0) {
+        fprintf(err, "castor simulate: cannot write %s\n", o.report);
+        goto out;
+    }
+    status = 0;
+out:
+    for (int i = 0; i < nfiles; i++) {
+        free(files[i]);
+        if (recs)
+            sim_record_free(recs[i]);
+    }
+    for (int i = 0; apps && apps[i]; i++)
+        free(apps[i]);
+    free(apps);
+    free(files);
+    free(recs);
+    return status;
+}

@@ -1,0 +1,20 @@
+/* decide.h: the decide step: plan = decide(snapshot, policy, seed). Pure: no I/O, no clock, no
+ * global state; the same snapshot, policy state and seed give the same plan. */
+#ifndef CASTOR_PLAN_DECIDE_H
+#define CASTOR_PLAN_DECIDE_H
+
+#include <stdint.h>
+
+#include "plan/alloc.h"
+#include "plan/snapshot.h"
+#include "policies/policy.h"
+
+/*
+ * The allocation for the next interval, written to plan (s->njobs rows, sized like s->current).
+ * The policy's answer is checked: no node over capacity, no job over its owner's limit. Errors:
+ * what the policy returns, ERR_INTERNAL for an answer that breaks those rules (plan then holds
+ * the current allocation).
+ */
+int plan_decide(const struct snapshot *s, struct policy *pol, uint64_t seed, struct alloc *plan);
+
+#endif

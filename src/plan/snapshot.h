@@ -1,0 +1,61 @@
+/* snapshot.h: the world as the decide step sees it: nodes, jobs with their goodput models, the
+ * current allocation. Read-only for the decide step; the world that built it owns its memory. */
+#ifndef CASTOR_PLAN_SNAPSHOT_H
+#define CASTOR_PLAN_SNAPSHOT_H
+
+#include "model/bsz.h"
+#include "model/goodput.h"
+#include "model/tput.h"
+#include "plan/alloc.h"
+
+struct snap_node {
+    int gpus;        /* GPUs on the node */
+    int preemptible; /* spot / preemptible capacity */
+};
+
+/*
+ * Ground truth that only a simulated world can offer, for the oracle baselines (Optimus+Oracle):
+ * NULL in real worlds. ctx is the world's.
+ */
+struct snap_oracle {
+    void *ctx;
+    /* Optimizer steps job j still needs at its requested batch size to finish. */
+    double (*iterations_left)(void *ctx, int job);
+    /* True seconds per optimizer step of job j on `replicas` GPUs packed onto full nodes, at its
+     * requested batch size; NAN when the configuration is impossible. */
+    double (*step_time)(void *ctx, int job, int replicas);
+};
+
+struct snap_job {
+    const char *name;
+    double submit_time;      /* seconds */
+    double attained_service; /* GPU-seconds held so far */
+    int restarts;            /* reallocations after the first start */
+    int epoch;               /* completed epochs */
+    /* the goodput model, fitted from the job's reports; has_model 0 until the first fit */
+    int has_model;
+    struct tput_params tput;
+    struct grad_params grad;
+    struct bsz_limits lim;
+    int min_replicas;
+    int max_replicas;          /* the most replicas its owner allows; 0: no limit */
+    int max_profiled_replicas; /* the most replicas it has been measured on (0: none) */
+    /* what the user asked for (used by the baselines, ignored by goodput-driven policies) */
+    int req_replicas;
+    double req_batch;
+};
+
+struct snapshot {
+    double now; /* seconds */
+    int nnodes;
+    const struct snap_node *nodes;
+    int njobs;                   /* active jobs (submitted, not finished), in submission order */
+    const struct snap_job *jobs; /* njobs */
+    const struct alloc *current; /* njobs rows: what each job holds now */
+    const struct snap_oracle *oracle;
+};
+
+/* Total GPUs of the snapshot's nodes. */
+int snapshot_gpus(const struct snapshot *s);
+
+#endif

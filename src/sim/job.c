@@ -1,0 +1,205 @@
+/* job.c: emulating one training job from the measured profile of its model. */
+#include "sim/job.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "model/bsz.h"
+#include "util/error.h"
+
+#define SIM_EPS 1e-8
+
+void sim_job_init(struct sim_job *job, const struct workload_job *spec, struct app *app,
+                  const struct tput_model_ops *model, double fixed_batch, int max_replicas)
+{
+    memset(job, 0, sizeof(*job));
+    job->spec = spec;
+    job->app = app;
+    job->model = model;
+    job->fixed_batch = fixed_batch;
+    job->max_replicas = max_replicas;
+    job->now = 0;
+    job->restarts = -1;
+    job->completion = -1;
+    job->grad = GRAD_PARAMS_NONE;
+    profile_init(&job->prof);
+}
+
+void sim_job_free(struct sim_job *job)
+{
+    profile_free(&job->prof);
+}
+
+void sim_job_limits(const struct sim_job *job, struct bsz_limits *lim)
+{
+    lim->init_bsz = job->app->init_bsz;
+    lim->max_bsz = job->app->max_bsz;
+    lim->min_local = job->app->min_local;
+    lim->max_local = job->app->max_local;
+    lim->accumulation = 1;
+}
+
+int sim_job_done(const struct sim_job *job)
+{
+    return job->completion >= 0;
+}
+
+static int sim_job_gpus(const struct sim_job *job)
+{
+    int r = 0;
+
+    for (int i = 0; i < job->nplace; i++)
+        r += job->place[i];
+    return r;
+}
+
+/* The fixed-batch rule: split batch over r replicas, accumulating when a replica's share does
+ * not fit; a single GPU above the initial batch accumulates at least once. */
+static void sim_job_fixed_config(const struct sim_job *job, double batch, int r, double *local_bsz,
+                                 int *accum)
+{
+    const struct app *a = job->app;
+    double local = ceil(batch / r - SIM_EPS);
+    int s = (int)ceil(local / a->max_local - SIM_EPS) - 1;
+
+    if (s < 0)
+        s = 0;
+    if (r == 1 && batch > a->init_bsz && s < 1)
+        s = 1;
+    *accum = s;
+    *local_bsz = ceil(local / (s + 1) - SIM_EPS);
+}
+
+/* Choose (local batch, accumulation) for the current placement. */
+static int sim_job_choose_batch(struct sim_job *job)
+{
+    const struct app *a = job->app;
+    int r = sim_job_gpus(job), s;
+    double local, cap;
+
+    if (job->fixed_batch > 0) {
+        sim_job_fixed_config(job, job->fixed_batch, r, &local, &s);
+    } else if (!job->has_model) {
+        sim_job_fixed_config(job, fmax(a->init_bsz, a->min_local * r), r, &local, &s);
+    } else {
+        struct bsz_limits lim;
+        struct bsz_choice c;
+        int rc;
+
+        sim_job_limits(job, &lim);
+        rc = bsz_optimize(&job->tput, &job->grad, &lim, job->nplace, r, &c);
+        if (rc == ERR_RANGE) {
+            /* nothing fits the limits (more replicas than the batch can feed): fall back to
+             * the smallest batch that gives every replica its minimum */
+            sim_job_fixed_config(job, fmax(a->init_bsz, a->min_local * r), r, &local, &s);
+        } else if (rc < 0) {
+            return rc;
+        } else {
+            local = c.local_bsz;
+            s = c.accum_steps;
+        }
+    }
+    cap = floor(a->max_bsz / ((double)r * (s + 1)));
+    job->local_bsz = local < cap ? local : cap;
+    job->accum_steps = s;
+    return 0;
+}
+
+int sim_job_place(struct sim_job *job, const int *place, int n)
+{
+    if (n > SIM_MAX_NODES)
+        return ERR_RANGE;
+    if (n == 0) {
+        job->nplace = 0;
+        job->local_bsz = 0;
+        job->accum_steps = 0;
+        return 0;
+    }
+    memcpy(job->place, place, (size_t)n * sizeof(int));
+    job->nplace = n;
+    job->rescale_left = SIM_RESTART_DELAY;
+    job->restarts = job->restarts < 0 ? 0 : job->restarts + 1;
+    return sim_job_choose_batch(job);
+}
+
+/* Learn from one step at the current configuration: the gradient statistics always, the step time
+ * once per new (nodes, replicas, local batch), then refit. */
+static int sim_job_learn(struct sim_job *job, int r, double step, double sync, double sqr,
+                         double var)
+{
+    struct tput_point x = {.nodes = job->nplace, .replicas = r, .local_bsz = job->local_bsz};
+    int rc;
+
+    job->grad.sqr = sqr;
+    job->grad.var = var;
+    for (size_t i = 0; i < job->prof.n; i++) {
+        const struct tput_point *y = &job->prof.entries[i].x;
+
+        if (y->nodes == x.nodes && y->replicas == x.replicas && y->local_bsz == x.local_bsz)
+            return 0;
+    }
+    if ((rc = profile_add(&job->prof, &x, step, sync)) < 0)
+        return rc;
+    if (r > job->max_profiled)
+        job->max_profiled = r;
+    if ((rc = fit_tput(job->model, &job->prof, &job->tput, NULL)) < 0)
+        return rc;
+    job->has_model = 1;
+    job->fits++;
+    return 0;
+}
+
+int sim_job_step(struct sim_job *job, int seconds, double interference)
+{
+    const struct app *a = job->app;
+    int gpus = sim_job_gpus(job), d, rc;
+
+    if (job->nplace == 0 || sim_job_done(job)) {
+        job->now += seconds;
+        return 0;
+    }
+    d = job->rescale_left < seconds ? job->rescale_left : seconds;
+    job->now += d;
+    job->attained += (double)d * gpus;
+    job->rescale_left -= d;
+    seconds -= d;
+    while (seconds > 0 && !sim_job_done(job)) {
+        int s = job->accum_steps;
+        double batch = gpus * job->local_bsz * (s + 1), step, sync, sqr, var, gain, goodput, next;
+        struct grad_params g;
+
+        if ((rc = app_throughput(job->app, job->place, job->nplace, job->local_bsz, &step, &sync)) <
+                0 ||
+            (rc = app_grad_stats(a, batch, job->epoch, &sqr, &var)) < 0)
+            return rc;
+        g.sqr = sqr;
+        g.var = var;
+        gain = goodput_gain(&g, batch / a->init_bsz);
+        if ((rc = sim_job_learn(job, gpus, step, sync, sqr, var)) < 0)
+            return rc;
+        goodput = gain / (step + s * (step - sync)) * (1.0 - interference);
+        next = app_progress_needed(a, job->epoch + 1);
+        if (job->progress + goodput * seconds < next) {
+            job->progress += goodput * seconds;
+            job->now += seconds;
+            job->attained += (double)seconds * gpus;
+            seconds = 0;
+        } else {
+            /* the epoch ends inside this step: the time to it, rounded to a whole second
+             * (half to even) */
+            double delta = rint((next - job->progress) / goodput);
+
+            job->epoch++;
+            if (job->epoch >= a->max_epochs)
+                job->completion = job->now + delta;
+            job->progress = next;
+            job->now += delta;
+            job->attained += delta * gpus;
+            seconds -= (int)delta;
+        }
+        if ((rc = sim_job_choose_batch(job)) < 0)
+            return rc;
+    }
+    job->now += seconds;
+    return 0;
+}

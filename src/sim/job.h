@@ -1,0 +1,72 @@
+/* job.h: one emulated training job: its true speed from the measured profile of its model, its
+ * progress through epochs, restarts, and the goodput model it learns from its own measurements.
+ * Semantics of the Pollux artifact's simulator (reference section 6). */
+#ifndef CASTOR_SIM_JOB_H
+#define CASTOR_SIM_JOB_H
+
+#include "model/bsz.h"
+#include "model/fit.h"
+#include "model/goodput.h"
+#include "model/profile.h"
+#include "sim/app.h"
+#include "sim/workload.h"
+
+/* Seconds a job spends checkpointing and restarting after each reallocation. */
+#define SIM_RESTART_DELAY 30
+
+#define SIM_MAX_NODES 256
+
+struct sim_job {
+    const struct workload_job *spec;    /* borrowed from the workload */
+    struct app *app;                    /* borrowed: the model's ground truth */
+    const struct tput_model_ops *model; /* how the job models its own throughput */
+    /* the total batch the job is fixed at (the baselines use the trace's; Pollux pins ncf's);
+     * 0: adaptive, the goodput-optimal batch for its placement, re-chosen as it learns */
+    double fixed_batch;
+    int max_replicas; /* the owner's limit (0: none) */
+
+    /* where it runs: GPUs per node, in order; nplace 0 when waiting */
+    int place[SIM_MAX_NODES];
+    int nplace;
+    double local_bsz;
+    int accum_steps;
+
+    double now;        /* the job's own clock, seconds */
+    int rescale_left;  /* seconds of restart still to go */
+    double progress;   /* in iterations at the initial batch size */
+    int epoch;         /* completed epochs */
+    double attained;   /* GPU-seconds held */
+    int restarts;      /* -1 before the first start */
+    double completion; /* completion time, or -1 */
+
+    /* what the job has learned about itself */
+    struct profile prof;
+    int has_model;
+    struct tput_params tput;
+    struct grad_params grad;
+    int max_profiled;
+    long fits;
+};
+
+/* Set up job for spec with ground truth app (both borrowed). */
+void sim_job_init(struct sim_job *job, const struct workload_job *spec, struct app *app,
+                  const struct tput_model_ops *model, double fixed_batch, int max_replicas);
+
+void sim_job_free(struct sim_job *job);
+
+/* Move the job to a placement (GPUs per node, in order; n == 0 takes its GPUs away): a restart
+ * of SIM_RESTART_DELAY seconds unless it is the first start. Errors: ERR_RANGE (too many nodes),
+ * what choosing the batch size returns. */
+int sim_job_place(struct sim_job *job, const int *place, int n);
+
+/* Advance the job by seconds (whole seconds), slowed by the interference fraction. Errors: what
+ * the ground truth or the fit return (the job is then left as it was at the failing step). */
+int sim_job_step(struct sim_job *job, int seconds, double interference);
+
+/* The bsz limits of the job's model (from its app). */
+void sim_job_limits(const struct sim_job *job, struct bsz_limits *lim);
+
+/* 1 once finished. */
+int sim_job_done(const struct sim_job *job);
+
+#endif

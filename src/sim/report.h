@@ -1,0 +1,12 @@
+/* report.h: a self-contained HTML report of one or more simulations (no network needed): GPUs per
+ * job over time, cluster utilisation, the distribution of completion times, a summary table. */
+#ifndef CASTOR_SIM_REPORT_H
+#define CASTOR_SIM_REPORT_H
+
+#include "sim/record.h"
+
+/* Write the report of n runs (records borrowed) to path. Errors: ERR_IO, ERR_NOMEM, ERR_INVAL
+ * (n < 1). */
+int sim_report_write(struct sim_record *const *recs, int n, const char *path);
+
+#endif
