@@ -53,6 +53,16 @@ int policy_allocate(struct policy *p, const struct snapshot *s, uint64_t seed, s
 
 void policy_free(struct policy *p);
 
+/*
+ * Pollux's objective for allocation a of snapshot s: the power mean (p from cfg, default -1) of
+ * the jobs' speedups over their fair share, scaled as the paper scales them, with the restart
+ * penalty for jobs whose GPUs change. -HUGE_VAL for an allocation that breaks node capacity, a
+ * job's replica limit or (unless disabled) the one-distributed-job-per-node rule; NAN when out of
+ * memory. For comparing optimizers; the policy itself maximises it.
+ */
+double policy_pollux_fitness(const struct policy_config *cfg, const struct snapshot *s,
+                             const struct alloc *a);
+
 /* Fill job j of out with n more replicas, taking GPUs from the node with the most free ones first
  * (the lowest index on ties), as Optimus and Tiresias place jobs. free[] (nnodes values) is
  * updated. ERR_RANGE if fewer than n GPUs are free. */

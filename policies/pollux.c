@@ -430,6 +430,34 @@ out:
     return rc;
 }
 
+double policy_pollux_fitness(const struct policy_config *cfg, const struct snapshot *s,
+                             const struct alloc *a)
+{
+    struct pollux p = {.p = cfg->p_mean != 0 ? cfg->p_mean : -1.0,
+                       .delta = cfg->restart_penalty > 0 ? cfg->restart_penalty : 30.0,
+                       .avoid_interference = !cfg->no_interference_avoidance};
+    struct pollux_job *pj;
+    double sum = -HUGE_VAL, mean;
+
+    if (s->njobs == 0)
+        return 0.0;
+    pj = calloc((size_t)s->njobs, sizeof(*pj));
+    if (!pj)
+        return NAN;
+    if (pollux_prepare(&p, s, pj) == 0 && pollux_feasible(&p, s, a))
+        sum = pollux_total(&p, s, pj, a);
+    for (int j = 0; j < s->njobs; j++)
+        free(pj[j].good);
+    free(pj);
+    if (!isfinite(sum))
+        return -HUGE_VAL;
+    /* back from the sum of utilities to the power mean of (speedup + eps) */
+    mean = sum / s->njobs;
+    if (p.p == 0)
+        return exp(mean);
+    return pow(p.p < 0 ? -mean : mean, 1.0 / p.p) - POLLUX_EPS;
+}
+
 const struct policy_ops policy_pollux = {
     .name = "pollux",
     .summary = "Pollux (OSDI'21): power mean of goodput speedups, restart penalty, solved exactly",

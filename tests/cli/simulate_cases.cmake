@@ -1,0 +1,33 @@
+# simulate_cases.cmake: `castor simulate` end to end on a 10-job trace under each policy, and on
+# bad input: exit status and the message a person sees.
+
+set(TEN "${CASTOR_TEST_DATA}/workloads/ten.csv")
+set(WBAD "${CASTOR_TEST_DATA}/workloads_bad")
+set(EXPECT_FILE "${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_file.sh")
+
+foreach(policy pollux optimus tiresias)
+  castor_cli_test(simulate_ten_${policy} 0 "ten ${policy}: average JCT"
+    simulate --workload ${TEN} --policy ${policy})
+endforeach()
+add_test(NAME cli_simulate_summary_json COMMAND ${EXPECT_FILE}
+  ${CMAKE_CURRENT_BINARY_DIR}/ten-summary.json "\"avgs\""
+  -- $<TARGET_FILE:castor> simulate --workload ${TEN} --policy tiresias --quiet
+  --out ${CMAKE_CURRENT_BINARY_DIR}/ten-summary.json)
+castor_cli_test(simulate_unknown_model 1 "unknown_app.csv:3:6: application: unknown model \"resnet9000\""
+  simulate --workload ${WBAD}/unknown_app.csv --policy pollux)
+castor_cli_test(simulate_unsorted 1 "unsorted.csv:3:3: time: the trace must be sorted by time"
+  simulate --workload ${WBAD}/unsorted.csv --policy optimus)
+castor_cli_test(simulate_negative_time 1 "negative.csv:2:3: time: a submission time cannot be negative"
+  simulate --workload ${WBAD}/negative.csv --policy tiresias)
+castor_cli_test(simulate_no_jobs 1 "empty.csv:1: a header and no rows"
+  simulate --workload ${WBAD}/empty.csv --policy pollux)
+castor_cli_test(simulate_missing_profiles 1 "no profiles found"
+  simulate --workload ${TEN} --policy pollux --profiles ${CASTOR_TEST_DATA}/no_such_profiles)
+castor_cli_test(simulate_missing_validation 1 "profiles_novalidation/cifar10: no validation-<batch size>.csv files"
+  simulate --workload ${CASTOR_TEST_DATA}/workloads/one_cifar10.csv --policy pollux --profiles ${CASTOR_TEST_DATA}/profiles_novalidation)
+castor_cli_test(simulate_no_nodes 2 "--nodes: bad value \"0\""
+  simulate --workload ${TEN} --policy pollux --nodes 0)
+castor_cli_test(simulate_unknown_policy 2 "unknown policy \"fifo\""
+  simulate --workload ${TEN} --policy fifo)
+castor_cli_test(simulate_missing_workload 1 "no_such.csv: no such file or folder"
+  simulate --workload ${WBAD}/no_such.csv --policy pollux)

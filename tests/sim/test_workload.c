@@ -1,0 +1,68 @@
+/* test_workload.c: loading workload traces, and every kind of bad trace. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "sim/workload.h"
+
+#define BAD CASTOR_TEST_DATA "/workloads_bad/"
+
+static const char *const known[] = {"cifar10", "ncf", "bert", "yolov3", NULL};
+
+static void workload_load__ten_jobs(void **state)
+{
+    struct workload *w = NULL;
+    struct error e;
+
+    (void)state;
+    assert_int_equal(workload_load(CASTOR_TEST_DATA "/workloads/ten.csv", known, &w, &e), 0);
+    assert_string_equal(w->name, "ten");
+    assert_int_equal(w->n, 10);
+    assert_string_equal(w->jobs[1].name, "ncf-1");
+    assert_float_equal(w->jobs[1].submit_time, 20, 0);
+    assert_string_equal(w->jobs[1].application, "ncf");
+    assert_int_equal(w->jobs[6].num_replicas, 4);
+    assert_float_equal(w->jobs[6].batch_size, 1024, 0);
+    workload_free(w);
+}
+
+/* Each bad trace: the code, the line and column of the offending cell, and *out untouched. */
+static void expect_bad(const char *file, int code, int line, int column, const char *words)
+{
+    struct workload *w = (struct workload *)0x1;
+    struct error e;
+
+    memset(&e, 0, sizeof(e));
+    assert_int_equal(workload_load(file, known, &w, &e), code);
+    assert_ptr_equal(w, (struct workload *)0x1);
+    assert_int_equal(e.line, line);
+    assert_int_equal(e.column, column);
+    assert_non_null(strstr(e.msg, words));
+}
+
+static void workload_load__bad_traces(void **state)
+{
+    (void)state;
+    /* "b,10,resnet9000,...": the application starts at column 6 of line 3 */
+    expect_bad(BAD "unknown_app.csv", ERR_UNKNOWN, 3, 6, "unknown model \"resnet9000\"");
+    /* "b,10,...": 10 comes after 50 */
+    expect_bad(BAD "unsorted.csv", ERR_PARSE, 3, 3, "sorted by time");
+    expect_bad(BAD "negative.csv", ERR_PARSE, 2, 3, "cannot be negative");
+    expect_bad(BAD "empty.csv", ERR_EMPTY, 1, 0, "no rows");
+    expect_bad(BAD "missing_column.csv", ERR_PARSE, 1, 1, "missing column \"batch_size\"");
+    expect_bad(BAD "duplicate.csv", ERR_PARSE, 3, 1, "used twice");
+    expect_bad(BAD "zero_replicas.csv", ERR_RANGE, 2, 13, "outside [1,");
+    expect_bad(BAD "no_such_file.csv", ERR_NOENT, 0, 0, "cannot open");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(workload_load__ten_jobs),
+        cmocka_unit_test(workload_load__bad_traces),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
