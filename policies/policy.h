@@ -18,6 +18,9 @@ struct policy_config {
 struct policy_ops {
     const char *name;
     const char *summary;
+    /* What the policy expects of the jobs it schedules: */
+    int adaptive_batch; /* 1: jobs pick goodput-optimal batch sizes (else the size they asked) */
+    int gang;           /* 1: a job runs on exactly the GPUs it asked for, or not at all */
     /* A new instance's private state (may stay NULL); errors: ERR_NOMEM, ERR_INVAL. */
     int (*create)(const struct policy_config *cfg, void **ctx);
     void (*destroy)(void *ctx);

@@ -460,6 +460,7 @@ double policy_pollux_fitness(const struct policy_config *cfg, const struct snaps
 
 const struct policy_ops policy_pollux = {
     .name = "pollux",
+    .adaptive_batch = 1,
     .summary = "Pollux (OSDI'21): power mean of goodput speedups, restart penalty, solved exactly",
     .create = pollux_create,
     .destroy = pollux_destroy,

@@ -254,6 +254,7 @@ out:
 
 const struct policy_ops policy_tiresias = {
     .name = "tiresias",
+    .gang = 1,
     .summary = "Tiresias: two-queue discretised least-attained-service with gang scheduling",
     .create = tiresias_create,
     .destroy = tiresias_destroy,

@@ -16,6 +16,7 @@
 #include "sim/record.h"
 #include "sim/report.h"
 #include "sim/world.h"
+#include "util/conf.h"
 #include "util/json.h"
 
 struct sim_opts {
@@ -35,7 +36,10 @@ static void simulate_usage(FILE *f)
 {
     fprintf(
         f, "usage: castor simulate --workload <csv or folder> --policy <name> [options]\n"
+           "       castor simulate --config FILE [options]\n"
            "\n"
+           "  --config FILE         read the settings from a YAML file (keys below); options\n"
+           "                        given on the command line override it\n"
            "  --workload PATH       a trace (name,time,application,num_replicas,batch_size), or a\n"
            "                        folder of them (every *.csv, in name order)\n"
            "  --policy NAME         pollux, optimus or tiresias\n"
@@ -49,7 +53,32 @@ static void simulate_usage(FILE *f)
            "  --profiles DIR        folder of measured profiles (default: bundled)\n"
            "  --out FILE            write the summary as JSON (jcts, avgs, mean)\n"
            "  --report FILE         write a self-contained HTML report\n"
-           "  --quiet               no per-job lines\n");
+           "  --quiet               no per-job lines\n"
+           "\n"
+           "The --config file (config/simulate.yaml is an example with every key): every key is\n"
+           "optional; relative paths in it are taken from the file's folder.\n"
+           "  workload: PATH                   as --workload\n"
+           "  policy: pollux|optimus|tiresias  as --policy\n"
+           "  cluster:\n"
+           "    nodes: N                       as --nodes (1 to 4096)\n"
+           "    gpus_per_node: G               as --gpus-per-node (1 to 64)\n"
+           "  interval: S                      as --interval (1 to 86400)\n"
+           "  seed: N                          as --seed (0 to 2147483647)\n"
+           "  interference: F                  as --interference (0 to 0.99)\n"
+           "  tput_model: pollux|castor        as --tput-model\n"
+           "  profiles: DIR                    as --profiles\n"
+           "  out: FILE                        as --out\n"
+           "  report: FILE                     as --report\n"
+           "  pollux:\n"
+           "    p_mean: P                      as --p-mean (-100 to 100)\n"
+           "    restart_penalty: S             seconds a restart costs in pollux's objective\n"
+           "                                   (1 to 3600, default 30; no option)\n"
+           "A key the list does not have, a key given twice, a value of the wrong type or out of\n"
+           "range, and a YAML syntax error stop the command before it runs, naming\n"
+           "file:line:column.\n"
+           "\n"
+           "Exit status: 0 done, 1 the run failed (unreadable workload or profiles, a simulation\n"
+           "error), 2 a bad command line or configuration file.\n");
 }
 
 static int parse_int(const char *s, int lo, int hi, int *out)
@@ -72,6 +101,125 @@ static int parse_double(const char *s, double lo, double hi, double *out)
         return -1;
     *out = v;
     return 0;
+}
+
+/* What a configuration file leaves behind: the document (whose strings sim_opts borrows) and
+ * the paths made absolute, or relative to the current folder, from the file's folder. */
+struct sim_conf_mem {
+    struct conf *doc;
+    char *paths[4];
+};
+
+static void sim_conf_mem_free(struct sim_conf_mem *m)
+{
+    conf_free(m->doc);
+    for (size_t i = 0; i < sizeof(m->paths) / sizeof(m->paths[0]); i++)
+        free(m->paths[i]);
+}
+
+/* *path as written in the file at conf_path: unchanged when absolute or when the file is in the
+ * current folder, else prefixed with the file's folder (the new string kept in *keep). */
+static int sim_conf_path(const char *conf_path, const char **path, char **keep, struct error *e)
+{
+    const char *slash = strrchr(conf_path, '/');
+    size_t dirlen, len;
+    char *p;
+
+    if ((*path)[0] == '/' || !slash)
+        return 0;
+    dirlen = (size_t)(slash - conf_path) + 1;
+    len = dirlen + strlen(*path) + 1;
+    p = malloc(len);
+    if (!p)
+        return err_set(e, ERR_NOMEM, conf_path, 0, 0, NULL);
+    memcpy(p, conf_path, dirlen);
+    strcpy(p + dirlen, *path);
+    *keep = p;
+    *path = p;
+    return 0;
+}
+
+/*
+ * Read the configuration file at path into *o (only on success; the keys it lacks keep their
+ * values). The strings o then points to live in *mem until sim_conf_mem_free. Errors name file,
+ * line, column and key in *e: syntax, unknown or duplicate keys, wrong types, out of range values,
+ * unknown names.
+ */
+static int sim_conf_load(const char *path, struct sim_opts *o, struct sim_conf_mem *mem,
+                         struct error *e)
+{
+    static const char *const keys[] = {"workload", "policy",       "cluster",    "interval",
+                                       "seed",     "interference", "tput_model", "profiles",
+                                       "out",      "report",       "pollux",     NULL};
+    static const char *const cluster_keys[] = {"nodes", "gpus_per_node", NULL};
+    static const char *const pollux_keys[] = {"p_mean", "restart_penalty", NULL};
+    const char *policies[8] = {NULL}, *models[8] = {NULL};
+    static const char *const path_keys[4] = {"workload", "profiles", "out", "report"};
+    struct sim_opts t = *o;
+    const char **paths[4] = {&t.workload, &t.profiles, &t.out, &t.report};
+    struct sim_conf_mem m = {0};
+    const struct conf_node *root, *cluster = NULL, *pollux = NULL;
+    long v;
+    int rc, k;
+
+    for (size_t i = 0; policy_registry[i] && i < 7; i++)
+        policies[i] = policy_registry[i]->name;
+    for (size_t i = 0; tput_models[i] && i < 7; i++)
+        models[i] = tput_models[i]->name;
+    if ((rc = conf_load(path, &m.doc, e)) < 0)
+        goto out;
+    root = m.doc->root;
+    if ((rc = conf_check_keys(root, keys, e)) < 0 ||
+        (rc = conf_get_section(root, "cluster", cluster_keys, &cluster, e)) < 0 ||
+        (rc = conf_get_section(root, "pollux", pollux_keys, &pollux, e)) < 0)
+        goto out;
+    for (int i = 0; i < 4; i++) {
+        if ((rc = conf_get_string(root, path_keys[i], paths[i], e)) < 0)
+            goto out;
+        if (rc == 1 && (rc = sim_conf_path(path, paths[i], &m.paths[i], e)) < 0)
+            goto out;
+    }
+    if ((rc = conf_get_choice(root, "policy", policies, &k, e)) < 0)
+        goto out;
+    if (rc == 1)
+        t.policy = policies[k];
+    if ((rc = conf_get_choice(root, "tput_model", models, &k, e)) < 0)
+        goto out;
+    if (rc == 1)
+        t.model = models[k];
+    if (cluster && (rc = conf_get_long(cluster, "nodes", 1, 4096, &v, e)) != 0) {
+        if (rc < 0)
+            goto out;
+        t.nodes = (int)v;
+    }
+    if (cluster && (rc = conf_get_long(cluster, "gpus_per_node", 1, 64, &v, e)) != 0) {
+        if (rc < 0)
+            goto out;
+        t.gpus_per_node = (int)v;
+    }
+    if ((rc = conf_get_long(root, "interval", 1, 86400, &v, e)) != 0) {
+        if (rc < 0)
+            goto out;
+        t.interval = (int)v;
+    }
+    if ((rc = conf_get_long(root, "seed", 0, 2147483647, &v, e)) != 0) {
+        if (rc < 0)
+            goto out;
+        t.seed = (uint64_t)v;
+    }
+    if ((rc = conf_get_double(root, "interference", 0, 0.99, &t.interference, e)) < 0)
+        goto out;
+    if (pollux && ((rc = conf_get_double(pollux, "p_mean", -100, 100, &t.pcfg.p_mean, e)) < 0 ||
+                   (rc = conf_get_double(pollux, "restart_penalty", 1, 3600,
+                                         &t.pcfg.restart_penalty, e)) < 0))
+        goto out;
+    rc = 0;
+    *o = t;
+    *mem = m;
+    memset(&m, 0, sizeof(m));
+out:
+    sim_conf_mem_free(&m);
+    return rc;
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -232,7 +380,8 @@ static int simulate_one(const struct sim_opts *o, const char *path, const char *
     int rc;
 
     cfg.model = tput_model_find(o->model);
-    cfg.adaptive_batch = strcmp(o->policy, "pollux") == 0;
+    cfg.adaptive_batch = policy_find(o->policy)->adaptive_batch;
+    cfg.gang = policy_find(o->policy)->gang;
     if ((rc = workload_load(path, apps, &wl, &e)) < 0 ||
         (rc = sim_world_new(&cfg, wl, &w, &e)) < 0) {
         fprintf(err, "castor simulate: %s\n", err_format(&e, buf, sizeof(buf)));
@@ -261,7 +410,13 @@ static int simulate_one(const struct sim_opts *o, const char *path, const char *
     if (pr.tty)
         progress_draw(&pr, 1);
     if (rc < 0) {
-        fprintf(err, "castor simulate: %s: the simulation stopped: %s\n", path, err_str(rc));
+        if (rc == ERR_AGAIN)
+            fprintf(err,
+                    "castor simulate: %s: jobs still unfinished after a year of simulated "
+                    "time (a job the policy never runs?)\n",
+                    path);
+        else
+            fprintf(err, "castor simulate: %s: the simulation stopped: %s\n", path, err_str(rc));
         goto out;
     }
     if (l.policy_errs)
@@ -315,8 +470,39 @@ int cli_simulate(int argc, char **argv, FILE *out, FILE *err)
                          .seed = 1};
     struct sim_record **recs = NULL;
     char **files = NULL, **apps = NULL;
-    int nfiles = 0, status = 1;
+    int nfiles = 0, status = 2; /* 2 until the command line and --config are read, then 1 */
+    struct sim_conf_mem mem = {0};
+    const char *config = NULL;
 
+    /* --config first (unless --help comes before anything the loop below rejects): the file
+     * fills o, then the options on the command line override it */
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            config = NULL;
+            break;
+        }
+        if (strcmp(argv[i], "--quiet") == 0)
+            continue;
+        if (i + 1 >= argc || argv[i][0] != '-')
+            break;
+        if (strcmp(argv[i], "--config") == 0) {
+            if (config) {
+                fprintf(err, "castor simulate: --config given twice\n");
+                goto out;
+            }
+            config = argv[i + 1];
+        }
+        i++;
+    }
+    if (config) {
+        struct error e = {0};
+        char buf[768];
+
+        if (sim_conf_load(config, &o, &mem, &e) < 0) {
+            fprintf(err, "castor simulate: %s\n", err_format(&e, buf, sizeof(buf)));
+            goto out;
+        }
+    }
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int bad = 0;
@@ -327,14 +513,17 @@ int cli_simulate(int argc, char **argv, FILE *out, FILE *err)
         }
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             simulate_usage(out);
-            return 0;
+            status = 0;
+            goto out;
         }
         if (!v || a[0] != '-') {
             fprintf(err, "castor simulate: unexpected argument \"%s\"\n", a);
             simulate_usage(err);
-            return 2;
+            goto out;
         }
         i++;
+        if (strcmp(a, "--config") == 0)
+            continue; /* read above */
         if (strcmp(a, "--workload") == 0)
             o.workload = v;
         else if (strcmp(a, "--policy") == 0)
@@ -365,27 +554,29 @@ int cli_simulate(int argc, char **argv, FILE *out, FILE *err)
         } else {
             fprintf(err, "castor simulate: unknown option \"%s\"\n", a);
             simulate_usage(err);
-            return 2;
+            goto out;
         }
         if (bad) {
             fprintf(err, "castor simulate: %s: bad value \"%s\"\n", a, v);
-            return 2;
+            goto out;
         }
     }
     if (!o.workload || !o.policy) {
-        fprintf(err, "castor simulate: --workload and --policy are required\n");
+        fprintf(err, "castor simulate: --workload and --policy are required (or the keys workload "
+                     "and policy of a --config file)\n");
         simulate_usage(err);
-        return 2;
+        goto out;
     }
     if (!policy_find(o.policy)) {
         fprintf(err, "castor simulate: unknown policy \"%s\" (pollux, optimus, tiresias)\n",
                 o.policy);
-        return 2;
+        goto out;
     }
     if (!tput_model_find(o.model)) {
         fprintf(err, "castor simulate: unknown throughput model \"%s\"\n", o.model);
-        return 2;
+        goto out;
     }
+    status = 1;
     if (list_workloads(o.workload, &files, &nfiles, err) < 0)
         goto out;
     apps = list_apps(o.profiles);
@@ -441,5 +632,6 @@ out:
     free(apps);
     free(files);
     free(recs);
+    sim_conf_mem_free(&mem);
     return status;
 }

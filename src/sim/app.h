@@ -45,15 +45,17 @@ void app_free(struct app *a);
 /*
  * The measured (step_time, sync_time) in seconds of one step at local batch size local_bsz on
  * placement (GPUs per node, nnodes entries; zeros are dropped). The placement is turned to its
- * lexicographically smallest rotation; a placement in placements.csv interpolates linearly over
- * that placement's local batch sizes; any other (5 nodes or more, or not measured) interpolates
- * linearly in (min(nodes, 16), replicas, local_bsz) over the Delaunay triangulation of the
- * per-(nodes, replicas, local_bsz) means of placements.csv followed by the scalability.csv rows,
- * as scipy's LinearNDInterpolator does (built on the first such call). Results are memoised. On
- * success writes *step_time and *sync_time (either may be NULL). Errors: ERR_INVAL (no GPUs, a
- * negative entry, a local_bsz that is not finite), ERR_RANGE (local_bsz outside the placement's
- * measured range, or the query outside the convex hull: no extrapolation), and what building the
- * triangulation returns (ERR_NOMEM, ERR_INVAL, ...).
+ * lexicographically smallest rotation; a placement in placements.csv (compared as its string of
+ * digits; one with 10 or more GPUs on a node is never there) interpolates linearly over that
+ * placement's local batch sizes, as scipy's interp1d; any other (5 nodes or more, or not
+ * measured) interpolates linearly in (min(nodes, 16), replicas, local_bsz) over the Delaunay
+ * triangulation of the per-(nodes, replicas, local_bsz) means of placements.csv followed by the
+ * scalability.csv rows, as scipy's LinearNDInterpolator does for a query made on its own (built on
+ * the first such call). Results are memoised. On success writes *step_time and *sync_time
+ * (either may be NULL). Errors: ERR_INVAL (no GPUs, a negative entry, a local_bsz that is not
+ * finite), ERR_RANGE (local_bsz outside the placement's measured range, or the query outside the
+ * convex hull: no extrapolation), and what building the triangulation returns (ERR_NOMEM,
+ * ERR_INVAL, ...).
  */
 int app_throughput(struct app *a, const int *placement, int nnodes, double local_bsz,
                    double *step_time, double *sync_time);

@@ -59,7 +59,7 @@ int workload_load(const char *path, const char *const *known, struct workload **
         goto out;
     w = calloc(1, sizeof(*w));
     if (!w || !(w->jobs = calloc(t->nrows, sizeof(*w->jobs))) ||
-        !(w->name = workload_base_name(path))) {
+        !(w->name = workload_base_name(path)) || !(w->path = strdup(path))) {
         rc = err_set(e, ERR_NOMEM, path, 0, 0, NULL);
         goto out;
     }
@@ -75,6 +75,7 @@ int workload_load(const char *path, const char *const *known, struct workload **
             (rc = csv_get_double(t, i, cbsz, &j->batch_size, e)) < 0)
             goto out;
         j->num_replicas = (int)replicas;
+        j->line = csv_cell_at(t, i, ctime)->line;
         c = csv_cell_at(t, i, ctime);
         if (j->submit_time < 0) {
             rc = err_set(e, ERR_PARSE, t->name, c->line, c->column,
@@ -123,5 +124,6 @@ void workload_free(struct workload *w)
         return;
     free(w->jobs);
     free(w->name);
+    free(w->path);
     free(w);
 }

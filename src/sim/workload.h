@@ -13,11 +13,13 @@ struct workload_job {
     char application[32]; /* a profile name: cifar10, imagenet, ... */
     int num_replicas;     /* the GPUs the baselines give it (Tiresias) */
     double batch_size;    /* the total batch the baselines use (Optimus, Tiresias) */
+    int line;             /* its line in the trace, for messages */
 };
 
 /* Owned by the caller; free with workload_free. */
 struct workload {
     char *name; /* the file's base name without .csv ("workload-1") */
+    char *path; /* the file it was loaded from */
     size_t n;
     struct workload_job *jobs;
 };

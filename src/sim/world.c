@@ -143,7 +143,16 @@ int sim_world_new(const struct sim_config *cfg, const struct workload *wl, struc
             fixed = spec->batch_size;
         else
             fixed = q && q->pin_batch_to_max ? a->max_bsz : 0;
-        sim_job_init(&w->jobs[i], spec, a, cfg->model, fixed, q ? q->max_replicas : 0);
+        if (!cfg->adaptive_batch &&
+            (spec->batch_size < a->init_bsz || spec->batch_size > a->max_bsz)) {
+            rc = err_set(e, ERR_RANGE, wl->path, spec->line, 0,
+                         "job %s: batch_size %g is outside what %s was measured at [%d, %d]",
+                         spec->name, spec->batch_size, a->name, a->init_bsz, a->max_bsz);
+            goto out;
+        }
+        /* a gang scheduler gives a job the GPUs it asked for: no other limit applies */
+        sim_job_init(&w->jobs[i], spec, a, cfg->model, fixed,
+                     q && !cfg->gang ? q->max_replicas : 0);
     }
     w->oracle.ctx = w;
     w->oracle.iterations_left = sim_oracle_iterations_left;

@@ -13,6 +13,7 @@ struct sim_config {
     int gpus_per_node;                  /* (paper: 4) */
     double interference;                /* slowdown of distributed jobs sharing a node */
     int adaptive_batch;                 /* 1: jobs choose goodput-optimal batches (Pollux) */
+    int gang;                           /* 1: jobs get the GPUs they ask for (Tiresias) */
     const struct tput_model_ops *model; /* how jobs model their throughput */
     const char *profiles;               /* folder of profile folders, one per application */
 };

@@ -11,12 +11,12 @@
 
 #include <libqhull_r/libqhull_r.h>
 
-/* scipy's tolerances: barycentric weights may stray this far outside [0, 1] ... */
+/* scipy's tolerances. Barycentric weights may stray this far outside [0, 1]: */
 #define DELAUNAY_EPS (100.0 * DBL_EPSILON)
-/* ... and simplices whose reciprocal condition number is below this are treated as flat. */
-#define DELAUNAY_RCOND_MIN (1000.0 * DBL_EPSILON)
-/* ... and next to a flat simplex, up to this far. */
+/* towards a flat simplex's face, a neighbour's weight may go this far below 0: */
 #define DELAUNAY_EPS_BROAD 1.4901161193847656e-08 /* sqrt(DBL_EPSILON) */
+/* and a simplex whose reciprocal condition number is below this is flat. */
+#define DELAUNAY_RCOND_MIN (1000.0 * DBL_EPSILON)
 
 struct delaunay {
     int dim;

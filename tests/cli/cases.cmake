@@ -28,3 +28,51 @@ castor_cli_test(sync_over_step 1 "placements.csv:2:13: sync_time: must be in [0,
 castor_cli_test(bad_scalability 1 "scalability.csv:3:1: num_nodes: expected a whole number, found \"2.5\"" model fit ${BAD}/bad_scalability)
 castor_cli_test(replicas_below_nodes 1 "scalability.csv:2:3: num_replicas: 4 is outside [6, 65536]" model fit ${BAD}/replicas_below_nodes)
 castor_cli_test(nan_time 1 "placements.csv:2:6: step_time: \"nan\" is not a finite number" model fit ${BAD}/nan_time)
+
+# castor simulate --config: a good file, the command line over the file, and a bad
+# file of each kind, reported as file:line:column with exit status 2 before anything runs.
+set(CONF "${CASTOR_TEST_DATA}/config")
+set(TINY "${CASTOR_TEST_DATA}/workloads/tiny.csv")
+castor_cli_test(config_good 0 "tiny tiresias: average JCT"
+  simulate --config ${CONF}/good.yaml --out ${CMAKE_CURRENT_BINARY_DIR}/config-good.json)
+castor_cli_test(config_override 0 "tiny optimus: average JCT"
+  simulate --policy optimus --config ${CONF}/good.yaml --quiet --out ${CMAKE_CURRENT_BINARY_DIR}/config-override.json)
+castor_cli_test(config_example 0 "tiny tiresias: average JCT"
+  simulate --config ${CMAKE_SOURCE_DIR}/config/simulate.yaml --quiet)
+castor_cli_test(config_empty 0 "tiny pollux: average JCT"
+  simulate --config ${CONF}/empty.yaml --workload ${TINY} --policy pollux --nodes 2 --quiet)
+castor_cli_test(config_empty_needs_policy 2 "--workload and --policy are required"
+  simulate --config ${CONF}/empty.yaml --workload ${TINY})
+castor_cli_test(config_help 0 "restart_penalty: S" simulate --config ${CONF}/syntax.yaml --help)
+castor_cli_test(config_twice 2 "--config given twice"
+  simulate --config ${CONF}/good.yaml --config ${CONF}/good.yaml)
+castor_cli_test(config_missing 2 "no_such.yaml: cannot open: No such file or directory"
+  simulate --config ${CONF}/no_such.yaml)
+castor_cli_test(config_syntax 2 "syntax.yaml:4:9: YAML syntax: did not find expected ',' or '}' (while parsing a flow mapping at line 3, column 10)"
+  simulate --config ${CONF}/syntax.yaml)
+castor_cli_test(config_tab 2 "tab.yaml:3:1: YAML syntax: found character that cannot start any token"
+  simulate --config ${CONF}/tab.yaml)
+castor_cli_test(config_unknown_key 2 "unknown_key.yaml:3:1: unknown key \"polcy\" (did you mean \"policy\"?)"
+  simulate --config ${CONF}/unknown_key.yaml --workload ${TINY} --policy tiresias)
+castor_cli_test(config_unknown_nested_key 2 "unknown_nested_key.yaml:4:3: unknown key \"cluster.gpus\" (known keys of cluster: nodes, gpus_per_node)"
+  simulate --config ${CONF}/unknown_nested_key.yaml)
+castor_cli_test(config_duplicate_key 2 "duplicate_key.yaml:4:1: duplicate key \"seed\" (first on line 2)"
+  simulate --config ${CONF}/duplicate_key.yaml)
+castor_cli_test(config_wrong_type 2 "wrong_type.yaml:3:10: cluster.nodes: expected a whole number, found \"four\""
+  simulate --config ${CONF}/wrong_type.yaml)
+castor_cli_test(config_quoted_number 2 "quoted_number.yaml:2:11: interval: expected a whole number, found the quoted text \"60\""
+  simulate --config ${CONF}/quoted_number.yaml)
+castor_cli_test(config_out_of_range 2 "out_of_range.yaml:3:15: interference: 1.5 is outside [0, 0.99]"
+  simulate --config ${CONF}/out_of_range.yaml --workload ${TINY})
+castor_cli_test(config_restart_penalty 2 "restart_penalty.yaml:4:20: pollux.restart_penalty: 0 is outside [1, 3600]"
+  simulate --config ${CONF}/restart_penalty.yaml)
+castor_cli_test(config_unknown_policy 2 "unknown_policy.yaml:3:9: policy: unknown value \"fifo\" (one of pollux, optimus, tiresias)"
+  simulate --config ${CONF}/unknown_policy.yaml)
+castor_cli_test(config_unknown_model 2 "unknown_model.yaml:2:13: tput_model: unknown value \"amdahl\" (one of castor, pollux)"
+  simulate --config ${CONF}/unknown_model.yaml)
+castor_cli_test(config_not_mapping 2 "not_mapping.yaml:2:1: the document: expected a mapping (key: value lines), found a list"
+  simulate --config ${CONF}/not_mapping.yaml)
+castor_cli_test(config_section_not_mapping 2 "section_not_mapping.yaml:2:10: cluster: expected a mapping (key: value lines), found \"8\""
+  simulate --config ${CONF}/section_not_mapping.yaml)
+castor_cli_test(config_report_list 2 "report_list.yaml:2:9: report: expected text, found a list"
+  simulate --config ${CONF}/report_list.yaml)

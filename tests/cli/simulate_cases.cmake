@@ -31,3 +31,9 @@ castor_cli_test(simulate_unknown_policy 2 "unknown policy \"fifo\""
   simulate --workload ${TEN} --policy fifo)
 castor_cli_test(simulate_missing_workload 1 "no_such.csv: no such file or folder"
   simulate --workload ${WBAD}/no_such.csv --policy pollux)
+castor_cli_test(simulate_batch_outside_profile 1 "ncf_small_batch.csv:3: job ncf-1: batch_size 128 is outside what ncf was measured at [256, 32768]"
+  simulate --workload ${WBAD}/ncf_small_batch.csv --policy tiresias)
+# a gang scheduler gives NCF the two GPUs the trace asks for (the one-GPU limit is Pollux's and
+# Optimus's setting, not the trace's)
+castor_cli_test(simulate_tiresias_gang_of_two 0 "ncf_two_gpus tiresias: average JCT"
+  simulate --workload ${CASTOR_TEST_DATA}/workloads/ncf_two_gpus.csv --policy tiresias)
