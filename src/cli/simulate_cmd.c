@@ -434,11 +434,11 @@ out:
     return rc;
 }
 
-static int write_summary(struct sim_record **recs, int n, const char *path)
+/* The artifact's summary shape for n runs of one policy: jcts, avgs, mean. */
+static struct jv *summary_json(struct sim_record **recs, int n)
 {
     struct jv *root = jv_object(), *jcts = jv_object(), *avgs = jv_object();
     double mean = 0;
-    int rc;
 
     for (int i = 0; i < n; i++) {
         struct jv *one = jv_object();
@@ -454,9 +454,38 @@ static int write_summary(struct sim_record **recs, int n, const char *path)
     jv_set(root, "jcts", jcts);
     jv_set(root, "avgs", avgs);
     jv_set(root, "mean", jv_number(mean));
+    return root;
+}
+
+/* One policy: the artifact's shape; several: an object of them keyed by policy. */
+static int write_summaries(struct sim_record **recs, int nfiles, int npol, const char *path)
+{
+    struct jv *root;
+    int rc;
+
+    if (npol == 1) {
+        root = summary_json(recs, nfiles);
+    } else {
+        root = jv_object();
+        for (int k = 0; k < npol; k++)
+            jv_set(root, recs[k * nfiles]->policy, summary_json(recs + k * nfiles, nfiles));
+    }
     rc = root ? jv_write_path(root, path) : ERR_NOMEM;
     jv_free(root);
     return rc;
+}
+
+/* Split a comma-separated list of policy names (at most 8) into names; returns how many. The
+ * names point into a static copy of the list. */
+static int split_policies(const char *list, const char *names[8])
+{
+    static char buf[256];
+    int n = 0;
+
+    snprintf(buf, sizeof(buf), "%s", list);
+    for (char *t = strtok(buf, ","); t && n < 8; t = strtok(NULL, ","))
+        names[n++] = t;
+    return n;
 }
 
 int cli_simulate(int argc, char **argv, FILE *out, FILE *err)
@@ -470,7 +499,9 @@ int cli_simulate(int argc, char **argv, FILE *out, FILE *err)
                          .seed = 1};
     struct sim_record **recs = NULL;
     char **files = NULL, **apps = NULL;
-    int nfiles = 0, status = 2; /* 2 until the command line and --config are read, then 1 */
+    const char *pols[8];
+    int nfiles = 0, npol = 0, nrecs = 0;
+    int status = 2; /* 2 until the command line and --config are read, then 1 */
     struct sim_conf_mem mem = {0};
     const char *config = NULL;
 
@@ -567,9 +598,16 @@ int cli_simulate(int argc, char **argv, FILE *out, FILE *err)
         simulate_usage(err);
         goto out;
     }
-    if (!policy_find(o.policy)) {
-        fprintf(err, "castor simulate: unknown policy \"%s\" (pollux, optimus, tiresias)\n",
-                o.policy);
+    npol = split_policies(o.policy, pols);
+    for (int k = 0; k < npol; k++) {
+        if (!policy_find(pols[k])) {
+            fprintf(err, "castor simulate: unknown policy \"%s\" (pollux, optimus, tiresias)\n",
+                    pols[k]);
+            goto out;
+        }
+    }
+    if (npol == 0) {
+        fprintf(err, "castor simulate: --policy names no policy\n");
         goto out;
     }
     if (!tput_model_find(o.model)) {
@@ -580,53 +618,56 @@ int cli_simulate(int argc, char **argv, FILE *out, FILE *err)
     if (list_workloads(o.workload, &files, &nfiles, err) < 0)
         goto out;
     apps = list_apps(o.profiles);
-    recs = calloc((size_t)nfiles, sizeof(*recs));
+    nrecs = nfiles * npol;
+    recs = calloc((size_t)nrecs, sizeof(*recs));
     if (!apps || !recs || !apps[0]) {
         fprintf(err, "castor simulate: %s: no profiles found\n", o.profiles);
         goto out;
     }
-    for (int i = 0; i < nfiles; i++) {
-        double avg, p99, mk;
+    for (int k = 0; k < npol; k++) {
+        struct sim_opts one = o;
+        double mean = 0;
 
-        if (simulate_one(&o, files[i], (const char *const *)apps, i, nfiles, &recs[i], err) < 0)
-            goto out;
-        sim_record_stats(recs[i], &avg, &p99, &mk);
-        if (!o.quiet) {
-            fprintf(out, "# %s under %s: job completion times (s)\n", recs[i]->workload, o.policy);
-            for (int j = 0; j < recs[i]->njobs; j++)
-                fprintf(out, "%-24s %-12s submitted %7.0f  jct %8.0f  restarts %d\n",
-                        recs[i]->names[j], recs[i]->apps[j], recs[i]->submit[j], recs[i]->jct[j],
-                        recs[i]->restarts[j]);
-        }
-        fprintf(out,
-                "%s %s: average JCT %.2f s, p99 %.0f s, makespan %.0f s (%d jobs, %.2f s "
-                "wall)\n",
-                recs[i]->workload, o.policy, avg, p99, mk, recs[i]->njobs, recs[i]->wall_seconds);
-    }
-    if (nfiles > 1) {
-        double mean = 0, avg, p99, mk;
-
+        one.policy = pols[k];
         for (int i = 0; i < nfiles; i++) {
-            sim_record_stats(recs[i], &avg, &p99, &mk);
+            struct sim_record *r;
+            double avg, p99, mk;
+
+            if (simulate_one(&one, files[i], (const char *const *)apps, k * nfiles + i, nrecs,
+                             &recs[k * nfiles + i], err) < 0)
+                goto out;
+            r = recs[k * nfiles + i];
+            sim_record_stats(r, &avg, &p99, &mk);
             mean += avg / nfiles;
+            if (!o.quiet) {
+                fprintf(out, "# %s under %s: job completion times (s)\n", r->workload, r->policy);
+                for (int j = 0; j < r->njobs; j++)
+                    fprintf(out, "%-24s %-12s submitted %7.0f  jct %8.0f  restarts %d\n",
+                            r->names[j], r->apps[j], r->submit[j], r->jct[j], r->restarts[j]);
+            }
+            fprintf(out,
+                    "%s %s: average JCT %.2f s, p99 %.0f s, makespan %.0f s (%d jobs, %.2f s "
+                    "wall)\n",
+                    r->workload, r->policy, avg, p99, mk, r->njobs, r->wall_seconds);
         }
-        fprintf(out, "mean of the average JCTs over %d workloads: %.2f s\n", nfiles, mean);
+        if (nfiles > 1)
+            fprintf(out, "%s: mean of the average JCTs over %d workloads: %.2f s\n", pols[k],
+                    nfiles, mean);
     }
-    if (o.out && write_summary(recs, nfiles, o.out) < 0) {
+    if (o.out && write_summaries(recs, nfiles, npol, o.out) < 0) {
         fprintf(err, "castor simulate: cannot write %s\n", o.out);
         goto out;
     }
-    if (o.report && sim_report_write(recs, nfiles, o.report) < 0) {
+    if (o.report && sim_report_write(recs, nrecs, o.report) < 0) {
         fprintf(err, "castor simulate: cannot write %s\n", o.report);
         goto out;
     }
     status = 0;
 out:
-    for (int i = 0; i < nfiles; i++) {
+    for (int i = 0; i < nfiles; i++)
         free(files[i]);
-        if (recs)
-            sim_record_free(recs[i]);
-    }
+    for (int i = 0; recs && i < nrecs; i++)
+        sim_record_free(recs[i]);
     for (int i = 0; apps && apps[i]; i++)
         free(apps[i]);
     free(apps);

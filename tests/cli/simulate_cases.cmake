@@ -37,3 +37,14 @@ castor_cli_test(simulate_batch_outside_profile 1 "ncf_small_batch.csv:3: job ncf
 # Optimus's setting, not the trace's)
 castor_cli_test(simulate_tiresias_gang_of_two 0 "ncf_two_gpus tiresias: average JCT"
   simulate --workload ${CASTOR_TEST_DATA}/workloads/ncf_two_gpus.csv --policy tiresias)
+# several policies in one run: one report that compares them (with the JCT distributions)
+add_test(NAME cli_simulate_compare_report COMMAND ${EXPECT_FILE}
+  ${CMAKE_CURRENT_BINARY_DIR}/ten-compare.html "ten — tiresias"
+  -- $<TARGET_FILE:castor> simulate --workload ${TEN} --policy pollux,optimus,tiresias --quiet
+  --report ${CMAKE_CURRENT_BINARY_DIR}/ten-compare.html)
+add_test(NAME cli_simulate_compare_summary COMMAND ${EXPECT_FILE}
+  ${CMAKE_CURRENT_BINARY_DIR}/ten-compare.json "\"optimus\": {"
+  -- $<TARGET_FILE:castor> simulate --workload ${TEN} --policy pollux,optimus --quiet
+  --out ${CMAKE_CURRENT_BINARY_DIR}/ten-compare.json)
+castor_cli_test(simulate_unknown_policy_in_list 2 "unknown policy \"fifo\""
+  simulate --workload ${TEN} --policy pollux,fifo)
