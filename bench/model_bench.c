@@ -214,6 +214,14 @@ int main(int argc, char **argv)
             printf(" %s %.2f", bench_profiles[p].name, res[p][k].bsz_us);
         printf("\n");
     }
+    for (size_t k = 0; k < nmodels; k++) {
+        double v[NPROFILES];
+
+        for (size_t p = 0; p < NPROFILES; p++)
+            v[p] = res[p][k].fit_ms;
+        printf("  %-8s one fit: %.2f ms median over the six profiles\n", tput_models[k]->name,
+               accuracy_quantile(v, NPROFILES, 0.5));
+    }
     {
         double fit_med = accuracy_quantile(fit_all, nt, 0.5);
         double bsz_med = accuracy_quantile(bsz_all, nt, 0.5);

@@ -64,9 +64,11 @@ double tput_overlap_log(double la, double lb, double g, double *dla, double *dlb
 {
     /* log t = hi + log1p(exp(-g |la - lb|)) / g, where hi is the larger of la and lb; the
      * weights wa, wb (summing to 1) are the shares of a^g and b^g in the sum */
-    double hi = la > lb ? la : lb, lo = la > lb ? lb : la;
-    double q = exp(g * (lo - hi));
-    double lt = hi + log1p(q) / g;
+    double hi = la > lb ? la : lb, lo = la > lb ? lb : la, d = g * (lo - hi);
+    /* below e^-40 the smaller term is lost to rounding: skip the exp and log (single GPUs, whose
+     * sync time is 1e-8 s, take this path) */
+    double q = d < -40.0 ? 0.0 : exp(d);
+    double lt = q > 0.0 ? hi + log(1.0 + q) / g : hi;
     double wlo = q / (1.0 + q), whi = 1.0 - wlo;
     double wa = la > lb ? whi : wlo, wb = 1.0 - wa;
 
