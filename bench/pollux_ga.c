@@ -1,0 +1,1280 @@
+/* pollux_ga.c: castor's Pollux policy (dynamic programming over replica counts, then a
+ * placement) against a genetic algorithm in the style of the published policy's (pymoo NSGA-II,
+ * population 100, 100 generations: SPEC section 5.5, reduced to its first objective), both
+ * maximising policy_pollux_fitness. The snapshots come from real simulations (the controller's
+ * loop over the sim world, castor's pollux deciding), and from tiny random worlds where the best
+ * allocation can be enumerated, which shows the GA can find what the DP misses. The GA is this
+ * benchmark's own code; nothing else uses it. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "control/loop.h"
+#include "policies/policy.h"
+#include "providers/provider.h"
+#include "sim/workload.h"
+#include "sim/world.h"
+#include "util/error.h"
+#include "util/json.h"
+
+#define GA_POP 100
+#define GA_GENS 100
+#define GA_OFFSPRING 100
+#define GA_RETRIES 100      /* pymoo: matings repeated until the offspring are unique */
+#define GA_CROSSOVER 0.9    /* probability a mating crosses over */
+#define GA_RESET 0.1        /* mutation: a row back to the current allocation */
+#define GA_MARK 0.1         /* mutation: a row marked for zeroing */
+#define GA_ZERO 0.1         /* mutation: an entry of a marked row zeroed */
+#define POLLUX_EPS 1e-3     /* the power mean's offset, as policies/pollux.c adds it */
+#define TOL 1e-9            /* fitness differences below this are ties */
+#define MAX_WINS_PRINTED 20 /* snapshots printed where a GA beat castor (the JSON has all) */
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Randomness: splitmix64, one stream per GA run. */
+
+struct rng {
+    uint64_t s;
+};
+
+static uint64_t rng_next(struct rng *r)
+{
+    uint64_t z = (r->s += 0x9e3779b97f4a7c15ULL);
+
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static double rng_unif(struct rng *r)
+{
+    return (double)(rng_next(r) >> 11) / 9007199254740992.0;
+}
+
+/* Uniform in [0, n). */
+static int rng_int(struct rng *r, int n)
+{
+    return (int)(rng_unif(r) * n);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The problem: a snapshot seen as the reference sees it, a matrix of GPU counts (jobs x nodes).
+ * Rows are in the reference's job order (attained service, then submission, then index). The
+ * fitness is policy_pollux_fitness's, recomputed with a goodput memo so that 10,000 evaluations
+ * stay cheap; every answer is checked against policy_pollux_fitness itself. */
+
+struct problem {
+    const struct snapshot *s;
+    int J, N, G;
+    double p, delta;
+    int avoid;
+    int fair_r;
+    int *order;     /* row i is job order[i] */
+    int *cap;       /* GPUs per node */
+    int *maxr;      /* per job index: the replicas it may take */
+    double *base;   /* per job index: goodput of its fair share (0: speedup r / fair_r) */
+    double *pen;    /* per job index: the restart penalty factor */
+    int *base_x;    /* the current allocation as a matrix, rows in order */
+    double *memo;   /* goodput by (job, nodes, replicas); NAN = not computed */
+    int *scratch;   /* 3 N ints */
+    int *scratch_j; /* J ints */
+};
+
+static int job_order_cmp(const struct snapshot *s, int a, int b)
+{
+    const struct snap_job *x = &s->jobs[a], *y = &s->jobs[b];
+
+    if (x->attained_service != y->attained_service)
+        return x->attained_service < y->attained_service ? -1 : 1;
+    if (x->submit_time != y->submit_time)
+        return x->submit_time < y->submit_time ? -1 : 1;
+    return a < b ? -1 : a > b;
+}
+
+static void problem_free(struct problem *pr)
+{
+    free(pr->order);
+    free(pr->cap);
+    free(pr->maxr);
+    free(pr->base);
+    free(pr->pen);
+    free(pr->base_x);
+    free(pr->memo);
+    free(pr->scratch);
+    free(pr->scratch_j);
+    memset(pr, 0, sizeof(*pr));
+}
+
+static int problem_init(struct problem *pr, const struct policy_config *cfg,
+                        const struct snapshot *s)
+{
+    int J = s->njobs, N = s->nnodes, G = snapshot_gpus(s);
+    size_t cells = (size_t)J * (size_t)(N + 1) * (size_t)(G + 1);
+
+    memset(pr, 0, sizeof(*pr));
+    pr->s = s;
+    pr->J = J;
+    pr->N = N;
+    pr->G = G;
+    pr->p = cfg->p_mean != 0 ? cfg->p_mean : -1.0;
+    pr->delta = cfg->restart_penalty > 0 ? cfg->restart_penalty : 30.0;
+    pr->avoid = !cfg->no_interference_avoidance;
+    pr->fair_r = (G + J - 1) / J;
+    pr->order = calloc((size_t)J, sizeof(int));
+    pr->cap = calloc((size_t)N, sizeof(int));
+    pr->maxr = calloc((size_t)J, sizeof(int));
+    pr->base = calloc((size_t)J, sizeof(double));
+    pr->pen = calloc((size_t)J, sizeof(double));
+    pr->base_x = calloc((size_t)J * (size_t)N, sizeof(int));
+    pr->memo = malloc(cells * sizeof(double));
+    pr->scratch = calloc(3 * (size_t)N, sizeof(int));
+    pr->scratch_j = calloc((size_t)J, sizeof(int));
+    if (!pr->order || !pr->cap || !pr->maxr || !pr->base || !pr->pen || !pr->base_x || !pr->memo ||
+        !pr->scratch || !pr->scratch_j) {
+        problem_free(pr);
+        return ERR_NOMEM;
+    }
+    for (size_t i = 0; i < cells; i++)
+        pr->memo[i] = NAN;
+    for (int n = 0; n < N; n++)
+        pr->cap[n] = s->nodes[n].gpus;
+    for (int j = 0; j < J; j++) { /* insertion sort: stable, J is small */
+        int k = j;
+
+        pr->order[j] = j;
+        for (; k > 0 && job_order_cmp(s, pr->order[k], pr->order[k - 1]) < 0; k--) {
+            int t = pr->order[k];
+
+            pr->order[k] = pr->order[k - 1];
+            pr->order[k - 1] = t;
+        }
+    }
+    for (int j = 0; j < J; j++) {
+        const struct snap_job *sj = &s->jobs[j];
+        double age = s->now - sj->submit_time;
+        int m = 2 * sj->max_profiled_replicas;
+
+        /* the limits as policies/pollux.c sets them */
+        if (m < 1)
+            m = 1;
+        if (m > G)
+            m = G;
+        if (sj->lim.min_local > 0 && sj->lim.max_bsz > 0 &&
+            floor(sj->lim.max_bsz / sj->lim.min_local) < m)
+            m = (int)floor(sj->lim.max_bsz / sj->lim.min_local);
+        if (sj->max_replicas > 0 && sj->max_replicas < m)
+            m = sj->max_replicas;
+        pr->maxr[j] = m < 1 ? 1 : m;
+        pr->base[j] = 0;
+        if (sj->has_model) {
+            struct bsz_choice c;
+
+            for (int r = pr->fair_r; r >= 1 && !(pr->base[j] > 0); r--)
+                if (bsz_optimize(&sj->tput, &sj->grad, &sj->lim, 1, r, &c) == 0)
+                    pr->base[j] = c.goodput;
+        }
+        pr->pen[j] = fmax(age - sj->restarts * pr->delta, 0.0) / (age + pr->delta);
+    }
+    for (int i = 0; i < J; i++)
+        for (int n = 0; n < N; n++)
+            pr->base_x[i * N + n] = alloc_on_node(s->current, pr->order[i], n);
+    return 0;
+}
+
+static double problem_speedup(struct problem *pr, int j, int nodes, int r)
+{
+    const struct snap_job *sj = &pr->s->jobs[j];
+    double *cell;
+
+    if (r == 0)
+        return 0.0;
+    if (!sj->has_model || !(pr->base[j] > 0))
+        return (double)r / pr->fair_r;
+    cell = &pr->memo[((size_t)j * (size_t)(pr->N + 1) + (size_t)nodes) * (size_t)(pr->G + 1) +
+                     (size_t)r];
+    if (isnan(*cell)) {
+        struct bsz_choice c;
+
+        *cell = bsz_optimize(&sj->tput, &sj->grad, &sj->lim, nodes, r, &c) == 0 ? c.goodput : 0.0;
+    }
+    return *cell / pr->base[j];
+}
+
+static double problem_utility(const struct problem *pr, double sp)
+{
+    if (pr->p == 0)
+        return log(sp > POLLUX_EPS ? sp : POLLUX_EPS);
+    return pr->p < 0 ? -pow(sp + POLLUX_EPS, pr->p) : pow(sp + POLLUX_EPS, pr->p);
+}
+
+/* The fitness of matrix x (policy_pollux_fitness of its decoding). */
+static double problem_fitness(struct problem *pr, const int *x)
+{
+    int N = pr->N, *used = pr->scratch, *dist = pr->scratch + N;
+    double sum = 0, mean;
+
+    memset(used, 0, 2 * (size_t)N * sizeof(int));
+    for (int i = 0; i < pr->J; i++) {
+        const int *row = x + (size_t)i * (size_t)N;
+        int nodes = 0;
+
+        for (int n = 0; n < N; n++) {
+            used[n] += row[n];
+            nodes += row[n] > 0;
+        }
+        if (pr->avoid && nodes > 1)
+            for (int n = 0; n < N; n++)
+                if (row[n] > 0 && dist[n]++ > 0)
+                    return -HUGE_VAL;
+    }
+    for (int n = 0; n < N; n++)
+        if (used[n] > pr->cap[n])
+            return -HUGE_VAL;
+    for (int i = 0; i < pr->J; i++) {
+        const int *row = x + (size_t)i * (size_t)N;
+        int j = pr->order[i], r = 0, nodes = 0;
+        int changed = memcmp(row, pr->base_x + (size_t)i * (size_t)N, (size_t)N * sizeof(int));
+        double sp;
+
+        for (int n = 0; n < N; n++) {
+            r += row[n];
+            nodes += row[n] > 0;
+        }
+        if (r > pr->maxr[j] && changed)
+            return -HUGE_VAL;
+        sp = problem_speedup(pr, j, nodes, r) * pr->N / pr->G;
+        if (changed)
+            sp *= pr->pen[j];
+        sum += problem_utility(pr, sp);
+    }
+    mean = sum / pr->J;
+    if (pr->p == 0)
+        return exp(mean);
+    return pow(pr->p < 0 ? -mean : mean, 1.0 / pr->p) - POLLUX_EPS;
+}
+
+/* The allocation of matrix x: an unchanged row keeps the current node order (the reference
+ * compares count rows, so it would not restart the job either), a changed one lists its nodes in
+ * ascending order, as the reference does. */
+static int problem_decode(const struct problem *pr, const int *x, struct alloc *a)
+{
+    const struct alloc *cur = pr->s->current;
+    int rc;
+
+    for (int i = 0; i < pr->J; i++) {
+        const int *row = x + (size_t)i * (size_t)pr->N;
+        int j = pr->order[i];
+
+        alloc_clear_job(a, j);
+        if (memcmp(row, pr->base_x + (size_t)i * (size_t)pr->N, (size_t)pr->N * sizeof(int)) == 0) {
+            for (int k = 0; k < cur->count[j]; k++)
+                if ((rc = alloc_add(a, j, cur->node[(size_t)j * (size_t)cur->width + (size_t)k],
+                                    1)) < 0)
+                    return rc;
+            continue;
+        }
+        for (int n = 0; n < pr->N; n++)
+            if (row[n] > 0 && (rc = alloc_add(a, j, n, row[n])) < 0)
+                return rc;
+    }
+    return 0;
+}
+
+static void problem_encode(const struct problem *pr, const struct alloc *a, int *x)
+{
+    for (int i = 0; i < pr->J; i++)
+        for (int n = 0; n < pr->N; n++)
+            x[i * pr->N + n] = alloc_on_node(a, pr->order[i], n);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The GA: SPEC 5.5's operators, with selection and survival by fitness alone. */
+
+/* Repair, in the reference's order: one distributed job per node (later jobs in row order lose
+ * their GPUs on a node a distributed job already uses), each job capped at its limit (its nodes
+ * visited in random order), node capacity (earlier rows first). */
+static void ga_repair(struct problem *pr, int *x, struct rng *r)
+{
+    int J = pr->J, N = pr->N, *taken = pr->scratch, *perm = pr->scratch + N,
+        *used = pr->scratch + 2 * N, *spread = pr->scratch_j;
+
+    if (pr->avoid) {
+        memset(taken, 0, (size_t)N * sizeof(int));
+        for (int i = 0; i < J; i++) {
+            int nodes = 0;
+
+            for (int n = 0; n < N; n++)
+                nodes += x[i * N + n] > 0;
+            spread[i] = nodes > 1;
+        }
+        for (int i = 0; i < J; i++) {
+            if (!spread[i])
+                continue;
+            for (int n = 0; n < N; n++) {
+                if (x[i * N + n] == 0)
+                    continue;
+                if (taken[n])
+                    x[i * N + n] = 0;
+                else
+                    taken[n] = 1;
+            }
+        }
+    }
+    for (int i = 0; i < J; i++) {
+        int acc = 0, limit = pr->maxr[pr->order[i]];
+
+        for (int n = 0; n < N; n++)
+            perm[n] = n;
+        for (int n = N - 1; n > 0; n--) {
+            int k = rng_int(r, n + 1), t = perm[n];
+
+            perm[n] = perm[k];
+            perm[k] = t;
+        }
+        for (int k = 0; k < N; k++) {
+            int *e = &x[i * N + perm[k]], allowed = limit - acc > 0 ? limit - acc : 0;
+
+            if (*e > allowed)
+                *e = allowed;
+            acc += *e;
+        }
+    }
+    memset(used, 0, (size_t)N * sizeof(int));
+    for (int i = 0; i < J; i++)
+        for (int n = 0; n < N; n++) {
+            int *e = &x[i * N + n], allowed = pr->cap[n] - used[n];
+
+            if (*e > allowed)
+                *e = allowed;
+            used[n] += *e;
+        }
+}
+
+/* Mutation: rows back to the current allocation (p 0.1), rows marked (p 0.1) whose entries are
+ * zeroed (p 0.1 each), then on every node with a free GPU each entry grows to a uniform count in
+ * [itself, node size] with probability p1 + p2 - p1 p2: p1 = 1 / jobs, p2 = 1 / (jobs already on
+ * the node) for those jobs. */
+static void ga_mutate(struct problem *pr, int *x, struct rng *r)
+{
+    int J = pr->J, N = pr->N, *used = pr->scratch, *on = pr->scratch + N;
+
+    for (int i = 0; i < J; i++)
+        if (rng_unif(r) < GA_RESET)
+            memcpy(x + (size_t)i * (size_t)N, pr->base_x + (size_t)i * (size_t)N,
+                   (size_t)N * sizeof(int));
+    for (int i = 0; i < J; i++)
+        if (rng_unif(r) < GA_MARK)
+            for (int n = 0; n < N; n++)
+                if (rng_unif(r) < GA_ZERO)
+                    x[i * N + n] = 0;
+    memset(used, 0, 2 * (size_t)N * sizeof(int));
+    for (int i = 0; i < J; i++)
+        for (int n = 0; n < N; n++) {
+            used[n] += x[i * N + n];
+            on[n] += x[i * N + n] > 0;
+        }
+    for (int n = 0; n < N; n++) {
+        double p1;
+
+        if (pr->cap[n] - used[n] < 1)
+            continue;
+        p1 = 1.0 / J;
+        for (int i = 0; i < J; i++) {
+            int *e = &x[i * N + n];
+            double p2 = *e > 0 ? 1.0 / on[n] : 0.0;
+
+            if (rng_unif(r) < p1 + p2 - p1 * p2 && *e < pr->cap[n])
+                *e += rng_int(r, pr->cap[n] - *e + 1);
+        }
+    }
+}
+
+struct ga_pop {
+    int size, cap, width;
+    int *x;         /* cap x width */
+    double *fit;    /* cap */
+    uint64_t *hash; /* cap */
+    int *rank;      /* cap: survival sort */
+};
+
+static uint64_t ga_hash(const int *x, int width)
+{
+    uint64_t h = 1469598103934665603ULL;
+
+    for (int k = 0; k < width; k++)
+        h = (h ^ (uint64_t)(unsigned)x[k]) * 1099511628211ULL;
+    return h;
+}
+
+static int ga_contains(const struct ga_pop *p, const int *x, uint64_t h)
+{
+    for (int k = 0; k < p->size; k++)
+        if (p->hash[k] == h &&
+            memcmp(p->x + (size_t)k * (size_t)p->width, x, (size_t)p->width * sizeof(int)) == 0)
+            return 1;
+    return 0;
+}
+
+/* Append x (already repaired) unless it is there; returns 1 if added. */
+static int ga_add(struct problem *pr, struct ga_pop *p, const int *x)
+{
+    uint64_t h = ga_hash(x, p->width);
+
+    if (p->size == p->cap || ga_contains(p, x, h))
+        return 0;
+    memcpy(p->x + (size_t)p->size * (size_t)p->width, x, (size_t)p->width * sizeof(int));
+    p->fit[p->size] = problem_fitness(pr, x);
+    p->hash[p->size] = h;
+    p->size++;
+    return 1;
+}
+
+/* Binary tournament: the fitter of two random members (a coin on ties). */
+static int ga_tournament(const struct ga_pop *p, struct rng *r)
+{
+    int a = rng_int(r, p->size), b = rng_int(r, p->size);
+
+    if (p->fit[a] != p->fit[b])
+        return p->fit[a] > p->fit[b] ? a : b;
+    return rng_unif(r) < 0.5 ? a : b;
+}
+
+static const double *ga_sort_fit;
+
+static int ga_rank_cmp(const void *a, const void *b)
+{
+    int i = *(const int *)a, k = *(const int *)b;
+
+    if (ga_sort_fit[i] != ga_sort_fit[k])
+        return ga_sort_fit[i] > ga_sort_fit[k] ? -1 : 1;
+    return i - k; /* stable: the population before its offspring */
+}
+
+struct ga_stats {
+    double fitness; /* the best found (the GA's own evaluation) */
+    double seconds;
+    long evaluations;
+};
+
+/*
+ * Run the GA from the seeds (matrices, repaired first) and write the best matrix to best. The
+ * whole population and its offspring live in one pool: pool[0, size) is the population, the
+ * offspring are appended, and survival keeps the GA_POP fittest.
+ */
+static int ga_run(struct problem *pr, const int *seeds, int nseeds, uint64_t seed, int *best,
+                  struct ga_stats *st)
+{
+    int width = pr->J * pr->N, rc = 0;
+    struct ga_pop pool = {.cap = GA_POP + GA_OFFSPRING, .width = width};
+    struct rng r = {seed};
+    int *child = malloc(2 * (size_t)width * sizeof(int)), *tmp_x = NULL;
+    double *tmp_fit = NULL, t0 = now_seconds();
+    uint64_t *tmp_hash = NULL;
+    long evals = 0;
+
+    pool.x = malloc((size_t)pool.cap * (size_t)width * sizeof(int));
+    pool.fit = malloc((size_t)pool.cap * sizeof(double));
+    pool.hash = malloc((size_t)pool.cap * sizeof(uint64_t));
+    pool.rank = malloc((size_t)pool.cap * sizeof(int));
+    tmp_x = malloc((size_t)GA_POP * (size_t)width * sizeof(int));
+    tmp_fit = malloc((size_t)GA_POP * sizeof(double));
+    tmp_hash = malloc((size_t)GA_POP * sizeof(uint64_t));
+    if (!child || !pool.x || !pool.fit || !pool.hash || !pool.rank || !tmp_x || !tmp_fit ||
+        !tmp_hash) {
+        rc = ERR_NOMEM;
+        goto out;
+    }
+    for (int k = 0; k < nseeds; k++) {
+        memcpy(child, seeds + (size_t)k * (size_t)width, (size_t)width * sizeof(int));
+        ga_repair(pr, child, &r);
+        evals += ga_add(pr, &pool, child);
+    }
+    for (int gen = 0; gen < GA_GENS; gen++) {
+        int popsize = pool.size, made = 0;
+
+        for (int tries = 0; tries < GA_RETRIES && made < GA_OFFSPRING; tries++) {
+            int matings = (GA_OFFSPRING - made + 1) / 2;
+
+            for (int m = 0; m < matings && made < GA_OFFSPRING; m++) {
+                struct ga_pop parents = pool;
+                int a, b;
+
+                parents.size = popsize; /* select from the population, not the offspring */
+                a = ga_tournament(&parents, &r);
+                b = ga_tournament(&parents, &r);
+                memcpy(child, pool.x + (size_t)a * (size_t)width, (size_t)width * sizeof(int));
+                memcpy(child + width, pool.x + (size_t)b * (size_t)width,
+                       (size_t)width * sizeof(int));
+                if (rng_unif(&r) < GA_CROSSOVER) {
+                    int cut = rng_int(&r, pr->J) * pr->N; /* rows [0, cut) swap */
+
+                    memcpy(child, pool.x + (size_t)b * (size_t)width, (size_t)cut * sizeof(int));
+                    memcpy(child + width, pool.x + (size_t)a * (size_t)width,
+                           (size_t)cut * sizeof(int));
+                }
+                for (int c = 0; c < 2 && made < GA_OFFSPRING; c++) {
+                    int *x = child + (size_t)c * (size_t)width;
+
+                    ga_mutate(pr, x, &r);
+                    ga_repair(pr, x, &r);
+                    if (ga_add(pr, &pool, x)) {
+                        made++;
+                        evals++;
+                    }
+                }
+            }
+        }
+        /* survival: the GA_POP fittest of population and offspring */
+        for (int k = 0; k < pool.size; k++)
+            pool.rank[k] = k;
+        ga_sort_fit = pool.fit;
+        qsort(pool.rank, (size_t)pool.size, sizeof(int), ga_rank_cmp);
+        {
+            int keep = pool.size < GA_POP ? pool.size : GA_POP;
+
+            for (int k = 0; k < keep; k++) {
+                int src = pool.rank[k];
+
+                memcpy(tmp_x + (size_t)k * (size_t)width, pool.x + (size_t)src * (size_t)width,
+                       (size_t)width * sizeof(int));
+                tmp_fit[k] = pool.fit[src];
+                tmp_hash[k] = pool.hash[src];
+            }
+            memcpy(pool.x, tmp_x, (size_t)keep * (size_t)width * sizeof(int));
+            memcpy(pool.fit, tmp_fit, (size_t)keep * sizeof(double));
+            memcpy(pool.hash, tmp_hash, (size_t)keep * sizeof(uint64_t));
+            pool.size = keep;
+        }
+    }
+    memcpy(best, pool.x, (size_t)width * sizeof(int)); /* sorted: the fittest first */
+    st->fitness = pool.fit[0];
+    st->evaluations = evals;
+    st->seconds = now_seconds() - t0;
+out:
+    free(child);
+    free(pool.x);
+    free(pool.fit);
+    free(pool.hash);
+    free(pool.rank);
+    free(tmp_x);
+    free(tmp_fit);
+    free(tmp_hash);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * One comparison: castor's policy, the GA from the current allocation (several seeds), and the GA
+ * given castor's answer as a second seed. */
+
+#define MAX_SEEDS 16
+
+struct cmp {
+    int jobs;
+    double current;        /* fitness of the current allocation */
+    double castor;         /* fitness of castor's answer */
+    double ga[MAX_SEEDS];  /* fitness of the GA's answer, per seed */
+    double ga_dp;          /* the GA seeded with castor's answer too */
+    double castor_s, ga_s; /* seconds: one castor decision, the mean GA run */
+    int check_fail;        /* the GA's fitness disagreed with policy_pollux_fitness */
+    int castor_infeasible; /* castor's answer had fitness -inf */
+    int ga_dp_below;       /* the DP-seeded GA ended below castor's answer (a GA bug) */
+    int castor_kept;       /* castor's answer is the current allocation */
+};
+
+static void print_row(FILE *f, const struct alloc *a, int j)
+{
+    int place[64], nodes = alloc_placement(a, j, place), k = 0;
+
+    fputc('[', f);
+    for (int i = 0; i < nodes && i < 64; i++) {
+        fprintf(f, "%s%dx%d", i ? " " : "", a->node[(size_t)j * (size_t)a->width + (size_t)k],
+                place[i]);
+        k += place[i];
+    }
+    fputc(']', f);
+}
+
+/* Why two allocations differ, job by job: what it holds, castor's row, the GA's row. */
+static void explain(FILE *f, const struct problem *pr, const struct alloc *castor,
+                    const struct alloc *ga)
+{
+    const struct snapshot *s = pr->s;
+
+    for (int j = 0; j < s->njobs; j++) {
+        const struct snap_job *sj = &s->jobs[j];
+
+        if (alloc_job_equal(castor, j, ga, j))
+            continue;
+        fprintf(f, "    %-16s model %d age %6.0f restarts %d penalty %.3f limit %2d  held ",
+                sj->name, sj->has_model, s->now - sj->submit_time, sj->restarts, pr->pen[j],
+                pr->maxr[j]);
+        print_row(f, s->current, j);
+        fprintf(f, "  castor ");
+        print_row(f, castor, j);
+        fprintf(f, "  ga ");
+        print_row(f, ga, j);
+        fputc('\n', f);
+    }
+}
+
+static int explain_wins; /* --explain: print the rows of snapshots where a GA won */
+
+static int compare_one(const struct policy_config *cfg, const struct snapshot *s, int nseeds,
+                       uint64_t seed, struct cmp *c)
+{
+    struct problem pr;
+    struct policy pol = {0};
+    struct alloc *out = NULL, *dec = NULL;
+    int width, rc, *seeds = NULL, *best = NULL;
+    double t0;
+
+    memset(c, 0, sizeof(*c));
+    c->jobs = s->njobs;
+    if ((rc = problem_init(&pr, cfg, s)) < 0)
+        return rc;
+    width = pr.J * pr.N;
+    seeds = calloc(2 * (size_t)width, sizeof(int));
+    best = calloc((size_t)width, sizeof(int));
+    if (!seeds || !best || (rc = policy_new("pollux", cfg, &pol)) < 0 ||
+        (rc = alloc_new(s->njobs, s->nnodes, s->current->width, &out)) < 0 ||
+        (rc = alloc_new(s->njobs, s->nnodes, s->current->width, &dec)) < 0) {
+        rc = rc < 0 ? rc : ERR_NOMEM;
+        goto out;
+    }
+    c->current = policy_pollux_fitness(cfg, s, s->current);
+    alloc_copy(out, s->current);
+    t0 = now_seconds();
+    if ((rc = policy_allocate(&pol, s, seed, out)) < 0)
+        goto out;
+    c->castor_s = now_seconds() - t0;
+    c->castor = policy_pollux_fitness(cfg, s, out);
+    c->castor_infeasible = !isfinite(c->castor);
+    c->castor_kept = 1;
+    for (int j = 0; j < s->njobs; j++)
+        c->castor_kept &= alloc_job_equal(out, j, s->current, j);
+    memcpy(seeds, pr.base_x, (size_t)width * sizeof(int));
+    problem_encode(&pr, out, seeds + width);
+    for (int k = 0; k <= nseeds; k++) {
+        struct ga_stats st;
+        double f;
+
+        /* k < nseeds: from the current allocation alone; k == nseeds: with castor's answer */
+        if ((rc = ga_run(&pr, seeds, k < nseeds ? 1 : 2, seed * 1000003ULL + (uint64_t)k, best,
+                         &st)) < 0 ||
+            (rc = problem_decode(&pr, best, dec)) < 0)
+            goto out;
+        f = policy_pollux_fitness(cfg, s, dec);
+        if (!(fabs(f - st.fitness) <= 1e-9 * fmax(1.0, fabs(f))))
+            c->check_fail++;
+        if (explain_wins && f > c->castor + TOL && (k == 0 || f > c->ga[0] + TOL)) {
+            fprintf(stderr, "  t=%.0f: castor %.6f, GA (run %d) %.6f\n", s->now, c->castor, k, f);
+            explain(stderr, &pr, out, dec);
+        }
+        if (k < nseeds) {
+            c->ga[k] = f;
+            c->ga_s += st.seconds / nseeds;
+        } else {
+            c->ga_dp = f;
+            c->ga_dp_below = f < c->castor - TOL;
+        }
+    }
+out:
+    policy_free(&pol);
+    alloc_free(out);
+    alloc_free(dec);
+    free(seeds);
+    free(best);
+    problem_free(&pr);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Results, gathered over snapshots. */
+
+struct win {
+    char workload[64];
+    double time;
+    int jobs;
+    double castor, ga; /* the best GA seed */
+};
+
+struct tally {
+    int snapshots, pairs, castor_ge_pairs, castor_ge_best, checks_failed, castor_infeasible;
+    int dp_seeded_better, dp_seeded_below;
+    int castor_kept, castor_kept_lost; /* castor kept the current allocation; and a GA won */
+    double rel_sum, rel_worst;         /* (castor - GA) / |GA| over pairs */
+    double rel_best_worst;             /* the same against the best seed */
+    double dp_seeded_gain_max;         /* (GA from castor's answer - castor) / |castor| */
+    double castor_s_sum, ga_s_sum;     /* seconds */
+    double castor_s_max, ga_s_max;
+    double jobs_sum;
+    int jobs_max;
+    struct win *wins; /* every snapshot where a GA beat castor */
+    int nwins, wins_cap;
+    int wins_over[3]; /* of those, by more than 1%, 5%, 10% */
+};
+
+static double rel_diff(double a, double b)
+{
+    return (a - b) / fmax(fabs(b), 1e-300);
+}
+
+static int tally_add(struct tally *t, const struct cmp *c, int nseeds, const char *workload,
+                     double now)
+{
+    double best = -HUGE_VAL, r;
+
+    t->snapshots++;
+    t->jobs_sum += c->jobs;
+    if (c->jobs > t->jobs_max)
+        t->jobs_max = c->jobs;
+    t->castor_s_sum += c->castor_s;
+    t->ga_s_sum += c->ga_s;
+    t->castor_s_max = fmax(t->castor_s_max, c->castor_s);
+    t->ga_s_max = fmax(t->ga_s_max, c->ga_s);
+    t->checks_failed += c->check_fail;
+    t->castor_infeasible += c->castor_infeasible;
+    for (int k = 0; k < nseeds; k++) {
+        t->pairs++;
+        t->castor_ge_pairs += c->castor >= c->ga[k] - TOL;
+        r = rel_diff(c->castor, c->ga[k]);
+        t->rel_sum += r;
+        if (t->pairs == 1 || r < t->rel_worst)
+            t->rel_worst = r;
+        best = fmax(best, c->ga[k]);
+    }
+    t->castor_ge_best += c->castor >= best - TOL;
+    t->castor_kept += c->castor_kept;
+    t->castor_kept_lost += c->castor_kept && best > c->castor + TOL;
+    r = rel_diff(c->castor, best);
+    if (t->snapshots == 1 || r < t->rel_best_worst)
+        t->rel_best_worst = r;
+    if (c->ga_dp > c->castor + TOL) {
+        t->dp_seeded_better++;
+        t->dp_seeded_gain_max = fmax(t->dp_seeded_gain_max, rel_diff(c->ga_dp, c->castor));
+    }
+    t->dp_seeded_below += c->ga_dp_below;
+    if (best > c->castor + TOL) {
+        struct win *w;
+
+        if (t->nwins == t->wins_cap) {
+            int cap = t->wins_cap ? 2 * t->wins_cap : 64;
+            struct win *g = realloc(t->wins, (size_t)cap * sizeof(*g));
+
+            if (!g)
+                return ERR_NOMEM;
+            t->wins = g;
+            t->wins_cap = cap;
+        }
+        w = &t->wins[t->nwins++];
+        r = rel_diff(best, c->castor);
+        t->wins_over[0] += r > 0.01;
+        t->wins_over[1] += r > 0.05;
+        t->wins_over[2] += r > 0.10;
+
+        snprintf(w->workload, sizeof(w->workload), "%s", workload);
+        w->time = now;
+        w->jobs = c->jobs;
+        w->castor = c->castor;
+        w->ga = best;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Snapshots of real simulations: the controller's loop with castor's pollux, every `every`-th
+ * tick with at least 3 jobs compared. */
+
+struct sim_ctx {
+    const struct policy_config *cfg;
+    const char *workload;
+    int every, nseeds;
+    long tick;
+    struct tally *t;
+    int verbose;
+};
+
+static int on_tick(void *ctx, double now, const struct snapshot *s, const struct alloc *plan)
+{
+    struct sim_ctx *sc = ctx;
+    struct cmp c;
+    int rc;
+
+    (void)plan;
+    if (++sc->tick % sc->every != 0 || s->njobs < 3)
+        return 0;
+    if ((rc = compare_one(sc->cfg, s, sc->nseeds, (uint64_t)sc->tick, &c)) < 0)
+        return rc;
+    if ((rc = tally_add(sc->t, &c, sc->nseeds, sc->workload, now)) < 0)
+        return rc;
+    if (sc->verbose) {
+        double best = -HUGE_VAL;
+
+        for (int k = 0; k < sc->nseeds; k++)
+            best = fmax(best, c.ga[k]);
+        fprintf(stderr, "%s t=%6.0f jobs %2d current %.6f castor %.6f ga %.6f ga+dp %.6f\n",
+                sc->workload, now, s->njobs, c.current, c.castor, best, c.ga_dp);
+    }
+    return 0;
+}
+
+/* The applications the profiles folder has (subfolders with a placements.csv). */
+static char **list_apps(const char *profiles)
+{
+    DIR *d = opendir(profiles);
+    struct dirent *de;
+    char **v = calloc(65, sizeof(char *));
+    int k = 0;
+
+    if (!d || !v) {
+        if (d)
+            closedir(d);
+        return v;
+    }
+    while ((de = readdir(d)) && k < 64) {
+        char p[4096];
+        struct stat st;
+
+        if (de->d_name[0] == '.')
+            continue;
+        snprintf(p, sizeof(p), "%s/%s/placements.csv", profiles, de->d_name);
+        if (stat(p, &st) == 0)
+            v[k++] = strdup(de->d_name);
+    }
+    closedir(d);
+    return v;
+}
+
+static int run_workload(const char *path, const char *profiles, const char *const *apps,
+                        struct sim_ctx *sc)
+{
+    struct sim_config cfg = {.nodes = 16,
+                             .gpus_per_node = 4,
+                             .adaptive_batch = 1,
+                             .model = tput_model_find("pollux"),
+                             .profiles = profiles};
+    struct workload *wl = NULL;
+    struct sim_world *w = NULL;
+    struct policy pol = {0};
+    struct provider prov;
+    struct loop l = {0};
+    struct error e = {0};
+    char buf[768];
+    int rc;
+
+    if ((rc = workload_load(path, apps, &wl, &e)) < 0 ||
+        (rc = sim_world_new(&cfg, wl, &w, &e)) < 0) {
+        fprintf(stderr, "castor-bench-pollux-ga: %s\n", err_format(&e, buf, sizeof(buf)));
+        goto out;
+    }
+    if ((rc = policy_new("pollux", sc->cfg, &pol)) < 0)
+        goto out;
+    provider_sim_init(&prov, w);
+    sc->workload = wl->name;
+    sc->tick = 0;
+    l.provider = &prov;
+    l.policy = &pol;
+    l.interval = 60;
+    l.seed = 1;
+    l.record = on_tick;
+    l.record_ctx = sc;
+    rc = loop_run(&l, 366L * 24 * 3600 / 60);
+    if (rc < 0)
+        fprintf(stderr, "castor-bench-pollux-ga: %s: %s\n", path, err_str(rc));
+out:
+    policy_free(&pol);
+    sim_world_free(w);
+    workload_free(wl);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Tiny worlds: 2 nodes of 4 GPUs, 3 or 4 jobs with random Pollux models and a random current
+ * allocation (each job within its limit, one distributed job at most). Every GPU-count matrix is
+ * enumerated, so the best fitness is known exactly. */
+
+#define TINY_NODES 2
+#define TINY_GPN 4
+#define TINY_MAX_JOBS 4
+
+struct tiny {
+    struct snap_node nodes[TINY_NODES];
+    struct snap_job jobs[TINY_MAX_JOBS];
+    struct alloc *cur;
+    struct snapshot s;
+};
+
+static int tiny_random(struct tiny *t, struct rng *r)
+{
+    int used[TINY_NODES] = {0}, spread = 0, J = 3 + rng_int(r, 2), rc;
+
+    alloc_free(t->cur);
+    t->cur = NULL;
+    if ((rc = alloc_new(J, TINY_NODES, TINY_NODES * TINY_GPN, &t->cur)) < 0)
+        return rc;
+    for (int n = 0; n < TINY_NODES; n++)
+        t->nodes[n].gpus = TINY_GPN;
+    for (int j = 0; j < J; j++) {
+        struct snap_job *sj = &t->jobs[j];
+        int limit;
+
+        memset(sj, 0, sizeof(*sj));
+        sj->name = "tiny";
+        sj->tput.ops = &tput_model_pollux;
+        sj->tput.theta[0] = 0.01 * exp(3 * rng_unif(r));
+        sj->tput.theta[1] = 1e-4 * exp(3 * rng_unif(r));
+        sj->tput.theta[2] = 0.01 * exp(5 * rng_unif(r));
+        sj->tput.theta[3] = 1e-3 * exp(4 * rng_unif(r));
+        sj->tput.theta[4] = 0.005 * exp(4 * rng_unif(r));
+        sj->tput.theta[5] = 1e-3 * exp(3 * rng_unif(r));
+        sj->tput.theta[6] = 1 + 2 * rng_unif(r);
+        sj->has_model = rng_unif(r) < 0.8;
+        sj->grad = (struct grad_params){.sqr = rng_unif(r), .var = 10 * rng_unif(r)};
+        sj->lim = (struct bsz_limits){.init_bsz = 64,
+                                      .max_bsz = 64 * (1 + 31 * rng_unif(r)),
+                                      .max_local = 256,
+                                      .accumulation = 1};
+        sj->max_profiled_replicas = rng_int(r, 5);
+        sj->max_replicas = rng_unif(r) < 0.2 ? 2 : 0;
+        sj->submit_time = 1e6 - 600 * rng_unif(r);
+        sj->restarts = rng_int(r, 3);
+        sj->attained_service = 1000 * rng_unif(r);
+        limit = sj->max_profiled_replicas > 0 ? 2 * sj->max_profiled_replicas : 1;
+        if (sj->max_replicas > 0 && sj->max_replicas < limit)
+            limit = sj->max_replicas;
+        alloc_clear_job(t->cur, j);
+        for (int n = 0; n < TINY_NODES; n++) {
+            int k = rng_int(r, TINY_GPN - used[n] + 1);
+
+            if (k > limit - t->cur->count[j])
+                k = limit - t->cur->count[j];
+            if (n > 0 && t->cur->count[j] > 0 && spread)
+                k = 0;
+            if (k > 0 && rng_unif(r) < 0.5) {
+                alloc_add(t->cur, j, n, k);
+                used[n] += k;
+            }
+        }
+        spread |= alloc_nodes_used(t->cur, j) > 1;
+    }
+    t->s = (struct snapshot){.now = 1e6,
+                             .nnodes = TINY_NODES,
+                             .nodes = t->nodes,
+                             .njobs = J,
+                             .jobs = t->jobs,
+                             .current = t->cur};
+    return 0;
+}
+
+static void tiny_enumerate(struct problem *pr, int *x, int i, int *used, double *best, int *arg)
+{
+    if (i == pr->J) {
+        double f = problem_fitness(pr, x);
+
+        if (f > *best) {
+            *best = f;
+            memcpy(arg, x, (size_t)pr->J * (size_t)pr->N * sizeof(int));
+        }
+        return;
+    }
+    for (int a = 0; a + used[0] <= TINY_GPN; a++)
+        for (int b = 0; b + used[1] <= TINY_GPN; b++) {
+            x[i * 2] = a;
+            x[i * 2 + 1] = b;
+            used[0] += a;
+            used[1] += b;
+            tiny_enumerate(pr, x, i + 1, used, best, arg);
+            used[0] -= a;
+            used[1] -= b;
+        }
+}
+
+struct tiny_tally {
+    int worlds, dp_opt, ga_opt, ga_dp_opt, ga_beats_dp, ga_dp_below, checks_failed;
+    double dp_gap_worst, dp_gap_sum; /* (best - castor) / best */
+};
+
+static int run_tiny(int count, const struct policy_config *cfg, struct tiny_tally *tt)
+{
+    struct tiny t = {0};
+    struct rng r = {20240601};
+    int rc = 0;
+
+    memset(tt, 0, sizeof(*tt));
+    for (int w = 0; w < count; w++) {
+        struct problem pr;
+        struct cmp c;
+        int x[TINY_MAX_JOBS * TINY_NODES], arg[TINY_MAX_JOBS * TINY_NODES], used[2] = {0, 0};
+        double best = -HUGE_VAL, gap;
+        struct alloc *dec = NULL;
+
+        if ((rc = tiny_random(&t, &r)) < 0 || (rc = problem_init(&pr, cfg, &t.s)) < 0)
+            break;
+        tiny_enumerate(&pr, x, 0, used, &best, arg);
+        /* the enumeration's best, checked against policy_pollux_fitness */
+        if ((rc = alloc_new(t.s.njobs, TINY_NODES, TINY_NODES * TINY_GPN, &dec)) < 0 ||
+            (rc = problem_decode(&pr, arg, dec)) < 0) {
+            alloc_free(dec);
+            problem_free(&pr);
+            break;
+        }
+        if (!(fabs(policy_pollux_fitness(cfg, &t.s, dec) - best) <= 1e-9 * fmax(1, fabs(best))))
+            tt->checks_failed++;
+        alloc_free(dec);
+        problem_free(&pr);
+        if ((rc = compare_one(cfg, &t.s, 1, (uint64_t)w + 1, &c)) < 0)
+            break;
+        tt->worlds++;
+        tt->checks_failed += c.check_fail;
+        tt->dp_opt += c.castor >= best - TOL;
+        tt->ga_opt += c.ga[0] >= best - TOL;
+        tt->ga_dp_opt += c.ga_dp >= best - TOL;
+        tt->ga_beats_dp += c.ga[0] > c.castor + TOL;
+        tt->ga_dp_below += c.ga_dp_below;
+        gap = (best - c.castor) / fabs(best);
+        tt->dp_gap_sum += gap;
+        tt->dp_gap_worst = fmax(tt->dp_gap_worst, gap);
+    }
+    alloc_free(t.cur);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Output. */
+
+/* Largest GA gain first. */
+static int win_cmp(const void *a, const void *b)
+{
+    const struct win *x = a, *y = b;
+    double gx = rel_diff(x->ga, x->castor), gy = rel_diff(y->ga, y->castor);
+
+    return gx > gy ? -1 : gx < gy;
+}
+
+static void print_report(const struct tally *t, const struct tiny_tally *tt, int nseeds)
+{
+    printf("castor-bench-pollux-ga: castor's pollux (DP + placement) against a GA in the style of "
+           "the reference\n(population %d, %d generations, seeded with the current allocation; "
+           "%d seeds per snapshot)\n\n",
+           GA_POP, GA_GENS, nseeds);
+    printf("simulated snapshots (16 nodes x 4 GPUs, every 10th tick with >= 3 jobs)\n");
+    printf("  snapshots                         %d (jobs: mean %.1f, max %d)\n", t->snapshots,
+           t->snapshots ? t->jobs_sum / t->snapshots : 0.0, t->jobs_max);
+    printf("  castor >= GA (tol %.0e), per run   %d / %d (%.1f%%)\n", TOL, t->castor_ge_pairs,
+           t->pairs, t->pairs ? 100.0 * t->castor_ge_pairs / t->pairs : 0.0);
+    printf("  castor >= best of %d GA seeds      %d / %d (%.1f%%)\n", nseeds, t->castor_ge_best,
+           t->snapshots, t->snapshots ? 100.0 * t->castor_ge_best / t->snapshots : 0.0);
+    printf("  (castor - GA) / GA, mean          %+.4f%%\n",
+           t->pairs ? 100.0 * t->rel_sum / t->pairs : 0.0);
+    printf("  (castor - GA) / GA, worst run     %+.4f%%\n", 100.0 * t->rel_worst);
+    printf("  (castor - best GA) / best, worst  %+.4f%%\n", 100.0 * t->rel_best_worst);
+    printf("  GA seeded with castor's answer:   improves on it in %d / %d snapshots (max "
+           "+%.4f%%)\n",
+           t->dp_seeded_better, t->snapshots, 100.0 * t->dp_seeded_gain_max);
+    printf("  castor kept the current allocation %d times (a GA beat it in %d of them)\n",
+           t->castor_kept, t->castor_kept_lost);
+    printf("  time per decision, castor         mean %.3f ms, max %.3f ms\n",
+           t->snapshots ? 1e3 * t->castor_s_sum / t->snapshots : 0.0, 1e3 * t->castor_s_max);
+    printf("  time per decision, GA             mean %.1f ms, max %.1f ms\n",
+           t->snapshots ? 1e3 * t->ga_s_sum / t->snapshots : 0.0, 1e3 * t->ga_s_max);
+    printf("  checks: GA fitness = policy_pollux_fitness failed %d, castor infeasible %d, "
+           "DP-seeded GA below castor %d\n",
+           t->checks_failed, t->castor_infeasible, t->dp_seeded_below);
+    if (t->nwins) {
+        struct win *sorted = malloc((size_t)t->nwins * sizeof(*sorted));
+
+        printf("  a GA beat castor in %d snapshots: by > 1%% in %d, > 5%% in %d, > 10%% in %d\n",
+               t->nwins, t->wins_over[0], t->wins_over[1], t->wins_over[2]);
+        if (sorted) {
+            memcpy(sorted, t->wins, (size_t)t->nwins * sizeof(*sorted));
+            qsort(sorted, (size_t)t->nwins, sizeof(*sorted), win_cmp);
+            printf("  the largest (all in --json):\n");
+            for (int k = 0; k < t->nwins && k < MAX_WINS_PRINTED; k++)
+                printf("    %s t=%.0f s, %d jobs: castor %.6f, GA %.6f (%+.2f%%)\n",
+                       sorted[k].workload, sorted[k].time, sorted[k].jobs, sorted[k].castor,
+                       sorted[k].ga, 100.0 * rel_diff(sorted[k].ga, sorted[k].castor));
+            free(sorted);
+        }
+    } else {
+        printf("  the GA never beat castor\n");
+    }
+    printf("\ntiny random worlds (2 nodes x 4 GPUs, 3-4 jobs; the best found by enumeration)\n");
+    printf("  worlds                            %d\n", tt->worlds);
+    printf("  castor optimal                    %d (%.1f%%)\n", tt->dp_opt,
+           tt->worlds ? 100.0 * tt->dp_opt / tt->worlds : 0.0);
+    printf("  GA optimal (from current)         %d (%.1f%%)\n", tt->ga_opt,
+           tt->worlds ? 100.0 * tt->ga_opt / tt->worlds : 0.0);
+    printf("  GA optimal (seeded with castor)   %d (%.1f%%)\n", tt->ga_dp_opt,
+           tt->worlds ? 100.0 * tt->ga_dp_opt / tt->worlds : 0.0);
+    printf("  GA (from current) beats castor    %d\n", tt->ga_beats_dp);
+    printf("  castor below the best: mean %.4f%%, worst %.4f%%\n",
+           tt->worlds ? 100.0 * tt->dp_gap_sum / tt->worlds : 0.0, 100.0 * tt->dp_gap_worst);
+    printf("  checks: fitness mismatches %d, DP-seeded GA below castor %d\n", tt->checks_failed,
+           tt->ga_dp_below);
+}
+
+static int write_json(const char *path, const struct tally *t, const struct tiny_tally *tt,
+                      int nseeds)
+{
+    struct jv *root = jv_object(), *sim = jv_object(), *tiny = jv_object(), *wins = jv_array();
+    int rc;
+
+    jv_set(root, "ga",
+           jv_string("population 100, 100 generations, 100 offspring, seeded with "
+                     "the current allocation"));
+    jv_set(root, "seeds", jv_integer(nseeds));
+    jv_set(root, "tolerance", jv_number(TOL));
+    jv_set(sim, "snapshots", jv_integer(t->snapshots));
+    jv_set(sim, "jobs_mean", jv_number(t->snapshots ? t->jobs_sum / t->snapshots : 0.0));
+    jv_set(sim, "jobs_max", jv_integer(t->jobs_max));
+    jv_set(sim, "runs", jv_integer(t->pairs));
+    jv_set(sim, "castor_at_least_ga_runs", jv_integer(t->castor_ge_pairs));
+    jv_set(sim, "castor_at_least_best_ga_snapshots", jv_integer(t->castor_ge_best));
+    jv_set(sim, "rel_diff_mean", jv_number(t->pairs ? t->rel_sum / t->pairs : 0.0));
+    jv_set(sim, "rel_diff_worst", jv_number(t->rel_worst));
+    jv_set(sim, "rel_diff_best_worst", jv_number(t->rel_best_worst));
+    jv_set(sim, "ga_seeded_with_castor_improves", jv_integer(t->dp_seeded_better));
+    jv_set(sim, "ga_seeded_with_castor_gain_max", jv_number(t->dp_seeded_gain_max));
+    jv_set(sim, "castor_kept_current", jv_integer(t->castor_kept));
+    jv_set(sim, "castor_kept_current_ga_won", jv_integer(t->castor_kept_lost));
+    jv_set(sim, "castor_ms_mean",
+           jv_number(t->snapshots ? 1e3 * t->castor_s_sum / t->snapshots : 0.0));
+    jv_set(sim, "castor_ms_max", jv_number(1e3 * t->castor_s_max));
+    jv_set(sim, "ga_ms_mean", jv_number(t->snapshots ? 1e3 * t->ga_s_sum / t->snapshots : 0.0));
+    jv_set(sim, "ga_ms_max", jv_number(1e3 * t->ga_s_max));
+    jv_set(sim, "fitness_checks_failed", jv_integer(t->checks_failed));
+    jv_set(sim, "castor_infeasible", jv_integer(t->castor_infeasible));
+    for (int k = 0; k < t->nwins; k++) {
+        struct jv *w = jv_object();
+
+        jv_set(w, "workload", jv_string(t->wins[k].workload));
+        jv_set(w, "time", jv_number(t->wins[k].time));
+        jv_set(w, "jobs", jv_integer(t->wins[k].jobs));
+        jv_set(w, "castor", jv_number(t->wins[k].castor));
+        jv_set(w, "ga", jv_number(t->wins[k].ga));
+        jv_push(wins, w);
+    }
+    jv_set(sim, "ga_wins_over_1pct", jv_integer(t->wins_over[0]));
+    jv_set(sim, "ga_wins_over_5pct", jv_integer(t->wins_over[1]));
+    jv_set(sim, "ga_wins_over_10pct", jv_integer(t->wins_over[2]));
+    jv_set(sim, "ga_wins", wins);
+    jv_set(root, "simulated", sim);
+    jv_set(tiny, "worlds", jv_integer(tt->worlds));
+    jv_set(tiny, "castor_optimal", jv_integer(tt->dp_opt));
+    jv_set(tiny, "ga_optimal", jv_integer(tt->ga_opt));
+    jv_set(tiny, "ga_seeded_with_castor_optimal", jv_integer(tt->ga_dp_opt));
+    jv_set(tiny, "ga_beats_castor", jv_integer(tt->ga_beats_dp));
+    jv_set(tiny, "castor_gap_mean", jv_number(tt->worlds ? tt->dp_gap_sum / tt->worlds : 0.0));
+    jv_set(tiny, "castor_gap_worst", jv_number(tt->dp_gap_worst));
+    jv_set(tiny, "fitness_checks_failed", jv_integer(tt->checks_failed));
+    jv_set(root, "tiny", tiny);
+    rc = root ? jv_write_path(root, path) : ERR_NOMEM;
+    jv_free(root);
+    return rc;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: castor-bench-pollux-ga [--json FILE] [--workload CSV]... [--every N]\n"
+               "                              [--seeds K] [--tiny N] [--profiles DIR] "
+               "[--verbose] [--explain]\n"
+               "  --workload CSV   a trace to simulate (repeatable; default: the Pollux "
+               "artifact's\n"
+               "                   workload-1.csv and workload-2.csv under /work/shared/data)\n"
+               "  --every N        compare every N-th tick (default 10)\n"
+               "  --seeds K        GA runs per snapshot (default 3)\n"
+               "  --tiny N         tiny worlds checked by enumeration (default 300)\n");
+}
+
+int main(int argc, char **argv)
+{
+    static const char *default_workloads[] = {
+        "/work/shared/data/pollux-artifact/simulator/workloads/workload-1.csv",
+        "/work/shared/data/pollux-artifact/simulator/workloads/workload-2.csv"};
+    const char *workloads[16], *json_path = NULL, *profiles = CASTOR_DATADIR "/profiles";
+    int nworkloads = 0, every = 10, nseeds = 3, ntiny = 300, verbose = 0, status = 1;
+    struct policy_config cfg = {0};
+    struct tally *t = calloc(1, sizeof(*t));
+    struct tiny_tally tt;
+    char **apps = NULL;
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+        if (strcmp(a, "--verbose") == 0) {
+            verbose = 1;
+            continue;
+        }
+        if (strcmp(a, "--explain") == 0) {
+            explain_wins = 1;
+            continue;
+        }
+        if (!v) {
+            usage(stderr);
+            return 2;
+        }
+        i++;
+        if (strcmp(a, "--json") == 0)
+            json_path = v;
+        else if (strcmp(a, "--workload") == 0 && nworkloads < 16)
+            workloads[nworkloads++] = v;
+        else if (strcmp(a, "--profiles") == 0)
+            profiles = v;
+        else if (strcmp(a, "--every") == 0 && atoi(v) >= 1)
+            every = atoi(v);
+        else if (strcmp(a, "--seeds") == 0 && atoi(v) >= 1 && atoi(v) <= MAX_SEEDS)
+            nseeds = atoi(v);
+        else if (strcmp(a, "--tiny") == 0 && atoi(v) >= 0)
+            ntiny = atoi(v);
+        else {
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (nworkloads == 0)
+        for (nworkloads = 0; nworkloads < 2; nworkloads++)
+            workloads[nworkloads] = default_workloads[nworkloads];
+    apps = list_apps(profiles);
+    if (!t || !apps || !apps[0]) {
+        fprintf(stderr, "castor-bench-pollux-ga: %s: no profiles\n", profiles);
+        goto out;
+    }
+    for (int i = 0; i < nworkloads; i++) {
+        struct sim_ctx sc = {
+            .cfg = &cfg, .every = every, .nseeds = nseeds, .t = t, .verbose = verbose};
+
+        if (run_workload(workloads[i], profiles, (const char *const *)apps, &sc) < 0)
+            goto out;
+    }
+    if (run_tiny(ntiny, &cfg, &tt) < 0) {
+        fprintf(stderr, "castor-bench-pollux-ga: the tiny worlds failed\n");
+        goto out;
+    }
+    print_report(t, &tt, nseeds);
+    if (json_path && write_json(json_path, t, &tt, nseeds) < 0) {
+        fprintf(stderr, "castor-bench-pollux-ga: cannot write %s\n", json_path);
+        goto out;
+    }
+    status = 0;
+out:
+    for (int i = 0; apps && apps[i]; i++)
+        free(apps[i]);
+    free(apps);
+    if (t)
+        free(t->wins);
+    free(t);
+    return status;
+}

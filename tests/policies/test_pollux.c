@@ -1,0 +1,608 @@
+/* test_pollux.c: the Pollux policy (dynamic programming over replica counts, then placement) and
+ * its fitness, against allocations worked out by hand on a tiny cluster, and against an
+ * exhaustive search of every allocation where the cluster is small enough to enumerate. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "policies/policy.h"
+#include "util/error.h"
+
+#define NODES 2
+#define GPUS_PER_NODE 4
+#define GPUS (NODES * GPUS_PER_NODE)
+#define JOBS 3
+#define EPS 1e-3 /* the power mean's offset, as the policy adds it */
+
+/* "Old" jobs were submitted at 0 and decided for at NOW: penalty NOW / (NOW + 30), about 1.
+ * A "young" one was submitted one second before NOW: penalty 1 / 31. */
+#define NOW 1e6
+
+/*
+ * Throughput models (the published Pollux model, gamma 1, so a step is compute + sync). The batch
+ * is fixed at M0 = 840 (no max_bsz), which every replica count from 1 to 8 divides, so a replica
+ * computes 840 / r samples in 0.001 x 840 / r s. With sqr 0 the efficiency is 1.
+ *   perfect: sync 1e-8 s: throughput 1000 r samples/s; the fair share is 3, so speedup = r / 3
+ *            (to 1e-7), the same as a job without a model.
+ *   syncbound: sync 1 s on one node (alpha_r), 2 s across nodes (alpha_n): throughput 1000 on one
+ *            GPU (a lone GPU does not synchronise), 840 / 1.42 = 591.5 on 2, 840 / 1.28 = 656.25
+ *            on 3 (its base), 840 / 1.21 = 694.2 on 4, 840 / 2.168 = 387.5 on 5 (two nodes).
+ *            Speedups 1.524, 0.901, 1, 1.058, 0.590: one GPU is its best.
+ */
+static const struct tput_params perfect = {.ops = &tput_model_pollux,
+                                           .theta = {1e-8, 0.001, 1e-8, 1e-8, 1e-8, 1e-8, 1.0}};
+static const struct tput_params syncbound = {.ops = &tput_model_pollux,
+                                             .theta = {1e-8, 0.001, 2.0, 1e-8, 1.0, 1e-8, 1.0}};
+
+struct world {
+    struct snap_node nodes[NODES];
+    struct snap_job jobs[JOBS];
+    struct alloc *cur, *out;
+    struct snapshot s;
+    struct policy_config cfg;
+};
+
+/* A world of NODES x GPUS_PER_NODE GPUs and JOBS old jobs without a model that were never
+ * profiled (max_replicas 1), holding nothing. */
+static int world_setup(void **state)
+{
+    static const char *names[JOBS] = {"a", "b", "c"};
+    struct world *w = test_calloc(1, sizeof(*w));
+
+    assert_non_null(w);
+    for (int i = 0; i < NODES; i++)
+        w->nodes[i].gpus = GPUS_PER_NODE;
+    for (int j = 0; j < JOBS; j++) {
+        w->jobs[j].name = names[j];
+        w->jobs[j].submit_time = 0;
+        w->jobs[j].lim.init_bsz = 840;
+        w->jobs[j].grad = (struct grad_params){.sqr = 0.0, .var = 1.0};
+    }
+    assert_int_equal(alloc_new(JOBS, NODES, GPUS, &w->cur), 0);
+    assert_int_equal(alloc_new(JOBS, NODES, GPUS, &w->out), 0);
+    w->s = (struct snapshot){.now = NOW,
+                             .nnodes = NODES,
+                             .nodes = w->nodes,
+                             .njobs = JOBS,
+                             .jobs = w->jobs,
+                             .current = w->cur};
+    *state = w;
+    return 0;
+}
+
+static int world_teardown(void **state)
+{
+    struct world *w = *state;
+
+    alloc_free(w->cur);
+    alloc_free(w->out);
+    test_free(w);
+    return 0;
+}
+
+/* Job j gets throughput model tp, profiled up to 4 replicas (so it may take 8). */
+static void give_model(struct world *w, int j, const struct tput_params *tp)
+{
+    w->jobs[j].has_model = 1;
+    w->jobs[j].tput = *tp;
+    w->jobs[j].max_profiled_replicas = 4;
+}
+
+/* Give job j of a the replicas on nodes[0..n-1], in that order. */
+static void set_row(struct alloc *a, int j, const int *nodes, int n)
+{
+    alloc_clear_job(a, j);
+    for (int i = 0; i < n; i++)
+        assert_int_equal(alloc_add(a, j, nodes[i], 1), 0);
+}
+
+/* Job j of a holds exactly the replicas on nodes[0..n-1], in that order. */
+static void assert_row(const struct alloc *a, int j, const int *nodes, int n)
+{
+    assert_int_equal(a->count[j], n);
+    for (int i = 0; i < n; i++)
+        assert_int_equal(a->node[j * a->width + i], nodes[i]);
+}
+
+/* Decide as the caller does: out starts as a copy of the current allocation. */
+static int decide(struct world *w)
+{
+    struct policy p;
+    int rc;
+
+    assert_int_equal(policy_new("pollux", &w->cfg, &p), 0);
+    alloc_copy(w->out, w->cur);
+    rc = policy_allocate(&p, &w->s, 7, w->out);
+    policy_free(&p);
+    return rc;
+}
+
+/*
+ * The best fitness of any allocation of w's snapshot, by enumeration: every job's GPU count on
+ * each node (the fitness depends on a job's row only through its count, its node count and
+ * whether it is unchanged, so one order per count vector suffices: the current row where the
+ * counts are the current ones, else nodes ascending).
+ */
+static void enumerate(struct world *w, struct alloc *a, int j, int *used, double *best)
+{
+    if (j == JOBS) {
+        double f = policy_pollux_fitness(&w->cfg, &w->s, a);
+
+        if (f > *best)
+            *best = f;
+        return;
+    }
+    for (int c0 = 0; c0 + used[0] <= GPUS_PER_NODE; c0++)
+        for (int c1 = 0; c1 + used[1] <= GPUS_PER_NODE; c1++) {
+            if (c0 == alloc_on_node(w->cur, j, 0) && c1 == alloc_on_node(w->cur, j, 1)) {
+                alloc_clear_job(a, j);
+                for (int k = 0; k < w->cur->count[j]; k++)
+                    assert_int_equal(alloc_add(a, j, w->cur->node[j * w->cur->width + k], 1), 0);
+            } else {
+                alloc_clear_job(a, j);
+                assert_int_equal(alloc_add(a, j, 0, c0), 0);
+                assert_int_equal(alloc_add(a, j, 1, c1), 0);
+            }
+            used[0] += c0;
+            used[1] += c1;
+            enumerate(w, a, j + 1, used, best);
+            used[0] -= c0;
+            used[1] -= c1;
+        }
+}
+
+static double exhaustive_best(struct world *w)
+{
+    struct alloc *a;
+    int used[NODES] = {0};
+    double best = -HUGE_VAL;
+
+    assert_int_equal(alloc_new(JOBS, NODES, GPUS, &a), 0);
+    enumerate(w, a, 0, used, &best);
+    alloc_free(a);
+    return best;
+}
+
+/* The policy's answer is as fit as the best allocation there is. */
+static void assert_optimal(struct world *w)
+{
+    double got = policy_pollux_fitness(&w->cfg, &w->s, w->out), best = exhaustive_best(w);
+
+    assert_true(isfinite(got));
+    assert_float_equal(got, best, 1e-9);
+}
+
+/* Without a model a job's speedup is r / fair share (3 of 8 GPUs for 3 jobs), and a job never
+ * profiled may take max(2 x 0, 1) = 1 replica. Nothing held: giving a job its GPU is a change,
+ * scaled speedup (1/3)(2/8) x 0.99997 = 0.0833 against 0 for none, so each gets one. All counts
+ * are 1, placed in row order on the tightest node that fits, the lowest on ties: a on node 0
+ * (4 = 4), then b and c on node 0 (3 < 4, 2 < 4). Five GPUs stay idle. */
+static void pollux_allocate__without_model_one_gpu_each(void **state)
+{
+    struct world *w = *state;
+
+    assert_int_equal(decide(w), 0);
+    assert_row(w->out, 0, (int[]){0}, 1);
+    assert_row(w->out, 1, (int[]){0}, 1);
+    assert_row(w->out, 2, (int[]){0}, 1);
+    assert_optimal(w);
+}
+
+/* a scales perfectly (speedup r/3), b is sync-bound (best on one GPU: speedup 1.524 against at
+ * most 1.058 on more), c has no model (1 GPU at most). b and c take one GPU each and a, whose
+ * utility -1/(r/12 + eps) rises with r, the other 6. Placed largest first: a (6) fits no node, so
+ * a whole free node (0) and the tightest node for the other 2 (node 1); then b and c on node 1,
+ * the only one with room. */
+static void pollux_allocate__scaling_job_outgrows_sync_bound(void **state)
+{
+    struct world *w = *state;
+
+    give_model(w, 0, &perfect);
+    give_model(w, 1, &syncbound);
+    assert_int_equal(decide(w), 0);
+    assert_row(w->out, 0, (int[]){0, 0, 0, 0, 1, 1}, 6);
+    assert_row(w->out, 1, (int[]){1}, 1);
+    assert_row(w->out, 2, (int[]){1}, 1);
+    assert_optimal(w);
+}
+
+/*
+ * a and b both scale perfectly and hold one GPU each (a on node 0, b on node 1); c (no model)
+ * holds one on node 0. a is young: any change multiplies its speedup by 1/31, so keeping one GPU
+ * (scaled speedup 1/12: utility -11.9) beats 8 changed ones (8/12/31 = 0.0215: -44). b is old:
+ * growing to the 6 GPUs left (0.5 x 0.99997: -2.0) beats keeping 1. a and c keep theirs (node 0
+ * then has 2 free), and b, too big for one node, takes the whole free node 1, then node 0's 2.
+ * Once a is old too, it grows (a and b share the 7 GPUs c leaves).
+ */
+static void pollux_allocate__restart_penalty_keeps_young_job(void **state)
+{
+    struct world *w = *state;
+
+    give_model(w, 0, &perfect);
+    give_model(w, 1, &perfect);
+    w->jobs[0].submit_time = NOW - 1;
+    set_row(w->cur, 0, (int[]){0}, 1);
+    set_row(w->cur, 1, (int[]){1}, 1);
+    set_row(w->cur, 2, (int[]){0}, 1);
+    assert_int_equal(decide(w), 0);
+    assert_row(w->out, 0, (int[]){0}, 1);
+    assert_row(w->out, 1, (int[]){1, 1, 1, 1, 0, 0}, 6);
+    assert_row(w->out, 2, (int[]){0}, 1);
+    assert_optimal(w);
+
+    w->jobs[0].submit_time = 0;
+    assert_int_equal(decide(w), 0);
+    assert_true(w->out->count[0] > 1);
+    assert_int_equal(w->out->count[0] + w->out->count[1], 7);
+    assert_row(w->out, 2, (int[]){0}, 1);
+    assert_optimal(w);
+}
+
+/*
+ * a (young, perfect, profiled up to 2: at most 4 replicas) holds 2 GPUs on each node: it keeps
+ * them. b (old, perfect) would take the 3 GPUs c leaves, but 3 fit on neither node (2 free on
+ * each), and a distributed b would share both nodes with a; so b gets 2 on node 0 (the tightest,
+ * lowest on ties) and c the GPU on node 1, leaving one idle. Without interference avoidance b is
+ * spread: the most free node first (node 0, 2), then node 1 for the last, and c on node 1; that
+ * allocation is infeasible under the default rule.
+ */
+static void pollux_allocate__distributed_jobs_never_share_a_node(void **state)
+{
+    struct world *w = *state;
+
+    give_model(w, 0, &perfect);
+    give_model(w, 1, &perfect);
+    w->jobs[0].max_profiled_replicas = 2;
+    w->jobs[0].submit_time = NOW - 1;
+    set_row(w->cur, 0, (int[]){0, 0, 1, 1}, 4);
+    assert_int_equal(decide(w), 0);
+    assert_row(w->out, 0, (int[]){0, 0, 1, 1}, 4);
+    assert_row(w->out, 1, (int[]){0, 0}, 2);
+    assert_row(w->out, 2, (int[]){1}, 1);
+    assert_optimal(w);
+
+    w->cfg.no_interference_avoidance = 1;
+    assert_int_equal(decide(w), 0);
+    assert_row(w->out, 0, (int[]){0, 0, 1, 1}, 4);
+    assert_row(w->out, 1, (int[]){0, 0, 1}, 3);
+    assert_row(w->out, 2, (int[]){1}, 1);
+    assert_optimal(w);
+    assert_true(isfinite(policy_pollux_fitness(&w->cfg, &w->s, w->out)));
+    w->cfg.no_interference_avoidance = 0;
+    assert_true(policy_pollux_fitness(&w->cfg, &w->s, w->out) == -HUGE_VAL);
+}
+
+/* a and b scale perfectly, but a's owner allows 2 replicas: a 2, c 1, b the other 5. Largest
+ * first: b takes the whole node 0 and 1 on node 1 (the tightest with room), a 2 on node 1, c the
+ * last. */
+static void pollux_allocate__owner_max_replicas_caps(void **state)
+{
+    struct world *w = *state;
+
+    give_model(w, 0, &perfect);
+    give_model(w, 1, &perfect);
+    w->jobs[0].max_replicas = 2;
+    assert_int_equal(decide(w), 0);
+    assert_row(w->out, 0, (int[]){1, 1}, 2);
+    assert_row(w->out, 1, (int[]){0, 0, 0, 0, 1}, 5);
+    assert_row(w->out, 2, (int[]){1}, 1);
+    assert_optimal(w);
+}
+
+/* b holds 3 GPUs, but its owner now allows 1 (the decide step rejects more): b shrinks to one
+ * GPU, like a and c (no model, one each), all on node 0 (tightest, lowest on ties). */
+static void pollux_allocate__owner_limit_shrinks_held_job(void **state)
+{
+    struct world *w = *state;
+
+    give_model(w, 1, &perfect);
+    w->jobs[1].max_replicas = 1;
+    set_row(w->cur, 1, (int[]){1, 1, 1}, 3);
+    assert_int_equal(decide(w), 0);
+    assert_row(w->out, 0, (int[]){0}, 1);
+    assert_row(w->out, 1, (int[]){0}, 1);
+    assert_row(w->out, 2, (int[]){0}, 1);
+}
+
+/*
+ * KNOWN BUG (skipped until policies/pollux.c is fixed): moving a job to other nodes with the same
+ * count restarts it, but the DP rates that move without the restart penalty (changed = r != held).
+ * a (young: penalty 1/31; cross-node sync 1 s, one-node sync 1e-8 s) holds 2 GPUs on each node:
+ * throughput 840 / (0.21 + 1) = 694 (speedup 0.231 over its base of 3000), scaled 0.058, against
+ * 4000 / 3000 / 31 / 4 = 0.011 if moved to one node. So a keeps its GPUs and b and c (no model)
+ * take one each on node 0 (2 free on both: the lowest). The DP instead rates the move at the
+ * unpenalised 1/3, moves a to node 0 and loses (fitness 0.027 against 0.073).
+ */
+static void pollux_allocate__same_count_on_other_nodes_is_a_restart(void **state)
+{
+    static const struct tput_params crossnode = {
+        .ops = &tput_model_pollux, .theta = {1e-8, 0.001, 1.0, 1e-8, 1e-8, 1e-8, 1.0}};
+    struct world *w = *state;
+
+    skip();
+    give_model(w, 0, &crossnode);
+    w->jobs[0].max_profiled_replicas = 2;
+    w->jobs[0].submit_time = NOW - 1;
+    set_row(w->cur, 0, (int[]){0, 0, 1, 1}, 4);
+    assert_int_equal(decide(w), 0);
+    assert_row(w->out, 0, (int[]){0, 0, 1, 1}, 4);
+    assert_row(w->out, 1, (int[]){0}, 1);
+    assert_row(w->out, 2, (int[]){0}, 1);
+    assert_optimal(w);
+}
+
+/*
+ * KNOWN LIMITATION (skipped until the placement accounts for it): the DP values every count on
+ * the fewest nodes, then places the largest jobs first. a (young, perfect) keeps 3 GPUs on node
+ * 0; b (perfect) gets 3 and c (cross-node sync 1 s, owner's limit 2) gets 2. b goes to node 1
+ * (the tightest fit), which leaves one GPU on each node: c is split across them (speedup 0.197
+ * instead of 2/3). The best allocation splits b instead (it does not mind): b on node 0's last
+ * GPU and 2 on node 1, c on node 1's other 2 (fitness 0.214 against 0.107).
+ */
+static void pollux_allocate__placement_splits_the_job_that_minds_least(void **state)
+{
+    static const struct tput_params crossnode = {
+        .ops = &tput_model_pollux, .theta = {1e-8, 0.001, 1.0, 1e-8, 1e-8, 1e-8, 1.0}};
+    struct world *w = *state;
+
+    skip();
+    give_model(w, 0, &perfect);
+    give_model(w, 1, &perfect);
+    give_model(w, 2, &crossnode);
+    w->jobs[2].max_replicas = 2;
+    w->jobs[0].submit_time = NOW - 1;
+    set_row(w->cur, 0, (int[]){0, 0, 0}, 3);
+    assert_int_equal(decide(w), 0);
+    assert_row(w->out, 0, (int[]){0, 0, 0}, 3);
+    assert_int_equal(w->out->count[1], 3);
+    assert_int_equal(alloc_nodes_used(w->out, 2), 1);
+    assert_optimal(w);
+}
+
+/* No active job: nothing to do, nothing touched. */
+static void pollux_allocate__no_jobs(void **state)
+{
+    struct world *w = *state;
+    struct policy p;
+
+    w->s.njobs = 0;
+    assert_int_equal(policy_new("pollux", NULL, &p), 0);
+    assert_int_equal(policy_allocate(&p, &w->s, 1, w->out), 0);
+    policy_free(&p);
+    assert_float_equal(policy_pollux_fitness(&w->cfg, &w->s, w->out), 0, 0);
+}
+
+/* Three modelless jobs, a profiled up to 2 (at most 4 replicas), b and c never (1 each). */
+static void fitness_world(struct world *w)
+{
+    w->jobs[0].max_profiled_replicas = 2;
+    set_row(w->cur, 0, (int[]){0, 0}, 2);
+    set_row(w->cur, 1, (int[]){1}, 1);
+    set_row(w->cur, 2, (int[]){1}, 1);
+    alloc_copy(w->out, w->cur);
+}
+
+/* a holds 2 GPUs, b and c 1, unchanged (no penalty): speedups r / 3 = 2/3, 1/3, 1/3, scaled by
+ * nodes / GPUs = 1/4: 1/6, 1/12, 1/12. The power mean with p = -1 is the harmonic mean of
+ * (s + eps), less eps: 3 / (1/(1/6 + eps) + 2/(1/12 + eps)) - eps = 0.10008, near the harmonic
+ * mean without eps, 3 / (6 + 12 + 12) = 0.1. */
+static void pollux_fitness__harmonic_mean_by_hand(void **state)
+{
+    struct world *w = *state;
+    double want = 3.0 / (1.0 / (1.0 / 6 + EPS) + 2.0 / (1.0 / 12 + EPS)) - EPS;
+
+    fitness_world(w);
+    assert_float_equal(policy_pollux_fitness(&w->cfg, &w->s, w->out), want, 1e-12);
+    assert_float_equal(want, 0.1, 1e-3);
+}
+
+/* The same allocation, but nothing was held before and the jobs are 90 s old: every row changes,
+ * so every speedup is multiplied by 90 / (90 + 30) = 0.75: 0.125, 0.0625, 0.0625 (harmonic mean
+ * 0.075 without eps). One restart already (b) takes 30 s off its age: 60/120 = 0.5. */
+static void pollux_fitness__restart_penalty_by_hand(void **state)
+{
+    struct world *w = *state;
+    double want = 3.0 / (1.0 / (0.125 + EPS) + 2.0 / (0.0625 + EPS)) - EPS;
+
+    fitness_world(w);
+    alloc_clear_job(w->cur, 0);
+    alloc_clear_job(w->cur, 1);
+    alloc_clear_job(w->cur, 2);
+    w->s.now = 90;
+    assert_float_equal(policy_pollux_fitness(&w->cfg, &w->s, w->out), want, 1e-12);
+    w->jobs[1].restarts = 1;
+    want = 3.0 / (1.0 / (0.125 + EPS) + 1.0 / (0.0625 + EPS) + 1.0 / (1.0 / 24 + EPS)) - EPS;
+    assert_float_equal(policy_pollux_fitness(&w->cfg, &w->s, w->out), want, 1e-12);
+}
+
+/* p = 1 makes it the arithmetic mean (eps cancels): (1/6 + 1/12 + 1/12) / 3 = 1/9. A job without
+ * GPUs counts as speedup 0: with c's GPU taken, (1/6 + 1/12 + 0) / 3 = 1/12 (c changed, but
+ * 0 x penalty is still 0). */
+static void pollux_fitness__p_one_is_arithmetic_mean(void **state)
+{
+    struct world *w = *state;
+
+    fitness_world(w);
+    w->cfg.p_mean = 1;
+    assert_float_equal(policy_pollux_fitness(&w->cfg, &w->s, w->out), 1.0 / 9, 1e-12);
+    alloc_clear_job(w->out, 2);
+    assert_float_equal(policy_pollux_fitness(&w->cfg, &w->s, w->out), 1.0 / 12, 1e-12);
+}
+
+/* Allocations that break a rule are -inf: 5 GPUs on a 4-GPU node; b (at most 1 replica) given 2
+ * it did not hold (allowed once it holds them); a and b both on two nodes (unless interference
+ * avoidance is off). */
+static void pollux_fitness__infeasible_is_minus_inf(void **state)
+{
+    struct world *w = *state;
+
+    fitness_world(w);
+    set_row(w->out, 0, (int[]){0, 0, 0, 0}, 4);
+    set_row(w->out, 1, (int[]){0}, 1);
+    assert_true(policy_pollux_fitness(&w->cfg, &w->s, w->out) == -HUGE_VAL);
+
+    fitness_world(w);
+    set_row(w->out, 1, (int[]){1, 1}, 2);
+    assert_true(policy_pollux_fitness(&w->cfg, &w->s, w->out) == -HUGE_VAL);
+    set_row(w->cur, 1, (int[]){1, 1}, 2);
+    assert_true(isfinite(policy_pollux_fitness(&w->cfg, &w->s, w->out)));
+
+    fitness_world(w);
+    w->jobs[1].max_profiled_replicas = 1;
+    set_row(w->out, 0, (int[]){0, 1}, 2);
+    set_row(w->out, 1, (int[]){1, 0}, 2);
+    assert_true(policy_pollux_fitness(&w->cfg, &w->s, w->out) == -HUGE_VAL);
+    w->cfg.no_interference_avoidance = 1;
+    assert_true(isfinite(policy_pollux_fitness(&w->cfg, &w->s, w->out)));
+}
+
+/* The decision depends only on the snapshot: the same answer from a fresh instance, and from
+ * another seed (the policy uses no randomness). */
+static void pollux_allocate__deterministic(void **state)
+{
+    struct world *w = *state;
+    struct alloc *first;
+    struct policy p;
+
+    give_model(w, 0, &perfect);
+    give_model(w, 1, &syncbound);
+    w->jobs[1].grad = (struct grad_params){.sqr = 1.0, .var = 5.0};
+    w->jobs[1].lim.max_bsz = 4 * 840;
+    w->jobs[1].lim.accumulation = 1;
+    w->jobs[0].submit_time = NOW - 100;
+    set_row(w->cur, 0, (int[]){1, 1}, 2);
+    set_row(w->cur, 2, (int[]){0}, 1);
+    assert_int_equal(alloc_new(JOBS, NODES, GPUS, &first), 0);
+    assert_int_equal(decide(w), 0);
+    alloc_copy(first, w->out);
+    assert_int_equal(decide(w), 0);
+    for (int j = 0; j < JOBS; j++)
+        assert_true(alloc_job_equal(first, j, w->out, j));
+    assert_int_equal(policy_new("pollux", NULL, &p), 0);
+    for (uint64_t seed = 0; seed < 3; seed++) {
+        alloc_copy(w->out, w->cur);
+        assert_int_equal(policy_allocate(&p, &w->s, seed, w->out), 0);
+        for (int j = 0; j < JOBS; j++)
+            assert_true(alloc_job_equal(first, j, w->out, j));
+    }
+    policy_free(&p);
+    alloc_free(first);
+    assert_optimal(w);
+}
+
+/* A small deterministic generator for the random worlds below. */
+static double lcg_uniform(uint64_t *x)
+{
+    *x = *x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (double)(*x >> 11) / 9007199254740992.0;
+}
+
+/*
+ * Random worlds: every job a random Pollux model (log-uniform compute and sync costs, gamma in
+ * [1, 3]), gradient noise, an adaptive batch, random profiling, owner's limits, ages and restarts,
+ * and a random feasible current allocation (each job within its limit, as in a simulation, where
+ * the limit only grows; one distributed job at most). The policy's answer is feasible, never worse
+ * than the current allocation, and never better than the best one enumeration finds (a check on the
+ * enumeration). How often it equals the best is measured by castor-bench-pollux-ga, not asserted
+ * here.
+ */
+static void pollux_allocate__random_worlds_feasible_and_bounded(void **state)
+{
+    struct world *w = *state;
+    uint64_t x = 12345;
+
+    for (int t = 0; t < 40; t++) {
+        int used[NODES] = {0}, spread = 0;
+        double cur_fit, got;
+
+        for (int j = 0; j < JOBS; j++) {
+            struct snap_job *sj = &w->jobs[j];
+            struct tput_params tp = {.ops = &tput_model_pollux};
+            int limit;
+
+            tp.theta[0] = 0.01 * exp(3 * lcg_uniform(&x));
+            tp.theta[1] = 1e-4 * exp(3 * lcg_uniform(&x));
+            tp.theta[2] = 0.01 * exp(5 * lcg_uniform(&x));
+            tp.theta[3] = 1e-3 * exp(4 * lcg_uniform(&x));
+            tp.theta[4] = 0.005 * exp(4 * lcg_uniform(&x));
+            tp.theta[5] = 1e-3 * exp(3 * lcg_uniform(&x));
+            tp.theta[6] = 1 + 2 * lcg_uniform(&x);
+            sj->has_model = lcg_uniform(&x) < 0.8;
+            sj->tput = tp;
+            sj->grad = (struct grad_params){.sqr = lcg_uniform(&x), .var = 10 * lcg_uniform(&x)};
+            sj->lim = (struct bsz_limits){.init_bsz = 64,
+                                          .max_bsz = 64 * (1 + 31 * lcg_uniform(&x)),
+                                          .max_local = 256,
+                                          .accumulation = 1};
+            sj->max_profiled_replicas = (int)(5 * lcg_uniform(&x));
+            sj->max_replicas = lcg_uniform(&x) < 0.2 ? 2 : 0;
+            sj->submit_time = NOW - 600 * lcg_uniform(&x);
+            sj->restarts = (int)(3 * lcg_uniform(&x));
+            limit = sj->max_profiled_replicas > 0 ? 2 * sj->max_profiled_replicas : 1;
+            if (sj->max_replicas > 0 && sj->max_replicas < limit)
+                limit = sj->max_replicas;
+            alloc_clear_job(w->cur, j);
+            for (int i = 0; i < NODES; i++) {
+                int n = (int)((GPUS_PER_NODE - used[i] + 1) * lcg_uniform(&x));
+
+                if (n > limit - w->cur->count[j])
+                    n = limit - w->cur->count[j];
+                if (i > 0 && w->cur->count[j] > 0 && spread) /* one distributed job at most */
+                    n = 0;
+                if (n > 0 && lcg_uniform(&x) < 0.5) {
+                    assert_int_equal(alloc_add(w->cur, j, i, n), 0);
+                    used[i] += n;
+                }
+            }
+            spread |= alloc_nodes_used(w->cur, j) > 1;
+        }
+        cur_fit = policy_pollux_fitness(&w->cfg, &w->s, w->cur);
+        assert_true(isfinite(cur_fit));
+        assert_int_equal(decide(w), 0);
+        got = policy_pollux_fitness(&w->cfg, &w->s, w->out);
+        assert_true(isfinite(got));
+        assert_true(got >= cur_fit);
+        assert_true(got <= exhaustive_best(w) + 1e-12);
+    }
+}
+
+/* The registry entry is named and creates an instance. */
+static void policy_pollux__ops(void **state)
+{
+    (void)state;
+    assert_ptr_equal(policy_find("pollux"), &policy_pollux);
+    assert_string_equal(policy_pollux.name, "pollux");
+    assert_non_null(policy_pollux.summary);
+    assert_non_null(policy_pollux.create);
+    assert_non_null(policy_pollux.allocate);
+}
+
+#define WORLD_TEST(f) cmocka_unit_test_setup_teardown(f, world_setup, world_teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        WORLD_TEST(pollux_allocate__without_model_one_gpu_each),
+        WORLD_TEST(pollux_allocate__scaling_job_outgrows_sync_bound),
+        WORLD_TEST(pollux_allocate__restart_penalty_keeps_young_job),
+        WORLD_TEST(pollux_allocate__distributed_jobs_never_share_a_node),
+        WORLD_TEST(pollux_allocate__owner_max_replicas_caps),
+        WORLD_TEST(pollux_allocate__owner_limit_shrinks_held_job),
+        WORLD_TEST(pollux_allocate__same_count_on_other_nodes_is_a_restart),
+        WORLD_TEST(pollux_allocate__placement_splits_the_job_that_minds_least),
+        WORLD_TEST(pollux_allocate__no_jobs),
+        WORLD_TEST(pollux_fitness__harmonic_mean_by_hand),
+        WORLD_TEST(pollux_fitness__restart_penalty_by_hand),
+        WORLD_TEST(pollux_fitness__p_one_is_arithmetic_mean),
+        WORLD_TEST(pollux_fitness__infeasible_is_minus_inf),
+        WORLD_TEST(pollux_allocate__deterministic),
+        WORLD_TEST(pollux_allocate__random_worlds_feasible_and_bounded),
+        cmocka_unit_test(policy_pollux__ops),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
