@@ -158,7 +158,7 @@ static double pollux_total(const struct pollux *p, const struct snapshot *s, str
     for (int j = 0; j < s->njobs; j++) {
         int r = a->count[j], n = alloc_nodes_used(a, j);
 
-        if (r > pj[j].maxr && !alloc_job_equal(a, j, s->current, j))
+        if (r > pj[j].maxr)
             return -HUGE_VAL;
         u += pollux_job_utility(p, s, j, &pj[j], n, r, !alloc_job_equal(a, j, s->current, j));
     }
@@ -223,7 +223,7 @@ static int pollux_choose_counts(const struct pollux *p, const struct snapshot *s
 
         /* the job's utility with r replicas, and whether keeping its allocation gives it */
         for (int r = 0; r <= maxr; r++) {
-            int changed = !(r == pj[j].cur_r);
+            int changed = 1; /* a new placement; keeping the current one is scored below */
             double u =
                 pollux_job_utility(p, s, j, &pj[j], r ? pollux_min_nodes(r, gpn) : 0, r, changed);
 
@@ -349,6 +349,306 @@ static int pollux_place(const struct pollux *p, struct alloc *out, int j, int r,
     return 0;
 }
 
+/* Local search over placements: the counts step assumes every job sits on the fewest nodes, which
+ * fragmentation and the one-distributed-job-per-node rule can make impossible. Starting from the
+ * better of the placed counts and the current allocation, repeatedly apply the single best move
+ * that raises the objective: re-place one job at another count (in place, or consolidated afresh),
+ * or let one job take GPUs from another on a node. Each move is scored by the change in the two
+ * jobs' terms only. */
+struct pollux_ls {
+    const struct pollux *p;
+    const struct snapshot *s;
+    struct pollux_job *pj;
+    int J, N;
+    int *cnt;  /* J x N: replicas of each job on each node */
+    int *cur;  /* J x N: the current allocation's counts */
+    int *used; /* N */
+    int *dcnt; /* N: distributed jobs on each node */
+    double *u; /* J: each job's term */
+    int *row;  /* scratch rows, N each */
+    int *row2;
+};
+
+static int ls_nodes(const int *row, int N, int *r)
+{
+    int n = 0, t = 0;
+
+    for (int i = 0; i < N; i++) {
+        n += row[i] > 0;
+        t += row[i];
+    }
+    *r = t;
+    return n;
+}
+
+/* Job j's term if its counts were row. */
+static double ls_utility(struct pollux_ls *ls, int j, const int *row)
+{
+    int r, n = ls_nodes(row, ls->N, &r);
+    int changed = memcmp(row, ls->cur + (size_t)j * (size_t)ls->N, (size_t)ls->N * sizeof(int));
+
+    if (r > ls->pj[j].maxr)
+        return -HUGE_VAL;
+    return pollux_job_utility(ls->p, ls->s, j, &ls->pj[j], n, r, changed != 0);
+}
+
+/* 1 if replacing job j's row by rj (and job k's by rk, when k >= 0) keeps every node within its
+ * GPUs and at most one distributed job per node. */
+static int ls_feasible(struct pollux_ls *ls, int j, const int *rj, int k, const int *rk)
+{
+    const int *oj = ls->cnt + (size_t)j * (size_t)ls->N,
+              *ok = k >= 0 ? ls->cnt + (size_t)k * (size_t)ls->N : NULL;
+    int r, dj_old = ls_nodes(oj, ls->N, &r) > 1, dj_new = ls_nodes(rj, ls->N, &r) > 1;
+    int dk_old = 0, dk_new = 0;
+
+    if (k >= 0) {
+        dk_old = ls_nodes(ok, ls->N, &r) > 1;
+        dk_new = ls_nodes(rk, ls->N, &r) > 1;
+    }
+    for (int n = 0; n < ls->N; n++) {
+        int used = ls->used[n] - oj[n] + rj[n], d = ls->dcnt[n];
+
+        d += (dj_new && rj[n] > 0) - (dj_old && oj[n] > 0);
+        if (k >= 0) {
+            used += rk[n] - ok[n];
+            d += (dk_new && rk[n] > 0) - (dk_old && ok[n] > 0);
+        }
+        if (used > ls->s->nodes[n].gpus || (ls->p->avoid_interference && d > 1))
+            return 0;
+    }
+    return 1;
+}
+
+static void ls_apply(struct pollux_ls *ls, int j, const int *row)
+{
+    int *o = ls->cnt + (size_t)j * (size_t)ls->N, r;
+    int d_old = ls_nodes(o, ls->N, &r) > 1, d_new = ls_nodes(row, ls->N, &r) > 1;
+
+    for (int n = 0; n < ls->N; n++) {
+        ls->used[n] += row[n] - o[n];
+        ls->dcnt[n] += (d_new && row[n] > 0) - (d_old && o[n] > 0);
+        o[n] = row[n];
+    }
+    ls->u[j] = ls_utility(ls, j, o);
+}
+
+/* Row for job j at count r: "in place" (grow on its nodes, then the tightest others; shrink from
+ * its smallest shares) when fresh is 0, else consolidated on free capacity as if j held nothing.
+ * Returns 0 when it cannot be done. */
+static int ls_make_row(struct pollux_ls *ls, int j, int r, int fresh, int *row)
+{
+    const int *o = ls->cnt + (size_t)j * (size_t)ls->N;
+    int N = ls->N, have = 0, need;
+
+    for (int n = 0; n < N; n++) {
+        row[n] = fresh ? 0 : o[n];
+        have += row[n];
+    }
+    if (have > r) { /* shrink from the smallest shares */
+        while (have > r) {
+            int pick = -1;
+
+            for (int n = 0; n < N; n++)
+                if (row[n] > 0 && (pick < 0 || row[n] < row[pick]))
+                    pick = n;
+            row[pick]--;
+            have--;
+        }
+        return 1;
+    }
+    need = r - have;
+    /* grow on nodes it already uses */
+    for (int n = 0; n < N && need > 0; n++) {
+        int free = ls->s->nodes[n].gpus - (ls->used[n] - o[n]) - row[n];
+
+        if (row[n] > 0 && free > 0) {
+            int t = free < need ? free : need;
+
+            row[n] += t;
+            need -= t;
+        }
+    }
+    while (need > 0) {
+        int pick = -1;
+
+        /* the tightest node that takes the rest, else the one with the most room */
+        for (int n = 0; n < N; n++) {
+            int free = ls->s->nodes[n].gpus - (ls->used[n] - o[n]) - row[n];
+
+            if (row[n] > 0 || free <= 0)
+                continue;
+            if (free >= need) {
+                if (pick < 0 ||
+                    free < ls->s->nodes[pick].gpus - (ls->used[pick] - o[pick]) - row[pick] ||
+                    ls->s->nodes[pick].gpus - (ls->used[pick] - o[pick]) - row[pick] < need)
+                    pick = n;
+            } else if (pick < 0 ||
+                       (ls->s->nodes[pick].gpus - (ls->used[pick] - o[pick]) - row[pick] < need &&
+                        free > ls->s->nodes[pick].gpus - (ls->used[pick] - o[pick]) - row[pick])) {
+                pick = n;
+            }
+        }
+        if (pick < 0)
+            return 0;
+        {
+            int free = ls->s->nodes[pick].gpus - (ls->used[pick] - o[pick]) - row[pick];
+            int t = free < need ? free : need;
+
+            row[pick] += t;
+            need -= t;
+        }
+    }
+    return 1;
+}
+
+static int pollux_improve(const struct pollux *p, const struct snapshot *s, struct pollux_job *pj,
+                          const int *dp_count, struct alloc *a)
+{
+    struct pollux_ls ls = {.p = p, .s = s, .pj = pj, .J = s->njobs, .N = s->nnodes};
+    size_t JN = (size_t)ls.J * (size_t)ls.N;
+    int rc = 0, gpn = s->nodes[0].gpus;
+
+    ls.cnt = calloc(JN, sizeof(int));
+    ls.cur = calloc(JN, sizeof(int));
+    ls.used = calloc((size_t)ls.N, sizeof(int));
+    ls.dcnt = calloc((size_t)ls.N, sizeof(int));
+    ls.u = calloc((size_t)ls.J, sizeof(double));
+    ls.row = calloc((size_t)ls.N * 4 + (size_t)a->width, sizeof(int)); /* 4 rows, one node list */
+    if (!ls.cnt || !ls.cur || !ls.used || !ls.dcnt || !ls.u || !ls.row) {
+        rc = ERR_NOMEM;
+        goto out;
+    }
+    ls.row2 = ls.row + ls.N;
+    for (int j = 0; j < ls.J; j++) {
+        int r;
+
+        for (int n = 0; n < ls.N; n++) {
+            ls.cnt[(size_t)j * ls.N + n] = alloc_on_node(a, j, n);
+            ls.cur[(size_t)j * ls.N + n] = alloc_on_node(s->current, j, n);
+            ls.used[n] += ls.cnt[(size_t)j * ls.N + n];
+        }
+        if (ls_nodes(ls.cnt + (size_t)j * ls.N, ls.N, &r) > 1)
+            for (int n = 0; n < ls.N; n++)
+                ls.dcnt[n] += ls.cnt[(size_t)j * ls.N + n] > 0;
+        ls.u[j] = ls_utility(&ls, j, ls.cnt + (size_t)j * ls.N);
+    }
+    for (int iter = 0; iter < 4 * ls.J + 64; iter++) {
+        double best = 1e-12;
+        int bj = -1, bk = -1;
+        int *brow = ls.row + 2 * ls.N, *brow2 = ls.row + 3 * ls.N;
+
+        for (int j = 0; j < ls.J; j++) {
+            int r, cur_r, maxr = pj[j].maxr;
+            int targets[12], nt = 0;
+
+            ls_nodes(ls.cnt + (size_t)j * ls.N, ls.N, &r);
+            cur_r = pj[j].cur_r;
+            {
+                int cand[12] = {0,       r - 1,       r + 1,       r - 2, r + 2, r - gpn,
+                                r + gpn, r + 2 * gpn, dp_count[j], cur_r, maxr,  r};
+
+                for (int c = 0; c < 12; c++)
+                    if (cand[c] >= 0 && cand[c] <= maxr)
+                        targets[nt++] = cand[c];
+            }
+            /* back to the current allocation */
+            if (memcmp(ls.cnt + (size_t)j * ls.N, ls.cur + (size_t)j * ls.N,
+                       (size_t)ls.N * sizeof(int)) &&
+                ls_feasible(&ls, j, ls.cur + (size_t)j * ls.N, -1, NULL)) {
+                double d = ls_utility(&ls, j, ls.cur + (size_t)j * ls.N) - ls.u[j];
+
+                if (d > best) {
+                    best = d, bj = j, bk = -1;
+                    memcpy(brow, ls.cur + (size_t)j * ls.N, (size_t)ls.N * sizeof(int));
+                }
+            }
+            for (int t = 0; t < nt; t++) {
+                for (int fresh = 0; fresh < 2; fresh++) {
+                    double d;
+
+                    if (!ls_make_row(&ls, j, targets[t], fresh, ls.row) ||
+                        !memcmp(ls.row, ls.cnt + (size_t)j * ls.N, (size_t)ls.N * sizeof(int)) ||
+                        !ls_feasible(&ls, j, ls.row, -1, NULL))
+                        continue;
+                    d = ls_utility(&ls, j, ls.row) - ls.u[j];
+                    if (d > best) {
+                        best = d, bj = j, bk = -1;
+                        memcpy(brow, ls.row, (size_t)ls.N * sizeof(int));
+                    }
+                }
+            }
+            /* take up to a node's worth of GPUs from another job on one node */
+            if (r >= maxr)
+                continue;
+            for (int n = 0; n < ls.N; n++) {
+                for (int k = 0; k < ls.J; k++) {
+                    int have = ls.cnt[(size_t)k * ls.N + n], take;
+                    double d;
+
+                    if (k == j || have == 0)
+                        continue;
+                    take = have < maxr - r ? have : maxr - r;
+                    memcpy(ls.row, ls.cnt + (size_t)j * ls.N, (size_t)ls.N * sizeof(int));
+                    memcpy(ls.row2, ls.cnt + (size_t)k * ls.N, (size_t)ls.N * sizeof(int));
+                    ls.row[n] += take;
+                    ls.row2[n] -= take;
+                    if (!ls_feasible(&ls, j, ls.row, k, ls.row2))
+                        continue;
+                    d = ls_utility(&ls, j, ls.row) + ls_utility(&ls, k, ls.row2) - ls.u[j] -
+                        ls.u[k];
+                    if (d > best) {
+                        best = d, bj = j, bk = k;
+                        memcpy(brow, ls.row, (size_t)ls.N * sizeof(int));
+                        memcpy(brow2, ls.row2, (size_t)ls.N * sizeof(int));
+                    }
+                }
+            }
+        }
+        if (bj < 0)
+            break;
+        if (bk >= 0) {
+            /* apply k first (it gives GPUs up), then j */
+            ls_apply(&ls, bk, brow2);
+        }
+        ls_apply(&ls, bj, brow);
+    }
+    /* back to rows: unchanged jobs keep their node order, others list nodes in index order */
+    for (int j = 0; j < ls.J; j++) {
+        const int *c = ls.cnt + (size_t)j * ls.N;
+        int k0, *ord = ls.row + 4 * (size_t)ls.N;
+
+        if (!memcmp(c, ls.cur + (size_t)j * ls.N, (size_t)ls.N * sizeof(int))) {
+            alloc_clear_job(a, j);
+            for (int k = 0; k < s->current->count[j]; k++)
+                alloc_add(a, j, s->current->node[(size_t)j * s->current->width + k], 1);
+            continue;
+        }
+        /* nodes in the order the job's row had them, new ones after, in index order */
+        memcpy(ls.row, c, (size_t)ls.N * sizeof(int));
+        memcpy(ord, a->node + (size_t)j * (size_t)a->width, (size_t)a->count[j] * sizeof(int));
+        k0 = a->count[j];
+        alloc_clear_job(a, j);
+        for (int k = 0; k < k0; k++) {
+            int n = ord[k];
+
+            if (ls.row[n] > 0 && (rc = alloc_add(a, j, n, ls.row[n])) < 0)
+                goto out;
+            ls.row[n] = 0;
+        }
+        for (int n = 0; n < ls.N; n++)
+            if (ls.row[n] > 0 && (rc = alloc_add(a, j, n, ls.row[n])) < 0)
+                goto out;
+    }
+out:
+    free(ls.cnt);
+    free(ls.cur);
+    free(ls.used);
+    free(ls.dcnt);
+    free(ls.u);
+    free(ls.row);
+    return rc;
+}
+
 static int pollux_allocate(void *ctx, const struct snapshot *s, uint64_t seed, struct alloc *out)
 {
     const struct pollux *p = ctx;
@@ -410,12 +710,13 @@ static int pollux_allocate(void *ctx, const struct snapshot *s, uint64_t seed, s
         if ((rc = pollux_place(p, cand, j, count[j], free_gpus, s, dist)) < 0)
             goto out;
     }
-    if (pollux_feasible(p, s, cand) &&
-        (!pollux_feasible(p, s, s->current) ||
-         pollux_total(p, s, pj, cand) >= pollux_total(p, s, pj, s->current)))
-        alloc_copy(out, cand);
-    else
-        alloc_copy(out, s->current);
+    if (!(pollux_feasible(p, s, cand) &&
+          (!pollux_feasible(p, s, s->current) ||
+           pollux_total(p, s, pj, cand) >= pollux_total(p, s, pj, s->current))))
+        alloc_copy(cand, s->current);
+    if (pollux_feasible(p, s, cand) && (rc = pollux_improve(p, s, pj, count, cand)) < 0)
+        goto out;
+    alloc_copy(out, cand);
     rc = 0;
 out:
     for (int j = 0; pj && j < J; j++)
