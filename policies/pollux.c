@@ -513,7 +513,8 @@ static int pollux_improve(const struct pollux *p, const struct snapshot *s, stru
     ls.used = calloc((size_t)ls.N, sizeof(int));
     ls.dcnt = calloc((size_t)ls.N, sizeof(int));
     ls.u = calloc((size_t)ls.J, sizeof(double));
-    ls.row = calloc((size_t)ls.N * 4 + (size_t)a->width, sizeof(int)); /* 4 rows, one node list */
+    /* scratch: row, row2, best, best2, saved, then one node list */
+    ls.row = calloc((size_t)ls.N * 5 + (size_t)a->width, sizeof(int));
     if (!ls.cnt || !ls.cur || !ls.used || !ls.dcnt || !ls.u || !ls.row) {
         rc = ERR_NOMEM;
         goto out;
@@ -604,6 +605,51 @@ static int pollux_improve(const struct pollux *p, const struct snapshot *s, stru
                 }
             }
         }
+        /* exchange: one job gives d GPUs back (from its smallest shares), another grows by d,
+         * in place or afresh, on what that frees (worth it on small clusters: J^2 moves) */
+        for (int k = 0; ls.J <= 64 && k < ls.J; k++) {
+            int rk, *ok = ls.cnt + (size_t)k * ls.N, *save = ls.row + 4 * ls.N;
+
+            ls_nodes(ok, ls.N, &rk);
+            if (rk == 0)
+                continue;
+            for (int dd = 0; dd < 3; dd++) {
+                int d = dd == 0 ? 1 : dd == 1 ? gpn : rk;
+                double uk_old = ls.u[k], uk_new;
+
+                if (d > rk || (dd == 2 && (rk == 1 || rk == gpn)) || (dd == 1 && gpn == 1))
+                    continue;
+                if (!ls_make_row(&ls, k, rk - d, 0, ls.row2))
+                    continue;
+                memcpy(save, ok, (size_t)ls.N * sizeof(int));
+                ls_apply(&ls, k, ls.row2);
+                uk_new = ls.u[k];
+                for (int j = 0; j < ls.J; j++) {
+                    int r, tr;
+
+                    if (j == k)
+                        continue;
+                    ls_nodes(ls.cnt + (size_t)j * ls.N, ls.N, &r);
+                    tr = r + d < pj[j].maxr ? r + d : pj[j].maxr;
+                    if (tr <= r)
+                        continue;
+                    for (int fresh = 0; fresh < 2; fresh++) {
+                        double gain;
+
+                        if (!ls_make_row(&ls, j, tr, fresh, ls.row) ||
+                            !ls_feasible(&ls, j, ls.row, -1, NULL))
+                            continue;
+                        gain = ls_utility(&ls, j, ls.row) - ls.u[j] + uk_new - uk_old;
+                        if (gain > best) {
+                            best = gain, bj = j, bk = k;
+                            memcpy(brow, ls.row, (size_t)ls.N * sizeof(int));
+                            memcpy(brow2, ls.row2, (size_t)ls.N * sizeof(int));
+                        }
+                    }
+                }
+                ls_apply(&ls, k, save);
+            }
+        }
         if (bj < 0)
             break;
         if (bk >= 0) {
@@ -615,7 +661,7 @@ static int pollux_improve(const struct pollux *p, const struct snapshot *s, stru
     /* back to rows: unchanged jobs keep their node order, others list nodes in index order */
     for (int j = 0; j < ls.J; j++) {
         const int *c = ls.cnt + (size_t)j * ls.N;
-        int k0, *ord = ls.row + 4 * (size_t)ls.N;
+        int k0, *ord = ls.row + 5 * (size_t)ls.N;
 
         if (!memcmp(c, ls.cur + (size_t)j * ls.N, (size_t)ls.N * sizeof(int))) {
             alloc_clear_job(a, j);
@@ -653,7 +699,7 @@ static int pollux_allocate(void *ctx, const struct snapshot *s, uint64_t seed, s
 {
     const struct pollux *p = ctx;
     struct pollux_job *pj = NULL;
-    struct alloc *cand = NULL;
+    struct alloc *cand = NULL, *alt = NULL;
     int J = s->njobs, gpus = snapshot_gpus(s), gpn = s->nodes[0].gpus, rc;
     int *count = NULL, *keep = NULL, *free_gpus = NULL, *dist = NULL, *order = NULL;
 
@@ -710,12 +756,17 @@ static int pollux_allocate(void *ctx, const struct snapshot *s, uint64_t seed, s
         if ((rc = pollux_place(p, cand, j, count[j], free_gpus, s, dist)) < 0)
             goto out;
     }
-    if (!(pollux_feasible(p, s, cand) &&
-          (!pollux_feasible(p, s, s->current) ||
-           pollux_total(p, s, pj, cand) >= pollux_total(p, s, pj, s->current))))
-        alloc_copy(cand, s->current);
+    /* improve both the placed counts and the current allocation; keep the fitter */
+    if ((rc = alloc_new(J, s->nnodes, out->width, &alt)) < 0)
+        goto out;
+    alloc_copy(alt, s->current);
     if (pollux_feasible(p, s, cand) && (rc = pollux_improve(p, s, pj, count, cand)) < 0)
         goto out;
+    if (pollux_feasible(p, s, alt) && (rc = pollux_improve(p, s, pj, count, alt)) < 0)
+        goto out;
+    if (!pollux_feasible(p, s, cand) ||
+        (pollux_feasible(p, s, alt) && pollux_total(p, s, pj, alt) > pollux_total(p, s, pj, cand)))
+        alloc_copy(cand, alt);
     alloc_copy(out, cand);
     rc = 0;
 out:
@@ -728,6 +779,7 @@ out:
     free(free_gpus);
     free(dist);
     alloc_free(cand);
+    alloc_free(alt);
     return rc;
 }
 
