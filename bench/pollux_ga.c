@@ -23,557 +23,7 @@
 #include "util/error.h"
 #include "util/json.h"
 
-#define GA_POP 100
-#define GA_GENS 100
-#define GA_OFFSPRING 100
-#define GA_RETRIES 100      /* pymoo: matings repeated until the offspring are unique */
-#define GA_CROSSOVER 0.9    /* probability a mating crosses over */
-#define GA_RESET 0.1        /* mutation: a row back to the current allocation */
-#define GA_MARK 0.1         /* mutation: a row marked for zeroing */
-#define GA_ZERO 0.1         /* mutation: an entry of a marked row zeroed */
-#define POLLUX_EPS 1e-3     /* the power mean's offset, as policies/pollux.c adds it */
-#define TOL 1e-9            /* fitness differences below this are ties */
-#define MAX_WINS_PRINTED 20 /* snapshots printed where a GA beat castor (the JSON has all) */
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* ---------------------------------------------------------------------------------------------
- * Randomness: splitmix64, one stream per GA run. */
-
-struct rng {
-    uint64_t s;
-};
-
-static uint64_t rng_next(struct rng *r)
-{
-    uint64_t z = (r->s += 0x9e3779b97f4a7c15ULL);
-
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-static double rng_unif(struct rng *r)
-{
-    return (double)(rng_next(r) >> 11) / 9007199254740992.0;
-}
-
-/* Uniform in [0, n). */
-static int rng_int(struct rng *r, int n)
-{
-    return (int)(rng_unif(r) * n);
-}
-
-/* ---------------------------------------------------------------------------------------------
- * The problem: a snapshot seen as the reference sees it, a matrix of GPU counts (jobs x nodes).
- * Rows are in the reference's job order (attained service, then submission, then index). The
- * fitness is policy_pollux_fitness's, recomputed with a goodput memo so that 10,000 evaluations
- * stay cheap; every answer is checked against policy_pollux_fitness itself. */
-
-struct problem {
-    const struct snapshot *s;
-    int J, N, G;
-    double p, delta;
-    int avoid;
-    int fair_r;
-    int *order;     /* row i is job order[i] */
-    int *cap;       /* GPUs per node */
-    int *maxr;      /* per job index: the replicas it may take */
-    double *base;   /* per job index: goodput of its fair share (0: speedup r / fair_r) */
-    double *pen;    /* per job index: the restart penalty factor */
-    int *base_x;    /* the current allocation as a matrix, rows in order */
-    double *memo;   /* goodput by (job, nodes, replicas); NAN = not computed */
-    int *scratch;   /* 3 N ints */
-    int *scratch_j; /* J ints */
-};
-
-static int job_order_cmp(const struct snapshot *s, int a, int b)
-{
-    const struct snap_job *x = &s->jobs[a], *y = &s->jobs[b];
-
-    if (x->attained_service != y->attained_service)
-        return x->attained_service < y->attained_service ? -1 : 1;
-    if (x->submit_time != y->submit_time)
-        return x->submit_time < y->submit_time ? -1 : 1;
-    return a < b ? -1 : a > b;
-}
-
-static void problem_free(struct problem *pr)
-{
-    free(pr->order);
-    free(pr->cap);
-    free(pr->maxr);
-    free(pr->base);
-    free(pr->pen);
-    free(pr->base_x);
-    free(pr->memo);
-    free(pr->scratch);
-    free(pr->scratch_j);
-    memset(pr, 0, sizeof(*pr));
-}
-
-static int problem_init(struct problem *pr, const struct policy_config *cfg,
-                        const struct snapshot *s)
-{
-    int J = s->njobs, N = s->nnodes, G = snapshot_gpus(s);
-    size_t cells = (size_t)J * (size_t)(N + 1) * (size_t)(G + 1);
-
-    memset(pr, 0, sizeof(*pr));
-    pr->s = s;
-    pr->J = J;
-    pr->N = N;
-    pr->G = G;
-    pr->p = cfg->p_mean != 0 ? cfg->p_mean : -1.0;
-    pr->delta = cfg->restart_penalty > 0 ? cfg->restart_penalty : 30.0;
-    pr->avoid = !cfg->no_interference_avoidance;
-    pr->fair_r = (G + J - 1) / J;
-    pr->order = calloc((size_t)J, sizeof(int));
-    pr->cap = calloc((size_t)N, sizeof(int));
-    pr->maxr = calloc((size_t)J, sizeof(int));
-    pr->base = calloc((size_t)J, sizeof(double));
-    pr->pen = calloc((size_t)J, sizeof(double));
-    pr->base_x = calloc((size_t)J * (size_t)N, sizeof(int));
-    pr->memo = malloc(cells * sizeof(double));
-    pr->scratch = calloc(3 * (size_t)N, sizeof(int));
-    pr->scratch_j = calloc((size_t)J, sizeof(int));
-    if (!pr->order || !pr->cap || !pr->maxr || !pr->base || !pr->pen || !pr->base_x || !pr->memo ||
-        !pr->scratch || !pr->scratch_j) {
-        problem_free(pr);
-        return ERR_NOMEM;
-    }
-    for (size_t i = 0; i < cells; i++)
-        pr->memo[i] = NAN;
-    for (int n = 0; n < N; n++)
-        pr->cap[n] = s->nodes[n].gpus;
-    for (int j = 0; j < J; j++) { /* insertion sort: stable, J is small */
-        int k = j;
-
-        pr->order[j] = j;
-        for (; k > 0 && job_order_cmp(s, pr->order[k], pr->order[k - 1]) < 0; k--) {
-            int t = pr->order[k];
-
-            pr->order[k] = pr->order[k - 1];
-            pr->order[k - 1] = t;
-        }
-    }
-    for (int j = 0; j < J; j++) {
-        const struct snap_job *sj = &s->jobs[j];
-        double age = s->now - sj->submit_time;
-        int m = 2 * sj->max_profiled_replicas;
-
-        /* the limits as policies/pollux.c sets them */
-        if (m < 1)
-            m = 1;
-        if (m > G)
-            m = G;
-        if (sj->lim.min_local > 0 && sj->lim.max_bsz > 0 &&
-            floor(sj->lim.max_bsz / sj->lim.min_local) < m)
-            m = (int)floor(sj->lim.max_bsz / sj->lim.min_local);
-        if (sj->max_replicas > 0 && sj->max_replicas < m)
-            m = sj->max_replicas;
-        pr->maxr[j] = m < 1 ? 1 : m;
-        pr->base[j] = 0;
-        if (sj->has_model) {
-            struct bsz_choice c;
-
-            for (int r = pr->fair_r; r >= 1 && !(pr->base[j] > 0); r--)
-                if (bsz_optimize(&sj->tput, &sj->grad, &sj->lim, 1, r, &c) == 0)
-                    pr->base[j] = c.goodput;
-        }
-        pr->pen[j] = fmax(age - sj->restarts * pr->delta, 0.0) / (age + pr->delta);
-    }
-    for (int i = 0; i < J; i++)
-        for (int n = 0; n < N; n++)
-            pr->base_x[i * N + n] = alloc_on_node(s->current, pr->order[i], n);
-    return 0;
-}
-
-static double problem_speedup(struct problem *pr, int j, int nodes, int r)
-{
-    const struct snap_job *sj = &pr->s->jobs[j];
-    double *cell;
-
-    if (r == 0)
-        return 0.0;
-    if (!sj->has_model || !(pr->base[j] > 0))
-        return (double)r / pr->fair_r;
-    cell = &pr->memo[((size_t)j * (size_t)(pr->N + 1) + (size_t)nodes) * (size_t)(pr->G + 1) +
-                     (size_t)r];
-    if (isnan(*cell)) {
-        struct bsz_choice c;
-
-        *cell = bsz_optimize(&sj->tput, &sj->grad, &sj->lim, nodes, r, &c) == 0 ? c.goodput : 0.0;
-    }
-    return *cell / pr->base[j];
-}
-
-static double problem_utility(const struct problem *pr, double sp)
-{
-    if (pr->p == 0)
-        return log(sp > POLLUX_EPS ? sp : POLLUX_EPS);
-    return pr->p < 0 ? -pow(sp + POLLUX_EPS, pr->p) : pow(sp + POLLUX_EPS, pr->p);
-}
-
-/* The fitness of matrix x (policy_pollux_fitness of its decoding). */
-static double problem_fitness(struct problem *pr, const int *x)
-{
-    int N = pr->N, *used = pr->scratch, *dist = pr->scratch + N;
-    double sum = 0, mean;
-
-    memset(used, 0, 2 * (size_t)N * sizeof(int));
-    for (int i = 0; i < pr->J; i++) {
-        const int *row = x + (size_t)i * (size_t)N;
-        int nodes = 0;
-
-        for (int n = 0; n < N; n++) {
-            used[n] += row[n];
-            nodes += row[n] > 0;
-        }
-        if (pr->avoid && nodes > 1)
-            for (int n = 0; n < N; n++)
-                if (row[n] > 0 && dist[n]++ > 0)
-                    return -HUGE_VAL;
-    }
-    for (int n = 0; n < N; n++)
-        if (used[n] > pr->cap[n])
-            return -HUGE_VAL;
-    for (int i = 0; i < pr->J; i++) {
-        const int *row = x + (size_t)i * (size_t)N;
-        int j = pr->order[i], r = 0, nodes = 0;
-        int changed = memcmp(row, pr->base_x + (size_t)i * (size_t)N, (size_t)N * sizeof(int));
-        double sp;
-
-        for (int n = 0; n < N; n++) {
-            r += row[n];
-            nodes += row[n] > 0;
-        }
-        if (r > pr->maxr[j] && changed)
-            return -HUGE_VAL;
-        sp = problem_speedup(pr, j, nodes, r) * pr->N / pr->G;
-        if (changed)
-            sp *= pr->pen[j];
-        sum += problem_utility(pr, sp);
-    }
-    mean = sum / pr->J;
-    if (pr->p == 0)
-        return exp(mean);
-    return pow(pr->p < 0 ? -mean : mean, 1.0 / pr->p) - POLLUX_EPS;
-}
-
-/* The allocation of matrix x: an unchanged row keeps the current node order (the reference
- * compares count rows, so it would not restart the job either), a changed one lists its nodes in
- * ascending order, as the reference does. */
-static int problem_decode(const struct problem *pr, const int *x, struct alloc *a)
-{
-    const struct alloc *cur = pr->s->current;
-    int rc;
-
-    for (int i = 0; i < pr->J; i++) {
-        const int *row = x + (size_t)i * (size_t)pr->N;
-        int j = pr->order[i];
-
-        alloc_clear_job(a, j);
-        if (memcmp(row, pr->base_x + (size_t)i * (size_t)pr->N, (size_t)pr->N * sizeof(int)) == 0) {
-            for (int k = 0; k < cur->count[j]; k++)
-                if ((rc = alloc_add(a, j, cur->node[(size_t)j * (size_t)cur->width + (size_t)k],
-                                    1)) < 0)
-                    return rc;
-            continue;
-        }
-        for (int n = 0; n < pr->N; n++)
-            if (row[n] > 0 && (rc = alloc_add(a, j, n, row[n])) < 0)
-                return rc;
-    }
-    return 0;
-}
-
-static void problem_encode(const struct problem *pr, const struct alloc *a, int *x)
-{
-    for (int i = 0; i < pr->J; i++)
-        for (int n = 0; n < pr->N; n++)
-            x[i * pr->N + n] = alloc_on_node(a, pr->order[i], n);
-}
-
-/* ---------------------------------------------------------------------------------------------
- * The GA: SPEC 5.5's operators, with selection and survival by fitness alone. */
-
-/* Repair, in the reference's order: one distributed job per node (later jobs in row order lose
- * their GPUs on a node a distributed job already uses), each job capped at its limit (its nodes
- * visited in random order), node capacity (earlier rows first). */
-static void ga_repair(struct problem *pr, int *x, struct rng *r)
-{
-    int J = pr->J, N = pr->N, *taken = pr->scratch, *perm = pr->scratch + N,
-        *used = pr->scratch + 2 * N, *spread = pr->scratch_j;
-
-    if (pr->avoid) {
-        memset(taken, 0, (size_t)N * sizeof(int));
-        for (int i = 0; i < J; i++) {
-            int nodes = 0;
-
-            for (int n = 0; n < N; n++)
-                nodes += x[i * N + n] > 0;
-            spread[i] = nodes > 1;
-        }
-        for (int i = 0; i < J; i++) {
-            if (!spread[i])
-                continue;
-            for (int n = 0; n < N; n++) {
-                if (x[i * N + n] == 0)
-                    continue;
-                if (taken[n])
-                    x[i * N + n] = 0;
-                else
-                    taken[n] = 1;
-            }
-        }
-    }
-    for (int i = 0; i < J; i++) {
-        int acc = 0, limit = pr->maxr[pr->order[i]];
-
-        for (int n = 0; n < N; n++)
-            perm[n] = n;
-        for (int n = N - 1; n > 0; n--) {
-            int k = rng_int(r, n + 1), t = perm[n];
-
-            perm[n] = perm[k];
-            perm[k] = t;
-        }
-        for (int k = 0; k < N; k++) {
-            int *e = &x[i * N + perm[k]], allowed = limit - acc > 0 ? limit - acc : 0;
-
-            if (*e > allowed)
-                *e = allowed;
-            acc += *e;
-        }
-    }
-    memset(used, 0, (size_t)N * sizeof(int));
-    for (int i = 0; i < J; i++)
-        for (int n = 0; n < N; n++) {
-            int *e = &x[i * N + n], allowed = pr->cap[n] - used[n];
-
-            if (*e > allowed)
-                *e = allowed;
-            used[n] += *e;
-        }
-}
-
-/* Mutation: rows back to the current allocation (p 0.1), rows marked (p 0.1) whose entries are
- * zeroed (p 0.1 each), then on every node with a free GPU each entry grows to a uniform count in
- * [itself, node size] with probability p1 + p2 - p1 p2: p1 = 1 / jobs, p2 = 1 / (jobs already on
- * the node) for those jobs. */
-static void ga_mutate(struct problem *pr, int *x, struct rng *r)
-{
-    int J = pr->J, N = pr->N, *used = pr->scratch, *on = pr->scratch + N;
-
-    for (int i = 0; i < J; i++)
-        if (rng_unif(r) < GA_RESET)
-            memcpy(x + (size_t)i * (size_t)N, pr->base_x + (size_t)i * (size_t)N,
-                   (size_t)N * sizeof(int));
-    for (int i = 0; i < J; i++)
-        if (rng_unif(r) < GA_MARK)
-            for (int n = 0; n < N; n++)
-                if (rng_unif(r) < GA_ZERO)
-                    x[i * N + n] = 0;
-    memset(used, 0, 2 * (size_t)N * sizeof(int));
-    for (int i = 0; i < J; i++)
-        for (int n = 0; n < N; n++) {
-            used[n] += x[i * N + n];
-            on[n] += x[i * N + n] > 0;
-        }
-    for (int n = 0; n < N; n++) {
-        double p1;
-
-        if (pr->cap[n] - used[n] < 1)
-            continue;
-        p1 = 1.0 / J;
-        for (int i = 0; i < J; i++) {
-            int *e = &x[i * N + n];
-            double p2 = *e > 0 ? 1.0 / on[n] : 0.0;
-
-            if (rng_unif(r) < p1 + p2 - p1 * p2 && *e < pr->cap[n])
-                *e += rng_int(r, pr->cap[n] - *e + 1);
-        }
-    }
-}
-
-struct ga_pop {
-    int size, cap, width;
-    int *x;         /* cap x width */
-    double *fit;    /* cap */
-    uint64_t *hash; /* cap */
-    int *rank;      /* cap: survival sort */
-};
-
-static uint64_t ga_hash(const int *x, int width)
-{
-    uint64_t h = 1469598103934665603ULL;
-
-    for (int k = 0; k < width; k++)
-        h = (h ^ (uint64_t)(unsigned)x[k]) * 1099511628211ULL;
-    return h;
-}
-
-static int ga_contains(const struct ga_pop *p, const int *x, uint64_t h)
-{
-    for (int k = 0; k < p->size; k++)
-        if (p->hash[k] == h &&
-            memcmp(p->x + (size_t)k * (size_t)p->width, x, (size_t)p->width * sizeof(int)) == 0)
-            return 1;
-    return 0;
-}
-
-/* Append x (already repaired) unless it is there; returns 1 if added. */
-static int ga_add(struct problem *pr, struct ga_pop *p, const int *x)
-{
-    uint64_t h = ga_hash(x, p->width);
-
-    if (p->size == p->cap || ga_contains(p, x, h))
-        return 0;
-    memcpy(p->x + (size_t)p->size * (size_t)p->width, x, (size_t)p->width * sizeof(int));
-    p->fit[p->size] = problem_fitness(pr, x);
-    p->hash[p->size] = h;
-    p->size++;
-    return 1;
-}
-
-/* Binary tournament: the fitter of two random members (a coin on ties). */
-static int ga_tournament(const struct ga_pop *p, struct rng *r)
-{
-    int a = rng_int(r, p->size), b = rng_int(r, p->size);
-
-    if (p->fit[a] != p->fit[b])
-        return p->fit[a] > p->fit[b] ? a : b;
-    return rng_unif(r) < 0.5 ? a : b;
-}
-
-static const double *ga_sort_fit;
-
-static int ga_rank_cmp(const void *a, const void *b)
-{
-    int i = *(const int *)a, k = *(const int *)b;
-
-    if (ga_sort_fit[i] != ga_sort_fit[k])
-        return ga_sort_fit[i] > ga_sort_fit[k] ? -1 : 1;
-    return i - k; /* stable: the population before its offspring */
-}
-
-struct ga_stats {
-    double fitness; /* the best found (the GA's own evaluation) */
-    double seconds;
-    long evaluations;
-};
-
-/*
- * Run the GA from the seeds (matrices, repaired first) and write the best matrix to best. The
- * whole population and its offspring live in one pool: pool[0, size) is the population, the
- * offspring are appended, and survival keeps the GA_POP fittest.
- */
-static int ga_run(struct problem *pr, const int *seeds, int nseeds, uint64_t seed, int *best,
-                  struct ga_stats *st)
-{
-    int width = pr->J * pr->N, rc = 0;
-    struct ga_pop pool = {.cap = GA_POP + GA_OFFSPRING, .width = width};
-    struct rng r = {seed};
-    int *child = malloc(2 * (size_t)width * sizeof(int)), *tmp_x = NULL;
-    double *tmp_fit = NULL, t0 = now_seconds();
-    uint64_t *tmp_hash = NULL;
-    long evals = 0;
-
-    pool.x = malloc((size_t)pool.cap * (size_t)width * sizeof(int));
-    pool.fit = malloc((size_t)pool.cap * sizeof(double));
-    pool.hash = malloc((size_t)pool.cap * sizeof(uint64_t));
-    pool.rank = malloc((size_t)pool.cap * sizeof(int));
-    tmp_x = malloc((size_t)GA_POP * (size_t)width * sizeof(int));
-    tmp_fit = malloc((size_t)GA_POP * sizeof(double));
-    tmp_hash = malloc((size_t)GA_POP * sizeof(uint64_t));
-    if (!child || !pool.x || !pool.fit || !pool.hash || !pool.rank || !tmp_x || !tmp_fit ||
-        !tmp_hash) {
-        rc = ERR_NOMEM;
-        goto out;
-    }
-    for (int k = 0; k < nseeds; k++) {
-        memcpy(child, seeds + (size_t)k * (size_t)width, (size_t)width * sizeof(int));
-        ga_repair(pr, child, &r);
-        evals += ga_add(pr, &pool, child);
-    }
-    for (int gen = 0; gen < GA_GENS; gen++) {
-        int popsize = pool.size, made = 0;
-
-        for (int tries = 0; tries < GA_RETRIES && made < GA_OFFSPRING; tries++) {
-            int matings = (GA_OFFSPRING - made + 1) / 2;
-
-            for (int m = 0; m < matings && made < GA_OFFSPRING; m++) {
-                struct ga_pop parents = pool;
-                int a, b;
-
-                parents.size = popsize; /* select from the population, not the offspring */
-                a = ga_tournament(&parents, &r);
-                b = ga_tournament(&parents, &r);
-                memcpy(child, pool.x + (size_t)a * (size_t)width, (size_t)width * sizeof(int));
-                memcpy(child + width, pool.x + (size_t)b * (size_t)width,
-                       (size_t)width * sizeof(int));
-                if (rng_unif(&r) < GA_CROSSOVER) {
-                    int cut = rng_int(&r, pr->J) * pr->N; /* rows [0, cut) swap */
-
-                    memcpy(child, pool.x + (size_t)b * (size_t)width, (size_t)cut * sizeof(int));
-                    memcpy(child + width, pool.x + (size_t)a * (size_t)width,
-                           (size_t)cut * sizeof(int));
-                }
-                for (int c = 0; c < 2 && made < GA_OFFSPRING; c++) {
-                    int *x = child + (size_t)c * (size_t)width;
-
-                    ga_mutate(pr, x, &r);
-                    ga_repair(pr, x, &r);
-                    if (ga_add(pr, &pool, x)) {
-                        made++;
-                        evals++;
-                    }
-                }
-            }
-        }
-        /* survival: the GA_POP fittest of population and offspring */
-        for (int k = 0; k < pool.size; k++)
-            pool.rank[k] = k;
-        ga_sort_fit = pool.fit;
-        qsort(pool.rank, (size_t)pool.size, sizeof(int), ga_rank_cmp);
-        {
-            int keep = pool.size < GA_POP ? pool.size : GA_POP;
-
-            for (int k = 0; k < keep; k++) {
-                int src = pool.rank[k];
-
-                memcpy(tmp_x + (size_t)k * (size_t)width, pool.x + (size_t)src * (size_t)width,
-                       (size_t)width * sizeof(int));
-                tmp_fit[k] = pool.fit[src];
-                tmp_hash[k] = pool.hash[src];
-            }
-            memcpy(pool.x, tmp_x, (size_t)keep * (size_t)width * sizeof(int));
-            memcpy(pool.fit, tmp_fit, (size_t)keep * sizeof(double));
-            memcpy(pool.hash, tmp_hash, (size_t)keep * sizeof(uint64_t));
-            pool.size = keep;
-        }
-    }
-    memcpy(best, pool.x, (size_t)width * sizeof(int)); /* sorted: the fittest first */
-    st->fitness = pool.fit[0];
-    st->evaluations = evals;
-    st->seconds = now_seconds() - t0;
-out:
-    free(child);
-    free(pool.x);
-    free(pool.fit);
-    free(pool.hash);
-    free(pool.rank);
-    free(tmp_x);
-    free(tmp_fit);
-    free(tmp_hash);
-    return rc;
-}
+#include "ga_ref.h"
 
 /* ---------------------------------------------------------------------------------------------
  * One comparison: castor's policy, the GA from the current allocation (several seeds), and the GA
@@ -608,7 +58,7 @@ static void print_row(FILE *f, const struct alloc *a, int j)
 }
 
 /* Why two allocations differ, job by job: what it holds, castor's row, the GA's row. */
-static void explain(FILE *f, const struct problem *pr, const struct alloc *castor,
+static void explain(FILE *f, const struct ga_ref_problem *pr, const struct alloc *castor,
                     const struct alloc *ga)
 {
     const struct snapshot *s = pr->s;
@@ -635,7 +85,7 @@ static int explain_wins; /* --explain: print the rows of snapshots where a GA wo
 static int compare_one(const struct policy_config *cfg, const struct snapshot *s, int nseeds,
                        uint64_t seed, struct cmp *c)
 {
-    struct problem pr;
+    struct ga_ref_problem pr;
     struct policy pol = {0};
     struct alloc *out = NULL, *dec = NULL;
     int width, rc, *seeds = NULL, *best = NULL;
@@ -643,7 +93,7 @@ static int compare_one(const struct policy_config *cfg, const struct snapshot *s
 
     memset(c, 0, sizeof(*c));
     c->jobs = s->njobs;
-    if ((rc = problem_init(&pr, cfg, s)) < 0)
+    if ((rc = ga_ref_problem_init(&pr, cfg, s)) < 0)
         return rc;
     width = pr.J * pr.N;
     seeds = calloc(2 * (size_t)width, sizeof(int));
@@ -656,25 +106,25 @@ static int compare_one(const struct policy_config *cfg, const struct snapshot *s
     }
     c->current = policy_pollux_fitness(cfg, s, s->current);
     alloc_copy(out, s->current);
-    t0 = now_seconds();
+    t0 = ga_ref_now_seconds();
     if ((rc = policy_allocate(&pol, s, seed, out)) < 0)
         goto out;
-    c->castor_s = now_seconds() - t0;
+    c->castor_s = ga_ref_now_seconds() - t0;
     c->castor = policy_pollux_fitness(cfg, s, out);
     c->castor_infeasible = !isfinite(c->castor);
     c->castor_kept = 1;
     for (int j = 0; j < s->njobs; j++)
         c->castor_kept &= alloc_job_equal(out, j, s->current, j);
     memcpy(seeds, pr.base_x, (size_t)width * sizeof(int));
-    problem_encode(&pr, out, seeds + width);
+    ga_ref_problem_encode(&pr, out, seeds + width);
     for (int k = 0; k <= nseeds; k++) {
-        struct ga_stats st;
+        struct ga_ref_stats st;
         double f;
 
         /* k < nseeds: from the current allocation alone; k == nseeds: with castor's answer */
-        if ((rc = ga_run(&pr, seeds, k < nseeds ? 1 : 2, seed * 1000003ULL + (uint64_t)k, best,
-                         &st)) < 0 ||
-            (rc = problem_decode(&pr, best, dec)) < 0)
+        if ((rc = ga_ref_run(&pr, seeds, k < nseeds ? 1 : 2, seed * 1000003ULL + (uint64_t)k, best,
+                             &st)) < 0 ||
+            (rc = ga_ref_problem_decode(&pr, best, dec)) < 0)
             goto out;
         f = policy_pollux_fitness(cfg, s, dec);
         if (!(fabs(f - st.fitness) <= 1e-9 * fmax(1.0, fabs(f))))
@@ -697,7 +147,7 @@ out:
     alloc_free(dec);
     free(seeds);
     free(best);
-    problem_free(&pr);
+    ga_ref_problem_free(&pr);
     return rc;
 }
 
@@ -917,9 +367,9 @@ struct tiny {
     struct snapshot s;
 };
 
-static int tiny_random(struct tiny *t, struct rng *r)
+static int tiny_random(struct tiny *t, struct ga_ref_rng *r)
 {
-    int used[TINY_NODES] = {0}, spread = 0, J = 3 + rng_int(r, 2), rc;
+    int used[TINY_NODES] = {0}, spread = 0, J = 3 + ga_ref_rng_int(r, 2), rc;
 
     alloc_free(t->cur);
     t->cur = NULL;
@@ -934,36 +384,36 @@ static int tiny_random(struct tiny *t, struct rng *r)
         memset(sj, 0, sizeof(*sj));
         sj->name = "tiny";
         sj->tput.ops = &tput_model_pollux;
-        sj->tput.theta[0] = 0.01 * exp(3 * rng_unif(r));
-        sj->tput.theta[1] = 1e-4 * exp(3 * rng_unif(r));
-        sj->tput.theta[2] = 0.01 * exp(5 * rng_unif(r));
-        sj->tput.theta[3] = 1e-3 * exp(4 * rng_unif(r));
-        sj->tput.theta[4] = 0.005 * exp(4 * rng_unif(r));
-        sj->tput.theta[5] = 1e-3 * exp(3 * rng_unif(r));
-        sj->tput.theta[6] = 1 + 2 * rng_unif(r);
-        sj->has_model = rng_unif(r) < 0.8;
-        sj->grad = (struct grad_params){.sqr = rng_unif(r), .var = 10 * rng_unif(r)};
+        sj->tput.theta[0] = 0.01 * exp(3 * ga_ref_rng_unif(r));
+        sj->tput.theta[1] = 1e-4 * exp(3 * ga_ref_rng_unif(r));
+        sj->tput.theta[2] = 0.01 * exp(5 * ga_ref_rng_unif(r));
+        sj->tput.theta[3] = 1e-3 * exp(4 * ga_ref_rng_unif(r));
+        sj->tput.theta[4] = 0.005 * exp(4 * ga_ref_rng_unif(r));
+        sj->tput.theta[5] = 1e-3 * exp(3 * ga_ref_rng_unif(r));
+        sj->tput.theta[6] = 1 + 2 * ga_ref_rng_unif(r);
+        sj->has_model = ga_ref_rng_unif(r) < 0.8;
+        sj->grad = (struct grad_params){.sqr = ga_ref_rng_unif(r), .var = 10 * ga_ref_rng_unif(r)};
         sj->lim = (struct bsz_limits){.init_bsz = 64,
-                                      .max_bsz = 64 * (1 + 31 * rng_unif(r)),
+                                      .max_bsz = 64 * (1 + 31 * ga_ref_rng_unif(r)),
                                       .max_local = 256,
                                       .accumulation = 1};
-        sj->max_profiled_replicas = rng_int(r, 5);
-        sj->max_replicas = rng_unif(r) < 0.2 ? 2 : 0;
-        sj->submit_time = 1e6 - 600 * rng_unif(r);
-        sj->restarts = rng_int(r, 3);
-        sj->attained_service = 1000 * rng_unif(r);
+        sj->max_profiled_replicas = ga_ref_rng_int(r, 5);
+        sj->max_replicas = ga_ref_rng_unif(r) < 0.2 ? 2 : 0;
+        sj->submit_time = 1e6 - 600 * ga_ref_rng_unif(r);
+        sj->restarts = ga_ref_rng_int(r, 3);
+        sj->attained_service = 1000 * ga_ref_rng_unif(r);
         limit = sj->max_profiled_replicas > 0 ? 2 * sj->max_profiled_replicas : 1;
         if (sj->max_replicas > 0 && sj->max_replicas < limit)
             limit = sj->max_replicas;
         alloc_clear_job(t->cur, j);
         for (int n = 0; n < TINY_NODES; n++) {
-            int k = rng_int(r, TINY_GPN - used[n] + 1);
+            int k = ga_ref_rng_int(r, TINY_GPN - used[n] + 1);
 
             if (k > limit - t->cur->count[j])
                 k = limit - t->cur->count[j];
             if (n > 0 && t->cur->count[j] > 0 && spread)
                 k = 0;
-            if (k > 0 && rng_unif(r) < 0.5) {
+            if (k > 0 && ga_ref_rng_unif(r) < 0.5) {
                 alloc_add(t->cur, j, n, k);
                 used[n] += k;
             }
@@ -979,10 +429,11 @@ static int tiny_random(struct tiny *t, struct rng *r)
     return 0;
 }
 
-static void tiny_enumerate(struct problem *pr, int *x, int i, int *used, double *best, int *arg)
+static void tiny_enumerate(struct ga_ref_problem *pr, int *x, int i, int *used, double *best,
+                           int *arg)
 {
     if (i == pr->J) {
-        double f = problem_fitness(pr, x);
+        double f = ga_ref_problem_fitness(pr, x);
 
         if (f > *best) {
             *best = f;
@@ -1010,31 +461,31 @@ struct tiny_tally {
 static int run_tiny(int count, const struct policy_config *cfg, struct tiny_tally *tt)
 {
     struct tiny t = {0};
-    struct rng r = {20240601};
+    struct ga_ref_rng r = {20240601};
     int rc = 0;
 
     memset(tt, 0, sizeof(*tt));
     for (int w = 0; w < count; w++) {
-        struct problem pr;
+        struct ga_ref_problem pr;
         struct cmp c;
         int x[TINY_MAX_JOBS * TINY_NODES], arg[TINY_MAX_JOBS * TINY_NODES], used[2] = {0, 0};
         double best = -HUGE_VAL, gap;
         struct alloc *dec = NULL;
 
-        if ((rc = tiny_random(&t, &r)) < 0 || (rc = problem_init(&pr, cfg, &t.s)) < 0)
+        if ((rc = tiny_random(&t, &r)) < 0 || (rc = ga_ref_problem_init(&pr, cfg, &t.s)) < 0)
             break;
         tiny_enumerate(&pr, x, 0, used, &best, arg);
         /* the enumeration's best, checked against policy_pollux_fitness */
         if ((rc = alloc_new(t.s.njobs, TINY_NODES, TINY_NODES * TINY_GPN, &dec)) < 0 ||
-            (rc = problem_decode(&pr, arg, dec)) < 0) {
+            (rc = ga_ref_problem_decode(&pr, arg, dec)) < 0) {
             alloc_free(dec);
-            problem_free(&pr);
+            ga_ref_problem_free(&pr);
             break;
         }
         if (!(fabs(policy_pollux_fitness(cfg, &t.s, dec) - best) <= 1e-9 * fmax(1, fabs(best))))
             tt->checks_failed++;
         alloc_free(dec);
-        problem_free(&pr);
+        ga_ref_problem_free(&pr);
         if ((rc = compare_one(cfg, &t.s, 1, (uint64_t)w + 1, &c)) < 0)
             break;
         tt->worlds++;
