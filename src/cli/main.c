@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "sched_bench.h"
 
 static void usage(FILE *f)
 {
@@ -14,6 +15,7 @@ static void usage(FILE *f)
                "  model list              list the throughput models\n"
                "  simulate --workload W --policy P\n"
                "                          replay workloads on a simulated cluster\n"
+               "  bench sched             time the decide step at 16 to 1,000 nodes\n"
                "  version                 print the version\n"
                "\n"
                "`castor model --help` says more.\n");
@@ -25,6 +27,8 @@ int main(int argc, char **argv)
         return cli_default(stdout, stderr);
     if (strcmp(argv[1], "model") == 0)
         return cli_model(argc - 1, argv + 1, stdout, stderr);
+    if (argc >= 3 && strcmp(argv[1], "bench") == 0 && strcmp(argv[2], "sched") == 0)
+        return bench_sched(argc - 2, argv + 2, stdout, stderr);
     if (strcmp(argv[1], "simulate") == 0)
         return cli_simulate(argc - 1, argv + 1, stdout, stderr);
     if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0) {

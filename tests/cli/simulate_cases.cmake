@@ -48,3 +48,10 @@ add_test(NAME cli_simulate_compare_summary COMMAND ${EXPECT_FILE}
   --out ${CMAKE_CURRENT_BINARY_DIR}/ten-compare.json)
 castor_cli_test(simulate_unknown_policy_in_list 2 "unknown policy \"fifo\""
   simulate --workload ${TEN} --policy pollux,fifo)
+# the scheduler benchmark on a small size (the real sizes are for bench runs, not tests)
+add_test(NAME cli_bench_sched_json COMMAND ${EXPECT_FILE}
+  ${CMAKE_CURRENT_BINARY_DIR}/sched.json "\"reference_fitness\""
+  -- $<TARGET_FILE:castor> bench sched --policy pollux --size 4:4:6 --inputs 2
+  --json ${CMAKE_CURRENT_BINARY_DIR}/sched.json)
+castor_cli_test(bench_sched_bad_size 2 "--size takes NODES:GPUS:JOBS" bench sched --size 4x4)
+castor_cli_test(bench_sched_unknown_policy 2 "unknown policy \"fifo\"" bench sched --policy fifo)
