@@ -18,6 +18,7 @@
 #include "control/loop.h"
 #include "policies/policy.h"
 #include "providers/provider.h"
+#include "sim/app.h"
 #include "sim/workload.h"
 #include "sim/world.h"
 #include "util/error.h"
@@ -279,33 +280,6 @@ static int on_tick(void *ctx, double now, const struct snapshot *s, const struct
                 sc->workload, now, s->njobs, c.current, c.castor, best, c.ga_dp);
     }
     return 0;
-}
-
-/* The applications the profiles folder has (subfolders with a placements.csv). */
-static char **list_apps(const char *profiles)
-{
-    DIR *d = opendir(profiles);
-    struct dirent *de;
-    char **v = calloc(65, sizeof(char *));
-    int k = 0;
-
-    if (!d || !v) {
-        if (d)
-            closedir(d);
-        return v;
-    }
-    while ((de = readdir(d)) && k < 64) {
-        char p[4096];
-        struct stat st;
-
-        if (de->d_name[0] == '.')
-            continue;
-        snprintf(p, sizeof(p), "%s/%s/placements.csv", profiles, de->d_name);
-        if (stat(p, &st) == 0)
-            v[k++] = strdup(de->d_name);
-    }
-    closedir(d);
-    return v;
 }
 
 static int run_workload(const char *path, const char *profiles, const char *const *apps,
@@ -698,7 +672,7 @@ int main(int argc, char **argv)
     if (nworkloads == 0)
         for (nworkloads = 0; nworkloads < 2; nworkloads++)
             workloads[nworkloads] = default_workloads[nworkloads];
-    apps = list_apps(profiles);
+    apps = app_list(profiles);
     if (!t || !apps || !apps[0]) {
         fprintf(stderr, "castor-bench-pollux-ga: %s: no profiles\n", profiles);
         goto out;
@@ -721,9 +695,7 @@ int main(int argc, char **argv)
     }
     status = 0;
 out:
-    for (int i = 0; apps && apps[i]; i++)
-        free(apps[i]);
-    free(apps);
+    app_list_free(apps);
     if (t)
         free(t->wins);
     free(t);

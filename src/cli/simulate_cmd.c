@@ -13,6 +13,7 @@
 #include "control/loop.h"
 #include "policies/policy.h"
 #include "providers/provider.h"
+#include "sim/app.h"
 #include "sim/record.h"
 #include "sim/report.h"
 #include "sim/world.h"
@@ -277,33 +278,6 @@ static int list_workloads(const char *path, char ***out, int *n, FILE *err)
     *out = v;
     *n = k;
     return 0;
-}
-
-/* The applications the profiles folder has (its subfolders with a placements.csv). */
-static char **list_apps(const char *profiles)
-{
-    DIR *d = opendir(profiles);
-    struct dirent *de;
-    char **v = calloc(65, sizeof(char *));
-    int k = 0;
-
-    if (!d || !v) {
-        if (d)
-            closedir(d);
-        return v;
-    }
-    while ((de = readdir(d)) && k < 64) {
-        char p[4096];
-        struct stat st;
-
-        if (de->d_name[0] == '.')
-            continue;
-        snprintf(p, sizeof(p), "%s/%s/placements.csv", profiles, de->d_name);
-        if (stat(p, &st) == 0)
-            v[k++] = strdup(de->d_name);
-    }
-    closedir(d);
-    return v;
 }
 
 struct progress {
@@ -617,7 +591,7 @@ int cli_simulate(int argc, char **argv, FILE *out, FILE *err)
     status = 1;
     if (list_workloads(o.workload, &files, &nfiles, err) < 0)
         goto out;
-    apps = list_apps(o.profiles);
+    apps = app_list(o.profiles);
     nrecs = nfiles * npol;
     recs = calloc((size_t)nrecs, sizeof(*recs));
     if (!apps || !recs || !apps[0]) {
@@ -668,9 +642,7 @@ out:
         free(files[i]);
     for (int i = 0; recs && i < nrecs; i++)
         sim_record_free(recs[i]);
-    for (int i = 0; apps && apps[i]; i++)
-        free(apps[i]);
-    free(apps);
+    app_list_free(apps);
     free(files);
     free(recs);
     sim_conf_mem_free(&mem);

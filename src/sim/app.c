@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "sim/measured.h"
 #include "util/csv.h"
@@ -784,4 +785,47 @@ double app_progress_needed(const struct app *a, int epoch)
         if (a->impl->val[i].col[APP_PROGRESS][epoch - 1] < p)
             p = a->impl->val[i].col[APP_PROGRESS][epoch - 1];
     return p;
+}
+
+static int app_name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+char **app_list(const char *profiles)
+{
+    DIR *d = opendir(profiles);
+    struct dirent *de;
+    char **v = calloc(65, sizeof(char *));
+    int k = 0;
+
+    if (!d || !v) {
+        if (d)
+            closedir(d);
+        return v;
+    }
+    while ((de = readdir(d)) && k < 64) {
+        char p[4096];
+        struct stat st;
+
+        if (de->d_name[0] == '.')
+            continue;
+        snprintf(p, sizeof(p), "%s/%s/placements.csv", profiles, de->d_name);
+        if (stat(p, &st) == 0 && !(v[k] = strdup(de->d_name))) {
+            closedir(d);
+            app_list_free(v);
+            return NULL;
+        }
+        k += v[k] != NULL;
+    }
+    closedir(d);
+    qsort(v, (size_t)k, sizeof(char *), app_name_cmp);
+    return v;
+}
+
+void app_list_free(char **names)
+{
+    for (size_t i = 0; names && names[i]; i++)
+        free(names[i]);
+    free(names);
 }

@@ -42,6 +42,13 @@ int app_load(const char *dir, struct app **out, struct error *e);
 
 void app_free(struct app *a);
 
+/* The applications in the folder profiles: the names of its subfolders that hold a
+ * placements.csv (at most 64), sorted, NULL-terminated; owned by the caller, freed with
+ * app_list_free. NULL when out of memory; a folder that cannot be read gives an empty list. */
+char **app_list(const char *profiles);
+
+void app_list_free(char **names);
+
 /*
  * The measured (step_time, sync_time) in seconds of one step at local batch size local_bsz on
  * placement (GPUs per node, nnodes entries; zeros are dropped). The placement is turned to its

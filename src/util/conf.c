@@ -10,6 +10,8 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "util/file.h"
+
 #define CONF_MAX_DEPTH 64
 
 /* Every allocation of a document is one chunk on its list, so conf_free frees them all at once
@@ -404,44 +406,14 @@ out:
 
 int conf_load(const char *path, struct conf **out, struct error *e)
 {
-    FILE *f = NULL;
     char *data = NULL;
-    size_t len = 0, cap = 0;
-    int rc = 0;
+    size_t len = 0;
+    int rc;
 
-    f = fopen(path, "rb");
-    if (!f) {
-        int code = errno == ENOENT ? ERR_NOENT : ERR_IO;
-
-        return err_set(e, code, path, 0, 0, "cannot open: %s", strerror(errno));
-    }
-    for (;;) {
-        size_t n;
-
-        if (len == cap) {
-            char *grown;
-
-            cap = cap ? cap * 2 : 16384;
-            grown = realloc(data, cap);
-            if (!grown) {
-                rc = err_set(e, ERR_NOMEM, path, 0, 0, NULL);
-                goto out;
-            }
-            data = grown;
-        }
-        n = fread(data + len, 1, cap - len, f);
-        len += n;
-        if (n == 0)
-            break;
-    }
-    if (ferror(f)) {
-        rc = err_set(e, ERR_IO, path, 0, 0, "read error");
-        goto out;
-    }
-    rc = conf_parse(path, data ? data : "", len, out, e);
-out:
+    if ((rc = file_read_all(path, &data, &len, e)) < 0)
+        return rc;
+    rc = conf_parse(path, data, len, out, e);
     free(data);
-    fclose(f);
     return rc;
 }
 

@@ -66,7 +66,7 @@ castor_cli_test(config_out_of_range 2 "out_of_range.yaml:3:15: interference: 1.5
   simulate --config ${CONF}/out_of_range.yaml --workload ${TINY})
 castor_cli_test(config_restart_penalty 2 "restart_penalty.yaml:4:20: pollux.restart_penalty: 0 is outside [1, 3600]"
   simulate --config ${CONF}/restart_penalty.yaml)
-castor_cli_test(config_unknown_policy 2 "unknown_policy.yaml:3:9: policy: unknown value \"fifo\" (one of pollux, optimus, tiresias)"
+castor_cli_test(config_unknown_policy 2 "unknown_policy.yaml:3:9: policy: unknown value \"fifo\" (one of pollux, optimus, tiresias"
   simulate --config ${CONF}/unknown_policy.yaml)
 castor_cli_test(config_unknown_model 2 "unknown_model.yaml:2:13: tput_model: unknown value \"amdahl\" (one of castor, pollux)"
   simulate --config ${CONF}/unknown_model.yaml)
