@@ -94,3 +94,18 @@ int tput_exploration_limit(const struct tput_coverage *cov, int user_max, double
         limit = (int)floor(max_bsz / min_local);
     return limit < 1 ? 1 : limit;
 }
+
+double tput_sync_regularizer(const double *th, double *grad, int g, int an, int bn, int ar, int br)
+{
+    double gm = th[g] - 1.0;
+    double qn = th[bn] / th[an], qr = th[br] / th[ar];
+
+    if (grad) {
+        grad[g] += 2e-3 * gm;
+        grad[bn] += 2e-2 * qn / th[an];
+        grad[an] -= 2e-2 * qn * qn / th[an];
+        grad[br] += 2e-2 * qr / th[ar];
+        grad[ar] -= 2e-2 * qr * qr / th[ar];
+    }
+    return 1e-3 * gm * gm + 1e-2 * (qn * qn + qr * qr);
+}

@@ -105,6 +105,11 @@ double tput_throughput(const struct tput_params *p, const struct tput_point *x, 
 int tput_exploration_limit(const struct tput_coverage *cov, int user_max, double max_bsz,
                            double min_local);
 
+/* Pollux's regulariser, for models that share its parameters (indices given): 1e-3 (gamma - 1)^2
+ * pulls towards no overlap, 1e-2 ((beta_n/alpha_n)^2 + (beta_r/alpha_r)^2) prefers little growth
+ * of synchronisation with replicas. Adds its gradient into grad when not NULL. */
+double tput_sync_regularizer(const double *th, double *grad, int g, int an, int bn, int ar, int br);
+
 /* Shared helper for models that overlap compute a and sync b with exponent g in [1, 10]: given
  * la = log a and lb = log b, returns log((a^g + b^g)^(1/g)), computed stably, and writes its
  * derivatives by la, lb and g when the pointers are not NULL. */

@@ -69,17 +69,7 @@ static void castor_predict(const double *th, const struct tput_point *x, double 
 /* As Pollux: gamma pulled towards no overlap, little growth of sync relative to its constant. */
 static double castor_regularizer(const double *th, double *grad)
 {
-    double gm = th[C_G] - 1.0;
-    double qn = th[C_BN] / th[C_AN], qr = th[C_BR] / th[C_AR];
-
-    if (grad) {
-        grad[C_G] += 2e-3 * gm;
-        grad[C_BN] += 2e-2 * qn / th[C_AN];
-        grad[C_AN] -= 2e-2 * qn * qn / th[C_AN];
-        grad[C_BR] += 2e-2 * qr / th[C_AR];
-        grad[C_AR] -= 2e-2 * qr * qr / th[C_AR];
-    }
-    return 1e-3 * gm * gm + 1e-2 * (qn * qn + qr * qr);
+    return tput_sync_regularizer(th, grad, C_G, C_AN, C_BN, C_AR, C_BR);
 }
 
 static void castor_pin_at(double *th, unsigned char *pinned, int i, double v)

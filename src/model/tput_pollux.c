@@ -61,17 +61,7 @@ static void pollux_predict(const double *th, const struct tput_point *x, double 
  * retrogression as replicas grow. */
 static double pollux_regularizer(const double *th, double *grad)
 {
-    double gm = th[P_G] - 1.0;
-    double qn = th[P_BN] / th[P_AN], qr = th[P_BR] / th[P_AR];
-
-    if (grad) {
-        grad[P_G] += 2e-3 * gm;
-        grad[P_BN] += 2e-2 * qn / th[P_AN];
-        grad[P_AN] -= 2e-2 * qn * qn / th[P_AN];
-        grad[P_BR] += 2e-2 * qr / th[P_AR];
-        grad[P_AR] -= 2e-2 * qr * qr / th[P_AR];
-    }
-    return 1e-3 * gm * gm + 1e-2 * (qn * qn + qr * qr);
+    return tput_sync_regularizer(th, grad, P_G, P_AN, P_BN, P_AR, P_BR);
 }
 
 static void pollux_pin(const struct tput_coverage *cov, double *th, unsigned char *pinned)
