@@ -6,7 +6,7 @@
 #include "util/error.h"
 
 const struct policy_ops *const policy_registry[] = {&policy_pollux, &policy_optimus,
-                                                    &policy_tiresias, NULL};
+                                                    &policy_tiresias, &policy_castor, NULL};
 
 const struct policy_ops *policy_find(const char *name)
 {

@@ -41,6 +41,7 @@ struct policy {
 extern const struct policy_ops policy_pollux;
 extern const struct policy_ops policy_optimus;
 extern const struct policy_ops policy_tiresias;
+extern const struct policy_ops policy_castor;
 
 /* All policies, NULL-terminated. */
 extern const struct policy_ops *const policy_registry[];

@@ -36,50 +36,53 @@ struct sim_opts {
 static void simulate_usage(FILE *f)
 {
     fprintf(
-        f, "usage: castor simulate --workload <csv or folder> --policy <name> [options]\n"
-           "       castor simulate --config FILE [options]\n"
-           "\n"
-           "  --config FILE         read the settings from a YAML file (keys below); options\n"
-           "                        given on the command line override it\n"
-           "  --workload PATH       a trace (name,time,application,num_replicas,batch_size), or a\n"
-           "                        folder of them (every *.csv, in name order)\n"
-           "  --policy NAME         pollux, optimus or tiresias\n"
-           "  --nodes N             cluster nodes (default 16)\n"
-           "  --gpus-per-node G     GPUs per node (default 4)\n"
-           "  --interval S          seconds between scheduling decisions (default 60)\n"
-           "  --seed N              the decide step's randomness (default 1)\n"
-           "  --interference F      slowdown of distributed jobs sharing a node (default 0)\n"
-           "  --p-mean P            pollux: the fitness power mean (default -1)\n"
-           "  --tput-model NAME     how jobs model their throughput (default pollux)\n"
-           "  --profiles DIR        folder of measured profiles (default: bundled)\n"
-           "  --out FILE            write the summary as JSON (jcts, avgs, mean)\n"
-           "  --report FILE         write a self-contained HTML report\n"
-           "  --quiet               no per-job lines\n"
-           "\n"
-           "The --config file (config/simulate.yaml is an example with every key): every key is\n"
-           "optional; relative paths in it are taken from the file's folder.\n"
-           "  workload: PATH                   as --workload\n"
-           "  policy: pollux|optimus|tiresias  as --policy\n"
-           "  cluster:\n"
-           "    nodes: N                       as --nodes (1 to 4096)\n"
-           "    gpus_per_node: G               as --gpus-per-node (1 to 64)\n"
-           "  interval: S                      as --interval (1 to 86400)\n"
-           "  seed: N                          as --seed (0 to 2147483647)\n"
-           "  interference: F                  as --interference (0 to 0.99)\n"
-           "  tput_model: pollux|castor        as --tput-model\n"
-           "  profiles: DIR                    as --profiles\n"
-           "  out: FILE                        as --out\n"
-           "  report: FILE                     as --report\n"
-           "  pollux:\n"
-           "    p_mean: P                      as --p-mean (-100 to 100)\n"
-           "    restart_penalty: S             seconds a restart costs in pollux's objective\n"
-           "                                   (1 to 3600, default 30; no option)\n"
-           "A key the list does not have, a key given twice, a value of the wrong type or out of\n"
-           "range, and a YAML syntax error stop the command before it runs, naming\n"
-           "file:line:column.\n"
-           "\n"
-           "Exit status: 0 done, 1 the run failed (unreadable workload or profiles, a simulation\n"
-           "error), 2 a bad command line or configuration file.\n");
+        f,
+        "usage: castor simulate --workload <csv or folder> --policy <name> [options]\n"
+        "       castor simulate --config FILE [options]\n"
+        "\n"
+        "  --config FILE         read the settings from a YAML file (keys below); options\n"
+        "                        given on the command line override it\n"
+        "  --workload PATH       a trace (name,time,application,num_replicas,batch_size), or a\n"
+        "                        folder of them (every *.csv, in name order)\n"
+        "  --policy NAME[,NAME]  pollux, optimus, tiresias or castor; several (comma-separated)\n"
+        "                        run one after the other, for one report comparing them\n"
+        "  --nodes N             cluster nodes (default 16)\n"
+        "  --gpus-per-node G     GPUs per node (default 4)\n"
+        "  --interval S          seconds between scheduling decisions (default 60)\n"
+        "  --seed N              the decide step's randomness (default 1)\n"
+        "  --interference F      slowdown of distributed jobs sharing a node (default 0)\n"
+        "  --p-mean P            pollux: the fitness power mean (default -1)\n"
+        "  --tput-model NAME     how jobs model their throughput (default pollux)\n"
+        "  --profiles DIR        folder of measured profiles (default: bundled)\n"
+        "  --out FILE            write the summary as JSON (jcts, avgs, mean; with several\n"
+        "                        policies, one such object per policy name)\n"
+        "  --report FILE         write a self-contained HTML report\n"
+        "  --quiet               no per-job lines\n"
+        "\n"
+        "The --config file (config/simulate.yaml is an example with every key): every key is\n"
+        "optional; relative paths in it are taken from the file's folder.\n"
+        "  workload: PATH                   as --workload\n"
+        "  policy: NAME                     as --policy (one name)\n"
+        "  cluster:\n"
+        "    nodes: N                       as --nodes (1 to 4096)\n"
+        "    gpus_per_node: G               as --gpus-per-node (1 to 64)\n"
+        "  interval: S                      as --interval (1 to 86400)\n"
+        "  seed: N                          as --seed (0 to 2147483647)\n"
+        "  interference: F                  as --interference (0 to 0.99)\n"
+        "  tput_model: pollux|castor        as --tput-model\n"
+        "  profiles: DIR                    as --profiles\n"
+        "  out: FILE                        as --out\n"
+        "  report: FILE                     as --report\n"
+        "  pollux:\n"
+        "    p_mean: P                      as --p-mean (-100 to 100)\n"
+        "    restart_penalty: S             seconds a restart costs in pollux's objective\n"
+        "                                   (1 to 3600, default 30; no option)\n"
+        "A key the list does not have, a key given twice, a value of the wrong type or out of\n"
+        "range, and a YAML syntax error stop the command before it runs, naming\n"
+        "file:line:column.\n"
+        "\n"
+        "Exit status: 0 done, 1 the run failed (unreadable workload or profiles, a simulation\n"
+        "error), 2 a bad command line or configuration file.\n");
 }
 
 static int parse_int(const char *s, int lo, int hi, int *out)
@@ -575,8 +578,10 @@ int cli_simulate(int argc, char **argv, FILE *out, FILE *err)
     npol = split_policies(o.policy, pols);
     for (int k = 0; k < npol; k++) {
         if (!policy_find(pols[k])) {
-            fprintf(err, "castor simulate: unknown policy \"%s\" (pollux, optimus, tiresias)\n",
-                    pols[k]);
+            fprintf(err, "castor simulate: unknown policy \"%s\" (one of", pols[k]);
+            for (size_t i = 0; policy_registry[i]; i++)
+                fprintf(err, "%s %s", i ? "," : "", policy_registry[i]->name);
+            fprintf(err, ")\n");
             goto out;
         }
     }

@@ -1,0 +1,461 @@
+/* castor.c: castor's own scheduling policy. Each job's replica count is chosen by a marginal-gain
+ * greedy (a priority queue over jobs, so the cost grows about linearly with jobs and GPUs) on a
+ * weighted utility of its goodput speedup over one GPU: jobs that have received little service
+ * weigh more (least attained service, approximating shortest-remaining-first without an oracle),
+ * and a change of allocation is priced by the progress its restart costs over the job's expected
+ * horizon, with a hysteresis margin. The counts are then placed: jobs that keep their count keep
+ * their GPUs, the others are placed largest first, consolidated, one distributed job per node.
+ * docs/scheduler.md describes the algorithm, its cost and what was measured. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/bsz.h"
+#include "policies/policy.h"
+#include "util/error.h"
+
+#define CASTOR_EPS 1e-3
+
+struct castor {
+    double p;           /* utility exponent (power mean) */
+    double delta;       /* restart penalty, seconds */
+    double las_scale;   /* GPU-seconds: the unit of attained service in the weight */
+    double las_pow;     /* weight = (1 + attained / las_scale)^-las_pow */
+    double min_horizon; /* seconds: the shortest horizon a restart is priced over */
+    double hysteresis;  /* relative gain a job's change must bring */
+    int avoid_interference;
+};
+
+struct castor_job {
+    int maxr;     /* replicas allowed (owner's limit, exploration limit, batch limit) */
+    double base;  /* goodput on one GPU (speedup 1) */
+    double w;     /* weight */
+    double keepf; /* factor on the speedup when the job's GPUs change */
+    int cur_r;    /* replicas held now */
+    int cur_n;    /* nodes held now */
+    double *good; /* goodput on r replicas packed onto the fewest nodes; NAN = not computed */
+    int count;    /* the greedy's count */
+    int placed;   /* replicas placed */
+    int keep;     /* keeps its current GPUs */
+};
+
+static int castor_create(const struct policy_config *cfg, void **ctx)
+{
+    struct castor *c = calloc(1, sizeof(*c));
+
+    if (!c)
+        return ERR_NOMEM;
+    c->p = cfg->p_mean != 0 ? cfg->p_mean : 1.0;
+    c->delta = cfg->restart_penalty > 0 ? cfg->restart_penalty : 30.0;
+    c->las_scale = 3600.0;
+    c->las_pow = 0.25;
+    c->min_horizon = 300.0;
+    c->hysteresis = 0.2;
+    c->avoid_interference = !cfg->no_interference_avoidance;
+    *ctx = c;
+    return 0;
+}
+
+static void castor_destroy(void *ctx)
+{
+    free(ctx);
+}
+
+static double castor_f(const struct castor *c, double s)
+{
+    if (c->p == 0)
+        return log(s + CASTOR_EPS);
+    return c->p < 0 ? -pow(s + CASTOR_EPS, c->p) : pow(s + CASTOR_EPS, c->p);
+}
+
+/* Goodput of job j on r replicas over `nodes` nodes. */
+static double castor_goodput_at(const struct snap_job *sj, int nodes, int r)
+{
+    struct bsz_choice ch;
+
+    return bsz_optimize(&sj->tput, &sj->grad, &sj->lim, nodes, r, &ch) == 0 ? ch.goodput : 0.0;
+}
+
+/* Speedup of job j on r replicas over `nodes` nodes (0: the fewest); memoised for the fewest. */
+static double castor_speedup(const struct snap_job *sj, struct castor_job *q, int gpn, int nodes,
+                             int r)
+{
+    int minn = (r + gpn - 1) / gpn;
+
+    if (r <= 0)
+        return 0.0;
+    if (!sj->has_model || !(q->base > 0))
+        return (double)r;
+    if (nodes == 0 || nodes == minn) {
+        if (r > q->maxr)
+            return castor_goodput_at(sj, minn, r) / q->base;
+        if (isnan(q->good[r]))
+            q->good[r] = castor_goodput_at(sj, minn, r);
+        return q->good[r] / q->base;
+    }
+    return castor_goodput_at(sj, nodes, r) / q->base;
+}
+
+/* Job j's utility on r replicas placed afresh (changed) or kept as they are. */
+static double castor_utility(const struct castor *c, const struct snap_job *sj,
+                             struct castor_job *q, int gpn, int nodes, int r, int changed)
+{
+    double sp = castor_speedup(sj, q, gpn, nodes, r);
+
+    if (changed && r > 0)
+        sp *= q->keepf;
+    return q->w * castor_f(c, sp);
+}
+
+/* The best utility of r replicas for job j: afresh, or (for its current count) as it holds them. */
+static double castor_best_utility(const struct castor *c, const struct snap_job *sj,
+                                  struct castor_job *q, int gpn, int r)
+{
+    double u = castor_utility(c, sj, q, gpn, 0, r, 1);
+
+    if (r == q->cur_r && r > 0) {
+        double uk = castor_utility(c, sj, q, gpn, q->cur_n, r, 0);
+
+        if (uk > u)
+            u = uk;
+    }
+    return u;
+}
+
+static int castor_prepare(const struct castor *c, const struct snapshot *s, struct castor_job *cj)
+{
+    int gpus = snapshot_gpus(s);
+
+    for (int j = 0; j < s->njobs; j++) {
+        const struct snap_job *sj = &s->jobs[j];
+        struct castor_job *q = &cj[j];
+        double age = s->now - sj->submit_time, horizon;
+        int maxr = 2 * sj->max_profiled_replicas;
+
+        if (maxr < 1)
+            maxr = 1;
+        if (maxr > gpus)
+            maxr = gpus;
+        if (sj->lim.min_local > 0 && sj->lim.max_bsz > 0 &&
+            floor(sj->lim.max_bsz / sj->lim.min_local) < maxr)
+            maxr = (int)floor(sj->lim.max_bsz / sj->lim.min_local);
+        if (sj->max_replicas > 0 && sj->max_replicas < maxr)
+            maxr = sj->max_replicas;
+        if (maxr < 1)
+            maxr = 1;
+        q->maxr = maxr;
+        q->good = malloc((size_t)(maxr + 1) * sizeof(double));
+        if (!q->good)
+            return ERR_NOMEM;
+        for (int r = 0; r <= maxr; r++)
+            q->good[r] = NAN;
+        q->base = 0;
+        if (sj->has_model)
+            q->base = castor_goodput_at(sj, 1, 1);
+        q->w = pow(1.0 + sj->attained_service / c->las_scale, -c->las_pow);
+        /* a restart loses delta seconds of the next `horizon`: the job's age, as the expected
+         * remaining time of a job that has run that long */
+        horizon = age > c->min_horizon ? age : c->min_horizon;
+        q->keepf = horizon > c->delta ? 1.0 - c->delta / horizon : 0.0;
+        q->keepf /= 1.0 + c->hysteresis;
+        q->cur_r = s->current->count[j];
+        q->cur_n = alloc_nodes_used(s->current, j);
+        q->count = 0;
+    }
+    return 0;
+}
+
+/* A max-heap of (gain per GPU, job, target count), with lazy deletion by version. */
+struct castor_heap_item {
+    double key;
+    int j, to, ver;
+};
+
+struct castor_heap {
+    struct castor_heap_item *v;
+    int n;
+};
+
+static void castor_heap_push(struct castor_heap *h, struct castor_heap_item it)
+{
+    int i = h->n++;
+
+    while (i > 0) {
+        int p = (i - 1) / 2;
+
+        /* ties: the lower job index first, for determinism */
+        if (h->v[p].key > it.key || (h->v[p].key == it.key && h->v[p].j < it.j))
+            break;
+        h->v[i] = h->v[p];
+        i = p;
+    }
+    h->v[i] = it;
+}
+
+static struct castor_heap_item castor_heap_pop(struct castor_heap *h)
+{
+    struct castor_heap_item top = h->v[0], last = h->v[--h->n];
+    int i = 0;
+
+    for (;;) {
+        int l = 2 * i + 1, r = l + 1, m = i;
+        const struct castor_heap_item *mv = &last;
+
+        if (l < h->n && (h->v[l].key > mv->key || (h->v[l].key == mv->key && h->v[l].j < mv->j)))
+            m = l, mv = &h->v[l];
+        if (r < h->n && (h->v[r].key > mv->key || (h->v[r].key == mv->key && h->v[r].j < mv->j)))
+            m = r, mv = &h->v[r];
+        if (m == i)
+            break;
+        h->v[i] = h->v[m];
+        i = m;
+    }
+    if (h->n > 0)
+        h->v[i] = last;
+    return top;
+}
+
+/* Job j's best next step from its count, with at most `room` more GPUs: the target count and its
+ * gain per GPU (the steepest of the next gpn counts, and of its current count when that is
+ * higher); 0 when no step gains. */
+static int castor_next(const struct castor *c, const struct snap_job *sj, struct castor_job *q,
+                       int gpn, int room, double *key)
+{
+    int r = q->count, lim = q->maxr < r + room ? q->maxr : r + room, best = 0;
+    double u0 = castor_best_utility(c, sj, q, gpn, r), bk = 0;
+
+    for (int t = r + 1; t <= lim && t <= r + gpn; t++) {
+        double k = (castor_best_utility(c, sj, q, gpn, t) - u0) / (t - r);
+
+        if (k > bk)
+            bk = k, best = t;
+    }
+    if (q->cur_r > r + gpn && q->cur_r <= lim) {
+        double k = (castor_best_utility(c, sj, q, gpn, q->cur_r) - u0) / (q->cur_r - r);
+
+        if (k > bk)
+            bk = k, best = q->cur_r;
+    }
+    *key = bk;
+    return best;
+}
+
+/* Choose replica counts: repeatedly give the steepest step to its job. */
+static int castor_choose_counts(const struct castor *c, const struct snapshot *s,
+                                struct castor_job *cj, int gpus, int gpn)
+{
+    int J = s->njobs, free_gpus = gpus, rc = 0;
+    struct castor_heap h = {0};
+    int *ver = calloc((size_t)J, sizeof(int));
+
+    h.v = malloc((size_t)(2 * J + 1) * sizeof(*h.v));
+    if (!h.v || !ver) {
+        rc = ERR_NOMEM;
+        goto out;
+    }
+    for (int j = 0; j < J; j++) {
+        double k;
+        int to = castor_next(c, &s->jobs[j], &cj[j], gpn, free_gpus, &k);
+
+        if (to > 0)
+            castor_heap_push(&h, (struct castor_heap_item){k, j, to, 0});
+    }
+    while (h.n > 0 && free_gpus > 0) {
+        struct castor_heap_item it = castor_heap_pop(&h);
+        struct castor_job *q = &cj[it.j];
+        double k;
+        int to;
+
+        if (it.ver != ver[it.j])
+            continue;
+        if (it.to - q->count <= free_gpus) {
+            free_gpus -= it.to - q->count;
+            q->count = it.to;
+        }
+        ver[it.j]++;
+        to = castor_next(c, &s->jobs[it.j], q, gpn, free_gpus, &k);
+        if (to > 0)
+            castor_heap_push(&h, (struct castor_heap_item){k, it.j, to, ver[it.j]});
+    }
+out:
+    free(h.v);
+    free(ver);
+    return rc;
+}
+
+/* Try to place job j's r replicas: on one node if one fits them (the tightest), else on whole free
+ * nodes plus the tightest node for the rest, else on the nodes with the most free GPUs; a job on
+ * several nodes uses only nodes without another distributed job (when interference is avoided).
+ * Returns 1 if placed (free and dist updated), 0 if it cannot be, or an error. */
+static int castor_try_place(const struct castor *c, const struct snapshot *s, struct alloc *out,
+                            int j, int r, int *free, int *dist)
+{
+    int pick = -1, need = r, avail = 0, rc;
+
+    for (int i = 0; i < s->nnodes; i++)
+        if (free[i] >= r && (pick < 0 || free[i] < free[pick]))
+            pick = i;
+    if (pick >= 0) {
+        if ((rc = alloc_add(out, j, pick, r)) < 0)
+            return rc;
+        free[pick] -= r;
+        return 1;
+    }
+    for (int i = 0; i < s->nnodes; i++)
+        if (!(c->avoid_interference && dist[i]))
+            avail += free[i];
+    if (avail < r)
+        return 0;
+    while (need > 0) {
+        int take;
+
+        pick = -1;
+        for (int i = 0; i < s->nnodes; i++) {
+            if (free[i] == 0 || (c->avoid_interference && dist[i]))
+                continue;
+            if (need >= s->nodes[i].gpus ? free[i] == s->nodes[i].gpus : free[i] >= need) {
+                if (pick < 0 || (need < s->nodes[i].gpus && free[i] < free[pick]))
+                    pick = i;
+                if (need >= s->nodes[i].gpus)
+                    break;
+            }
+        }
+        if (pick < 0)
+            for (int i = 0; i < s->nnodes; i++)
+                if (free[i] > 0 && !(c->avoid_interference && dist[i]) &&
+                    (pick < 0 || free[i] > free[pick]))
+                    pick = i;
+        take = free[pick] < need ? free[pick] : need;
+        if ((rc = alloc_add(out, j, pick, take)) < 0)
+            return rc;
+        free[pick] -= take;
+        need -= take;
+    }
+    for (int k = 0; k < out->count[j]; k++)
+        dist[out->node[(size_t)j * (size_t)out->width + (size_t)k]] = 1;
+    return 1;
+}
+
+/* Place job j with its count, or fewer replicas when the free nodes cannot take that many. */
+static int castor_place(const struct castor *c, const struct snapshot *s, struct alloc *out, int j,
+                        int r, int *free, int *dist)
+{
+    for (; r > 0; r--) {
+        int rc = castor_try_place(c, s, out, j, r, free, dist);
+
+        if (rc != 0)
+            return rc < 0 ? rc : r;
+    }
+    return 0;
+}
+
+static int castor_cmp_count_desc(const void *a, const void *b, const struct castor_job *cj)
+{
+    int ja = *(const int *)a, jb = *(const int *)b;
+
+    if (cj[ja].count != cj[jb].count)
+        return cj[jb].count - cj[ja].count;
+    return ja - jb;
+}
+
+/* Stable descending sort of order[] by count (merge sort: O(J log J)). */
+static void castor_sort(int *order, int *tmp, int n, const struct castor_job *cj)
+{
+    if (n < 2)
+        return;
+    castor_sort(order, tmp, n / 2, cj);
+    castor_sort(order + n / 2, tmp, n - n / 2, cj);
+    for (int i = 0, a = 0, b = n / 2; i < n; i++) {
+        if (b >= n || (a < n / 2 && castor_cmp_count_desc(&order[a], &order[b], cj) <= 0))
+            tmp[i] = order[a++];
+        else
+            tmp[i] = order[b++];
+    }
+    memcpy(order, tmp, (size_t)n * sizeof(int));
+}
+
+static int castor_allocate(void *ctx, const struct snapshot *s, uint64_t seed, struct alloc *out)
+{
+    const struct castor *c = ctx;
+    struct castor_job *cj = NULL;
+    int J = s->njobs, N = s->nnodes, gpus = snapshot_gpus(s), gpn, rc = 0;
+    int *free_gpus = NULL, *dist = NULL, *order = NULL, *tmp = NULL;
+
+    (void)seed;
+    if (J == 0 || N == 0)
+        return 0;
+    gpn = s->nodes[0].gpus > 0 ? s->nodes[0].gpus : 1;
+    cj = calloc((size_t)J, sizeof(*cj));
+    free_gpus = calloc((size_t)N, sizeof(int));
+    dist = calloc((size_t)N, sizeof(int));
+    order = calloc((size_t)J, sizeof(int));
+    tmp = calloc((size_t)J, sizeof(int));
+    if (!cj || !free_gpus || !dist || !order || !tmp) {
+        rc = ERR_NOMEM;
+        goto out;
+    }
+    if ((rc = castor_prepare(c, s, cj)) < 0 || (rc = castor_choose_counts(c, s, cj, gpus, gpn)) < 0)
+        goto out;
+    /* jobs that keep their count keep their GPUs (if that is their better use of them) */
+    for (int i = 0; i < N; i++)
+        free_gpus[i] = s->nodes[i].gpus;
+    for (int j = 0; j < J; j++) {
+        struct castor_job *q = &cj[j];
+
+        q->keep = q->count > 0 && q->count == q->cur_r &&
+                  castor_utility(c, &s->jobs[j], q, gpn, q->cur_n, q->cur_r, 0) >=
+                      castor_utility(c, &s->jobs[j], q, gpn, 0, q->cur_r, 1);
+        /* (a current allocation that breaks capacity or the interference rule is not kept) */
+        for (int k = 0; q->keep && k < q->cur_r; k++) {
+            int node = s->current->node[(size_t)j * (size_t)s->current->width + (size_t)k];
+
+            if (free_gpus[node] < alloc_on_node(s->current, j, node) ||
+                (q->cur_n > 1 && c->avoid_interference && dist[node]))
+                q->keep = 0;
+        }
+        if (!q->keep) {
+            alloc_clear_job(out, j);
+            continue;
+        }
+        for (int k = 0; k < q->cur_r; k++) {
+            int node = s->current->node[(size_t)j * (size_t)s->current->width + (size_t)k];
+
+            free_gpus[node]--;
+            if (q->cur_n > 1)
+                dist[node] = 1;
+        }
+        q->placed = q->count;
+    }
+    /* the others, largest first (they fragment most) */
+    for (int j = 0; j < J; j++)
+        order[j] = j;
+    castor_sort(order, tmp, J, cj);
+    for (int i = 0; i < J; i++) {
+        int j = order[i];
+
+        if (cj[j].keep || cj[j].count == 0)
+            continue;
+        if ((rc = castor_place(c, s, out, j, cj[j].count, free_gpus, dist)) < 0)
+            goto out;
+        cj[j].placed = rc;
+        rc = 0;
+    }
+out:
+    for (int j = 0; cj && j < J; j++)
+        free(cj[j].good);
+    free(cj);
+    free(free_gpus);
+    free(dist);
+    free(order);
+    free(tmp);
+    return rc;
+}
+
+const struct policy_ops policy_castor = {
+    .name = "castor",
+    .adaptive_batch = 1,
+    .summary = "castor: least-attained-service weighted marginal-gain greedy, restart priced",
+    .create = castor_create,
+    .destroy = castor_destroy,
+    .allocate = castor_allocate,
+};

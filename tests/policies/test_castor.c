@@ -1,0 +1,338 @@
+/* test_castor.c: the castor policy (least-attained-service weighted marginal-gain greedy over
+ * replica counts, restart priced, then placement) on allocations worked out by hand on a tiny
+ * cluster, and a property test: on thousands of random snapshots every answer respects node
+ * capacity, the replica limits and the one-distributed-job-per-node rule, and is deterministic. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "policies/policy.h"
+#include "util/error.h"
+
+#define NODES 2
+#define GPUS_PER_NODE 4
+#define GPUS (NODES * GPUS_PER_NODE)
+#define JOBS 3
+#define NOW 1e6 /* old jobs: submitted at 0, so a restart costs them almost nothing */
+
+/* Throughput models as in test_pollux.c (the published Pollux model, batch fixed at M0 = 840,
+ * efficiency 1). perfect: speedup r (to 1e-7). syncbound: speedups over one GPU 1, 0.59, 0.66,
+ * 0.69 on 1 to 4 GPUs: one GPU is its best. */
+static const struct tput_params perfect = {.ops = &tput_model_pollux,
+                                           .theta = {1e-8, 0.001, 1e-8, 1e-8, 1e-8, 1e-8, 1.0}};
+static const struct tput_params syncbound = {.ops = &tput_model_pollux,
+                                             .theta = {1e-8, 0.001, 2.0, 1e-8, 1.0, 1e-8, 1.0}};
+
+struct world {
+    struct snap_node nodes[NODES];
+    struct snap_job jobs[JOBS];
+    struct alloc *cur, *out;
+    struct snapshot s;
+    struct policy_config cfg;
+};
+
+/* NODES x GPUS_PER_NODE GPUs and JOBS old jobs without a model, never profiled, holding nothing. */
+static int world_setup(void **state)
+{
+    static const char *names[JOBS] = {"a", "b", "c"};
+    struct world *w = test_calloc(1, sizeof(*w));
+
+    assert_non_null(w);
+    for (int i = 0; i < NODES; i++)
+        w->nodes[i].gpus = GPUS_PER_NODE;
+    for (int j = 0; j < JOBS; j++) {
+        w->jobs[j].name = names[j];
+        w->jobs[j].lim.init_bsz = 840;
+        w->jobs[j].grad = (struct grad_params){.sqr = 0.0, .var = 1.0};
+    }
+    assert_int_equal(alloc_new(JOBS, NODES, GPUS, &w->cur), 0);
+    assert_int_equal(alloc_new(JOBS, NODES, GPUS, &w->out), 0);
+    w->s = (struct snapshot){.now = NOW,
+                             .nnodes = NODES,
+                             .nodes = w->nodes,
+                             .njobs = JOBS,
+                             .jobs = w->jobs,
+                             .current = w->cur};
+    *state = w;
+    return 0;
+}
+
+static int world_teardown(void **state)
+{
+    struct world *w = *state;
+
+    alloc_free(w->cur);
+    alloc_free(w->out);
+    test_free(w);
+    return 0;
+}
+
+/* Job j gets throughput model tp, profiled up to 4 replicas (so it may take 8). */
+static void give_model(struct world *w, int j, const struct tput_params *tp)
+{
+    w->jobs[j].has_model = 1;
+    w->jobs[j].tput = *tp;
+    w->jobs[j].max_profiled_replicas = 4;
+}
+
+static void set_row(struct alloc *a, int j, const int *nodes, int n)
+{
+    alloc_clear_job(a, j);
+    for (int i = 0; i < n; i++)
+        assert_int_equal(alloc_add(a, j, nodes[i], 1), 0);
+}
+
+static void assert_row(const struct alloc *a, int j, const int *nodes, int n)
+{
+    assert_int_equal(a->count[j], n);
+    for (int i = 0; i < n; i++)
+        assert_int_equal(a->node[j * a->width + i], nodes[i]);
+}
+
+/* Decide as the caller does: out starts as a copy of the current allocation. */
+static int decide_on(const struct snapshot *s, const struct policy_config *cfg, uint64_t seed,
+                     struct alloc *out)
+{
+    struct policy p;
+    int rc;
+
+    assert_int_equal(policy_new("castor", cfg, &p), 0);
+    alloc_copy(out, s->current);
+    rc = policy_allocate(&p, s, seed, out);
+    policy_free(&p);
+    return rc;
+}
+
+static int decide(struct world *w)
+{
+    return decide_on(&w->s, &w->cfg, 7, w->out);
+}
+
+/* Without models each job may take one GPU (it has never been measured on more): one each, on
+ * the tightest node (node 0, lowest on ties, then the same node as it fills). */
+static void castor_allocate__without_model_one_gpu_each(void **state)
+{
+    struct world *w = *state;
+
+    assert_int_equal(decide(w), 0);
+    assert_row(w->out, 0, (int[]){0}, 1);
+    assert_row(w->out, 1, (int[]){0}, 1);
+    assert_row(w->out, 2, (int[]){0}, 1);
+}
+
+/* a scales perfectly (every GPU adds about one to its speedup), b is sync-bound (its second to
+ * fourth GPUs lower its speedup), c has no model (one GPU at most). Equal weights: every job's
+ * first GPU gains the same, b's and c's further steps gain nothing against a's, so a takes the
+ * other 6. Placed largest first: a on the whole node 0 and 2 GPUs of node 1, then b and c on
+ * node 1. */
+static void castor_allocate__scaling_job_outgrows_sync_bound(void **state)
+{
+    struct world *w = *state;
+
+    give_model(w, 0, &perfect);
+    give_model(w, 1, &syncbound);
+    assert_int_equal(decide(w), 0);
+    assert_row(w->out, 0, (int[]){0, 0, 0, 0, 1, 1}, 6);
+    assert_row(w->out, 1, (int[]){1}, 1);
+    assert_row(w->out, 2, (int[]){1}, 1);
+}
+
+/* a and b scale perfectly and hold a node each, with the same attained service: any change
+ * would cost a restart, and nothing gains enough to pay for it, so both keep their GPUs (c, whose
+ * first GPU would need one of theirs, waits). */
+static void castor_allocate__hysteresis_keeps_balanced_jobs(void **state)
+{
+    struct world *w = *state;
+
+    give_model(w, 0, &perfect);
+    give_model(w, 1, &perfect);
+    w->jobs[0].attained_service = w->jobs[1].attained_service = 1e5;
+    w->jobs[2].attained_service = 1e5;
+    set_row(w->cur, 0, (int[]){0, 0, 0, 0}, 4);
+    set_row(w->cur, 1, (int[]){1, 1, 1, 1}, 4);
+    assert_int_equal(decide(w), 0);
+    assert_row(w->out, 0, (int[]){0, 0, 0, 0}, 4);
+    assert_row(w->out, 1, (int[]){1, 1, 1, 1}, 4);
+    assert_int_equal(w->out->count[2], 0);
+}
+
+/*
+ * Least attained service: a (perfect) holds all 8 GPUs and has had 10^6 GPU-seconds (weight
+ * (1 + 10^6 / 3600)^-1/4 = 0.244); c arrives with none (weight 1). c's first GPU gains 0.833
+ * (the restart-priced speedup 1), a's 8 kept GPUs 0.244 each: c gets one, and a, unable to keep
+ * its 8, is re-placed on 7 (whole node 0, then 3 on node 1); c on node 1.
+ */
+static void castor_allocate__newcomer_takes_from_long_served_job(void **state)
+{
+    struct world *w = *state;
+
+    give_model(w, 0, &perfect);
+    w->jobs[0].attained_service = 1e6;
+    w->jobs[1].submit_time = NOW; /* b: not profiled yet, but served long; c: fresh */
+    w->jobs[1].attained_service = 1e6;
+    set_row(w->cur, 0, (int[]){0, 0, 0, 0, 1, 1, 1, 1}, 8);
+    assert_int_equal(decide(w), 0);
+    assert_row(w->out, 2, (int[]){1}, 1);
+    assert_int_equal(w->out->count[0] + w->out->count[1], 7);
+    assert_true(w->out->count[0] >= 6);
+}
+
+/* The owner's limit caps a job, and shrinks a job that holds more than it now allows; the
+ * exploration limit caps b (measured on 2, so 4 at most). Everyone fits: a 2, b 4, c 1. */
+static void castor_allocate__owner_and_exploration_limits_cap(void **state)
+{
+    struct world *w = *state;
+
+    give_model(w, 0, &perfect);
+    give_model(w, 1, &perfect);
+    w->jobs[0].max_replicas = 2;
+    w->jobs[1].max_profiled_replicas = 2;
+    set_row(w->cur, 0, (int[]){0, 0, 0}, 3);
+    assert_int_equal(decide(w), 0);
+    assert_int_equal(w->out->count[0], 2);
+    assert_int_equal(w->out->count[1], 4);
+    assert_int_equal(w->out->count[2], 1);
+}
+
+static void castor_allocate__no_jobs(void **state)
+{
+    struct world *w = *state;
+
+    w->s.njobs = 0;
+    assert_int_equal(decide(w), 0);
+}
+
+/* A small deterministic generator for the random snapshots below. */
+static double lcg_uniform(uint64_t *x)
+{
+    *x = *x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (double)(*x >> 11) / 9007199254740992.0;
+}
+
+#define PMAX_NODES 6
+#define PMAX_JOBS 12
+
+/*
+ * Random snapshots: 1 to 6 nodes of 1 to 8 GPUs, 1 to 12 jobs with random Pollux models (or
+ * none), gradient noise, batch limits, profiling, owners' limits, ages, attained service and a
+ * random current allocation that respects capacity (its jobs may exceed today's limits, and
+ * distributed jobs may share nodes: the policy must repair both). Every answer: within each
+ * node's GPUs; each job within its owner's limit and its exploration limit (twice the replicas it
+ * was measured on, one if none); at most one distributed job per node; the same answer twice.
+ */
+static void castor_allocate__random_snapshots_respect_constraints(void **state)
+{
+    struct snap_node nodes[PMAX_NODES];
+    struct snap_job jobs[PMAX_JOBS];
+    struct policy_config cfg = {0};
+    uint64_t x = 4242;
+
+    (void)state;
+    for (int t = 0; t < 3000; t++) {
+        int nn = 1 + (int)(PMAX_NODES * lcg_uniform(&x)), gpn = 1 + (int)(8 * lcg_uniform(&x));
+        int nj = 1 + (int)(PMAX_JOBS * lcg_uniform(&x)), used[PMAX_NODES] = {0};
+        int dist[PMAX_NODES] = {0};
+        struct alloc *cur, *out, *again;
+        struct snapshot s;
+
+        memset(jobs, 0, sizeof(jobs));
+        for (int i = 0; i < nn; i++)
+            nodes[i] = (struct snap_node){.gpus = gpn};
+        assert_int_equal(alloc_new(nj, nn, nn * gpn, &cur), 0);
+        assert_int_equal(alloc_new(nj, nn, nn * gpn, &out), 0);
+        assert_int_equal(alloc_new(nj, nn, nn * gpn, &again), 0);
+        for (int j = 0; j < nj; j++) {
+            struct snap_job *sj = &jobs[j];
+            struct tput_params tp = {.ops = &tput_model_pollux};
+
+            tp.theta[0] = 0.01 * exp(3 * lcg_uniform(&x));
+            tp.theta[1] = 1e-4 * exp(3 * lcg_uniform(&x));
+            tp.theta[2] = 0.01 * exp(5 * lcg_uniform(&x));
+            tp.theta[3] = 1e-3 * exp(4 * lcg_uniform(&x));
+            tp.theta[4] = 0.005 * exp(4 * lcg_uniform(&x));
+            tp.theta[5] = 1e-3 * exp(3 * lcg_uniform(&x));
+            tp.theta[6] = 1 + 2 * lcg_uniform(&x);
+            sj->name = "j";
+            sj->has_model = lcg_uniform(&x) < 0.8;
+            sj->tput = tp;
+            sj->grad = (struct grad_params){.sqr = lcg_uniform(&x), .var = 10 * lcg_uniform(&x)};
+            sj->lim = (struct bsz_limits){.init_bsz = 64,
+                                          .max_bsz = 64 * (1 + 31 * lcg_uniform(&x)),
+                                          .max_local = 256,
+                                          .accumulation = 1};
+            sj->max_profiled_replicas = (int)(9 * lcg_uniform(&x));
+            sj->max_replicas = lcg_uniform(&x) < 0.2 ? 1 + (int)(3 * lcg_uniform(&x)) : 0;
+            sj->submit_time = NOW - 3000 * lcg_uniform(&x);
+            sj->attained_service = 1e5 * lcg_uniform(&x);
+            sj->restarts = (int)(5 * lcg_uniform(&x));
+            for (int i = 0; i < nn; i++) {
+                int n = (int)((gpn - used[i] + 1) * lcg_uniform(&x));
+
+                if (n > 0 && lcg_uniform(&x) < 0.3) {
+                    assert_int_equal(alloc_add(cur, j, i, n), 0);
+                    used[i] += n;
+                }
+            }
+        }
+        s = (struct snapshot){
+            .now = NOW, .nnodes = nn, .nodes = nodes, .njobs = nj, .jobs = jobs, .current = cur};
+        assert_int_equal(decide_on(&s, &cfg, (uint64_t)t, out), 0);
+        assert_int_equal(decide_on(&s, &cfg, (uint64_t)t, again), 0);
+        memset(used, 0, sizeof(used));
+        for (int j = 0; j < nj; j++) {
+            int limit = jobs[j].max_profiled_replicas > 0 ? 2 * jobs[j].max_profiled_replicas : 1;
+
+            assert_true(alloc_job_equal(out, j, again, j));
+            assert_true(out->count[j] <= limit);
+            if (jobs[j].max_replicas > 0)
+                assert_true(out->count[j] <= jobs[j].max_replicas);
+            for (int i = 0; i < nn; i++) {
+                int on = alloc_on_node(out, j, i);
+
+                used[i] += on;
+                if (on > 0 && alloc_nodes_used(out, j) > 1)
+                    dist[i]++;
+            }
+        }
+        for (int i = 0; i < nn; i++) {
+            assert_true(used[i] <= gpn);
+            assert_true(dist[i] <= 1);
+        }
+        alloc_free(cur);
+        alloc_free(out);
+        alloc_free(again);
+    }
+}
+
+/* The registry entry is named, adaptive, and creates an instance. */
+static void policy_castor__ops(void **state)
+{
+    (void)state;
+    assert_ptr_equal(policy_find("castor"), &policy_castor);
+    assert_string_equal(policy_castor.name, "castor");
+    assert_int_equal(policy_castor.adaptive_batch, 1);
+    assert_non_null(policy_castor.summary);
+    assert_non_null(policy_castor.allocate);
+}
+
+#define WORLD_TEST(f) cmocka_unit_test_setup_teardown(f, world_setup, world_teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        WORLD_TEST(castor_allocate__without_model_one_gpu_each),
+        WORLD_TEST(castor_allocate__scaling_job_outgrows_sync_bound),
+        WORLD_TEST(castor_allocate__hysteresis_keeps_balanced_jobs),
+        WORLD_TEST(castor_allocate__newcomer_takes_from_long_served_job),
+        WORLD_TEST(castor_allocate__owner_and_exploration_limits_cap),
+        WORLD_TEST(castor_allocate__no_jobs),
+        cmocka_unit_test(castor_allocate__random_snapshots_respect_constraints),
+        cmocka_unit_test(policy_castor__ops),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
