@@ -605,6 +605,54 @@ static int pollux_improve(const struct pollux *p, const struct snapshot *s, stru
                 }
             }
         }
+        /* relocate: j grows by one on a node n it uses that is full; a job k with a replica on
+         * n moves that replica to a node with a free GPU (one of k's own if it can) */
+        for (int j = 0; j < ls.J; j++) {
+            const int *cj = ls.cnt + (size_t)j * ls.N;
+            int r;
+
+            ls_nodes(cj, ls.N, &r);
+            if (r == 0 || r >= pj[j].maxr)
+                continue;
+            for (int n = 0; n < ls.N; n++) {
+                if (cj[n] == 0 || ls.used[n] < s->nodes[n].gpus)
+                    continue;
+                for (int k = 0; k < ls.J; k++) {
+                    const int *ck = ls.cnt + (size_t)k * ls.N;
+                    int m = -1;
+                    double d;
+
+                    if (k == j || ck[n] == 0)
+                        continue;
+                    for (int q = 0; q < ls.N; q++) {
+                        int room = s->nodes[q].gpus - ls.used[q];
+
+                        if (q == n || room <= 0)
+                            continue;
+                        /* prefer k's own nodes, then the tightest */
+                        if (m < 0 || (ck[q] > 0 && ck[m] == 0) ||
+                            ((ck[q] > 0) == (ck[m] > 0) && room < s->nodes[m].gpus - ls.used[m]))
+                            m = q;
+                    }
+                    if (m < 0)
+                        continue;
+                    memcpy(ls.row, cj, (size_t)ls.N * sizeof(int));
+                    memcpy(ls.row2, ck, (size_t)ls.N * sizeof(int));
+                    ls.row[n]++;
+                    ls.row2[n]--;
+                    ls.row2[m]++;
+                    if (!ls_feasible(&ls, j, ls.row, k, ls.row2))
+                        continue;
+                    d = ls_utility(&ls, j, ls.row) + ls_utility(&ls, k, ls.row2) - ls.u[j] -
+                        ls.u[k];
+                    if (d > best) {
+                        best = d, bj = j, bk = k;
+                        memcpy(brow, ls.row, (size_t)ls.N * sizeof(int));
+                        memcpy(brow2, ls.row2, (size_t)ls.N * sizeof(int));
+                    }
+                }
+            }
+        }
         /* exchange: one job gives d GPUs back (from its smallest shares), another grows by d,
          * in place or afresh, on what that frees (worth it on small clusters: J^2 moves) */
         for (int k = 0; ls.J <= 64 && k < ls.J; k++) {
