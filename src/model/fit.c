@@ -15,20 +15,109 @@
  * count * (prediction - mean)^2 + the squared deviations, so the loss equals the fit on every
  * observation by itself.
  */
+/* The profile's entries ordered by (nodes, replicas), for models that predict a group of points
+ * sharing them at once (predict_group), with the buffers that takes. */
+struct fit_groups {
+    size_t n;    /* entries */
+    size_t *idx; /* entry index, in group order */
+    double *m;   /* their per-GPU batches, in group order */
+    size_t ngroups;
+    size_t *start;    /* ngroups + 1 offsets into idx */
+    double *la, *lo;  /* n predictions */
+    double *da, *dop; /* n x nparams derivatives */
+};
+
+static void fit_groups_free(struct fit_groups *g)
+{
+    free(g->idx);
+    free(g->m);
+    free(g->start);
+    free(g->la);
+    free(g->lo);
+    free(g->da);
+    free(g->dop);
+}
+
+static const struct profile *fit_sort_prof;
+
+static int fit_group_cmp(const void *a, const void *b)
+{
+    const struct tput_point *x = &fit_sort_prof->entries[*(const size_t *)a].x;
+    const struct tput_point *y = &fit_sort_prof->entries[*(const size_t *)b].x;
+
+    if (x->nodes != y->nodes)
+        return x->nodes - y->nodes;
+    return x->replicas - y->replicas;
+}
+
+/* Errors: ERR_NOMEM (g is then freed). The sort uses a file-level pointer: not re-entrant across
+ * threads, like the rest of the fit's callers today. */
+static int fit_groups_build(const struct profile *prof, int np, struct fit_groups *g)
+{
+    size_t n = prof->n;
+
+    memset(g, 0, sizeof(*g));
+    g->n = n;
+    g->idx = malloc(n * sizeof(size_t));
+    g->m = malloc(n * sizeof(double));
+    g->start = malloc((n + 1) * sizeof(size_t));
+    g->la = malloc(n * sizeof(double));
+    g->lo = malloc(n * sizeof(double));
+    g->da = malloc(n * (size_t)np * sizeof(double));
+    g->dop = malloc(n * (size_t)np * sizeof(double));
+    if (!g->idx || !g->m || !g->start || !g->la || !g->lo || !g->da || !g->dop) {
+        fit_groups_free(g);
+        return ERR_NOMEM;
+    }
+    for (size_t i = 0; i < n; i++)
+        g->idx[i] = i;
+    fit_sort_prof = prof;
+    qsort(g->idx, n, sizeof(size_t), fit_group_cmp);
+    for (size_t i = 0; i < n; i++) {
+        const struct tput_point *x = &prof->entries[g->idx[i]].x;
+
+        g->m[i] = x->local_bsz;
+        if (i == 0 || fit_group_cmp(&g->idx[i - 1], &g->idx[i]) != 0)
+            g->start[g->ngroups++] = i;
+    }
+    g->start[g->ngroups] = n;
+    return 0;
+}
+
 static double fit_loss(const struct tput_model_ops *ops, const struct profile *prof,
-                       const double *theta, double log_unit, double *grad, double *rmsle_acc,
-                       double *rmsle_opt)
+                       struct fit_groups *groups, const double *theta, double log_unit,
+                       double *grad, double *rmsle_acc, double *rmsle_opt)
 {
     double sa = 0.0, so = 0.0, n = 0.0, ga[TPUT_MAX_PARAMS] = {0}, go[TPUT_MAX_PARAMS] = {0};
     double da[TPUT_MAX_PARAMS], dop[TPUT_MAX_PARAMS];
     double ra, ro, f;
     int np = ops->nparams;
 
+    if (groups && ops->predict_group) {
+        for (size_t gi = 0; gi < groups->ngroups; gi++) {
+            size_t s0 = groups->start[gi], len = groups->start[gi + 1] - s0;
+            const struct tput_point *x = &prof->entries[groups->idx[s0]].x;
+
+            ops->predict_group(theta, x->nodes, x->replicas, groups->m + s0, len, groups->la + s0,
+                               groups->lo + s0, grad ? groups->da + s0 * (size_t)np : NULL,
+                               grad ? groups->dop + s0 * (size_t)np : NULL);
+        }
+    }
     for (size_t i = 0; i < prof->n; i++) {
-        const struct profile_entry *e = &prof->entries[i];
+        size_t ei = groups && ops->predict_group ? groups->idx[i] : i;
+        const struct profile_entry *e = &prof->entries[ei];
         double c = (double)e->count, lacc, lopt, ea, eo;
 
-        ops->predict(theta, &e->x, &lacc, &lopt, grad ? da : NULL, grad ? dop : NULL);
+        if (groups && ops->predict_group) {
+            lacc = groups->la[i];
+            lopt = groups->lo[i];
+            if (grad) {
+                memcpy(da, groups->da + i * (size_t)np, (size_t)np * sizeof(double));
+                memcpy(dop, groups->dop + i * (size_t)np, (size_t)np * sizeof(double));
+            }
+        } else {
+            ops->predict(theta, &e->x, &lacc, &lopt, grad ? da : NULL, grad ? dop : NULL);
+        }
         ea = lacc - (e->log_accum - log_unit);
         eo = lopt - (e->log_optim - log_unit);
         sa += c * ea * ea + e->ss_accum;
@@ -60,13 +149,14 @@ static double fit_loss(const struct tput_model_ops *ops, const struct profile *p
 double fit_objective(const struct tput_model_ops *ops, const struct profile *prof,
                      const double *theta, double *grad, double *rmsle_acc, double *rmsle_opt)
 {
-    return fit_loss(ops, prof, theta, 0.0, grad, rmsle_acc, rmsle_opt);
+    return fit_loss(ops, prof, NULL, theta, 0.0, grad, rmsle_acc, rmsle_opt);
 }
 
 /* The minimiser sees only the free parameters; the pinned ones are filled in from full[]. */
 struct fit_ctx {
     const struct tput_model_ops *ops;
     const struct profile *prof;
+    struct fit_groups groups;
     double log_unit;
     double full[TPUT_MAX_PARAMS];
     int map[TPUT_MAX_PARAMS];            /* free index -> parameter index */
@@ -88,7 +178,7 @@ static double fit_thunk(int n, const double *x, double *grad, void *data)
 
     for (int i = 0; i < n; i++)
         c->full[c->map[i]] = fit_to_param(c, i, x[i]);
-    f = fit_loss(c->ops, c->prof, c->full, c->log_unit, grad ? g : NULL, NULL, NULL);
+    f = fit_loss(c->ops, c->prof, &c->groups, c->full, c->log_unit, grad ? g : NULL, NULL, NULL);
     if (grad)
         for (int i = 0; i < n; i++)
             grad[i] = g[c->map[i]] * (c->logp[i] ? c->full[c->map[i]] : 1.0);
@@ -155,7 +245,10 @@ int fit_tput(const struct tput_model_ops *ops, const struct profile *prof, struc
         nfree++;
     }
     if (nfree > 0) {
+        if (ops->predict_group && (rc = fit_groups_build(prof, ops->nparams, &c.groups)) < 0)
+            return rc;
         rc = minimize_bounded(nfree, fit_thunk, &c, lo, hi, NULL, x, &fmin, &evals);
+        fit_groups_free(&c.groups);
         if (rc < 0)
             return rc;
         for (int i = 0; i < nfree; i++)

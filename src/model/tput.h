@@ -56,6 +56,14 @@ struct tput_model_ops {
      */
     void (*predict)(const double *theta, const struct tput_point *x, double *log_acc,
                     double *log_opt, double *d_acc, double *d_opt);
+    /*
+     * Optional: predict n points that share nodes and replicas (per-GPU batches local_bsz[0..n)),
+     * writing n values to log_acc and log_opt and, when d_acc is not NULL, n x nparams
+     * derivatives (row-major) to d_acc and d_opt. Models whose synchronisation depends only on
+     * (nodes, replicas) compute it once per group; the fit uses this when present.
+     */
+    void (*predict_group)(const double *theta, int nodes, int replicas, const double *local_bsz,
+                          size_t n, double *log_acc, double *log_opt, double *d_acc, double *d_opt);
     /* The fit's regulariser at theta; adds its gradient into grad when not NULL. May be NULL. */
     double (*regularizer)(const double *theta, double *grad);
     /* Priors before the fit: for what cov says is unobserved, set pinned[i] = 1 and theta[i] to the

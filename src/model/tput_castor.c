@@ -25,45 +25,61 @@ static const double castor_upper[C_COUNT] = {HUGE_VAL, HUGE_VAL, HUGE_VAL, HUGE_
                                              HUGE_VAL, HUGE_VAL, 10.0,     HUGE_VAL};
 static const unsigned char castor_time[C_COUNT] = {1, 1, 1, 1, 1, 1, 1, 0, 1};
 
-static void castor_predict(const double *th, const struct tput_point *x, double *log_acc,
-                           double *log_opt, double *d_acc, double *d_opt)
+/* Points sharing (nodes, replicas): the synchronisation term and its logarithm once, then each
+ * point's compute time and overlap. */
+static void castor_predict_group(const double *th, int nodes, int replicas, const double *m,
+                                 size_t n, double *log_acc, double *log_opt, double *d_acc,
+                                 double *d_opt)
 {
-    double k1 = (double)x->replicas / x->nodes - 1.0; /* extra GPUs per node */
-    double q = sqrt(x->replicas - 1.0);
-    double acc = th[C_AC] + th[C_BC] * x->local_bsz + th[C_D] * k1;
-    double net, la, dacc, dnet, dg;
-    int two = x->nodes == 2;
+    double k1 = (double)replicas / nodes - 1.0; /* extra GPUs per node */
+    double q = sqrt(replicas - 1.0);
+    double net, lnet;
+    int two = nodes == 2;
 
-    if (x->nodes > 1)
+    if (nodes > 1)
         net = th[C_AN] + th[C_BN] * q + (two ? th[C_C2] * k1 : 0.0);
-    else if (x->replicas > 1)
+    else if (replicas > 1)
         net = th[C_AR] + th[C_BR] * q;
     else
         net = TINY;
-    la = log(acc);
-    *log_acc = la;
-    *log_opt = tput_overlap_log(la, log(net), th[C_G], &dacc, &dnet, &dg);
-    if (!d_acc)
-        return;
-    dacc /= acc;
-    dnet /= net;
-    memset(d_acc, 0, C_COUNT * sizeof(double));
-    memset(d_opt, 0, C_COUNT * sizeof(double));
-    d_acc[C_AC] = 1.0 / acc;
-    d_acc[C_BC] = x->local_bsz / acc;
-    d_acc[C_D] = k1 / acc;
-    d_opt[C_AC] = dacc;
-    d_opt[C_BC] = dacc * x->local_bsz;
-    d_opt[C_D] = dacc * k1;
-    if (x->nodes > 1) {
-        d_opt[C_AN] = dnet;
-        d_opt[C_BN] = dnet * q;
-        d_opt[C_C2] = two ? dnet * k1 : 0.0;
-    } else if (x->replicas > 1) {
-        d_opt[C_AR] = dnet;
-        d_opt[C_BR] = dnet * q;
+    lnet = log(net);
+    for (size_t i = 0; i < n; i++) {
+        double acc = th[C_AC] + th[C_BC] * m[i] + th[C_D] * k1, la = log(acc), dacc, dnet, dg;
+        double *da, *dop;
+
+        log_acc[i] = la;
+        log_opt[i] = tput_overlap_log(la, lnet, th[C_G], &dacc, &dnet, &dg);
+        if (!d_acc)
+            continue;
+        da = d_acc + i * C_COUNT;
+        dop = d_opt + i * C_COUNT;
+        dacc /= acc;
+        dnet /= net;
+        memset(da, 0, C_COUNT * sizeof(double));
+        memset(dop, 0, C_COUNT * sizeof(double));
+        da[C_AC] = 1.0 / acc;
+        da[C_BC] = m[i] / acc;
+        da[C_D] = k1 / acc;
+        dop[C_AC] = dacc;
+        dop[C_BC] = dacc * m[i];
+        dop[C_D] = dacc * k1;
+        if (nodes > 1) {
+            dop[C_AN] = dnet;
+            dop[C_BN] = dnet * q;
+            dop[C_C2] = two ? dnet * k1 : 0.0;
+        } else if (replicas > 1) {
+            dop[C_AR] = dnet;
+            dop[C_BR] = dnet * q;
+        }
+        dop[C_G] = dg;
     }
-    d_opt[C_G] = dg;
+}
+
+static void castor_predict(const double *th, const struct tput_point *x, double *log_acc,
+                           double *log_opt, double *d_acc, double *d_opt)
+{
+    castor_predict_group(th, x->nodes, x->replicas, &x->local_bsz, 1, log_acc, log_opt, d_acc,
+                         d_opt);
 }
 
 /* As Pollux: gamma pulled towards no overlap, little growth of sync relative to its constant. */
@@ -124,6 +140,7 @@ const struct tput_model_ops tput_model_castor = {
     .upper = castor_upper,
     .time_param = castor_time,
     .predict = castor_predict,
+    .predict_group = castor_predict_group,
     .regularizer = castor_regularizer,
     .pin = castor_pin,
     .post_fit = castor_post_fit,

@@ -142,6 +142,42 @@ static void tput_predict__gradients_match_differences(void **state)
     }
 }
 
+/* A model's group prediction (points sharing nodes and replicas) equals its point prediction,
+ * values and derivatives. */
+static void tput_predict_group__matches_predict(void **state)
+{
+    const double m[4] = {8, 32, 100, 700};
+    const int shapes[][2] = {{1, 1}, {1, 4}, {2, 6}, {3, 12}, {16, 64}};
+
+    (void)state;
+    for (size_t k = 0; tput_models[k]; k++) {
+        const struct tput_model_ops *ops = tput_models[k];
+        double th[TPUT_MAX_PARAMS];
+
+        if (!ops->predict_group)
+            continue;
+        for (int i = 0; i < ops->nparams; i++)
+            th[i] = ops->init[i] * (1.0 + 0.3 * i) + (ops->lower[i] == ops->init[i] ? 0.1 : 0.0);
+        for (size_t sh = 0; sh < sizeof(shapes) / sizeof(shapes[0]); sh++) {
+            double la[4], lo[4], da[4 * TPUT_MAX_PARAMS], dop[4 * TPUT_MAX_PARAMS];
+
+            ops->predict_group(th, shapes[sh][0], shapes[sh][1], m, 4, la, lo, da, dop);
+            for (int i = 0; i < 4; i++) {
+                struct tput_point x = {shapes[sh][0], shapes[sh][1], m[i]};
+                double a, o, pa[TPUT_MAX_PARAMS], po[TPUT_MAX_PARAMS];
+
+                ops->predict(th, &x, &a, &o, pa, po);
+                assert_float_equal(la[i], a, 1e-14);
+                assert_float_equal(lo[i], o, 1e-14);
+                for (int q = 0; q < ops->nparams; q++) {
+                    assert_float_equal(da[i * ops->nparams + q], pa[q], 1e-14);
+                    assert_float_equal(dop[i * ops->nparams + q], po[q], 1e-14);
+                }
+            }
+        }
+    }
+}
+
 static void tput_model_find__names(void **state)
 {
     (void)state;
@@ -176,6 +212,7 @@ int main(void)
         cmocka_unit_test(tput_overlap__large_gamma_is_nearly_max),
         cmocka_unit_test(tput_castor__hand_computed),
         cmocka_unit_test(tput_predict__gradients_match_differences),
+        cmocka_unit_test(tput_predict_group__matches_predict),
         cmocka_unit_test(tput_model_find__names),
         cmocka_unit_test(tput_exploration_limit__caps),
     };
