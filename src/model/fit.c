@@ -38,23 +38,27 @@ static void fit_groups_free(struct fit_groups *g)
     free(g->dop);
 }
 
-static const struct profile *fit_sort_prof;
+struct fit_key {
+    int nodes, replicas;
+    size_t idx;
+};
 
-static int fit_group_cmp(const void *a, const void *b)
+static int fit_key_cmp(const void *a, const void *b)
 {
-    const struct tput_point *x = &fit_sort_prof->entries[*(const size_t *)a].x;
-    const struct tput_point *y = &fit_sort_prof->entries[*(const size_t *)b].x;
+    const struct fit_key *x = a, *y = b;
 
     if (x->nodes != y->nodes)
         return x->nodes - y->nodes;
-    return x->replicas - y->replicas;
+    if (x->replicas != y->replicas)
+        return x->replicas - y->replicas;
+    return (x->idx > y->idx) - (x->idx < y->idx);
 }
 
-/* Errors: ERR_NOMEM (g is then freed). The sort uses a file-level pointer: not re-entrant across
- * threads, like the rest of the fit's callers today. */
+/* Errors: ERR_NOMEM (g is then freed). */
 static int fit_groups_build(const struct profile *prof, int np, struct fit_groups *g)
 {
     size_t n = prof->n;
+    struct fit_key *keys = malloc(n * sizeof(*keys));
 
     memset(g, 0, sizeof(*g));
     g->n = n;
@@ -65,22 +69,26 @@ static int fit_groups_build(const struct profile *prof, int np, struct fit_group
     g->lo = malloc(n * sizeof(double));
     g->da = malloc(n * (size_t)np * sizeof(double));
     g->dop = malloc(n * (size_t)np * sizeof(double));
-    if (!g->idx || !g->m || !g->start || !g->la || !g->lo || !g->da || !g->dop) {
+    if (!keys || !g->idx || !g->m || !g->start || !g->la || !g->lo || !g->da || !g->dop) {
+        free(keys);
         fit_groups_free(g);
         return ERR_NOMEM;
     }
-    for (size_t i = 0; i < n; i++)
-        g->idx[i] = i;
-    fit_sort_prof = prof;
-    qsort(g->idx, n, sizeof(size_t), fit_group_cmp);
     for (size_t i = 0; i < n; i++) {
-        const struct tput_point *x = &prof->entries[g->idx[i]].x;
-
-        g->m[i] = x->local_bsz;
-        if (i == 0 || fit_group_cmp(&g->idx[i - 1], &g->idx[i]) != 0)
+        keys[i].nodes = prof->entries[i].x.nodes;
+        keys[i].replicas = prof->entries[i].x.replicas;
+        keys[i].idx = i;
+    }
+    qsort(keys, n, sizeof(*keys), fit_key_cmp);
+    for (size_t i = 0; i < n; i++) {
+        g->idx[i] = keys[i].idx;
+        g->m[i] = prof->entries[keys[i].idx].x.local_bsz;
+        if (i == 0 || keys[i].nodes != keys[i - 1].nodes ||
+            keys[i].replicas != keys[i - 1].replicas)
             g->start[g->ngroups++] = i;
     }
     g->start[g->ngroups] = n;
+    free(keys);
     return 0;
 }
 
