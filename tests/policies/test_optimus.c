@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "policies/alloc_rows.h"
+
 #include "policies/policy.h"
 #include "util/error.h"
 
@@ -84,22 +86,6 @@ static int world_teardown(void **state)
     alloc_free(w->out);
     test_free(w);
     return 0;
-}
-
-/* Give job j of a the replicas on nodes[0..n-1], in that order. */
-static void set_row(struct alloc *a, int j, const int *nodes, int n)
-{
-    alloc_clear_job(a, j);
-    for (int i = 0; i < n; i++)
-        assert_int_equal(alloc_add(a, j, nodes[i], 1), 0);
-}
-
-/* Job j of a holds exactly the replicas on nodes[0..n-1], in that order. */
-static void assert_row(const struct alloc *a, int j, const int *nodes, int n)
-{
-    assert_int_equal(a->count[j], n);
-    for (int i = 0; i < n; i++)
-        assert_int_equal(a->node[j * a->width + i], nodes[i]);
 }
 
 /* Decide as the caller does: out starts as a copy of the current allocation. */

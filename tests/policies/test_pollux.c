@@ -9,6 +9,8 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "policies/alloc_rows.h"
+
 #include "policies/policy.h"
 #include "util/error.h"
 
@@ -90,22 +92,6 @@ static void give_model(struct world *w, int j, const struct tput_params *tp)
     w->jobs[j].has_model = 1;
     w->jobs[j].tput = *tp;
     w->jobs[j].max_profiled_replicas = 4;
-}
-
-/* Give job j of a the replicas on nodes[0..n-1], in that order. */
-static void set_row(struct alloc *a, int j, const int *nodes, int n)
-{
-    alloc_clear_job(a, j);
-    for (int i = 0; i < n; i++)
-        assert_int_equal(alloc_add(a, j, nodes[i], 1), 0);
-}
-
-/* Job j of a holds exactly the replicas on nodes[0..n-1], in that order. */
-static void assert_row(const struct alloc *a, int j, const int *nodes, int n)
-{
-    assert_int_equal(a->count[j], n);
-    for (int i = 0; i < n; i++)
-        assert_int_equal(a->node[j * a->width + i], nodes[i]);
 }
 
 /* Decide as the caller does: out starts as a copy of the current allocation. */

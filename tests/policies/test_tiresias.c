@@ -5,6 +5,8 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "policies/alloc_rows.h"
+
 #include "policies/policy.h"
 #include "util/error.h"
 
@@ -82,14 +84,6 @@ static int decide(struct world *w)
     assert_int_equal(alloc_new(w->s.njobs, NODES, NODES * GPUS_PER_NODE, &w->out), 0);
     alloc_copy(w->out, w->cur);
     return policy_tiresias.allocate(w->ctx, &w->s, 3, w->out);
-}
-
-/* Job j of a holds exactly the replicas on nodes[0..n-1], in that order. */
-static void assert_row(const struct alloc *a, int j, const int *nodes, int n)
-{
-    assert_int_equal(a->count[j], n);
-    for (int i = 0; i < n; i++)
-        assert_int_equal(a->node[j * a->width + i], nodes[i]);
 }
 
 /* 8 GPUs, gangs a 4, b 6, c 2 in queue 0: a runs (4 left), b does not fit and waits, c, behind
