@@ -5,7 +5,7 @@ set(TEN "${CASTOR_TEST_DATA}/workloads/ten.csv")
 set(WBAD "${CASTOR_TEST_DATA}/workloads_bad")
 set(EXPECT_FILE "${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_file.sh")
 
-foreach(policy pollux optimus tiresias)
+foreach(policy pollux optimus tiresias castor)
   castor_cli_test(simulate_ten_${policy} 0 "ten ${policy}: average JCT"
     simulate --workload ${TEN} --policy ${policy})
 endforeach()
