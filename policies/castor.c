@@ -3,7 +3,8 @@
  * weighted utility of its goodput speedup over one GPU: jobs that have received little service
  * weigh more (least attained service, approximating shortest-remaining-first without an oracle),
  * and a change of allocation is priced by the progress its restart costs over the job's expected
- * horizon, with a hysteresis margin. The counts are then placed: jobs that keep their count keep
+ * horizon, with a hysteresis margin; GPUs nobody wants at that price are then offered without the
+ * margin or the exploration limit. The counts are then placed: jobs that keep their count keep
  * their GPUs, the others are placed largest first, consolidated, one distributed job per node.
  * docs/scheduler.md describes the algorithm, its cost and what was measured. */
 #include <math.h>
@@ -17,26 +18,31 @@
 #define CASTOR_EPS 1e-3
 
 struct castor {
-    double p;           /* utility exponent (power mean) */
-    double delta;       /* restart penalty, seconds */
-    double las_scale;   /* GPU-seconds: the unit of attained service in the weight */
-    double las_pow;     /* weight = (1 + attained / las_scale)^-las_pow */
-    double min_horizon; /* seconds: the shortest horizon a restart is priced over */
-    double hysteresis;  /* relative gain a job's change must bring */
+    double p;               /* utility exponent (power mean) */
+    double delta;           /* restart penalty, seconds */
+    double las_scale;       /* GPU-seconds: the unit of attained service in the weight */
+    double las_pow;         /* weight = (1 + attained / las_scale)^-las_pow */
+    double min_horizon;     /* seconds: the shortest horizon a restart is priced over */
+    double hysteresis;      /* relative gain a job's change must bring */
+    double idle_hysteresis; /* the same, for GPUs that no job wants otherwise; <0: no idle phase */
+    double idle_explore;    /* the idle phase's exploration limit, times the replicas measured
+                               (0: none; the batch, owner's and cluster limits still apply) */
     int avoid_interference;
 };
 
 struct castor_job {
-    int maxr;     /* replicas allowed (owner's limit, exploration limit, batch limit) */
-    double base;  /* goodput on one GPU (speedup 1) */
-    double w;     /* weight */
-    double keepf; /* factor on the speedup when the job's GPUs change */
-    int cur_r;    /* replicas held now */
-    int cur_n;    /* nodes held now */
-    double *good; /* goodput on r replicas packed onto the fewest nodes; NAN = not computed */
-    int count;    /* the greedy's count */
-    int placed;   /* replicas placed */
-    int keep;     /* keeps its current GPUs */
+    int maxr;          /* replicas allowed (owner's limit, exploration limit, batch limit) */
+    int maxr_idle;     /* replicas allowed for otherwise idle GPUs */
+    double keepf_idle; /* keepf with the idle hysteresis */
+    double base;       /* goodput on one GPU (speedup 1) */
+    double w;          /* weight */
+    double keepf;      /* factor on the speedup when the job's GPUs change */
+    int cur_r;         /* replicas held now */
+    int cur_n;         /* nodes held now */
+    double *good;      /* goodput on r replicas packed onto the fewest nodes; NAN = not computed */
+    int count;         /* the greedy's count */
+    int placed;        /* replicas placed */
+    int keep;          /* keeps its current GPUs */
 };
 
 static int castor_create(const struct policy_config *cfg, void **ctx)
@@ -51,6 +57,8 @@ static int castor_create(const struct policy_config *cfg, void **ctx)
     c->las_pow = 0.25;
     c->min_horizon = 300.0;
     c->hysteresis = 0.2;
+    c->idle_hysteresis = 0.0;
+    c->idle_explore = 0.0;
     c->avoid_interference = !cfg->no_interference_avoidance;
     *ctx = c;
     return 0;
@@ -122,6 +130,27 @@ static double castor_best_utility(const struct castor *c, const struct snap_job 
     return u;
 }
 
+/* The replica limit: the owner's, `explore` times the replicas measured (at least 1; explore 0:
+ * no exploration limit once measured, 1 before), the batch limit, the cluster. */
+static int castor_maxr(const struct snap_job *sj, double explore, int gpus)
+{
+    int maxr = explore > 0 ? (int)(explore * sj->max_profiled_replicas)
+                           : (sj->max_profiled_replicas > 0 ? gpus : 1);
+
+    if (maxr < 1)
+        maxr = 1;
+    if (maxr > gpus)
+        maxr = gpus;
+    if (sj->lim.min_local > 0 && sj->lim.max_bsz > 0 &&
+        floor(sj->lim.max_bsz / sj->lim.min_local) < maxr)
+        maxr = (int)floor(sj->lim.max_bsz / sj->lim.min_local);
+    if (sj->max_replicas > 0 && sj->max_replicas < maxr)
+        maxr = sj->max_replicas;
+    if (maxr < 1)
+        maxr = 1;
+    return maxr;
+}
+
 static int castor_prepare(const struct castor *c, const struct snapshot *s, struct castor_job *cj)
 {
     int gpus = snapshot_gpus(s);
@@ -130,24 +159,17 @@ static int castor_prepare(const struct castor *c, const struct snapshot *s, stru
         const struct snap_job *sj = &s->jobs[j];
         struct castor_job *q = &cj[j];
         double age = s->now - sj->submit_time, horizon;
-        int maxr = 2 * sj->max_profiled_replicas;
+        int maxr = castor_maxr(sj, 2.0, gpus);
+        int maxi = c->idle_hysteresis >= 0 ? castor_maxr(sj, c->idle_explore, gpus) : maxr;
 
-        if (maxr < 1)
-            maxr = 1;
-        if (maxr > gpus)
-            maxr = gpus;
-        if (sj->lim.min_local > 0 && sj->lim.max_bsz > 0 &&
-            floor(sj->lim.max_bsz / sj->lim.min_local) < maxr)
-            maxr = (int)floor(sj->lim.max_bsz / sj->lim.min_local);
-        if (sj->max_replicas > 0 && sj->max_replicas < maxr)
-            maxr = sj->max_replicas;
-        if (maxr < 1)
-            maxr = 1;
+        if (maxi < maxr)
+            maxi = maxr;
         q->maxr = maxr;
-        q->good = malloc((size_t)(maxr + 1) * sizeof(double));
+        q->maxr_idle = maxi;
+        q->good = malloc((size_t)(maxi + 1) * sizeof(double));
         if (!q->good)
             return ERR_NOMEM;
-        for (int r = 0; r <= maxr; r++)
+        for (int r = 0; r <= maxi; r++)
             q->good[r] = NAN;
         q->base = 0;
         if (sj->has_model)
@@ -157,6 +179,7 @@ static int castor_prepare(const struct castor *c, const struct snapshot *s, stru
          * remaining time of a job that has run that long */
         horizon = age > c->min_horizon ? age : c->min_horizon;
         q->keepf = horizon > c->delta ? 1.0 - c->delta / horizon : 0.0;
+        q->keepf_idle = q->keepf / (1.0 + (c->idle_hysteresis > 0 ? c->idle_hysteresis : 0));
         q->keepf /= 1.0 + c->hysteresis;
         q->cur_r = s->current->count[j];
         q->cur_n = alloc_nodes_used(s->current, j);
@@ -253,29 +276,43 @@ static int castor_choose_counts(const struct castor *c, const struct snapshot *s
         rc = ERR_NOMEM;
         goto out;
     }
-    for (int j = 0; j < J; j++) {
-        double k;
-        int to = castor_next(c, &s->jobs[j], &cj[j], gpn, free_gpus, &k);
-
-        if (to > 0)
-            castor_heap_push(&h, (struct castor_heap_item){k, j, to, 0});
-    }
-    while (h.n > 0 && free_gpus > 0) {
-        struct castor_heap_item it = castor_heap_pop(&h);
-        struct castor_job *q = &cj[it.j];
-        double k;
-        int to;
-
-        if (it.ver != ver[it.j])
-            continue;
-        if (it.to - q->count <= free_gpus) {
-            free_gpus -= it.to - q->count;
-            q->count = it.to;
+    for (int phase = 0; phase < 2 && free_gpus > 0; phase++) {
+        if (phase == 1) {
+            /* GPUs no job wanted at the full price: offer them with the idle hysteresis and
+             * exploration limit */
+            if (c->idle_hysteresis < 0)
+                break;
+            for (int j = 0; j < J; j++) {
+                cj[j].keepf = cj[j].keepf_idle;
+                cj[j].maxr = cj[j].maxr_idle;
+                ver[j]++;
+            }
+            h.n = 0;
         }
-        ver[it.j]++;
-        to = castor_next(c, &s->jobs[it.j], q, gpn, free_gpus, &k);
-        if (to > 0)
-            castor_heap_push(&h, (struct castor_heap_item){k, it.j, to, ver[it.j]});
+        for (int j = 0; j < J; j++) {
+            double k;
+            int to = castor_next(c, &s->jobs[j], &cj[j], gpn, free_gpus, &k);
+
+            if (to > 0)
+                castor_heap_push(&h, (struct castor_heap_item){k, j, to, ver[j]});
+        }
+        while (h.n > 0 && free_gpus > 0) {
+            struct castor_heap_item it = castor_heap_pop(&h);
+            struct castor_job *q = &cj[it.j];
+            double k;
+            int to;
+
+            if (it.ver != ver[it.j])
+                continue;
+            if (it.to - q->count <= free_gpus) {
+                free_gpus -= it.to - q->count;
+                q->count = it.to;
+            }
+            ver[it.j]++;
+            to = castor_next(c, &s->jobs[it.j], q, gpn, free_gpus, &k);
+            if (to > 0)
+                castor_heap_push(&h, (struct castor_heap_item){k, it.j, to, ver[it.j]});
+        }
     }
 out:
     free(h.v);

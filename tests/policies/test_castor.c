@@ -182,7 +182,9 @@ static void castor_allocate__newcomer_takes_from_long_served_job(void **state)
 }
 
 /* The owner's limit caps a job, and shrinks a job that holds more than it now allows; the
- * exploration limit caps b (measured on 2, so 4 at most). Everyone fits: a 2, b 4, c 1. */
+ * exploration limit caps b (measured on 2, so 4 at most) while GPUs are contested: a 2, b 4, c 1.
+ * (Changed with the idle phase: the one GPU nobody else wants then goes to b beyond its
+ * exploration limit, as b's gain from it pays its restart, so b ends with 5.) */
 static void castor_allocate__owner_and_exploration_limits_cap(void **state)
 {
     struct world *w = *state;
@@ -194,7 +196,7 @@ static void castor_allocate__owner_and_exploration_limits_cap(void **state)
     set_row(w->cur, 0, (int[]){0, 0, 0}, 3);
     assert_int_equal(decide(w), 0);
     assert_int_equal(w->out->count[0], 2);
-    assert_int_equal(w->out->count[1], 4);
+    assert_int_equal(w->out->count[1], 5);
     assert_int_equal(w->out->count[2], 1);
 }
 
@@ -284,7 +286,9 @@ static void castor_allocate__random_snapshots_respect_constraints(void **state)
         assert_int_equal(decide_on(&s, &cfg, (uint64_t)t, again), 0);
         memset(used, 0, sizeof(used));
         for (int j = 0; j < nj; j++) {
-            int limit = jobs[j].max_profiled_replicas > 0 ? 2 * jobs[j].max_profiled_replicas : 1;
+            /* never measured: 1; measured: the exploration limit (2x) binds only while GPUs are
+             * contested, idle GPUs may take a job up to the cluster (no batch limit here) */
+            int limit = jobs[j].max_profiled_replicas > 0 ? nn * gpn : 1;
 
             assert_true(alloc_job_equal(out, j, again, j));
             assert_true(out->count[j] <= limit);
