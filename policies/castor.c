@@ -320,72 +320,6 @@ out:
     return rc;
 }
 
-/* Try to place job j's r replicas: on one node if one fits them (the tightest), else on whole free
- * nodes plus the tightest node for the rest, else on the nodes with the most free GPUs; a job on
- * several nodes uses only nodes without another distributed job (when interference is avoided).
- * Returns 1 if placed (free and dist updated), 0 if it cannot be, or an error. */
-static int castor_try_place(const struct castor *c, const struct snapshot *s, struct alloc *out,
-                            int j, int r, int *free, int *dist)
-{
-    int pick = -1, need = r, avail = 0, rc;
-
-    for (int i = 0; i < s->nnodes; i++)
-        if (free[i] >= r && (pick < 0 || free[i] < free[pick]))
-            pick = i;
-    if (pick >= 0) {
-        if ((rc = alloc_add(out, j, pick, r)) < 0)
-            return rc;
-        free[pick] -= r;
-        return 1;
-    }
-    for (int i = 0; i < s->nnodes; i++)
-        if (!(c->avoid_interference && dist[i]))
-            avail += free[i];
-    if (avail < r)
-        return 0;
-    while (need > 0) {
-        int take;
-
-        pick = -1;
-        for (int i = 0; i < s->nnodes; i++) {
-            if (free[i] == 0 || (c->avoid_interference && dist[i]))
-                continue;
-            if (need >= s->nodes[i].gpus ? free[i] == s->nodes[i].gpus : free[i] >= need) {
-                if (pick < 0 || (need < s->nodes[i].gpus && free[i] < free[pick]))
-                    pick = i;
-                if (need >= s->nodes[i].gpus)
-                    break;
-            }
-        }
-        if (pick < 0)
-            for (int i = 0; i < s->nnodes; i++)
-                if (free[i] > 0 && !(c->avoid_interference && dist[i]) &&
-                    (pick < 0 || free[i] > free[pick]))
-                    pick = i;
-        take = free[pick] < need ? free[pick] : need;
-        if ((rc = alloc_add(out, j, pick, take)) < 0)
-            return rc;
-        free[pick] -= take;
-        need -= take;
-    }
-    for (int k = 0; k < out->count[j]; k++)
-        dist[out->node[(size_t)j * (size_t)out->width + (size_t)k]] = 1;
-    return 1;
-}
-
-/* Place job j with its count, or fewer replicas when the free nodes cannot take that many. */
-static int castor_place(const struct castor *c, const struct snapshot *s, struct alloc *out, int j,
-                        int r, int *free, int *dist)
-{
-    for (; r > 0; r--) {
-        int rc = castor_try_place(c, s, out, j, r, free, dist);
-
-        if (rc != 0)
-            return rc < 0 ? rc : r;
-    }
-    return 0;
-}
-
 static int castor_cmp_count_desc(const void *a, const void *b, const struct castor_job *cj)
 {
     int ja = *(const int *)a, jb = *(const int *)b;
@@ -472,7 +406,8 @@ static int castor_allocate(void *ctx, const struct snapshot *s, uint64_t seed, s
 
         if (cj[j].keep || cj[j].count == 0)
             continue;
-        if ((rc = castor_place(c, s, out, j, cj[j].count, free_gpus, dist)) < 0)
+        if ((rc = policy_place_shrinking(out, j, cj[j].count, s, free_gpus, dist,
+                                         c->avoid_interference)) < 0)
             goto out;
         cj[j].placed = rc;
         rc = 0;

@@ -25,3 +25,65 @@ int policy_fill_most_free(struct alloc *out, int j, int n, int *free)
     }
     return 0;
 }
+
+int policy_place_consolidated(struct alloc *out, int j, int r, const struct snapshot *s, int *free,
+                              int *dist, int avoid)
+{
+    int pick = -1, need = r, avail = 0, rc;
+
+    for (int i = 0; i < s->nnodes; i++)
+        if (free[i] >= r && (pick < 0 || free[i] < free[pick]))
+            pick = i;
+    if (pick >= 0) {
+        if ((rc = alloc_add(out, j, pick, r)) < 0)
+            return rc;
+        free[pick] -= r;
+        return 1;
+    }
+    /* several nodes: only those a distributed job may use */
+    for (int i = 0; i < s->nnodes; i++)
+        if (!(avoid && dist[i]))
+            avail += free[i];
+    if (avail < r)
+        return 0;
+    while (need > 0) {
+        int take;
+
+        pick = -1;
+        for (int i = 0; i < s->nnodes; i++) {
+            if (free[i] == 0 || (avoid && dist[i]))
+                continue;
+            if (need >= s->nodes[i].gpus ? free[i] == s->nodes[i].gpus : free[i] >= need) {
+                /* a whole free node for a full share, the tightest fit for the remainder */
+                if (pick < 0 || (need < s->nodes[i].gpus && free[i] < free[pick]))
+                    pick = i;
+                if (need >= s->nodes[i].gpus)
+                    break;
+            }
+        }
+        if (pick < 0) /* fragmented: the node with the most free GPUs */
+            for (int i = 0; i < s->nnodes; i++)
+                if (free[i] > 0 && !(avoid && dist[i]) && (pick < 0 || free[i] > free[pick]))
+                    pick = i;
+        take = free[pick] < need ? free[pick] : need;
+        if ((rc = alloc_add(out, j, pick, take)) < 0)
+            return rc;
+        free[pick] -= take;
+        need -= take;
+    }
+    for (int k = 0; k < out->count[j]; k++)
+        dist[out->node[(size_t)j * (size_t)out->width + (size_t)k]] = 1;
+    return 1;
+}
+
+int policy_place_shrinking(struct alloc *out, int j, int r, const struct snapshot *s, int *free,
+                           int *dist, int avoid)
+{
+    for (; r > 0; r--) {
+        int rc = policy_place_consolidated(out, j, r, s, free, dist, avoid);
+
+        if (rc != 0)
+            return rc < 0 ? rc : r;
+    }
+    return 0;
+}

@@ -72,4 +72,19 @@ double policy_pollux_fitness(const struct policy_config *cfg, const struct snaps
  * updated. ERR_RANGE if fewer than n GPUs are free. */
 int policy_fill_most_free(struct alloc *out, int j, int n, int *free);
 
+/*
+ * Place job j's r replicas consolidated: on the tightest node that holds them all, else whole free
+ * nodes plus the tightest node for the rest, else the nodes with the most free GPUs; when avoid is
+ * set, a job on several nodes uses only nodes without another distributed job (dist[n] != 0), and
+ * marks the nodes it uses. free and dist (nnodes values each) are updated. Returns 1 when placed,
+ * 0 when the free nodes cannot take r replicas (nothing changes), or an error from alloc_add.
+ */
+int policy_place_consolidated(struct alloc *out, int j, int r, const struct snapshot *s, int *free,
+                              int *dist, int avoid);
+
+/* As policy_place_consolidated with r replicas, else r - 1, ... ; returns how many were placed
+ * (0 if none could be) or an error. */
+int policy_place_shrinking(struct alloc *out, int j, int r, const struct snapshot *s, int *free,
+                           int *dist, int avoid);
+
 #endif

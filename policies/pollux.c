@@ -277,78 +277,6 @@ out:
     return rc;
 }
 
-/* Try to place job j's r replicas: on one node if one fits them (the tightest), else on whole free
- * nodes plus the tightest node for the rest, else on the nodes with the most free GPUs; a job on
- * several nodes uses only nodes without another distributed job (when interference is avoided).
- * Returns 1 if placed (free and distributed_on updated), 0 if it cannot be, or an error. */
-static int pollux_try_place(const struct pollux *p, struct alloc *out, int j, int r, int *free,
-                            const struct snapshot *s, int *distributed_on)
-{
-    int pick = -1, need = r, avail = 0, rc;
-
-    for (int i = 0; i < s->nnodes; i++)
-        if (free[i] >= r && (pick < 0 || free[i] < free[pick]))
-            pick = i;
-    if (pick >= 0) {
-        if ((rc = alloc_add(out, j, pick, r)) < 0)
-            return rc;
-        free[pick] -= r;
-        return 1;
-    }
-    /* several nodes: only those a distributed job may use */
-    for (int i = 0; i < s->nnodes; i++)
-        if (!(p->avoid_interference && distributed_on[i]))
-            avail += free[i];
-    if (avail < r)
-        return 0;
-    while (need > 0) {
-        pick = -1;
-        for (int i = 0; i < s->nnodes; i++) {
-            if (free[i] == 0 || (p->avoid_interference && distributed_on[i]))
-                continue;
-            if (need >= s->nodes[i].gpus ? free[i] == s->nodes[i].gpus : free[i] >= need) {
-                /* a whole free node for a full share, the tightest fit for the remainder */
-                if (pick < 0 || (need < s->nodes[i].gpus && free[i] < free[pick]))
-                    pick = i;
-                if (need >= s->nodes[i].gpus)
-                    break;
-            }
-        }
-        if (pick < 0) /* fragmented: the node with the most free GPUs */
-            for (int i = 0; i < s->nnodes; i++)
-                if (free[i] > 0 && !(p->avoid_interference && distributed_on[i]) &&
-                    (pick < 0 || free[i] > free[pick]))
-                    pick = i;
-        {
-            int take = free[pick] < need ? free[pick] : need;
-
-            if ((rc = alloc_add(out, j, pick, take)) < 0)
-                return rc;
-            free[pick] -= take;
-            need -= take;
-        }
-    }
-    for (int k = 0; k < out->count[j]; k++)
-        distributed_on[out->node[(size_t)j * (size_t)out->width + (size_t)k]] = 1;
-    return 1;
-}
-
-/* Place job j with the count chosen for it, or with fewer replicas when the nodes left cannot
- * take that many; returns the replicas placed. */
-static int pollux_place(const struct pollux *p, struct alloc *out, int j, int r, int *free,
-                        const struct snapshot *s, int *distributed_on)
-{
-    for (; r > 0; r--) {
-        int rc = pollux_try_place(p, out, j, r, free, s, distributed_on);
-
-        if (rc < 0)
-            return rc;
-        if (rc == 1)
-            return r;
-    }
-    return 0;
-}
-
 /* Local search over placements: the counts step assumes every job sits on the fewest nodes, which
  * fragmentation and the one-distributed-job-per-node rule can make impossible. Starting from the
  * better of the placed counts and the current allocation, repeatedly apply the single best move
@@ -801,7 +729,8 @@ static int pollux_allocate(void *ctx, const struct snapshot *s, uint64_t seed, s
 
         if (keep[j] || count[j] == 0)
             continue;
-        if ((rc = pollux_place(p, cand, j, count[j], free_gpus, s, dist)) < 0)
+        if ((rc = policy_place_shrinking(cand, j, count[j], s, free_gpus, dist,
+                                         p->avoid_interference)) < 0)
             goto out;
     }
     /* improve both the placed counts and the current allocation; keep the fitter */
