@@ -10,88 +10,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "policies/policy.h"
+#include "policies/small_world.h"
 #include "util/error.h"
-
-#define NODES 2
-#define GPUS_PER_NODE 4
-#define GPUS (NODES * GPUS_PER_NODE)
-#define JOBS 3
-#define NOW 1e6 /* old jobs: submitted at 0, so a restart costs them almost nothing */
-
-/* Throughput models as in test_pollux.c (the published Pollux model, batch fixed at M0 = 840,
- * efficiency 1). perfect: speedup r (to 1e-7). syncbound: speedups over one GPU 1, 0.59, 0.66,
- * 0.69 on 1 to 4 GPUs: one GPU is its best. */
-static const struct tput_params perfect = {.ops = &tput_model_pollux,
-                                           .theta = {1e-8, 0.001, 1e-8, 1e-8, 1e-8, 1e-8, 1.0}};
-static const struct tput_params syncbound = {.ops = &tput_model_pollux,
-                                             .theta = {1e-8, 0.001, 2.0, 1e-8, 1.0, 1e-8, 1.0}};
-
-struct world {
-    struct snap_node nodes[NODES];
-    struct snap_job jobs[JOBS];
-    struct alloc *cur, *out;
-    struct snapshot s;
-    struct policy_config cfg;
-};
-
-/* NODES x GPUS_PER_NODE GPUs and JOBS old jobs without a model, never profiled, holding nothing. */
-static int world_setup(void **state)
-{
-    static const char *names[JOBS] = {"a", "b", "c"};
-    struct world *w = test_calloc(1, sizeof(*w));
-
-    assert_non_null(w);
-    for (int i = 0; i < NODES; i++)
-        w->nodes[i].gpus = GPUS_PER_NODE;
-    for (int j = 0; j < JOBS; j++) {
-        w->jobs[j].name = names[j];
-        w->jobs[j].lim.init_bsz = 840;
-        w->jobs[j].grad = (struct grad_params){.sqr = 0.0, .var = 1.0};
-    }
-    assert_int_equal(alloc_new(JOBS, NODES, GPUS, &w->cur), 0);
-    assert_int_equal(alloc_new(JOBS, NODES, GPUS, &w->out), 0);
-    w->s = (struct snapshot){.now = NOW,
-                             .nnodes = NODES,
-                             .nodes = w->nodes,
-                             .njobs = JOBS,
-                             .jobs = w->jobs,
-                             .current = w->cur};
-    *state = w;
-    return 0;
-}
-
-static int world_teardown(void **state)
-{
-    struct world *w = *state;
-
-    alloc_free(w->cur);
-    alloc_free(w->out);
-    test_free(w);
-    return 0;
-}
-
-/* Job j gets throughput model tp, profiled up to 4 replicas (so it may take 8). */
-static void give_model(struct world *w, int j, const struct tput_params *tp)
-{
-    w->jobs[j].has_model = 1;
-    w->jobs[j].tput = *tp;
-    w->jobs[j].max_profiled_replicas = 4;
-}
-
-static void set_row(struct alloc *a, int j, const int *nodes, int n)
-{
-    alloc_clear_job(a, j);
-    for (int i = 0; i < n; i++)
-        assert_int_equal(alloc_add(a, j, nodes[i], 1), 0);
-}
-
-static void assert_row(const struct alloc *a, int j, const int *nodes, int n)
-{
-    assert_int_equal(a->count[j], n);
-    for (int i = 0; i < n; i++)
-        assert_int_equal(a->node[j * a->width + i], nodes[i]);
-}
 
 /* Decide as the caller does: out starts as a copy of the current allocation. */
 static int decide_on(const struct snapshot *s, const struct policy_config *cfg, uint64_t seed,
