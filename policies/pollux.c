@@ -15,6 +15,7 @@
 
 #define POLLUX_EPS 1e-3
 #define POLLUX_MAX_NODES_PER_JOB 16
+#define POLLUX_CHAINS 8 /* three-job moves tried per decision, after the local search settles */
 
 struct pollux {
     double p;     /* power mean exponent */
@@ -429,12 +430,88 @@ static int ls_make_row(struct pollux_ls *ls, int j, int r, int fresh, int *row)
     return 1;
 }
 
+/*
+ * When no one- or two-job move helps: a chain of three. Job j grows by one on a full node n it
+ * uses; job k moves its replica from n to a node m; job l gives up one replica on m to make room.
+ * Applies the best such chain that raises the objective; returns 1 if one was applied.
+ */
+static int pollux_chain(struct pollux_ls *ls, struct pollux_job *pj)
+{
+    int N = ls->N, *rl = ls->row + 4 * (size_t)N, *save = malloc((size_t)N * 3 * sizeof(int));
+    int *bj_row = save + N, *bk_row = save + 2 * N, bj = -1, bk = -1, bl = -1, r;
+    double best = 1e-12;
+
+    if (!save)
+        return 0;
+    for (int j = 0; j < ls->J; j++) {
+        const int *cj = ls->cnt + (size_t)j * N;
+
+        ls_nodes(cj, N, &r);
+        if (r == 0 || r >= pj[j].maxr)
+            continue;
+        for (int n = 0; n < N; n++) {
+            if (cj[n] == 0 || ls->used[n] < ls->s->nodes[n].gpus)
+                continue;
+            for (int k = 0; k < ls->J; k++) {
+                if (k == j || ls->cnt[(size_t)k * N + n] == 0)
+                    continue;
+                for (int m = 0; m < N; m++) {
+                    if (m == n || ls->used[m] < ls->s->nodes[m].gpus)
+                        continue;
+                    for (int l = 0; l < ls->J; l++) {
+                        const int *cl = ls->cnt + (size_t)l * N;
+                        double ul = ls->u[l], d;
+
+                        if (l == j || l == k || cl[m] == 0)
+                            continue;
+                        /* l gives one up on m, then j and k move as in the relocate move */
+                        memcpy(save, cl, (size_t)N * sizeof(int));
+                        memcpy(rl, cl, (size_t)N * sizeof(int));
+                        rl[m]--;
+                        ls_apply(ls, l, rl);
+                        memcpy(ls->row, cj, (size_t)N * sizeof(int));
+                        memcpy(ls->row2, ls->cnt + (size_t)k * N, (size_t)N * sizeof(int));
+                        ls->row[n]++;
+                        ls->row2[n]--;
+                        ls->row2[m]++;
+                        if (ls_feasible(ls, j, ls->row, k, ls->row2)) {
+                            d = ls_utility(ls, j, ls->row) + ls_utility(ls, k, ls->row2) -
+                                ls->u[j] - ls->u[k] + ls->u[l] - ul;
+                            if (d > best) {
+                                best = d, bj = j, bk = k, bl = l;
+                                memcpy(bj_row, ls->row, (size_t)N * sizeof(int));
+                                memcpy(bk_row, ls->row2, (size_t)N * sizeof(int));
+                            }
+                        }
+                        ls_apply(ls, l, save);
+                    }
+                }
+            }
+        }
+    }
+    if (bj >= 0) {
+        const int *cl = ls->cnt + (size_t)bl * N;
+        int m = -1;
+
+        for (int q = 0; q < N; q++)
+            if (bk_row[q] > ls->cnt[(size_t)bk * N + q])
+                m = q;
+        memcpy(rl, cl, (size_t)N * sizeof(int));
+        rl[m]--;
+        ls_apply(ls, bl, rl);
+        ls_apply(ls, bk, bk_row);
+        ls_apply(ls, bj, bj_row);
+    }
+    free(save);
+    return bj >= 0;
+}
+
 static int pollux_improve(const struct pollux *p, const struct snapshot *s, struct pollux_job *pj,
                           const int *dp_count, struct alloc *a)
 {
     struct pollux_ls ls = {.p = p, .s = s, .pj = pj, .J = s->njobs, .N = s->nnodes};
     size_t JN = (size_t)ls.J * (size_t)ls.N;
-    int rc = 0, gpn = s->nodes[0].gpus;
+    int rc = 0, gpn = s->nodes[0].gpus, chains = 0;
 
     ls.cnt = calloc(JN, sizeof(int));
     ls.cur = calloc(JN, sizeof(int));
@@ -626,13 +703,15 @@ static int pollux_improve(const struct pollux *p, const struct snapshot *s, stru
                 ls_apply(&ls, k, save);
             }
         }
-        if (bj < 0)
+        if (bj < 0 && chains < POLLUX_CHAINS && pollux_chain(&ls, pj))
+            chains++, iter--; /* a three-job move applied: search again */
+        else if (bj < 0)
             break;
-        if (bk >= 0) {
-            /* apply k first (it gives GPUs up), then j */
-            ls_apply(&ls, bk, brow2);
+        else {
+            if (bk >= 0) /* apply k first (it gives GPUs up), then j */
+                ls_apply(&ls, bk, brow2);
+            ls_apply(&ls, bj, brow);
         }
-        ls_apply(&ls, bj, brow);
     }
     /* back to rows: unchanged jobs keep their node order, others list nodes in index order */
     for (int j = 0; j < ls.J; j++) {
