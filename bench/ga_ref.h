@@ -14,14 +14,12 @@
 #define GA_POP 100
 #define GA_GENS 100
 #define GA_OFFSPRING 100
-#define GA_RETRIES 100      /* pymoo: matings repeated until the offspring are unique */
-#define GA_CROSSOVER 0.9    /* probability a mating crosses over */
-#define GA_RESET 0.1        /* mutation: a row back to the current allocation */
-#define GA_MARK 0.1         /* mutation: a row marked for zeroing */
-#define GA_ZERO 0.1         /* mutation: an entry of a marked row zeroed */
-#define POLLUX_EPS 1e-3     /* the power mean's offset, as policies/pollux.c adds it */
-#define TOL 1e-9            /* fitness differences below this are ties */
-#define MAX_WINS_PRINTED 20 /* snapshots printed where a GA beat castor (the JSON has all) */
+#define GA_RETRIES 100   /* pymoo: matings repeated until the offspring are unique */
+#define GA_CROSSOVER 0.9 /* probability a mating crosses over */
+#define GA_RESET 0.1     /* mutation: a row back to the current allocation */
+#define GA_MARK 0.1      /* mutation: a row marked for zeroing */
+#define GA_ZERO 0.1      /* mutation: an entry of a marked row zeroed */
+#define POLLUX_EPS 1e-3  /* the power mean's offset, as policies/pollux.c adds it */
 
 struct ga_ref_rng {
     uint64_t s;

@@ -26,6 +26,9 @@
 
 #include "ga_ref.h"
 
+#define TOL 1e-9            /* fitness differences below this are ties */
+#define MAX_WINS_PRINTED 20 /* snapshots printed where a GA beat castor (the JSON has all) */
+
 /* ---------------------------------------------------------------------------------------------
  * One comparison: castor's policy, the GA from the current allocation (several seeds), and the GA
  * given castor's answer as a second seed. */
