@@ -121,19 +121,8 @@ int ga_ref_problem_init(struct ga_ref_problem *pr, const struct policy_config *c
     for (int j = 0; j < J; j++) {
         const struct snap_job *sj = &s->jobs[j];
         double age = s->now - sj->submit_time;
-        int m = 2 * sj->max_profiled_replicas;
-
         /* the limits as policies/pollux.c sets them */
-        if (m < 1)
-            m = 1;
-        if (m > G)
-            m = G;
-        if (sj->lim.min_local > 0 && sj->lim.max_bsz > 0 &&
-            floor(sj->lim.max_bsz / sj->lim.min_local) < m)
-            m = (int)floor(sj->lim.max_bsz / sj->lim.min_local);
-        if (sj->max_replicas > 0 && sj->max_replicas < m)
-            m = sj->max_replicas;
-        pr->maxr[j] = m < 1 ? 1 : m;
+        pr->maxr[j] = policy_replica_limit(sj, 2 * sj->max_profiled_replicas, G);
         pr->base[j] = 0;
         if (sj->has_model) {
             struct bsz_choice c;

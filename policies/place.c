@@ -1,5 +1,7 @@
-/* place.c: placing replicas on nodes, shared by the baselines. */
+/* place.c: what the policies share: placing replicas on nodes, and a job's replica limit. */
 #include "policies/policy.h"
+
+#include <math.h>
 
 #include "util/error.h"
 
@@ -86,4 +88,18 @@ int policy_place_shrinking(struct alloc *out, int j, int r, const struct snapsho
             return rc < 0 ? rc : r;
     }
     return 0;
+}
+
+int policy_replica_limit(const struct snap_job *sj, int explore, int gpus)
+{
+    int maxr = explore < 1 ? 1 : explore;
+
+    if (maxr > gpus)
+        maxr = gpus;
+    if (sj->lim.min_local > 0 && sj->lim.max_bsz > 0 &&
+        floor(sj->lim.max_bsz / sj->lim.min_local) < maxr)
+        maxr = (int)floor(sj->lim.max_bsz / sj->lim.min_local);
+    if (sj->max_replicas > 0 && sj->max_replicas < maxr)
+        maxr = sj->max_replicas;
+    return maxr < 1 ? 1 : maxr;
 }

@@ -72,6 +72,11 @@ double policy_pollux_fitness(const struct policy_config *cfg, const struct snaps
  * updated. ERR_RANGE if fewer than n GPUs are free. */
 int policy_fill_most_free(struct alloc *out, int j, int n, int *free);
 
+/* A job's replica limit: at most explore replicas (the exploration limit the policy chose), the
+ * cluster's GPUs, what its batch can feed (max_bsz / min_local) and its owner's max_replicas; at
+ * least 1. */
+int policy_replica_limit(const struct snap_job *sj, int explore, int gpus);
+
 /*
  * Place job j's r replicas consolidated: on the tightest node that holds them all, else whole free
  * nodes plus the tightest node for the rest, else the nodes with the most free GPUs; when avoid is

@@ -111,20 +111,10 @@ static int pollux_prepare(const struct pollux *p, const struct snapshot *s, stru
         const struct snap_job *sj = &s->jobs[j];
         struct pollux_job *q = &pj[j];
         double age = s->now - sj->submit_time;
-        int maxr = 2 * sj->max_profiled_replicas;
+        /* Pollux's exploration limit: twice the replicas measured */
+        int maxr = policy_replica_limit(sj, 2 * sj->max_profiled_replicas, gpus);
         size_t cells;
 
-        if (maxr < 1)
-            maxr = 1;
-        if (maxr > gpus)
-            maxr = gpus;
-        if (sj->lim.min_local > 0 && sj->lim.max_bsz > 0 &&
-            floor(sj->lim.max_bsz / sj->lim.min_local) < maxr)
-            maxr = (int)floor(sj->lim.max_bsz / sj->lim.min_local);
-        if (sj->max_replicas > 0 && sj->max_replicas < maxr)
-            maxr = sj->max_replicas;
-        if (maxr < 1)
-            maxr = 1;
         q->maxr = maxr;
         q->fair_r = fair_r;
         q->good_w = maxr + 1;
