@@ -134,21 +134,10 @@ static double castor_best_utility(const struct castor *c, const struct snap_job 
  * no exploration limit once measured, 1 before), the batch limit, the cluster. */
 static int castor_maxr(const struct snap_job *sj, double explore, int gpus)
 {
-    int maxr = explore > 0 ? (int)(explore * sj->max_profiled_replicas)
-                           : (sj->max_profiled_replicas > 0 ? gpus : 1);
+    int cap = explore > 0 ? (int)(explore * sj->max_profiled_replicas)
+                          : (sj->max_profiled_replicas > 0 ? gpus : 1);
 
-    if (maxr < 1)
-        maxr = 1;
-    if (maxr > gpus)
-        maxr = gpus;
-    if (sj->lim.min_local > 0 && sj->lim.max_bsz > 0 &&
-        floor(sj->lim.max_bsz / sj->lim.min_local) < maxr)
-        maxr = (int)floor(sj->lim.max_bsz / sj->lim.min_local);
-    if (sj->max_replicas > 0 && sj->max_replicas < maxr)
-        maxr = sj->max_replicas;
-    if (maxr < 1)
-        maxr = 1;
-    return maxr;
+    return policy_replica_limit(sj, cap, gpus);
 }
 
 static int castor_prepare(const struct castor *c, const struct snapshot *s, struct castor_job *cj)
