@@ -813,6 +813,32 @@ static int pollux_allocate(void *ctx, const struct snapshot *s, uint64_t seed, s
     if (!pollux_feasible(p, s, cand) ||
         (pollux_feasible(p, s, alt) && pollux_total(p, s, pj, alt) > pollux_total(p, s, pj, cand)))
         alloc_copy(cand, alt);
+    /* a third start: every job placed afresh with the counts it holds, largest first (a
+     * defragmented cluster), improved the same way */
+    for (int i = 0; i < s->nnodes; i++) {
+        free_gpus[i] = s->nodes[i].gpus;
+        dist[i] = 0;
+    }
+    for (int j = 0; j < J; j++) {
+        alloc_clear_job(alt, j);
+        order[j] = j;
+    }
+    for (int a2 = 1; a2 < J; a2++)
+        for (int b2 = a2; b2 > 0 && s->current->count[order[b2]] > s->current->count[order[b2 - 1]];
+             b2--) {
+            int t = order[b2];
+
+            order[b2] = order[b2 - 1];
+            order[b2 - 1] = t;
+        }
+    for (int i = 0; i < J; i++)
+        if ((rc = policy_place_shrinking(alt, order[i], s->current->count[order[i]], s, free_gpus,
+                                         dist, p->avoid_interference)) < 0)
+            goto out;
+    if (pollux_feasible(p, s, alt) && (rc = pollux_improve(p, s, pj, count, alt)) < 0)
+        goto out;
+    if (pollux_feasible(p, s, alt) && pollux_total(p, s, pj, alt) > pollux_total(p, s, pj, cand))
+        alloc_copy(cand, alt);
     alloc_copy(out, cand);
     rc = 0;
 out:
