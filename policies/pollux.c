@@ -338,6 +338,23 @@ static int ls_feasible(struct pollux_ls *ls, int j, const int *rj, int k, const 
     return 1;
 }
 
+/* Score the two-job move in ls->row (job j) and ls->row2 (job k); if it is feasible and beats
+ * *best, remember it in *bj, *bk, brow and brow2. */
+static void ls_consider_pair(struct pollux_ls *ls, int j, int k, double *best, int *bj, int *bk,
+                             int *brow, int *brow2)
+{
+    double d;
+
+    if (!ls_feasible(ls, j, ls->row, k, ls->row2))
+        return;
+    d = ls_utility(ls, j, ls->row) + ls_utility(ls, k, ls->row2) - ls->u[j] - ls->u[k];
+    if (d > *best) {
+        *best = d, *bj = j, *bk = k;
+        memcpy(brow, ls->row, (size_t)ls->N * sizeof(int));
+        memcpy(brow2, ls->row2, (size_t)ls->N * sizeof(int));
+    }
+}
+
 static void ls_apply(struct pollux_ls *ls, int j, const int *row)
 {
     int *o = ls->cnt + (size_t)j * (size_t)ls->N, r;
@@ -579,7 +596,6 @@ static int pollux_improve(const struct pollux *p, const struct snapshot *s, stru
             for (int n = 0; n < ls.N; n++) {
                 for (int k = 0; k < ls.J; k++) {
                     int have = ls.cnt[(size_t)k * ls.N + n], take;
-                    double d;
 
                     if (k == j || have == 0)
                         continue;
@@ -588,15 +604,7 @@ static int pollux_improve(const struct pollux *p, const struct snapshot *s, stru
                     memcpy(ls.row2, ls.cnt + (size_t)k * ls.N, (size_t)ls.N * sizeof(int));
                     ls.row[n] += take;
                     ls.row2[n] -= take;
-                    if (!ls_feasible(&ls, j, ls.row, k, ls.row2))
-                        continue;
-                    d = ls_utility(&ls, j, ls.row) + ls_utility(&ls, k, ls.row2) - ls.u[j] -
-                        ls.u[k];
-                    if (d > best) {
-                        best = d, bj = j, bk = k;
-                        memcpy(brow, ls.row, (size_t)ls.N * sizeof(int));
-                        memcpy(brow2, ls.row2, (size_t)ls.N * sizeof(int));
-                    }
+                    ls_consider_pair(&ls, j, k, &best, &bj, &bk, brow, brow2);
                 }
             }
         }
@@ -615,7 +623,6 @@ static int pollux_improve(const struct pollux *p, const struct snapshot *s, stru
                 for (int k = 0; k < ls.J; k++) {
                     const int *ck = ls.cnt + (size_t)k * ls.N;
                     int m = -1;
-                    double d;
 
                     if (k == j || ck[n] == 0)
                         continue;
@@ -636,15 +643,7 @@ static int pollux_improve(const struct pollux *p, const struct snapshot *s, stru
                     ls.row[n]++;
                     ls.row2[n]--;
                     ls.row2[m]++;
-                    if (!ls_feasible(&ls, j, ls.row, k, ls.row2))
-                        continue;
-                    d = ls_utility(&ls, j, ls.row) + ls_utility(&ls, k, ls.row2) - ls.u[j] -
-                        ls.u[k];
-                    if (d > best) {
-                        best = d, bj = j, bk = k;
-                        memcpy(brow, ls.row, (size_t)ls.N * sizeof(int));
-                        memcpy(brow2, ls.row2, (size_t)ls.N * sizeof(int));
-                    }
+                    ls_consider_pair(&ls, j, k, &best, &bj, &bk, brow, brow2);
                 }
             }
         }
