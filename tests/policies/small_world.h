@@ -3,6 +3,8 @@
 #ifndef CASTOR_TESTS_POLICIES_SMALL_WORLD_H
 #define CASTOR_TESTS_POLICIES_SMALL_WORLD_H
 
+#include <stdint.h>
+
 #include "plan/alloc.h"
 #include "plan/snapshot.h"
 #include "policies/alloc_rows.h"
@@ -85,6 +87,21 @@ static inline void give_model(struct world *w, int j, const struct tput_params *
     w->jobs[j].has_model = 1;
     w->jobs[j].tput = *tp;
     w->jobs[j].max_profiled_replicas = 4;
+}
+
+/* Decide as the caller does, with the policy called name: out starts as a copy of the current
+ * allocation. Returns what the policy returns. */
+static inline int decide_with(const char *name, const struct snapshot *s,
+                              const struct policy_config *cfg, uint64_t seed, struct alloc *out)
+{
+    struct policy p;
+    int rc;
+
+    assert_int_equal(policy_new(name, cfg, &p), 0);
+    alloc_copy(out, s->current);
+    rc = policy_allocate(&p, s, seed, out);
+    policy_free(&p);
+    return rc;
 }
 
 #endif

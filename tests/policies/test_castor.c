@@ -14,22 +14,9 @@
 #include "util/error.h"
 
 /* Decide as the caller does: out starts as a copy of the current allocation. */
-static int decide_on(const struct snapshot *s, const struct policy_config *cfg, uint64_t seed,
-                     struct alloc *out)
-{
-    struct policy p;
-    int rc;
-
-    assert_int_equal(policy_new("castor", cfg, &p), 0);
-    alloc_copy(out, s->current);
-    rc = policy_allocate(&p, s, seed, out);
-    policy_free(&p);
-    return rc;
-}
-
 static int decide(struct world *w)
 {
-    return decide_on(&w->s, &w->cfg, 7, w->out);
+    return decide_with("castor", &w->s, &w->cfg, 7, w->out);
 }
 
 /* Without models each job may take one GPU (it has never been measured on more): one each, on
@@ -202,8 +189,8 @@ static void castor_allocate__random_snapshots_respect_constraints(void **state)
         }
         s = (struct snapshot){
             .now = NOW, .nnodes = nn, .nodes = nodes, .njobs = nj, .jobs = jobs, .current = cur};
-        assert_int_equal(decide_on(&s, &cfg, (uint64_t)t, out), 0);
-        assert_int_equal(decide_on(&s, &cfg, (uint64_t)t, again), 0);
+        assert_int_equal(decide_with("castor", &s, &cfg, (uint64_t)t, out), 0);
+        assert_int_equal(decide_with("castor", &s, &cfg, (uint64_t)t, again), 0);
         memset(used, 0, sizeof(used));
         for (int j = 0; j < nj; j++) {
             /* never measured: 1; measured: the exploration limit (2x) binds only while GPUs are

@@ -19,14 +19,7 @@
 /* Decide as the caller does: out starts as a copy of the current allocation. */
 static int decide(struct world *w)
 {
-    struct policy p;
-    int rc;
-
-    assert_int_equal(policy_new("pollux", &w->cfg, &p), 0);
-    alloc_copy(w->out, w->cur);
-    rc = policy_allocate(&p, &w->s, 7, w->out);
-    policy_free(&p);
-    return rc;
+    return decide_with("pollux", &w->s, &w->cfg, 7, w->out);
 }
 
 /*
