@@ -15,6 +15,7 @@
 #include "sched_bench.h"
 #include "sim/app.h"
 #include "sim/measured.h"
+#include "sim/world.h"
 #include "util/error.h"
 #include "util/json.h"
 
@@ -98,7 +99,7 @@ static int sched_generate(const struct sched_model *models, const struct sched_s
         sj->lim.accumulation = 1;
         sj->epoch = epoch;
         sj->max_profiled_replicas = sj->has_model ? 1 << ga_ref_rng_int(&r, 6) : 0;
-        sj->max_replicas = strcmp(m->app->name, "ncf") == 0 ? 1 : 0;
+        sj->max_replicas = sim_app_max_replicas(m->app->name);
         sj->submit_time = 1e6 - 21600 * ga_ref_rng_unif(&r);
         sj->restarts = ga_ref_rng_int(&r, 6);
         sj->attained_service = 360000 * ga_ref_rng_unif(&r);

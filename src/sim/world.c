@@ -45,6 +45,13 @@ static const struct sim_quirk *sim_quirk_for(const char *app)
     return NULL;
 }
 
+int sim_app_max_replicas(const char *app)
+{
+    const struct sim_quirk *q = sim_quirk_for(app);
+
+    return q ? q->max_replicas : 0;
+}
+
 /* Oracle: optimizer steps left at the requested batch (Optimus+Oracle). */
 static double sim_oracle_iterations_left(void *ctx, int row)
 {

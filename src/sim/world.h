@@ -33,6 +33,9 @@ void sim_world_free(struct sim_world *w);
 /* The virtual clock, seconds. */
 double sim_world_now(const struct sim_world *w);
 
+/* The replica limit the Pollux artifact gives jobs of application app (NCF: 1), or 0 for none. */
+int sim_app_max_replicas(const char *app);
+
 /* Let seconds pass: every job runs on what it holds. Errors: what emulation returns. */
 int sim_world_advance(struct sim_world *w, int seconds);
 
