@@ -1,6 +1,8 @@
 /* provider.c: the wrappers through which the controller reaches a world. */
 #include "providers/provider.h"
 
+#include "util/error.h"
+
 double provider_now(struct provider *p)
 {
     return p->ops->now(p->ctx);
@@ -24,4 +26,9 @@ int provider_apply(struct provider *p, const struct alloc *plan)
 int provider_finished(struct provider *p)
 {
     return p->ops->finished(p->ctx);
+}
+
+int provider_resize(struct provider *p, const struct fleet_plan *f)
+{
+    return p->ops->resize ? p->ops->resize(p->ctx, f) : ERR_INVAL;
 }

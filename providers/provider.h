@@ -5,6 +5,7 @@
 #define CASTOR_PROVIDERS_PROVIDER_H
 
 #include "plan/alloc.h"
+#include "plan/fleet.h"
 #include "plan/snapshot.h"
 
 struct provider_ops {
@@ -17,6 +18,9 @@ struct provider_ops {
     int (*observe)(void *ctx, const struct snapshot **out);
     /* Make the world hold the plan (rows as in the last snapshot). Errors leave it unchanged. */
     int (*apply)(void *ctx, const struct alloc *plan);
+    /* Change the fleet as f says (launch, release, cancel), for the last snapshot's nodes; NULL
+     * in a world whose nodes are fixed. Errors leave the fleet unchanged. */
+    int (*resize)(void *ctx, const struct fleet_plan *f);
     /* 1 when there is nothing more to do (sim: every job finished; real worlds: never). */
     int (*finished)(void *ctx);
 };
@@ -31,6 +35,8 @@ int provider_wait(struct provider *p, int seconds);
 int provider_observe(struct provider *p, const struct snapshot **out);
 int provider_apply(struct provider *p, const struct alloc *plan);
 int provider_finished(struct provider *p);
+/* ERR_INVAL when the world cannot change its fleet. */
+int provider_resize(struct provider *p, const struct fleet_plan *f);
 
 /* The sim provider over a simulated world (borrowed: it must outlive the provider). */
 struct sim_world;

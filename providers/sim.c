@@ -22,6 +22,11 @@ static int sim_apply(void *ctx, const struct alloc *plan)
     return sim_world_apply(ctx, plan);
 }
 
+static int sim_resize(void *ctx, const struct fleet_plan *f)
+{
+    return sim_world_resize(ctx, f);
+}
+
 static int sim_finished(void *ctx)
 {
     return sim_world_finished(ctx);
@@ -33,6 +38,7 @@ static const struct provider_ops provider_sim = {
     .wait = sim_wait,
     .observe = sim_observe,
     .apply = sim_apply,
+    .resize = sim_resize,
     .finished = sim_finished,
 };
 

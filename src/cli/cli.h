@@ -12,6 +12,17 @@ int cli_model(int argc, char **argv, FILE *out, FILE *err);
 /* `castor simulate --workload <csv or folder> --policy <name> [...]` (see --help). */
 int cli_simulate(int argc, char **argv, FILE *out, FILE *err);
 
+/* `castor simulate --scenario FILE [--compare] [...]`: a market scenario (see --help); cli_simulate
+ * hands over to it when --scenario is given. */
+int cli_simulate_scenario(int argc, char **argv, FILE *out, FILE *err);
+
+/* The workload files: path itself, or the *.csv in the folder path, sorted; *out (n strings, each
+ * malloc'd) is the caller's. -1 with a message on err when there is none. */
+int cli_list_workloads(const char *path, char ***out, int *n, FILE *err);
+
+/* Seconds on a monotonic clock, for wall times. */
+double cli_wall_now(void);
+
 /* castor with no arguments: the embedded default (fit and summarise the bundled profiles). */
 int cli_default(FILE *out, FILE *err);
 

@@ -231,8 +231,7 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The workload files: path itself, or the *.csv in the folder path, sorted. */
-static int list_workloads(const char *path, char ***out, int *n, FILE *err)
+int cli_list_workloads(const char *path, char ***out, int *n, FILE *err)
 {
     struct stat st;
     DIR *d;
@@ -292,7 +291,7 @@ struct progress {
     int index, count;
 };
 
-static double wall_now(void)
+double cli_wall_now(void)
 {
     struct timespec ts;
 
@@ -303,7 +302,7 @@ static double wall_now(void)
 static void progress_draw(struct progress *p, int final)
 {
     int done = 0, n = sim_world_njobs(p->w), width = 30, fill;
-    double wall = wall_now() - p->start_wall, frac;
+    double wall = cli_wall_now() - p->start_wall, frac;
 
     for (int i = 0; i < n; i++)
         done += sim_job_done(sim_world_job(p->w, i));
@@ -329,8 +328,8 @@ static int on_tick(void *ctx, double now, const struct snapshot *s, const struct
     (void)plan;
     if ((rc = sim_record_sample(p->rec, p->w)) < 0)
         return rc;
-    if (p->tty && wall_now() - p->last_draw > 0.2) {
-        p->last_draw = wall_now();
+    if (p->tty && cli_wall_now() - p->last_draw > 0.2) {
+        p->last_draw = cli_wall_now();
         progress_draw(p, 0);
     }
     return 0;
@@ -353,7 +352,7 @@ static int simulate_one(const struct sim_opts *o, const char *path, const char *
     struct loop l = {0};
     struct error e = {0};
     char buf[768];
-    double t0 = wall_now();
+    double t0 = cli_wall_now();
     int rc;
 
     cfg.model = tput_model_find(o->model);
@@ -400,7 +399,7 @@ static int simulate_one(const struct sim_opts *o, const char *path, const char *
         fprintf(err, "castor simulate: %s: the %s policy failed %d times (allocation kept)\n", path,
                 o->policy, l.policy_errs);
     sim_record_finish(rec, w);
-    rec->wall_seconds = wall_now() - t0;
+    rec->wall_seconds = cli_wall_now() - t0;
     *out = rec;
     rec = NULL;
 out:
@@ -481,6 +480,10 @@ int cli_simulate(int argc, char **argv, FILE *out, FILE *err)
     int status = 2; /* 2 until the command line and --config are read, then 1 */
     struct sim_conf_mem mem = {0};
     const char *config = NULL;
+
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--scenario") == 0)
+            return cli_simulate_scenario(argc, argv, out, err);
 
     /* --config first (unless --help comes before anything the loop below rejects): the file
      * fills o, then the options on the command line override it */
@@ -594,7 +597,7 @@ int cli_simulate(int argc, char **argv, FILE *out, FILE *err)
         goto out;
     }
     status = 1;
-    if (list_workloads(o.workload, &files, &nfiles, err) < 0)
+    if (cli_list_workloads(o.workload, &files, &nfiles, err) < 0)
         goto out;
     apps = app_list(o.profiles);
     nrecs = nfiles * npol;

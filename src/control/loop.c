@@ -8,24 +8,36 @@ int loop_tick(struct loop *l)
 {
     const struct snapshot *s;
     struct alloc *plan = NULL;
-    int rc;
+    struct fleet_plan *f = NULL;
+    int rc, fleet;
 
     if ((rc = provider_wait(l->provider, l->interval)) < 0 ||
         (rc = provider_observe(l->provider, &s)) < 0)
         return rc;
     l->ticks++;
-    if (s->njobs == 0)
+    fleet = l->fleet && s->noffers > 0;
+    if (s->njobs == 0 && (!fleet || s->nnodes + s->nbooting == 0))
         return 0;
-    if ((rc = alloc_new(s->njobs, s->nnodes, s->current->width, &plan)) < 0)
+    if ((rc = alloc_new(s->njobs, s->current->nnodes, s->current->width, &plan)) < 0)
         return rc;
     l->decisions++;
-    if (plan_decide(s, l->policy, l->seed + (uint64_t)l->ticks, plan) < 0)
+    if (fleet) {
+        if ((rc = fleet_plan_new(s, &f)) < 0)
+            goto out;
+        if (plan_decide_fleet(s, l->fleet, l->policy, l->seed + (uint64_t)l->ticks, plan, f) < 0)
+            l->policy_errs++;
+    } else if (plan_decide(s, l->policy, l->seed + (uint64_t)l->ticks, plan) < 0) {
         l->policy_errs++;
+    }
+    /* the jobs move first, so that the nodes the plan lets go are free */
     if ((rc = provider_apply(l->provider, plan)) < 0)
         goto out;
+    if (f && !fleet_plan_empty(f) && provider_resize(l->provider, f) < 0)
+        l->resize_errs++;
     if (l->record)
         rc = l->record(l->record_ctx, provider_now(l->provider), s, plan);
 out:
+    fleet_plan_free(f);
     alloc_free(plan);
     return rc;
 }

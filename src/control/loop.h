@@ -7,6 +7,7 @@
 
 #include "plan/alloc.h"
 #include "plan/snapshot.h"
+#include "policies/fleet.h"
 #include "policies/policy.h"
 #include "providers/provider.h"
 
@@ -16,15 +17,17 @@ typedef int (*loop_record_fn)(void *ctx, double now, const struct snapshot *s,
                               const struct alloc *plan);
 
 struct loop {
-    struct provider *provider; /* borrowed */
-    struct policy *policy;     /* borrowed */
-    int interval;              /* seconds between decisions */
-    uint64_t seed;             /* the decide step's randomness: seed + tick number */
-    loop_record_fn record;     /* may be NULL */
+    struct provider *provider;  /* borrowed */
+    struct policy *policy;      /* borrowed */
+    struct fleet_policy *fleet; /* borrowed; NULL: the world's nodes are fixed */
+    int interval;               /* seconds between decisions */
+    uint64_t seed;              /* the decide step's randomness: seed + tick number */
+    loop_record_fn record;      /* may be NULL */
     void *record_ctx;
     long ticks;      /* ticks done */
     long decisions;  /* ticks with jobs to decide for */
     int policy_errs; /* decisions that kept the current allocation because the policy failed */
+    int resize_errs; /* fleet changes the world refused */
 };
 
 /* One tick: wait an interval, observe, decide, apply, record. Errors: what the provider returns

@@ -7,7 +7,7 @@
 
 static int plan_check(const struct snapshot *s, const struct alloc *plan)
 {
-    int *used = calloc((size_t)s->nnodes, sizeof(int)), rc = 0;
+    int *used = calloc((size_t)plan->nnodes, sizeof(int)), rc = 0;
 
     if (!used)
         return ERR_NOMEM;
@@ -34,5 +34,24 @@ int plan_decide(const struct snapshot *s, struct policy *pol, uint64_t seed, str
         rc = plan_check(s, plan);
     if (rc < 0)
         alloc_copy(plan, s->current);
+    return rc;
+}
+
+int plan_decide_fleet(const struct snapshot *s, struct fleet_policy *fleet, struct policy *pol,
+                      uint64_t seed, struct alloc *plan, struct fleet_plan *f)
+{
+    int rc;
+
+    alloc_copy(plan, s->current);
+    fleet_plan_clear(f);
+    rc = fleet_plan(fleet, s, pol, seed, plan, f);
+    if (rc == 0)
+        rc = plan_check(s, plan);
+    if (rc == 0)
+        rc = fleet_plan_check(s, f, plan);
+    if (rc < 0) {
+        alloc_copy(plan, s->current);
+        fleet_plan_clear(f);
+    }
     return rc;
 }

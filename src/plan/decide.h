@@ -6,7 +6,9 @@
 #include <stdint.h>
 
 #include "plan/alloc.h"
+#include "plan/fleet.h"
 #include "plan/snapshot.h"
+#include "policies/fleet.h"
 #include "policies/policy.h"
 
 /*
@@ -16,5 +18,14 @@
  * the current allocation).
  */
 int plan_decide(const struct snapshot *s, struct policy *pol, uint64_t seed, struct alloc *plan);
+
+/*
+ * The decide step in a world that rents its nodes: the fleet policy's changes into f (sized for
+ * s, empty on entry) and the allocation into plan, checked as plan_decide's and by
+ * fleet_plan_check. Errors: what the policies return, ERR_INTERNAL for an answer that breaks the
+ * rules; then plan holds the current allocation and f changes nothing.
+ */
+int plan_decide_fleet(const struct snapshot *s, struct fleet_policy *fleet, struct policy *pol,
+                      uint64_t seed, struct alloc *plan, struct fleet_plan *f);
 
 #endif

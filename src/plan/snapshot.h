@@ -1,5 +1,6 @@
 /* snapshot.h: the world as the decide step sees it: nodes, jobs with their goodput models, the
- * current allocation. Read-only for the decide step; the world that built it owns its memory. */
+ * current allocation, and in a cloud the offers and the instances still booting. Read-only for the
+ * decide step; the world that built it owns its memory. */
 #ifndef CASTOR_PLAN_SNAPSHOT_H
 #define CASTOR_PLAN_SNAPSHOT_H
 
@@ -8,9 +9,29 @@
 #include "model/tput.h"
 #include "plan/alloc.h"
 
+/* A schedulable node (ready, no preemption notice). */
 struct snap_node {
     int gpus;        /* GPUs on the node */
     int preemptible; /* spot / preemptible capacity */
+    int offer;       /* its offer in snapshot.offers, or -1 (a fixed cluster) */
+    double launched; /* seconds */
+};
+
+/* What can be rented: one pool (instance type x zone x market). */
+struct snap_offer {
+    const char *name;
+    int gpus;            /* per node */
+    int spot;            /* 1: preemptible */
+    double price;        /* $/h per node now */
+    double preempt_rate; /* the world's estimate of preemptions per node-hour */
+    double boot_s;       /* expected seconds from launch to a ready node */
+    int unavailable;     /* 1: a recent launch was refused for capacity; do not count on it */
+};
+
+/* An instance launched and not ready yet. */
+struct snap_booting {
+    int offer;
+    double launched;
 };
 
 /*
@@ -43,6 +64,11 @@ struct snap_job {
     /* what the user asked for (used by the baselines, ignored by goodput-driven policies) */
     int req_replicas;
     double req_batch;
+    /* progress, in iterations at the initial batch size M0, and where it ends (0: unknown) */
+    double progress;
+    double progress_target;
+    double checkpoint_s; /* seconds between the job's checkpoints (0: only when it restarts) */
+    double deadline;     /* seconds, absolute; 0: none */
 };
 
 struct snapshot {
@@ -53,6 +79,12 @@ struct snapshot {
     const struct snap_job *jobs; /* njobs */
     const struct alloc *current; /* njobs rows: what each job holds now */
     const struct snap_oracle *oracle;
+    /* the fleet, in a world that rents nodes (noffers 0 in a fixed cluster) */
+    int noffers;
+    const struct snap_offer *offers;
+    int nbooting;
+    const struct snap_booting *booting;
+    double min_billed_s; /* seconds an instance is billed at least */
 };
 
 /* Total GPUs of the snapshot's nodes. */

@@ -105,10 +105,33 @@ static int sim_job_choose_batch(struct sim_job *job)
     return 0;
 }
 
+void sim_job_checkpoint(struct sim_job *job)
+{
+    job->ckpt_progress = job->progress;
+    job->ckpt_epoch = job->epoch;
+    job->since_ckpt = 0;
+}
+
+void sim_job_preempt(struct sim_job *job)
+{
+    if (sim_job_done(job))
+        return;
+    job->progress = job->ckpt_progress;
+    job->epoch = job->ckpt_epoch;
+    job->lost_s += job->since_ckpt;
+    job->since_ckpt = 0;
+    job->preemptions++;
+    job->nplace = 0;
+    job->local_bsz = 0;
+    job->accum_steps = 0;
+}
+
 int sim_job_place(struct sim_job *job, const int *place, int n)
 {
     if (n > SIM_MAX_NODES)
         return ERR_RANGE;
+    if (job->nplace > 0)
+        sim_job_checkpoint(job);
     if (n == 0) {
         job->nplace = 0;
         job->local_bsz = 0;
@@ -164,7 +187,7 @@ int sim_job_step(struct sim_job *job, int seconds, double interference)
     job->rescale_left -= d;
     seconds -= d;
     while (seconds > 0 && !sim_job_done(job)) {
-        int s = job->accum_steps;
+        int s = job->accum_steps, chunk = seconds;
         double batch = gpus * job->local_bsz * (s + 1), step, sync, sqr, var, gain, goodput, next;
         struct grad_params g;
 
@@ -179,11 +202,19 @@ int sim_job_step(struct sim_job *job, int seconds, double interference)
             return rc;
         goodput = gain / (step + s * (step - sync)) * (1.0 - interference);
         next = app_progress_needed(a, job->epoch + 1);
-        if (job->progress + goodput * seconds < next) {
-            job->progress += goodput * seconds;
-            job->now += seconds;
-            job->attained += (double)seconds * gpus;
-            seconds = 0;
+        /* a periodic checkpoint inside this chunk: run up to it */
+        if (job->checkpoint_s > 0 && job->since_ckpt + chunk >= job->checkpoint_s)
+            chunk = (int)ceil(job->checkpoint_s - job->since_ckpt - SIM_EPS);
+        if (chunk < 1)
+            chunk = 1;
+        if (job->progress + goodput * chunk < next) {
+            job->progress += goodput * chunk;
+            job->now += chunk;
+            job->attained += (double)chunk * gpus;
+            job->since_ckpt += chunk;
+            seconds -= chunk;
+            if (job->checkpoint_s > 0 && job->since_ckpt >= job->checkpoint_s - SIM_EPS)
+                sim_job_checkpoint(job);
         } else {
             /* the epoch ends inside this step: the time to it, rounded to a whole second
              * (half to even) */
@@ -195,11 +226,50 @@ int sim_job_step(struct sim_job *job, int seconds, double interference)
             job->progress = next;
             job->now += delta;
             job->attained += delta * gpus;
+            job->since_ckpt += delta;
             seconds -= (int)delta;
         }
         if ((rc = sim_job_choose_batch(job)) < 0)
             return rc;
     }
     job->now += seconds;
+    return 0;
+}
+
+int sim_job_min_gpu_seconds(struct sim_job *job, int gpn, double *out)
+{
+    struct app *a = job->app;
+    double total = 0;
+
+    for (int ep = 0; ep < a->max_epochs; ep++) {
+        double work = app_progress_needed(a, ep + 1) - app_progress_needed(a, ep), best = 0;
+
+        for (int r = 1; r <= 2 * gpn; r++) {
+            int place[2] = {r < gpn ? r : gpn, r - gpn > 0 ? r - gpn : 0};
+            int np = place[1] > 0 ? 2 : 1;
+
+            for (int i = 0; i <= 16; i++) {
+                double local = a->min_local * pow((double)a->max_local / a->min_local, i / 16.0);
+                double batch, step, sqr, var, per_gpu;
+                struct grad_params g;
+
+                local = floor(local);
+                batch = local * r;
+                if (batch < a->init_bsz || batch > a->max_bsz ||
+                    app_throughput(a, place, np, local, &step, NULL) < 0 ||
+                    app_grad_stats(a, batch, ep, &sqr, &var) < 0 || !(step > 0))
+                    continue;
+                g.sqr = sqr;
+                g.var = var;
+                per_gpu = goodput_gain(&g, batch / a->init_bsz) / step / r;
+                if (per_gpu > best)
+                    best = per_gpu;
+            }
+        }
+        if (!(best > 0))
+            return ERR_RANGE;
+        total += work / best;
+    }
+    *out = total;
     return 0;
 }

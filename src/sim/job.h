@@ -39,6 +39,14 @@ struct sim_job {
     int restarts;      /* -1 before the first start */
     double completion; /* completion time, or -1 */
 
+    /* checkpoints: every checkpoint_s seconds of running (0: only on restarts and notices) */
+    double checkpoint_s;
+    double since_ckpt;    /* seconds run since the last checkpoint */
+    double ckpt_progress; /* progress and epoch saved by the last checkpoint */
+    int ckpt_epoch;
+    double lost_s;   /* seconds of running lost to preemptions */
+    int preemptions; /* times a preemption took its GPUs */
+
     /* what the job has learned about itself */
     struct profile prof;
     int has_model;
@@ -54,14 +62,27 @@ void sim_job_init(struct sim_job *job, const struct workload_job *spec, struct a
 
 void sim_job_free(struct sim_job *job);
 
-/* Move the job to a placement (GPUs per node, in order; n == 0 takes its GPUs away): a restart
- * of SIM_RESTART_DELAY seconds unless it is the first start. Errors: ERR_RANGE (too many nodes),
- * what choosing the batch size returns. */
+/* Move the job to a placement (GPUs per node, in order; n == 0 takes its GPUs away): it
+ * checkpoints, then restarts in SIM_RESTART_DELAY seconds unless it is the first start. Errors:
+ * ERR_RANGE (too many nodes), what choosing the batch size returns. */
 int sim_job_place(struct sim_job *job, const int *place, int n);
 
 /* Advance the job by seconds (whole seconds), slowed by the interference fraction. Errors: what
  * the ground truth or the fit return (the job is then left as it was at the failing step). */
 int sim_job_step(struct sim_job *job, int seconds, double interference);
+
+/* Save the job's progress now (a notice, a voluntary restart). */
+void sim_job_checkpoint(struct sim_job *job);
+
+/* A preemption took the job's GPUs: it goes back to its last checkpoint and waits for GPUs. */
+void sim_job_preempt(struct sim_job *job);
+
+/*
+ * A lower bound on the GPU-seconds the whole job needs on nodes of gpn GPUs: each epoch's work at
+ * the best goodput per GPU of its ground truth over 1 to 2 gpn GPUs packed, local batch sizes on a
+ * grid of the measured range, no accumulation. Errors: ERR_RANGE if no configuration is feasible.
+ */
+int sim_job_min_gpu_seconds(struct sim_job *job, int gpn, double *out);
 
 /* The bsz limits of the job's model (from its app). */
 void sim_job_limits(const struct sim_job *job, struct bsz_limits *lim);

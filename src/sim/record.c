@@ -17,6 +17,7 @@ int sim_record_new(const struct sim_world *w, const char *workload, const char *
         return ERR_NOMEM;
     r->njobs = n;
     r->gpus = gpus;
+    r->fleet = sim_world_has_fleet(w);
     r->workload = strdup(workload);
     r->policy = strdup(policy);
     r->names = calloc((size_t)n, sizeof(char *));
@@ -61,6 +62,9 @@ void sim_record_free(struct sim_record *r)
     free(r->restarts);
     free(r->times);
     free(r->held);
+    free(r->spot_nodes);
+    free(r->ondemand_nodes);
+    free(r->dollars);
     free(r->workload);
     free(r->policy);
     free(r);
@@ -80,7 +84,30 @@ int sim_record_sample(struct sim_record *r, const struct sim_world *w)
         if (!h)
             return ERR_NOMEM;
         r->held = h;
+        if (r->fleet) {
+            unsigned short *sp = realloc(r->spot_nodes, cap * sizeof(unsigned short));
+            unsigned short *od;
+            double *d;
+
+            if (!sp)
+                return ERR_NOMEM;
+            r->spot_nodes = sp;
+            if (!(od = realloc(r->ondemand_nodes, cap * sizeof(unsigned short))))
+                return ERR_NOMEM;
+            r->ondemand_nodes = od;
+            if (!(d = realloc(r->dollars, cap * sizeof(double))))
+                return ERR_NOMEM;
+            r->dollars = d;
+        }
         r->cap = cap;
+    }
+    if (r->fleet) {
+        struct sim_fleet_stats st;
+
+        sim_world_fleet_stats(w, &st);
+        r->spot_nodes[r->ntimes] = (unsigned short)sim_world_fleet_nodes(w, 1);
+        r->ondemand_nodes[r->ntimes] = (unsigned short)sim_world_fleet_nodes(w, 0);
+        r->dollars[r->ntimes] = st.dollars;
     }
     r->times[r->ntimes] = sim_world_now(w);
     for (int i = 0; i < r->njobs; i++)

@@ -22,7 +22,12 @@ struct sim_record {
     size_t ntimes, cap;
     double *times;
     unsigned short *held; /* ntimes x njobs */
-    double wall_seconds;  /* how long the simulation took */
+    /* the fleet at each sample, in a world with a market (fleet 0 otherwise) */
+    int fleet;
+    unsigned short *spot_nodes;     /* ntimes: nodes alive of spot offers */
+    unsigned short *ondemand_nodes; /* ntimes: of on-demand offers */
+    double *dollars;                /* ntimes: billed so far */
+    double wall_seconds;            /* how long the simulation took */
 };
 
 /* A record for w's jobs (names copied). Errors: ERR_NOMEM. */

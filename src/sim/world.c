@@ -18,6 +18,20 @@ struct sim_quirk {
 
 static const struct sim_quirk sim_quirks[] = {{"ncf", 1, 1}};
 
+/* The most GPUs the measured profiles cover (16 nodes of 4): a rented fleet may be larger, but a
+ * job's true speed is not known beyond this, so it is the jobs' replica limit there. */
+#define SIM_MEASURED_REPLICAS 64
+
+/* A node slot: an instance of the market while it lives (booting, ready or noticed). */
+enum sim_slot_state { SIM_SLOT_FREE, SIM_SLOT_BOOTING, SIM_SLOT_READY, SIM_SLOT_NOTICED };
+
+struct sim_slot {
+    enum sim_slot_state state;
+    long id; /* the market's instance id */
+    int offer;
+    int gpus;
+};
+
 struct sim_world {
     struct sim_config cfg;
     const struct workload *wl;
@@ -26,13 +40,26 @@ struct sim_world {
     int ndistinct;
     struct sim_job *jobs;
     int njobs;
-    struct alloc *held; /* njobs rows, workload order */
+    struct alloc *held; /* njobs rows over node slots, workload order */
     double now;
-    struct snap_node *nodes;
+    /* the fleet: a market of offers (a fixed cluster is one free offer), node slots */
+    struct market *mkt;
+    int fleet; /* 1: the decide step may change the fleet (a market was configured) */
+    struct mkt_offer_spec fixed_offer;
+    struct sim_slot *slots;
+    int nslots;
+    double *unavail_until; /* per offer: a launch was refused for capacity */
+    struct mkt_event *events;
+    int maxevents;
     /* the snapshot, rebuilt by each observe */
     struct snapshot snap;
     struct snap_job *sjobs;
-    int *active; /* snapshot row -> workload index */
+    int *active;   /* snapshot row -> workload index */
+    int *snapslot; /* snapshot node -> slot */
+    int *bootslot; /* snapshot booting instance -> slot */
+    struct snap_node *nodes;
+    struct snap_offer *offers;
+    struct snap_booting *booting;
     struct alloc *snap_alloc;
     struct snap_oracle oracle;
 };
@@ -98,36 +125,116 @@ static double sim_oracle_step_time(void *ctx, int row, int r)
     return step + (step - sync) * s;
 }
 
+/* Put instance id of offer in a free slot; -1 if none is free. */
+static int sim_slot_take(struct sim_world *w, long id, int offer, enum sim_slot_state st)
+{
+    for (int k = 0; k < w->nslots; k++)
+        if (w->slots[k].state == SIM_SLOT_FREE) {
+            w->slots[k] = (struct sim_slot){
+                .state = st, .id = id, .offer = offer, .gpus = market_offer(w->mkt, offer)->gpus};
+            return k;
+        }
+    return -1;
+}
+
+static int sim_slot_of(const struct sim_world *w, long id)
+{
+    for (int k = 0; k < w->nslots; k++)
+        if (w->slots[k].state != SIM_SLOT_FREE && w->slots[k].id == id)
+            return k;
+    return -1;
+}
+
+/* Jobs holding GPUs on slot k. */
+static int sim_slot_used(const struct sim_world *w, int k)
+{
+    for (int j = 0; j < w->njobs; j++)
+        if (alloc_on_node(w->held, j, k) > 0)
+            return 1;
+    return 0;
+}
+
+/* Launch one instance of offer now; ERR_CAPACITY when the market or the slots are full. */
+static int sim_world_launch(struct sim_world *w, int offer, int ready_now)
+{
+    long id;
+    int k, rc;
+
+    for (k = 0; k < w->nslots && w->slots[k].state != SIM_SLOT_FREE; k++)
+        ;
+    if (k == w->nslots)
+        return ERR_CAPACITY;
+    rc = ready_now ? market_launch_ready(w->mkt, offer, w->now, &id)
+                   : market_launch(w->mkt, offer, w->now, &id);
+    if (rc < 0)
+        return rc;
+    sim_slot_take(w, id, offer, ready_now ? SIM_SLOT_READY : SIM_SLOT_BOOTING);
+    return 0;
+}
+
 int sim_world_new(const struct sim_config *cfg, const struct workload *wl, struct sim_world **out,
                   struct error *e)
 {
     struct sim_world *w = NULL;
-    int rc = 0, width;
+    int rc = 0, width, maxgpn = cfg->gpus_per_node;
 
-    if (cfg->nodes < 1 || cfg->gpus_per_node < 1)
+    if (cfg->noffers == 0 && (cfg->nodes < 1 || cfg->gpus_per_node < 1))
         return err_set(e, ERR_INVAL, "", 0, 0, "the cluster needs at least one node with a GPU");
+    if (cfg->noffers > 0 && (cfg->initial_offer < 0 || cfg->initial_offer >= cfg->noffers ||
+                             cfg->nodes < 0 || cfg->max_nodes < 0))
+        return err_set(e, ERR_INVAL, "", 0, 0, "bad initial fleet or node limit");
     if (wl->n == 0)
         return err_set(e, ERR_EMPTY, wl->name, 0, 0, "the workload has no jobs");
-    width = cfg->nodes * cfg->gpus_per_node;
     w = calloc(1, sizeof(*w));
     if (!w)
         return err_set(e, ERR_NOMEM, "", 0, 0, NULL);
     w->cfg = *cfg;
     w->wl = wl;
     w->njobs = (int)wl->n;
+    if (cfg->noffers > 0) {
+        w->fleet = 1;
+        w->nslots = cfg->max_nodes > 0 ? cfg->max_nodes : 512;
+        if (w->nslots < cfg->nodes)
+            w->nslots = cfg->nodes;
+        rc = market_new(cfg->offers, cfg->noffers, cfg->market_seed, &w->mkt, e);
+        for (int o = 0; o < cfg->noffers; o++)
+            if (cfg->offers[o].gpus > maxgpn)
+                maxgpn = cfg->offers[o].gpus;
+    } else {
+        w->nslots = cfg->nodes;
+        w->fixed_offer = (struct mkt_offer_spec){
+            .name = "cluster", .type = "node", .zone = "", .gpu = "", .gpus = cfg->gpus_per_node};
+        rc = market_new(&w->fixed_offer, 1, 0, &w->mkt, e);
+    }
+    if (rc < 0)
+        goto out;
+    width = w->nslots * maxgpn;
     w->apps = calloc(wl->n, sizeof(*w->apps));
     w->distinct = calloc(wl->n, sizeof(*w->distinct));
     w->jobs = calloc(wl->n, sizeof(*w->jobs));
-    w->nodes = calloc((size_t)cfg->nodes, sizeof(*w->nodes));
+    w->slots = calloc((size_t)w->nslots, sizeof(*w->slots));
+    w->nodes = calloc((size_t)w->nslots, sizeof(*w->nodes));
+    w->snapslot = calloc((size_t)w->nslots, sizeof(int));
+    w->bootslot = calloc((size_t)w->nslots, sizeof(int));
+    w->booting = calloc((size_t)w->nslots, sizeof(*w->booting));
+    w->offers = calloc((size_t)cfg->noffers + 1, sizeof(*w->offers));
+    w->unavail_until = calloc((size_t)cfg->noffers + 1, sizeof(double));
+    w->maxevents = 3 * w->nslots + 16;
+    w->events = calloc((size_t)w->maxevents, sizeof(*w->events));
     w->sjobs = calloc(wl->n, sizeof(*w->sjobs));
     w->active = calloc(wl->n, sizeof(int));
-    if (!w->apps || !w->distinct || !w->jobs || !w->nodes || !w->sjobs || !w->active ||
-        alloc_new(w->njobs, cfg->nodes, width, &w->held) < 0) {
+    if (!w->apps || !w->distinct || !w->jobs || !w->slots || !w->nodes || !w->snapslot ||
+        !w->bootslot || !w->booting || !w->offers || !w->unavail_until || !w->events || !w->sjobs ||
+        !w->active || alloc_new(w->njobs, w->nslots, width, &w->held) < 0) {
         rc = err_set(e, ERR_NOMEM, "", 0, 0, NULL);
         goto out;
     }
     for (int i = 0; i < cfg->nodes; i++)
-        w->nodes[i].gpus = cfg->gpus_per_node;
+        if ((rc = sim_world_launch(w, w->fleet ? cfg->initial_offer : 0, 1)) < 0) {
+            err_set(e, rc, "", 0, 0, "cannot start with %d nodes of offer %s: %s", cfg->nodes,
+                    market_offer(w->mkt, w->fleet ? cfg->initial_offer : 0)->name, err_str(rc));
+            goto out;
+        }
     for (int i = 0; i < w->njobs; i++) {
         const struct workload_job *spec = &wl->jobs[i];
         const struct sim_quirk *q = sim_quirk_for(spec->application);
@@ -160,6 +267,7 @@ int sim_world_new(const struct sim_config *cfg, const struct workload *wl, struc
         /* a gang scheduler gives a job the GPUs it asked for: no other limit applies */
         sim_job_init(&w->jobs[i], spec, a, cfg->model, fixed,
                      q && !cfg->gang ? q->max_replicas : 0);
+        w->jobs[i].checkpoint_s = cfg->checkpoint_s;
     }
     w->oracle.ctx = w;
     w->oracle.iterations_left = sim_oracle_iterations_left;
@@ -179,10 +287,18 @@ void sim_world_free(struct sim_world *w)
         sim_job_free(&w->jobs[i]);
     for (int k = 0; k < w->ndistinct; k++)
         app_free(w->distinct[k]);
+    market_free(w->mkt);
     free(w->apps);
     free(w->distinct);
     free(w->jobs);
+    free(w->slots);
     free(w->nodes);
+    free(w->snapslot);
+    free(w->bootslot);
+    free(w->booting);
+    free(w->offers);
+    free(w->unavail_until);
+    free(w->events);
     free(w->sjobs);
     free(w->active);
     alloc_free(w->held);
@@ -195,52 +311,149 @@ double sim_world_now(const struct sim_world *w)
     return w->now;
 }
 
-int sim_world_advance(struct sim_world *w, int seconds)
+/* Run every job seconds on what it holds. */
+static int sim_world_run(struct sim_world *w, int seconds)
 {
-    int dist[4096] = {0}, rc;
-    int nn = w->cfg.nodes < 4096 ? w->cfg.nodes : 4096;
+    int *dist = calloc((size_t)w->nslots, sizeof(int)), rc = 0;
 
+    if (!dist)
+        return ERR_NOMEM;
     /* interference: a node is shared when more than one distributed job runs on it */
     for (int j = 0; j < w->njobs; j++) {
+        const int *row = w->held->node + (size_t)j * (size_t)w->held->width;
+
         if (alloc_nodes_used(w->held, j) < 2)
             continue;
-        for (int n = 0; n < nn; n++)
-            dist[n] += alloc_on_node(w->held, j, n) > 0;
+        for (int i = 0; i < w->held->count[j]; i++)
+            dist[row[i]] += i == 0 || row[i] != row[i - 1];
     }
-    for (int j = 0; j < w->njobs; j++) {
+    for (int j = 0; j < w->njobs && rc == 0; j++) {
+        const int *row = w->held->node + (size_t)j * (size_t)w->held->width;
         double slow = 0.0;
 
         if (w->cfg.interference > 0 && alloc_nodes_used(w->held, j) > 1)
-            for (int n = 0; n < nn; n++)
-                if (alloc_on_node(w->held, j, n) > 0 && dist[n] > 1)
+            for (int i = 0; i < w->held->count[j]; i++)
+                if (dist[row[i]] > 1)
                     slow = w->cfg.interference;
         if ((rc = sim_job_step(&w->jobs[j], seconds, slow)) < 0)
-            return rc;
+            break;
         /* a finished job gives its GPUs back at once */
         if (sim_job_done(&w->jobs[j]) && w->held->count[j] > 0) {
             alloc_clear_job(w->held, j);
             sim_job_place(&w->jobs[j], NULL, 0);
         }
     }
-    w->now += seconds;
+    free(dist);
+    return rc;
+}
+
+/* The market's events up to now: nodes become ready, notices make jobs checkpoint, preemptions
+ * take nodes and send their jobs back to their last checkpoint. */
+static int sim_world_events(struct sim_world *w)
+{
+    int nev, rc;
+
+    if ((rc = market_advance(w->mkt, w->now, w->events, w->maxevents, &nev)) < 0)
+        return rc;
+    for (int i = 0; i < nev; i++) {
+        int k = sim_slot_of(w, w->events[i].id);
+
+        if (k < 0)
+            continue;
+        switch (w->events[i].kind) {
+        case MKT_EV_READY:
+            if (w->slots[k].state == SIM_SLOT_BOOTING)
+                w->slots[k].state = market_instance(w->mkt, w->slots[k].id)->state == MKT_NOTICED
+                                        ? SIM_SLOT_NOTICED
+                                        : SIM_SLOT_READY;
+            break;
+        case MKT_EV_NOTICE:
+            if (w->slots[k].state != SIM_SLOT_BOOTING)
+                w->slots[k].state = SIM_SLOT_NOTICED;
+            for (int j = 0; j < w->njobs; j++)
+                if (alloc_on_node(w->held, j, k) > 0)
+                    sim_job_checkpoint(&w->jobs[j]);
+            break;
+        case MKT_EV_PREEMPT:
+            for (int j = 0; j < w->njobs; j++)
+                if (alloc_on_node(w->held, j, k) > 0) {
+                    alloc_clear_job(w->held, j);
+                    sim_job_preempt(&w->jobs[j]);
+                }
+            w->slots[k].state = SIM_SLOT_FREE;
+            break;
+        }
+    }
     return 0;
+}
+
+int sim_world_advance(struct sim_world *w, int seconds)
+{
+    double end = w->now + seconds;
+    int rc;
+
+    while (w->now < end) {
+        double next = ceil(market_next_event(w->mkt, w->now));
+        int step = (int)((next < end ? next : end) - w->now);
+
+        if (step < 1)
+            step = 1;
+        if ((rc = sim_world_run(w, step)) < 0)
+            return rc;
+        w->now += step;
+        if ((rc = sim_world_events(w)) < 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* The planner's estimate of an offer's preemption rate: its prior, worth ten node-hours, updated
+ * with the preemptions seen per node-hour. */
+static double sim_world_rate_estimate(struct sim_world *w, int o)
+{
+    const double weight = 10.0;
+    double prior = w->cfg.rate_prior               ? w->cfg.rate_prior[o]
+                   : market_offer(w->mkt, o)->spot ? 0.05
+                                                   : 0.0;
+    double hours = market_node_hours(w->mkt, o, w->now);
+
+    return (prior * weight + (double)market_preemptions(w->mkt, o)) / (weight + hours);
 }
 
 int sim_world_observe(struct sim_world *w, const struct snapshot **out)
 {
-    int n = 0;
+    int n = 0, nn = 0, nb = 0, gpus = 0;
 
     for (int j = 0; j < w->njobs; j++)
         if (w->now >= w->jobs[j].spec->submit_time && !sim_job_done(&w->jobs[j]))
             w->active[n++] = j;
+    for (int k = 0; k < w->nslots; k++) {
+        const struct sim_slot *sl = &w->slots[k];
+
+        if (sl->state == SIM_SLOT_READY) {
+            const struct mkt_instance *in = market_instance(w->mkt, sl->id);
+
+            w->snapslot[nn] = k;
+            w->nodes[nn++] =
+                (struct snap_node){.gpus = sl->gpus,
+                                   .preemptible = market_offer(w->mkt, sl->offer)->spot,
+                                   .offer = w->fleet ? sl->offer : -1,
+                                   .launched = in->launched};
+            gpus += sl->gpus;
+        } else if (sl->state == SIM_SLOT_BOOTING && w->fleet) {
+            w->bootslot[nb] = k;
+            w->booting[nb++] = (struct snap_booting){
+                .offer = sl->offer, .launched = market_instance(w->mkt, sl->id)->launched};
+        }
+    }
     alloc_free(w->snap_alloc);
     w->snap_alloc = NULL;
-    if (alloc_new(n, w->cfg.nodes, w->held->width, &w->snap_alloc) < 0)
+    if (alloc_new(n, nn > 0 ? nn : 1, gpus > 0 ? gpus : 1, &w->snap_alloc) < 0)
         return ERR_NOMEM;
     for (int row = 0; row < n; row++) {
         const struct sim_job *job = &w->jobs[w->active[row]];
         struct snap_job *sj = &w->sjobs[row];
-        const int *nodes = w->held->node + (size_t)w->active[row] * (size_t)w->held->width;
+        const int *slots = w->held->node + (size_t)w->active[row] * (size_t)w->held->width;
 
         memset(sj, 0, sizeof(*sj));
         sj->name = job->spec->name;
@@ -253,29 +466,66 @@ int sim_world_observe(struct sim_world *w, const struct snapshot **out)
         sj->grad = job->grad;
         sim_job_limits(job, &sj->lim);
         sj->max_replicas = job->max_replicas;
+        if (w->fleet && (sj->max_replicas == 0 || sj->max_replicas > SIM_MEASURED_REPLICAS))
+            sj->max_replicas = SIM_MEASURED_REPLICAS;
         sj->max_profiled_replicas = job->max_profiled;
         sj->req_replicas = job->spec->num_replicas;
         sj->req_batch = job->spec->batch_size;
-        for (int k = 0; k < w->held->count[w->active[row]]; k++)
-            alloc_add(w->snap_alloc, row, nodes[k], 1);
+        sj->progress = job->progress;
+        sj->progress_target = app_progress_needed(job->app, job->app->max_epochs);
+        sj->checkpoint_s = job->checkpoint_s;
+        /* held replicas on nodes that are not schedulable (noticed) are not shown: the job
+         * holds nothing it can keep */
+        for (int k = 0; k < w->held->count[w->active[row]]; k++) {
+            int sn = -1;
+
+            for (int m = 0; m < nn && sn < 0; m++)
+                if (w->snapslot[m] == slots[k])
+                    sn = m;
+            if (sn < 0) {
+                alloc_clear_job(w->snap_alloc, row);
+                break;
+            }
+            alloc_add(w->snap_alloc, row, sn, 1);
+        }
+    }
+    for (int o = 0; w->fleet && o < w->cfg.noffers; o++) {
+        const struct mkt_offer_spec *sp = market_offer(w->mkt, o);
+
+        w->offers[o] = (struct snap_offer){
+            .name = sp->name,
+            .gpus = sp->gpus,
+            .spot = sp->spot,
+            .price = market_price(w->mkt, o, w->now),
+            .preempt_rate = sim_world_rate_estimate(w, o),
+            .boot_s = sp->boot_s > 0 ? sp->boot_s : 180,
+            .unavailable = w->now < w->unavail_until[o],
+        };
     }
     w->snap.now = w->now;
-    w->snap.nnodes = w->cfg.nodes;
+    w->snap.nnodes = nn;
     w->snap.nodes = w->nodes;
     w->snap.njobs = n;
     w->snap.jobs = w->sjobs;
     w->snap.current = w->snap_alloc;
     w->snap.oracle = &w->oracle;
+    w->snap.noffers = w->fleet ? w->cfg.noffers : 0;
+    w->snap.offers = w->offers;
+    w->snap.nbooting = nb;
+    w->snap.booting = w->booting;
+    w->snap.min_billed_s = MKT_MIN_BILLED;
     *out = &w->snap;
     return 0;
 }
 
 int sim_world_apply(struct sim_world *w, const struct alloc *plan)
 {
-    int used[4096] = {0}, place[SIM_MAX_NODES], rc;
+    int *used = NULL, place[SIM_MAX_NODES], rc = 0;
 
-    if (plan->njobs != w->snap.njobs || w->cfg.nodes > 4096)
+    if (plan->njobs != w->snap.njobs || plan->nnodes != w->snap_alloc->nnodes)
         return ERR_INVAL;
+    if (!(used = calloc((size_t)w->nslots, sizeof(int))))
+        return ERR_NOMEM;
     /* what the jobs outside the plan hold stays; the plan's rows must fit beside it */
     for (int j = 0; j < w->njobs; j++) {
         int in_plan = 0;
@@ -286,24 +536,128 @@ int sim_world_apply(struct sim_world *w, const struct alloc *plan)
             used[w->held->node[(size_t)j * (size_t)w->held->width + (size_t)k]]++;
     }
     for (int row = 0; row < plan->njobs; row++)
-        for (int k = 0; k < plan->count[row]; k++)
-            used[plan->node[(size_t)row * (size_t)plan->width + (size_t)k]]++;
-    for (int n = 0; n < w->cfg.nodes; n++)
-        if (used[n] > w->nodes[n].gpus)
-            return ERR_INVAL;
-    for (int row = 0; row < plan->njobs; row++) {
-        int j = w->active[row], np;
+        for (int k = 0; k < plan->count[row]; k++) {
+            int sn = plan->node[(size_t)row * (size_t)plan->width + (size_t)k];
 
-        if (alloc_job_equal(plan, row, w->held, j))
+            if (sn >= w->snap.nnodes) {
+                rc = ERR_INVAL;
+                goto out;
+            }
+            used[w->snapslot[sn]]++;
+        }
+    for (int k = 0; k < w->nslots; k++)
+        if (used[k] > (w->slots[k].state == SIM_SLOT_FREE ? 0 : w->slots[k].gpus)) {
+            rc = ERR_INVAL;
+            goto out;
+        }
+    for (int row = 0; row < plan->njobs; row++) {
+        int j = w->active[row], np, same = plan->count[row] == w->held->count[j];
+        const int *prow = plan->node + (size_t)row * (size_t)plan->width;
+        const int *hrow = w->held->node + (size_t)j * (size_t)w->held->width;
+
+        for (int k = 0; same && k < plan->count[row]; k++)
+            same = w->snapslot[prow[k]] == hrow[k];
+        if (same)
             continue;
         alloc_clear_job(w->held, j);
         for (int k = 0; k < plan->count[row]; k++)
-            alloc_add(w->held, j, plan->node[(size_t)row * (size_t)plan->width + (size_t)k], 1);
+            alloc_add(w->held, j, w->snapslot[prow[k]], 1);
         np = alloc_placement(w->held, j, place);
         if ((rc = sim_job_place(&w->jobs[j], place, np)) < 0)
-            return rc;
+            goto out;
     }
+out:
+    free(used);
+    return rc;
+}
+
+int sim_world_resize(struct sim_world *w, const struct fleet_plan *f)
+{
+    int rc;
+
+    if (!w->fleet || f->noffers != w->cfg.noffers || f->nnodes != w->snap.nnodes ||
+        f->nbooting != w->snap.nbooting)
+        return ERR_INVAL;
+    for (int n = 0; n < f->nnodes; n++)
+        if (f->release[n] && sim_slot_used(w, w->snapslot[n]))
+            return ERR_INVAL;
+    for (int n = 0; n < f->nnodes; n++)
+        if (f->release[n]) {
+            struct sim_slot *sl = &w->slots[w->snapslot[n]];
+
+            if (sl->state != SIM_SLOT_FREE && (rc = market_terminate(w->mkt, sl->id, w->now)) < 0)
+                return rc;
+            sl->state = SIM_SLOT_FREE;
+        }
+    for (int b = 0; b < f->nbooting; b++)
+        if (f->cancel[b]) {
+            struct sim_slot *sl = &w->slots[w->bootslot[b]];
+
+            if (sl->state == SIM_SLOT_BOOTING &&
+                (rc = market_terminate(w->mkt, sl->id, w->now)) < 0)
+                return rc;
+            sl->state = SIM_SLOT_FREE;
+        }
+    for (int o = 0; o < f->noffers; o++)
+        for (int i = 0; i < f->launch[o]; i++) {
+            rc = sim_world_launch(w, o, 0);
+            if (rc == ERR_CAPACITY) {
+                w->unavail_until[o] = w->now + 600;
+                break;
+            }
+            if (rc < 0)
+                return rc;
+        }
+    /* nothing can be due yet (a boot takes time), but a zero boot delay is allowed */
+    return sim_world_events(w);
+}
+
+int sim_world_has_fleet(const struct sim_world *w)
+{
+    return w->fleet;
+}
+
+void sim_world_fleet_stats(const struct sim_world *w, struct sim_fleet_stats *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (!w->fleet)
+        return;
+    out->dollars = market_cost(w->mkt, w->now);
+    for (int o = 0; o < w->cfg.noffers; o++)
+        out->gpu_hours += market_node_hours(w->mkt, o, w->now) * market_offer(w->mkt, o)->gpus;
+    out->launches = market_ninstances(w->mkt);
+    out->capacity_errs = market_capacity_errors(w->mkt, -1);
+    out->preemptions = market_preemptions(w->mkt, -1);
+    for (int j = 0; j < w->njobs; j++)
+        out->lost_work_s += w->jobs[j].lost_s;
+    out->min_gpu_price = market_min_gpu_price(w->mkt, w->now);
+}
+
+int sim_world_cost_bound(struct sim_world *w, int gpn, double *dollars)
+{
+    double gpu_s = 0;
+    int rc;
+
+    for (int j = 0; j < w->njobs; j++) {
+        double x;
+
+        if ((rc = sim_job_min_gpu_seconds(&w->jobs[j], gpn, &x)) < 0)
+            return rc;
+        gpu_s += x;
+    }
+    *dollars = gpu_s / 3600.0 * market_min_gpu_price(w->mkt, w->now);
     return 0;
+}
+
+int sim_world_fleet_nodes(const struct sim_world *w, int spot)
+{
+    int n = 0;
+
+    for (int k = 0; k < w->nslots; k++)
+        if (w->slots[k].state != SIM_SLOT_FREE &&
+            !!market_offer(w->mkt, w->slots[k].offer)->spot == !!spot)
+            n++;
+    return n;
 }
 
 int sim_world_finished(const struct sim_world *w)

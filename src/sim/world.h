@@ -1,10 +1,15 @@
-/* world.h: the simulated world: a fixed cluster, a workload of emulated jobs, a virtual clock.
- * The controller's loop observes it, decides, and applies the plan, as it would a real cloud. */
+/* world.h: the simulated world: a fixed cluster or a simulated market of rented nodes, a workload
+ * of emulated jobs, a virtual clock. The controller's loop observes it, decides, and applies the
+ * plan, as it would a real cloud. */
 #ifndef CASTOR_SIM_WORLD_H
 #define CASTOR_SIM_WORLD_H
 
+#include <stdint.h>
+
+#include "plan/fleet.h"
 #include "plan/snapshot.h"
 #include "sim/job.h"
+#include "sim/market.h"
 #include "sim/workload.h"
 #include "util/error.h"
 
@@ -16,6 +21,29 @@ struct sim_config {
     int gang;                           /* 1: jobs get the GPUs they ask for (Tiresias) */
     const struct tput_model_ops *model; /* how jobs model their throughput */
     const char *profiles;               /* folder of profile folders, one per application */
+    /* A market instead of a fixed cluster (noffers > 0): nodes are rented from its offers
+     * (borrowed), at most max_nodes alive at once (default 512); `nodes` nodes of offer
+     * initial_offer are ready at time 0 (nodes may be 0). gpus_per_node is then unused. */
+    const struct mkt_offer_spec *offers;
+    int noffers;
+    int initial_offer;
+    int max_nodes;
+    uint64_t market_seed;
+    /* per offer, preemptions per node-hour the planner assumes before it has seen any (NULL: 0
+     * on-demand, 0.05 spot) */
+    const double *rate_prior;
+    double checkpoint_s; /* seconds between each job's checkpoints (0: only on restarts) */
+};
+
+/* What renting cost, for a world with a market. */
+struct sim_fleet_stats {
+    double dollars;       /* billed so far */
+    double gpu_hours;     /* GPUs times running hours of every instance */
+    long launches;        /* instances launched */
+    long capacity_errs;   /* launches refused for capacity */
+    long preemptions;     /* instances preempted */
+    double lost_work_s;   /* job-seconds of work lost to preemptions (since the last checkpoint) */
+    double min_gpu_price; /* lowest $/GPU-hour any offer had so far */
 };
 
 struct sim_world;
@@ -48,6 +76,30 @@ int sim_world_apply(struct sim_world *w, const struct alloc *plan);
 
 /* 1 when every job of the workload has finished. */
 int sim_world_finished(const struct sim_world *w);
+
+/*
+ * Change the fleet as f says, for the nodes and booting instances of the last snapshot: release
+ * and cancel (terminate), then launch. A launch refused for capacity marks its offer unavailable
+ * for 10 minutes and is not an error. Errors: ERR_INVAL (f is not sized for the last snapshot, or
+ * releases a node a job holds; nothing changes), ERR_NOMEM.
+ */
+int sim_world_resize(struct sim_world *w, const struct fleet_plan *f);
+
+/* 1 if the world rents its nodes from a market (the decide step may change the fleet). */
+int sim_world_has_fleet(const struct sim_world *w);
+
+/* Cost and preemption figures so far (zero for a fixed cluster). */
+void sim_world_fleet_stats(const struct sim_world *w, struct sim_fleet_stats *out);
+
+/*
+ * A lower bound on what the workload costs: every job's work at its best goodput per GPU
+ * (sim_job_min_gpu_seconds on nodes of gpn GPUs) at the lowest price per GPU-hour seen so far.
+ * Errors: as sim_job_min_gpu_seconds.
+ */
+int sim_world_cost_bound(struct sim_world *w, int gpn, double *dollars);
+
+/* Nodes alive now (booting, ready or noticed) of offers with spot set, or not (for reports). */
+int sim_world_fleet_nodes(const struct sim_world *w, int spot);
 
 /* Jobs, in workload order, for reporting. */
 int sim_world_njobs(const struct sim_world *w);

@@ -9,9 +9,9 @@
 #include "util/error.h"
 
 /* Every code in the table, in table order, for the checks that walk all of them. */
-static const int all_codes[] = {ERR_NOMEM,  ERR_INVAL, ERR_IO,      ERR_NOENT,
-                                ERR_PARSE,  ERR_EMPTY, ERR_RANGE,   ERR_UNKNOWN,
-                                ERR_NOCONV, ERR_AGAIN, ERR_INTERNAL};
+static const int all_codes[] = {ERR_NOMEM,  ERR_INVAL, ERR_IO,       ERR_NOENT,
+                                ERR_PARSE,  ERR_EMPTY, ERR_RANGE,    ERR_UNKNOWN,
+                                ERR_NOCONV, ERR_AGAIN, ERR_INTERNAL, ERR_CAPACITY};
 #define NCODES (sizeof(all_codes) / sizeof(all_codes[0]))
 
 /* Known codes map to the message and name written in ERR_TABLE (copied here by hand). */
@@ -43,13 +43,13 @@ static void err_str__zero_is_success(void **state)
 }
 
 /* Codes outside the table (one past the last, positive, far negative) get the fallback strings
- * and are not retryable; the table has 11 entries, so -12 is the first unknown negative code. */
+ * and are not retryable; the table has 12 entries, so -13 is the first unknown negative code. */
 static void err_str__unknown_codes(void **state)
 {
-    const int unknown[] = {-12, -1000, 1, 42, INT_MIN};
+    const int unknown[] = {-13, -1000, 1, 42, INT_MIN};
 
     (void)state;
-    assert_int_equal(ERR_INDEX_COUNT, 11);
+    assert_int_equal(ERR_INDEX_COUNT, 12);
     for (size_t i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++) {
         assert_string_equal(err_str(unknown[i]), "unknown error");
         assert_string_equal(err_name(unknown[i]), "UNKNOWN_CODE");
@@ -64,6 +64,7 @@ static void err_retryable__follows_table(void **state)
     assert_int_equal(err_retryable(ERR_NOMEM), 1);
     assert_int_equal(err_retryable(ERR_IO), 1);
     assert_int_equal(err_retryable(ERR_AGAIN), 1);
+    assert_int_equal(err_retryable(ERR_CAPACITY), 1);
     assert_int_equal(err_retryable(ERR_INVAL), 0);
     assert_int_equal(err_retryable(ERR_PARSE), 0);
     assert_int_equal(err_retryable(ERR_NOENT), 0);

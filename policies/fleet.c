@@ -1,0 +1,183 @@
+/* fleet.c: the registry of fleet policies, what they share, and the fixed fleet. */
+#include "policies/fleet.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/bsz.h"
+#include "util/error.h"
+
+const struct fleet_ops *const fleet_registry[] = {&fleet_fixed, &fleet_pollux, &fleet_castor, NULL};
+
+const struct fleet_ops *fleet_find(const char *name)
+{
+    for (size_t i = 0; fleet_registry[i]; i++)
+        if (strcmp(fleet_registry[i]->name, name) == 0)
+            return fleet_registry[i];
+    return NULL;
+}
+
+int fleet_new(const char *name, const struct fleet_config *cfg, struct fleet_policy *out)
+{
+    const struct fleet_ops *ops = fleet_find(name);
+    void *ctx = NULL;
+    int rc;
+
+    if (!ops)
+        return ERR_UNKNOWN;
+    if (ops->create && (rc = ops->create(cfg, &ctx)) < 0)
+        return rc;
+    out->ops = ops;
+    out->ctx = ctx;
+    return 0;
+}
+
+int fleet_plan(struct fleet_policy *p, const struct snapshot *s, struct policy *pol, uint64_t seed,
+               struct alloc *a, struct fleet_plan *f)
+{
+    return p->ops->plan(p->ctx, s, pol, seed, a, f);
+}
+
+void fleet_free(struct fleet_policy *p)
+{
+    if (p && p->ops && p->ops->destroy)
+        p->ops->destroy(p->ctx);
+}
+
+int fleet_allocate_kept(const struct snapshot *s, const unsigned char *keep, struct policy *pol,
+                        uint64_t seed, struct alloc *a)
+{
+    struct snapshot *sub = NULL;
+    struct alloc *sa = NULL;
+    int *map = NULL, rc, any = 0;
+
+    for (int k = 0; k < s->nnodes; k++)
+        any |= keep[k];
+    for (int j = 0; j < a->njobs; j++)
+        alloc_clear_job(a, j);
+    if (!any || s->njobs == 0)
+        return 0;
+    if (!(map = malloc((size_t)s->nnodes * sizeof(int))))
+        return ERR_NOMEM;
+    if ((rc = snapshot_sub_new(s, keep, map, &sub)) < 0 ||
+        (rc = alloc_new(s->njobs, sub->nnodes, sub->current->width, &sa)) < 0)
+        goto out;
+    alloc_copy(sa, sub->current);
+    if ((rc = policy_allocate(pol, sub, seed, sa)) < 0)
+        goto out;
+    rc = snapshot_sub_unmap(sa, map, s->nnodes, a);
+out:
+    alloc_free(sa);
+    snapshot_sub_free(sub);
+    free(map);
+    return rc;
+}
+
+int fleet_shrink_to(const struct snapshot *s, struct policy *pol, uint64_t seed, int want,
+                    struct alloc *a, struct fleet_plan *f)
+{
+    int *used = calloc((size_t)s->nnodes + 1, sizeof(int)), kept = 0, extra, rc;
+    unsigned char *keep = calloc((size_t)s->nnodes + 1, 1);
+
+    if (!used || !keep) {
+        rc = ERR_NOMEM;
+        goto out;
+    }
+    if (s->nnodes > 0)
+        alloc_node_usage(s->current, used);
+    /* the most used first: a stable selection, want times */
+    for (int i = 0; i < want && i < s->nnodes; i++) {
+        int best = -1;
+
+        for (int k = 0; k < s->nnodes; k++)
+            if (!keep[k] && (best < 0 || used[k] > used[best]))
+                best = k;
+        keep[best] = 1;
+    }
+    for (int k = 0; k < s->nnodes; k++) {
+        if (!keep[k] && s->now - s->nodes[k].launched < s->min_billed_s)
+            keep[k] = 1;
+        kept += keep[k];
+        f->release[k] = !keep[k];
+    }
+    extra = kept + s->nbooting - (want > kept ? want : kept);
+    for (int b = s->nbooting - 1; b >= 0 && extra > 0; b--, extra--)
+        f->cancel[b] = 1;
+    rc = fleet_allocate_kept(s, keep, pol, seed, a);
+out:
+    free(used);
+    free(keep);
+    return rc;
+}
+
+double fleet_job_speedup(const struct snap_job *sj, int gpn, int r)
+{
+    struct bsz_choice one, c;
+
+    if (r <= 0)
+        return 0.0;
+    if (!sj->has_model)
+        return (double)r;
+    if (bsz_optimize(&sj->tput, &sj->grad, &sj->lim, 1, 1, &one) < 0 || !(one.goodput > 0))
+        return (double)r;
+    if (bsz_optimize(&sj->tput, &sj->grad, &sj->lim, (r + gpn - 1) / gpn, r, &c) < 0)
+        return 0.0;
+    return c.goodput / one.goodput;
+}
+
+/* The fixed fleet: hold cfg->nodes nodes of one offer, replacing those that go. */
+struct fleet_fixed_state {
+    int offer;
+    int nodes;
+};
+
+static int fixed_create(const struct fleet_config *cfg, void **ctx)
+{
+    struct fleet_fixed_state *st;
+
+    if (cfg->offer < 0 || cfg->nodes < 0)
+        return ERR_INVAL;
+    if (!(st = calloc(1, sizeof(*st))))
+        return ERR_NOMEM;
+    st->offer = cfg->offer;
+    st->nodes = cfg->nodes;
+    *ctx = st;
+    return 0;
+}
+
+static void fixed_destroy(void *ctx)
+{
+    free(ctx);
+}
+
+static int fixed_plan(void *ctx, const struct snapshot *s, struct policy *pol, uint64_t seed,
+                      struct alloc *a, struct fleet_plan *f)
+{
+    struct fleet_fixed_state *st = ctx;
+    unsigned char *keep;
+    int have = 0, rc;
+
+    if (st->offer >= s->noffers)
+        return ERR_INVAL;
+    if (!(keep = calloc((size_t)s->nnodes + 1, 1)))
+        return ERR_NOMEM;
+    for (int k = 0; k < s->nnodes; k++) {
+        keep[k] = 1;
+        have += s->nodes[k].offer == st->offer;
+    }
+    for (int b = 0; b < s->nbooting; b++)
+        have += s->booting[b].offer == st->offer;
+    if (have < st->nodes && !s->offers[st->offer].unavailable)
+        f->launch[st->offer] = st->nodes - have;
+    rc = fleet_allocate_kept(s, keep, pol, seed, a);
+    free(keep);
+    return rc;
+}
+
+const struct fleet_ops fleet_fixed = {
+    .name = "fixed",
+    .summary = "a fixed number of nodes of one offer; a node that goes is replaced",
+    .create = fixed_create,
+    .destroy = fixed_destroy,
+    .plan = fixed_plan,
+};

@@ -1,0 +1,99 @@
+/* fleet.h: fleet policies: given a snapshot of a rented fleet, which offers to launch, which nodes
+ * to let go, and (through an allocation policy) who runs where on the nodes kept. One `const
+ * struct fleet_ops` per policy, registered by name; an instance is {ops, ctx}. */
+#ifndef CASTOR_POLICIES_FLEET_H
+#define CASTOR_POLICIES_FLEET_H
+
+#include <stdint.h>
+
+#include "plan/alloc.h"
+#include "plan/fleet.h"
+#include "plan/snapshot.h"
+#include "policies/policy.h"
+
+enum fleet_mode {
+    FLEET_EFFICIENCY, /* grow while the next node buys enough goodput per dollar */
+    FLEET_BUDGET,     /* the most goodput under a cap in $/h */
+    FLEET_DEADLINE,   /* meet each job's deadline at the lowest cost */
+};
+
+/* Settings a fleet policy may read; zero means the policy's default. */
+struct fleet_config {
+    enum fleet_mode mode; /* castor */
+    double threshold;     /* castor, efficiency: the least goodput per dollar of a GPU added,
+                             relative to one GPU's on the best offer (default 0.5) */
+    double budget;        /* castor, budget: $/h */
+    double util_high;     /* pollux-autoscale: scale when the utility leaves [low, high] */
+    double util_low;      /* (defaults 2/3 and 1/3: the paper's U = 2/3, target L = 1/2) */
+    int window;           /* pollux-autoscale: intervals averaged (default 15) */
+    int offer;            /* fixed, pollux-autoscale: the offer to rent (index) */
+    int nodes;            /* fixed: the nodes to hold */
+    int max_nodes;        /* the most nodes to hold (default 512) */
+    double restart_s;     /* seconds a restart costs a job (default 30) */
+};
+
+struct fleet_ops {
+    const char *name;
+    const char *summary;
+    /* A new instance's private state (may stay NULL); errors: ERR_NOMEM, ERR_INVAL. */
+    int (*create)(const struct fleet_config *cfg, void **ctx);
+    void (*destroy)(void *ctx);
+    /*
+     * Decide: the fleet's changes into f (empty on entry) and the allocation of the nodes kept
+     * into a (sized as s->current, which it starts as a copy of), splitting them with the
+     * allocation policy pol. seed is the only randomness; state in ctx depends only on the
+     * snapshots seen. Errors leave a and f unspecified; the caller keeps the current allocation
+     * and changes nothing.
+     */
+    int (*plan)(void *ctx, const struct snapshot *s, struct policy *pol, uint64_t seed,
+                struct alloc *a, struct fleet_plan *f);
+};
+
+struct fleet_policy {
+    const struct fleet_ops *ops;
+    void *ctx;
+};
+
+extern const struct fleet_ops fleet_fixed;
+extern const struct fleet_ops fleet_pollux;
+extern const struct fleet_ops fleet_castor;
+
+/* All fleet policies, NULL-terminated. */
+extern const struct fleet_ops *const fleet_registry[];
+
+/* The fleet policy called name, or NULL. */
+const struct fleet_ops *fleet_find(const char *name);
+
+/* Create an instance of the fleet policy called name. ERR_UNKNOWN for an unknown name; as
+ * create. */
+int fleet_new(const char *name, const struct fleet_config *cfg, struct fleet_policy *out);
+
+/* Ask p for the next fleet plan and allocation (see fleet_ops.plan). */
+int fleet_plan(struct fleet_policy *p, const struct snapshot *s, struct policy *pol, uint64_t seed,
+               struct alloc *a, struct fleet_plan *f);
+
+void fleet_free(struct fleet_policy *p);
+
+/*
+ * Split the nodes whose keep[] is set (s->nnodes values) with the allocation policy pol, writing
+ * the allocation into a (rows and nodes as s's; nothing on nodes not kept). With no node kept,
+ * every job gets nothing. Errors: what the policy returns, ERR_NOMEM.
+ */
+int fleet_allocate_kept(const struct snapshot *s, const unsigned char *keep, struct policy *pol,
+                        uint64_t seed, struct alloc *a);
+
+/*
+ * Shrink to want nodes: keep the ready nodes whose GPUs the current allocation uses most (the
+ * first on ties) and those younger than the minimum billed time; release the others and cancel
+ * booting instances beyond want (the newest first); split the kept nodes with pol into a.
+ * Errors: as fleet_allocate_kept.
+ */
+int fleet_shrink_to(const struct snapshot *s, struct policy *pol, uint64_t seed, int want,
+                    struct alloc *a, struct fleet_plan *f);
+
+/* A job's speedup on r GPUs packed onto the fewest nodes of gpn GPUs, over one GPU, from its
+ * goodput model at the best batch size (r itself before it has a model; 0 for r <= 0 or a
+ * configuration no batch size fits). */
+double fleet_job_speedup(const struct snap_job *sj, int gpn, int r);
+
+#endif

@@ -1,0 +1,335 @@
+/* scenario_cmd.c: `castor simulate --scenario`: run a workload on a simulated market under castor's
+ * fleet planner, or (--compare) under the four systems of the comparison, and report dollars,
+ * completion times and preemptions side by side. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "control/loop.h"
+#include "policies/fleet.h"
+#include "policies/policy.h"
+#include "providers/provider.h"
+#include "sim/app.h"
+#include "sim/record.h"
+#include "sim/report.h"
+#include "sim/scenario.h"
+#include "sim/world.h"
+#include "util/json.h"
+
+/* What one system did on one workload. */
+struct run_result {
+    struct sim_fleet_stats fleet;
+    double avg_jct, p99_jct, makespan, bound;
+    int unfinished;
+    double wall;
+};
+
+static void scenario_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: castor simulate --scenario FILE [--compare] [options]\n"
+            "\n"
+            "  --scenario FILE   a market scenario (config/scenarios/*.yaml documents every key)\n"
+            "  --compare         run the four systems side by side on the same workload, market\n"
+            "                    and seeds: fixed-on-demand (16 on-demand nodes, pollux),\n"
+            "                    pollux-autoscale (Pollux's autoscaler on on-demand nodes),\n"
+            "                    fixed-spot (16 spot nodes, replaced when preempted), castor;\n"
+            "                    without it, castor alone\n"
+            "  --workload PATH   replaces the scenario's workload (a trace or a folder of them)\n"
+            "  --profiles DIR    folder of measured profiles (default: bundled)\n"
+            "  --json FILE       write the comparison as JSON\n"
+            "  --report FILE     write a self-contained HTML report\n"
+            "  --quiet           no per-workload lines\n"
+            "\n"
+            "Exit status: 0 done, 1 the run failed, 2 a bad command line or scenario file.\n");
+}
+
+struct tick_ctx {
+    struct sim_record *rec;
+    const struct sim_world *w;
+};
+
+static int on_tick(void *ctx, double now, const struct snapshot *s, const struct alloc *plan)
+{
+    struct tick_ctx *t = ctx;
+
+    (void)now;
+    (void)s;
+    (void)plan;
+    return sim_record_sample(t->rec, t->w);
+}
+
+/* Run system sys of scenario sc on one workload. On success *res is filled and *recp (when not
+ * NULL) holds the record. */
+static int run_system(const struct scenario *sc, const struct scenario_system *sys,
+                      const char *profiles, const char *path, const char *const *apps,
+                      struct run_result *res, struct sim_record **recp, FILE *err)
+{
+    const struct policy_ops *pops = policy_find(sys->policy);
+    struct sim_config cfg = {.profiles = profiles,
+                             .offers = sc->offers,
+                             .noffers = sc->noffers,
+                             .initial_offer = sys->initial_offer,
+                             .nodes = sys->initial_nodes,
+                             .max_nodes = sc->max_nodes,
+                             .market_seed = sc->seed,
+                             .rate_prior = sc->rate_prior,
+                             .checkpoint_s = sc->checkpoint_s,
+                             .gpus_per_node = sc->offers[sys->initial_offer].gpus,
+                             .model = tput_model_find("pollux"),
+                             .adaptive_batch = pops->adaptive_batch,
+                             .gang = pops->gang};
+    struct policy_config pcfg = {0};
+    struct workload *wl = NULL;
+    struct sim_world *w = NULL;
+    struct sim_record *rec = NULL;
+    struct policy pol = {0};
+    struct fleet_policy fleet = {0};
+    struct provider prov;
+    struct loop l = {0};
+    struct tick_ctx tc;
+    struct error e = {0};
+    char buf[768];
+    double t0 = cli_wall_now();
+    int rc;
+
+    if ((rc = workload_load(path, apps, &wl, &e)) < 0 ||
+        (rc = sim_world_new(&cfg, wl, &w, &e)) < 0) {
+        fprintf(err, "castor simulate: %s\n", err_format(&e, buf, sizeof(buf)));
+        goto out;
+    }
+    if ((rc = policy_new(sys->policy, &pcfg, &pol)) < 0 ||
+        (rc = fleet_new(sys->fleet, &sys->fcfg, &fleet)) < 0 ||
+        (rc = sim_record_new(w, wl->name, sys->name, 0, &rec)) < 0) {
+        fprintf(err, "castor simulate: %s: %s\n", sys->name, err_str(rc));
+        goto out;
+    }
+    tc.rec = rec;
+    tc.w = w;
+    provider_sim_init(&prov, w);
+    l.provider = &prov;
+    l.policy = &pol;
+    l.fleet = &fleet;
+    l.interval = sc->interval;
+    l.seed = sc->seed;
+    l.record = on_tick;
+    l.record_ctx = &tc;
+    rc = loop_run(&l, 366L * 24 * 3600 / sc->interval);
+    if (rc < 0 && rc != ERR_AGAIN) {
+        fprintf(err, "castor simulate: %s: %s: the simulation stopped: %s\n", path, sys->name,
+                err_str(rc));
+        goto out;
+    }
+    sim_record_finish(rec, w);
+    memset(res, 0, sizeof(*res));
+    res->unfinished = rc == ERR_AGAIN;
+    sim_world_fleet_stats(w, &res->fleet);
+    sim_record_stats(rec, &res->avg_jct, &res->p99_jct, &res->makespan);
+    if ((rc = sim_world_cost_bound(w, sc->offers[sys->initial_offer].gpus, &res->bound)) < 0) {
+        fprintf(err, "castor simulate: %s: no lower bound: %s\n", path, err_str(rc));
+        goto out;
+    }
+    res->wall = cli_wall_now() - t0;
+    rec->wall_seconds = res->wall;
+    if (recp) {
+        *recp = rec;
+        rec = NULL;
+    }
+out:
+    sim_record_free(rec);
+    fleet_free(&fleet);
+    policy_free(&pol);
+    sim_world_free(w);
+    workload_free(wl);
+    return rc;
+}
+
+static void print_header(FILE *out)
+{
+    fprintf(out, "%-18s %-17s %10s %9s %9s %10s %8s %8s %9s %8s\n", "workload", "system", "dollars",
+            "avg JCT", "p99 JCT", "makespan", "GPU-h", "preempt", "lost s", "$/bound");
+}
+
+static void print_row(FILE *out, const char *wl, const char *sys, const struct run_result *r)
+{
+    fprintf(out, "%-18s %-17s %10.2f %9.1f %9.1f %10.1f %8.1f %8ld %9.0f %8.2f%s\n", wl, sys,
+            r->fleet.dollars, r->avg_jct, r->p99_jct, r->makespan, r->fleet.gpu_hours,
+            r->fleet.preemptions, r->fleet.lost_work_s,
+            r->bound > 0 ? r->fleet.dollars / r->bound : 0, r->unfinished ? " (unfinished)" : "");
+}
+
+static struct jv *result_json(const struct run_result *r)
+{
+    struct jv *o = jv_object();
+
+    jv_set(o, "dollars", jv_number(r->fleet.dollars));
+    jv_set(o, "avg_jct_s", jv_number(r->avg_jct));
+    jv_set(o, "p99_jct_s", jv_number(r->p99_jct));
+    jv_set(o, "makespan_s", jv_number(r->makespan));
+    jv_set(o, "gpu_hours", jv_number(r->fleet.gpu_hours));
+    jv_set(o, "preemptions", jv_integer(r->fleet.preemptions));
+    jv_set(o, "lost_work_s", jv_number(r->fleet.lost_work_s));
+    jv_set(o, "dollars_over_bound", jv_number(r->bound > 0 ? r->fleet.dollars / r->bound : 0));
+    jv_set(o, "launches", jv_integer(r->fleet.launches));
+    jv_set(o, "capacity_errors", jv_integer(r->fleet.capacity_errs));
+    jv_set(o, "unfinished", jv_integer(r->unfinished));
+    return o;
+}
+
+/* Mean of the per-workload results of one system (sums for counts, means for the rest). */
+static void result_mean(const struct run_result *rs, int n, struct run_result *m)
+{
+    memset(m, 0, sizeof(*m));
+    for (int i = 0; i < n; i++) {
+        m->fleet.dollars += rs[i].fleet.dollars / n;
+        m->fleet.gpu_hours += rs[i].fleet.gpu_hours / n;
+        m->fleet.preemptions += rs[i].fleet.preemptions;
+        m->fleet.lost_work_s += rs[i].fleet.lost_work_s / n;
+        m->fleet.launches += rs[i].fleet.launches;
+        m->fleet.capacity_errs += rs[i].fleet.capacity_errs;
+        m->avg_jct += rs[i].avg_jct / n;
+        m->p99_jct += rs[i].p99_jct / n;
+        m->makespan += rs[i].makespan / n;
+        m->bound += rs[i].bound / n;
+        m->unfinished += rs[i].unfinished;
+    }
+}
+
+int cli_simulate_scenario(int argc, char **argv, FILE *out, FILE *err)
+{
+    const char *path = NULL, *workload = NULL, *json = NULL, *report = NULL;
+    const char *profiles = CASTOR_DATADIR "/profiles";
+    int compare = 0, quiet = 0, status = 2, nfiles = 0, first, nsys, nrecs = 0;
+    struct scenario *sc = NULL;
+    struct error e = {0};
+    char buf[768], **files = NULL, **apps = NULL;
+    struct run_result *res = NULL;
+    struct sim_record **recs = NULL;
+    struct jv *root = NULL;
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            scenario_usage(out);
+            return 0;
+        } else if (strcmp(a, "--compare") == 0) {
+            compare = 1;
+        } else if (strcmp(a, "--quiet") == 0) {
+            quiet = 1;
+        } else if (i + 1 < argc && strcmp(a, "--scenario") == 0) {
+            path = argv[++i];
+        } else if (i + 1 < argc && strcmp(a, "--workload") == 0) {
+            workload = argv[++i];
+        } else if (i + 1 < argc && strcmp(a, "--profiles") == 0) {
+            profiles = argv[++i];
+        } else if (i + 1 < argc && strcmp(a, "--json") == 0) {
+            json = argv[++i];
+        } else if (i + 1 < argc && strcmp(a, "--report") == 0) {
+            report = argv[++i];
+        } else {
+            fprintf(err, "castor simulate: unknown or incomplete option \"%s\" with --scenario\n",
+                    a);
+            scenario_usage(err);
+            return 2;
+        }
+    }
+    if (!path) {
+        scenario_usage(err);
+        return 2;
+    }
+    if (scenario_load(path, &sc, &e) < 0) {
+        fprintf(err, "castor simulate: %s\n", err_format(&e, buf, sizeof(buf)));
+        return 2;
+    }
+    if (workload)
+        sc->workload = workload;
+    if (!sc->workload) {
+        fprintf(err, "castor simulate: %s: no workload (a workload key, or --workload)\n", path);
+        goto out;
+    }
+    status = 1;
+    if (cli_list_workloads(sc->workload, &files, &nfiles, err) < 0)
+        goto out;
+    apps = app_list(profiles);
+    if (!apps || !apps[0]) {
+        fprintf(err, "castor simulate: %s: no profiles found\n", profiles);
+        goto out;
+    }
+    first = compare ? 0 : SCENARIO_SYSTEMS - 1;
+    nsys = SCENARIO_SYSTEMS - first;
+    res = calloc((size_t)(nsys * nfiles), sizeof(*res));
+    recs = calloc((size_t)(nsys * nfiles), sizeof(*recs));
+    if (!res || !recs)
+        goto out;
+    if (!quiet)
+        print_header(out);
+    for (int i = 0; i < nfiles; i++)
+        for (int k = 0; k < nsys; k++) {
+            const struct scenario_system *sys = &sc->systems[first + k];
+            struct run_result *r = &res[k * nfiles + i];
+
+            if (run_system(sc, sys, profiles, files[i], (const char *const *)apps, r,
+                           report ? &recs[nrecs] : NULL, err) < 0)
+                goto out;
+            if (report)
+                nrecs++;
+            if (!quiet) {
+                const char *slash = strrchr(files[i], '/');
+
+                print_row(out, slash ? slash + 1 : files[i], sys->name, r);
+                fflush(out);
+            }
+        }
+    if (!(root = jv_object()))
+        goto out;
+    fprintf(out, "\nmean over %d workload%s (preemptions: total)\n", nfiles, nfiles > 1 ? "s" : "");
+    print_header(out);
+    for (int k = 0; k < nsys; k++) {
+        struct run_result m;
+        struct jv *o;
+
+        result_mean(&res[k * nfiles], nfiles, &m);
+        print_row(out, "mean", sc->systems[first + k].name, &m);
+        o = result_json(&m);
+        jv_set(root, sc->systems[first + k].name, o);
+    }
+    if (compare) {
+        struct run_result a, b, d;
+
+        result_mean(&res[0], nfiles, &a);
+        result_mean(&res[1 * nfiles], nfiles, &b);
+        result_mean(&res[3 * nfiles], nfiles, &d);
+        fprintf(out,
+                "\ncastor against fixed-on-demand: dollars %.1f%% (target <= 35%%), average "
+                "JCT x%.3f (target <= 1.1)\n",
+                100 * d.fleet.dollars / a.fleet.dollars, d.avg_jct / a.avg_jct);
+        fprintf(out,
+                "castor against pollux-autoscale: dollars %.1f%% fewer (target >= 25%%), "
+                "average JCT x%.3f (target <= 1)\n",
+                100 * (1 - d.fleet.dollars / b.fleet.dollars), d.avg_jct / b.avg_jct);
+    }
+    if (json && jv_write_path(root, json) < 0) {
+        fprintf(err, "castor simulate: cannot write %s\n", json);
+        goto out;
+    }
+    if (report && sim_report_write(recs, nrecs, report) < 0) {
+        fprintf(err, "castor simulate: cannot write %s\n", report);
+        goto out;
+    }
+    status = 0;
+out:
+    jv_free(root);
+    for (int i = 0; i < nrecs; i++)
+        sim_record_free(recs[i]);
+    free(recs);
+    free(res);
+    for (int i = 0; i < nfiles; i++)
+        free(files[i]);
+    free(files);
+    app_list_free(apps);
+    scenario_free(sc);
+    return status;
+}

@@ -1,0 +1,165 @@
+/* fleet.c: fleet plans, their checks, and snapshots restricted to the nodes a plan keeps. */
+#include "plan/fleet.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/error.h"
+
+int fleet_plan_new(const struct snapshot *s, struct fleet_plan **out)
+{
+    struct fleet_plan *f = calloc(1, sizeof(*f));
+
+    if (!f)
+        return ERR_NOMEM;
+    f->noffers = s->noffers;
+    f->nnodes = s->nnodes;
+    f->nbooting = s->nbooting;
+    f->launch = calloc((size_t)s->noffers + 1, sizeof(int));
+    f->release = calloc((size_t)s->nnodes + 1, 1);
+    f->cancel = calloc((size_t)s->nbooting + 1, 1);
+    if (!f->launch || !f->release || !f->cancel) {
+        fleet_plan_free(f);
+        return ERR_NOMEM;
+    }
+    *out = f;
+    return 0;
+}
+
+void fleet_plan_free(struct fleet_plan *f)
+{
+    if (!f)
+        return;
+    free(f->launch);
+    free(f->release);
+    free(f->cancel);
+    free(f);
+}
+
+void fleet_plan_clear(struct fleet_plan *f)
+{
+    memset(f->launch, 0, (size_t)f->noffers * sizeof(int));
+    memset(f->release, 0, (size_t)f->nnodes);
+    memset(f->cancel, 0, (size_t)f->nbooting);
+}
+
+int fleet_plan_empty(const struct fleet_plan *f)
+{
+    for (int o = 0; o < f->noffers; o++)
+        if (f->launch[o])
+            return 0;
+    for (int n = 0; n < f->nnodes; n++)
+        if (f->release[n])
+            return 0;
+    for (int b = 0; b < f->nbooting; b++)
+        if (f->cancel[b])
+            return 0;
+    return 1;
+}
+
+int fleet_plan_check(const struct snapshot *s, const struct fleet_plan *f, const struct alloc *a)
+{
+    int *used, rc = 0;
+
+    if (f->noffers != s->noffers || f->nnodes != s->nnodes || f->nbooting != s->nbooting)
+        return ERR_INTERNAL;
+    for (int o = 0; o < f->noffers; o++)
+        if (f->launch[o] < 0 || (f->launch[o] > 0 && s->offers[o].unavailable))
+            return ERR_INTERNAL;
+    if (!(used = calloc((size_t)s->nnodes + 1, sizeof(int))))
+        return ERR_NOMEM;
+    alloc_node_usage(a, used);
+    for (int n = 0; n < s->nnodes; n++)
+        if (f->release[n] && used[n] > 0)
+            rc = ERR_INTERNAL;
+    free(used);
+    return rc;
+}
+
+/* The sub-snapshot and the memory it owns, in one block. */
+struct snapshot_sub {
+    struct snapshot snap; /* first, so that a struct snapshot * is the block */
+    struct snap_node *nodes;
+    struct alloc *current;
+};
+
+int snapshot_sub_new(const struct snapshot *s, const unsigned char *keep, int *map,
+                     struct snapshot **sub)
+{
+    struct snapshot_sub *b = NULL;
+    int n = 0, gpus = 0, rc = 0;
+
+    for (int k = 0; k < s->nnodes; k++)
+        if (keep[k]) {
+            n++;
+            gpus += s->nodes[k].gpus;
+        }
+    if (n == 0 || gpus == 0)
+        return ERR_INVAL;
+    if (!(b = calloc(1, sizeof(*b))) || !(b->nodes = calloc((size_t)n, sizeof(*b->nodes)))) {
+        rc = ERR_NOMEM;
+        goto out;
+    }
+    if ((rc = alloc_new(s->njobs, n, gpus, &b->current)) < 0)
+        goto out;
+    n = 0;
+    for (int k = 0; k < s->nnodes; k++) {
+        map[k] = keep[k] ? n : -1;
+        if (keep[k])
+            b->nodes[n++] = s->nodes[k];
+    }
+    for (int j = 0; j < s->njobs; j++) {
+        const int *row = s->current->node + (size_t)j * (size_t)s->current->width;
+
+        for (int i = 0; i < s->current->count[j]; i++)
+            if (map[row[i]] >= 0 && alloc_add(b->current, j, map[row[i]], 1) < 0) {
+                /* a job whose run is split by a dropped node restarts anyway: keep nothing */
+                alloc_clear_job(b->current, j);
+                break;
+            }
+    }
+    b->snap = *s;
+    b->snap.nnodes = n;
+    b->snap.nodes = b->nodes;
+    b->snap.current = b->current;
+    *sub = &b->snap;
+    b = NULL;
+out:
+    if (b) {
+        alloc_free(b->current);
+        free(b->nodes);
+        free(b);
+    }
+    return rc;
+}
+
+void snapshot_sub_free(struct snapshot *sub)
+{
+    struct snapshot_sub *b = (struct snapshot_sub *)sub;
+
+    if (!b)
+        return;
+    alloc_free(b->current);
+    free(b->nodes);
+    free(b);
+}
+
+int snapshot_sub_unmap(const struct alloc *sa, const int *map, int nnodes, struct alloc *a)
+{
+    int *back = malloc(((size_t)sa->nnodes + 1) * sizeof(int)), rc = 0;
+
+    if (!back)
+        return ERR_NOMEM;
+    for (int k = 0; k < nnodes; k++)
+        if (map[k] >= 0)
+            back[map[k]] = k;
+    for (int j = 0; j < sa->njobs && rc == 0; j++) {
+        const int *row = sa->node + (size_t)j * (size_t)sa->width;
+
+        alloc_clear_job(a, j);
+        for (int i = 0; i < sa->count[j] && rc == 0; i++)
+            rc = alloc_add(a, j, back[row[i]], 1);
+    }
+    free(back);
+    return rc;
+}

@@ -1,0 +1,51 @@
+/* fleet.h: the fleet part of a plan: how many instances of each offer to launch, which nodes and
+ * booting instances to let go; and the checks every fleet policy's answer must pass. */
+#ifndef CASTOR_PLAN_FLEET_H
+#define CASTOR_PLAN_FLEET_H
+
+#include "plan/alloc.h"
+#include "plan/snapshot.h"
+
+/* Owned by whoever made it with fleet_plan_new; sized for one snapshot. */
+struct fleet_plan {
+    int noffers;
+    int *launch; /* per offer: instances to launch now */
+    int nnodes;
+    unsigned char *release; /* per snapshot node: terminate it now */
+    int nbooting;
+    unsigned char *cancel; /* per booting instance: terminate it now */
+};
+
+/* An empty plan (nothing launched or released) for snapshot s. ERR_NOMEM. */
+int fleet_plan_new(const struct snapshot *s, struct fleet_plan **out);
+
+void fleet_plan_free(struct fleet_plan *f);
+
+/* Launch nothing, release nothing. */
+void fleet_plan_clear(struct fleet_plan *f);
+
+/* 1 if the plan changes nothing. */
+int fleet_plan_empty(const struct fleet_plan *f);
+
+/*
+ * Check a fleet plan with its allocation against snapshot s: no negative launch, no launch of an
+ * offer marked unavailable, no released node that the allocation uses. 0 or ERR_INTERNAL.
+ */
+int fleet_plan_check(const struct snapshot *s, const struct fleet_plan *f, const struct alloc *a);
+
+/*
+ * The snapshot s with only the nodes whose keep[] is set (s->nnodes values): *sub borrows s's
+ * jobs, offers and booting instances; its nodes and current allocation (replicas on dropped nodes
+ * left out) are new, owned by *sub (free with snapshot_sub_free); map[k] (s->nnodes values,
+ * written) is the index in *sub of node k, or -1. ERR_NOMEM; ERR_INVAL when no node is kept.
+ */
+int snapshot_sub_new(const struct snapshot *s, const unsigned char *keep, int *map,
+                     struct snapshot **sub);
+
+void snapshot_sub_free(struct snapshot *sub);
+
+/* Write into a (rows as s's) the allocation sa of sub-snapshot nodes mapped back through map.
+ * ERR_RANGE if it does not fit. */
+int snapshot_sub_unmap(const struct alloc *sa, const int *map, int nnodes, struct alloc *a);
+
+#endif
