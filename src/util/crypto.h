@@ -1,0 +1,42 @@
+/* crypto.h: SHA-256, HMAC-SHA256, hex, constant-time compare, wiping and random bytes (wraps
+ * OpenSSL's libcrypto; no OpenSSL header is included outside crypto.c). */
+#ifndef CASTOR_UTIL_CRYPTO_H
+#define CASTOR_UTIL_CRYPTO_H
+
+#include <stddef.h>
+
+#define CRYPTO_SHA256_LEN 32                          /* bytes of a SHA-256 digest */
+#define CRYPTO_SHA256_HEX_LEN (2 * CRYPTO_SHA256_LEN) /* its hex form, without the NUL */
+
+/* SHA-256 of len bytes at data (data may be NULL when len is 0) into out, which the caller owns.
+ * ERR_INVAL (data NULL with len > 0, out NULL) or ERR_INTERNAL (libcrypto failed); out is then
+ * unchanged. */
+int crypto_sha256(const void *data, size_t len, unsigned char out[CRYPTO_SHA256_LEN]);
+
+/* The same digest as lowercase hex with a final NUL (65 bytes written). Errors as crypto_sha256. */
+int crypto_sha256_hex(const void *data, size_t len, char out[CRYPTO_SHA256_HEX_LEN + 1]);
+
+/* HMAC-SHA256 (RFC 2104) of data under key into out (caller-owned; it may alias key or data).
+ * key may be NULL when key_len is 0, data when len is 0. ERR_INVAL or ERR_INTERNAL as
+ * crypto_sha256; out is then unchanged. The copy of the key libcrypto makes is wiped by it. */
+int crypto_hmac_sha256(const void *key, size_t key_len, const void *data, size_t len,
+                       unsigned char out[CRYPTO_SHA256_LEN]);
+
+/* Lowercase hex of len bytes into out, which must hold 2 * len + 1 bytes (a final NUL). Cannot
+ * fail. */
+void crypto_hex(const void *data, size_t len, char *out);
+
+/* 1 when the len bytes at a and b are equal, else 0, in a time that depends only on len (for
+ * comparing signatures and tokens). */
+int crypto_equal(const void *a, const void *b, size_t len);
+
+/* Overwrite len bytes at p with zeros in a way the compiler may not remove (for secrets before
+ * they are freed or go out of scope). p may be NULL when len is 0. */
+void crypto_wipe(void *p, size_t len);
+
+/* Fill buf with len bytes from the operating system's cryptographic generator (for tokens, never
+ * for simulations, which take a seed). ERR_INVAL (buf NULL with len > 0) or ERR_IO (the generator
+ * could not be seeded or failed; buf's content is then unspecified). */
+int crypto_random(void *buf, size_t len);
+
+#endif

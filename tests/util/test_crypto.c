@@ -1,0 +1,243 @@
+/* test_crypto.c: SHA-256 against FIPS 180-2's examples, HMAC-SHA256 against RFC 4231's test
+ * cases, hex encoding, the constant-time compare, wiping and the random generator. */
+#include <stdlib.h>
+#include <string.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "util/crypto.h"
+#include "util/error.h"
+
+/* FIPS 180-2, appendix B.1 (one block): "abc". */
+static void crypto_sha256_hex__fips_one_block(void **state)
+{
+    char hex[CRYPTO_SHA256_HEX_LEN + 1];
+
+    (void)state;
+    assert_int_equal(crypto_sha256_hex("abc", 3, hex), 0);
+    assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+/* FIPS 180-2, appendix B.2 (two blocks): the 448-bit message "abcdbcde...nopq". */
+static void crypto_sha256_hex__fips_two_blocks(void **state)
+{
+    const char *msg = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+    char hex[CRYPTO_SHA256_HEX_LEN + 1];
+
+    (void)state;
+    assert_int_equal(crypto_sha256_hex(msg, strlen(msg), hex), 0);
+    assert_string_equal(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+}
+
+/* FIPS 180-2, appendix B.3: one million 'a'. */
+static void crypto_sha256_hex__fips_million_a(void **state)
+{
+    size_t n = 1000000;
+    char *msg = malloc(n);
+    char hex[CRYPTO_SHA256_HEX_LEN + 1];
+
+    (void)state;
+    assert_non_null(msg);
+    memset(msg, 'a', n);
+    assert_int_equal(crypto_sha256_hex(msg, n, hex), 0);
+    assert_string_equal(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+    free(msg);
+}
+
+/* The empty message, with data NULL as the header allows (the hash of an empty AWS payload). */
+static void crypto_sha256_hex__empty_with_null_data(void **state)
+{
+    char hex[CRYPTO_SHA256_HEX_LEN + 1];
+
+    (void)state;
+    assert_int_equal(crypto_sha256_hex(NULL, 0, hex), 0);
+    assert_string_equal(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+}
+
+/* The raw digest is the bytes the hex form spells. */
+static void crypto_sha256__raw_matches_hex(void **state)
+{
+    unsigned char md[CRYPTO_SHA256_LEN];
+    char hex[CRYPTO_SHA256_HEX_LEN + 1];
+
+    (void)state;
+    assert_int_equal(crypto_sha256("abc", 3, md), 0);
+    assert_int_equal(md[0], 0xba);
+    assert_int_equal(md[1], 0x78);
+    assert_int_equal(md[31], 0xad);
+    crypto_hex(md, sizeof(md), hex);
+    assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+/* NULL data with a length, or no output, is ERR_INVAL and leaves the output alone. */
+static void crypto_sha256__null_arguments(void **state)
+{
+    unsigned char md[CRYPTO_SHA256_LEN];
+    char hex[CRYPTO_SHA256_HEX_LEN + 1];
+
+    (void)state;
+    memset(md, 0x5a, sizeof(md));
+    memset(hex, 'x', sizeof(hex));
+    assert_int_equal(crypto_sha256(NULL, 1, md), ERR_INVAL);
+    assert_int_equal(crypto_sha256("abc", 3, NULL), ERR_INVAL);
+    assert_int_equal(crypto_sha256_hex(NULL, 5, hex), ERR_INVAL);
+    assert_int_equal(crypto_sha256_hex("abc", 3, NULL), ERR_INVAL);
+    for (size_t i = 0; i < sizeof(md); i++)
+        assert_int_equal(md[i], 0x5a);
+    for (size_t i = 0; i < sizeof(hex); i++)
+        assert_int_equal(hex[i], 'x');
+}
+
+/* RFC 4231 test case 1: a 20-byte key of 0x0b, "Hi There". */
+static void crypto_hmac_sha256__rfc4231_case1(void **state)
+{
+    unsigned char key[20], md[CRYPTO_SHA256_LEN];
+    char hex[CRYPTO_SHA256_HEX_LEN + 1];
+
+    (void)state;
+    memset(key, 0x0b, sizeof(key));
+    assert_int_equal(crypto_hmac_sha256(key, sizeof(key), "Hi There", 8, md), 0);
+    crypto_hex(md, sizeof(md), hex);
+    assert_string_equal(hex, "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
+}
+
+/* RFC 4231 test case 2: a key shorter than the output, "Jefe". */
+static void crypto_hmac_sha256__rfc4231_case2(void **state)
+{
+    const char *data = "what do ya want for nothing?";
+    unsigned char md[CRYPTO_SHA256_LEN];
+    char hex[CRYPTO_SHA256_HEX_LEN + 1];
+
+    (void)state;
+    assert_int_equal(crypto_hmac_sha256("Jefe", 4, data, strlen(data), md), 0);
+    crypto_hex(md, sizeof(md), hex);
+    assert_string_equal(hex, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+}
+
+/* RFC 4231 test case 6: a 131-byte key, longer than SHA-256's block, is hashed first. */
+static void crypto_hmac_sha256__rfc4231_case6_long_key(void **state)
+{
+    const char *data = "Test Using Larger Than Block-Size Key - Hash Key First";
+    unsigned char key[131], md[CRYPTO_SHA256_LEN];
+    char hex[CRYPTO_SHA256_HEX_LEN + 1];
+
+    (void)state;
+    memset(key, 0xaa, sizeof(key));
+    assert_int_equal(crypto_hmac_sha256(key, sizeof(key), data, strlen(data), md), 0);
+    crypto_hex(md, sizeof(md), hex);
+    assert_string_equal(hex, "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+}
+
+/* The output may be the key buffer itself (the SigV4 key chain does this): case 2 again, with the
+ * key in a 32-byte buffer that receives the MAC. */
+static void crypto_hmac_sha256__output_aliases_key(void **state)
+{
+    const char *data = "what do ya want for nothing?";
+    unsigned char buf[CRYPTO_SHA256_LEN] = {'J', 'e', 'f', 'e'};
+    char hex[CRYPTO_SHA256_HEX_LEN + 1];
+
+    (void)state;
+    assert_int_equal(crypto_hmac_sha256(buf, 4, data, strlen(data), buf), 0);
+    crypto_hex(buf, sizeof(buf), hex);
+    assert_string_equal(hex, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+}
+
+static void crypto_hmac_sha256__null_arguments(void **state)
+{
+    unsigned char md[CRYPTO_SHA256_LEN];
+
+    (void)state;
+    memset(md, 0x5a, sizeof(md));
+    assert_int_equal(crypto_hmac_sha256(NULL, 4, "x", 1, md), ERR_INVAL);
+    assert_int_equal(crypto_hmac_sha256("k", 1, NULL, 1, md), ERR_INVAL);
+    assert_int_equal(crypto_hmac_sha256("k", 1, "x", 1, NULL), ERR_INVAL);
+    for (size_t i = 0; i < sizeof(md); i++)
+        assert_int_equal(md[i], 0x5a);
+}
+
+/* Lower-case hex, two digits a byte, NUL-terminated; zero bytes give "". */
+static void crypto_hex__every_nibble(void **state)
+{
+    const unsigned char bytes[] = {0x00, 0x7f, 0x80, 0xff, 0xa5, 0x0c};
+    char hex[2 * sizeof(bytes) + 1], empty[1] = {'x'};
+
+    (void)state;
+    crypto_hex(bytes, sizeof(bytes), hex);
+    assert_string_equal(hex, "007f80ffa50c");
+    crypto_hex(bytes, 0, empty);
+    assert_string_equal(empty, "");
+}
+
+/* Equal buffers compare equal; a difference in the first or the last byte does not; zero bytes
+ * are equal. */
+static void crypto_equal__first_and_last_byte(void **state)
+{
+    unsigned char a[64], b[64];
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(a); i++)
+        a[i] = b[i] = (unsigned char)(i * 7 + 1);
+    assert_int_equal(crypto_equal(a, b, sizeof(a)), 1);
+    b[0] ^= 0x01;
+    assert_int_equal(crypto_equal(a, b, sizeof(a)), 0);
+    b[0] ^= 0x01;
+    b[63] ^= 0x80;
+    assert_int_equal(crypto_equal(a, b, sizeof(a)), 0);
+    assert_int_equal(crypto_equal(a, b, 63), 1);
+    assert_int_equal(crypto_equal(a, b, 0), 1);
+}
+
+/* Every byte becomes zero, and only the bytes asked for. */
+static void crypto_wipe__zeroes_exactly_len(void **state)
+{
+    unsigned char buf[32];
+
+    (void)state;
+    memset(buf, 0xee, sizeof(buf));
+    crypto_wipe(buf + 1, 30);
+    assert_int_equal(buf[0], 0xee);
+    for (size_t i = 1; i < 31; i++)
+        assert_int_equal(buf[i], 0);
+    assert_int_equal(buf[31], 0xee);
+    crypto_wipe(NULL, 0);
+}
+
+/* Two 32-byte draws differ (a collision has probability 2^-256) and neither is all zero; a NULL
+ * buffer with a length is ERR_INVAL. */
+static void crypto_random__draws_differ(void **state)
+{
+    unsigned char a[32], b[32], zero[32] = {0};
+
+    (void)state;
+    assert_int_equal(crypto_random(a, sizeof(a)), 0);
+    assert_int_equal(crypto_random(b, sizeof(b)), 0);
+    assert_memory_not_equal(a, b, sizeof(a));
+    assert_memory_not_equal(a, zero, sizeof(a));
+    assert_int_equal(crypto_random(NULL, 4), ERR_INVAL);
+    assert_int_equal(crypto_random(NULL, 0), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(crypto_sha256_hex__fips_one_block),
+        cmocka_unit_test(crypto_sha256_hex__fips_two_blocks),
+        cmocka_unit_test(crypto_sha256_hex__fips_million_a),
+        cmocka_unit_test(crypto_sha256_hex__empty_with_null_data),
+        cmocka_unit_test(crypto_sha256__raw_matches_hex),
+        cmocka_unit_test(crypto_sha256__null_arguments),
+        cmocka_unit_test(crypto_hmac_sha256__rfc4231_case1),
+        cmocka_unit_test(crypto_hmac_sha256__rfc4231_case2),
+        cmocka_unit_test(crypto_hmac_sha256__rfc4231_case6_long_key),
+        cmocka_unit_test(crypto_hmac_sha256__output_aliases_key),
+        cmocka_unit_test(crypto_hmac_sha256__null_arguments),
+        cmocka_unit_test(crypto_hex__every_nibble),
+        cmocka_unit_test(crypto_equal__first_and_last_byte),
+        cmocka_unit_test(crypto_wipe__zeroes_exactly_len),
+        cmocka_unit_test(crypto_random__draws_differ),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
