@@ -22,7 +22,9 @@
     X(NOCONV, 0, "numerical method did not converge") \
     X(AGAIN, 1, "temporarily unavailable, try again") \
     X(INTERNAL, 0, "internal error")                  \
-    X(CAPACITY, 1, "insufficient capacity")
+    X(CAPACITY, 1, "insufficient capacity")           \
+    X(CONFLICT, 0, "conflicts with existing data")    \
+    X(CORRUPT, 0, "stored data is corrupt")
 
 enum err_index {
 #define ERR_X_INDEX(name, retry, msg) ERR_INDEX_##name,

@@ -1,0 +1,266 @@
+/* state.h: the controller's durable state in SQLite: jobs, nodes, allocations, goodput models, the
+ * decision log, costs and launch intents, with a versioned schema migrated at open. */
+#ifndef CASTOR_CONTROL_STATE_H
+#define CASTOR_CONTROL_STATE_H
+
+#include <stddef.h>
+
+#include "util/error.h"
+
+/*
+ * Every operation is one transaction: it is written whole or, on any error, not at all. Times are
+ * seconds passed in by the caller (this module never reads a clock) and must be finite; a time
+ * that is not known yet reads back as NAN. Names, instance ids and tokens are 1 to STATE_NAME_MAX
+ * bytes. Errors common to all operations: ERR_INVAL for bad arguments (nothing written),
+ * ERR_AGAIN when another connection holds the write lock past the busy timeout, ERR_IO and
+ * ERR_CORRUPT from the file, ERR_NOMEM.
+ */
+
+struct state; /* an open state database; opaque */
+struct db;
+
+/* The schema version this build writes (PRAGMA user_version). */
+#define STATE_SCHEMA_VERSION 2
+
+/* Longest name, instance id, token, provider, offer or zone, in bytes. */
+#define STATE_NAME_MAX 128
+
+enum state_job_state {
+    STATE_JOB_PENDING,   /* submitted, waiting for GPUs (or back from a preemption) */
+    STATE_JOB_RUNNING,   /* holds an allocation */
+    STATE_JOB_FINISHED,  /* final */
+    STATE_JOB_CANCELLED, /* final */
+    STATE_JOB_FAILED,    /* final */
+    STATE_JOB_NSTATES
+};
+
+enum state_node_state {
+    STATE_NODE_LAUNCHING,  /* asked of the provider */
+    STATE_NODE_BOOTING,    /* the instance exists, its agent has not registered */
+    STATE_NODE_READY,      /* schedulable */
+    STATE_NODE_DRAINING,   /* to be released once its replicas have stopped */
+    STATE_NODE_TERMINATED, /* final */
+    STATE_NODE_NSTATES
+};
+
+enum state_market { STATE_MARKET_ON_DEMAND, STATE_MARKET_SPOT };
+
+enum state_intent_state {
+    STATE_INTENT_PENDING,  /* recorded; the provider may or may not have been asked */
+    STATE_INTENT_LAUNCHED, /* the provider's instances were found or returned */
+    STATE_INTENT_FAILED,   /* the provider refused, or reconciliation found nothing */
+};
+
+/* A bit per state, for the list functions: STATE_MASK(STATE_JOB_PENDING) | ... */
+#define STATE_MASK(s) (1u << (s))
+
+/* The states' names as stored ("pending", "launching", ...); NULL for a value out of range. */
+const char *state_job_state_name(enum state_job_state s);
+const char *state_node_state_name(enum state_node_state s);
+
+/*
+ * Open (creating if missing) the state database at path and migrate it to STATE_SCHEMA_VERSION,
+ * each migration in its own transaction. Errors (with e naming the path and the reason): those
+ * of db_open; ERR_RANGE for a database written by a newer castor (its version above this
+ * build's: nothing is changed); ERR_INVAL for a database that is not castor's (another
+ * application id, or tables without a castor version); a failing migration's code (the database
+ * stays at the last version that completed). On success *out owns the state (state_close); on
+ * error it is untouched.
+ */
+int state_open(const char *path, struct state **out, struct error *e);
+
+/* As state_open, migrating only up to version (1 .. STATE_SCHEMA_VERSION; ERR_INVAL otherwise):
+ * for tests of the migrations and for tools. A database above version is refused as newer. */
+int state_open_version(const char *path, int version, struct state **out, struct error *e);
+
+/* Close; NULL is ignored. */
+void state_close(struct state *st);
+
+/* The schema version of the open database. */
+int state_version(struct state *st, int *out);
+
+/* The connection underneath, borrowed (for tests and tools; the state API keeps its rules only
+ * for what goes through it). */
+struct db *state_db(struct state *st);
+
+/* ---- jobs ---- */
+
+struct state_job {
+    long long id;
+    char *name; /* owned */
+    char *spec; /* the job spec as JSON text; owned */
+    enum state_job_state state;
+    double submitted_at;
+    double progress;            /* in the job's own units (e.g. epochs or samples) */
+    double checkpoint_progress; /* progress at the last checkpoint (0 before one) */
+    double checkpoint_at;       /* NAN before the first checkpoint */
+    int restarts;
+    double finished_at; /* NAN until the job reaches a final state */
+};
+
+/* Submit a new pending job. spec is JSON text (ERR_INVAL when it is not valid JSON). A name
+ * already taken, whatever that job's state: ERR_CONFLICT, nothing written. */
+int state_job_submit(struct state *st, const char *name, const char *spec, double now);
+
+/*
+ * Move a job to state to. Allowed: pending <-> running; pending or running -> cancelled or
+ * failed; running -> finished. A final state records finished_at = now and releases the job's
+ * allocation. Moving to the state it is in changes nothing and returns 0. ERR_UNKNOWN: no such
+ * job; ERR_CONFLICT: a move not allowed (from a final state, pending -> finished).
+ */
+int state_job_set_state(struct state *st, const char *name, enum state_job_state to, double now);
+
+/* Record the job's progress (>= 0; it may go back, as after a restart from a checkpoint).
+ * ERR_UNKNOWN: no such job. */
+int state_job_progress(struct state *st, const char *name, double progress);
+
+/* Record a checkpoint at progress (>= 0) taken at now: sets the checkpoint progress and time,
+ * and the progress if it was lower. ERR_UNKNOWN: no such job. */
+int state_job_checkpoint(struct state *st, const char *name, double progress, double now);
+
+/* Count one restart of the job. ERR_UNKNOWN: no such job. */
+int state_job_restarted(struct state *st, const char *name);
+
+/* Read one job into *out (its strings owned by *out: state_job_clear). ERR_UNKNOWN: no such
+ * job. *out written only on success. */
+int state_job_get(struct state *st, const char *name, struct state_job *out);
+
+/* The jobs whose state is in the mask (STATE_MASK bits), in submission order. *out owns n jobs
+ * (state_jobs_free; NULL when n is 0). Written only on success. */
+int state_jobs_list(struct state *st, unsigned states, struct state_job **out, size_t *n);
+
+void state_job_clear(struct state_job *j);
+void state_jobs_free(struct state_job *jobs, size_t n);
+
+/* ---- launch intents: recorded and committed before the provider is asked ---- */
+
+struct state_intent {
+    char *token; /* owned; the idempotency token the instances carry */
+    char *offer; /* owned */
+    int count;   /* instances asked for */
+    double created_at;
+    enum state_intent_state state;
+    double resolved_at; /* NAN while pending */
+};
+
+/* Record a pending intent to launch count (>= 1) instances of offer under token. A token used
+ * before: ERR_CONFLICT, nothing written. */
+int state_intent_record(struct state *st, const char *token, const char *offer, int count,
+                        double now);
+
+/* Resolve a pending intent as LAUNCHED or FAILED (PENDING: ERR_INVAL). Resolving again with the
+ * same outcome changes nothing and returns 0; with the other: ERR_CONFLICT. ERR_UNKNOWN: no such
+ * token. */
+int state_intent_resolve(struct state *st, const char *token, enum state_intent_state outcome,
+                         double now);
+
+/* The intents still pending, oldest first: what reconciliation must look for after a restart.
+ * *out owns n intents (state_intents_free). Written only on success. */
+int state_intents_pending(struct state *st, struct state_intent **out, size_t *n);
+
+void state_intents_free(struct state_intent *intents, size_t n);
+
+/* ---- nodes ---- */
+
+struct state_node {
+    long long id; /* read only */
+    char *instance_id;
+    char *provider;
+    char *offer; /* the offer (instance type x zone x market) or pool it came from */
+    enum state_market market;
+    char *zone;
+    int gpus; /* >= 0 */
+    enum state_node_state state;
+    char *launch_token; /* the intent it was launched under; NULL for a node found otherwise */
+    int launch_index;   /* which of the intent's count (0 .. count - 1); ignored without token */
+    double launched_at;
+    double ready_at;      /* NAN until ready */
+    double terminated_at; /* NAN until terminated */
+    double price;         /* dollars per hour, >= 0 */
+};
+
+/*
+ * Insert the node, or update every field of the node with its instance id (id is ignored;
+ * ready_at and terminated_at may be NAN). A launch token names a recorded intent (ERR_CONFLICT
+ * when none has it) and an index below its count (ERR_RANGE); another node holding the same
+ * (token, index): ERR_CONFLICT. A terminated node cannot come back: ERR_CONFLICT. Strings are
+ * copied.
+ */
+int state_node_upsert(struct state *st, const struct state_node *node);
+
+/*
+ * Move a node to state to: forward in the order launching, booting, ready, draining, terminated,
+ * or draining -> ready. Ready records ready_at = now (if not set); terminated records
+ * terminated_at = now and releases every allocation on the node. The same state changes nothing
+ * and returns 0. ERR_UNKNOWN: no such node; ERR_CONFLICT: a move not allowed.
+ */
+int state_node_set_state(struct state *st, const char *instance_id, enum state_node_state to,
+                         double now);
+
+/* Read one node (strings owned by *out: state_node_clear). ERR_UNKNOWN: no such node. */
+int state_node_get(struct state *st, const char *instance_id, struct state_node *out);
+
+/* The nodes whose state is in the mask, in insertion order. *out owns n nodes
+ * (state_nodes_free). Written only on success. */
+int state_nodes_list(struct state *st, unsigned states, struct state_node **out, size_t *n);
+
+void state_node_clear(struct state_node *node);
+void state_nodes_free(struct state_node *nodes, size_t n);
+
+/* ---- allocations ---- */
+
+struct state_alloc {
+    char *node;   /* instance id */
+    int replicas; /* >= 1 */
+    double since; /* when the job's allocation was last replaced (read only) */
+};
+
+/*
+ * Replace the job's whole allocation by rows (n may be 0: the job holds nothing), all at now.
+ * All or nothing: on any error the old allocation stays. ERR_UNKNOWN: no such job or node;
+ * ERR_CONFLICT: the job is in a final state, a node is terminated, or a node appears twice.
+ */
+int state_alloc_replace(struct state *st, const char *job, const struct state_alloc *rows, size_t n,
+                        double now);
+
+/* The job's allocation, by instance id. *out owns n rows (state_allocs_free). ERR_UNKNOWN: no
+ * such job. Written only on success. */
+int state_alloc_get(struct state *st, const char *job, struct state_alloc **out, size_t *n);
+
+void state_allocs_free(struct state_alloc *rows, size_t n);
+
+/* ---- goodput models ---- */
+
+struct state_model {
+    char *params;     /* fitted throughput-model parameters, JSON; owned */
+    char *grad_stats; /* gradient statistics, JSON; owned */
+    double fitted_at;
+};
+
+/* Store the job's latest model (replacing the one before). Both texts must be valid JSON
+ * (ERR_INVAL). ERR_UNKNOWN: no such job. */
+int state_model_store(struct state *st, const char *job, const char *params, const char *grad_stats,
+                      double now);
+
+/* The job's latest model (state_model_clear). ERR_UNKNOWN: no such job; ERR_EMPTY: no model yet. */
+int state_model_get(struct state *st, const char *job, struct state_model *out);
+
+void state_model_clear(struct state_model *m);
+
+/* ---- the decision log and costs ---- */
+
+/* Append the decision of tick (>= 0) taken at now; summary is JSON (ERR_INVAL when it is not). */
+int state_decision_append(struct state *st, long long tick, double now, const char *summary);
+
+/* The tick of the last decision appended. ERR_EMPTY when there is none. */
+int state_decision_last_tick(struct state *st, long long *tick);
+
+/* Add dollars (>= 0) spent on the node over [from, to] (to >= from). ERR_UNKNOWN: no such
+ * node. */
+int state_cost_add(struct state *st, const char *instance_id, double from, double to,
+                   double dollars);
+
+/* The dollars of every cost added (0 with none). */
+int state_cost_total(struct state *st, double *dollars);
+
+#endif

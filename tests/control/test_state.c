@@ -1,0 +1,753 @@
+/* test_state.c: the controller's durable state: migrations (from nothing, from version 1, refusing
+ * newer and foreign files), the rules of each operation and that a refused one writes nothing,
+ * atomic allocation replacement, foreign keys, and a writer SIGKILLed mid-run. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "control/state.h"
+#include "util/db.h"
+#include "util/db_fixture.h"
+#include "util/error.h"
+
+static struct state *open_state(const struct tmpdb *t)
+{
+    struct state *st = NULL;
+    struct error e = {0};
+
+    if (state_open(t->path, &st, &e) != 0)
+        fail_msg("%s: %s", t->path, e.msg);
+    assert_non_null(st);
+    return st;
+}
+
+static long long count_rows(struct state *st, const char *sql)
+{
+    return one_int(state_db(st), sql);
+}
+
+/* A booting spot node with gpus GPUs, launched at 100 s under token (NULL: none). */
+static struct state_node node_of(const char *id, int gpus, const char *token, int index)
+{
+    struct state_node n = {0};
+
+    n.instance_id = (char *)id;
+    n.provider = "sim";
+    n.offer = "g4dn.12xlarge";
+    n.market = STATE_MARKET_SPOT;
+    n.zone = "us-east-1a";
+    n.gpus = gpus;
+    n.state = STATE_NODE_BOOTING;
+    n.launch_token = (char *)token;
+    n.launch_index = index;
+    n.launched_at = 100.0;
+    n.ready_at = NAN;
+    n.terminated_at = NAN;
+    n.price = 3.912;
+    return n;
+}
+
+/* Insert ready nodes named ids[0 .. n-1] (4 GPUs each, no token). */
+static void add_ready_nodes(struct state *st, const char *const *ids, int n)
+{
+    for (int i = 0; i < n; i++) {
+        struct state_node node = node_of(ids[i], 4, NULL, 0);
+
+        assert_int_equal(state_node_upsert(st, &node), 0);
+        assert_int_equal(state_node_set_state(st, ids[i], STATE_NODE_READY, 110.0), 0);
+    }
+}
+
+/* The query plan's details for a constant query, joined by "; ". */
+static const char *query_plan(struct db *db, const char *sql, char *buf, size_t size)
+{
+    struct db_stmt *s = NULL;
+    size_t used = 0;
+    int rc;
+
+    buf[0] = '\0';
+    assert_int_equal(db_prepare(db, sql, &s), 0);
+    while ((rc = db_step(s)) == DB_ROW && used < size)
+        used += (size_t)snprintf(buf + used, size - used, "%s; ", db_column_text(s, 3));
+    assert_int_equal(rc, 0);
+    db_finalize(s);
+    return buf;
+}
+
+/* ---- migrations ---- */
+
+/* A new file is migrated to the latest version: every table and version 2's indexes are there,
+ * with castor's application id; opening it again changes nothing. */
+static void state_open__new_file_at_latest_version(void **state)
+{
+    static const char *const objects[] = {
+        "jobs",         "nodes",          "allocations",   "models",         "decisions",
+        "costs",        "launch_intents", "jobs_by_state", "nodes_by_state", "allocations_by_node",
+        "costs_by_node"};
+    const struct tmpdb *t = *state;
+    struct state *st = open_state(t);
+    struct db_stmt *s = NULL;
+    int v = 0;
+
+    assert_int_equal(state_version(st, &v), 0);
+    assert_int_equal(v, STATE_SCHEMA_VERSION);
+    assert_int_equal(one_int(state_db(st), "PRAGMA application_id"), 0x43535452);
+    for (size_t i = 0; i < sizeof(objects) / sizeof(objects[0]); i++) {
+        assert_int_equal(
+            db_prepare(state_db(st), "SELECT count(*) FROM sqlite_master WHERE name = ?1", &s), 0);
+        assert_int_equal(db_bind_text(s, 1, objects[i]), 0);
+        assert_int_equal(db_step(s), DB_ROW);
+        assert_int_equal(db_column_int(s, 0), 1);
+        db_finalize(s);
+    }
+    assert_int_equal(state_job_submit(st, "a", "{}", 1.0), 0);
+    state_close(st);
+    st = open_state(t);
+    assert_int_equal(state_version(st, &v), 0);
+    assert_int_equal(v, STATE_SCHEMA_VERSION);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM jobs"), 1);
+    state_close(st);
+}
+
+/* A version 1 database (made by applying migration 1 only) holding a job and a node is migrated
+ * to version 2 at open: the data is kept field for field, and the jobs-by-state query, which
+ * scanned the table at version 1, now searches version 2's index. */
+static void state_open__migrates_v1_to_v2(void **state)
+{
+    static const char *const by_state = "EXPLAIN QUERY PLAN SELECT id FROM jobs WHERE state = 'x'";
+    const struct tmpdb *t = *state;
+    struct state_node node = node_of("i-1", 8, NULL, 0), got_node;
+    struct state *st = NULL;
+    struct state_job job;
+    char plan[256];
+    int v = 0;
+
+    assert_int_equal(state_open_version(t->path, 1, &st, NULL), 0);
+    assert_int_equal(state_version(st, &v), 0);
+    assert_int_equal(v, 1);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM sqlite_master WHERE type = 'index'"
+                                    " AND name = 'jobs_by_state'"),
+                     0);
+    assert_non_null(strstr(query_plan(state_db(st), by_state, plan, sizeof(plan)), "SCAN jobs"));
+    assert_int_equal(state_job_submit(st, "resnet", "{\"m0\": 128}", 5.0), 0);
+    assert_int_equal(state_job_checkpoint(st, "resnet", 2.5, 50.0), 0);
+    assert_int_equal(state_node_upsert(st, &node), 0);
+    state_close(st);
+
+    st = open_state(t);
+    assert_int_equal(state_version(st, &v), 0);
+    assert_int_equal(v, 2);
+    assert_non_null(
+        strstr(query_plan(state_db(st), by_state, plan, sizeof(plan)), "INDEX jobs_by_state"));
+    assert_int_equal(state_job_get(st, "resnet", &job), 0);
+    assert_string_equal(job.spec, "{\"m0\": 128}");
+    assert_true(job.submitted_at == 5.0 && job.checkpoint_progress == 2.5 &&
+                job.checkpoint_at == 50.0 && job.progress == 2.5);
+    assert_int_equal(job.state, STATE_JOB_PENDING);
+    state_job_clear(&job);
+    assert_int_equal(state_node_get(st, "i-1", &got_node), 0);
+    assert_int_equal(got_node.gpus, 8);
+    assert_string_equal(got_node.offer, "g4dn.12xlarge");
+    state_node_clear(&got_node);
+    state_close(st);
+}
+
+/* Only versions this build knows can be asked for; *out stays put. */
+static void state_open_version__out_of_range(void **state)
+{
+    const struct tmpdb *t = *state;
+    struct state *st = NULL;
+    struct error e = {0};
+
+    assert_int_equal(state_open_version(t->path, 0, &st, &e), ERR_INVAL);
+    assert_int_equal(state_open_version(t->path, STATE_SCHEMA_VERSION + 1, &st, &e), ERR_INVAL);
+    assert_null(st);
+}
+
+/* A database from a newer castor is refused with a message that says so, and left as it was
+ * (its version and its rows); asking for an older version than the file's is refused alike. */
+static void state_open__refuses_newer_version(void **state)
+{
+    const struct tmpdb *t = *state;
+    struct state *st = open_state(t);
+    struct error e = {0};
+    struct db *db = NULL;
+    int v = 0;
+
+    assert_int_equal(state_job_submit(st, "a", "{}", 1.0), 0);
+    assert_int_equal(db_set_user_version(state_db(st), STATE_SCHEMA_VERSION + 1), 0);
+    state_close(st);
+    st = NULL;
+    assert_int_equal(state_open(t->path, &st, &e), ERR_RANGE);
+    assert_null(st);
+    assert_int_equal(e.code, ERR_RANGE);
+    assert_string_equal(e.file, t->path);
+    assert_non_null(strstr(e.msg, "schema version 3 is newer than this castor knows (2)"));
+    assert_int_equal(db_open(t->path, &db, NULL), 0);
+    assert_int_equal(db_user_version(db, &v), 0);
+    assert_int_equal(v, STATE_SCHEMA_VERSION + 1);
+    assert_int_equal(one_int(db, "SELECT count(*) FROM jobs"), 1);
+    assert_int_equal(db_set_user_version(db, 2), 0);
+    db_close(db);
+    assert_int_equal(state_open_version(t->path, 1, &st, &e), ERR_RANGE);
+    assert_null(st);
+}
+
+/* A SQLite file that is not castor's is refused and not touched: one with tables of its own
+ * (no castor version), and one with another application id. */
+static void state_open__refuses_foreign_database(void **state)
+{
+    const struct tmpdb *t = *state;
+    struct state *st = NULL;
+    struct error e = {0};
+    struct db *db = NULL;
+
+    assert_int_equal(db_open(t->path, &db, NULL), 0);
+    assert_int_equal(db_exec(db, "CREATE TABLE other (x INTEGER)"), 0);
+    db_close(db);
+    assert_int_equal(state_open(t->path, &st, &e), ERR_INVAL);
+    assert_non_null(strstr(e.msg, "not a castor state database"));
+    assert_int_equal(db_open(t->path, &db, NULL), 0);
+    assert_int_equal(one_int(db, "SELECT count(*) FROM sqlite_master"), 1);
+    assert_int_equal(db_exec(db, "DROP TABLE other; PRAGMA application_id = 1234"), 0);
+    db_close(db);
+    assert_int_equal(state_open(t->path, &st, &e), ERR_INVAL);
+    assert_non_null(strstr(e.msg, "application id 1234"));
+    assert_null(st);
+}
+
+/* ---- jobs ---- */
+
+/* A second job with a taken name is ERR_CONFLICT and writes nothing: the first keeps its spec,
+ * time, state and progress. Invalid JSON, an empty or over-long name and a non-finite time are
+ * ERR_INVAL, also writing nothing. */
+static void state_job_submit__duplicate_name_changes_nothing(void **state)
+{
+    struct state *st = open_state(*state);
+    char longname[STATE_NAME_MAX + 2];
+    struct state_job job;
+
+    assert_int_equal(state_job_submit(st, "bert", "{\"m0\": 32}", 10.0), 0);
+    assert_int_equal(state_job_set_state(st, "bert", STATE_JOB_RUNNING, 20.0), 0);
+    assert_int_equal(state_job_progress(st, "bert", 4.0), 0);
+    assert_int_equal(state_job_submit(st, "bert", "{\"m0\": 64}", 30.0), ERR_CONFLICT);
+    assert_int_equal(state_job_submit(st, "other", "{not json", 30.0), ERR_INVAL);
+    assert_int_equal(state_job_submit(st, "", "{}", 30.0), ERR_INVAL);
+    memset(longname, 'n', sizeof(longname) - 1);
+    longname[sizeof(longname) - 1] = '\0';
+    assert_int_equal(state_job_submit(st, longname, "{}", 30.0), ERR_INVAL);
+    assert_int_equal(state_job_submit(st, "other", "{}", NAN), ERR_INVAL);
+    assert_int_equal(state_job_submit(st, "other", "{}", INFINITY), ERR_INVAL);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM jobs"), 1);
+    assert_int_equal(state_job_get(st, "bert", &job), 0);
+    assert_string_equal(job.name, "bert");
+    assert_string_equal(job.spec, "{\"m0\": 32}");
+    assert_true(job.submitted_at == 10.0);
+    assert_int_equal(job.state, STATE_JOB_RUNNING);
+    assert_true(job.progress == 4.0);
+    assert_true(isnan(job.checkpoint_at) && isnan(job.finished_at));
+    state_job_clear(&job);
+    assert_int_equal(state_job_get(st, "nobody", &job), ERR_UNKNOWN);
+    state_close(st);
+}
+
+/* The allowed moves and the refused ones; a final state records its time and releases the
+ * job's allocation; the same state again is a no-op; an unknown job is ERR_UNKNOWN. */
+static void state_job_set_state__allowed_moves(void **state)
+{
+    static const char *const nodes[] = {"i-1"};
+    struct state *st = open_state(*state);
+    struct state_alloc row = {"i-1", 2, 0};
+    struct state_job job;
+
+    add_ready_nodes(st, nodes, 1);
+    assert_int_equal(state_job_submit(st, "a", "{}", 1.0), 0);
+    assert_int_equal(state_job_submit(st, "b", "{}", 2.0), 0);
+    assert_int_equal(state_job_set_state(st, "a", STATE_JOB_FINISHED, 3.0), ERR_CONFLICT);
+    assert_int_equal(state_job_set_state(st, "a", STATE_JOB_RUNNING, 3.0), 0);
+    assert_int_equal(state_job_set_state(st, "a", STATE_JOB_PENDING, 4.0), 0);
+    assert_int_equal(state_job_set_state(st, "a", STATE_JOB_RUNNING, 5.0), 0);
+    assert_int_equal(state_job_set_state(st, "a", STATE_JOB_RUNNING, 6.0), 0);
+    assert_int_equal(state_alloc_replace(st, "a", &row, 1, 6.0), 0);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM allocations"), 1);
+    assert_int_equal(state_job_set_state(st, "a", STATE_JOB_FINISHED, 7.0), 0);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM allocations"), 0);
+    assert_int_equal(state_job_set_state(st, "a", STATE_JOB_FINISHED, 9.0), 0);
+    assert_int_equal(state_job_set_state(st, "a", STATE_JOB_RUNNING, 8.0), ERR_CONFLICT);
+    assert_int_equal(state_job_set_state(st, "a", STATE_JOB_FAILED, 8.0), ERR_CONFLICT);
+    assert_int_equal(state_job_get(st, "a", &job), 0);
+    assert_int_equal(job.state, STATE_JOB_FINISHED);
+    assert_true(job.finished_at == 7.0);
+    state_job_clear(&job);
+    assert_int_equal(state_job_set_state(st, "b", STATE_JOB_CANCELLED, 10.0), 0);
+    assert_int_equal(state_job_set_state(st, "b", STATE_JOB_PENDING, 11.0), ERR_CONFLICT);
+    assert_int_equal(state_job_set_state(st, "nobody", STATE_JOB_RUNNING, 1.0), ERR_UNKNOWN);
+    assert_int_equal(state_job_set_state(st, "b", STATE_JOB_NSTATES, 1.0), ERR_INVAL);
+    state_close(st);
+}
+
+/* Progress may go back (a restart from a checkpoint); a checkpoint sets its progress and time
+ * and raises the progress to it; restarts count up; unknown jobs and negative progress fail. */
+static void state_job_checkpoint__progress_and_restarts(void **state)
+{
+    struct state *st = open_state(*state);
+    struct state_job job;
+
+    assert_int_equal(state_job_submit(st, "a", "{}", 1.0), 0);
+    assert_int_equal(state_job_progress(st, "a", 5.0), 0);
+    assert_int_equal(state_job_checkpoint(st, "a", 3.0, 100.0), 0);
+    assert_int_equal(state_job_get(st, "a", &job), 0);
+    assert_true(job.progress == 5.0 && job.checkpoint_progress == 3.0 &&
+                job.checkpoint_at == 100.0);
+    state_job_clear(&job);
+    assert_int_equal(state_job_checkpoint(st, "a", 7.0, 200.0), 0);
+    assert_int_equal(state_job_progress(st, "a", 7.5), 0);
+    assert_int_equal(state_job_progress(st, "a", 7.0), 0); /* restarted from the checkpoint */
+    assert_int_equal(state_job_restarted(st, "a"), 0);
+    assert_int_equal(state_job_restarted(st, "a"), 0);
+    assert_int_equal(state_job_progress(st, "a", -1.0), ERR_INVAL);
+    assert_int_equal(state_job_checkpoint(st, "a", 1.0, NAN), ERR_INVAL);
+    assert_int_equal(state_job_progress(st, "nobody", 1.0), ERR_UNKNOWN);
+    assert_int_equal(state_job_checkpoint(st, "nobody", 1.0, 1.0), ERR_UNKNOWN);
+    assert_int_equal(state_job_restarted(st, "nobody"), ERR_UNKNOWN);
+    assert_int_equal(state_job_get(st, "a", &job), 0);
+    assert_true(job.progress == 7.0 && job.checkpoint_progress == 7.0 &&
+                job.checkpoint_at == 200.0);
+    assert_int_equal(job.restarts, 2);
+    state_job_clear(&job);
+    state_close(st);
+}
+
+/* Lists follow the mask, in submission order; an empty result is NULL and 0. */
+static void state_jobs_list__by_state_mask(void **state)
+{
+    static const char *const names[] = {"j0", "j1", "j2", "j3", "j4"};
+    struct state *st = open_state(*state);
+    struct state_job *jobs = NULL;
+    size_t n = 99;
+
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(state_job_submit(st, names[i], "[]", (double)i), 0);
+    assert_int_equal(state_job_set_state(st, "j1", STATE_JOB_RUNNING, 10.0), 0);
+    assert_int_equal(state_job_set_state(st, "j3", STATE_JOB_RUNNING, 10.0), 0);
+    assert_int_equal(state_job_set_state(st, "j3", STATE_JOB_FINISHED, 11.0), 0);
+    assert_int_equal(state_job_set_state(st, "j4", STATE_JOB_CANCELLED, 12.0), 0);
+
+    assert_int_equal(state_jobs_list(st,
+                                     STATE_MASK(STATE_JOB_PENDING) | STATE_MASK(STATE_JOB_RUNNING),
+                                     &jobs, &n),
+                     0);
+    assert_int_equal(n, 3);
+    assert_string_equal(jobs[0].name, "j0");
+    assert_string_equal(jobs[1].name, "j1");
+    assert_int_equal(jobs[1].state, STATE_JOB_RUNNING);
+    assert_string_equal(jobs[2].name, "j2");
+    state_jobs_free(jobs, n);
+    assert_int_equal(state_jobs_list(st, STATE_MASK(STATE_JOB_FINISHED), &jobs, &n), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(jobs[0].name, "j3");
+    assert_true(jobs[0].finished_at == 11.0);
+    state_jobs_free(jobs, n);
+    assert_int_equal(state_jobs_list(st, STATE_MASK(STATE_JOB_FAILED), &jobs, &n), 0);
+    assert_int_equal(n, 0);
+    assert_null(jobs);
+    assert_int_equal(state_jobs_list(st, ~0u, &jobs, &n), 0);
+    assert_int_equal(n, 5);
+    state_jobs_free(jobs, n);
+    state_close(st);
+}
+
+/* ---- launch intents and nodes ---- */
+
+/* An intent is recorded once per token, listed while pending, resolved once (again with the
+ * same outcome is a no-op, with the other a conflict). */
+static void state_intent__record_resolve_pending(void **state)
+{
+    struct state *st = open_state(*state);
+    struct state_intent *in = NULL;
+    size_t n = 0;
+
+    assert_int_equal(state_intent_record(st, "tok-1", "p3.8xlarge", 2, 50.0), 0);
+    assert_int_equal(state_intent_record(st, "tok-2", "g5.xlarge", 1, 51.0), 0);
+    assert_int_equal(state_intent_record(st, "tok-1", "g5.xlarge", 1, 52.0), ERR_CONFLICT);
+    assert_int_equal(state_intent_record(st, "tok-3", "g5.xlarge", 0, 52.0), ERR_INVAL);
+    assert_int_equal(state_intents_pending(st, &in, &n), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(in[0].token, "tok-1");
+    assert_string_equal(in[0].offer, "p3.8xlarge");
+    assert_int_equal(in[0].count, 2);
+    assert_true(in[0].created_at == 50.0 && isnan(in[0].resolved_at));
+    assert_int_equal(in[0].state, STATE_INTENT_PENDING);
+    assert_string_equal(in[1].token, "tok-2");
+    state_intents_free(in, n);
+
+    assert_int_equal(state_intent_resolve(st, "tok-1", STATE_INTENT_LAUNCHED, 60.0), 0);
+    assert_int_equal(state_intent_resolve(st, "tok-1", STATE_INTENT_LAUNCHED, 61.0), 0);
+    assert_int_equal(state_intent_resolve(st, "tok-1", STATE_INTENT_FAILED, 62.0), ERR_CONFLICT);
+    assert_int_equal(state_intent_resolve(st, "tok-2", STATE_INTENT_PENDING, 62.0), ERR_INVAL);
+    assert_int_equal(state_intent_resolve(st, "tok-9", STATE_INTENT_FAILED, 62.0), ERR_UNKNOWN);
+    assert_int_equal(state_intents_pending(st, &in, &n), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(in[0].token, "tok-2");
+    state_intents_free(in, n);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM launch_intents WHERE token = 'tok-1'"
+                                    " AND state = 'launched' AND resolved_at = 60.0"),
+                     1);
+    state_close(st);
+}
+
+/* Upsert inserts, then updates in place (same id); a token must name an intent and an index
+ * below its count, (token, index) is one node's; a terminated node stays terminated. */
+static void state_node_upsert__insert_update_rules(void **state)
+{
+    struct state *st = open_state(*state);
+    struct state_node a = node_of("i-a", 4, "tok", 0), b = node_of("i-b", 4, "tok", 0), got;
+    long long id;
+
+    assert_int_equal(state_node_upsert(st, &a), ERR_CONFLICT); /* no intent yet */
+    assert_int_equal(state_intent_record(st, "tok", "g4dn.12xlarge", 2, 90.0), 0);
+    assert_int_equal(state_node_upsert(st, &a), 0);
+    assert_int_equal(state_node_get(st, "i-a", &got), 0);
+    id = got.id;
+    assert_string_equal(got.provider, "sim");
+    assert_string_equal(got.zone, "us-east-1a");
+    assert_string_equal(got.launch_token, "tok");
+    assert_int_equal(got.market, STATE_MARKET_SPOT);
+    assert_int_equal(got.state, STATE_NODE_BOOTING);
+    assert_true(got.price == 3.912 && got.launched_at == 100.0 && isnan(got.ready_at));
+    state_node_clear(&got);
+
+    a.gpus = 8;
+    a.market = STATE_MARKET_ON_DEMAND;
+    assert_int_equal(state_node_upsert(st, &a), 0);
+    assert_int_equal(state_node_get(st, "i-a", &got), 0);
+    assert_true(got.id == id && got.gpus == 8 && got.market == STATE_MARKET_ON_DEMAND);
+    state_node_clear(&got);
+
+    assert_int_equal(state_node_upsert(st, &b), ERR_CONFLICT); /* (tok, 0) is i-a's */
+    b.launch_index = 2;
+    assert_int_equal(state_node_upsert(st, &b), ERR_RANGE); /* the intent asked for 2 */
+    b.launch_index = 1;
+    b.gpus = -1;
+    assert_int_equal(state_node_upsert(st, &b), ERR_INVAL);
+    b.gpus = 4;
+    assert_int_equal(state_node_upsert(st, &b), 0);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM nodes"), 2);
+
+    a.state = STATE_NODE_TERMINATED;
+    a.terminated_at = 300.0;
+    assert_int_equal(state_node_upsert(st, &a), 0);
+    a.state = STATE_NODE_READY;
+    assert_int_equal(state_node_upsert(st, &a), ERR_CONFLICT);
+    assert_int_equal(state_node_get(st, "i-a", &got), 0);
+    assert_int_equal(got.state, STATE_NODE_TERMINATED);
+    assert_true(got.terminated_at == 300.0);
+    state_node_clear(&got);
+    state_close(st);
+}
+
+/* Node moves: forward, or draining back to ready; ready records its first time only;
+ * terminated is final and releases the node's allocations (other nodes' stay). */
+static void state_node_set_state__moves_and_release(void **state)
+{
+    static const char *const ids[] = {"i-1", "i-2"};
+    struct state *st = open_state(*state);
+    struct state_alloc rows[] = {{"i-1", 2, 0}, {"i-2", 1, 0}};
+    struct state_node *nodes = NULL, got;
+    size_t n = 0;
+
+    add_ready_nodes(st, ids, 2); /* ready at 110 */
+    assert_int_equal(state_node_set_state(st, "i-1", STATE_NODE_BOOTING, 120.0), ERR_CONFLICT);
+    assert_int_equal(state_node_set_state(st, "i-1", STATE_NODE_DRAINING, 130.0), 0);
+    assert_int_equal(state_node_set_state(st, "i-1", STATE_NODE_READY, 140.0), 0);
+    assert_int_equal(state_node_get(st, "i-1", &got), 0);
+    assert_true(got.ready_at == 110.0);
+    state_node_clear(&got);
+    assert_int_equal(state_job_submit(st, "a", "{}", 1.0), 0);
+    assert_int_equal(state_alloc_replace(st, "a", rows, 2, 150.0), 0);
+    assert_int_equal(state_node_set_state(st, "i-1", STATE_NODE_TERMINATED, 160.0), 0);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM allocations"), 1);
+    assert_int_equal(state_node_set_state(st, "i-1", STATE_NODE_READY, 170.0), ERR_CONFLICT);
+    assert_int_equal(state_node_set_state(st, "i-1", STATE_NODE_TERMINATED, 180.0), 0);
+    assert_int_equal(state_node_set_state(st, "i-9", STATE_NODE_READY, 180.0), ERR_UNKNOWN);
+    assert_int_equal(state_nodes_list(st, STATE_MASK(STATE_NODE_TERMINATED), &nodes, &n), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(nodes[0].instance_id, "i-1");
+    assert_true(nodes[0].terminated_at == 160.0);
+    state_nodes_free(nodes, n);
+    assert_int_equal(state_nodes_list(st, STATE_MASK(STATE_NODE_READY), &nodes, &n), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(nodes[0].instance_id, "i-2");
+    state_nodes_free(nodes, n);
+    state_close(st);
+}
+
+/* ---- allocations ---- */
+
+/* Check that job a holds exactly i-1 x2 and i-2 x1 since 10 s. */
+static void expect_first_alloc(struct state *st)
+{
+    struct state_alloc *got = NULL;
+    size_t n = 0;
+
+    assert_int_equal(state_alloc_get(st, "a", &got, &n), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(got[0].node, "i-1");
+    assert_int_equal(got[0].replicas, 2);
+    assert_string_equal(got[1].node, "i-2");
+    assert_int_equal(got[1].replicas, 1);
+    assert_true(got[0].since == 10.0 && got[1].since == 10.0);
+    state_allocs_free(got, n);
+}
+
+/* Replacing a job's allocation is all or nothing: a replacement that fails part way (an unknown
+ * node after a good one, a node named twice, a terminated node, a finished job) leaves the old
+ * rows exactly as they were; a good one replaces them whole; an empty one clears them. */
+static void state_alloc_replace__all_or_nothing(void **state)
+{
+    static const char *const ids[] = {"i-1", "i-2", "i-3", "i-4"};
+    struct state *st = open_state(*state);
+    struct state_alloc first[] = {{"i-1", 2, 0}, {"i-2", 1, 0}};
+    struct state_alloc unknown[] = {{"i-3", 4, 0}, {"i-99", 1, 0}};
+    struct state_alloc twice[] = {{"i-3", 1, 0}, {"i-3", 2, 0}};
+    struct state_alloc dead[] = {{"i-3", 1, 0}, {"i-4", 1, 0}};
+    struct state_alloc zero[] = {{"i-3", 0, 0}};
+    struct state_alloc second[] = {{"i-3", 4, 0}};
+    struct state_alloc *got = NULL;
+    size_t n = 0;
+
+    add_ready_nodes(st, ids, 4);
+    assert_int_equal(state_node_set_state(st, "i-4", STATE_NODE_TERMINATED, 5.0), 0);
+    assert_int_equal(state_job_submit(st, "a", "{}", 1.0), 0);
+    assert_int_equal(state_alloc_replace(st, "a", first, 2, 10.0), 0);
+    expect_first_alloc(st);
+    assert_int_equal(state_alloc_replace(st, "a", unknown, 2, 20.0), ERR_UNKNOWN);
+    expect_first_alloc(st);
+    assert_int_equal(state_alloc_replace(st, "a", twice, 2, 20.0), ERR_CONFLICT);
+    expect_first_alloc(st);
+    assert_int_equal(state_alloc_replace(st, "a", dead, 2, 20.0), ERR_CONFLICT);
+    expect_first_alloc(st);
+    assert_int_equal(state_alloc_replace(st, "a", zero, 1, 20.0), ERR_INVAL);
+    expect_first_alloc(st);
+    assert_int_equal(state_alloc_replace(st, "nobody", second, 1, 20.0), ERR_UNKNOWN);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM allocations"), 2);
+
+    assert_int_equal(state_alloc_replace(st, "a", second, 1, 30.0), 0);
+    assert_int_equal(state_alloc_get(st, "a", &got, &n), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(got[0].node, "i-3");
+    assert_int_equal(got[0].replicas, 4);
+    assert_true(got[0].since == 30.0);
+    state_allocs_free(got, n);
+    assert_int_equal(state_alloc_replace(st, "a", NULL, 0, 40.0), 0);
+    assert_int_equal(state_alloc_get(st, "a", &got, &n), 0);
+    assert_int_equal(n, 0);
+    assert_null(got);
+    assert_int_equal(state_job_set_state(st, "a", STATE_JOB_CANCELLED, 50.0), 0);
+    assert_int_equal(state_alloc_replace(st, "a", second, 1, 60.0), ERR_CONFLICT);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM allocations"), 0);
+    state_close(st);
+}
+
+/* Run a constant statement with one integer bind; its code. */
+static int exec_int(struct state *st, const char *sql, long long v)
+{
+    struct db_stmt *s = NULL;
+    int rc;
+
+    assert_int_equal(db_prepare(state_db(st), sql, &s), 0);
+    assert_int_equal(db_bind_int(s, 1, v), 0);
+    rc = db_step(s);
+    db_finalize(s);
+    return rc;
+}
+
+/* The schema's foreign keys hold even for writes that bypass the API: rows that point nowhere
+ * and deletes of rows still pointed to are ERR_CONFLICT, and the file has no dangling key. */
+static void state_foreign_keys__enforced(void **state)
+{
+    static const char *const ids[] = {"i-1"};
+    struct state *st = open_state(*state);
+    struct state_alloc row = {"i-1", 1, 0};
+
+    add_ready_nodes(st, ids, 1);
+    assert_int_equal(state_job_submit(st, "a", "{}", 1.0), 0);
+    assert_int_equal(state_alloc_replace(st, "a", &row, 1, 2.0), 0);
+    assert_int_equal(state_cost_add(st, "i-1", 0.0, 3600.0, 3.9), 0);
+    assert_int_equal(exec_int(st, "INSERT INTO allocations VALUES (?1, 1, 1, 0.0)", 999),
+                     ERR_CONFLICT);
+    assert_int_equal(exec_int(st, "INSERT INTO models VALUES (?1, '{}', '{}', 0.0)", 999),
+                     ERR_CONFLICT);
+    assert_int_equal(exec_int(st,
+                              "INSERT INTO costs (node_id, start_at, end_at, dollars)"
+                              " VALUES (?1, 0, 1, 1)",
+                              999),
+                     ERR_CONFLICT);
+    assert_int_equal(exec_int(st, "UPDATE nodes SET launch_token = 'nope', launch_index = ?1", 0),
+                     ERR_CONFLICT);
+    assert_int_equal(exec_int(st, "DELETE FROM jobs WHERE id = ?1", 1), ERR_CONFLICT);
+    assert_int_equal(exec_int(st, "DELETE FROM nodes WHERE id = ?1", 1), ERR_CONFLICT);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM jobs"), 1);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM nodes"), 1);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM pragma_foreign_key_check"), 0);
+    state_close(st);
+}
+
+/* ---- models, decisions, costs ---- */
+
+/* One model per job, replaced by the next; bad JSON is refused and keeps the old one. */
+static void state_model__store_and_replace(void **state)
+{
+    struct state *st = open_state(*state);
+    struct state_model m;
+
+    assert_int_equal(state_job_submit(st, "a", "{}", 1.0), 0);
+    assert_int_equal(state_model_get(st, "a", &m), ERR_EMPTY);
+    assert_int_equal(state_model_store(st, "a", "[1, 2]", "{\"sqr\": 1}", 10.0), 0);
+    assert_int_equal(state_model_store(st, "a", "[3, 4]", "{\"sqr\": 2}", 20.0), 0);
+    assert_int_equal(state_model_store(st, "a", "[5", "{}", 30.0), ERR_INVAL);
+    assert_int_equal(state_model_store(st, "a", "[]", "nope", 30.0), ERR_INVAL);
+    assert_int_equal(state_model_store(st, "nobody", "[]", "{}", 30.0), ERR_UNKNOWN);
+    assert_int_equal(state_model_get(st, "nobody", &m), ERR_UNKNOWN);
+    assert_int_equal(state_model_get(st, "a", &m), 0);
+    assert_string_equal(m.params, "[3, 4]");
+    assert_string_equal(m.grad_stats, "{\"sqr\": 2}");
+    assert_true(m.fitted_at == 20.0);
+    state_model_clear(&m);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM models"), 1);
+    state_close(st);
+}
+
+/* The decision log appends (the last tick reads back; bad JSON is refused) and costs add up
+ * (an unknown node or a backwards interval is refused and adds nothing). */
+static void state_decision_and_cost__append_and_total(void **state)
+{
+    static const char *const ids[] = {"i-1", "i-2"};
+    struct state *st = open_state(*state);
+    long long tick = -1;
+    double total = -1.0;
+
+    assert_int_equal(state_decision_last_tick(st, &tick), ERR_EMPTY);
+    assert_int_equal(tick, -1);
+    assert_int_equal(state_decision_append(st, 0, 60.0, "{\"jobs\": 0}"), 0);
+    assert_int_equal(state_decision_append(st, 1, 120.0, "{\"jobs\": 2}"), 0);
+    assert_int_equal(state_decision_append(st, 2, 180.0, "{jobs"), ERR_INVAL);
+    assert_int_equal(state_decision_append(st, -1, 180.0, "{}"), ERR_INVAL);
+    assert_int_equal(state_decision_last_tick(st, &tick), 0);
+    assert_int_equal(tick, 1);
+
+    assert_int_equal(state_cost_total(st, &total), 0);
+    assert_true(total == 0.0);
+    add_ready_nodes(st, ids, 2);
+    assert_int_equal(state_cost_add(st, "i-1", 0.0, 3600.0, 3.912), 0);
+    assert_int_equal(state_cost_add(st, "i-2", 0.0, 1800.0, 0.5), 0);
+    assert_int_equal(state_cost_add(st, "i-9", 0.0, 1800.0, 0.5), ERR_UNKNOWN);
+    assert_int_equal(state_cost_add(st, "i-1", 10.0, 5.0, 0.5), ERR_INVAL);
+    assert_int_equal(state_cost_add(st, "i-1", 0.0, 5.0, -0.5), ERR_INVAL);
+    assert_int_equal(state_cost_total(st, &total), 0);
+    assert_float_equal(total, 4.412, 1e-12);
+    state_close(st);
+}
+
+/* ---- a writer SIGKILLed mid-run ---- */
+
+#define CRASH_ITERS 400
+#define CRASH_NODES 4
+
+static const char *const crash_nodes[CRASH_NODES] = {"n-0", "n-1", "n-2", "n-3"};
+
+/* Iteration k replaces job j's allocation by k % 4 + 1 rows of k + 1 replicas each, then appends
+ * decision k, then reports k. */
+static void crash_state_writer(void *ctx, int fd)
+{
+    struct state_alloc rows[CRASH_NODES];
+    struct state *st = NULL;
+
+    if (state_open(ctx, &st, NULL) != 0)
+        _exit(2);
+    for (long k = 0; k < CRASH_ITERS; k++) {
+        for (int i = 0; i < CRASH_NODES; i++)
+            rows[i] = (struct state_alloc){(char *)crash_nodes[i], (int)k + 1, 0.0};
+        if (state_alloc_replace(st, "j", rows, (size_t)(k % CRASH_NODES) + 1, (double)k) != 0 ||
+            state_decision_append(st, k, (double)k, "{\"ok\": true}") != 0)
+            _exit(2);
+        crash_report(fd, k);
+    }
+    state_close(st);
+}
+
+/*
+ * Four seeded runs of a writer going through the state API, SIGKILLed by the parent after a
+ * seeded number of iterations and a seeded delay. The reopened state holds decisions 0 .. m
+ * with m the last reported or one more, and the job's allocation is one iteration's whole
+ * (all rows with the same replicas r, k % 4 + 1 of them for k = r - 1), from iteration m or m + 1
+ * (replaced, killed before its decision).
+ */
+static void state_alloc_replace__survives_sigkill(void **state)
+{
+    const struct tmpdb *t = *state;
+    uint64_t seed = 77;
+    struct crash_result res = {-1, 0};
+    struct state *st;
+
+    st = open_state(t);
+    assert_int_equal(state_job_submit(st, "j", "{}", 0.0), 0);
+    add_ready_nodes(st, crash_nodes, CRASH_NODES);
+    state_close(st);
+    for (int run = 0; run < 4; run++) {
+        long kill_after = 1 + (long)(crash_rand(&seed) % (CRASH_ITERS / 2));
+        long delay_us = (long)(crash_rand(&seed) % 3000);
+        struct state_alloc *got = NULL;
+        long long m = -1;
+        size_t n = 0;
+
+        assert_int_equal(crash_run(crash_state_writer, (void *)t->path, kill_after, delay_us, &res),
+                         0);
+        st = open_state(t);
+        assert_int_equal(state_decision_last_tick(st, &m), 0);
+        assert_true(m >= res.reported && m <= res.reported + 1);
+        assert_int_equal(count_rows(st, "SELECT count(*) FROM decisions"), m + 1);
+        assert_int_equal(count_rows(st, "SELECT count(DISTINCT tick) FROM decisions"), m + 1);
+        assert_int_equal(state_alloc_get(st, "j", &got, &n), 0);
+        assert_true(n >= 1);
+        for (size_t i = 0; i < n; i++)
+            assert_int_equal(got[i].replicas, got[0].replicas);
+        assert_int_equal(n, (size_t)((got[0].replicas - 1) % CRASH_NODES) + 1);
+        assert_true(got[0].replicas - 1 == m || got[0].replicas - 1 == m + 1);
+        state_allocs_free(got, n);
+        assert_int_equal(db_exec(state_db(st), "DELETE FROM decisions"), 0);
+        state_close(st);
+    }
+}
+
+#define STATE_TEST(f) cmocka_unit_test_setup_teardown(f, tmpdb_setup, tmpdb_teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        STATE_TEST(state_open__new_file_at_latest_version),
+        STATE_TEST(state_open__migrates_v1_to_v2),
+        STATE_TEST(state_open_version__out_of_range),
+        STATE_TEST(state_open__refuses_newer_version),
+        STATE_TEST(state_open__refuses_foreign_database),
+        STATE_TEST(state_job_submit__duplicate_name_changes_nothing),
+        STATE_TEST(state_job_set_state__allowed_moves),
+        STATE_TEST(state_job_checkpoint__progress_and_restarts),
+        STATE_TEST(state_jobs_list__by_state_mask),
+        STATE_TEST(state_intent__record_resolve_pending),
+        STATE_TEST(state_node_upsert__insert_update_rules),
+        STATE_TEST(state_node_set_state__moves_and_release),
+        STATE_TEST(state_alloc_replace__all_or_nothing),
+        STATE_TEST(state_foreign_keys__enforced),
+        STATE_TEST(state_model__store_and_replace),
+        STATE_TEST(state_decision_and_cost__append_and_total),
+        STATE_TEST(state_alloc_replace__survives_sigkill),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
