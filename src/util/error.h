@@ -21,7 +21,8 @@
     X(UNKNOWN, 0, "unknown name")                     \
     X(NOCONV, 0, "numerical method did not converge") \
     X(AGAIN, 1, "temporarily unavailable, try again") \
-    X(INTERNAL, 0, "internal error")
+    X(INTERNAL, 0, "internal error")                  \
+    X(NODEV, 0, "no GPU device (none present, or built without CUDA or NCCL)")
 
 enum err_index {
 #define ERR_X_INDEX(name, retry, msg) ERR_INDEX_##name,

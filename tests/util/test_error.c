@@ -9,9 +9,9 @@
 #include "util/error.h"
 
 /* Every code in the table, in table order, for the checks that walk all of them. */
-static const int all_codes[] = {ERR_NOMEM,  ERR_INVAL, ERR_IO,      ERR_NOENT,
-                                ERR_PARSE,  ERR_EMPTY, ERR_RANGE,   ERR_UNKNOWN,
-                                ERR_NOCONV, ERR_AGAIN, ERR_INTERNAL};
+static const int all_codes[] = {ERR_NOMEM,  ERR_INVAL, ERR_IO,       ERR_NOENT,
+                                ERR_PARSE,  ERR_EMPTY, ERR_RANGE,    ERR_UNKNOWN,
+                                ERR_NOCONV, ERR_AGAIN, ERR_INTERNAL, ERR_NODEV};
 #define NCODES (sizeof(all_codes) / sizeof(all_codes[0]))
 
 /* Known codes map to the message and name written in ERR_TABLE (copied here by hand). */
@@ -26,10 +26,13 @@ static void err_str__known_codes(void **state)
     assert_string_equal(err_str(ERR_RANGE), "value out of range");
     assert_string_equal(err_str(ERR_NOCONV), "numerical method did not converge");
     assert_string_equal(err_str(ERR_INTERNAL), "internal error");
+    assert_string_equal(err_str(ERR_NODEV),
+                        "no GPU device (none present, or built without CUDA or NCCL)");
     assert_string_equal(err_name(ERR_NOMEM), "NOMEM");
     assert_string_equal(err_name(ERR_PARSE), "PARSE");
     assert_string_equal(err_name(ERR_UNKNOWN), "UNKNOWN");
     assert_string_equal(err_name(ERR_INTERNAL), "INTERNAL");
+    assert_string_equal(err_name(ERR_NODEV), "NODEV");
 }
 
 /* Zero is success: its own message and name, and never retryable. */
@@ -43,13 +46,13 @@ static void err_str__zero_is_success(void **state)
 }
 
 /* Codes outside the table (one past the last, positive, far negative) get the fallback strings
- * and are not retryable; the table has 11 entries, so -12 is the first unknown negative code. */
+ * and are not retryable; the table has 12 entries, so -13 is the first unknown negative code. */
 static void err_str__unknown_codes(void **state)
 {
-    const int unknown[] = {-12, -1000, 1, 42, INT_MIN};
+    const int unknown[] = {-13, -1000, 1, 42, INT_MIN};
 
     (void)state;
-    assert_int_equal(ERR_INDEX_COUNT, 11);
+    assert_int_equal(ERR_INDEX_COUNT, 12);
     for (size_t i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++) {
         assert_string_equal(err_str(unknown[i]), "unknown error");
         assert_string_equal(err_name(unknown[i]), "UNKNOWN_CODE");
@@ -69,6 +72,7 @@ static void err_retryable__follows_table(void **state)
     assert_int_equal(err_retryable(ERR_NOENT), 0);
     assert_int_equal(err_retryable(ERR_NOCONV), 0);
     assert_int_equal(err_retryable(ERR_INTERNAL), 0);
+    assert_int_equal(err_retryable(ERR_NODEV), 0);
 }
 
 /* Codes are negative, pairwise distinct, numbered -1, -2, ... in table order, and each has a
