@@ -24,7 +24,8 @@
     X(INTERNAL, 0, "internal error")                  \
     X(CAPACITY, 1, "insufficient capacity")           \
     X(CONFLICT, 0, "conflicts with existing data")    \
-    X(CORRUPT, 0, "stored data is corrupt")
+    X(CORRUPT, 0, "stored data is corrupt")           \
+    X(NODEV, 0, "no GPU device (none present, or built without CUDA or NCCL)")
 
 enum err_index {
 #define ERR_X_INDEX(name, retry, msg) ERR_INDEX_##name,
