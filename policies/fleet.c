@@ -44,33 +44,65 @@ void fleet_free(struct fleet_policy *p)
         p->ops->destroy(p->ctx);
 }
 
+int fleet_allocate_part(const struct snapshot *s, const unsigned char *keep_nodes,
+                        const unsigned char *keep_jobs, struct policy *pol, uint64_t seed,
+                        struct alloc *a)
+{
+    struct snapshot *ns = NULL, *js = NULL;
+    struct alloc *sa = NULL;
+    unsigned char *all = NULL;
+    int *map = NULL, *jmap = NULL, *back = NULL, any = 0, rc;
+
+    for (int k = 0; k < s->nnodes; k++)
+        any |= keep_nodes[k];
+    for (int j = 0; j < a->njobs; j++)
+        if (!keep_jobs || keep_jobs[j])
+            alloc_clear_job(a, j);
+    if (!any || s->njobs == 0)
+        return 0;
+    if (!keep_jobs && (all = malloc((size_t)s->njobs)))
+        memset(all, 1, (size_t)s->njobs);
+    map = malloc((size_t)s->nnodes * sizeof(int));
+    jmap = malloc(((size_t)s->njobs + 1) * sizeof(int));
+    back = malloc((size_t)s->nnodes * sizeof(int));
+    if ((!keep_jobs && !all) || !map || !jmap || !back) {
+        rc = ERR_NOMEM;
+        goto out;
+    }
+    if ((rc = snapshot_sub_new(s, keep_nodes, map, &ns)) < 0 ||
+        (rc = snapshot_jobs_new(ns, keep_jobs ? keep_jobs : all, jmap, &js)) < 0)
+        goto out;
+    if (js->njobs == 0)
+        goto out;
+    if ((rc = alloc_new(js->njobs, js->nnodes, js->current->width, &sa)) < 0)
+        goto out;
+    alloc_copy(sa, js->current);
+    if ((rc = policy_allocate(pol, js, seed, sa)) < 0)
+        goto out;
+    for (int k = 0; k < s->nnodes; k++)
+        if (map[k] >= 0)
+            back[map[k]] = k;
+    for (int i = 0; i < js->njobs && rc == 0; i++) {
+        const int *row = sa->node + (size_t)i * (size_t)sa->width;
+
+        for (int r = 0; r < sa->count[i] && rc == 0; r++)
+            rc = alloc_add(a, jmap[i], back[row[r]], 1);
+    }
+out:
+    alloc_free(sa);
+    snapshot_jobs_free(js);
+    snapshot_sub_free(ns);
+    free(all);
+    free(map);
+    free(jmap);
+    free(back);
+    return rc;
+}
+
 int fleet_allocate_kept(const struct snapshot *s, const unsigned char *keep, struct policy *pol,
                         uint64_t seed, struct alloc *a)
 {
-    struct snapshot *sub = NULL;
-    struct alloc *sa = NULL;
-    int *map = NULL, rc, any = 0;
-
-    for (int k = 0; k < s->nnodes; k++)
-        any |= keep[k];
-    for (int j = 0; j < a->njobs; j++)
-        alloc_clear_job(a, j);
-    if (!any || s->njobs == 0)
-        return 0;
-    if (!(map = malloc((size_t)s->nnodes * sizeof(int))))
-        return ERR_NOMEM;
-    if ((rc = snapshot_sub_new(s, keep, map, &sub)) < 0 ||
-        (rc = alloc_new(s->njobs, sub->nnodes, sub->current->width, &sa)) < 0)
-        goto out;
-    alloc_copy(sa, sub->current);
-    if ((rc = policy_allocate(pol, sub, seed, sa)) < 0)
-        goto out;
-    rc = snapshot_sub_unmap(sa, map, s->nnodes, a);
-out:
-    alloc_free(sa);
-    snapshot_sub_free(sub);
-    free(map);
-    return rc;
+    return fleet_allocate_part(s, keep, NULL, pol, seed, a);
 }
 
 int fleet_shrink_to(const struct snapshot *s, struct policy *pol, uint64_t seed, int want,
@@ -108,6 +140,16 @@ out:
     free(used);
     free(keep);
     return rc;
+}
+
+double fleet_job_goodput(const struct snap_job *sj, int gpn, int r)
+{
+    struct bsz_choice c;
+
+    if (r <= 0 || !sj->has_model ||
+        bsz_optimize(&sj->tput, &sj->grad, &sj->lim, (r + gpn - 1) / gpn, r, &c) < 0)
+        return 0.0;
+    return c.goodput;
 }
 
 double fleet_job_speedup(const struct snap_job *sj, int gpn, int r)

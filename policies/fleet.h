@@ -11,6 +11,9 @@
 #include "plan/snapshot.h"
 #include "policies/policy.h"
 
+/* castor's default value of an hour of a job's completion time, dollars (docs/fleet.md). */
+#define FLEET_DEFAULT_VALUE 1.4
+
 enum fleet_mode {
     FLEET_EFFICIENCY, /* grow while the next node buys enough goodput per dollar */
     FLEET_BUDGET,     /* the most goodput under a cap in $/h */
@@ -20,8 +23,10 @@ enum fleet_mode {
 /* Settings a fleet policy may read; zero means the policy's default. */
 struct fleet_config {
     enum fleet_mode mode; /* castor */
-    double threshold;     /* castor, efficiency: the least goodput per dollar of a GPU added,
-                             relative to one GPU's on the best offer (default 0.5) */
+    double value;         /* castor: dollars an hour of a job's completion time is worth; a
+                             GPU is added while the hours it saves pay for it (default
+                             FLEET_DEFAULT_VALUE) */
+    int patience;         /* castor: rounds a surplus lasts before nodes go (default 5) */
     double budget;        /* castor, budget: $/h */
     double util_high;     /* pollux-autoscale: scale when the utility leaves [low, high] */
     double util_low;      /* (defaults 2/3 and 1/3: the paper's U = 2/3, target L = 1/2) */
@@ -83,6 +88,16 @@ int fleet_allocate_kept(const struct snapshot *s, const unsigned char *keep, str
                         uint64_t seed, struct alloc *a);
 
 /*
+ * Split the nodes whose keep_nodes[] is set among the jobs whose keep_jobs[] is set (NULL: all
+ * jobs) with pol, writing those jobs' rows of a (rows and nodes as s's); other rows are left as
+ * they are. With no node or no job kept, the kept jobs get nothing. Errors: what the policy
+ * returns, ERR_NOMEM, ERR_RANGE.
+ */
+int fleet_allocate_part(const struct snapshot *s, const unsigned char *keep_nodes,
+                        const unsigned char *keep_jobs, struct policy *pol, uint64_t seed,
+                        struct alloc *a);
+
+/*
  * Shrink to want nodes: keep the ready nodes whose GPUs the current allocation uses most (the
  * first on ties) and those younger than the minimum billed time; release the others and cancel
  * booting instances beyond want (the newest first); split the kept nodes with pol into a.
@@ -90,6 +105,10 @@ int fleet_allocate_kept(const struct snapshot *s, const unsigned char *keep, str
  */
 int fleet_shrink_to(const struct snapshot *s, struct policy *pol, uint64_t seed, int want,
                     struct alloc *a, struct fleet_plan *f);
+
+/* A job's best goodput (M0-equivalent samples per second) on r GPUs packed onto the fewest nodes
+ * of gpn GPUs, from its goodput model; 0 without a model or where no batch size fits. */
+double fleet_job_goodput(const struct snap_job *sj, int gpn, int r);
 
 /* A job's speedup on r GPUs packed onto the fewest nodes of gpn GPUs, over one GPU, from its
  * goodput model at the best batch size (r itself before it has a model; 0 for r <= 0 or a

@@ -1,11 +1,13 @@
 /* fleet_castor.c: castor's fleet planner. Each round it prices every offer per GPU-hour of useful
  * work (the price over the fraction of time that preemptions leave: rate times the restart delay
- * and the work since the last checkpoint), sizes every job by a marginal-gain greedy on its
- * goodput model (efficiency: a GPU is worth renting while it adds at least `threshold` of one
- * GPU's goodput per dollar at the best offer; budget: the most goodput under a cap in $/h), packs
- * the wanted GPUs into nodes, and launches on the cheapest useful offer or lets surplus nodes go
- * once they have been surplus for two rounds and are past their minimum billed time. The
- * allocation policy then splits the nodes kept. docs/fleet.md describes it and its numbers. */
+ * and half a checkpoint interval), sizes every job by a greedy on its goodput model, packs the
+ * wanted GPUs into nodes, launches on the cheapest useful offer, and lets surplus nodes go once the
+ * surplus has lasted `patience` rounds (never before their minimum billed time). The allocation
+ * policy then splits the nodes kept. Modes: efficiency (a GPU is added to a job while the hours of
+ * completion time it saves, at `value` dollars per job-hour, pay for its GPU-hours), budget (the
+ * same greedy, until the nodes cost the budget in $/h), deadline (each job with a deadline first
+ * gets the fewest GPUs that finish it in time on spot, or on on-demand when spot cannot, and runs
+ * on that market; then efficiency). docs/fleet.md describes it and what was measured. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,11 +15,28 @@
 #include "policies/fleet.h"
 #include "util/error.h"
 
+/* The share of a deadline's remaining time a plan may use (the rest absorbs model error). */
+#define CASTOR_DEADLINE_MARGIN 0.8
+
 struct fleet_castor_state {
     enum fleet_mode mode;
-    double threshold, budget, restart_s;
+    double value, budget, restart_s;
     int max_nodes;
     int surplus_rounds; /* consecutive rounds with more nodes than wanted */
+    int patience;       /* rounds a surplus lasts before nodes go */
+};
+
+/* What one round knows of the market and of each job. */
+struct castor_round {
+    const struct snapshot *s;
+    int gpn;
+    int best[2];       /* the cheapest available offer per market (0 on-demand, 1 spot), or -1 */
+    double price[2];   /* its dollars per useful GPU-hour */
+    int any;           /* the market of the two whose best offer is cheaper */
+    int *want;         /* GPUs per job */
+    int *to;           /* the next count the greedy would move each job to */
+    double *key;       /* hours of completion time saved per GPU-hour added by that move */
+    unsigned char *od; /* 1: the job must run on on-demand nodes (deadline mode) */
 };
 
 static int castor_fleet_create(const struct fleet_config *cfg, void **ctx)
@@ -26,13 +45,16 @@ static int castor_fleet_create(const struct fleet_config *cfg, void **ctx)
 
     if (cfg->mode == FLEET_BUDGET && !(cfg->budget > 0))
         return ERR_INVAL;
+    if (cfg->value < 0 || cfg->patience < 0)
+        return ERR_INVAL;
     if (!(st = calloc(1, sizeof(*st))))
         return ERR_NOMEM;
     st->mode = cfg->mode;
-    st->threshold = cfg->threshold > 0 ? cfg->threshold : 0.5;
+    st->value = cfg->value > 0 ? cfg->value : FLEET_DEFAULT_VALUE;
     st->budget = cfg->budget;
     st->restart_s = cfg->restart_s > 0 ? cfg->restart_s : 30.0;
     st->max_nodes = cfg->max_nodes > 0 ? cfg->max_nodes : 512;
+    st->patience = cfg->patience > 0 ? cfg->patience : 5;
     *ctx = st;
     return 0;
 }
@@ -42,30 +64,40 @@ static void castor_fleet_destroy(void *ctx)
     free(ctx);
 }
 
-/* Dollars per GPU-hour of useful work on offer o, for jobs checkpointing every ckpt seconds. */
-static double castor_fleet_price(const struct fleet_castor_state *st, const struct snap_offer *o,
-                                 double ckpt)
+/* The fraction of time a node of offer o loses to preemptions, for jobs checkpointing every
+ * ckpt seconds: rate times (restart delay + half a checkpoint interval), at most 0.9. */
+static double castor_fleet_loss(const struct fleet_castor_state *st, const struct snap_offer *o,
+                                double ckpt)
 {
-    double lost_s = st->restart_s + ckpt / 2, loss = o->preempt_rate * lost_s / 3600.0;
+    double loss = o->preempt_rate * (st->restart_s + ckpt / 2) / 3600.0;
 
-    if (loss > 0.9)
-        loss = 0.9;
-    return o->price / o->gpus / (1.0 - loss);
+    return loss > 0.9 ? 0.9 : loss;
 }
 
-/* Job j's best next step from want GPUs: to *t GPUs, gaining *k speedup per GPU added (0 if
- * none is allowed). */
-static void castor_fleet_next(const struct snap_job *sj, int gpn, int want, double sp, int maxgpus,
-                              double *k, int *t)
+/* Job j's best next move from want GPUs (to at most want + gpn): *t GPUs, saving *k hours of
+ * completion time per GPU-hour added (1e9 when it costs no more GPU-hours, 0 if no move). */
+static void castor_fleet_next(const struct snap_job *sj, int gpn, int want, int maxgpus, double *k,
+                              int *t)
 {
     int explore = sj->has_model ? 2 * sj->max_profiled_replicas : 1;
     int lim = policy_replica_limit(sj, explore, maxgpus);
+    double sp = fleet_job_speedup(sj, gpn, want);
 
     *k = 0;
     *t = want;
     for (int u = want + 1; u <= lim && u <= want + gpn; u++) {
-        double g = (fleet_job_speedup(sj, gpn, u) - sp) / (u - want);
+        double su = fleet_job_speedup(sj, gpn, u), g;
 
+        if (!(su > 0) || su <= sp)
+            continue;
+        if (!(sp > 0)) {
+            g = 1e9; /* the first GPU: a job without one never finishes */
+        } else {
+            /* completion time falls as 1/speedup, GPU-time grows as r/speedup */
+            double dj = 1.0 / sp - 1.0 / su, dc = u / su - want / sp;
+
+            g = dc <= 1e-12 ? 1e9 : dj / dc;
+        }
         if (g > *k + 1e-12) {
             *k = g;
             *t = u;
@@ -73,68 +105,26 @@ static void castor_fleet_next(const struct snap_job *sj, int gpn, int want, doub
     }
 }
 
-/* The GPUs each job is worth (want[j]), by marginal gain per GPU over the next gpn counts.
- * ERR_NOMEM. */
-static int castor_fleet_size(const struct fleet_castor_state *st, const struct snapshot *s, int gpn,
-                             double gpu_price, int maxgpus, int *want)
+/* Nodes of gpn GPUs that hold the wants of the jobs whose od[] is `market` (all with market < 0):
+ * whole nodes, then the remainders first-fit decreasing. -1 when out of memory. */
+static int castor_fleet_pack(const struct castor_round *rd, int market)
 {
-    double rate = 0, *sp = calloc((size_t)s->njobs + 1, sizeof(double));
-    double *key = calloc((size_t)s->njobs + 1, sizeof(double));
-    int total = 0, *to = calloc((size_t)s->njobs + 1, sizeof(int));
-
-    if (!sp || !key || !to) {
-        free(sp);
-        free(key);
-        free(to);
-        return ERR_NOMEM;
-    }
-    for (int j = 0; j < s->njobs; j++) {
-        want[j] = s->jobs[j].min_replicas > 1 ? s->jobs[j].min_replicas : 1;
-        total += want[j];
-        rate += want[j] * gpu_price;
-        sp[j] = fleet_job_speedup(&s->jobs[j], gpn, want[j]);
-        castor_fleet_next(&s->jobs[j], gpn, want[j], sp[j], maxgpus, &key[j], &to[j]);
-    }
-    while (total < maxgpus) {
-        int bj = -1;
-
-        for (int j = 0; j < s->njobs; j++)
-            if (to[j] > want[j] && (bj < 0 || key[j] > key[bj] + 1e-12))
-                bj = j;
-        if (bj < 0)
-            break;
-        if (st->mode == FLEET_BUDGET ? rate + (to[bj] - want[bj]) * gpu_price > st->budget
-                                     : key[bj] < st->threshold)
-            break;
-        total += to[bj] - want[bj];
-        rate += (to[bj] - want[bj]) * gpu_price;
-        want[bj] = to[bj];
-        sp[bj] = fleet_job_speedup(&s->jobs[bj], gpn, want[bj]);
-        castor_fleet_next(&s->jobs[bj], gpn, want[bj], sp[bj], maxgpus, &key[bj], &to[bj]);
-    }
-    free(sp);
-    free(key);
-    free(to);
-    return 0;
-}
-
-/* Nodes of gpn GPUs that hold every job's want: whole nodes, then the remainders first-fit
- * decreasing. */
-static int castor_fleet_pack(const int *want, int n, int gpn)
-{
-    int nodes = 0, *rem = calloc((size_t)n + 1, sizeof(int)),
-        *room = calloc((size_t)n + 1, sizeof(int));
-    int nrem = 0, nroom = 0;
+    const struct snapshot *s = rd->s;
+    int gpn = rd->gpn, nodes = 0, nrem = 0, nroom = 0;
+    int *rem = calloc((size_t)s->njobs + 1, sizeof(int));
+    int *room = calloc((size_t)s->njobs + 1, sizeof(int));
 
     if (!rem || !room) {
         free(rem);
         free(room);
         return -1;
     }
-    for (int j = 0; j < n; j++) {
-        nodes += want[j] / gpn;
-        if (want[j] % gpn)
-            rem[nrem++] = want[j] % gpn;
+    for (int j = 0; j < s->njobs; j++) {
+        if (market >= 0 && rd->od[j] != market)
+            continue;
+        nodes += rd->want[j] / gpn;
+        if (rd->want[j] % gpn)
+            rem[nrem++] = rd->want[j] % gpn;
     }
     for (int i = 0; i < nrem; i++) /* largest first: a selection sort, n is small */
         for (int k = i + 1; k < nrem; k++)
@@ -158,12 +148,152 @@ static int castor_fleet_pack(const int *want, int n, int gpn)
     return nodes + nroom;
 }
 
+/* Dollars per hour of the nodes the wants pack into, at each market's best price. */
+static double castor_fleet_rate(const struct castor_round *rd, int split)
+{
+    double r = 0;
+
+    if (!split)
+        return castor_fleet_pack(rd, -1) * rd->gpn * rd->price[rd->any];
+    for (int m = 0; m < 2; m++)
+        if (rd->best[m] >= 0)
+            r += castor_fleet_pack(rd, m) * rd->gpn * rd->price[m];
+    return r;
+}
+
+/* Deadline mode: the fewest GPUs that finish job j by its deadline, on spot if it can (od[j] 0),
+ * else on on-demand (od[j] 1; the most it may use if even that is late). 1 without a deadline or
+ * a model. */
+static int castor_fleet_deadline(const struct fleet_castor_state *st, struct castor_round *rd,
+                                 int j, double ckpt)
+{
+    const struct snapshot *s = rd->s;
+    const struct snap_job *sj = &s->jobs[j];
+    int lim =
+        policy_replica_limit(sj, sj->max_profiled_replicas > 0 ? 2 * sj->max_profiled_replicas : 1,
+                             st->max_nodes * rd->gpn);
+    double left = sj->progress_target - sj->progress,
+           m0 = sj->lim.init_bsz > 0 ? sj->lim.init_bsz : 1;
+
+    rd->od[j] = 0;
+    if (!(sj->deadline > 0) || !sj->has_model || !(left > 0) || !(sj->progress_target > 0))
+        return 1;
+    for (int m = 1; m >= 0; m--) {
+        const int o = rd->best[m];
+        double loss, slack;
+
+        if (o < 0)
+            continue;
+        loss = m ? castor_fleet_loss(st, &s->offers[o], ckpt) : 0;
+        slack =
+            (sj->deadline - s->now - st->restart_s - s->offers[o].boot_s) * CASTOR_DEADLINE_MARGIN;
+        for (int r = 1; r <= lim; r++) {
+            double g = fleet_job_goodput(sj, rd->gpn, r) * (1 - loss) / m0;
+
+            if (g > 0 && left / g <= slack) {
+                rd->od[j] = (unsigned char)(m == 0);
+                return r;
+            }
+        }
+    }
+    /* late whatever it gets: all it can use, where nothing is lost to preemptions */
+    rd->od[j] = rd->best[0] >= 0;
+    return lim;
+}
+
+/* Size every job: the deadline minimums, then the greedy. ERR_NOMEM. */
+static int castor_fleet_size(const struct fleet_castor_state *st, struct castor_round *rd,
+                             double ckpt)
+{
+    const struct snapshot *s = rd->s;
+    int maxgpus = st->max_nodes * rd->gpn, total = 0, split = st->mode == FLEET_DEADLINE;
+    double gpu_price = rd->price[rd->any];
+
+    for (int j = 0; j < s->njobs; j++) {
+        if (st->mode == FLEET_DEADLINE)
+            rd->want[j] = castor_fleet_deadline(st, rd, j, ckpt);
+        else
+            rd->want[j] = st->mode == FLEET_BUDGET ? 0 : 1;
+        if (s->jobs[j].min_replicas > rd->want[j])
+            rd->want[j] = s->jobs[j].min_replicas;
+        total += rd->want[j];
+        castor_fleet_next(&s->jobs[j], rd->gpn, rd->want[j], maxgpus, &rd->key[j], &rd->to[j]);
+    }
+    while (total < maxgpus) {
+        int bj = -1, was;
+
+        for (int j = 0; j < s->njobs; j++)
+            if (rd->to[j] > rd->want[j] && (bj < 0 || rd->key[j] > rd->key[bj] + 1e-12))
+                bj = j;
+        if (bj < 0)
+            break;
+        /* efficiency and deadline: the hours saved must pay for the GPU-hours */
+        if (st->mode != FLEET_BUDGET &&
+            rd->key[bj] * st->value < (rd->od[bj] ? rd->price[0] : gpu_price))
+            break;
+        was = rd->want[bj];
+        rd->want[bj] = rd->to[bj];
+        if (st->mode == FLEET_BUDGET && castor_fleet_rate(rd, split) > st->budget + 1e-9) {
+            /* this move breaks the cap: the job stays, the others may still fit */
+            rd->want[bj] = was;
+            rd->to[bj] = was;
+            continue;
+        }
+        total += rd->want[bj] - was;
+        castor_fleet_next(&s->jobs[bj], rd->gpn, rd->want[bj], maxgpus, &rd->key[bj], &rd->to[bj]);
+    }
+    return 0;
+}
+
+/* Ready and booting nodes of market m (0 on-demand, 1 spot; all with m < 0). */
+static int castor_fleet_have(const struct snapshot *s, int m)
+{
+    int n = 0;
+
+    for (int k = 0; k < s->nnodes; k++)
+        n += m < 0 || s->nodes[k].preemptible == m;
+    for (int b = 0; b < s->nbooting; b++)
+        n += m < 0 || s->offers[s->booting[b].offer].spot == m;
+    return n;
+}
+
+/* Deadline mode with jobs bound to on-demand: the on-demand nodes go to them, the rest to the
+ * others (and to those that found no on-demand node yet). */
+static int castor_fleet_split_allocate(const struct castor_round *rd, const unsigned char *keep,
+                                       struct policy *pol, uint64_t seed, struct alloc *a)
+{
+    const struct snapshot *s = rd->s;
+    unsigned char *nodes = calloc((size_t)s->nnodes + 1, 1),
+                  *jobs = calloc((size_t)s->njobs + 1, 1);
+    int rc;
+
+    if (!nodes || !jobs) {
+        rc = ERR_NOMEM;
+        goto out;
+    }
+    for (int k = 0; k < s->nnodes; k++)
+        nodes[k] = keep[k] && !s->nodes[k].preemptible;
+    memcpy(jobs, rd->od, (size_t)s->njobs);
+    if ((rc = fleet_allocate_part(s, nodes, jobs, pol, seed, a)) < 0)
+        goto out;
+    for (int k = 0; k < s->nnodes; k++)
+        nodes[k] = keep[k] && s->nodes[k].preemptible;
+    for (int j = 0; j < s->njobs; j++)
+        jobs[j] = !rd->od[j] || a->count[j] == 0;
+    rc = fleet_allocate_part(s, nodes, jobs, pol, seed, a);
+out:
+    free(nodes);
+    free(jobs);
+    return rc;
+}
+
 static int castor_fleet_plan(void *ctx, const struct snapshot *s, struct policy *pol, uint64_t seed,
                              struct alloc *a, struct fleet_plan *f)
 {
     struct fleet_castor_state *st = ctx;
-    double ckpt = 0, best_price = INFINITY;
-    int best = -1, gpn, *want = NULL, nodes, have = s->nnodes + s->nbooting, rc;
+    struct castor_round rd = {.s = s, .best = {-1, -1}, .price = {INFINITY, INFINITY}};
+    double ckpt = 0;
+    int split = 0, wanted = 0, rc = 0;
     unsigned char *keep = NULL;
 
     if (s->njobs == 0) {
@@ -173,46 +303,112 @@ static int castor_fleet_plan(void *ctx, const struct snapshot *s, struct policy 
     for (int j = 0; j < s->njobs; j++)
         ckpt += (s->jobs[j].checkpoint_s > 0 ? s->jobs[j].checkpoint_s : 3600.0) / s->njobs;
     for (int o = 0; o < s->noffers; o++) {
-        double p = castor_fleet_price(st, &s->offers[o], ckpt);
+        int m = !!s->offers[o].spot;
+        double p = s->offers[o].price / s->offers[o].gpus /
+                   (1.0 - castor_fleet_loss(st, &s->offers[o], ckpt));
 
-        if (!s->offers[o].unavailable && p < best_price) {
-            best_price = p;
-            best = o;
+        if (!s->offers[o].unavailable && p < rd.price[m]) {
+            rd.price[m] = p;
+            rd.best[m] = o;
         }
     }
-    gpn = best >= 0 ? s->offers[best].gpus : (s->nnodes > 0 ? s->nodes[0].gpus : 1);
-    if (!(want = calloc((size_t)s->njobs + 1, sizeof(int))) ||
-        !(keep = malloc((size_t)s->nnodes + 1))) {
+    /* the cheapest of the two markets: where jobs without a deadline run */
+    rd.any = rd.best[1] >= 0 && (rd.best[0] < 0 || rd.price[1] <= rd.price[0]) ? 1 : 0;
+    rd.gpn = rd.best[rd.any] >= 0 ? s->offers[rd.best[rd.any]].gpus
+             : s->nnodes > 0      ? s->nodes[0].gpus
+                                  : 1;
+    rd.want = calloc((size_t)s->njobs, sizeof(int));
+    rd.to = calloc((size_t)s->njobs, sizeof(int));
+    rd.key = calloc((size_t)s->njobs, sizeof(double));
+    rd.od = calloc((size_t)s->njobs, 1);
+    keep = malloc((size_t)s->nnodes + 1);
+    if (!rd.want || !rd.to || !rd.key || !rd.od || !keep) {
         rc = ERR_NOMEM;
         goto out;
     }
-    if ((rc = castor_fleet_size(st, s, gpn, isfinite(best_price) ? best_price : 0,
-                                st->max_nodes * gpn, want)) < 0)
+    if ((rc = castor_fleet_size(st, &rd, ckpt)) < 0)
         goto out;
-    if ((nodes = castor_fleet_pack(want, s->njobs, gpn)) < 0) {
-        rc = ERR_NOMEM;
-        goto out;
-    }
-    if (nodes > st->max_nodes)
-        nodes = st->max_nodes;
-    if (nodes > have && best >= 0)
-        f->launch[best] = nodes - have;
-    if (nodes < s->nnodes) {
-        if (++st->surplus_rounds >= 2) {
-            rc = fleet_shrink_to(s, pol, seed, nodes, a, f);
+    for (int j = 0; j < s->njobs; j++)
+        split |= rd.od[j];
+    if (!split) {
+        /* one market: the cheapest offer */
+        int have = castor_fleet_have(s, -1), best = rd.best[rd.any];
+
+        if ((wanted = castor_fleet_pack(&rd, -1)) < 0) {
+            rc = ERR_NOMEM;
             goto out;
         }
-    } else {
-        st->surplus_rounds = 0;
+        if (wanted > st->max_nodes)
+            wanted = st->max_nodes;
+        if (wanted > have && best >= 0)
+            f->launch[best] = wanted - have;
+        if (wanted < have) {
+            /* surplus: it goes only once it has lasted (fleet_shrink_to cancels the newest
+             * booting instances first, then releases the least used nodes) */
+            if (++st->surplus_rounds >= st->patience) {
+                rc = fleet_shrink_to(s, pol, seed, wanted, a, f);
+                goto out;
+            }
+        } else {
+            st->surplus_rounds = 0;
+        }
+        memset(keep, 1, (size_t)s->nnodes + 1);
+        rc = fleet_allocate_kept(s, keep, pol, seed, a);
+        goto out;
     }
-    /* cancel launches no longer wanted (the newest first) */
-    for (int b = s->nbooting - 1, extra = have - (nodes > s->nnodes ? nodes : s->nnodes);
-         b >= 0 && extra > 0; b--, extra--)
-        f->cancel[b] = 1;
+    /* deadline jobs bound to on-demand: each market sized on its own; no release this round
+     * unless a market has been in surplus for `patience` rounds */
     memset(keep, 1, (size_t)s->nnodes + 1);
-    rc = fleet_allocate_kept(s, keep, pol, seed, a);
+    {
+        int surplus = 0;
+
+        for (int m = 0; m < 2; m++) {
+            int want = castor_fleet_pack(&rd, m), have = castor_fleet_have(s, m);
+
+            if (want < 0) {
+                rc = ERR_NOMEM;
+                goto out;
+            }
+            if (want > have && rd.best[m] >= 0)
+                f->launch[rd.best[m]] += want - have;
+            if (want < have)
+                surplus = 1;
+        }
+        st->surplus_rounds = surplus ? st->surplus_rounds + 1 : 0;
+        if (surplus && st->surplus_rounds >= st->patience) {
+            int *used = calloc((size_t)s->nnodes + 1, sizeof(int));
+
+            if (!used) {
+                rc = ERR_NOMEM;
+                goto out;
+            }
+            alloc_node_usage(s->current, used);
+            /* per market, let the idle nodes past their minimum billed time go */
+            for (int m = 0; m < 2; m++) {
+                int extra = castor_fleet_have(s, m) - castor_fleet_pack(&rd, m);
+
+                for (int b = s->nbooting - 1; b >= 0 && extra > 0; b--)
+                    if (s->offers[s->booting[b].offer].spot == m) {
+                        f->cancel[b] = 1;
+                        extra--;
+                    }
+                for (int k = 0; k < s->nnodes && extra > 0; k++)
+                    if (s->nodes[k].preemptible == m && used[k] == 0 &&
+                        s->now - s->nodes[k].launched >= s->min_billed_s) {
+                        keep[k] = 0;
+                        f->release[k] = 1;
+                        extra--;
+                    }
+            }
+            free(used);
+        }
+    }
+    rc = castor_fleet_split_allocate(&rd, keep, pol, seed, a);
 out:
-    free(want);
+    free(rd.want);
+    free(rd.to);
+    free(rd.key);
+    free(rd.od);
     free(keep);
     return rc;
 }

@@ -154,9 +154,9 @@ static void print_header(FILE *out)
 
 static void print_row(FILE *out, const char *wl, const char *sys, const struct run_result *r)
 {
-    fprintf(out, "%-18s %-17s %10.2f %9.1f %9.1f %10.1f %8.1f %8ld %9.0f %8.2f%s\n", wl, sys,
+    fprintf(out, "%-15s %-16s %9.2f %8.1f %8.0f %9.0f %7.1f %7ld %7.0f %7.1f %7.2f%s\n", wl, sys,
             r->fleet.dollars, r->avg_jct, r->p99_jct, r->makespan, r->fleet.gpu_hours,
-            r->fleet.preemptions, r->fleet.lost_work_s,
+            r->fleet.preemptions, r->fleet.lost_work_s, r->fleet.mean_wait_s,
             r->bound > 0 ? r->fleet.dollars / r->bound : 0, r->unfinished ? " (unfinished)" : "");
 }
 
@@ -172,6 +172,8 @@ static struct jv *result_json(const struct run_result *r)
     jv_set(o, "preemptions", jv_integer(r->fleet.preemptions));
     jv_set(o, "lost_work_s", jv_number(r->fleet.lost_work_s));
     jv_set(o, "dollars_over_bound", jv_number(r->bound > 0 ? r->fleet.dollars / r->bound : 0));
+    jv_set(o, "mean_wait_s", jv_number(r->fleet.mean_wait_s));
+    jv_set(o, "held_gpu_hours", jv_number(r->fleet.held_gpu_hours));
     jv_set(o, "launches", jv_integer(r->fleet.launches));
     jv_set(o, "capacity_errors", jv_integer(r->fleet.capacity_errs));
     jv_set(o, "unfinished", jv_integer(r->unfinished));
@@ -187,6 +189,8 @@ static void result_mean(const struct run_result *rs, int n, struct run_result *m
         m->fleet.gpu_hours += rs[i].fleet.gpu_hours / n;
         m->fleet.preemptions += rs[i].fleet.preemptions;
         m->fleet.lost_work_s += rs[i].fleet.lost_work_s / n;
+        m->fleet.mean_wait_s += rs[i].fleet.mean_wait_s / n;
+        m->fleet.held_gpu_hours += rs[i].fleet.held_gpu_hours / n;
         m->fleet.launches += rs[i].fleet.launches;
         m->fleet.capacity_errs += rs[i].fleet.capacity_errs;
         m->avg_jct += rs[i].avg_jct / n;

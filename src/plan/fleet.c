@@ -110,10 +110,13 @@ int snapshot_sub_new(const struct snapshot *s, const unsigned char *keep, int *m
     }
     for (int j = 0; j < s->njobs; j++) {
         const int *row = s->current->node + (size_t)j * (size_t)s->current->width;
+        int split = 0;
 
+        /* a job whose run is split by a dropped node restarts anyway: keep nothing */
         for (int i = 0; i < s->current->count[j]; i++)
-            if (map[row[i]] >= 0 && alloc_add(b->current, j, map[row[i]], 1) < 0) {
-                /* a job whose run is split by a dropped node restarts anyway: keep nothing */
+            split |= map[row[i]] < 0;
+        for (int i = 0; i < s->current->count[j] && !split; i++)
+            if (alloc_add(b->current, j, map[row[i]], 1) < 0) {
                 alloc_clear_job(b->current, j);
                 break;
             }
@@ -162,4 +165,60 @@ int snapshot_sub_unmap(const struct alloc *sa, const int *map, int nnodes, struc
     }
     free(back);
     return rc;
+}
+
+/* A job-restricted snapshot and what it owns. */
+struct snapshot_jobs {
+    struct snapshot snap; /* first, so that a struct snapshot * is the block */
+    struct snap_job *jobs;
+    struct alloc *current;
+};
+
+int snapshot_jobs_new(const struct snapshot *s, const unsigned char *keep, int *jmap,
+                      struct snapshot **sub)
+{
+    struct snapshot_jobs *b = calloc(1, sizeof(*b));
+    int n = 0, rc;
+
+    if (!b || !(b->jobs = calloc((size_t)s->njobs + 1, sizeof(*b->jobs)))) {
+        rc = ERR_NOMEM;
+        goto out;
+    }
+    for (int j = 0; j < s->njobs; j++)
+        if (keep[j])
+            jmap[n++] = j;
+    if ((rc = alloc_new(n, s->current->nnodes, s->current->width, &b->current)) < 0)
+        goto out;
+    for (int i = 0; i < n; i++) {
+        const int *row = s->current->node + (size_t)jmap[i] * (size_t)s->current->width;
+
+        b->jobs[i] = s->jobs[jmap[i]];
+        b->current->count[i] = s->current->count[jmap[i]];
+        memcpy(b->current->node + (size_t)i * (size_t)b->current->width, row,
+               (size_t)s->current->count[jmap[i]] * sizeof(int));
+    }
+    b->snap = *s;
+    b->snap.njobs = n;
+    b->snap.jobs = b->jobs;
+    b->snap.current = b->current;
+    *sub = &b->snap;
+    b = NULL;
+out:
+    if (b) {
+        alloc_free(b->current);
+        free(b->jobs);
+        free(b);
+    }
+    return rc;
+}
+
+void snapshot_jobs_free(struct snapshot *sub)
+{
+    struct snapshot_jobs *b = (struct snapshot_jobs *)sub;
+
+    if (!b)
+        return;
+    alloc_free(b->current);
+    free(b->jobs);
+    free(b);
 }

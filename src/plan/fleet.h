@@ -35,14 +35,25 @@ int fleet_plan_check(const struct snapshot *s, const struct fleet_plan *f, const
 
 /*
  * The snapshot s with only the nodes whose keep[] is set (s->nnodes values): *sub borrows s's
- * jobs, offers and booting instances; its nodes and current allocation (replicas on dropped nodes
- * left out) are new, owned by *sub (free with snapshot_sub_free); map[k] (s->nnodes values,
- * written) is the index in *sub of node k, or -1. ERR_NOMEM; ERR_INVAL when no node is kept.
+ * jobs, offers and booting instances; its nodes and current allocation (a job with a replica on a
+ * dropped node holds nothing: it restarts anyway) are new, owned by *sub (free with
+ * snapshot_sub_free); map[k] (s->nnodes values, written) is the index in *sub of node k, or -1.
+ * ERR_NOMEM; ERR_INVAL when no node is kept.
  */
 int snapshot_sub_new(const struct snapshot *s, const unsigned char *keep, int *map,
                      struct snapshot **sub);
 
 void snapshot_sub_free(struct snapshot *sub);
+
+/*
+ * The snapshot s with only the jobs whose keep[] is set (s->njobs values): *sub copies their jobs
+ * and current rows (owned by *sub, free with snapshot_jobs_free) and borrows the rest; jmap[i]
+ * (written for sub's njobs jobs) is the index in s of sub's job i. ERR_NOMEM.
+ */
+int snapshot_jobs_new(const struct snapshot *s, const unsigned char *keep, int *jmap,
+                      struct snapshot **sub);
+
+void snapshot_jobs_free(struct snapshot *sub);
 
 /* Write into a (rows as s's) the allocation sa of sub-snapshot nodes mapped back through map.
  * ERR_RANGE if it does not fit. */

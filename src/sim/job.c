@@ -21,6 +21,7 @@ void sim_job_init(struct sim_job *job, const struct workload_job *spec, struct a
     job->now = 0;
     job->restarts = -1;
     job->completion = -1;
+    job->first_start = -1;
     job->grad = GRAD_PARAMS_NONE;
     profile_init(&job->prof);
 }
@@ -141,6 +142,8 @@ int sim_job_place(struct sim_job *job, const int *place, int n)
     memcpy(job->place, place, (size_t)n * sizeof(int));
     job->nplace = n;
     job->rescale_left = SIM_RESTART_DELAY;
+    if (job->restarts < 0)
+        job->first_start = job->now;
     job->restarts = job->restarts < 0 ? 0 : job->restarts + 1;
     return sim_job_choose_batch(job);
 }

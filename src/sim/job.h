@@ -31,13 +31,14 @@ struct sim_job {
     double local_bsz;
     int accum_steps;
 
-    double now;        /* the job's own clock, seconds */
-    int rescale_left;  /* seconds of restart still to go */
-    double progress;   /* in iterations at the initial batch size */
-    int epoch;         /* completed epochs */
-    double attained;   /* GPU-seconds held */
-    int restarts;      /* -1 before the first start */
-    double completion; /* completion time, or -1 */
+    double now;         /* the job's own clock, seconds */
+    int rescale_left;   /* seconds of restart still to go */
+    double progress;    /* in iterations at the initial batch size */
+    int epoch;          /* completed epochs */
+    double attained;    /* GPU-seconds held */
+    int restarts;       /* -1 before the first start */
+    double completion;  /* completion time, or -1 */
+    double first_start; /* when it first got GPUs, or -1 */
 
     /* checkpoints: every checkpoint_s seconds of running (0: only on restarts and notices) */
     double checkpoint_s;

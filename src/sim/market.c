@@ -756,7 +756,8 @@ int market_advance(struct market *m, double t, struct mkt_event *ev, int max, in
                 if (e3[q].t <= t)
                     m->evbuf[k++] = e3[q];
         }
-    qsort(m->evbuf, (size_t)k, sizeof(*m->evbuf), mkt_event_cmp);
+    if (k > 1) /* evbuf is NULL until an advance finds a live instance */
+        qsort(m->evbuf, (size_t)k, sizeof(*m->evbuf), mkt_event_cmp);
     for (long j = 0; j < k; j++) {
         const struct mkt_event *e1 = &m->evbuf[j];
         struct mkt_inst_rt *in = mkt_get(m, e1->id);

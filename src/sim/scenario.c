@@ -344,7 +344,8 @@ int scenario_load(const char *path, struct scenario **out, struct error *e)
                                        "offers",   "compare",  "castor", NULL};
     static const char *const compare_keys[] = {"on_demand", "spot", "nodes",  "policy",
                                                "high",      "low",  "window", NULL};
-    static const char *const castor_keys[] = {"mode", "threshold", "budget", "policy", NULL};
+    static const char *const castor_keys[] = {"mode",     "value",  "budget",
+                                              "patience", "policy", NULL};
     static const char *const modes[] = {"efficiency", "budget", "deadline", NULL};
     const char *policies[16] = {NULL};
     struct scenario *s = calloc(1, sizeof(*s));
@@ -425,10 +426,11 @@ int scenario_load(const char *path, struct scenario **out, struct error *e)
         for (int i = 0; i < 3; i++)
             s->systems[i].policy = policies[k];
     cast = base;
-    cast.threshold = 0.5;
     s->systems[3].policy = "castor";
     if (cas && ((rc = conf_get_choice(cas, "mode", modes, &mode, e)) < 0 ||
-                (rc = conf_get_double(cas, "threshold", 0.01, 100, &cast.threshold, e)) < 0 ||
+                (rc = conf_get_double(cas, "value", 0.001, 1e6, &cast.value, e)) < 0 ||
+                (rc = conf_get_long(cas, "patience", 1, 1000, &v, e)) < 0 ||
+                (rc == 1 && (cast.patience = (int)v, 0)) ||
                 (rc = conf_get_double(cas, "budget", 0.01, 1e7, &cast.budget, e)) < 0))
         goto out;
     cast.mode = (enum fleet_mode)mode;

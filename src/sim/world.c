@@ -367,13 +367,17 @@ static int sim_world_events(struct sim_world *w)
                                         ? SIM_SLOT_NOTICED
                                         : SIM_SLOT_READY;
             break;
-        case MKT_EV_NOTICE:
+        case MKT_EV_NOTICE: {
+            const struct mkt_instance *in = market_instance(w->mkt, w->slots[k].id);
+
             if (w->slots[k].state != SIM_SLOT_BOOTING)
                 w->slots[k].state = SIM_SLOT_NOTICED;
-            for (int j = 0; j < w->njobs; j++)
+            /* a pool without notices sends this one as it preempts: no time to checkpoint */
+            for (int j = 0; j < w->njobs && in->notice_at < in->end_at; j++)
                 if (alloc_on_node(w->held, j, k) > 0)
                     sim_job_checkpoint(&w->jobs[j]);
             break;
+        }
         case MKT_EV_PREEMPT:
             for (int j = 0; j < w->njobs; j++)
                 if (alloc_on_node(w->held, j, k) > 0) {
@@ -619,7 +623,18 @@ int sim_world_has_fleet(const struct sim_world *w)
 
 void sim_world_fleet_stats(const struct sim_world *w, struct sim_fleet_stats *out)
 {
+    int started = 0;
+
     memset(out, 0, sizeof(*out));
+    for (int j = 0; j < w->njobs; j++)
+        if (w->jobs[j].first_start >= 0) {
+            out->mean_wait_s += w->jobs[j].first_start - w->jobs[j].spec->submit_time;
+            started++;
+        }
+    if (started)
+        out->mean_wait_s /= started;
+    for (int j = 0; j < w->njobs; j++)
+        out->held_gpu_hours += w->jobs[j].attained / 3600.0;
     if (!w->fleet)
         return;
     out->dollars = market_cost(w->mkt, w->now);

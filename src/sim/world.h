@@ -37,13 +37,15 @@ struct sim_config {
 
 /* What renting cost, for a world with a market. */
 struct sim_fleet_stats {
-    double dollars;       /* billed so far */
-    double gpu_hours;     /* GPUs times running hours of every instance */
-    long launches;        /* instances launched */
-    long capacity_errs;   /* launches refused for capacity */
-    long preemptions;     /* instances preempted */
-    double lost_work_s;   /* job-seconds of work lost to preemptions (since the last checkpoint) */
-    double min_gpu_price; /* lowest $/GPU-hour any offer had so far */
+    double dollars;        /* billed so far */
+    double gpu_hours;      /* GPUs times running hours of every instance */
+    long launches;         /* instances launched */
+    long capacity_errs;    /* launches refused for capacity */
+    long preemptions;      /* instances preempted */
+    double lost_work_s;    /* job-seconds of work lost to preemptions (since the last checkpoint) */
+    double min_gpu_price;  /* lowest $/GPU-hour any offer had so far */
+    double held_gpu_hours; /* GPU-hours held by jobs (restarts included) */
+    double mean_wait_s;    /* mean over started jobs of the wait from submission to first GPUs */
 };
 
 struct sim_world;

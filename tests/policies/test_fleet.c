@@ -1,0 +1,785 @@
+/* test_fleet.c: the fleet policies (castor's planner, Pollux's autoscaler, the fixed fleet) on
+ * small hand-checked markets, plan_decide_fleet's rejection of a bad answer, and a property test:
+ * on thousands of random fleets every answer passes the rules of a plan and of a fleet plan. Each
+ * expected answer is worked out in the comment above its test. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "plan/decide.h"
+#include "policies/fleet.h"
+#include "policies/small_world.h"
+#include "util/error.h"
+
+#define MAXO 4
+#define MAXN 12
+#define MAXB 4
+#define MAXJ 8
+#define OLD (NOW - 3600) /* launched an hour ago: past the minimum billed time */
+
+/* A hand-built fleet: fill offers, nodes, booting and jobs, then call fw_ready. */
+struct fw {
+    struct snap_offer offers[MAXO];
+    struct snap_node nodes[MAXN];
+    struct snap_booting booting[MAXB];
+    struct snap_job jobs[MAXJ];
+    struct snapshot s;
+    struct alloc *cur, *out;
+    struct fleet_plan *f;
+};
+
+static int fw_setup(void **state)
+{
+    struct fw *w = test_calloc(1, sizeof(*w));
+
+    assert_non_null(w);
+    *state = w;
+    return 0;
+}
+
+static int fw_teardown(void **state)
+{
+    struct fw *w = *state;
+
+    alloc_free(w->cur);
+    alloc_free(w->out);
+    fleet_plan_free(w->f);
+    test_free(w);
+    return 0;
+}
+
+/* The snapshot of the first no offers, nn nodes, nb booting instances and nj jobs, holding
+ * nothing (set rows of w->cur after), with an empty fleet plan sized for it. */
+static void fw_ready(struct fw *w, int no, int nn, int nb, int nj)
+{
+    int gpus = 0;
+
+    for (int k = 0; k < nn; k++)
+        gpus += w->nodes[k].gpus;
+    alloc_free(w->cur);
+    alloc_free(w->out);
+    fleet_plan_free(w->f);
+    assert_int_equal(alloc_new(nj, nn > 0 ? nn : 1, gpus > 0 ? gpus : 1, &w->cur), 0);
+    assert_int_equal(alloc_new(nj, nn > 0 ? nn : 1, gpus > 0 ? gpus : 1, &w->out), 0);
+    w->s = (struct snapshot){.now = NOW,
+                             .nnodes = nn,
+                             .nodes = w->nodes,
+                             .njobs = nj,
+                             .jobs = w->jobs,
+                             .current = w->cur,
+                             .noffers = no,
+                             .offers = w->offers,
+                             .nbooting = nb,
+                             .booting = w->booting,
+                             .min_billed_s = 60};
+    assert_int_equal(fleet_plan_new(&w->s, &w->f), 0);
+}
+
+static void offer(struct fw *w, int o, int spot, double price, double rate)
+{
+    w->offers[o] = (struct snap_offer){.name = spot ? "spot" : "od",
+                                       .gpus = 4,
+                                       .spot = spot,
+                                       .price = price,
+                                       .preempt_rate = rate};
+}
+
+static void node(struct fw *w, int k, int o, double launched)
+{
+    w->nodes[k] = (struct snap_node){.gpus = w->offers[o].gpus,
+                                     .preemptible = w->offers[o].spot,
+                                     .offer = o,
+                                     .launched = launched};
+}
+
+/* Job j with the small world's batch limits (840, fixed) and throughput model tp, measured on up
+ * to `profiled` replicas (so that it may explore 2 x profiled). */
+static void job(struct fw *w, int j, const struct tput_params *tp, int profiled)
+{
+    w->jobs[j] = (struct snap_job){.name = "j",
+                                   .has_model = 1,
+                                   .tput = *tp,
+                                   .grad = {.sqr = 0.0, .var = 1.0},
+                                   .lim = {.init_bsz = 840},
+                                   .max_profiled_replicas = profiled};
+}
+
+/* One round of the decide step with a fresh allocation policy called pol. */
+static int decide(struct fw *w, struct fleet_policy *fp, const char *pol)
+{
+    struct policy_config pc = {0};
+    struct policy p;
+    int rc;
+
+    assert_int_equal(policy_new(pol, &pc, &p), 0);
+    rc = plan_decide_fleet(&w->s, fp, &p, 7, w->out, w->f);
+    policy_free(&p);
+    return rc;
+}
+
+/* One round with a fresh instance of the fleet policy called name. */
+static int decide_once(struct fw *w, const char *name, const struct fleet_config *cfg,
+                       const char *pol)
+{
+    struct fleet_policy fp;
+    int rc;
+
+    assert_int_equal(fleet_new(name, cfg, &fp), 0);
+    rc = decide(w, &fp, pol);
+    fleet_free(&fp);
+    return rc;
+}
+
+static void assert_launch(const struct fw *w, const int *want)
+{
+    for (int o = 0; o < w->s.noffers; o++)
+        if (w->f->launch[o] != want[o])
+            fail_msg("launch[%d] is %d, not %d", o, w->f->launch[o], want[o]);
+}
+
+static void assert_release(const struct fw *w, const int *want)
+{
+    for (int k = 0; k < w->s.nnodes; k++)
+        if (w->f->release[k] != want[k])
+            fail_msg("release[%d] is %d, not %d", k, w->f->release[k], want[k]);
+}
+
+/*
+ * castor prices an offer per GPU-hour of useful work: price / gpus / (1 - rate x (30 + ckpt / 2)
+ * / 3600), with a restart of 30 s and half the jobs' mean checkpoint interval lost per
+ * preemption. Spot: $2/h for 4 GPUs, on-demand: $4/h for 4 GPUs (no preemptions, $1/GPU-h); the
+ * job checkpoints every 1140 s, so a preemption costs 30 + 570 = 600 s = 1/6 h and spot's price is
+ * 0.5 / (1 - rate / 6). It equals on-demand's 1 at rate = 3 per node-hour: at 0 and 2.9 (0.968)
+ * spot is cheaper, at 3.1 (1.034) and 5 (3.0) on-demand is. The job (perfect scaling, its owner
+ * allows 4 GPUs) wants one node: one launch, on the cheaper offer.
+ */
+static void castor_fleet__spot_or_on_demand_flips_at_break_even(void **state)
+{
+    struct fw *w = *state;
+    struct fleet_config cfg = {.mode = FLEET_EFFICIENCY};
+    const double rates[] = {0, 2.9, 3.1, 5};
+    const int spot_wins[] = {1, 1, 0, 0};
+
+    for (int i = 0; i < 4; i++) {
+        offer(w, 0, 1, 2.0, rates[i]);
+        offer(w, 1, 0, 4.0, 0);
+        job(w, 0, &perfect, 4);
+        w->jobs[0].max_replicas = 4;
+        w->jobs[0].checkpoint_s = 1140;
+        fw_ready(w, 2, 0, 0, 1);
+        assert_int_equal(decide_once(w, "castor", &cfg, "castor"), 0);
+        assert_launch(w, spot_wins[i] ? (int[]){1, 0} : (int[]){0, 1});
+    }
+}
+
+/* Offers at $1, $2 and $4 per node (no preemptions): the cheapest is unavailable (a launch was
+ * just refused), so the one launch goes to the $2 offer; with that one unavailable too, to the
+ * $4 one; with none available, nothing is launched and the answer is still valid. */
+static void castor_fleet__unavailable_offer_never_launched(void **state)
+{
+    struct fw *w = *state;
+    struct fleet_config cfg = {.mode = FLEET_EFFICIENCY};
+    const int want[3][3] = {{0, 1, 0}, {0, 0, 1}, {0, 0, 0}};
+
+    for (int i = 0; i < 3; i++) {
+        offer(w, 0, 1, 1.0, 0);
+        offer(w, 1, 1, 2.0, 0);
+        offer(w, 2, 0, 4.0, 0);
+        for (int o = 0; o <= i; o++)
+            w->offers[o].unavailable = 1;
+        job(w, 0, &perfect, 4);
+        w->jobs[0].max_replicas = 4;
+        fw_ready(w, 3, 0, 0, 1);
+        assert_int_equal(decide_once(w, "castor", &cfg, "castor"), 0);
+        assert_launch(w, want[i]);
+    }
+}
+
+/* Two jobs (small_world.h): a scales perfectly (each GPU adds about 1 to its speedup) and may
+ * explore 6 GPUs (measured on 3); b is sync-bound (speedups 1, 0.59, 0.66, 0.69 on 1 to 4 GPUs:
+ * every GPU past the first loses). On-demand nodes of 4 GPUs. */
+static void sizing_world(struct fw *w)
+{
+    offer(w, 0, 0, 4.0, 0);
+    job(w, 0, &perfect, 3);
+    job(w, 1, &syncbound, 4);
+}
+
+/*
+ * Efficiency mode at the default value: a's GPUs each save about as many hours as they cost
+ * GPU-hours (perfect scaling: the GPU-hours stay the same, so any value pays), up to its limit
+ * of 6; b's second GPU makes it slower, so b stays at 1. Packing 6 + 1 GPUs into 4-GPU nodes: a
+ * fills one node, its remaining 2 and b's 1 share a second: 2 nodes (not 3, as rounding each job
+ * up would give).
+ */
+static void castor_fleet__efficiency_sizes_by_gain(void **state)
+{
+    struct fw *w = *state;
+    struct fleet_config cfg = {.mode = FLEET_EFFICIENCY};
+
+    sizing_world(w);
+    fw_ready(w, 1, 0, 0, 2);
+    assert_int_equal(decide_once(w, "castor", &cfg, "castor"), 0);
+    assert_launch(w, (int[]){2});
+}
+
+/*
+ * A job that scales sublinearly (the published model, batch fixed at 840, compute 0.001 s per
+ * sample, sync 0.14 s on one or two nodes): its step on r GPUs is 0.84 / r + 0.14 s (0.84 s on
+ * one, which does not synchronise), so its speedups on 1 to 5 GPUs are 1, 1.5, 2, 2.4 and 2.73.
+ * Going from 1 to 2 GPUs saves 1 - 1/1.5 = 1/3 of its one-GPU time and costs 2/1.5 - 1 = 1/3
+ * more GPU-time: one hour saved per GPU-hour; from 2 to 3 also 1 (1/6 for 1/6); from 3 to 4, 0.5;
+ * from 3 to 5, 0.4. Nodes of 2 GPUs at $2/h: $1 per GPU-hour. At $1.5 per job-hour the first
+ * two moves pay (1.5 >= 1) and the third does not (0.75): 3 GPUs, two nodes. At $0.5 per
+ * job-hour nothing pays: 1 GPU, one node.
+ */
+static const struct tput_params sublinear = {.ops = &tput_model_pollux,
+                                             .theta = {1e-8, 0.001, 0.14, 1e-8, 0.14, 1e-8, 1.0}};
+
+static void castor_fleet__value_decides_sublinear_growth(void **state)
+{
+    struct fw *w = *state;
+    struct fleet_config cfg = {.mode = FLEET_EFFICIENCY, .value = 1.5};
+
+    offer(w, 0, 0, 2.0, 0);
+    w->offers[0].gpus = 2;
+    job(w, 0, &sublinear, 4);
+    fw_ready(w, 1, 0, 0, 1);
+    assert_int_equal(decide_once(w, "castor", &cfg, "castor"), 0);
+    assert_launch(w, (int[]){2});
+
+    cfg.value = 0.5;
+    assert_int_equal(decide_once(w, "castor", &cfg, "castor"), 0);
+    assert_launch(w, (int[]){1});
+}
+
+/*
+ * The same two jobs and the same 2 wanted nodes, counted against what is there: one ready node
+ * (old) -> one launch; one ready node and one booting -> nothing; two ready nodes and one booting
+ * -> the booting one is a surplus: kept on the first round (a surplus waits a round), cancelled
+ * on the second (nothing released: both ready nodes are wanted), and b gets one GPU, its best.
+ */
+static void castor_fleet__counts_ready_and_booting(void **state)
+{
+    struct fw *w = *state;
+    struct fleet_config cfg = {.mode = FLEET_EFFICIENCY, .patience = 2};
+    struct fleet_policy fp;
+
+    sizing_world(w);
+    node(w, 0, 0, OLD);
+    fw_ready(w, 1, 1, 0, 2);
+    assert_int_equal(decide_once(w, "castor", &cfg, "castor"), 0);
+    assert_launch(w, (int[]){1});
+
+    w->booting[0] = (struct snap_booting){.offer = 0, .launched = NOW - 10};
+    fw_ready(w, 1, 1, 1, 2);
+    assert_int_equal(decide_once(w, "castor", &cfg, "castor"), 0);
+    assert_true(fleet_plan_empty(w->f));
+
+    node(w, 1, 0, OLD);
+    fw_ready(w, 1, 2, 1, 2);
+    assert_int_equal(fleet_new("castor", &cfg, &fp), 0);
+    assert_int_equal(decide(w, &fp, "castor"), 0);
+    assert_true(fleet_plan_empty(w->f));
+    assert_int_equal(decide(w, &fp, "castor"), 0);
+    fleet_free(&fp);
+    assert_launch(w, (int[]){0});
+    assert_release(w, (int[]){0, 0});
+    assert_int_equal(w->f->cancel[0], 1);
+    assert_int_equal(w->out->count[1], 1);
+}
+
+/* Budget mode with a cap of budget $/h on the two jobs of sizing_world, a measured on 4 (so it
+ * may explore 8 GPUs): the nodes castor launches. */
+static int budget_nodes(struct fw *w, double budget)
+{
+    struct fleet_config cfg = {.mode = FLEET_BUDGET, .budget = budget};
+
+    sizing_world(w);
+    w->jobs[0].max_profiled_replicas = 4;
+    fw_ready(w, 1, 0, 0, 2);
+    assert_int_equal(decide_once(w, "castor", &cfg, "castor"), 0);
+    return w->f->launch[0];
+}
+
+/*
+ * Budget mode, on-demand at $4/h for 4 GPUs ($1 per GPU-hour, no preemptions). Each job starts at
+ * no GPU; a first GPU is worth the most, then a's GPUs (perfect scaling); b never takes a second
+ * (it would be slower). Moves are kept while the nodes they pack into cost at most the budget.
+ * $8/h: two nodes (a 7 and b 1, or a 8). $12/h: a reaches its limit 8 and b has 1: 9 GPUs, three
+ * nodes, $12/h. In both the nodes asked for cost no more than the budget.
+ */
+static void castor_fleet__budget_caps_the_fleet(void **state)
+{
+    struct fw *w = *state;
+
+    assert_int_equal(budget_nodes(w, 8), 2);
+    assert_int_equal(budget_nodes(w, 12), 3);
+}
+
+/*
+ * The budget counts whole nodes, not GPUs: $5/h buys one node ($4/h), which holds a (3 GPUs) and
+ * b (1); 5 GPUs would need two nodes, $8/h. $1.5/h buys no node at all, so no job gets a GPU
+ * (each starts at none in budget mode).
+ */
+static void castor_fleet__budget_never_exceeded_by_packing(void **state)
+{
+    struct fw *w = *state;
+    const double budgets[] = {5, 1.5};
+    const int nodes[] = {1, 0};
+
+    for (int i = 0; i < 2; i++) {
+        int n = budget_nodes(w, budgets[i]);
+
+        if (n * w->offers[0].price > budgets[i])
+            fail_msg("budget $%g/h: %d nodes at $%g/h rented", budgets[i], n, w->offers[0].price);
+        assert_int_equal(n, nodes[i]);
+    }
+}
+
+/*
+ * No jobs: nothing to run, so every ready node past the 60 s minimum billed time is released
+ * (nodes 0 and 2, launched an hour ago) and every booting instance cancelled; node 1, launched 30
+ * s ago, is kept (it is paid for until 60 s anyway). Nothing is launched.
+ */
+static void castor_fleet__no_jobs_releases_all_but_young(void **state)
+{
+    struct fw *w = *state;
+    struct fleet_config cfg = {.mode = FLEET_EFFICIENCY};
+
+    offer(w, 0, 0, 4.0, 0);
+    node(w, 0, 0, OLD);
+    node(w, 1, 0, NOW - 30);
+    node(w, 2, 0, OLD);
+    w->booting[0] = (struct snap_booting){.offer = 0, .launched = NOW - 20};
+    w->booting[1] = (struct snap_booting){.offer = 0, .launched = NOW - 5};
+    fw_ready(w, 1, 3, 2, 0);
+    assert_int_equal(decide_once(w, "castor", &cfg, "castor"), 0);
+    assert_launch(w, (int[]){0});
+    assert_release(w, (int[]){1, 0, 1});
+    assert_int_equal(w->f->cancel[0], 1);
+    assert_int_equal(w->f->cancel[1], 1);
+}
+
+/*
+ * With a patience of 2, surplus nodes go only on the second surplus round in a row. One perfect job
+ * its owner limits to 4 GPUs (one node) runs on node 1 of three old nodes. Round 1: surplus,
+ * nothing released. Round 2 (the same instance): released, the most used node (1) kept, and the job
+ * runs there. A fresh instance: round 1 surplus; round 2 the owner allows 12 (three nodes wanted:
+ * no surplus, the count starts over); round 3 surplus again at 4: the first of a new run, nothing
+ * released.
+ */
+static void castor_fleet__surplus_released_on_second_round(void **state)
+{
+    struct fw *w = *state;
+    struct fleet_config cfg = {.mode = FLEET_EFFICIENCY, .patience = 2};
+    struct fleet_policy fp;
+
+    offer(w, 0, 0, 4.0, 0);
+    for (int k = 0; k < 3; k++)
+        node(w, k, 0, OLD);
+    job(w, 0, &perfect, 8);
+    w->jobs[0].max_replicas = 4;
+    fw_ready(w, 1, 3, 0, 1);
+    set_row(w->cur, 0, (int[]){1, 1, 1, 1}, 4);
+
+    assert_int_equal(fleet_new("castor", &cfg, &fp), 0);
+    assert_int_equal(decide(w, &fp, "castor"), 0);
+    assert_true(fleet_plan_empty(w->f));
+    assert_int_equal(decide(w, &fp, "castor"), 0);
+    assert_release(w, (int[]){1, 0, 1});
+    assert_launch(w, (int[]){0});
+    assert_row(w->out, 0, (int[]){1, 1, 1, 1}, 4);
+    fleet_free(&fp);
+
+    assert_int_equal(fleet_new("castor", &cfg, &fp), 0);
+    assert_int_equal(decide(w, &fp, "castor"), 0);
+    assert_true(fleet_plan_empty(w->f));
+    w->jobs[0].max_replicas = 12;
+    assert_int_equal(decide(w, &fp, "castor"), 0);
+    assert_release(w, (int[]){0, 0, 0});
+    w->jobs[0].max_replicas = 4;
+    assert_int_equal(decide(w, &fp, "castor"), 0);
+    assert_true(fleet_plan_empty(w->f));
+    fleet_free(&fp);
+}
+
+/*
+ * The fixed fleet holds 3 nodes of offer 0: with one ready node of offer 0, one of offer 1 (not
+ * counted) and one of offer 0 booting, it has 2 and launches 1 of offer 0, nothing else, and
+ * releases nothing. With offer 0 unavailable it launches nothing (not even elsewhere). With 3
+ * of offer 0 (2 ready, 1 booting) it launches nothing.
+ */
+static void fixed_fleet__replaces_missing_nodes(void **state)
+{
+    struct fw *w = *state;
+    struct fleet_config cfg = {.offer = 0, .nodes = 3};
+
+    offer(w, 0, 0, 4.0, 0);
+    offer(w, 1, 1, 1.0, 0);
+    node(w, 0, 0, OLD);
+    node(w, 1, 1, OLD);
+    w->booting[0] = (struct snap_booting){.offer = 0, .launched = NOW - 10};
+    job(w, 0, &perfect, 4);
+    fw_ready(w, 2, 2, 1, 1);
+    assert_int_equal(decide_once(w, "fixed", &cfg, "castor"), 0);
+    assert_launch(w, (int[]){1, 0});
+    assert_release(w, (int[]){0, 0});
+    assert_int_equal(w->f->cancel[0], 0);
+    assert_true(w->out->count[0] > 0);
+
+    w->offers[0].unavailable = 1;
+    assert_int_equal(decide_once(w, "fixed", &cfg, "castor"), 0);
+    assert_true(fleet_plan_empty(w->f));
+
+    w->offers[0].unavailable = 0;
+    node(w, 1, 0, OLD);
+    fw_ready(w, 2, 2, 1, 1);
+    assert_int_equal(decide_once(w, "fixed", &cfg, "castor"), 0);
+    assert_true(fleet_plan_empty(w->f));
+}
+
+/* Pollux's autoscaler acting on every round (window 1), at most 16 nodes of offer 0. */
+static const struct fleet_config pollux_cfg = {.offer = 0, .window = 1, .max_nodes = 16};
+
+/* On-demand nodes of 4 GPUs at $4/h, n of them launched an hour ago. */
+static void pollux_world(struct fw *w, int n)
+{
+    offer(w, 0, 0, 4.0, 0);
+    for (int k = 0; k < n; k++)
+        node(w, k, 0, OLD);
+}
+
+/*
+ * Pollux's autoscaler, window 1, band [1/3, 2/3], target 1/2, nodes of 4 GPUs, at most 16. One
+ * perfect job its owner limits to 8 GPUs: on n nodes it gets min(8, 4n) GPUs, a speedup of about
+ * that many, so the utility (speedup / GPUs) is 1, 1, 0.667, 0.5 (a hair under), 0.4 ... on 1, 2,
+ * 3, 4, 5 nodes. The search takes the fewest nodes at or under 1/2 (4), then 3 if closer to 1/2
+ * (0.167 away against ~0): 4 nodes.
+ *   grow: 2 nodes, utility 1 > 2/3 -> launch 2.
+ *   shrink: 10 nodes, utility 8 / 40 = 0.2 < 1/3 -> keep 4: the two the job uses (0, 1) and the
+ *           next two on ties (2, 3); release 4 to 9.
+ *   band: 3 nodes and a job limited to 6: 6 / 12 = 0.5 -> nothing changes.
+ */
+static void pollux_fleet__utility_band(void **state)
+{
+    struct fw *w = *state;
+    const struct fleet_config cfg = pollux_cfg;
+
+    pollux_world(w, 10);
+    job(w, 0, &perfect, 4);
+    w->jobs[0].max_replicas = 8;
+
+    fw_ready(w, 1, 2, 0, 1);
+    set_row(w->cur, 0, (int[]){0, 0, 0, 0, 1, 1, 1, 1}, 8);
+    assert_int_equal(decide_once(w, "pollux-autoscale", &cfg, "pollux"), 0);
+    assert_launch(w, (int[]){2});
+    assert_release(w, (int[]){0, 0});
+
+    fw_ready(w, 1, 10, 0, 1);
+    set_row(w->cur, 0, (int[]){0, 0, 0, 0, 1, 1, 1, 1}, 8);
+    assert_int_equal(decide_once(w, "pollux-autoscale", &cfg, "pollux"), 0);
+    assert_launch(w, (int[]){0});
+    assert_release(w, (int[]){0, 0, 0, 0, 1, 1, 1, 1, 1, 1});
+    assert_int_equal(w->out->count[0], 8);
+
+    w->jobs[0].max_replicas = 6;
+    fw_ready(w, 1, 3, 0, 1);
+    set_row(w->cur, 0, (int[]){0, 0, 0, 0, 1, 1}, 6);
+    assert_int_equal(decide_once(w, "pollux-autoscale", &cfg, "pollux"), 0);
+    assert_true(fleet_plan_empty(w->f));
+}
+
+/* Pollux's autoscaler with no jobs scales to zero: both old nodes released, the booting one
+ * cancelled. With a job and no fleet at all it starts one node. */
+static void pollux_fleet__scales_to_zero_and_back(void **state)
+{
+    struct fw *w = *state;
+    const struct fleet_config cfg = pollux_cfg;
+
+    pollux_world(w, 2);
+    w->booting[0] = (struct snap_booting){.offer = 0, .launched = NOW - 10};
+    fw_ready(w, 1, 2, 1, 0);
+    assert_int_equal(decide_once(w, "pollux-autoscale", &cfg, "pollux"), 0);
+    assert_release(w, (int[]){1, 1});
+    assert_int_equal(w->f->cancel[0], 1);
+    assert_launch(w, (int[]){0});
+
+    job(w, 0, &perfect, 4);
+    fw_ready(w, 1, 0, 0, 1);
+    assert_int_equal(decide_once(w, "pollux-autoscale", &cfg, "pollux"), 0);
+    assert_launch(w, (int[]){1});
+}
+
+/* A deliberately wrong fleet policy for plan_decide_fleet: *(int *)ctx picks its answer. Each
+ * first takes job 1's GPUs away (a change the caller must undo if the answer is rejected). */
+enum bad_mode { BAD_RELEASE_USED, BAD_OVERFILL, GOOD_RELEASE_FREED };
+
+static int bad_plan(void *ctx, const struct snapshot *s, struct policy *pol, uint64_t seed,
+                    struct alloc *a, struct fleet_plan *f)
+{
+    (void)s;
+    (void)pol;
+    (void)seed;
+    alloc_clear_job(a, 1);
+    f->launch[0] = 1;
+    switch (*(int *)ctx) {
+    case BAD_RELEASE_USED: /* job 0 still runs on node 0 */
+        f->release[0] = 1;
+        break;
+    case BAD_OVERFILL: /* job 0: 2 + 3 GPUs on a 4-GPU node */
+        return alloc_add(a, 0, 0, 3);
+    case GOOD_RELEASE_FREED: /* node 1 was job 1's only */
+        f->release[1] = 1;
+        break;
+    }
+    return 0;
+}
+
+static const struct fleet_ops bad_ops = {.name = "bad", .summary = "", .plan = bad_plan};
+
+/* Job 0 holds 2 GPUs of node 0, job 1 2 of node 1. Releasing node 0 while job 0 keeps it, or
+ * putting 5 GPUs on node 0, is rejected (ERR_INTERNAL): the caller gets the current allocation
+ * back (job 1 on node 1 again) and an empty fleet plan (not even the launch). Releasing node 1,
+ * which the answer no longer uses, passes. */
+static void plan_decide_fleet__rejects_bad_answers(void **state)
+{
+    struct fw *w = *state;
+    int mode;
+    struct fleet_policy fp = {.ops = &bad_ops, .ctx = &mode};
+
+    offer(w, 0, 0, 4.0, 0);
+    node(w, 0, 0, OLD);
+    node(w, 1, 0, OLD);
+    job(w, 0, &perfect, 4);
+    job(w, 1, &perfect, 4);
+    fw_ready(w, 1, 2, 0, 2);
+    set_row(w->cur, 0, (int[]){0, 0}, 2);
+    set_row(w->cur, 1, (int[]){1, 1}, 2);
+    for (mode = BAD_RELEASE_USED; mode <= BAD_OVERFILL; mode++) {
+        assert_int_equal(decide(w, &fp, "castor"), ERR_INTERNAL);
+        assert_row(w->out, 0, (int[]){0, 0}, 2);
+        assert_row(w->out, 1, (int[]){1, 1}, 2);
+        assert_true(fleet_plan_empty(w->f));
+    }
+    mode = GOOD_RELEASE_FREED;
+    assert_int_equal(decide(w, &fp, "castor"), 0);
+    assert_int_equal(w->out->count[1], 0);
+    assert_release(w, (int[]){0, 1});
+    assert_launch(w, (int[]){1});
+}
+
+/* ---- the property test ---- */
+
+/* A small deterministic generator. */
+static double lcg_uniform(uint64_t *x)
+{
+    *x = *x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (double)(*x >> 11) / 9007199254740992.0;
+}
+
+/* Random fleets per run: each costs 14 decisions of about 0.4 ms (castor's sizing and the
+ * autoscaler's search dominate); fewer under the sanitizers. Build with -DFLEET_TRIALS=N for a
+ * longer run. */
+#ifndef FLEET_TRIALS
+#if defined(__SANITIZE_ADDRESS__)
+#define FLEET_TRIALS 200
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FLEET_TRIALS 200
+#endif
+#endif
+#endif
+#ifndef FLEET_TRIALS
+#define FLEET_TRIALS 600
+#endif
+
+#define PMAX_NODES 6
+#define PMAX_JOBS 6
+#define PMAX_MAX_NODES 6 /* the fleet policies' max_nodes */
+
+/* A random fleet into w (offers, nodes of them, booting instances, jobs with or without models,
+ * a current allocation within capacity, possibly split over nodes). */
+static void random_fleet(struct fw *w, uint64_t *x)
+{
+    static const int sizes[] = {1, 2, 4};
+    int no = 1 + (int)(MAXO * lcg_uniform(x)), nn = (int)((PMAX_NODES + 1) * lcg_uniform(x));
+    int nb = (int)((MAXB + 1) * lcg_uniform(x)), nj = (int)((PMAX_JOBS + 1) * lcg_uniform(x));
+    int used[PMAX_NODES] = {0};
+
+    memset(w->jobs, 0, sizeof(w->jobs));
+    for (int o = 0; o < no; o++) {
+        int spot = lcg_uniform(x) < 0.5;
+
+        w->offers[o] = (struct snap_offer){.name = "o",
+                                           .gpus = sizes[(int)(3 * lcg_uniform(x))],
+                                           .spot = spot,
+                                           .price = 0.5 + 10 * lcg_uniform(x),
+                                           .preempt_rate = spot ? 5 * lcg_uniform(x) : 0,
+                                           .boot_s = 180,
+                                           .unavailable = lcg_uniform(x) < 0.25};
+    }
+    for (int k = 0; k < nn; k++)
+        node(w, k, (int)(no * lcg_uniform(x)), NOW - 200 * lcg_uniform(x));
+    for (int b = 0; b < nb; b++)
+        w->booting[b] =
+            (struct snap_booting){.offer = (int)(no * lcg_uniform(x)), .launched = NOW - 100};
+    for (int j = 0; j < nj; j++) {
+        struct snap_job *sj = &w->jobs[j];
+        struct tput_params tp = {.ops = &tput_model_pollux};
+
+        tp.theta[0] = 0.01 * exp(3 * lcg_uniform(x));
+        tp.theta[1] = 1e-4 * exp(3 * lcg_uniform(x));
+        tp.theta[2] = 0.01 * exp(5 * lcg_uniform(x));
+        tp.theta[3] = 1e-3 * exp(4 * lcg_uniform(x));
+        tp.theta[4] = 0.005 * exp(4 * lcg_uniform(x));
+        tp.theta[5] = 1e-3 * exp(3 * lcg_uniform(x));
+        tp.theta[6] = 1 + 2 * lcg_uniform(x);
+        sj->name = "j";
+        sj->has_model = lcg_uniform(x) < 0.7;
+        sj->tput = tp;
+        sj->grad = (struct grad_params){.sqr = lcg_uniform(x), .var = 10 * lcg_uniform(x)};
+        sj->lim = (struct bsz_limits){.init_bsz = 64,
+                                      .max_bsz = 64 * (1 + 31 * lcg_uniform(x)),
+                                      .max_local = 256,
+                                      .accumulation = 1};
+        sj->max_profiled_replicas = (int)(9 * lcg_uniform(x));
+        sj->max_replicas = lcg_uniform(x) < 0.2 ? 1 + (int)(3 * lcg_uniform(x)) : 0;
+        sj->submit_time = NOW - 3000 * lcg_uniform(x);
+        sj->attained_service = 1e5 * lcg_uniform(x);
+        sj->checkpoint_s = lcg_uniform(x) < 0.5 ? 0 : 3000 * lcg_uniform(x);
+    }
+    fw_ready(w, no, nn, nb, nj);
+    for (int j = 0; j < nj; j++)
+        for (int k = 0; k < nn; k++) {
+            int n = (int)((w->nodes[k].gpus - used[k] + 1) * lcg_uniform(x));
+
+            if (n > 0 && lcg_uniform(x) < 0.3) {
+                assert_int_equal(alloc_add(w->cur, j, k, n), 0);
+                used[k] += n;
+            }
+        }
+}
+
+/* The rules every answer must follow, checked here independently of plan_decide_fleet's own
+ * checks: node capacity, the owners' replica limits, no negative launch, no launch on an
+ * unavailable offer, no release of a node the answer uses or that is younger than the minimum
+ * billed time, and no more than max_nodes instances after a launch (the fixed fleet: exactly its
+ * 3 of its offer). */
+static void check_answer(const struct fw *w, const char *what, int trial, int fixed)
+{
+    const struct snapshot *s = &w->s;
+    const struct fleet_plan *f = w->f;
+    int used[PMAX_NODES] = {0}, after = s->nnodes + s->nbooting, launched = 0;
+
+    for (int j = 0; j < s->njobs; j++) {
+        const int *row = w->out->node + (size_t)j * (size_t)w->out->width;
+
+        if (s->jobs[j].max_replicas > 0 && w->out->count[j] > s->jobs[j].max_replicas)
+            fail_msg("%s, trial %d: job %d over its limit", what, trial, j);
+        for (int i = 0; i < w->out->count[j]; i++) {
+            if (row[i] < 0 || row[i] >= s->nnodes)
+                fail_msg("%s, trial %d: job %d on node %d of %d", what, trial, j, row[i],
+                         s->nnodes);
+            used[row[i]]++;
+        }
+    }
+    for (int k = 0; k < s->nnodes; k++) {
+        if (used[k] > s->nodes[k].gpus)
+            fail_msg("%s, trial %d: node %d over capacity", what, trial, k);
+        if (f->release[k] && used[k] > 0)
+            fail_msg("%s, trial %d: node %d released while used", what, trial, k);
+        if (f->release[k] && s->now - s->nodes[k].launched < s->min_billed_s)
+            fail_msg("%s, trial %d: node %d released before its minimum", what, trial, k);
+        after -= f->release[k] != 0;
+    }
+    for (int b = 0; b < s->nbooting; b++)
+        after -= f->cancel[b] != 0;
+    for (int o = 0; o < s->noffers; o++) {
+        if (f->launch[o] < 0 || (f->launch[o] > 0 && s->offers[o].unavailable))
+            fail_msg("%s, trial %d: launch[%d] = %d (unavailable %d)", what, trial, o, f->launch[o],
+                     s->offers[o].unavailable);
+        launched += f->launch[o];
+    }
+    if (fixed) {
+        /* the fixed fleet counts only its own offer's instances (offer 0), and holds 3 */
+        int own = f->launch[0];
+
+        for (int k = 0; k < s->nnodes; k++)
+            own += s->nodes[k].offer == 0;
+        for (int b = 0; b < s->nbooting; b++)
+            own += s->booting[b].offer == 0;
+        if (launched > 0 && (own != 3 || launched != f->launch[0]))
+            fail_msg("%s, trial %d: %d of offer 0 after launching", what, trial, own);
+    } else if (launched > 0 && after + launched > PMAX_MAX_NODES) {
+        fail_msg("%s, trial %d: %d instances after launching", what, trial, after + launched);
+    }
+}
+
+/*
+ * Random fleets through plan_decide_fleet, for castor (efficiency and budget), Pollux's
+ * autoscaler (window 1, so that it acts) and the fixed fleet, each with the castor and the pollux
+ * allocation policies, two rounds per instance (castor's surplus count, the autoscaler's
+ * window): every answer is accepted (0) and passes check_answer.
+ */
+static void fleet_policies__random_fleets_follow_the_rules(void **state)
+{
+    static const char *const pols[] = {"castor", "pollux"};
+    const struct {
+        const char *name;
+        struct fleet_config cfg;
+    } fleets[] = {
+        {"castor", {.mode = FLEET_EFFICIENCY, .max_nodes = PMAX_MAX_NODES}},
+        {"castor", {.mode = FLEET_BUDGET, .budget = 20, .max_nodes = PMAX_MAX_NODES}},
+        {"pollux-autoscale", {.offer = 0, .window = 1, .max_nodes = PMAX_MAX_NODES}},
+        {"fixed", {.offer = 0, .nodes = 3, .max_nodes = PMAX_MAX_NODES}},
+    };
+    struct fw *w = *state;
+    uint64_t x = 777;
+
+    for (int t = 0; t < FLEET_TRIALS; t++) {
+        random_fleet(w, &x);
+        for (size_t i = 0; i < sizeof(fleets) / sizeof(fleets[0]); i++)
+            for (int p = 0; p < 2; p++) {
+                struct fleet_policy fp;
+
+                assert_int_equal(fleet_new(fleets[i].name, &fleets[i].cfg, &fp), 0);
+                for (int round = 0; round < (i == 3 ? 1 : 2); round++) {
+                    int rc = decide(w, &fp, pols[p]);
+
+                    if (rc != 0)
+                        fail_msg("%s/%s, trial %d: %s", fleets[i].name, pols[p], t, err_str(rc));
+                    check_answer(w, fleets[i].name, t, i == 3);
+                }
+                fleet_free(&fp);
+            }
+    }
+}
+
+#define FW(f) cmocka_unit_test_setup_teardown(f, fw_setup, fw_teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        FW(castor_fleet__spot_or_on_demand_flips_at_break_even),
+        FW(castor_fleet__unavailable_offer_never_launched),
+        FW(castor_fleet__efficiency_sizes_by_gain),
+        FW(castor_fleet__value_decides_sublinear_growth),
+        FW(castor_fleet__counts_ready_and_booting),
+        FW(castor_fleet__budget_caps_the_fleet),
+        FW(castor_fleet__budget_never_exceeded_by_packing),
+        FW(castor_fleet__no_jobs_releases_all_but_young),
+        FW(castor_fleet__surplus_released_on_second_round),
+        FW(fixed_fleet__replaces_missing_nodes),
+        FW(pollux_fleet__utility_band),
+        FW(pollux_fleet__scales_to_zero_and_back),
+        FW(plan_decide_fleet__rejects_bad_answers),
+        FW(fleet_policies__random_fleets_follow_the_rules),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

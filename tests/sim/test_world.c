@@ -1,0 +1,390 @@
+/* test_world.c: the simulated world as a fixed cluster and renting from a market: boot delays seen
+ * in snapshots, capacity refusals, notices that make jobs checkpoint, preemptions that send them
+ * back to their last checkpoint, periodic checkpoints, refused releases, and the bill. One cifar10
+ * job (tests/data/workloads/one_cifar10.csv) on the bundled profiles. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "model/tput.h"
+#include "sim/world.h"
+
+static const char *const known[] = {"cifar10", NULL};
+
+/* A trace pool with one node, there from the start, that the cloud takes back at 1000 s. */
+static const struct mkt_trace_event trace[] = {{0, 1, 0}, {1000, 0, 0}};
+
+enum { OD, SPOT, TRACED, SILENT, NOFFERS };
+
+/* On-demand at $4/h and a spot pool of one instance at $1/h, both booting in 100 s; two spot
+ * pools replaying the trace, one with the default 120 s notice and one with none. All 4 T4s. */
+#define T4X4 .type = "g4", .zone = "z", .gpu = "t4", .gpus = 4
+static const struct mkt_offer_spec offers[NOFFERS] = {
+    [OD] = {.name = "od", T4X4, .price = 4.0, .boot_s = 100},
+    [SPOT] = {.name = "spot", T4X4, .spot = 1, .price = 1.0, .capacity = 1, .boot_s = 100},
+    [TRACED] = {.name = "traced", T4X4, .spot = 1, .price = 1.0, .trace = trace, .ntrace = 2},
+    [SILENT] = {.name = "silent",
+                T4X4,
+                .spot = 1,
+                .price = 1.0,
+                .notice_s = -1,
+                .trace = trace,
+                .ntrace = 2},
+};
+
+static struct workload *wl;
+
+static int group_setup(void **state)
+{
+    struct error e;
+
+    (void)state;
+    return workload_load(CASTOR_TEST_DATA "/workloads/one_cifar10.csv", known, &wl, &e);
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    workload_free(wl);
+    return 0;
+}
+
+/* A world renting from the market above: `nodes` ready nodes of offer `initial` at time 0. */
+static struct sim_world *market_world(int nodes, int initial, double checkpoint_s)
+{
+    struct sim_config cfg = {.profiles = CASTOR_DATADIR "/profiles",
+                             .model = &tput_model_pollux,
+                             .adaptive_batch = 1,
+                             .gpus_per_node = 4,
+                             .offers = offers,
+                             .noffers = NOFFERS,
+                             .nodes = nodes,
+                             .initial_offer = initial,
+                             .max_nodes = 4,
+                             .market_seed = 1,
+                             .checkpoint_s = checkpoint_s};
+    struct sim_world *w = NULL;
+    struct error e;
+
+    assert_int_equal(sim_world_new(&cfg, wl, &w, &e), 0);
+    return w;
+}
+
+static const struct snapshot *observe(struct sim_world *w)
+{
+    const struct snapshot *s = NULL;
+
+    assert_int_equal(sim_world_observe(w, &s), 0);
+    return s;
+}
+
+/* Give the one job all 4 GPUs of snapshot node 0 (or nothing with gpus 0). */
+static void place_job(struct sim_world *w, int gpus)
+{
+    const struct snapshot *s = observe(w);
+    struct alloc *plan = NULL;
+
+    assert_int_equal(s->njobs, 1);
+    assert_int_equal(alloc_new(1, s->current->nnodes, s->current->width, &plan), 0);
+    if (gpus > 0)
+        assert_int_equal(alloc_add(plan, 0, 0, gpus), 0);
+    assert_int_equal(sim_world_apply(w, plan), 0);
+    alloc_free(plan);
+}
+
+/* A fleet plan for the current snapshot launching n of offer o. */
+static struct fleet_plan *launching(struct sim_world *w, int o, int n)
+{
+    struct fleet_plan *f = NULL;
+
+    assert_int_equal(fleet_plan_new(observe(w), &f), 0);
+    f->launch[o] = n;
+    return f;
+}
+
+/* A fixed cluster (no offers) is what it was before markets: 2 nodes of 4 GPUs ready at 0, not
+ * rented (offer -1), no offers or booting instances in the snapshot, no fleet to resize (ERR_INVAL)
+ * and nothing billed; the job runs on what it is given. */
+static void sim_world__fixed_cluster_unchanged(void **state)
+{
+    struct sim_config cfg = {.profiles = CASTOR_DATADIR "/profiles",
+                             .model = &tput_model_pollux,
+                             .adaptive_batch = 1,
+                             .nodes = 2,
+                             .gpus_per_node = 4};
+    struct sim_world *w = NULL;
+    const struct snapshot *s;
+    struct fleet_plan *f = NULL;
+    struct sim_fleet_stats st;
+    struct error e;
+
+    (void)state;
+    assert_int_equal(sim_world_new(&cfg, wl, &w, &e), 0);
+    assert_false(sim_world_has_fleet(w));
+    s = observe(w);
+    assert_int_equal(s->nnodes, 2);
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(s->nodes[k].gpus, 4);
+        assert_int_equal(s->nodes[k].offer, -1);
+        assert_int_equal(s->nodes[k].preemptible, 0);
+        assert_float_equal(s->nodes[k].launched, 0, 0);
+    }
+    assert_int_equal(s->noffers, 0);
+    assert_int_equal(s->nbooting, 0);
+    assert_int_equal(s->njobs, 1);
+    place_job(w, 4);
+    assert_int_equal(sim_world_advance(w, 600), 0);
+    assert_true(sim_world_job(w, 0)->progress > 0);
+    assert_int_equal(sim_world_job_gpus(w, 0), 4);
+    assert_int_equal(fleet_plan_new(observe(w), &f), 0);
+    assert_int_equal(sim_world_resize(w, f), ERR_INVAL);
+    fleet_plan_free(f);
+    assert_int_equal(observe(w)->nnodes, 2);
+    sim_world_fleet_stats(w, &st);
+    assert_float_equal(st.dollars, 0, 0);
+    assert_int_equal(st.launches, 0);
+    sim_world_free(w);
+}
+
+/* A launch at 0 of the on-demand offer (boot 100 s) is a booting instance in the next snapshot,
+ * still booting at 99 s, and a ready node of that offer, launched at 0, at 100 s. The snapshot
+ * shows the offers as the market has them. */
+static void sim_world_resize__launch_boots_then_ready(void **state)
+{
+    struct sim_world *w = market_world(0, OD, 0);
+    const struct snapshot *s;
+    struct fleet_plan *f;
+
+    (void)state;
+    assert_true(sim_world_has_fleet(w));
+    s = observe(w);
+    assert_int_equal(s->nnodes, 0);
+    assert_int_equal(s->nbooting, 0);
+    assert_int_equal(s->noffers, NOFFERS);
+    assert_float_equal(s->offers[OD].price, 4.0, 0);
+    assert_float_equal(s->offers[OD].boot_s, 100, 0);
+    assert_int_equal(s->offers[OD].spot, 0);
+    assert_int_equal(s->offers[SPOT].spot, 1);
+    assert_int_equal(s->offers[OD].unavailable, 0);
+
+    f = launching(w, OD, 1);
+    assert_int_equal(sim_world_resize(w, f), 0);
+    fleet_plan_free(f);
+    s = observe(w);
+    assert_int_equal(s->nnodes, 0);
+    assert_int_equal(s->nbooting, 1);
+    assert_int_equal(s->booting[0].offer, OD);
+    assert_float_equal(s->booting[0].launched, 0, 0);
+
+    assert_int_equal(sim_world_advance(w, 99), 0);
+    s = observe(w);
+    assert_int_equal(s->nnodes, 0);
+    assert_int_equal(s->nbooting, 1);
+
+    assert_int_equal(sim_world_advance(w, 1), 0);
+    s = observe(w);
+    assert_int_equal(s->nbooting, 0);
+    assert_int_equal(s->nnodes, 1);
+    assert_int_equal(s->nodes[0].offer, OD);
+    assert_int_equal(s->nodes[0].gpus, 4);
+    assert_int_equal(s->nodes[0].preemptible, 0);
+    assert_float_equal(s->nodes[0].launched, 0, 0);
+    sim_world_free(w);
+}
+
+/* Two launches on the spot pool that holds one: the first boots, the second is refused. That is
+ * not an error; the next snapshot marks the pool unavailable (the other offers not), one
+ * capacity error is counted, and the mark lasts 10 minutes: still there at 599 s, gone at 600. */
+static void sim_world_resize__capacity_marks_offer_unavailable(void **state)
+{
+    struct sim_world *w = market_world(0, OD, 0);
+    struct fleet_plan *f = launching(w, SPOT, 2);
+    const struct snapshot *s;
+    struct sim_fleet_stats st;
+
+    (void)state;
+    assert_int_equal(sim_world_resize(w, f), 0);
+    fleet_plan_free(f);
+    s = observe(w);
+    assert_int_equal(s->nbooting, 1);
+    assert_int_equal(s->booting[0].offer, SPOT);
+    assert_int_equal(s->offers[SPOT].unavailable, 1);
+    assert_int_equal(s->offers[OD].unavailable, 0);
+    sim_world_fleet_stats(w, &st);
+    assert_int_equal(st.launches, 1);
+    assert_int_equal(st.capacity_errs, 1);
+    assert_int_equal(sim_world_advance(w, 599), 0);
+    assert_int_equal(observe(w)->offers[SPOT].unavailable, 1);
+    assert_int_equal(sim_world_advance(w, 1), 0);
+    assert_int_equal(observe(w)->offers[SPOT].unavailable, 0);
+    sim_world_free(w);
+}
+
+/*
+ * The job runs on the traced spot node, which the trace takes at 1000 s; the notice comes 120 s
+ * before, at 880. No periodic checkpoints. At 880 the job checkpoints (its saved progress is its
+ * progress then), the node leaves the snapshot (not schedulable) and the job's row there is
+ * empty, though it keeps running on it. At 1000 the node goes: the job is back at the progress
+ * saved at 880 (it had gone past it), has lost 120 s of running, and holds no GPUs.
+ */
+static void sim_world_advance__notice_checkpoints_preemption_rolls_back(void **state)
+{
+    struct sim_world *w = market_world(1, TRACED, 0);
+    const struct sim_job *job = sim_world_job(w, 0);
+    const struct snapshot *s = observe(w);
+    struct sim_fleet_stats st;
+    double p879, saved;
+
+    (void)state;
+    assert_int_equal(s->nnodes, 1);
+    assert_int_equal(s->nodes[0].offer, TRACED);
+    assert_int_equal(s->nodes[0].preemptible, 1);
+    place_job(w, 4);
+    assert_int_equal(sim_world_advance(w, 879), 0);
+    p879 = job->progress;
+    assert_true(p879 > 0);
+    assert_float_equal(job->ckpt_progress, 0, 0);
+
+    assert_int_equal(sim_world_advance(w, 1), 0);
+    saved = job->ckpt_progress;
+    assert_true(saved >= p879);
+    assert_float_equal(saved, job->progress, 0);
+    s = observe(w);
+    assert_int_equal(s->nnodes, 0);
+    assert_int_equal(s->current->count[0], 0);
+    assert_int_equal(sim_world_job_gpus(w, 0), 4);
+
+    assert_int_equal(sim_world_advance(w, 119), 0);
+    assert_true(job->progress > saved);
+    assert_int_equal(job->preemptions, 0);
+    assert_int_equal(sim_world_advance(w, 1), 0);
+    assert_float_equal(job->progress, saved, 0);
+    assert_float_equal(job->lost_s, 120, 0);
+    assert_int_equal(job->preemptions, 1);
+    assert_int_equal(sim_world_job_gpus(w, 0), 0);
+    s = observe(w);
+    assert_int_equal(s->nnodes, 0);
+    assert_int_equal(s->nbooting, 0);
+    assert_int_equal(s->njobs, 1);
+    sim_world_fleet_stats(w, &st);
+    assert_int_equal(st.preemptions, 1);
+    assert_float_equal(st.lost_work_s, 120, 0);
+    sim_world_free(w);
+}
+
+/*
+ * The same preemption with no notice, and checkpoints every 100 s of running. The job starts at 0
+ * and runs from 30 (its restart delay); it checkpoints at 130, 230, ..., 930. At 1000 the node
+ * goes without warning: the job cannot checkpoint then, so it is back at what it saved at 930
+ * and has lost 70 s of running, at most one checkpoint interval.
+ */
+static void sim_world_advance__periodic_checkpoints_bound_silent_loss(void **state)
+{
+    struct sim_world *w = market_world(1, SILENT, 100);
+    const struct sim_job *job = sim_world_job(w, 0);
+    double saved;
+
+    (void)state;
+    place_job(w, 4);
+    assert_int_equal(sim_world_advance(w, 999), 0);
+    saved = job->ckpt_progress;
+    assert_true(saved > 0);
+    assert_true(job->progress > saved);
+    assert_int_equal(sim_world_advance(w, 1), 0);
+    assert_int_equal(job->preemptions, 1);
+    assert_float_equal(job->progress, saved, 0);
+    assert_float_equal(job->lost_s, 70, 0);
+    assert_true(job->lost_s <= 100);
+    assert_int_equal(sim_world_job_gpus(w, 0), 0);
+    sim_world_free(w);
+}
+
+/* Releasing the node the job holds is ERR_INVAL and changes nothing: the launch in the same plan
+ * does not happen, the node stays, the job keeps its GPUs. Once the job is off it, the same
+ * release goes through. */
+static void sim_world_resize__release_of_held_node_refused(void **state)
+{
+    struct sim_world *w = market_world(1, OD, 0);
+    struct fleet_plan *f;
+    struct sim_fleet_stats st;
+    const struct snapshot *s;
+
+    (void)state;
+    place_job(w, 4);
+    f = launching(w, OD, 1);
+    f->release[0] = 1;
+    assert_int_equal(sim_world_resize(w, f), ERR_INVAL);
+    fleet_plan_free(f);
+    s = observe(w);
+    assert_int_equal(s->nnodes, 1);
+    assert_int_equal(s->nbooting, 0);
+    assert_int_equal(sim_world_job_gpus(w, 0), 4);
+    sim_world_fleet_stats(w, &st);
+    assert_int_equal(st.launches, 1);
+
+    place_job(w, 0);
+    f = launching(w, OD, 0);
+    f->release[0] = 1;
+    assert_int_equal(sim_world_resize(w, f), 0);
+    fleet_plan_free(f);
+    assert_int_equal(observe(w)->nnodes, 0);
+    sim_world_free(w);
+}
+
+/*
+ * The bill, worked out from the prices: an on-demand node ready at 0 ($4/h), another launched at
+ * 0 (billed while it boots), both to 1800 s: 2 x $4 x 0.5 h = $4; a spot instance ($1/h) launched
+ * at 0 and cancelled at 10 s pays the 60 s minimum: $1 / 60. $4.0166... in all. GPU-hours count
+ * running time, not billed time: (0.5 + 0.5) h x 4 + 10 s x 4 = 4.0111...
+ */
+static void sim_world_fleet_stats__dollars_are_the_bill(void **state)
+{
+    struct sim_world *w = market_world(1, OD, 0);
+    struct fleet_plan *f = launching(w, OD, 1);
+    const struct snapshot *s;
+    struct sim_fleet_stats st;
+    int spot = -1;
+
+    (void)state;
+    f->launch[SPOT] = 1;
+    assert_int_equal(sim_world_resize(w, f), 0);
+    fleet_plan_free(f);
+    assert_int_equal(sim_world_advance(w, 10), 0);
+    s = observe(w);
+    assert_int_equal(s->nbooting, 2);
+    for (int b = 0; b < s->nbooting; b++)
+        if (s->booting[b].offer == SPOT)
+            spot = b;
+    assert_true(spot >= 0);
+    assert_int_equal(fleet_plan_new(s, &f), 0);
+    f->cancel[spot] = 1;
+    assert_int_equal(sim_world_resize(w, f), 0);
+    fleet_plan_free(f);
+    assert_int_equal(observe(w)->nbooting, 1);
+    assert_int_equal(sim_world_advance(w, 1790), 0);
+    sim_world_fleet_stats(w, &st);
+    assert_float_equal(st.dollars, 2 * 4.0 * 0.5 + 1.0 * 60 / 3600, 1e-9);
+    assert_float_equal(st.gpu_hours, 4.0 + 4 * 10.0 / 3600, 1e-9);
+    assert_int_equal(st.launches, 3);
+    assert_int_equal(st.preemptions, 0);
+    assert_float_equal(st.min_gpu_price, 0.25, 1e-12);
+    sim_world_free(w);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(sim_world__fixed_cluster_unchanged),
+        cmocka_unit_test(sim_world_resize__launch_boots_then_ready),
+        cmocka_unit_test(sim_world_resize__capacity_marks_offer_unavailable),
+        cmocka_unit_test(sim_world_advance__notice_checkpoints_preemption_rolls_back),
+        cmocka_unit_test(sim_world_advance__periodic_checkpoints_bound_silent_loss),
+        cmocka_unit_test(sim_world_resize__release_of_held_node_refused),
+        cmocka_unit_test(sim_world_fleet_stats__dollars_are_the_bill),
+    };
+
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
