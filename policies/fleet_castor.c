@@ -105,7 +105,8 @@ static void castor_fleet_next(const struct snap_job *sj, int gpn, int want, int 
     }
 }
 
-/* Nodes of gpn GPUs that hold the wants of the jobs whose od[] is `market` (all with market < 0):
+/* Nodes of gpn GPUs that hold the wants of the jobs that run on `market` (0 on-demand: od[] set;
+ * 1 spot; all with market < 0):
  * whole nodes, then the remainders first-fit decreasing. -1 when out of memory. */
 static int castor_fleet_pack(const struct castor_round *rd, int market)
 {
@@ -120,7 +121,7 @@ static int castor_fleet_pack(const struct castor_round *rd, int market)
         return -1;
     }
     for (int j = 0; j < s->njobs; j++) {
-        if (market >= 0 && rd->od[j] != market)
+        if (market >= 0 && (rd->od[j] ? 0 : 1) != market)
             continue;
         nodes += rd->want[j] / gpn;
         if (rd->want[j] % gpn)

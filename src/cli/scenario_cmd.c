@@ -148,8 +148,9 @@ out:
 
 static void print_header(FILE *out)
 {
-    fprintf(out, "%-18s %-17s %10s %9s %9s %10s %8s %8s %9s %8s\n", "workload", "system", "dollars",
-            "avg JCT", "p99 JCT", "makespan", "GPU-h", "preempt", "lost s", "$/bound");
+    fprintf(out, "%-15s %-16s %9s %8s %8s %9s %7s %7s %7s %7s %7s\n", "workload", "system",
+            "dollars", "avg JCT", "p99 JCT", "makespan", "GPU-h", "preempt", "lost s", "wait s",
+            "$/bound");
 }
 
 static void print_row(FILE *out, const char *wl, const char *sys, const struct run_result *r)
@@ -174,6 +175,8 @@ static struct jv *result_json(const struct run_result *r)
     jv_set(o, "dollars_over_bound", jv_number(r->bound > 0 ? r->fleet.dollars / r->bound : 0));
     jv_set(o, "mean_wait_s", jv_number(r->fleet.mean_wait_s));
     jv_set(o, "held_gpu_hours", jv_number(r->fleet.held_gpu_hours));
+    jv_set(o, "deadlines", jv_integer(r->fleet.deadlines));
+    jv_set(o, "deadlines_met", jv_integer(r->fleet.deadlines_met));
     jv_set(o, "launches", jv_integer(r->fleet.launches));
     jv_set(o, "capacity_errors", jv_integer(r->fleet.capacity_errs));
     jv_set(o, "unfinished", jv_integer(r->unfinished));
@@ -191,6 +194,8 @@ static void result_mean(const struct run_result *rs, int n, struct run_result *m
         m->fleet.lost_work_s += rs[i].fleet.lost_work_s / n;
         m->fleet.mean_wait_s += rs[i].fleet.mean_wait_s / n;
         m->fleet.held_gpu_hours += rs[i].fleet.held_gpu_hours / n;
+        m->fleet.deadlines += rs[i].fleet.deadlines;
+        m->fleet.deadlines_met += rs[i].fleet.deadlines_met;
         m->fleet.launches += rs[i].fleet.launches;
         m->fleet.capacity_errs += rs[i].fleet.capacity_errs;
         m->avg_jct += rs[i].avg_jct / n;
@@ -263,6 +268,15 @@ int cli_simulate_scenario(int argc, char **argv, FILE *out, FILE *err)
         goto out;
     }
     first = compare ? 0 : SCENARIO_SYSTEMS - 1;
+    for (int k = first; k < SCENARIO_SYSTEMS; k++)
+        if (sc->systems[k].initial_offer < 0) {
+            fprintf(err,
+                    "castor simulate: %s: --compare needs an on-demand and a spot offer (system "
+                    "%s has none)\n",
+                    path, sc->systems[k].name);
+            status = 2;
+            goto out;
+        }
     nsys = SCENARIO_SYSTEMS - first;
     res = calloc((size_t)(nsys * nfiles), sizeof(*res));
     recs = calloc((size_t)(nsys * nfiles), sizeof(*recs));
@@ -297,6 +311,9 @@ int cli_simulate_scenario(int argc, char **argv, FILE *out, FILE *err)
 
         result_mean(&res[k * nfiles], nfiles, &m);
         print_row(out, "mean", sc->systems[first + k].name, &m);
+        if (m.fleet.deadlines > 0)
+            fprintf(out, "%-15s %-16s deadlines met: %d of %d\n", "", sc->systems[first + k].name,
+                    m.fleet.deadlines_met, m.fleet.deadlines);
         o = result_json(&m);
         jv_set(root, sc->systems[first + k].name, o);
     }

@@ -328,14 +328,14 @@ static int scenario_offer_by_key(const struct scenario *s, const struct conf_nod
         return rc;
     if (rc == 1)
         return scenario_offer_index(s, conf_find(sec, key), name, out, e);
-    /* the first offer of that market */
+    /* the first offer of that market, or none (-1: only --compare needs it) */
+    *out = -1;
     for (int o = 0; o < s->noffers; o++)
         if (s->offers[o].spot == spot) {
             *out = o;
-            return 0;
+            break;
         }
-    return err_set(e, ERR_INVAL, s->path, 0, 0, "the comparison needs an %s offer",
-                   spot ? "spot" : "on-demand");
+    return 0;
 }
 
 int scenario_load(const char *path, struct scenario **out, struct error *e)
@@ -467,7 +467,7 @@ int scenario_load(const char *path, struct scenario **out, struct error *e)
                                              .fleet = "castor",
                                              .policy = s->systems[3].policy,
                                              .fcfg = cast,
-                                             .initial_offer = sp};
+                                             .initial_offer = sp >= 0 ? sp : 0};
     rc = 0;
     s->mem = m;
     m = NULL;

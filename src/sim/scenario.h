@@ -19,7 +19,8 @@ struct scenario_system {
     const char *fleet;  /* fleet policy name */
     const char *policy; /* allocation policy name */
     struct fleet_config fcfg;
-    int initial_offer; /* nodes ready at time 0: initial_nodes of this offer */
+    int initial_offer; /* nodes ready at time 0: initial_nodes of this offer (-1: the scenario
+                          has no offer of the market this system needs) */
     int initial_nodes;
 };
 

@@ -46,7 +46,7 @@ int workload_load(const char *path, const char *const *known, struct workload **
 {
     struct csv_table *t = NULL;
     struct workload *w = NULL;
-    size_t cname, ctime, capp, crep, cbsz;
+    size_t cname, ctime, capp, crep, cbsz, cdl = (size_t)-1;
     int rc;
 
     if ((rc = csv_load(path, &t, e)) < 0)
@@ -57,6 +57,9 @@ int workload_load(const char *path, const char *const *known, struct workload **
         (rc = csv_column(t, "num_replicas", &crep, e)) < 0 ||
         (rc = csv_column(t, "batch_size", &cbsz, e)) < 0)
         goto out;
+    for (size_t c = 0; c < t->ncols; c++)
+        if (strcmp(t->header[c].text, "deadline") == 0)
+            cdl = c;
     w = calloc(1, sizeof(*w));
     if (!w || !(w->jobs = calloc(t->nrows, sizeof(*w->jobs))) ||
         !(w->name = workload_base_name(path)) || !(w->path = strdup(path))) {
@@ -93,6 +96,18 @@ int workload_load(const char *path, const char *const *known, struct workload **
             rc = err_set(e, ERR_PARSE, t->name, c->line, c->column,
                          "batch_size: must be positive, found %g", j->batch_size);
             goto out;
+        }
+        if (cdl != (size_t)-1 && csv_cell_at(t, i, cdl)->text[0] != '\0') {
+            c = csv_cell_at(t, i, cdl);
+            if ((rc = csv_get_double(t, i, cdl, &j->deadline, e)) < 0)
+                goto out;
+            if (!(j->deadline > 0)) {
+                rc = err_set(e, ERR_PARSE, t->name, c->line, c->column,
+                             "deadline: seconds after the submission, must be positive (a "
+                             "deadline at or before the submission is already past), found %g",
+                             j->deadline);
+                goto out;
+            }
         }
         if (!workload_known(known, j->application)) {
             c = csv_cell_at(t, i, capp);

@@ -478,6 +478,7 @@ int sim_world_observe(struct sim_world *w, const struct snapshot **out)
         sj->progress = job->progress;
         sj->progress_target = app_progress_needed(job->app, job->app->max_epochs);
         sj->checkpoint_s = job->checkpoint_s;
+        sj->deadline = job->spec->deadline > 0 ? job->spec->submit_time + job->spec->deadline : 0;
         /* held replicas on nodes that are not schedulable (noticed) are not shown: the job
          * holds nothing it can keep */
         for (int k = 0; k < w->held->count[w->active[row]]; k++) {
@@ -633,8 +634,16 @@ void sim_world_fleet_stats(const struct sim_world *w, struct sim_fleet_stats *ou
         }
     if (started)
         out->mean_wait_s /= started;
-    for (int j = 0; j < w->njobs; j++)
-        out->held_gpu_hours += w->jobs[j].attained / 3600.0;
+    for (int j = 0; j < w->njobs; j++) {
+        const struct sim_job *job = &w->jobs[j];
+
+        out->held_gpu_hours += job->attained / 3600.0;
+        if (job->spec->deadline > 0) {
+            out->deadlines++;
+            out->deadlines_met += sim_job_done(job) &&
+                                  job->completion - job->spec->submit_time <= job->spec->deadline;
+        }
+    }
     if (!w->fleet)
         return;
     out->dollars = market_cost(w->mkt, w->now);

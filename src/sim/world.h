@@ -45,7 +45,10 @@ struct sim_fleet_stats {
     double lost_work_s;    /* job-seconds of work lost to preemptions (since the last checkpoint) */
     double min_gpu_price;  /* lowest $/GPU-hour any offer had so far */
     double held_gpu_hours; /* GPU-hours held by jobs (restarts included) */
-    double mean_wait_s;    /* mean over started jobs of the wait from submission to first GPUs */
+    double mean_wait_s;
+    int deadlines;                                   /* jobs with a deadline */
+    int deadlines_met; /* of them, finished by it */ /* mean over started jobs of the wait from
+                                                        submission to first GPUs */
 };
 
 struct sim_world;

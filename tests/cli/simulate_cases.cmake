@@ -55,3 +55,37 @@ add_test(NAME cli_bench_sched_json COMMAND ${EXPECT_FILE}
   --json ${CMAKE_CURRENT_BINARY_DIR}/sched.json)
 castor_cli_test(bench_sched_bad_size 2 "--size takes NODES:GPUS:JOBS" bench sched --size 4x4)
 castor_cli_test(bench_sched_unknown_policy 2 "unknown policy \"fifo\"" bench sched --policy fifo)
+
+# market scenarios (--scenario): the four systems compared on the ten-job trace, JSON written, and
+# bad scenarios refused before anything runs, naming file:line:column
+set(SCN "${CASTOR_TEST_DATA}/scenarios")
+castor_cli_test(scenario_compare 0 "castor against pollux-autoscale: dollars"
+  simulate --scenario ${SCN}/small.yaml --compare)
+add_test(NAME cli_scenario_json COMMAND ${EXPECT_FILE}
+  ${CMAKE_CURRENT_BINARY_DIR}/scenario.json "\"dollars_over_bound\""
+  -- $<TARGET_FILE:castor> simulate --scenario ${SCN}/small.yaml --compare --quiet
+  --json ${CMAKE_CURRENT_BINARY_DIR}/scenario.json)
+castor_cli_test(scenario_castor_alone 0 "mean            castor"
+  simulate --scenario ${SCN}/small.yaml)
+castor_cli_test(scenario_workload_override 0 "one_cifar10.csv"
+  simulate --scenario ${SCN}/small.yaml --workload ${CASTOR_TEST_DATA}/workloads/one_cifar10.csv)
+castor_cli_test(scenario_no_offers 2 "no_offers.yaml:2:9: the scenario needs a list of offers"
+  simulate --scenario ${SCN}/no_offers.yaml)
+castor_cli_test(scenario_negative_price 2 "negative_price.yaml:5:12: offers[0].price: -3.9 is outside"
+  simulate --scenario ${SCN}/negative_price.yaml)
+castor_cli_test(scenario_trace_removes_too_many 2 "too_many_removes.csv:4:15: removes node node3, which is not there"
+  simulate --scenario ${SCN}/bad_trace.yaml)
+castor_cli_test(scenario_unknown_offer 2 "unknown_offer.yaml:11:9: compare.spot: no offer is called 'spt'"
+  simulate --scenario ${SCN}/unknown_offer.yaml --compare)
+castor_cli_test(scenario_budget_missing 2 "budget_missing.yaml:7:3: castor: mode budget needs a budget"
+  simulate --scenario ${SCN}/budget_missing.yaml)
+castor_cli_test(scenario_duplicate_offer 2 "duplicate_offer.yaml:6:11: offers[1].name: offer 'od' is named twice"
+  simulate --scenario ${SCN}/duplicate_offer.yaml)
+castor_cli_test(scenario_typo 2 "did you mean \"offers[0].capacity\""
+  simulate --scenario ${SCN}/typo.yaml)
+castor_cli_test(scenario_compare_needs_spot 2 "--compare needs an on-demand and a spot offer"
+  simulate --scenario ${SCN}/typo_free_od_only.yaml --compare)
+castor_cli_test(scenario_past_deadline 1 "past_deadline.csv:4:16: deadline: seconds after the submission, must be positive"
+  simulate --scenario ${SCN}/small.yaml --workload ${WBAD}/past_deadline.csv)
+castor_cli_test(scenario_missing_file 2 "no_such.yaml"
+  simulate --scenario ${SCN}/no_such.yaml)

@@ -342,6 +342,41 @@ static void castor_fleet__budget_never_exceeded_by_packing(void **state)
 }
 
 /*
+ * Deadline mode. The perfect job trains at 1000 samples/s per GPU with M0 = 840: 1000 / 840
+ * iterations/s per GPU; 1190.476 iterations left take 1000 s on one GPU. Its deadline is 1460 s
+ * away; the plan may count on 80% of what remains after a restart (30 s) and a boot (170 s):
+ * (1460 - 200) x 0.8 = 1008 s. Spot ($2 per 4-GPU node) loses 0.6 x (30 + 600 / 2) / 3600 =
+ * 5.5% of its time to preemptions, so one spot GPU takes 1000 / 0.945 = 1058 s: late; two take
+ * 529 s. On-demand ($4) loses nothing: one GPU, 1000 s, in time.
+ *  - owner allows 2 GPUs: spot makes it with 2, so castor launches one spot node;
+ *  - owner allows 1 GPU: only on-demand makes it, so castor launches one on-demand node;
+ *  - the deadline already passed: nothing makes it, so the job gets all it may use where nothing
+ *    is lost to preemptions: one on-demand node.
+ */
+static void castor_fleet__deadline_picks_the_market(void **state)
+{
+    struct fw *w = *state;
+    struct fleet_config cfg = {.mode = FLEET_DEADLINE};
+    const int maxr[3] = {2, 1, 1};
+    const double due[3] = {1460, 1460, -10};
+    const int *want[3] = {(int[]){1, 0}, (int[]){0, 1}, (int[]){0, 1}};
+
+    for (int i = 0; i < 3; i++) {
+        offer(w, 0, 1, 2.0, 0.6);
+        offer(w, 1, 0, 4.0, 0);
+        w->offers[0].boot_s = w->offers[1].boot_s = 170;
+        job(w, 0, &perfect, 4);
+        w->jobs[0].max_replicas = maxr[i];
+        w->jobs[0].checkpoint_s = 600;
+        w->jobs[0].progress_target = 1190.476;
+        w->jobs[0].deadline = NOW + due[i];
+        fw_ready(w, 2, 0, 0, 1);
+        assert_int_equal(decide_once(w, "castor", &cfg, "pollux"), 0);
+        assert_launch(w, want[i]);
+    }
+}
+
+/*
  * No jobs: nothing to run, so every ready node past the 60 s minimum billed time is released
  * (nodes 0 and 2, launched an hour ago) and every booting instance cancelled; node 1, launched 30
  * s ago, is kept (it is paid for until 60 s anyway). Nothing is launched.
@@ -769,6 +804,7 @@ int main(void)
         FW(castor_fleet__unavailable_offer_never_launched),
         FW(castor_fleet__efficiency_sizes_by_gain),
         FW(castor_fleet__value_decides_sublinear_growth),
+        FW(castor_fleet__deadline_picks_the_market),
         FW(castor_fleet__counts_ready_and_booting),
         FW(castor_fleet__budget_caps_the_fleet),
         FW(castor_fleet__budget_never_exceeded_by_packing),

@@ -28,6 +28,26 @@ static void workload_load__ten_jobs(void **state)
     workload_free(w);
 }
 
+/* The optional deadline column: seconds after submission, empty for none. */
+static void workload_load__deadlines(void **state)
+{
+    struct workload *w = NULL;
+    struct error e;
+
+    (void)state;
+    assert_int_equal(workload_load(CASTOR_TEST_DATA "/workloads/deadlines.csv", known, &w, &e), 0);
+    assert_int_equal(w->n, 3);
+    assert_float_equal(w->jobs[0].deadline, 3600, 0);
+    assert_float_equal(w->jobs[1].deadline, 0, 0);
+    assert_float_equal(w->jobs[2].deadline, 1e4, 0);
+    workload_free(w);
+    /* a trace without the column: no deadlines */
+    assert_int_equal(workload_load(CASTOR_TEST_DATA "/workloads/ten.csv", known, &w, &e), 0);
+    for (size_t i = 0; i < w->n; i++)
+        assert_float_equal(w->jobs[i].deadline, 0, 0);
+    workload_free(w);
+}
+
 /* Each bad trace: the code, the line and column of the offending cell, and *out untouched. */
 static void expect_bad(const char *file, int code, int line, int column, const char *words)
 {
@@ -55,6 +75,8 @@ static void workload_load__bad_traces(void **state)
     expect_bad(BAD "duplicate.csv", ERR_PARSE, 3, 1, "used twice");
     expect_bad(BAD "zero_replicas.csv", ERR_RANGE, 2, 13, "outside [1,");
     expect_bad(BAD "no_such_file.csv", ERR_NOENT, 0, 0, "cannot open");
+    /* "c,20,bert,2,12,0": a deadline at the submission is already past */
+    expect_bad(BAD "past_deadline.csv", ERR_PARSE, 4, 16, "already past");
 }
 
 int main(void)
@@ -62,6 +84,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(workload_load__ten_jobs),
         cmocka_unit_test(workload_load__bad_traces),
+        cmocka_unit_test(workload_load__deadlines),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
