@@ -62,6 +62,22 @@ struct sim_report_frame {
     int logx;
 };
 
+/* A plot area of the full width under the title for [x0, x1) seconds shown in hours, 0 to y1 high,
+ * h units tall. */
+static struct sim_report_frame sim_report_time_frame(double x0, double x1, double y1, double h)
+{
+    struct sim_report_frame fr = {.x0 = x0 / 3600,
+                                  .x1 = x1 / 3600,
+                                  .y0 = 0,
+                                  .y1 = y1,
+                                  .left = SIM_REPORT_LEFT,
+                                  .top = SIM_REPORT_TOP,
+                                  .w = SIM_REPORT_PW,
+                                  .h = h};
+
+    return fr;
+}
+
 static double sim_report_clamp01(double t)
 {
     return t > 0 ? (t < 1 ? t : 1) : 0; /* NaN goes to 0 */
@@ -295,16 +311,57 @@ static void sim_report_svg_open(FILE *f, int height, const struct sim_record *r,
     fputs("</text>\n", f);
 }
 
-/* Lay out the runs' legend in rows under a chart, starting at y; drawn only when f. Returns the
- * number of rows. Text widths are estimated at 7 units a character. */
-static int sim_report_legend(FILE *f, struct sim_record *const *recs, int n, double y)
+/* Whether a and b ran the same workload. */
+static int sim_report_same_workload(const struct sim_record *a, const struct sim_record *b)
+{
+    return !strcmp(a->workload ? a->workload : "", b->workload ? b->workload : "");
+}
+
+/* Whether r belongs to group: it has a fleet and ran group's workload. */
+static int sim_report_in_group(const struct sim_record *r, const struct sim_record *group)
+{
+    return r->fleet && sim_report_same_workload(r, group);
+}
+
+/* The dollars r had been billed by its last sample; NAN without a fleet or samples. */
+static double sim_report_dollars(const struct sim_record *r)
+{
+    return r->fleet && r->ntimes > 0 && r->dollars ? r->dollars[r->ntimes - 1] : NAN;
+}
+
+/* A run's final dollars as the legend prints them ("" when unknown). */
+static void sim_report_money(const struct sim_record *r, char *buf, size_t size)
+{
+    double d = sim_report_dollars(r);
+
+    if (isfinite(d))
+        snprintf(buf, size, " ($%.2f)", d);
+    else
+        buf[0] = '\0';
+}
+
+/* Lay out the runs' legend in rows under a chart, starting at y; drawn only when f. With group,
+ * only the runs in that group (sim_report_in_group), named by policy and final dollars. Returns
+ * the number of rows. Text widths are estimated at 7 units a character. */
+static int sim_report_legend(FILE *f, struct sim_record *const *recs, int n, double y,
+                             const struct sim_record *group)
 {
     double x = SIM_REPORT_LEFT, right = SIM_REPORT_LEFT + SIM_REPORT_PW;
     int rows = 1;
 
     for (int i = 0; i < n; i++) {
-        double w = 34 + 7.0 * (double)(strlen(recs[i]->workload ? recs[i]->workload : "") +
-                                       strlen(recs[i]->policy ? recs[i]->policy : "") + 3);
+        char money[64] = "";
+        double w;
+
+        if (group && !sim_report_in_group(recs[i], group))
+            continue;
+        if (group) {
+            sim_report_money(recs[i], money, sizeof(money));
+            w = 34 + 7.0 * (double)(strlen(recs[i]->policy ? recs[i]->policy : "") + strlen(money));
+        } else {
+            w = 34 + 7.0 * (double)(strlen(recs[i]->workload ? recs[i]->workload : "") +
+                                    strlen(recs[i]->policy ? recs[i]->policy : "") + 3);
+        }
 
         if (x > SIM_REPORT_LEFT && x + w > right) {
             x = SIM_REPORT_LEFT;
@@ -317,7 +374,12 @@ static int sim_report_legend(FILE *f, struct sim_record *const *recs, int n, dou
                     ly - 4, x + 22, ly - 4);
             sim_report_run_stroke(f, i);
             fprintf(f, "/><text x=\"%.0f\" y=\"%.0f\">", x + 28, ly);
-            sim_report_run_name(f, recs[i]);
+            if (group) {
+                sim_report_esc(f, recs[i]->policy);
+                fputs(money, f);
+            } else {
+                sim_report_run_name(f, recs[i]);
+            }
             fputs("</text>\n", f);
         }
         x += w;
@@ -325,22 +387,22 @@ static int sim_report_legend(FILE *f, struct sim_record *const *recs, int n, dou
     return rows;
 }
 
-/* Time-weighted average GPUs of each of r's jobs over each of nb equal bins of [x0, x1) seconds
- * (avg, nb x njobs, averaged over the part of the bin the timeline covers), and those covered
- * seconds (cover, nb). A sample's GPUs are held from its time until the next sample's. */
-static void sim_report_bin(const struct sim_record *r, double x0, double x1, int nb, double *avg,
-                           double *cover)
+/* Time-weighted averages of nj series sampled at times (v, ntimes x nj: each job's GPUs, or a
+ * market's nodes) over each of nb equal bins of [x0, x1) seconds (avg, nb x nj, averaged over the
+ * part of the bin the timeline covers), and those covered seconds (cover, nb). A sample's value
+ * holds from its time until the next sample's. */
+static void sim_report_bin(const double *times, size_t ntimes, const unsigned short *v, size_t nj,
+                           double x0, double x1, int nb, double *avg, double *cover)
 {
-    size_t nj = (size_t)r->njobs;
     double w = (x1 - x0) / nb;
 
     memset(avg, 0, (size_t)nb * nj * sizeof(double));
     memset(cover, 0, (size_t)nb * sizeof(double));
-    if (!r->times || !r->held)
+    if (!times || !v)
         return;
-    for (size_t k = 0; k + 1 < r->ntimes; k++) {
-        const unsigned short *h = r->held + k * nj;
-        double a = r->times[k], b = r->times[k + 1];
+    for (size_t k = 0; k + 1 < ntimes; k++) {
+        const unsigned short *h = v + k * nj;
+        double a = times[k], b = times[k + 1];
         int first, last;
 
         a = a > x0 ? a : x0;
@@ -404,6 +466,31 @@ static void sim_report_job_title(FILE *f, const struct sim_record *r, int j)
     fprintf(f, ", %d restarts</title>", r->restarts[j]);
 }
 
+/* The path data of the area between base and top over bins lo..hi of fr (two units wide from the
+ * plot's left edge): the top edge left to right, then the bottom edge back, as horizontal and
+ * vertical steps; a step is written only where the drawn height changes. */
+static void sim_report_area(FILE *f, const struct sim_report_frame *fr, const double *base,
+                            const double *top, int lo, int hi)
+{
+    fprintf(f, "M%d %.1f", SIM_REPORT_LEFT + 2 * lo, sim_report_fy(fr, top[lo]));
+    for (int b = lo; b <= hi; b++) {
+        if (b < hi && sim_report_key(fr, top[b + 1]) == sim_report_key(fr, top[b]))
+            continue;
+        fprintf(f, "H%d", SIM_REPORT_LEFT + 2 * (b + 1));
+        if (b < hi)
+            fprintf(f, "V%.1f", sim_report_fy(fr, top[b + 1]));
+    }
+    fprintf(f, "V%.1f", sim_report_fy(fr, base[hi]));
+    for (int b = hi; b >= lo; b--) {
+        if (b > lo && sim_report_key(fr, base[b - 1]) == sim_report_key(fr, base[b]))
+            continue;
+        fprintf(f, "H%d", SIM_REPORT_LEFT + 2 * b);
+        if (b > lo)
+            fprintf(f, "V%.1f", sim_report_fy(fr, base[b - 1]));
+    }
+    fputc('Z', f);
+}
+
 /* The stacked area chart of GPUs per job of run r over [x0, x1) seconds: one <path> per job that
  * ever holds GPUs, drawn as steps over the bins where it does. Errors: ERR_NOMEM. */
 static int sim_report_stacked(FILE *f, const struct sim_record *r, double x0, double x1)
@@ -413,13 +500,7 @@ static int sim_report_stacked(FILE *f, const struct sim_record *r, double x0, do
     double *avg = malloc((size_t)nb * (nj ? nj : 1) * sizeof(double));
     double *cover = malloc((size_t)nb * sizeof(double));
     double *base = calloc((size_t)nb, sizeof(double)), *top = malloc((size_t)nb * sizeof(double));
-    struct sim_report_frame fr = {.x0 = x0 / 3600,
-                                  .x1 = x1 / 3600,
-                                  .y0 = 0,
-                                  .left = SIM_REPORT_LEFT,
-                                  .top = SIM_REPORT_TOP,
-                                  .w = SIM_REPORT_PW,
-                                  .h = 300};
+    struct sim_report_frame fr = sim_report_time_frame(x0, x1, 0, 300);
     double peak = 0, ystep;
     int rc = 0, drawn = 0;
 
@@ -427,7 +508,7 @@ static int sim_report_stacked(FILE *f, const struct sim_record *r, double x0, do
         rc = ERR_NOMEM;
         goto out;
     }
-    sim_report_bin(r, x0, x1, nb, avg, cover);
+    sim_report_bin(r->times, r->ntimes, r->held, nj, x0, x1, nb, avg, cover);
     for (int b = 0; b < nb; b++) {
         double sum = 0;
 
@@ -441,10 +522,13 @@ static int sim_report_stacked(FILE *f, const struct sim_record *r, double x0, do
     ystep = sim_report_gpu_step(fr.y1);
 
     sim_report_svg_open(f, height, r, NULL);
-    fprintf(f,
-            "<text class=\"sub\" x=\"%d\" y=\"22\">%d jobs \xc2\xb7 %d GPUs \xc2\xb7 hover an "
-            "area for its job</text>\n",
-            SIM_REPORT_LEFT + SIM_REPORT_PW, r->njobs, r->gpus);
+    fprintf(f, "<text class=\"sub\" x=\"%d\" y=\"22\">%d jobs \xc2\xb7 ",
+            SIM_REPORT_LEFT + SIM_REPORT_PW, r->njobs);
+    if (r->fleet && r->gpus <= 0)
+        fputs("GPUs as the fleet grows and shrinks", f);
+    else
+        fprintf(f, "%d GPUs", r->gpus);
+    fputs(" \xc2\xb7 hover an area for its job</text>\n", f);
     sim_report_axes(f, &fr, "time (h)", "GPUs held", ystep, 0);
     fputs("<g class=\"area\">\n", f);
     for (size_t j = 0; j < nj; j++) {
@@ -462,26 +546,9 @@ static int sim_report_stacked(FILE *f, const struct sim_record *r, double x0, do
         for (int b = lo; b <= hi; b++)
             top[b] = base[b] + avg[(size_t)b * nj + j];
         sim_report_job_colour((int)j, colour, sizeof(colour));
-        /* The top edge left to right, then the bottom edge back, as horizontal and vertical
-         * steps; a step is written only where the drawn height changes. */
-        fprintf(f, "<path fill=\"%s\" d=\"M%d %.1f", colour, SIM_REPORT_LEFT + 2 * lo,
-                sim_report_fy(&fr, top[lo]));
-        for (int b = lo; b <= hi; b++) {
-            if (b < hi && sim_report_key(&fr, top[b + 1]) == sim_report_key(&fr, top[b]))
-                continue;
-            fprintf(f, "H%d", SIM_REPORT_LEFT + 2 * (b + 1));
-            if (b < hi)
-                fprintf(f, "V%.1f", sim_report_fy(&fr, top[b + 1]));
-        }
-        fprintf(f, "V%.1f", sim_report_fy(&fr, base[hi]));
-        for (int b = hi; b >= lo; b--) {
-            if (b > lo && sim_report_key(&fr, base[b - 1]) == sim_report_key(&fr, base[b]))
-                continue;
-            fprintf(f, "H%d", SIM_REPORT_LEFT + 2 * b);
-            if (b > lo)
-                fprintf(f, "V%.1f", sim_report_fy(&fr, base[b - 1]));
-        }
-        fputs("Z\">", f);
+        fprintf(f, "<path fill=\"%s\" d=\"", colour);
+        sim_report_area(f, &fr, base, top, lo, hi);
+        fputs("\">", f);
         sim_report_job_title(f, r, (int)j);
         fputs("</path>\n", f);
         memcpy(base + lo, top + lo, (size_t)(hi - lo + 1) * sizeof(double));
@@ -511,16 +578,9 @@ out:
 static int sim_report_util(FILE *f, struct sim_record *const *recs, int n, double x0, double x1)
 {
     const int nb = SIM_REPORT_BINS, ph = 260;
-    int rows = sim_report_legend(NULL, recs, n, 0), maxj = 1, rc = 0;
+    int rows = sim_report_legend(NULL, recs, n, 0, NULL), maxj = 1, rc = 0;
     int height = SIM_REPORT_TOP + ph + SIM_REPORT_AXIS + 14 + rows * 20;
-    struct sim_report_frame fr = {.x0 = x0 / 3600,
-                                  .x1 = x1 / 3600,
-                                  .y0 = 0,
-                                  .y1 = 1,
-                                  .left = SIM_REPORT_LEFT,
-                                  .top = SIM_REPORT_TOP,
-                                  .w = SIM_REPORT_PW,
-                                  .h = ph};
+    struct sim_report_frame fr = sim_report_time_frame(x0, x1, 1, ph);
     double *avg = NULL, *cover = NULL, *u = NULL;
 
     for (int i = 0; i < n; i++)
@@ -541,7 +601,7 @@ static int sim_report_util(FILE *f, struct sim_record *const *recs, int n, doubl
 
         if (r->gpus <= 0)
             continue;
-        sim_report_bin(r, x0, x1, nb, avg, cover);
+        sim_report_bin(r->times, r->ntimes, r->held, nj, x0, x1, nb, avg, cover);
         for (int b = 0; b < nb; b++) {
             u[b] = 0;
             for (size_t j = 0; j < nj; j++)
@@ -568,7 +628,7 @@ static int sim_report_util(FILE *f, struct sim_record *const *recs, int n, doubl
         sim_report_run_name(f, r);
         fputs("</title></path>\n", f);
     }
-    sim_report_legend(f, recs, n, SIM_REPORT_TOP + ph + SIM_REPORT_AXIS + 18);
+    sim_report_legend(f, recs, n, SIM_REPORT_TOP + ph + SIM_REPORT_AXIS + 18, NULL);
     fputs("</svg>\n", f);
 out:
     free(avg);
@@ -604,7 +664,7 @@ static double sim_report_snap125(double v, int up)
 static int sim_report_cdf(FILE *f, struct sim_record *const *recs, int n)
 {
     const int ph = 260;
-    int rows = sim_report_legend(NULL, recs, n, 0), maxj = 1, rc = 0;
+    int rows = sim_report_legend(NULL, recs, n, 0, NULL), maxj = 1, rc = 0;
     int height = SIM_REPORT_TOP + ph + SIM_REPORT_AXIS + 14 + rows * 20;
     struct sim_report_frame fr = {.y0 = 0,
                                   .y1 = 1,
@@ -668,11 +728,259 @@ static int sim_report_cdf(FILE *f, struct sim_record *const *recs, int n)
     if (!(hi > 0))
         fprintf(f, "<text class=\"msg\" x=\"%d\" y=\"%d\">no job finished</text>\n",
                 SIM_REPORT_LEFT + SIM_REPORT_PW / 2, SIM_REPORT_TOP + ph / 2);
-    sim_report_legend(f, recs, n, SIM_REPORT_TOP + ph + SIM_REPORT_AXIS + 18);
+    sim_report_legend(f, recs, n, SIM_REPORT_TOP + ph + SIM_REPORT_AXIS + 18, NULL);
     fputs("</svg>\n", f);
 out:
     free(v);
     return rc;
+}
+
+/* Colours of the markets in the fleet charts: on-demand nodes below, spot nodes stacked above. */
+static const char sim_report_ondemand_colour[] = "#5f86b3";
+static const char sim_report_spot_colour[] = "#f2a541";
+
+/* What a run's fleet came to: the most nodes alive at a sample, and node-hours by market (a
+ * sample's nodes live until the next sample). */
+struct sim_report_fleet_sum {
+    int peak;
+    double spot_h, ondemand_h;
+};
+
+static void sim_report_fleet_sum(const struct sim_record *r, struct sim_report_fleet_sum *s)
+{
+    memset(s, 0, sizeof(*s));
+    if (!r->fleet || !r->times || !r->spot_nodes || !r->ondemand_nodes)
+        return;
+    for (size_t k = 0; k < r->ntimes; k++) {
+        int nodes = r->spot_nodes[k] + r->ondemand_nodes[k];
+        double dt = k + 1 < r->ntimes ? r->times[k + 1] - r->times[k] : 0;
+
+        s->peak = nodes > s->peak ? nodes : s->peak;
+        if (isfinite(dt) && dt > 0) {
+            s->spot_h += r->spot_nodes[k] * dt / 3600;
+            s->ondemand_h += r->ondemand_nodes[k] * dt / 3600;
+        }
+    }
+}
+
+/* One market's area of a fleet chart: between base and base + value (nb bins) where value is
+ * above 0, with title as hover text. Nothing when the market never had a node. */
+static void sim_report_market_area(FILE *f, const struct sim_report_frame *fr, const double *base,
+                                   const double *value, double *top, int nb, const char *colour,
+                                   const char *title)
+{
+    int lo = -1, hi = -1;
+
+    for (int b = 0; b < nb; b++) {
+        top[b] = base[b] + value[b];
+        if (value[b] > 1e-9) {
+            lo = lo < 0 ? b : lo;
+            hi = b;
+        }
+    }
+    if (lo < 0)
+        return;
+    fprintf(f, "<path fill=\"%s\" d=\"", colour);
+    sim_report_area(f, fr, base, top, lo, hi);
+    fprintf(f, "\"><title>%s</title></path>\n", title);
+}
+
+/* Run r's nodes alive by market over [x0, x1) seconds, stacked, on a scale of 0 to ymax nodes.
+ * Errors: ERR_NOMEM. */
+static int sim_report_fleet_chart(FILE *f, const struct sim_record *r, double x0, double x1,
+                                  int ymax)
+{
+    const int nb = SIM_REPORT_BINS, ph = 150, height = SIM_REPORT_TOP + ph + SIM_REPORT_AXIS;
+    const double right = SIM_REPORT_LEFT + SIM_REPORT_PW;
+    double *od = malloc((size_t)nb * sizeof(double)), *sp = malloc((size_t)nb * sizeof(double));
+    double *cover = malloc((size_t)nb * sizeof(double)), *zero = calloc((size_t)nb, sizeof(double));
+    double *top = malloc((size_t)nb * sizeof(double));
+    struct sim_report_frame fr = sim_report_time_frame(x0, x1, ymax > 0 ? ymax : 1, ph);
+    struct sim_report_fleet_sum sum;
+    double ystep = sim_report_gpu_step(fr.y1);
+    char title[128];
+    int drawn = 0, rc = 0;
+
+    if (!od || !sp || !cover || !zero || !top) {
+        rc = ERR_NOMEM;
+        goto out;
+    }
+    fr.y1 = ceil(fr.y1 / ystep - 1e-9) * ystep; /* the top on a tick */
+    sim_report_fleet_sum(r, &sum);
+    sim_report_bin(r->times, r->ntimes, r->ondemand_nodes, 1, x0, x1, nb, od, cover);
+    sim_report_bin(r->times, r->ntimes, r->spot_nodes, 1, x0, x1, nb, sp, cover);
+    for (int b = 0; b < nb; b++)
+        drawn |= od[b] + sp[b] > 1e-9;
+    sim_report_svg_open(f, height, r, NULL);
+    fprintf(f,
+            "<rect x=\"%.0f\" y=\"11\" width=\"12\" height=\"12\" rx=\"2\" fill=\"%s\"/><text "
+            "x=\"%.0f\" y=\"22\">on-demand</text><rect x=\"%.0f\" y=\"11\" width=\"12\" "
+            "height=\"12\" rx=\"2\" fill=\"%s\"/><text x=\"%.0f\" y=\"22\">spot</text>\n",
+            right - 150, sim_report_ondemand_colour, right - 133, right - 50,
+            sim_report_spot_colour, right - 33);
+    sim_report_axes(f, &fr, "time (h)", "nodes alive", ystep, 0);
+    fputs("<g class=\"area\">\n", f);
+    snprintf(title, sizeof(title), "on-demand nodes: %.1f node-hours", sum.ondemand_h);
+    sim_report_market_area(f, &fr, zero, od, top, nb, sim_report_ondemand_colour, title);
+    snprintf(title, sizeof(title), "spot nodes: %.1f node-hours", sum.spot_h);
+    sim_report_market_area(f, &fr, od, sp, top, nb, sim_report_spot_colour, title);
+    fputs("</g>\n", f);
+    if (!drawn)
+        fprintf(f, "<text class=\"msg\" x=\"%d\" y=\"%d\">%s</text>\n",
+                SIM_REPORT_LEFT + SIM_REPORT_PW / 2, SIM_REPORT_TOP + ph / 2,
+                r->ntimes < 2 ? "fewer than two samples: nothing to draw over time"
+                              : "no node alive");
+    fputs("</svg>\n", f);
+out:
+    free(od);
+    free(sp);
+    free(cover);
+    free(zero);
+    free(top);
+    return rc;
+}
+
+/* Dollars billed so far over [x0, x1) seconds by each run in group (sim_report_in_group), one line
+ * per run through its last sample in each bin, a dot at its end. */
+static void sim_report_cost_chart(FILE *f, struct sim_record *const *recs, int n,
+                                  const struct sim_record *group, double x0, double x1)
+{
+    const int ph = 260;
+    int rows = sim_report_legend(NULL, recs, n, 0, group);
+    int height = SIM_REPORT_TOP + ph + SIM_REPORT_AXIS + 14 + rows * 20;
+    struct sim_report_frame fr = sim_report_time_frame(x0, x1, 0, ph);
+    double ymax = 0, step;
+
+    for (int i = 0; i < n; i++) {
+        const struct sim_record *r = recs[i];
+
+        if (!sim_report_in_group(r, group) || !r->dollars)
+            continue;
+        for (size_t k = 0; k < r->ntimes; k++)
+            if (isfinite(r->dollars[k]) && r->dollars[k] > ymax)
+                ymax = r->dollars[k];
+    }
+    step = sim_report_step(ymax > 0 ? ymax : 1, 6);
+    fr.y1 = ceil(ymax / step - 1e-9) * step;
+    if (!(fr.y1 > 0))
+        fr.y1 = step;
+    sim_report_svg_open(f, height, NULL, "Dollars billed so far, one line per system");
+    sim_report_axes(f, &fr, "time (h)", "dollars billed ($)", step, 0);
+    for (int i = 0; i < n; i++) {
+        const struct sim_record *r = recs[i];
+        size_t last;
+
+        if (!sim_report_in_group(r, group) || r->ntimes == 0)
+            continue;
+        last = r->ntimes - 1;
+        fputs("<path class=\"ln\"", f);
+        sim_report_run_stroke(f, i);
+        fprintf(f, " d=\"M%.1f %.1f", sim_report_fx(&fr, r->times[0] / 3600),
+                sim_report_fy(&fr, r->dollars[0]));
+        for (size_t k = 1; k < r->ntimes; k++) {
+            double x = sim_report_fx(&fr, r->times[k] / 3600);
+
+            /* the last sample of each two-unit bin */
+            if (k < last && (long)((sim_report_fx(&fr, r->times[k + 1] / 3600) - fr.left) / 2) ==
+                                (long)((x - fr.left) / 2))
+                continue;
+            fprintf(f, "L%.1f %.1f", x, sim_report_fy(&fr, r->dollars[k]));
+        }
+        fputs("\"><title>", f);
+        sim_report_run_name(f, r);
+        fputs("</title></path>\n", f);
+        fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\"><title>",
+                sim_report_fx(&fr, r->times[last] / 3600), sim_report_fy(&fr, r->dollars[last]),
+                sim_report_palette[i % SIM_REPORT_NPAL]);
+        sim_report_run_name(f, r);
+        fprintf(f, ": $%.2f</title></circle>\n", r->dollars[last]);
+    }
+    sim_report_legend(f, recs, n, SIM_REPORT_TOP + ph + SIM_REPORT_AXIS + 18, group);
+    fputs("</svg>\n", f);
+}
+
+/* The fleet runs of group's workload as a table: peak nodes, node-hours by market, dollars. */
+static void sim_report_fleet_table(FILE *f, struct sim_record *const *recs, int n,
+                                   const struct sim_record *group)
+{
+    fputs("<table><thead><tr><th></th><th class=\"l\">policy</th><th>peak nodes</th>"
+          "<th>on-demand node-h</th><th>spot node-h</th><th>spot share</th><th>cost ($)</th>"
+          "</tr></thead><tbody>\n",
+          f);
+    for (int i = 0; i < n; i++) {
+        const struct sim_record *r = recs[i];
+        struct sim_report_fleet_sum sum;
+        double all, d = sim_report_dollars(r);
+
+        if (!sim_report_in_group(r, group))
+            continue;
+        sim_report_fleet_sum(r, &sum);
+        all = sum.spot_h + sum.ondemand_h;
+        fprintf(f,
+                "<tr><td><span class=\"sw\" style=\"background:%s\"></span></td><td class=\"l\">",
+                sim_report_palette[i % SIM_REPORT_NPAL]);
+        sim_report_esc(f, r->policy);
+        fprintf(f, "</td><td>%d</td><td>%.1f</td><td>%.1f</td>", sum.peak, sum.ondemand_h,
+                sum.spot_h);
+        if (all > 0)
+            fprintf(f, "<td>%.0f%%</td>", 100 * sum.spot_h / all);
+        else
+            fputs("<td>\xe2\x80\x94</td>", f);
+        if (isfinite(d))
+            fprintf(f, "<td>%.2f</td></tr>\n", d);
+        else
+            fputs("<td>\xe2\x80\x94</td></tr>\n", f);
+    }
+    fputs("</tbody></table>\n", f);
+}
+
+/* Whether any run has a fleet. */
+static int sim_report_any_fleet(struct sim_record *const *recs, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (recs[i]->fleet)
+            return 1;
+    return 0;
+}
+
+/* The fleet and cost section: for each workload that has fleet runs, in order of first
+ * appearance, a table, the dollars chart and each run's nodes by market (on one scale within the
+ * workload). Errors: ERR_NOMEM. */
+static int sim_report_fleet_section(FILE *f, struct sim_record *const *recs, int n, double x0,
+                                    double x1)
+{
+    int rc;
+
+    fputs("<h2>Fleet and cost</h2>\n<p class=\"note\">Nodes alive by market and dollars billed so "
+          "far, as the simulated cloud bills them. Within a workload, the fleet charts share one "
+          "scale; hover an area for its node-hours.</p>\n",
+          f);
+    for (int g = 0; g < n; g++) {
+        int first = recs[g]->fleet, ymax = 0;
+
+        for (int k = 0; k < g && first; k++)
+            first = !sim_report_in_group(recs[k], recs[g]);
+        if (!first)
+            continue;
+        fputs("<h3 style=\"font-size:16px;margin:20px 0 6px\">", f);
+        sim_report_esc(f, recs[g]->workload);
+        fputs("</h3>\n", f);
+        sim_report_fleet_table(f, recs, n, recs[g]);
+        sim_report_cost_chart(f, recs, n, recs[g], x0, x1);
+        for (int i = g; i < n; i++) {
+            struct sim_report_fleet_sum sum;
+
+            if (!sim_report_in_group(recs[i], recs[g]))
+                continue;
+            sim_report_fleet_sum(recs[i], &sum);
+            ymax = sum.peak > ymax ? sum.peak : ymax;
+        }
+        for (int i = g; i < n; i++)
+            if (sim_report_in_group(recs[i], recs[g]) &&
+                (rc = sim_report_fleet_chart(f, recs[i], x0, x1, ymax)) < 0)
+                return rc;
+    }
+    return 0;
 }
 
 /* Whether r's average completion time is the lowest among the runs of its workload (and there
@@ -682,8 +990,7 @@ static int sim_report_best(struct sim_record *const *recs, int n, int i, const d
     int others = 0;
 
     for (int k = 0; k < n; k++) {
-        if (k == i || strcmp(recs[k]->workload ? recs[k]->workload : "",
-                             recs[i]->workload ? recs[i]->workload : ""))
+        if (k == i || !sim_report_same_workload(recs[k], recs[i]))
             continue;
         others++;
         if (avg[k] > 0 && avg[k] < avg[i])
@@ -696,6 +1003,7 @@ static int sim_report_best(struct sim_record *const *recs, int n, int i, const d
 static int sim_report_summary(FILE *f, struct sim_record *const *recs, int n)
 {
     double *avg = malloc((size_t)n * sizeof(double));
+    int fleet = sim_report_any_fleet(recs, n);
 
     if (!avg)
         return ERR_NOMEM;
@@ -706,9 +1014,9 @@ static int sim_report_summary(FILE *f, struct sim_record *const *recs, int n)
     }
     fputs("<table><thead><tr><th></th><th class=\"l\">workload</th><th class=\"l\">policy</th>"
           "<th>GPUs</th><th>jobs</th><th>finished</th><th>avg JCT (s)</th><th>avg JCT (h)</th>"
-          "<th>p99 JCT (h)</th><th>makespan (h)</th><th>restarts</th><th>wall (s)</th></tr>"
-          "</thead><tbody>\n",
+          "<th>p99 JCT (h)</th><th>makespan (h)</th><th>restarts</th><th>wall (s)</th>",
           f);
+    fputs(fleet ? "<th>cost ($)</th></tr></thead><tbody>\n" : "</tr></thead><tbody>\n", f);
     for (int i = 0; i < n; i++) {
         const struct sim_record *r = recs[i];
         double a, p99, mk;
@@ -726,7 +1034,11 @@ static int sim_report_summary(FILE *f, struct sim_record *const *recs, int n)
         sim_report_esc(f, r->workload);
         fputs("</td><td class=\"l\">", f);
         sim_report_esc(f, r->policy);
-        fprintf(f, "</td><td>%d</td><td>%d</td><td>%d</td>", r->gpus, r->njobs, done);
+        if (r->fleet && r->gpus <= 0)
+            fputs("</td><td>fleet</td>", f);
+        else
+            fprintf(f, "</td><td>%d</td>", r->gpus);
+        fprintf(f, "<td>%d</td><td>%d</td>", r->njobs, done);
         if (done)
             fprintf(f, "<td%s>%.1f</td><td%s>%.2f</td><td>%.2f</td><td>%.2f</td>",
                     best ? " class=\"best\"" : "", a, best ? " class=\"best\"" : "", a / 3600,
@@ -735,7 +1047,12 @@ static int sim_report_summary(FILE *f, struct sim_record *const *recs, int n)
             fputs("<td>\xe2\x80\x94</td><td>\xe2\x80\x94</td><td>\xe2\x80\x94</td>"
                   "<td>\xe2\x80\x94</td>",
                   f);
-        fprintf(f, "<td>%ld</td><td>%.2f</td></tr>\n", restarts, r->wall_seconds);
+        fprintf(f, "<td>%ld</td><td>%.2f</td>", restarts, r->wall_seconds);
+        if (fleet && isfinite(sim_report_dollars(r)))
+            fprintf(f, "<td>%.2f</td>", sim_report_dollars(r));
+        else if (fleet)
+            fputs("<td>\xe2\x80\x94</td>", f);
+        fputs("</tr>\n", f);
     }
     fputs("</tbody></table>\n", f);
     free(avg);
@@ -775,7 +1092,7 @@ static void sim_report_jobs(FILE *f, const struct sim_record *r)
 static int sim_report_page(FILE *f, struct sim_record *const *recs, int n)
 {
     double x0, x1;
-    int rc;
+    int rc, fixed = 0, fleet = 0;
 
     sim_report_span(recs, n, &x0, &x1);
     fprintf(f,
@@ -788,9 +1105,22 @@ static int sim_report_page(FILE *f, struct sim_record *const *recs, int n)
             sim_report_css, n, n == 1 ? "" : "s");
     if ((rc = sim_report_summary(f, recs, n)) < 0)
         return rc;
-    fputs("<h2>Cluster utilisation</h2>\n", f);
-    if ((rc = sim_report_util(f, recs, n, x0, x1)) < 0)
+    for (int i = 0; i < n; i++) {
+        fixed += !recs[i]->fleet || recs[i]->gpus > 0;
+        fleet += recs[i]->fleet;
+    }
+    if (fleet && (rc = sim_report_fleet_section(f, recs, n, x0, x1)) < 0)
         return rc;
+    /* a fleet's size varies: its runs have no fixed cluster to take a fraction of */
+    if (fixed) {
+        fputs("<h2>Cluster utilisation</h2>\n", f);
+        if (fleet)
+            fputs("<p class=\"note\">Runs on a fleet that grows and shrinks are left out here; "
+                  "see Fleet and cost.</p>\n",
+                  f);
+        if ((rc = sim_report_util(f, recs, n, x0, x1)) < 0)
+            return rc;
+    }
     if (n > 1) {
         fputs("<h2>Job completion times</h2>\n", f);
         if ((rc = sim_report_cdf(f, recs, n)) < 0)
@@ -819,7 +1149,10 @@ int sim_report_write(struct sim_record *const *recs, int n, const char *path)
     for (int i = 0; i < n; i++)
         if (!recs[i] || recs[i]->njobs < 0 ||
             (recs[i]->njobs > 0 && (!recs[i]->names || !recs[i]->apps || !recs[i]->submit ||
-                                    !recs[i]->jct || !recs[i]->restarts)))
+                                    !recs[i]->jct || !recs[i]->restarts)) ||
+            (recs[i]->fleet && recs[i]->ntimes > 0 &&
+             (!recs[i]->times || !recs[i]->spot_nodes || !recs[i]->ondemand_nodes ||
+              !recs[i]->dollars)))
             return ERR_INVAL;
     tmp = malloc(strlen(path) + sizeof(".XXXXXX"));
     if (!tmp)

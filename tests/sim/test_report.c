@@ -74,6 +74,31 @@ static struct sim_record *make_small(const char *policy, double shift)
     return r;
 }
 
+/* make_small's jobs on a fleet (gpus 0) under workload, samples an hour apart: on-demand nodes
+ * 1, 1, 2, 0 and spot nodes 0, 3, 2, 0, so 4 on-demand and 5 spot node-hours and a peak of 4
+ * nodes; dollars billed 0, d/4, d/2, d. */
+static struct sim_record *make_fleet(const char *workload, const char *policy, double d)
+{
+    struct sim_record *r = make_small(policy, 0);
+    static const unsigned short od[4] = {1, 1, 2, 0}, sp[4] = {0, 3, 2, 0};
+
+    free(r->workload);
+    r->workload = strdup(workload);
+    r->gpus = 0;
+    r->fleet = 1;
+    r->ondemand_nodes = malloc(sizeof(od));
+    r->spot_nodes = malloc(sizeof(sp));
+    r->dollars = malloc(4 * sizeof(double));
+    assert_true(r->workload && r->ondemand_nodes && r->spot_nodes && r->dollars);
+    memcpy(r->ondemand_nodes, od, sizeof(od));
+    memcpy(r->spot_nodes, sp, sizeof(sp));
+    for (size_t k = 0; k < 4; k++) {
+        r->times[k] = 3600.0 * (double)k;
+        r->dollars[k] = d * (double)k / 3;
+    }
+    return r;
+}
+
 /* The whole of a file, NUL-terminated. */
 static char *slurp(const char *path)
 {
@@ -160,6 +185,11 @@ static void sim_report_write__two_runs(void **state)
     assert_non_null(strstr(html, "tiny \xe2\x80\x94 pollux"));
     assert_non_null(strstr(html, ">200.0<"));
     assert_non_null(strstr(html, ">250.0<"));
+    /* no fleet: no fleet section, no cost column, the utilisation chart as ever */
+    assert_null(strstr(html, "Fleet and cost"));
+    assert_null(strstr(html, "cost ($)"));
+    assert_null(strstr(html, "nodes alive"));
+    assert_non_null(strstr(html, "<h2>Cluster utilisation</h2>\n<svg"));
     /* one area per job that holds GPUs, in each of the two GPUs-per-job charts */
     assert_int_equal(count(html, "<path fill="), 6);
     assert_int_equal(entries(dir), 1);
@@ -307,6 +337,146 @@ static void sim_report_write__large_runs_stay_small(void **state)
     sim_record_free(recs[1]);
 }
 
+/* Two systems on a fleet: the summary gains a cost column with each run's final dollars, the fleet
+ * section a table (node-hours by market as worked out in make_fleet: 4 on-demand, 5 spot, so 56%
+ * spot), a dollars chart with a line and an end dot per run and a nodes-by-market chart per run;
+ * no utilisation chart, since no run has a fixed cluster. Six SVGs: dollars, two fleet charts, the
+ * JCT distribution and two GPUs-per-job charts. */
+static void sim_report_write__fleet_sections(void **state)
+{
+    struct sim_record *recs[2] = {make_fleet("cloud", "castor", 123.45),
+                                  make_fleet("cloud", "fixed-spot", 67.8)};
+    char dir[256], path[300];
+    char *html;
+
+    (void)state;
+    make_dir(dir, sizeof(dir));
+    snprintf(path, sizeof(path), "%s/fleet.html", dir);
+    assert_int_equal(sim_report_write(recs, 2, path), 0);
+    html = slurp(path);
+    expect_self_contained(html);
+    assert_non_null(strstr(html, "<h2>Fleet and cost</h2>"));
+    assert_int_equal(count(html, "<h3"), 1);
+    assert_non_null(strstr(html, "<th>wall (s)</th><th>cost ($)</th>"));
+    assert_non_null(strstr(html, "<td class=\"l\">castor</td><td>fleet</td>"));
+    assert_non_null(strstr(html, "<td>0.50</td><td>123.45</td></tr>"));
+    assert_non_null(strstr(html, "<td>0.50</td><td>67.80</td></tr>"));
+    assert_non_null(strstr(html, "castor</td><td>4</td><td>4.0</td><td>5.0</td><td>56%</td>"
+                                 "<td>123.45</td></tr>"));
+    assert_non_null(strstr(html, "Dollars billed so far"));
+    assert_non_null(strstr(html, ">castor ($123.45)</text>"));
+    assert_non_null(strstr(html, ">fixed-spot ($67.80)</text>"));
+    assert_non_null(strstr(html, "cloud \xe2\x80\x94 castor: $123.45</title></circle>"));
+    assert_int_equal(count(html, "<circle"), 2);
+    assert_int_equal(count(html, ">nodes alive<"), 2);
+    assert_int_equal(count(html, "<title>on-demand nodes: 4.0 node-hours</title>"), 2);
+    assert_int_equal(count(html, "<title>spot nodes: 5.0 node-hours</title>"), 2);
+    assert_null(strstr(html, "Cluster utilisation"));
+    assert_null(strstr(html, "0 GPUs"));
+    assert_int_equal(count(html, "<svg"), 6);
+    free(html);
+    unlink(path);
+    rmdir(dir);
+    sim_record_free(recs[0]);
+    sim_record_free(recs[1]);
+}
+
+/* A fixed cluster beside fleets of two workloads: the utilisation chart stays, with a note that
+ * fleets are left out; the fixed run's cost is a dash; each workload gets its own heading and
+ * dollars chart, in order of first appearance, its legend naming only its own runs. */
+static void sim_report_write__fleet_and_fixed(void **state)
+{
+    struct sim_record *recs[3] = {make_fleet("wa", "castor", 10), make_small("pollux", 0),
+                                  make_fleet("wb", "castor", 20)};
+    char dir[256], path[300];
+    char *html, *a, *b;
+
+    (void)state;
+    make_dir(dir, sizeof(dir));
+    snprintf(path, sizeof(path), "%s/mixed.html", dir);
+    assert_int_equal(sim_report_write(recs, 3, path), 0);
+    html = slurp(path);
+    expect_self_contained(html);
+    assert_non_null(
+        strstr(html, "<h2>Cluster utilisation</h2>\n<p class=\"note\">Runs on a fleet"));
+    assert_non_null(strstr(html, "<td>0.50</td><td>\xe2\x80\x94</td></tr>"));
+    assert_non_null(strstr(html, "<td class=\"l\">pollux</td><td>8</td>"));
+    assert_int_equal(count(html, "Dollars billed so far"), 2);
+    a = strstr(html, ">wa</h3>");
+    b = strstr(html, ">wb</h3>");
+    assert_true(a && b && a < b);
+    assert_non_null(strstr(a, ">castor ($10.00)</text>"));
+    assert_true(strstr(a, ">castor ($10.00)</text>") < b);
+    assert_non_null(strstr(b, ">castor ($20.00)</text>"));
+    assert_null(strstr(html, "pollux ($"));
+    /* dollars, two fleet charts, utilisation, JCT distribution, three GPUs-per-job */
+    assert_int_equal(count(html, "<svg"), 9);
+    free(html);
+    unlink(path);
+    rmdir(dir);
+    for (int i = 0; i < 3; i++)
+        sim_record_free(recs[i]);
+}
+
+/* Fleets with nothing to draw: no node alive and no dollars, a single sample, no samples at all.
+ * The report is written, says why a chart is empty, and prints no NaN or infinity (a fleet's 0
+ * GPUs divide nothing). */
+static void sim_report_write__fleet_degenerate(void **state)
+{
+    struct sim_record *recs[3] = {make_fleet("cloud", "empty", 0), make_fleet("cloud", "one", 5),
+                                  make_fleet("cloud", "none", 0)};
+    char dir[256], path[300];
+    char *html;
+
+    (void)state;
+    memset(recs[0]->ondemand_nodes, 0, 4 * sizeof(unsigned short));
+    memset(recs[0]->spot_nodes, 0, 4 * sizeof(unsigned short));
+    memset(recs[0]->held, 0, 4 * 3 * sizeof(unsigned short));
+    recs[1]->ntimes = 1;
+    recs[1]->dollars[0] = 5;
+    recs[2]->ntimes = 0;
+    make_dir(dir, sizeof(dir));
+    snprintf(path, sizeof(path), "%s/empty.html", dir);
+    assert_int_equal(sim_report_write(recs, 3, path), 0);
+    html = slurp(path);
+    expect_self_contained(html);
+    assert_int_equal(count(html, ">no node alive</text>"), 1);
+    assert_int_equal(count(html, ">fewer than two samples: nothing to draw over time</text>"), 2);
+    assert_non_null(strstr(html, "empty</td><td>0</td><td>0.0</td><td>0.0</td><td>\xe2\x80\x94"
+                                 "</td><td>0.00</td></tr>"));
+    assert_non_null(strstr(html, "one</td><td>1</td><td>0.0</td><td>0.0</td><td>\xe2\x80\x94"
+                                 "</td><td>5.00</td></tr>"));
+    assert_non_null(strstr(html, "none</td><td>0</td><td>0.0</td><td>0.0</td><td>\xe2\x80\x94"
+                                 "</td><td>\xe2\x80\x94</td></tr>"));
+    /* the single sample (1 on-demand node) is a dot; the run without samples has neither line
+     * nor dot */
+    assert_int_equal(count(html, "<circle"), 2);
+    assert_null(strstr(html, "nan"));
+    assert_null(strstr(html, "inf"));
+    free(html);
+    unlink(path);
+    rmdir(dir);
+    for (int i = 0; i < 3; i++)
+        sim_record_free(recs[i]);
+}
+
+/* A fleet record whose samples lack their dollars: ERR_INVAL, nothing written. */
+static void sim_report_write__fleet_without_arrays(void **state)
+{
+    struct sim_record *r = make_fleet("cloud", "castor", 1);
+    char dir[256], path[300];
+
+    (void)state;
+    free(r->dollars);
+    r->dollars = NULL;
+    make_dir(dir, sizeof(dir));
+    snprintf(path, sizeof(path), "%s/report.html", dir);
+    assert_int_equal(sim_report_write(&r, 1, path), ERR_INVAL);
+    assert_int_equal(entries(dir), 0);
+    rmdir(dir);
+    sim_record_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -316,6 +486,10 @@ int main(void)
         cmocka_unit_test(sim_report_write__io_errors_leave_nothing),
         cmocka_unit_test(sim_report_write__invalid),
         cmocka_unit_test(sim_report_write__large_runs_stay_small),
+        cmocka_unit_test(sim_report_write__fleet_sections),
+        cmocka_unit_test(sim_report_write__fleet_and_fixed),
+        cmocka_unit_test(sim_report_write__fleet_degenerate),
+        cmocka_unit_test(sim_report_write__fleet_without_arrays),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
