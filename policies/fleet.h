@@ -12,7 +12,7 @@
 #include "policies/policy.h"
 
 /* castor's default value of an hour of a job's completion time, dollars (docs/fleet.md). */
-#define FLEET_DEFAULT_VALUE 1.4
+#define FLEET_DEFAULT_VALUE 1.2
 
 enum fleet_mode {
     FLEET_EFFICIENCY, /* grow while the next node buys enough goodput per dollar */

@@ -77,6 +77,7 @@ static int run_system(const struct scenario *sc, const struct scenario_system *s
                              .market_seed = sc->seed,
                              .rate_prior = sc->rate_prior,
                              .checkpoint_s = sc->checkpoint_s,
+                             .batch_hysteresis = 1.05,
                              .gpus_per_node = sc->offers[sys->initial_offer].gpus,
                              .model = tput_model_find("pollux"),
                              .adaptive_batch = pops->adaptive_batch,

@@ -71,8 +71,9 @@ static void sim_job_fixed_config(const struct sim_job *job, double batch, int r,
     *local_bsz = ceil(local / (s + 1) - SIM_EPS);
 }
 
-/* Choose (local batch, accumulation) for the current placement. */
-static int sim_job_choose_batch(struct sim_job *job)
+/* Choose (local batch, accumulation) for the current placement; a voluntary change (not after a
+ * placement) is made only when it improves the predicted goodput by the job's hysteresis. */
+static int sim_job_choose_batch(struct sim_job *job, int voluntary)
 {
     const struct app *a = job->app;
     int r = sim_job_gpus(job), s;
@@ -95,6 +96,11 @@ static int sim_job_choose_batch(struct sim_job *job)
             sim_job_fixed_config(job, fmax(a->init_bsz, a->min_local * r), r, &local, &s);
         } else if (rc < 0) {
             return rc;
+        } else if (voluntary && job->hysteresis > 1 && job->local_bsz > 0 &&
+                   c.goodput < job->hysteresis * bsz_goodput(&job->tput, &job->grad,
+                                                             lim.init_bsz, job->nplace, r,
+                                                             job->local_bsz, job->accum_steps)) {
+            return 0; /* not worth a change: keep the configuration */
         } else {
             local = c.local_bsz;
             s = c.accum_steps;
@@ -145,7 +151,7 @@ int sim_job_place(struct sim_job *job, const int *place, int n)
     if (job->restarts < 0)
         job->first_start = job->now;
     job->restarts = job->restarts < 0 ? 0 : job->restarts + 1;
-    return sim_job_choose_batch(job);
+    return sim_job_choose_batch(job, 0);
 }
 
 /* Learn from one step at the current configuration: the gradient statistics always, the step time
@@ -232,7 +238,7 @@ int sim_job_step(struct sim_job *job, int seconds, double interference)
             job->since_ckpt += delta;
             seconds -= (int)delta;
         }
-        if ((rc = sim_job_choose_batch(job)) < 0)
+        if ((rc = sim_job_choose_batch(job, 1)) < 0)
             return rc;
     }
     job->now += seconds;

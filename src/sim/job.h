@@ -24,6 +24,9 @@ struct sim_job {
      * 0: adaptive, the goodput-optimal batch for its placement, re-chosen as it learns */
     double fixed_batch;
     int max_replicas; /* the owner's limit (0: none) */
+    /* a batch change between placements needs this factor of predicted goodput (the reference's
+     * 1.05; 0: re-chosen whenever better, as the artifact's simulator does) */
+    double hysteresis;
 
     /* where it runs: GPUs per node, in order; nplace 0 when waiting */
     int place[SIM_MAX_NODES];

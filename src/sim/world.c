@@ -268,6 +268,7 @@ int sim_world_new(const struct sim_config *cfg, const struct workload *wl, struc
         sim_job_init(&w->jobs[i], spec, a, cfg->model, fixed,
                      q && !cfg->gang ? q->max_replicas : 0);
         w->jobs[i].checkpoint_s = cfg->checkpoint_s;
+        w->jobs[i].hysteresis = cfg->batch_hysteresis;
     }
     w->oracle.ctx = w;
     w->oracle.iterations_left = sim_oracle_iterations_left;

@@ -33,6 +33,7 @@ struct sim_config {
      * on-demand, 0.05 spot) */
     const double *rate_prior;
     double checkpoint_s; /* seconds between each job's checkpoints (0: only on restarts) */
+    double batch_hysteresis; /* see sim_job.hysteresis (0: none) */
 };
 
 /* What renting cost, for a world with a market. */
