@@ -1339,17 +1339,14 @@ static int st_report_ok(const struct state_report *r)
     return 1;
 }
 
-int state_report_store(struct state *st, const char *job, const struct state_report *r, double now)
+/* Inside a transaction: store one report of the job (checked by the caller). */
+static int st_report_one(struct state *st, const char *job, const struct state_report *r,
+                         double now)
 {
     enum state_job_state cur = STATE_JOB_PENDING;
     long long id = 0;
     int rc;
 
-    if (!st_name_ok(job) || !st_report_ok(r) || !st_time_ok(now))
-        return ERR_INVAL;
-    rc = db_begin(st->db);
-    if (rc < 0)
-        return rc;
     rc = st_job_find(st->db, job, &id, &cur);
     if (rc == 0 && st_job_final(cur))
         rc = ERR_CONFLICT;
@@ -1381,7 +1378,61 @@ int state_report_store(struct state *st, const char *job, const struct state_rep
                     " grad_var = coalesce(?3, grad_var), progress = coalesce(?4, progress),"
                     " reported_at = ?5 WHERE id = ?1",
                     "idddd", id, r->grad_sqr, r->grad_var, r->progress, now);
-    return st_end(st, rc);
+    return rc;
+}
+
+/* An error that belongs to one report (the others of a batch may still be written). */
+static int st_report_own_error(int rc)
+{
+    return rc == ERR_UNKNOWN || rc == ERR_CONFLICT || rc == ERR_INVAL || rc == ERR_RANGE;
+}
+
+int state_report_store_many(struct state *st, struct state_report_item *items, size_t n, double now)
+{
+    int rc;
+
+    if (!items || n == 0 || !st_time_ok(now))
+        return ERR_INVAL;
+    rc = db_begin(st->db);
+    if (rc < 0)
+        goto out;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        if (!st_name_ok(items[i].job) || !st_report_ok(&items[i].report)) {
+            items[i].rc = ERR_INVAL;
+            continue;
+        }
+        /* each report under a savepoint: a refused one leaves no trace, the others stay */
+        rc = db_exec(st->db, "SAVEPOINT report");
+        if (rc < 0)
+            break;
+        items[i].rc = st_report_one(st, items[i].job, &items[i].report, now);
+        if (items[i].rc < 0 && !st_report_own_error(items[i].rc)) {
+            rc = items[i].rc;
+            break;
+        }
+        if (items[i].rc < 0)
+            rc = db_exec(st->db, "ROLLBACK TO report");
+        if (rc == 0)
+            rc = db_exec(st->db, "RELEASE report");
+    }
+    rc = st_end(st, rc);
+out:
+    if (rc < 0)
+        for (size_t i = 0; i < n; i++)
+            items[i].rc = rc;
+    return rc;
+}
+
+int state_report_store(struct state *st, const char *job, const struct state_report *r, double now)
+{
+    struct state_report_item item = {job, {0}, 0};
+    int rc;
+
+    if (!st_name_ok(job) || !st_report_ok(r) || !st_time_ok(now))
+        return ERR_INVAL;
+    item.report = *r;
+    rc = state_report_store_many(st, &item, 1, now);
+    return rc < 0 ? rc : item.rc;
 }
 
 static int st_read_report(struct db_stmt *s, void *item)

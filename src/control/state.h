@@ -334,6 +334,25 @@ struct state_report {
  * written); ERR_UNKNOWN: no such job; ERR_CONFLICT: the job is in a final state. */
 int state_report_store(struct state *st, const char *job, const struct state_report *r, double now);
 
+/* One report of a batch: the job, its report, and (out) its outcome: 0 or the error
+ * state_report_store would have returned for it alone. */
+struct state_report_item {
+    const char *job;
+    struct state_report report;
+    int rc;
+};
+
+/*
+ * Store n >= 1 reports, of one job or several, in one transaction (one write to the disk for all:
+ * what lets the API keep up with many jobs), each under a savepoint so that a refused one
+ * (ERR_INVAL, ERR_UNKNOWN, ERR_CONFLICT in its rc) writes nothing and the others are stored.
+ * Returns 0 when the transaction committed (each item's rc says how its report fared), or an
+ * error of the whole (ERR_AGAIN, ERR_IO, ERR_NOMEM, ...; ERR_INVAL for bad arguments) with
+ * nothing written and every item's rc set to it.
+ */
+int state_report_store_many(struct state *st, struct state_report_item *items, size_t n,
+                            double now);
+
 /* The job's pooled configurations, ordered by (nodes, replicas, local_bsz, accum_steps). *out
  * owns n rows (free); ERR_UNKNOWN: no such job. Written only on success. */
 int state_report_configs(struct state *st, const char *job, struct state_report_config **out,

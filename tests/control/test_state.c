@@ -953,6 +953,42 @@ static void state_report_store__bad_reports_write_nothing(void **state)
     state_close(st);
 }
 
+/* A batch of reports is one transaction in which each report stands alone: the good ones are
+ * stored, a bad one, one for an unknown job and one for an ended job are refused with their own
+ * code and leave nothing. */
+static void state_report_store_many__each_report_alone(void **state)
+{
+    const struct tmpdb *t = *state;
+    struct state *st = open_state(t);
+    const struct state_report_config good = {1, 1, 16.0, 0, 3, 0.5, 0.1, 0.0, 0};
+    struct state_report_config bad = good;
+    struct state_report_item items[5] = {
+        {"a", {&good, 1, NAN, NAN, 1.0}, 7},    {"a", {&bad, 1, NAN, NAN, NAN}, 7},
+        {"nope", {&good, 1, NAN, NAN, NAN}, 7}, {"done", {&good, 1, NAN, NAN, NAN}, 7},
+        {"b", {&good, 1, NAN, NAN, 2.0}, 7},
+    };
+    struct state_job job;
+
+    bad.replicas = 0;
+    assert_int_equal(state_job_submit(st, "a", "{}", 1.0), 0);
+    assert_int_equal(state_job_submit(st, "b", "{}", 1.0), 0);
+    assert_int_equal(state_job_submit(st, "done", "{}", 1.0), 0);
+    assert_int_equal(state_job_set_state(st, "done", STATE_JOB_CANCELLED, 2.0), 0);
+    assert_int_equal(state_report_store_many(st, items, 5, 3.0), 0);
+    assert_int_equal(items[0].rc, 0);
+    assert_int_equal(items[1].rc, ERR_INVAL);
+    assert_int_equal(items[2].rc, ERR_UNKNOWN);
+    assert_int_equal(items[3].rc, ERR_CONFLICT);
+    assert_int_equal(items[4].rc, 0);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM reports"), 2);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM jobs WHERE reported_at = 3.0"), 2);
+    assert_int_equal(state_job_get(st, "b", &job), 0);
+    assert_true(job.progress == 2.0);
+    state_job_clear(&job);
+    assert_int_equal(state_report_store_many(st, items, 0, 3.0), ERR_INVAL);
+    state_close(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -979,6 +1015,7 @@ int main(void)
         STATE_TEST(state_node_jobs__allocations_on_a_node),
         STATE_TEST(state_report_store__pools_configurations),
         STATE_TEST(state_report_store__bad_reports_write_nothing),
+        STATE_TEST(state_report_store_many__each_report_alone),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
