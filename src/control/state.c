@@ -97,6 +97,33 @@ static const char *const st_migrations[STATE_SCHEMA_VERSION] = {
     "CREATE INDEX nodes_by_state ON nodes (state);"
     "CREATE INDEX allocations_by_node ON allocations (node_id);"
     "CREATE INDEX costs_by_node ON costs (node_id);",
+    /* v3: what the API records: node agents' registrations (GPU memory), heartbeats and
+     * preemption notices; each job's configuration from the plan and the gradient statistics of
+     * its last report; the step times it reported, pooled per configuration */
+    "ALTER TABLE nodes ADD COLUMN gpu_memory_mib INTEGER NOT NULL DEFAULT 0"
+    " CHECK (gpu_memory_mib >= 0);"
+    "ALTER TABLE nodes ADD COLUMN heartbeat_at REAL;"
+    "ALTER TABLE nodes ADD COLUMN notice_at REAL;"
+    "ALTER TABLE nodes ADD COLUMN notice_deadline REAL;"
+    "ALTER TABLE jobs ADD COLUMN local_bsz REAL CHECK (local_bsz > 0);"
+    "ALTER TABLE jobs ADD COLUMN accum_steps INTEGER CHECK (accum_steps >= 0);"
+    "ALTER TABLE jobs ADD COLUMN lr_gain REAL CHECK (lr_gain > 0);"
+    "ALTER TABLE jobs ADD COLUMN grad_sqr REAL CHECK (grad_sqr >= 0);"
+    "ALTER TABLE jobs ADD COLUMN grad_var REAL CHECK (grad_var >= 0);"
+    "ALTER TABLE jobs ADD COLUMN reported_at REAL;"
+    "CREATE TABLE reports ("
+    " job_id INTEGER NOT NULL REFERENCES jobs (id),"
+    " nodes INTEGER NOT NULL CHECK (nodes >= 1),"
+    " replicas INTEGER NOT NULL CHECK (replicas >= nodes),"
+    " local_bsz REAL NOT NULL CHECK (local_bsz > 0),"
+    " accum_steps INTEGER NOT NULL CHECK (accum_steps >= 0),"
+    " count INTEGER NOT NULL CHECK (count >= 1),"
+    " step_mean REAL NOT NULL CHECK (step_mean > 0),"
+    " step_var REAL NOT NULL CHECK (step_var >= 0),"
+    " sync_mean REAL NOT NULL CHECK (sync_mean >= 0 AND sync_mean < step_mean),"
+    " at REAL NOT NULL,"
+    " PRIMARY KEY (job_id, nodes, replicas, local_bsz, accum_steps)"
+    ") STRICT;",
 };
 
 static const char *const st_job_states[STATE_JOB_NSTATES] = {
@@ -565,7 +592,7 @@ struct db *state_db(struct state *st)
 
 #define ST_JOB_COLUMNS                                                                             \
     "id, name, spec, state, submitted_at, progress, checkpoint_progress, checkpoint_at, restarts," \
-    " finished_at"
+    " finished_at, local_bsz, accum_steps, lr_gain, grad_sqr, grad_var, reported_at"
 
 static int st_read_job(struct db_stmt *s, void *item)
 {
@@ -588,6 +615,12 @@ static int st_read_job(struct db_stmt *s, void *item)
     j->checkpoint_at = st_col_time(s, 7);
     j->restarts = (int)db_column_int(s, 8);
     j->finished_at = st_col_time(s, 9);
+    j->local_bsz = st_col_time(s, 10);
+    j->accum_steps = (int)db_column_int(s, 11);
+    j->lr_gain = st_col_time(s, 12);
+    j->grad_sqr = st_col_time(s, 13);
+    j->grad_var = st_col_time(s, 14);
+    j->reported_at = st_col_time(s, 15);
     return 0;
 }
 
@@ -673,6 +706,29 @@ int state_job_restarted(struct state *st, const char *name)
     if (!st_name_ok(name))
         return ERR_INVAL;
     return st_update(st, "UPDATE jobs SET restarts = restarts + 1 WHERE name = ?1", "t", name);
+}
+
+int state_job_set_config(struct state *st, const char *name, double local_bsz, int accum_steps,
+                         double lr_gain)
+{
+    enum state_job_state cur = STATE_JOB_PENDING;
+    long long id = 0;
+    int rc;
+
+    if (!st_name_ok(name) || !st_time_ok(local_bsz) || local_bsz <= 0 || accum_steps < 0 ||
+        !st_time_ok(lr_gain) || lr_gain <= 0)
+        return ERR_INVAL;
+    rc = db_begin(st->db);
+    if (rc < 0)
+        return rc;
+    rc = st_job_find(st->db, name, &id, &cur);
+    if (rc == 0 && st_job_final(cur))
+        rc = ERR_CONFLICT;
+    if (rc == 0)
+        rc = st_run(st->db,
+                    "UPDATE jobs SET local_bsz = ?2, accum_steps = ?3, lr_gain = ?4 WHERE id = ?1",
+                    "idnd", id, local_bsz, accum_steps, lr_gain);
+    return st_end(st, rc);
 }
 
 int state_job_get(struct state *st, const char *name, struct state_job *out)
@@ -802,7 +858,8 @@ void state_intents_free(struct state_intent *intents, size_t n)
 
 #define ST_NODE_COLUMNS                                                                        \
     "id, instance_id, provider, offer, market, zone, gpus, state, launch_token, launch_index," \
-    " launched_at, ready_at, terminated_at, price"
+    " launched_at, ready_at, terminated_at, price, gpu_memory_mib, heartbeat_at, notice_at,"   \
+    " notice_deadline"
 
 static int st_read_node(struct db_stmt *s, void *item)
 {
@@ -835,6 +892,10 @@ static int st_read_node(struct db_stmt *s, void *item)
     node->ready_at = st_col_time(s, 11);
     node->terminated_at = st_col_time(s, 12);
     node->price = db_column_double(s, 13);
+    node->gpu_memory_mib = (int)db_column_int(s, 14);
+    node->heartbeat_at = st_col_time(s, 15);
+    node->notice_at = st_col_time(s, 16);
+    node->notice_deadline = st_col_time(s, 17);
     return 0;
 }
 
@@ -943,6 +1004,135 @@ int state_node_set_state(struct state *st, const char *instance_id, enum state_n
         rc = st_run(st->db, "DELETE FROM allocations WHERE node_id = ?1", "i", id);
 out:
     return st_end(st, rc);
+}
+
+int state_node_register(struct state *st, const struct state_node *n, double now)
+{
+    enum state_node_state cur = STATE_NODE_LAUNCHING;
+    long long id = 0;
+    int rc;
+
+    if (!st_node_ok(n) || n->gpus < 1 || n->gpu_memory_mib < 0 || !st_time_ok(now))
+        return ERR_INVAL;
+    rc = db_begin(st->db);
+    if (rc < 0)
+        return rc;
+    rc = st_node_find(st->db, n->instance_id, &id, &cur);
+    if (rc == 0 && cur != STATE_NODE_LAUNCHING && cur != STATE_NODE_BOOTING)
+        rc = ERR_CONFLICT; /* registered before, or gone */
+    if (rc == 0) {
+        rc = st_run(st->db,
+                    "UPDATE nodes SET gpus = ?2, gpu_memory_mib = ?3, state = ?4,"
+                    " ready_at = ?5, heartbeat_at = ?5 WHERE id = ?1",
+                    "inntd", id, n->gpus, n->gpu_memory_mib, st_node_states[STATE_NODE_READY], now);
+    } else if (rc == ERR_UNKNOWN) {
+        /* a static node: the controller did not launch it, so it carries no launch token */
+        rc = n->launch_token
+                 ? ERR_INVAL
+                 : st_run(st->db,
+                          "INSERT INTO nodes (instance_id, provider, offer, market,"
+                          " zone, gpus, gpu_memory_mib, state, launched_at, ready_at,"
+                          " heartbeat_at, price)"
+                          " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11)",
+                          "tttttnntddd", n->instance_id, n->provider, n->offer,
+                          st_markets[n->market], n->zone, n->gpus, n->gpu_memory_mib,
+                          st_node_states[STATE_NODE_READY], n->launched_at, now, n->price);
+    }
+    return st_end(st, rc);
+}
+
+/* The node's id, in a transaction just begun, for an update of a node that must exist and not be
+ * terminated: ERR_UNKNOWN or ERR_CONFLICT otherwise. */
+static int st_live_node(struct state *st, const char *instance_id, long long *id,
+                        enum state_node_state *cur)
+{
+    int rc = st_node_find(st->db, instance_id, id, cur);
+
+    return rc == 0 && *cur == STATE_NODE_TERMINATED ? ERR_CONFLICT : rc;
+}
+
+int state_node_heartbeat(struct state *st, const char *instance_id, double now)
+{
+    enum state_node_state cur = STATE_NODE_LAUNCHING;
+    long long id = 0;
+    int rc;
+
+    if (!st_name_ok(instance_id) || !st_time_ok(now))
+        return ERR_INVAL;
+    rc = db_begin(st->db);
+    if (rc < 0)
+        return rc;
+    rc = st_live_node(st, instance_id, &id, &cur);
+    if (rc == 0)
+        rc = st_run(st->db, "UPDATE nodes SET heartbeat_at = ?2 WHERE id = ?1", "id", id, now);
+    return st_end(st, rc);
+}
+
+int state_node_notice(struct state *st, const char *instance_id, double now, double deadline)
+{
+    enum state_node_state cur = STATE_NODE_LAUNCHING;
+    long long id = 0;
+    int rc;
+
+    if (!st_name_ok(instance_id) || !st_time_ok(now) || !st_opt_time_ok(deadline) || deadline < now)
+        return ERR_INVAL;
+    rc = db_begin(st->db);
+    if (rc < 0)
+        return rc;
+    rc = st_live_node(st, instance_id, &id, &cur);
+    if (rc == 0)
+        rc = st_run(st->db,
+                    "UPDATE nodes SET notice_at = coalesce(notice_at, ?2),"
+                    " notice_deadline = coalesce(?3, notice_deadline), state = ?4 WHERE id = ?1",
+                    "iddt", id, now, deadline, st_node_states[STATE_NODE_DRAINING]);
+    return st_end(st, rc);
+}
+
+static int st_read_node_job(struct db_stmt *s, void *item)
+{
+    struct state_node_job *r = item;
+
+    r->replicas = (int)db_column_int(s, 1);
+    return db_column_text_dup(s, 0, &r->job);
+}
+
+static void st_clear_node_job(void *item)
+{
+    struct state_node_job *r = item;
+
+    free(r->job);
+}
+
+static const struct st_rows st_node_job_rows = {sizeof(struct state_node_job), st_read_node_job,
+                                                st_clear_node_job};
+
+int state_node_jobs(struct state *st, const char *instance_id, struct state_node_job **out,
+                    size_t *n)
+{
+    enum state_node_state cur = STATE_NODE_LAUNCHING;
+    struct db_stmt *s = NULL;
+    long long id = 0;
+    int rc;
+
+    if (!st_name_ok(instance_id))
+        return ERR_INVAL;
+    rc = st_node_find(st->db, instance_id, &id, &cur);
+    if (rc == 0)
+        rc =
+            st_prepare(st->db, &s,
+                       "SELECT j.name, a.replicas FROM allocations a JOIN jobs j ON j.id = a.job_id"
+                       " WHERE a.node_id = ?1 ORDER BY j.name",
+                       "i", id);
+    if (rc < 0)
+        return rc;
+    return st_collect(s, &st_node_job_rows, (void **)out, n);
+}
+
+void state_node_jobs_free(struct state_node_job *rows, size_t n)
+{
+    for (size_t i = 0; rows && i < n; i++)
+        st_clear_node_job(&rows[i]);
+    free(rows);
 }
 
 int state_node_get(struct state *st, const char *instance_id, struct state_node *out)
@@ -1125,6 +1315,170 @@ void state_model_clear(struct state_model *m)
     free(m->params);
     free(m->grad_stats);
     m->params = m->grad_stats = NULL;
+}
+
+/* ---- reports ---- */
+
+static int st_report_config_ok(const struct state_report_config *c)
+{
+    return c->nodes >= 1 && c->replicas >= c->nodes && st_time_ok(c->local_bsz) &&
+           c->local_bsz > 0 && c->accum_steps >= 0 && c->count >= 1 && st_time_ok(c->step_mean) &&
+           c->step_mean > 0 && st_time_ok(c->step_sd) && c->step_sd >= 0 &&
+           st_time_ok(c->sync_mean) && c->sync_mean >= 0 && c->sync_mean < c->step_mean;
+}
+
+static int st_report_ok(const struct state_report *r)
+{
+    if (!r || (r->nconfigs > 0 && !r->configs) || isnan(r->grad_sqr) != isnan(r->grad_var) ||
+        !st_opt_time_ok(r->grad_sqr) || !st_opt_time_ok(r->grad_var) || r->grad_sqr < 0 ||
+        r->grad_var < 0 || !st_opt_time_ok(r->progress) || r->progress < 0)
+        return 0;
+    for (size_t i = 0; i < r->nconfigs; i++)
+        if (!st_report_config_ok(&r->configs[i]))
+            return 0;
+    return 1;
+}
+
+/* Inside a transaction: store one report of the job (checked by the caller). */
+static int st_report_one(struct state *st, const char *job, const struct state_report *r,
+                         double now)
+{
+    enum state_job_state cur = STATE_JOB_PENDING;
+    long long id = 0;
+    int rc;
+
+    rc = st_job_find(st->db, job, &id, &cur);
+    if (rc == 0 && st_job_final(cur))
+        rc = ERR_CONFLICT;
+    /* pooled: counts add, means are weighted by counts, variances combine with the spread of
+     * the two means (every right-hand side reads the row as it was) */
+    for (size_t i = 0; rc == 0 && i < r->nconfigs; i++) {
+        const struct state_report_config *c = &r->configs[i];
+
+        rc = st_run(st->db,
+                    "INSERT INTO reports (job_id, nodes, replicas, local_bsz, accum_steps, count,"
+                    " step_mean, step_var, sync_mean, at)"
+                    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+                    " ON CONFLICT DO UPDATE SET count = count + excluded.count,"
+                    " step_mean = (count * step_mean + excluded.count * excluded.step_mean)"
+                    "  / (count + excluded.count),"
+                    " step_var = (count * step_var + excluded.count * excluded.step_var"
+                    "  + count * excluded.count * (step_mean - excluded.step_mean)"
+                    "  * (step_mean - excluded.step_mean) / (count + excluded.count))"
+                    "  / (count + excluded.count),"
+                    " sync_mean = (count * sync_mean + excluded.count * excluded.sync_mean)"
+                    "  / (count + excluded.count),"
+                    " at = excluded.at",
+                    "inndnidddd", id, c->nodes, c->replicas, c->local_bsz, c->accum_steps, c->count,
+                    c->step_mean, c->step_sd * c->step_sd, c->sync_mean, now);
+    }
+    if (rc == 0)
+        rc = st_run(st->db,
+                    "UPDATE jobs SET grad_sqr = coalesce(?2, grad_sqr),"
+                    " grad_var = coalesce(?3, grad_var), progress = coalesce(?4, progress),"
+                    " reported_at = ?5 WHERE id = ?1",
+                    "idddd", id, r->grad_sqr, r->grad_var, r->progress, now);
+    return rc;
+}
+
+/* An error that belongs to one report (the others of a batch may still be written). */
+static int st_report_own_error(int rc)
+{
+    return rc == ERR_UNKNOWN || rc == ERR_CONFLICT || rc == ERR_INVAL || rc == ERR_RANGE;
+}
+
+int state_report_store_many(struct state *st, struct state_report_item *items, size_t n, double now)
+{
+    int rc;
+
+    if (!items || n == 0 || !st_time_ok(now))
+        return ERR_INVAL;
+    rc = db_begin(st->db);
+    if (rc < 0)
+        goto out;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        if (!st_name_ok(items[i].job) || !st_report_ok(&items[i].report)) {
+            items[i].rc = ERR_INVAL;
+            continue;
+        }
+        /* each report under a savepoint: a refused one leaves no trace, the others stay */
+        rc = db_exec(st->db, "SAVEPOINT report");
+        if (rc < 0)
+            break;
+        items[i].rc = st_report_one(st, items[i].job, &items[i].report, now);
+        if (items[i].rc < 0 && !st_report_own_error(items[i].rc)) {
+            rc = items[i].rc;
+            break;
+        }
+        if (items[i].rc < 0)
+            rc = db_exec(st->db, "ROLLBACK TO report");
+        if (rc == 0)
+            rc = db_exec(st->db, "RELEASE report");
+    }
+    rc = st_end(st, rc);
+out:
+    if (rc < 0)
+        for (size_t i = 0; i < n; i++)
+            items[i].rc = rc;
+    return rc;
+}
+
+int state_report_store(struct state *st, const char *job, const struct state_report *r, double now)
+{
+    struct state_report_item item = {job, {0}, 0};
+    int rc;
+
+    if (!st_name_ok(job) || !st_report_ok(r) || !st_time_ok(now))
+        return ERR_INVAL;
+    item.report = *r;
+    rc = state_report_store_many(st, &item, 1, now);
+    return rc < 0 ? rc : item.rc;
+}
+
+static int st_read_report(struct db_stmt *s, void *item)
+{
+    struct state_report_config *c = item;
+
+    c->nodes = (int)db_column_int(s, 0);
+    c->replicas = (int)db_column_int(s, 1);
+    c->local_bsz = db_column_double(s, 2);
+    c->accum_steps = (int)db_column_int(s, 3);
+    c->count = db_column_int(s, 4);
+    c->step_mean = db_column_double(s, 5);
+    c->step_sd = sqrt(fmax(db_column_double(s, 6), 0.0));
+    c->sync_mean = db_column_double(s, 7);
+    c->at = db_column_double(s, 8);
+    return 0;
+}
+
+static void st_clear_nothing(void *item)
+{
+    (void)item;
+}
+
+static const struct st_rows st_report_rows = {sizeof(struct state_report_config), st_read_report,
+                                              st_clear_nothing};
+
+int state_report_configs(struct state *st, const char *job, struct state_report_config **out,
+                         size_t *n)
+{
+    enum state_job_state cur = STATE_JOB_PENDING;
+    struct db_stmt *s = NULL;
+    long long id = 0;
+    int rc;
+
+    if (!st_name_ok(job))
+        return ERR_INVAL;
+    rc = st_job_find(st->db, job, &id, &cur);
+    if (rc == 0)
+        rc = st_prepare(st->db, &s,
+                        "SELECT nodes, replicas, local_bsz, accum_steps, count, step_mean,"
+                        " step_var, sync_mean, at FROM reports WHERE job_id = ?1"
+                        " ORDER BY nodes, replicas, local_bsz, accum_steps",
+                        "i", id);
+    if (rc < 0)
+        return rc;
+    return st_collect(s, &st_report_rows, (void **)out, n);
 }
 
 /* ---- the decision log and costs ---- */

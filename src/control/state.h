@@ -20,7 +20,7 @@ struct state; /* an open state database; opaque */
 struct db;
 
 /* The schema version this build writes (PRAGMA user_version). */
-#define STATE_SCHEMA_VERSION 2
+#define STATE_SCHEMA_VERSION 3
 
 /* Longest name, instance id, token, provider, offer or zone, in bytes. */
 #define STATE_NAME_MAX 128
@@ -96,6 +96,14 @@ struct state_job {
     double checkpoint_at;       /* NAN before the first checkpoint */
     int restarts;
     double finished_at; /* NAN until the job reaches a final state */
+    /* the configuration the last plan gave it (state_job_set_config); NAN and 0 before one */
+    double local_bsz;
+    int accum_steps;
+    double lr_gain;
+    /* the gradient statistics of its last report (state_report_store); NAN before one */
+    double grad_sqr;
+    double grad_var;
+    double reported_at; /* when a report was last stored; NAN before one */
 };
 
 /* Submit a new pending job. spec is JSON text (ERR_INVAL when it is not valid JSON). A name
@@ -120,6 +128,12 @@ int state_job_checkpoint(struct state *st, const char *name, double progress, do
 
 /* Count one restart of the job. ERR_UNKNOWN: no such job. */
 int state_job_restarted(struct state *st, const char *name);
+
+/* Record the configuration the plan gives the job: local batch per replica (> 0), accumulation
+ * steps (>= 0) and learning-rate gain (> 0). ERR_UNKNOWN: no such job; ERR_CONFLICT: the job is in
+ * a final state. */
+int state_job_set_config(struct state *st, const char *name, double local_bsz, int accum_steps,
+                         double lr_gain);
 
 /* Read one job into *out (its strings owned by *out: state_job_clear). ERR_UNKNOWN: no such
  * job. *out written only on success. */
@@ -177,6 +191,11 @@ struct state_node {
     double ready_at;      /* NAN until ready */
     double terminated_at; /* NAN until terminated */
     double price;         /* dollars per hour, >= 0 */
+    int gpu_memory_mib;   /* memory of each GPU in MiB, >= 0 (0: not reported) */
+    /* read only: set by state_node_register, state_node_heartbeat and state_node_notice */
+    double heartbeat_at;    /* NAN before the first */
+    double notice_at;       /* when a preemption notice came; NAN without one */
+    double notice_deadline; /* when the provider said it takes the node; NAN when not said */
 };
 
 /*
@@ -196,6 +215,40 @@ int state_node_upsert(struct state *st, const struct state_node *node);
  */
 int state_node_set_state(struct state *st, const char *instance_id, enum state_node_state to,
                          double now);
+
+/*
+ * A node agent registers its node (instance id, gpus >= 1, gpu_memory_mib) at now: a node the
+ * controller launched (launching or booting) takes the reported GPUs and memory and becomes ready;
+ * a node not known yet is inserted ready with every field of node (a static node: its launch
+ * token must be NULL). Either way ready_at and heartbeat_at are now. A node already ready,
+ * draining or terminated: ERR_CONFLICT (a second registration), nothing written.
+ */
+int state_node_register(struct state *st, const struct state_node *node, double now);
+
+/* Record a heartbeat of the node at now. ERR_UNKNOWN: no such node; ERR_CONFLICT: it is
+ * terminated (its agent should stop). */
+int state_node_heartbeat(struct state *st, const char *instance_id, double now);
+
+/*
+ * Record a preemption notice for the node at now, with the provider's deadline (NAN when not
+ * known; else >= now): notice_at is kept from the first notice, the deadline is the latest said,
+ * and a node not yet draining moves to draining. ERR_UNKNOWN: no such node; ERR_CONFLICT: it is
+ * terminated.
+ */
+int state_node_notice(struct state *st, const char *instance_id, double now, double deadline);
+
+/* A job's replicas on one node. */
+struct state_node_job {
+    char *job; /* owned */
+    int replicas;
+};
+
+/* The jobs with replicas on the node, by job name. *out owns n rows (state_node_jobs_free).
+ * ERR_UNKNOWN: no such node. Written only on success. */
+int state_node_jobs(struct state *st, const char *instance_id, struct state_node_job **out,
+                    size_t *n);
+
+void state_node_jobs_free(struct state_node_job *rows, size_t n);
 
 /* Read one node (strings owned by *out: state_node_clear). ERR_UNKNOWN: no such node. */
 int state_node_get(struct state *st, const char *instance_id, struct state_node *out);
@@ -246,6 +299,64 @@ int state_model_store(struct state *st, const char *job, const char *params, con
 int state_model_get(struct state *st, const char *job, struct state_model *out);
 
 void state_model_clear(struct state_model *m);
+
+/* ---- reports: what a training job observed ---- */
+
+/*
+ * Step times observed at one configuration since the job's previous report: count steps
+ * (>= 1) of mean step_mean seconds (> 0) with standard deviation step_sd (>= 0), of which
+ * sync_mean (0 <= sync_mean < step_mean) synchronising gradients on average. The stored row for
+ * a configuration pools every report's observations (counts add; means and variances combine).
+ */
+struct state_report_config {
+    int nodes;        /* >= 1 */
+    int replicas;     /* >= nodes */
+    double local_bsz; /* > 0 */
+    int accum_steps;  /* >= 0 */
+    long long count;
+    double step_mean;
+    double step_sd;
+    double sync_mean;
+    double at; /* read only: when the row was last written */
+};
+
+/* A report: configurations, and the job's gradient statistics (sqr >= 0, var >= 0; both NAN when
+ * the report has none) and progress (>= 0; NAN when it has none). */
+struct state_report {
+    const struct state_report_config *configs;
+    size_t nconfigs;
+    double grad_sqr;
+    double grad_var;
+    double progress;
+};
+
+/* Store a report of the job at now, all or nothing. ERR_INVAL: a value out of range (nothing
+ * written); ERR_UNKNOWN: no such job; ERR_CONFLICT: the job is in a final state. */
+int state_report_store(struct state *st, const char *job, const struct state_report *r, double now);
+
+/* One report of a batch: the job, its report, and (out) its outcome: 0 or the error
+ * state_report_store would have returned for it alone. */
+struct state_report_item {
+    const char *job;
+    struct state_report report;
+    int rc;
+};
+
+/*
+ * Store n >= 1 reports, of one job or several, in one transaction (one write to the disk for all:
+ * what lets the API keep up with many jobs), each under a savepoint so that a refused one
+ * (ERR_INVAL, ERR_UNKNOWN, ERR_CONFLICT in its rc) writes nothing and the others are stored.
+ * Returns 0 when the transaction committed (each item's rc says how its report fared), or an
+ * error of the whole (ERR_AGAIN, ERR_IO, ERR_NOMEM, ...; ERR_INVAL for bad arguments) with
+ * nothing written and every item's rc set to it.
+ */
+int state_report_store_many(struct state *st, struct state_report_item *items, size_t n,
+                            double now);
+
+/* The job's pooled configurations, ordered by (nodes, replicas, local_bsz, accum_steps). *out
+ * owns n rows (free); ERR_UNKNOWN: no such job. Written only on success. */
+int state_report_configs(struct state *st, const char *job, struct state_report_config **out,
+                         size_t *n);
 
 /* ---- the decision log and costs ---- */
 

@@ -80,3 +80,141 @@ void jv_free(struct jv *v)
 {
     json_decref(JV(v));
 }
+
+/* ---- parsing and reading ---- */
+
+struct jv *jv_bool(int b)
+{
+    return (struct jv *)json_boolean(b);
+}
+
+struct jv *jv_null(void)
+{
+    return (struct jv *)json_null();
+}
+
+struct jv *jv_ref(const struct jv *v)
+{
+    return (struct jv *)json_incref(JV(v));
+}
+
+int jv_parse(const char *text, size_t len, struct jv **out, struct error *e)
+{
+    json_error_t je;
+    json_t *v;
+
+    if ((!text && len > 0) || !out)
+        return err_set(e, ERR_INVAL, "", 0, 0, "no text to parse");
+    /* one value of any kind; a key given twice is refused rather than silently kept once */
+    v = json_loadb(text ? text : "", len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
+    if (!v) {
+        if (json_error_code(&je) == json_error_out_of_memory)
+            return err_set(e, ERR_NOMEM, "", 0, 0, "out of memory parsing JSON");
+        return err_set(e, ERR_PARSE, "", je.line, je.column, "%s", je.text);
+    }
+    *out = (struct jv *)v;
+    return 0;
+}
+
+int jv_dump(const struct jv *v, char **out)
+{
+    char *s;
+
+    if (!v || !out)
+        return ERR_INVAL;
+    s = json_dumps(CJV(v),
+                   JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
+    if (!s)
+        return ERR_NOMEM;
+    *out = s;
+    return 0;
+}
+
+enum jv_type jv_type_of(const struct jv *v)
+{
+    switch (v ? json_typeof(CJV(v)) : JSON_NULL) {
+    case JSON_OBJECT:
+        return JV_OBJECT;
+    case JSON_ARRAY:
+        return JV_ARRAY;
+    case JSON_STRING:
+        return JV_STRING;
+    case JSON_INTEGER:
+        return JV_INTEGER;
+    case JSON_REAL:
+        return JV_REAL;
+    case JSON_TRUE:
+    case JSON_FALSE:
+        return JV_BOOL;
+    default:
+        return JV_NULL;
+    }
+}
+
+struct jv *jv_get(const struct jv *obj, const char *key)
+{
+    if (!json_is_object(CJV(obj)) || !key)
+        return NULL;
+    return (struct jv *)json_object_get(CJV(obj), key);
+}
+
+const char *jv_string_value(const struct jv *v)
+{
+    return json_string_value(CJV(v));
+}
+
+int jv_number_value(const struct jv *v, double *out)
+{
+    if (!json_is_number(CJV(v)))
+        return ERR_INVAL;
+    *out = json_number_value(CJV(v));
+    return 0;
+}
+
+int jv_integer_value(const struct jv *v, long long *out)
+{
+    if (!json_is_integer(CJV(v)))
+        return ERR_INVAL;
+    *out = (long long)json_integer_value(CJV(v));
+    return 0;
+}
+
+int jv_bool_value(const struct jv *v, int *out)
+{
+    if (!json_is_boolean(CJV(v)))
+        return ERR_INVAL;
+    *out = json_is_true(CJV(v));
+    return 0;
+}
+
+size_t jv_size(const struct jv *v)
+{
+    if (json_is_array(CJV(v)))
+        return json_array_size(CJV(v));
+    if (json_is_object(CJV(v)))
+        return json_object_size(CJV(v));
+    return 0;
+}
+
+struct jv *jv_at(const struct jv *v, size_t i)
+{
+    return (struct jv *)json_array_get(CJV(v), i);
+}
+
+int jv_each(const struct jv *obj, int (*fn)(void *ctx, const char *key, const struct jv *val),
+            void *ctx)
+{
+    const char *key;
+    json_t *val;
+    int rc;
+
+    if (!json_is_object(CJV(obj)))
+        return ERR_INVAL;
+    json_object_foreach(JV(obj), key, val)
+    {
+        rc = fn(ctx, key, (const struct jv *)val);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}

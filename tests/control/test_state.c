@@ -1,6 +1,6 @@
-/* test_state.c: the controller's durable state: migrations (from nothing, from version 1, refusing
- * newer and foreign files), the rules of each operation and that a refused one writes nothing,
- * atomic allocation replacement, foreign keys, and a writer SIGKILLed mid-run. */
+/* test_state.c: the controller's durable state: migrations (from nothing, from versions 1 and 2,
+ * refusing newer and foreign files), the rules of each operation and that a refused one writes
+ * nothing, atomic allocation replacement, foreign keys, and a writer SIGKILLed mid-run. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -86,9 +86,9 @@ static const char *query_plan(struct db *db, const char *sql, char *buf, size_t 
 static void state_open__new_file_at_latest_version(void **state)
 {
     static const char *const objects[] = {
-        "jobs",         "nodes",          "allocations",   "models",         "decisions",
-        "costs",        "launch_intents", "jobs_by_state", "nodes_by_state", "allocations_by_node",
-        "costs_by_node"};
+        "jobs",          "nodes",          "allocations",   "models",         "decisions",
+        "costs",         "launch_intents", "jobs_by_state", "nodes_by_state", "allocations_by_node",
+        "costs_by_node", "reports"};
     const struct tmpdb *t = *state;
     struct state *st = open_state(t);
     struct db_stmt *s = NULL;
@@ -141,7 +141,7 @@ static void state_open__migrates_v1_to_v2(void **state)
 
     st = open_state(t);
     assert_int_equal(state_version(st, &v), 0);
-    assert_int_equal(v, 2);
+    assert_int_equal(v, STATE_SCHEMA_VERSION);
     assert_non_null(
         strstr(query_plan(state_db(st), by_state, plan, sizeof(plan)), "INDEX jobs_by_state"));
     assert_int_equal(state_job_get(st, "resnet", &job), 0);
@@ -177,6 +177,7 @@ static void state_open__refuses_newer_version(void **state)
     struct state *st = open_state(t);
     struct error e = {0};
     struct db *db = NULL;
+    char want[128];
     int v = 0;
 
     assert_int_equal(state_job_submit(st, "a", "{}", 1.0), 0);
@@ -187,7 +188,9 @@ static void state_open__refuses_newer_version(void **state)
     assert_null(st);
     assert_int_equal(e.code, ERR_RANGE);
     assert_string_equal(e.file, t->path);
-    assert_non_null(strstr(e.msg, "schema version 3 is newer than this castor knows (2)"));
+    snprintf(want, sizeof(want), "schema version %d is newer than this castor knows (%d)",
+             STATE_SCHEMA_VERSION + 1, STATE_SCHEMA_VERSION);
+    assert_non_null(strstr(e.msg, want));
     assert_int_equal(db_open(t->path, &db, NULL), 0);
     assert_int_equal(db_user_version(db, &v), 0);
     assert_int_equal(v, STATE_SCHEMA_VERSION + 1);
@@ -727,6 +730,265 @@ static void state_alloc_replace__survives_sigkill(void **state)
 
 #define STATE_TEST(f) cmocka_unit_test_setup_teardown(f, tmpdb_setup, tmpdb_teardown)
 
+/* ---- version 3: what the API records ---- */
+
+/* A version 2 database with a job and a node migrates to version 3: the rows are kept and the
+ * new fields read as not known yet. */
+static void state_open__migrates_v2_to_v3(void **state)
+{
+    const struct tmpdb *t = *state;
+    struct state_node node = node_of("i-1", 8, NULL, 0), got;
+    struct state *st = NULL;
+    struct state_job job;
+    int v = 0;
+
+    assert_int_equal(state_open_version(t->path, 2, &st, NULL), 0);
+    assert_int_equal(state_job_submit(st, "resnet", "{}", 5.0), 0);
+    assert_int_equal(state_node_upsert(st, &node), 0);
+    state_close(st);
+    st = open_state(t);
+    assert_int_equal(state_version(st, &v), 0);
+    assert_int_equal(v, 3);
+    assert_int_equal(state_job_get(st, "resnet", &job), 0);
+    assert_true(job.submitted_at == 5.0 && isnan(job.local_bsz) && isnan(job.lr_gain) &&
+                isnan(job.grad_sqr) && isnan(job.reported_at));
+    state_job_clear(&job);
+    assert_int_equal(state_node_get(st, "i-1", &got), 0);
+    assert_int_equal(got.gpus, 8);
+    assert_int_equal(got.gpu_memory_mib, 0);
+    assert_true(isnan(got.heartbeat_at) && isnan(got.notice_at) && isnan(got.notice_deadline));
+    state_node_clear(&got);
+    state_close(st);
+}
+
+/* A booting node that registers takes the GPUs and memory reported and becomes ready; a second
+ * registration is refused; an unknown node is inserted as a static node (never with a launch
+ * token); no GPUs is refused. Refusals write nothing. */
+static void state_node_register__launched_static_duplicate(void **state)
+{
+    const struct tmpdb *t = *state;
+    struct state *st = open_state(t);
+    struct state_node node = node_of("i-1", 0, NULL, 0), got;
+
+    assert_int_equal(state_node_upsert(st, &node), 0);
+    node.gpus = 4;
+    node.gpu_memory_mib = 16384;
+    assert_int_equal(state_node_register(st, &node, 200.0), 0);
+    assert_int_equal(state_node_get(st, "i-1", &got), 0);
+    assert_int_equal(got.state, STATE_NODE_READY);
+    assert_int_equal(got.gpus, 4);
+    assert_int_equal(got.gpu_memory_mib, 16384);
+    assert_true(got.ready_at == 200.0 && got.heartbeat_at == 200.0 && got.launched_at == 100.0);
+    state_node_clear(&got);
+    node.gpus = 8;
+    assert_int_equal(state_node_register(st, &node, 201.0), ERR_CONFLICT);
+    assert_int_equal(state_node_get(st, "i-1", &got), 0);
+    assert_int_equal(got.gpus, 4);
+    assert_true(got.heartbeat_at == 200.0);
+    state_node_clear(&got);
+
+    node = node_of("static-1", 2, NULL, 0);
+    node.gpu_memory_mib = 1024;
+    assert_int_equal(state_node_register(st, &node, 300.0), 0);
+    assert_int_equal(state_node_get(st, "static-1", &got), 0);
+    assert_int_equal(got.state, STATE_NODE_READY);
+    assert_string_equal(got.offer, "g4dn.12xlarge");
+    assert_true(got.ready_at == 300.0 && got.price == 3.912);
+    state_node_clear(&got);
+    node = node_of("static-2", 2, "tok", 0);
+    assert_int_equal(state_node_register(st, &node, 300.0), ERR_INVAL);
+    node = node_of("static-3", 0, NULL, 0);
+    assert_int_equal(state_node_register(st, &node, 300.0), ERR_INVAL);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM nodes"), 2);
+    state_close(st);
+}
+
+/* Heartbeats are recorded; a notice moves the node to draining, keeps the first notice's time and
+ * the latest deadline; a terminated node refuses both; an unknown one is ERR_UNKNOWN. */
+static void state_node_heartbeat_notice__rules(void **state)
+{
+    const struct tmpdb *t = *state;
+    struct state *st = open_state(t);
+    const char *ids[] = {"i-1"};
+    struct state_node got;
+
+    add_ready_nodes(st, ids, 1);
+    assert_int_equal(state_node_heartbeat(st, "i-1", 150.0), 0);
+    assert_int_equal(state_node_heartbeat(st, "i-9", 150.0), ERR_UNKNOWN);
+    assert_int_equal(state_node_notice(st, "i-1", 160.0, 150.0), ERR_INVAL);
+    assert_int_equal(state_node_notice(st, "i-1", 160.0, NAN), 0);
+    assert_int_equal(state_node_notice(st, "i-1", 170.0, 280.0), 0);
+    assert_int_equal(state_node_get(st, "i-1", &got), 0);
+    assert_int_equal(got.state, STATE_NODE_DRAINING);
+    assert_true(got.heartbeat_at == 150.0 && got.notice_at == 160.0 &&
+                got.notice_deadline == 280.0);
+    state_node_clear(&got);
+    assert_int_equal(state_node_set_state(st, "i-1", STATE_NODE_TERMINATED, 290.0), 0);
+    assert_int_equal(state_node_heartbeat(st, "i-1", 300.0), ERR_CONFLICT);
+    assert_int_equal(state_node_notice(st, "i-1", 300.0, NAN), ERR_CONFLICT);
+    assert_int_equal(state_node_notice(st, "i-9", 300.0, NAN), ERR_UNKNOWN);
+    state_close(st);
+}
+
+/* The jobs on a node, by name, with their replicas there; none on an idle node. */
+static void state_node_jobs__allocations_on_a_node(void **state)
+{
+    const struct tmpdb *t = *state;
+    struct state *st = open_state(t);
+    const char *ids[] = {"i-1", "i-2"};
+    struct state_alloc a[] = {{"i-1", 2, 0}, {"i-2", 1, 0}}, b[] = {{"i-1", 1, 0}};
+    struct state_node_job *rows = NULL;
+    size_t n = 9;
+
+    add_ready_nodes(st, ids, 2);
+    assert_int_equal(state_job_submit(st, "zeta", "{}", 1.0), 0);
+    assert_int_equal(state_job_submit(st, "alpha", "{}", 1.0), 0);
+    assert_int_equal(state_alloc_replace(st, "zeta", a, 2, 200.0), 0);
+    assert_int_equal(state_alloc_replace(st, "alpha", b, 1, 200.0), 0);
+    assert_int_equal(state_node_jobs(st, "i-1", &rows, &n), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(rows[0].job, "alpha");
+    assert_int_equal(rows[0].replicas, 1);
+    assert_string_equal(rows[1].job, "zeta");
+    assert_int_equal(rows[1].replicas, 2);
+    state_node_jobs_free(rows, n);
+    assert_int_equal(state_job_set_state(st, "zeta", STATE_JOB_CANCELLED, 300.0), 0);
+    assert_int_equal(state_node_jobs(st, "i-2", &rows, &n), 0);
+    assert_int_equal(n, 0);
+    assert_int_equal(state_node_jobs(st, "i-9", &rows, &n), ERR_UNKNOWN);
+    state_close(st);
+}
+
+/* Two reports of one configuration pool as if their steps had come in one: counts add, the mean
+ * is the mean of all steps and the spread their standard deviation (checked against the steps
+ * themselves); gradient statistics and progress are the latest; the configuration set by the plan
+ * reads back. */
+static void state_report_store__pools_configurations(void **state)
+{
+    const struct tmpdb *t = *state;
+    struct state *st = open_state(t);
+    /* steps 1.0 x 10 then 2.0, 3.0 alternating x 30 */
+    struct state_report_config c1 = {1, 2, 32.0, 0, 10, 1.0, 0.0, 0.1, 0};
+    struct state_report_config c2 = {1, 2, 32.0, 0, 30, 2.5, 0.5, 0.3, 0};
+    struct state_report_config other = {2, 4, 32.0, 1, 5, 4.0, 0.25, 1.0, 0};
+    struct state_report r1 = {&c1, 1, 0.5, 2.0, 3.0}, r2 = {&c2, 1, NAN, NAN, NAN};
+    struct state_report r3 = {&other, 1, 0.25, 1.0, 4.0};
+    struct state_report_config *rows = NULL;
+    double mean = 0, ss = 0;
+    struct state_job job;
+    size_t n = 0;
+
+    for (int i = 0; i < 40; i++)
+        mean += (i < 10 ? 1.0 : (i % 2 ? 3.0 : 2.0)) / 40;
+    for (int i = 0; i < 40; i++) {
+        double x = i < 10 ? 1.0 : (i % 2 ? 3.0 : 2.0);
+
+        ss += (x - mean) * (x - mean);
+    }
+    assert_int_equal(state_job_submit(st, "j", "{}", 1.0), 0);
+    assert_int_equal(state_report_store(st, "j", &r1, 10.0), 0);
+    assert_int_equal(state_report_store(st, "j", &r2, 20.0), 0);
+    assert_int_equal(state_report_store(st, "j", &r3, 30.0), 0);
+    assert_int_equal(state_report_configs(st, "j", &rows, &n), 0);
+    assert_int_equal(n, 2);
+    assert_int_equal(rows[0].count, 40);
+    assert_float_equal(rows[0].step_mean, mean, 1e-12);
+    assert_float_equal(rows[0].step_sd, sqrt(ss / 40), 1e-12);
+    assert_float_equal(rows[0].sync_mean, (10 * 0.1 + 30 * 0.3) / 40, 1e-12);
+    assert_true(rows[0].at == 20.0);
+    assert_int_equal(rows[1].nodes, 2);
+    assert_int_equal(rows[1].accum_steps, 1);
+    assert_float_equal(rows[1].step_sd, 0.25, 1e-12);
+    free(rows);
+    assert_int_equal(state_job_set_config(st, "j", 48.0, 2, 1.5), 0);
+    assert_int_equal(state_job_get(st, "j", &job), 0);
+    assert_true(job.grad_sqr == 0.25 && job.grad_var == 1.0 && job.progress == 4.0 &&
+                job.reported_at == 30.0);
+    assert_true(job.local_bsz == 48.0 && job.accum_steps == 2 && job.lr_gain == 1.5);
+    state_job_clear(&job);
+    state_close(st);
+}
+
+/* A report with a configuration that makes no sense (zero replicas, fewer replicas than nodes,
+ * a negative or NaN time, sync not below the step, zero count), or half the gradient statistics,
+ * is refused whole: nothing of it is written, not even its good configurations; unknown and
+ * finished jobs are refused likewise. */
+static void state_report_store__bad_reports_write_nothing(void **state)
+{
+    const struct tmpdb *t = *state;
+    struct state *st = open_state(t);
+    const struct state_report_config good = {1, 1, 16.0, 0, 3, 0.5, 0.1, 0.0, 0};
+    struct state_report_config bad[8];
+    struct state_report r = {bad, 2, 1.0, 1.0, 1.0};
+    struct state_job job;
+
+    for (int i = 0; i < 8; i++)
+        bad[i] = good;
+    bad[1].replicas = 0;
+    bad[2].nodes = 2;
+    bad[3].step_mean = -0.5;
+    bad[4].step_sd = NAN;
+    bad[5].sync_mean = 0.5;
+    bad[6].count = 0;
+    bad[7].local_bsz = 0;
+    assert_int_equal(state_job_submit(st, "j", "{}", 1.0), 0);
+    for (int i = 1; i < 8; i++) {
+        bad[1] = bad[i];
+        assert_int_equal(state_report_store(st, "j", &r, 5.0), ERR_INVAL);
+    }
+    bad[1] = good;
+    r.grad_var = NAN;
+    assert_int_equal(state_report_store(st, "j", &r, 5.0), ERR_INVAL);
+    r.grad_var = 1.0;
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM reports"), 0);
+    assert_int_equal(state_job_get(st, "j", &job), 0);
+    assert_true(isnan(job.reported_at) && job.progress == 0.0);
+    state_job_clear(&job);
+    assert_int_equal(state_report_store(st, "nope", &r, 5.0), ERR_UNKNOWN);
+    assert_int_equal(state_job_set_state(st, "j", STATE_JOB_CANCELLED, 6.0), 0);
+    assert_int_equal(state_report_store(st, "j", &r, 7.0), ERR_CONFLICT);
+    assert_int_equal(state_job_set_config(st, "j", 8.0, 0, 1.0), ERR_CONFLICT);
+    assert_int_equal(state_job_set_config(st, "j", 0.0, 0, 1.0), ERR_INVAL);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM reports"), 0);
+    state_close(st);
+}
+
+/* A batch of reports is one transaction in which each report stands alone: the good ones are
+ * stored, a bad one, one for an unknown job and one for an ended job are refused with their own
+ * code and leave nothing. */
+static void state_report_store_many__each_report_alone(void **state)
+{
+    const struct tmpdb *t = *state;
+    struct state *st = open_state(t);
+    const struct state_report_config good = {1, 1, 16.0, 0, 3, 0.5, 0.1, 0.0, 0};
+    struct state_report_config bad = good;
+    struct state_report_item items[5] = {
+        {"a", {&good, 1, NAN, NAN, 1.0}, 7},    {"a", {&bad, 1, NAN, NAN, NAN}, 7},
+        {"nope", {&good, 1, NAN, NAN, NAN}, 7}, {"done", {&good, 1, NAN, NAN, NAN}, 7},
+        {"b", {&good, 1, NAN, NAN, 2.0}, 7},
+    };
+    struct state_job job;
+
+    bad.replicas = 0;
+    assert_int_equal(state_job_submit(st, "a", "{}", 1.0), 0);
+    assert_int_equal(state_job_submit(st, "b", "{}", 1.0), 0);
+    assert_int_equal(state_job_submit(st, "done", "{}", 1.0), 0);
+    assert_int_equal(state_job_set_state(st, "done", STATE_JOB_CANCELLED, 2.0), 0);
+    assert_int_equal(state_report_store_many(st, items, 5, 3.0), 0);
+    assert_int_equal(items[0].rc, 0);
+    assert_int_equal(items[1].rc, ERR_INVAL);
+    assert_int_equal(items[2].rc, ERR_UNKNOWN);
+    assert_int_equal(items[3].rc, ERR_CONFLICT);
+    assert_int_equal(items[4].rc, 0);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM reports"), 2);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM jobs WHERE reported_at = 3.0"), 2);
+    assert_int_equal(state_job_get(st, "b", &job), 0);
+    assert_true(job.progress == 2.0);
+    state_job_clear(&job);
+    assert_int_equal(state_report_store_many(st, items, 0, 3.0), ERR_INVAL);
+    state_close(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -747,6 +1009,13 @@ int main(void)
         STATE_TEST(state_model__store_and_replace),
         STATE_TEST(state_decision_and_cost__append_and_total),
         STATE_TEST(state_alloc_replace__survives_sigkill),
+        STATE_TEST(state_open__migrates_v2_to_v3),
+        STATE_TEST(state_node_register__launched_static_duplicate),
+        STATE_TEST(state_node_heartbeat_notice__rules),
+        STATE_TEST(state_node_jobs__allocations_on_a_node),
+        STATE_TEST(state_report_store__pools_configurations),
+        STATE_TEST(state_report_store__bad_reports_write_nothing),
+        STATE_TEST(state_report_store_many__each_report_alone),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -225,6 +225,117 @@ static void jv_free__null(void **state)
     jv_free(NULL);
 }
 
+/* Parsing an object reads back every kind of value through the getters; numbers as integers and
+ * reals keep their kind, and the getters refuse the wrong kind without touching the output. */
+static void jv_parse__object_and_getters(void **state)
+{
+    const char text[] = "{\"s\":\"h\\u00e9\",\"i\":-42,\"r\":2.5,\"t\":true,\"n\":null,"
+                        "\"a\":[1,\"x\"],\"o\":{}}";
+    struct jv *v = NULL;
+    long long i = 7;
+    double d = 0;
+    int b = -1;
+
+    (void)state;
+    assert_int_equal(jv_parse(text, strlen(text), &v, NULL), 0);
+    assert_int_equal(jv_type_of(v), JV_OBJECT);
+    assert_int_equal(jv_size(v), 7);
+    assert_string_equal(jv_string_value(jv_get(v, "s")), "h\xc3\xa9");
+    assert_int_equal(jv_integer_value(jv_get(v, "i"), &i), 0);
+    assert_int_equal(i, -42);
+    assert_int_equal(jv_integer_value(jv_get(v, "r"), &i), ERR_INVAL);
+    assert_int_equal(i, -42);
+    assert_int_equal(jv_number_value(jv_get(v, "r"), &d), 0);
+    assert_true(d == 2.5);
+    assert_int_equal(jv_number_value(jv_get(v, "i"), &d), 0);
+    assert_true(d == -42.0);
+    assert_int_equal(jv_number_value(jv_get(v, "s"), &d), ERR_INVAL);
+    assert_int_equal(jv_bool_value(jv_get(v, "t"), &b), 0);
+    assert_int_equal(b, 1);
+    assert_int_equal(jv_type_of(jv_get(v, "n")), JV_NULL);
+    assert_int_equal(jv_type_of(jv_get(v, "a")), JV_ARRAY);
+    assert_int_equal(jv_size(jv_get(v, "a")), 2);
+    assert_string_equal(jv_string_value(jv_at(jv_get(v, "a"), 1)), "x");
+    assert_null(jv_at(jv_get(v, "a"), 2));
+    assert_null(jv_get(v, "missing"));
+    assert_null(jv_get(jv_get(v, "a"), "s"));
+    assert_int_equal(jv_type_of(jv_get(v, "o")), JV_OBJECT);
+    jv_free(v);
+}
+
+/* Malformed text is ERR_PARSE with the place and reason; so are trailing garbage, a key given
+ * twice, a number too large for a double and the bare words NaN and Infinity. */
+static void jv_parse__malformed(void **state)
+{
+    static const char *const bad[] = {
+        "{\"a\":1,}", "{\"a\":1} x", "{\"a\":1,\"a\":2}", "[1e999]", "[NaN]", "[Infinity]", "",
+    };
+    struct jv *v = NULL;
+    struct error e = {0};
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        memset(&e, 0, sizeof(e));
+        assert_int_equal(jv_parse(bad[i], strlen(bad[i]), &v, &e), ERR_PARSE);
+        assert_null(v);
+        assert_int_equal(e.code, ERR_PARSE);
+        assert_true(e.msg[0] != '\0');
+    }
+    assert_int_equal(jv_parse("{\n \"a\": tru }", 13, &v, &e), ERR_PARSE);
+    assert_int_equal(e.line, 2);
+    assert_null(v);
+}
+
+/* A string holding \u0000 is refused (a C string would end there and hide the rest). */
+static void jv_parse__nul_in_string_refused(void **state)
+{
+    const char text[] = "\"ab\\u0000c\"";
+    struct jv *v = NULL;
+
+    (void)state;
+    assert_int_equal(jv_parse(text, strlen(text), &v, NULL), ERR_PARSE);
+    assert_null(v);
+    assert_int_equal(jv_parse("\"abc\"", 5, &v, NULL), 0);
+    assert_string_equal(jv_string_value(v), "abc");
+    jv_free(v);
+}
+
+/* jv_dump writes compact JSON in insertion order that parses back to the same values, reals
+ * exactly; jv_each walks the keys in order and stops at a non-zero return. */
+static int collect_keys(void *ctx, const char *key, const struct jv *val)
+{
+    char *keys = ctx;
+
+    (void)val;
+    strcat(keys, key);
+    return strcmp(key, "stop") == 0 ? 5 : 0;
+}
+
+static void jv_dump__round_trip_and_each(void **state)
+{
+    struct jv *obj = jv_object(), *back = NULL;
+    char *text = NULL, keys[32] = "";
+    double d = 0;
+
+    (void)state;
+    assert_int_equal(jv_set(obj, "z", jv_number(0.1 + 0.2)), 0);
+    assert_int_equal(jv_set(obj, "a", jv_bool(0)), 0);
+    assert_int_equal(jv_set(obj, "stop", jv_string("q\"")), 0);
+    assert_int_equal(jv_set(obj, "after", jv_ref(jv_get(obj, "a"))), 0);
+    assert_int_equal(jv_dump(obj, &text), 0);
+    assert_string_equal(text, "{\"z\":0.30000000000000004,\"a\":false,\"stop\":\"q\\\"\","
+                              "\"after\":false}");
+    assert_int_equal(jv_parse(text, strlen(text), &back, NULL), 0);
+    assert_int_equal(jv_number_value(jv_get(back, "z"), &d), 0);
+    assert_true(d == 0.1 + 0.2);
+    assert_int_equal(jv_each(back, collect_keys, keys), 5);
+    assert_string_equal(keys, "zastop");
+    assert_int_equal(jv_each(jv_get(back, "z"), collect_keys, keys), ERR_INVAL);
+    free(text);
+    jv_free(back);
+    jv_free(obj);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -239,6 +350,10 @@ int main(void)
         cmocka_unit_test(jv_write_path__file_and_error),
         cmocka_unit_test(jv_write_path__full_device),
         cmocka_unit_test(jv_free__null),
+        cmocka_unit_test(jv_parse__object_and_getters),
+        cmocka_unit_test(jv_parse__malformed),
+        cmocka_unit_test(jv_parse__nul_in_string_refused),
+        cmocka_unit_test(jv_dump__round_trip_and_each),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

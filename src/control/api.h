@@ -1,0 +1,120 @@
+/* api.h: the controller's HTTP API over the durable state: bearer tokens for nodes, jobs and
+ * users, node registration and heartbeats, training jobs' reports, users' jobs and fleet, and
+ * Prometheus metrics. The endpoints and their JSON are documented in docs/api.md. */
+#ifndef CASTOR_CONTROL_API_H
+#define CASTOR_CONTROL_API_H
+
+#include <stddef.h>
+
+#include "util/error.h"
+#include "util/http_server.h"
+
+struct state;
+struct log;
+
+/* Who a token speaks for. The metrics role is optional: without a metrics token, /metrics takes
+ * the user token. */
+enum api_role { API_ROLE_NODE, API_ROLE_JOB, API_ROLE_USER, API_ROLE_METRICS, API_NROLES };
+
+#define API_TOKEN_MIN 16  /* shortest token accepted, bytes */
+#define API_TOKEN_MAX 512 /* longest */
+
+/* The tokens, one per role (metrics may be NULL); owned, wiped by api_tokens_clear. A token is
+ * API_TOKEN_MIN to API_TOKEN_MAX printable ASCII characters without spaces, and no two roles share
+ * one. */
+struct api_tokens {
+    char *token[API_NROLES];
+};
+
+/* The environment variables the tokens are read from (never from the command line). */
+#define API_ENV_NODE_TOKEN "CASTOR_NODE_TOKEN"
+#define API_ENV_JOB_TOKEN "CASTOR_JOB_TOKEN"
+#define API_ENV_USER_TOKEN "CASTOR_USER_TOKEN"
+#define API_ENV_METRICS_TOKEN "CASTOR_METRICS_TOKEN" /* optional */
+
+/*
+ * Read the tokens from the environment variables above. Errors (e names the variable, never the
+ * value): ERR_NOENT (a required one is not set), ERR_INVAL (too short or long, a character not
+ * allowed, two roles with the same token), ERR_NOMEM. On success *out owns copies
+ * (api_tokens_clear); on error it is untouched and nothing read is left in memory.
+ */
+int api_tokens_from_env(struct api_tokens *out, struct error *e);
+
+/*
+ * Read the tokens from files, one token per file (a final newline is dropped; metrics_path may be
+ * NULL). Errors as api_tokens_from_env, with e naming the file, plus ERR_IO (cannot read) and
+ * ERR_INVAL for a file readable by others than its owner (mode & 077: a token file is a secret).
+ */
+int api_tokens_from_files(const char *node_path, const char *job_path, const char *user_path,
+                          const char *metrics_path, struct api_tokens *out, struct error *e);
+
+/* Wipe and free the tokens; the struct is zeroed. NULL is ignored. */
+void api_tokens_clear(struct api_tokens *t);
+
+/* ---- metrics the daemon fills ---- */
+
+/* Upper bounds, in seconds, of the decide-latency histogram's buckets (one more: +Inf). */
+#define API_DECIDE_NBUCKETS 8
+extern const double api_decide_buckets[API_DECIDE_NBUCKETS];
+
+struct api_job_metrics {
+    const char *job;   /* the job's name */
+    double goodput;    /* samples per second at the current configuration; NAN: not known */
+    double speedup;    /* goodput over that of one GPU at the job's initial batch; NAN: not known */
+    double batch_size; /* total batch size; NAN: not known */
+};
+
+struct api_call_metrics {
+    const char *op;   /* provider operation: "launch", "terminate", "describe", ... */
+    const char *code; /* for errors: the provider's code ("InsufficientInstanceCapacity") */
+    long long count;
+};
+
+/* What the daemon knows that the state does not. Strings and arrays are borrowed for the call to
+ * api_set_metrics, which copies them. */
+struct api_metrics {
+    const struct api_job_metrics *jobs;
+    size_t njobs;
+    long long decide_counts[API_DECIDE_NBUCKETS + 1]; /* per bucket (not cumulative); last: +Inf */
+    double decide_sum;                                /* seconds, over all decides */
+    const struct api_call_metrics *calls;             /* provider calls by op (code unused) */
+    size_t ncalls;
+    const struct api_call_metrics *errors; /* provider errors by op and code */
+    size_t nerrors;
+};
+
+/* Count one decide of the given latency (seconds, >= 0) into m's histogram. ERR_INVAL for a
+ * latency that is negative or not finite (nothing counted). */
+int api_metrics_observe_decide(struct api_metrics *m, double seconds);
+
+/* ---- the API ---- */
+
+/* The time, seconds since the Unix epoch, from the daemon layer (the API reads no clock). */
+typedef double (*api_clock_fn)(void *ctx);
+
+struct api_config {
+    struct state *state; /* borrowed; the API serialises its use */
+    struct log *log;     /* borrowed; NULL: no request log */
+    api_clock_fn clock;  /* the time of records and log lines */
+    void *clock_ctx;
+    const struct api_tokens *tokens; /* read at api_new (only their digests are kept) */
+};
+
+struct api; /* opaque */
+
+/* A new API. Errors: ERR_INVAL (no state, clock or tokens; a token as api_tokens_from_env would
+ * refuse), ERR_NOMEM. On success *out owns it (api_free); the tokens may be cleared at once. */
+int api_new(const struct api_config *cfg, struct api **out, struct error *e);
+
+/* Free the API (the server that calls it must be stopped first). NULL is ignored. */
+void api_free(struct api *a);
+
+/* Replace the metrics the daemon fills by a copy of m. ERR_INVAL (a NULL name, op or code),
+ * ERR_NOMEM (the old metrics stay). */
+int api_set_metrics(struct api *a, const struct api_metrics *m);
+
+/* The HTTP handler (an http_handler_fn with the API as ctx): every request is authenticated,
+ * routed, validated and answered with JSON (the metrics in Prometheus text). */
+void api_handle(void *api, const struct http_request *req, struct http_response *resp);
+
+#endif

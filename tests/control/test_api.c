@@ -1,0 +1,1025 @@
+/* test_api.c: the controller's API through a real server on 127.0.0.1:0 and a real client: every
+ * endpoint's happy path and bad input, 401 on every endpoint without or with a wrong token, the
+ * roles kept apart, the database unchanged by every refused request, the metrics text parsed line
+ * by line, the tokens from the environment and from files, and a log that never holds a token. */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "control/api.h"
+#include "control/state.h"
+#include "util/db.h"
+#include "util/db_fixture.h"
+#include "util/error.h"
+#include "util/http_client.h"
+#include "util/http_server.h"
+#include "util/json.h"
+#include "util/log.h"
+
+#define TOKEN_NODE "node-token-0123456789abcdef"
+#define TOKEN_JOB "job-token-0123456789abcdef"
+#define TOKEN_USER "user-token-0123456789abcdef"
+#define TOKEN_METRICS "metrics-token-0123456789abcdef"
+#define TOKEN_WRONG "wrong-token-0123456789abcdef"
+
+struct fixture {
+    struct tmpdb db;
+    struct state *st;
+    struct api *api;
+    struct http_server *server;
+    struct http_client *client;
+    char *logtext;
+    size_t loglen;
+    FILE *logf;
+    struct log *log;
+    double now;
+    char base[64];
+};
+
+static double fake_clock(void *ctx)
+{
+    struct fixture *f = ctx;
+
+    return f->now;
+}
+
+static int api_setup(void **state)
+{
+    struct api_tokens tokens = {
+        {strdup(TOKEN_NODE), strdup(TOKEN_JOB), strdup(TOKEN_USER), strdup(TOKEN_METRICS)}};
+    struct http_server_config hc = {.max_body = 64 * 1024};
+    struct fixture *f = calloc(1, sizeof(*f));
+    struct api_config cfg = {0};
+    void *tmp = NULL;
+
+    if (!f || tmpdb_setup(&tmp) < 0)
+        return -1;
+    f->db = *(struct tmpdb *)tmp;
+    free(tmp);
+    f->now = 1714564800.0;
+    f->logf = open_memstream(&f->logtext, &f->loglen);
+    if (!f->logf || log_new(f->logf, LOG_DEBUG, &f->log) < 0 ||
+        state_open(f->db.path, &f->st, NULL) < 0)
+        return -1;
+    cfg.state = f->st;
+    cfg.log = f->log;
+    cfg.clock = fake_clock;
+    cfg.clock_ctx = f;
+    cfg.tokens = &tokens;
+    if (api_new(&cfg, &f->api, NULL) < 0)
+        return -1;
+    api_tokens_clear(&tokens);
+    if (http_server_start(&hc, api_handle, f->api, &f->server, NULL) < 0 ||
+        http_client_new(&f->client) < 0)
+        return -1;
+    snprintf(f->base, sizeof(f->base), "http://127.0.0.1:%d", http_server_port(f->server));
+    *state = f;
+    return 0;
+}
+
+static int api_teardown(void **state)
+{
+    struct fixture *f = *state;
+    struct tmpdb *t = malloc(sizeof(*t));
+
+    http_client_free(f->client);
+    http_server_stop(f->server);
+    api_free(f->api);
+    state_close(f->st);
+    log_free(f->log);
+    fclose(f->logf);
+    free(f->logtext);
+    *t = f->db;
+    free(f);
+    return tmpdb_teardown((void **)&t);
+}
+
+/* One request: token NULL sends no Authorization; *out (may be NULL) gets the parsed JSON body
+ * (NULL when it is not JSON). Returns the status. */
+static long call(struct fixture *f, const char *method, const char *path, const char *token,
+                 const char *body, struct jv **out)
+{
+    char auth[128], url[256];
+    const char *headers[2] = {auth, "Content-Type: application/json"};
+    struct http_client_request req = {.method = method, .url = url, .headers = headers};
+    struct http_client_response r = {0};
+    struct jv *v = NULL;
+    long status;
+
+    snprintf(url, sizeof(url), "%s%s", f->base, path);
+    snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token ? token : "");
+    req.headers = token ? headers : headers + 1;
+    req.nheaders = 1;
+    req.body = body;
+    req.body_len = body ? strlen(body) : 0;
+    assert_int_equal(http_client_do(f->client, &req, &r, NULL), 0);
+    status = r.status;
+    if (jv_parse(r.body, r.body_len, &v, NULL) < 0)
+        v = NULL;
+    if (out)
+        *out = v;
+    else
+        jv_free(v);
+    http_client_response_clear(&r);
+    return status;
+}
+
+/* call, expecting status and an error naming what (a substring of the reason). */
+static void expect_error(struct fixture *f, const char *method, const char *path, const char *token,
+                         const char *body, long status, const char *what)
+{
+    struct jv *v = NULL;
+    const char *reason;
+
+    assert_int_equal(call(f, method, path, token, body, &v), status);
+    reason = jv_string_value(jv_get(v, "error"));
+    assert_non_null(reason);
+    if (!strstr(reason, what))
+        fail_msg("reason \"%s\" does not mention \"%s\"", reason, what);
+    jv_free(v);
+}
+
+/* Every row of every table as text: what "nothing written" is checked against. The caller frees
+ * it. */
+static char *dump(struct fixture *f)
+{
+    static const struct {
+        const char *sql;
+        int cols;
+    } tables[] = {
+        {"SELECT * FROM jobs ORDER BY id", 16},
+        {"SELECT * FROM nodes ORDER BY id", 18},
+        {"SELECT * FROM allocations ORDER BY job_id, node_id", 4},
+        {"SELECT * FROM models ORDER BY job_id", 4},
+        {"SELECT * FROM decisions ORDER BY id", 4},
+        {"SELECT * FROM costs ORDER BY id", 5},
+        {"SELECT * FROM launch_intents ORDER BY id", 7},
+        {"SELECT * FROM reports ORDER BY job_id, nodes, replicas, local_bsz, accum_steps", 10},
+    };
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+
+    assert_non_null(out);
+    for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++) {
+        struct db_stmt *s = NULL;
+
+        assert_int_equal(db_prepare(state_db(f->st), tables[t].sql, &s), 0);
+        fprintf(out, "%s\n", tables[t].sql);
+        while (db_step(s) == DB_ROW) {
+            for (int c = 0; c < tables[t].cols; c++)
+                fprintf(out, "%s|", db_column_is_null(s, c) ? "NULL" : db_column_text(s, c));
+            fputc('\n', out);
+        }
+        db_finalize(s);
+    }
+    assert_int_equal(fclose(out), 0);
+    return text;
+}
+
+#define JOB_SPEC(name)                                                                             \
+    "{\"name\":\"" name "\",\"command\":[\"python\",\"train.py\"],\"workdir\":\"/w\","             \
+    "\"env\":{\"A\":\"1\"},\"init_batch_size\":128,\"max_batch_size\":4096,\"max_local_bsz\":256," \
+    "\"max_replicas\":8,\"priority\":2}"
+
+#define REPORT                                                                                   \
+    "{\"configs\":[{\"nodes\":1,\"replicas\":2,\"local_bsz\":64,\"accum_steps\":0,\"count\":10," \
+    "\"step_mean\":0.25,\"step_sd\":0.01,\"sync_mean\":0.05}],\"grad\":{\"sqr\":0.5,\"var\":2}," \
+    "\"progress\":1.5}"
+
+/* A node registered, a job submitted, the job on the node: the fixture's usual world. */
+static void populate(struct fixture *f)
+{
+    struct state_alloc rows[] = {{"i-1", 2, 0}};
+
+    assert_int_equal(call(f, "POST", "/v1/nodes", TOKEN_NODE,
+                          "{\"instance_id\":\"i-1\",\"gpus\":4,\"gpu_memory_mib\":16384,"
+                          "\"offer\":\"p3.8xlarge\",\"market\":\"spot\",\"price\":3.5}",
+                          NULL),
+                     201);
+    assert_int_equal(call(f, "POST", "/v1/jobs", TOKEN_USER, JOB_SPEC("a"), NULL), 201);
+    assert_int_equal(state_alloc_replace(f->st, "a", rows, 1, f->now), 0);
+    assert_int_equal(state_job_set_config(f->st, "a", 64, 1, 1.25), 0);
+}
+
+/* Every endpoint, with a body that would be good. */
+static const struct {
+    const char *method;
+    const char *path;
+    const char *token; /* the right one */
+    const char *body;
+} endpoints[] = {
+    {"POST", "/v1/nodes", TOKEN_NODE, "{\"instance_id\":\"i-2\",\"gpus\":1}"},
+    {"POST", "/v1/nodes/i-1/heartbeat", TOKEN_NODE, "{}"},
+    {"GET", "/v1/nodes/i-1/assignment", TOKEN_NODE, NULL},
+    {"POST", "/v1/nodes/i-1/notice", TOKEN_NODE, "{}"},
+    {"POST", "/v1/jobs/a/reports", TOKEN_JOB, REPORT},
+    {"GET", "/v1/jobs/a/allocation", TOKEN_JOB, NULL},
+    {"POST", "/v1/jobs", TOKEN_USER, JOB_SPEC("b")},
+    {"GET", "/v1/jobs", TOKEN_USER, NULL},
+    {"GET", "/v1/jobs/a", TOKEN_USER, NULL},
+    {"DELETE", "/v1/jobs/a", TOKEN_USER, NULL},
+    {"GET", "/v1/fleet", TOKEN_USER, NULL},
+    {"GET", "/metrics", TOKEN_METRICS, NULL},
+};
+#define NENDPOINTS (sizeof(endpoints) / sizeof(endpoints[0]))
+
+/* Without a token, with a wrong one, or with another scheme, every endpoint (and a path that is
+ * none) answers 401 with a JSON reason and a WWW-Authenticate challenge, and writes nothing. */
+static void api_handle__every_endpoint_needs_a_token(void **state)
+{
+    struct fixture *f = *state;
+    char *before, *after;
+
+    populate(f);
+    before = dump(f);
+    for (size_t i = 0; i < NENDPOINTS; i++) {
+        const char *m = endpoints[i].method, *p = endpoints[i].path, *b = endpoints[i].body;
+
+        expect_error(f, m, p, NULL, b, 401, "bearer token is required");
+        expect_error(f, m, p, TOKEN_WRONG, b, 401, "not valid");
+        expect_error(f, m, p, TOKEN_NODE "x", b, 401, "not valid");
+        expect_error(f, m, p, "", b, 401, "required");
+    }
+    expect_error(f, "GET", "/nowhere", NULL, NULL, 401, "required");
+    after = dump(f);
+    assert_string_equal(before, after);
+    free(before);
+    free(after);
+}
+
+/* Each endpoint refuses the tokens of the roles it is not for with 403, writing nothing; the
+ * right token then works. */
+static void api_handle__roles_kept_apart(void **state)
+{
+    static const char *const all[] = {TOKEN_NODE, TOKEN_JOB, TOKEN_USER, TOKEN_METRICS};
+    struct fixture *f = *state;
+    char *before, *after;
+
+    populate(f);
+    before = dump(f);
+    for (size_t i = 0; i < NENDPOINTS; i++)
+        for (size_t t = 0; t < 4; t++) {
+            int allowed = strcmp(all[t], endpoints[i].token) == 0 ||
+                          (strcmp(endpoints[i].path, "/v1/jobs/a/allocation") == 0 &&
+                           strcmp(all[t], TOKEN_USER) == 0);
+
+            if (!allowed)
+                expect_error(f, endpoints[i].method, endpoints[i].path, all[t], endpoints[i].body,
+                             403, "token may not");
+        }
+    after = dump(f);
+    assert_string_equal(before, after);
+    free(before);
+    free(after);
+    for (size_t i = 0; i < NENDPOINTS; i++) {
+        long status = call(f, endpoints[i].method, endpoints[i].path, endpoints[i].token,
+                           endpoints[i].body, NULL);
+
+        if (status != 200 && status != 201)
+            fail_msg("%s %s answered %ld", endpoints[i].method, endpoints[i].path, status);
+    }
+}
+
+/* A node registers (201) with what it reports, heartbeats, reads its assignment (the job's
+ * replicas, ranks, world size, master, configuration and command) and reports a preemption
+ * notice that drains it. */
+static void api_nodes__register_heartbeat_assignment_notice(void **state)
+{
+    struct fixture *f = *state;
+    struct state_node node;
+    struct jv *v = NULL, *job;
+    long long x = 0;
+    double d = 0;
+
+    populate(f);
+    assert_int_equal(state_node_get(f->st, "i-1", &node), 0);
+    assert_int_equal(node.gpus, 4);
+    assert_int_equal(node.gpu_memory_mib, 16384);
+    assert_int_equal(node.market, STATE_MARKET_SPOT);
+    assert_true(node.price == 3.5 && node.ready_at == f->now);
+    state_node_clear(&node);
+    f->now += 10;
+    assert_int_equal(call(f, "POST", "/v1/nodes/i-1/heartbeat", TOKEN_NODE, NULL, &v), 200);
+    assert_string_equal(jv_string_value(jv_get(v, "state")), "ready");
+    jv_free(v);
+    assert_int_equal(state_node_get(f->st, "i-1", &node), 0);
+    assert_true(node.heartbeat_at == f->now);
+    state_node_clear(&node);
+
+    assert_int_equal(call(f, "GET", "/v1/nodes/i-1/assignment", TOKEN_NODE, NULL, &v), 200);
+    assert_int_equal(jv_size(jv_get(v, "jobs")), 1);
+    job = jv_at(jv_get(v, "jobs"), 0);
+    assert_string_equal(jv_string_value(jv_get(job, "job")), "a");
+    assert_int_equal(jv_integer_value(jv_get(job, "replicas"), &x), 0);
+    assert_int_equal(x, 2);
+    assert_int_equal(jv_integer_value(jv_get(job, "rank_offset"), &x), 0);
+    assert_int_equal(x, 0);
+    assert_int_equal(jv_integer_value(jv_get(job, "world_size"), &x), 0);
+    assert_int_equal(x, 2);
+    assert_string_equal(jv_string_value(jv_get(job, "master")), "i-1");
+    assert_int_equal(jv_number_value(jv_get(job, "lr_gain"), &d), 0);
+    assert_true(d == 1.25);
+    assert_string_equal(jv_string_value(jv_at(jv_get(jv_get(job, "spec"), "command"), 1)),
+                        "train.py");
+    jv_free(v);
+
+    assert_int_equal(
+        call(f, "POST", "/v1/nodes/i-1/notice", TOKEN_NODE, "{\"deadline\":1714565000}", &v), 200);
+    assert_string_equal(jv_string_value(jv_get(v, "state")), "draining");
+    jv_free(v);
+    assert_int_equal(state_node_get(f->st, "i-1", &node), 0);
+    assert_true(node.notice_at == f->now && node.notice_deadline == 1714565000.0);
+    state_node_clear(&node);
+}
+
+/* Bad node requests are refused with their reason and write nothing: a second registration,
+ * malformed JSON, no or zero GPUs, an unknown field, a bad instance id, an unknown node, a
+ * heartbeat with fields, a notice with a bad deadline, a body that is not an object. */
+static void api_nodes__bad_input_writes_nothing(void **state)
+{
+    struct fixture *f = *state;
+    char *before, *after;
+
+    populate(f);
+    before = dump(f);
+    expect_error(f, "POST", "/v1/nodes", TOKEN_NODE, "{\"instance_id\":\"i-1\",\"gpus\":8}", 409,
+                 "already registered");
+    expect_error(f, "POST", "/v1/nodes", TOKEN_NODE, "{\"instance_id\":\"i-2\",\"gpus\":", 400,
+                 "malformed JSON");
+    expect_error(f, "POST", "/v1/nodes", TOKEN_NODE, "{\"instance_id\":\"i-2\"}", 400,
+                 "gpus is required");
+    expect_error(f, "POST", "/v1/nodes", TOKEN_NODE, "{\"instance_id\":\"i-2\",\"gpus\":0}", 400,
+                 "gpus must be an integer from 1");
+    expect_error(f, "POST", "/v1/nodes", TOKEN_NODE,
+                 "{\"instance_id\":\"i-2\",\"gpus\":1,\"gpu\":1}", 400, "unknown field gpu");
+    expect_error(f, "POST", "/v1/nodes", TOKEN_NODE, "{\"instance_id\":\"../x\",\"gpus\":1}", 400,
+                 "instance_id");
+    expect_error(f, "POST", "/v1/nodes", TOKEN_NODE,
+                 "{\"instance_id\":\"i-2\",\"gpus\":1,\"market\":\"cheap\"}", 400, "market");
+    expect_error(f, "POST", "/v1/nodes", TOKEN_NODE, "[1]", 400, "JSON object");
+    expect_error(f, "POST", "/v1/nodes/i-9/heartbeat", TOKEN_NODE, NULL, 404, "no such node");
+    expect_error(f, "POST", "/v1/nodes/i-1/heartbeat", TOKEN_NODE, "{\"x\":1}", 400,
+                 "unknown field x");
+    expect_error(f, "GET", "/v1/nodes/i-9/assignment", TOKEN_NODE, NULL, 404, "no such node");
+    expect_error(f, "POST", "/v1/nodes/i-1/notice", TOKEN_NODE, "{\"deadline\":\"soon\"}", 400,
+                 "deadline must be a number");
+    expect_error(f, "POST", "/v1/nodes/i-9/notice", TOKEN_NODE, NULL, 404, "no such node");
+    expect_error(f, "GET", "/v1/nodes/i-1", TOKEN_NODE, NULL, 404, "no such endpoint");
+    expect_error(f, "PUT", "/v1/nodes", TOKEN_NODE, NULL, 405, "PUT is not allowed");
+    after = dump(f);
+    assert_string_equal(before, after);
+    free(before);
+    free(after);
+    assert_int_equal(state_node_set_state(f->st, "i-1", STATE_NODE_TERMINATED, f->now), 0);
+    expect_error(f, "POST", "/v1/nodes/i-1/heartbeat", TOKEN_NODE, NULL, 409, "terminated");
+}
+
+/* A user submits a job (201, the stored spec with defaults), lists, filters, describes and
+ * cancels it. */
+static void api_jobs__submit_list_get_cancel(void **state)
+{
+    struct fixture *f = *state;
+    struct state_job j;
+    struct jv *v = NULL;
+    long long x = 0;
+    double d = 0;
+
+    assert_int_equal(call(f, "POST", "/v1/jobs", TOKEN_USER, JOB_SPEC("a"), &v), 201);
+    assert_string_equal(jv_string_value(jv_get(v, "state")), "pending");
+    assert_int_equal(jv_integer_value(jv_get(jv_get(v, "spec"), "min_replicas"), &x), 0);
+    assert_int_equal(x, 1);
+    assert_int_equal(jv_number_value(jv_get(jv_get(v, "spec"), "checkpoint_interval"), &d), 0);
+    assert_true(d == 600);
+    jv_free(v);
+    assert_int_equal(state_job_get(f->st, "a", &j), 0);
+    assert_true(j.submitted_at == f->now);
+    assert_non_null(strstr(j.spec, "\"priority\":2"));
+    state_job_clear(&j);
+    assert_int_equal(call(f, "POST", "/v1/jobs", TOKEN_USER, JOB_SPEC("b"), NULL), 201);
+
+    assert_int_equal(call(f, "GET", "/v1/jobs", TOKEN_USER, NULL, &v), 200);
+    assert_int_equal(jv_size(jv_get(v, "jobs")), 2);
+    assert_string_equal(jv_string_value(jv_get(jv_at(jv_get(v, "jobs"), 1), "name")), "b");
+    jv_free(v);
+    assert_int_equal(call(f, "GET", "/v1/jobs?state=running,finished", TOKEN_USER, NULL, &v), 200);
+    assert_int_equal(jv_size(jv_get(v, "jobs")), 0);
+    jv_free(v);
+    assert_int_equal(call(f, "GET", "/v1/jobs/a", TOKEN_USER, NULL, &v), 200);
+    assert_string_equal(jv_string_value(jv_get(jv_get(jv_get(v, "spec"), "env"), "A")), "1");
+    assert_int_equal(jv_type_of(jv_get(v, "local_bsz")), JV_NULL);
+    jv_free(v);
+    f->now += 5;
+    assert_int_equal(call(f, "DELETE", "/v1/jobs/a", TOKEN_USER, NULL, &v), 200);
+    assert_string_equal(jv_string_value(jv_get(v, "state")), "cancelled");
+    jv_free(v);
+    assert_int_equal(state_job_get(f->st, "a", &j), 0);
+    assert_int_equal(j.state, STATE_JOB_CANCELLED);
+    assert_true(j.finished_at == f->now);
+    state_job_clear(&j);
+    assert_int_equal(call(f, "GET", "/v1/jobs?state=cancelled", TOKEN_USER, NULL, &v), 200);
+    assert_int_equal(jv_size(jv_get(v, "jobs")), 1);
+    jv_free(v);
+}
+
+/* Bad job requests are refused with a reason that names the problem and write nothing. */
+static void api_jobs__bad_input_writes_nothing(void **state)
+{
+    static const struct {
+        const char *body;
+        const char *what;
+    } bad[] = {
+        {"{\"name\":\"x\",", "malformed JSON at line 1"},
+        {"{\"name\":\"x\",\"command\":[\"a\"],\"workdir\":\"/w\",\"init_batch_size\":NaN}",
+         "malformed JSON"},
+        {"{\"command\":[\"a\"]}", "name is required"},
+        {"{\"name\":\"x y\"}", "name must be letters"},
+        {"{\"name\":\"x\",\"workdir\":\"/w\"}", "command is required"},
+        {"{\"name\":\"x\",\"command\":\"python\"}", "command must be an array"},
+        {"{\"name\":\"x\",\"command\":[\"a\",3]}", "command[1]"},
+        {"{\"name\":\"x\",\"command\":[\"a\"]}", "a workdir or an image is required"},
+        {"{\"name\":\"x\",\"command\":[\"a\"],\"image\":\"i\",\"env\":{\"1A\":\"v\"}}",
+         "not a variable name"},
+        {"{\"name\":\"x\",\"command\":[\"a\"],\"image\":\"i\",\"env\":{\"A\":1}}", "env.A"},
+        {"{\"name\":\"x\",\"command\":[\"a\"],\"image\":\"i\"}", "init_batch_size is required"},
+        {"{\"name\":\"x\",\"command\":[\"a\"],\"image\":\"i\",\"init_batch_size\":-1}",
+         "init_batch_size must be a number > 0"},
+        {"{\"name\":\"x\",\"command\":[\"a\"],\"image\":\"i\",\"init_batch_size\":64,"
+         "\"max_batch_size\":32}",
+         "max_batch_size must be a number >= 64"},
+        {"{\"name\":\"x\",\"command\":[\"a\"],\"image\":\"i\",\"init_batch_size\":64,"
+         "\"max_batch_size\":64,\"max_local_bsz\":8,\"min_replicas\":4,\"max_replicas\":2}",
+         "max_replicas must be an integer from 4"},
+        {"{\"name\":\"x\",\"command\":[\"a\"],\"image\":\"i\",\"init_batch_size\":64,"
+         "\"max_batch_size\":64,\"max_local_bsz\":8,\"max_replicas\":2,\"priority\":1.5}",
+         "priority must be an integer"},
+        {"{\"name\":\"x\",\"commands\":[\"a\"]}", "unknown field commands"},
+        {"{\"name\":\"x\",\"name\":\"y\"}", "malformed JSON"},
+        {"\"x\"", "JSON object"},
+        {"", "malformed JSON"},
+    };
+    struct fixture *f = *state;
+    char *before, *after;
+
+    populate(f);
+    before = dump(f);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        expect_error(f, "POST", "/v1/jobs", TOKEN_USER, bad[i].body, 400, bad[i].what);
+    expect_error(f, "POST", "/v1/jobs", TOKEN_USER, JOB_SPEC("a"), 409, "a job named a exists");
+    expect_error(f, "GET", "/v1/jobs/nope", TOKEN_USER, NULL, 404, "no such job");
+    expect_error(f, "DELETE", "/v1/jobs/nope", TOKEN_USER, NULL, 404, "no such job");
+    expect_error(f, "GET", "/v1/jobs/nope/allocation", TOKEN_JOB, NULL, 404, "no such job");
+    expect_error(f, "GET", "/v1/jobs?state=sleeping", TOKEN_USER, NULL, 400, "state must be");
+    after = dump(f);
+    assert_string_equal(before, after);
+    free(before);
+    free(after);
+    assert_int_equal(state_job_set_state(f->st, "a", STATE_JOB_RUNNING, f->now), 0);
+    assert_int_equal(state_job_set_state(f->st, "a", STATE_JOB_FINISHED, f->now), 0);
+    expect_error(f, "DELETE", "/v1/jobs/a", TOKEN_USER, NULL, 409, "already ended");
+}
+
+/* A training job's reports are stored and pooled per configuration; its allocation reads
+ * back. */
+static void api_reports__store_and_allocation(void **state)
+{
+    struct fixture *f = *state;
+    struct state_report_config *rows = NULL;
+    struct state_job j;
+    struct jv *v = NULL, *node;
+    long long x = 0;
+    size_t n = 0;
+
+    populate(f);
+    assert_int_equal(call(f, "POST", "/v1/jobs/a/reports", TOKEN_JOB, REPORT, &v), 200);
+    jv_free(v);
+    assert_int_equal(call(f, "POST", "/v1/jobs/a/reports", TOKEN_JOB, REPORT, NULL), 200);
+    assert_int_equal(state_report_configs(f->st, "a", &rows, &n), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(rows[0].count, 20);
+    assert_float_equal(rows[0].step_mean, 0.25, 1e-12);
+    assert_float_equal(rows[0].step_sd, 0.01, 1e-12);
+    free(rows);
+    assert_int_equal(state_job_get(f->st, "a", &j), 0);
+    assert_true(j.grad_sqr == 0.5 && j.grad_var == 2.0 && j.progress == 1.5 &&
+                j.reported_at == f->now);
+    state_job_clear(&j);
+    assert_int_equal(call(f, "POST", "/v1/jobs/a/reports", TOKEN_JOB, "{\"configs\":[]}", NULL),
+                     200);
+
+    assert_int_equal(call(f, "GET", "/v1/jobs/a/allocation", TOKEN_JOB, NULL, &v), 200);
+    assert_int_equal(jv_integer_value(jv_get(v, "world_size"), &x), 0);
+    assert_int_equal(x, 2);
+    node = jv_at(jv_get(v, "nodes"), 0);
+    assert_string_equal(jv_string_value(jv_get(node, "instance_id")), "i-1");
+    assert_int_equal(jv_integer_value(jv_get(v, "accum_steps"), &x), 0);
+    assert_int_equal(x, 1);
+    jv_free(v);
+    assert_int_equal(call(f, "GET", "/v1/jobs/a", TOKEN_USER, NULL, &v), 200);
+    assert_int_equal(jv_size(jv_get(v, "reports")), 1);
+    assert_int_equal(jv_integer_value(jv_get(jv_at(jv_get(v, "reports"), 0), "count"), &x), 0);
+    assert_int_equal(x, 20);
+    jv_free(v);
+}
+
+/* Reports that make no sense are refused with the reason and write nothing: zero replicas,
+ * fewer replicas than nodes, a negative or zero time, sync not below the step, NaN (not JSON),
+ * a number out of range, half the gradient statistics, too many configurations, unknown or
+ * ended jobs. */
+static void api_reports__bad_input_writes_nothing(void **state)
+{
+#define CFG(fields) "{\"configs\":[{" fields "}]}"
+#define OK_FIELDS "\"nodes\":1,\"local_bsz\":8,\"accum_steps\":0,\"count\":3,\"step_sd\":0"
+    static const struct {
+        const char *body;
+        const char *what;
+    } bad[] = {
+        {CFG(OK_FIELDS ",\"replicas\":0,\"step_mean\":1"), "configs[0].replicas must be"},
+        {CFG(OK_FIELDS ",\"replicas\":1,\"step_mean\":-0.5"), "configs[0].step_mean must be"},
+        {CFG(OK_FIELDS ",\"replicas\":1,\"step_mean\":0"), "step_mean must be a number > 0"},
+        {CFG(OK_FIELDS ",\"replicas\":1,\"step_mean\":1,\"sync_mean\":1"), "sync_mean"},
+        {CFG(OK_FIELDS ",\"replicas\":1,\"step_mean\":NaN"), "malformed JSON"},
+        {CFG(OK_FIELDS ",\"replicas\":1,\"step_mean\":1e999"), "malformed JSON"},
+        {"{\"configs\":[],\"grad\":{\"sqr\":1}}", "grad.var is required"},
+        {"{\"configs\":[],\"grad\":{\"sqr\":-1,\"var\":1}}", "grad.sqr must be"},
+        {"{\"configs\":[],\"progress\":-3}", "progress must be"},
+        {"{\"configs\":{}}", "configs must be an array"},
+        {"{\"configs\":[1]}", "configs[0] must be an object"},
+    };
+    static const char two_nodes_one_replica[] =
+        "{\"configs\":[{\"nodes\":2,\"replicas\":1,\"local_bsz\":8,\"accum_steps\":0,"
+        "\"count\":3,\"step_mean\":1,\"step_sd\":0}]}";
+    struct fixture *f = *state;
+    char *before, *after, *many;
+    size_t len = 0;
+
+    populate(f);
+    before = dump(f);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        if (i != 1)
+            expect_error(f, "POST", "/v1/jobs/a/reports", TOKEN_JOB, bad[i].body, 400, bad[i].what);
+    expect_error(f, "POST", "/v1/jobs/a/reports", TOKEN_JOB, two_nodes_one_replica, 400,
+                 "replicas (1) must be at least nodes (2)");
+    many = malloc(16384);
+    assert_non_null(many);
+    len = (size_t)snprintf(many, 16384, "{\"configs\":[");
+    for (int i = 0; i < 65; i++)
+        len += (size_t)snprintf(many + len, 16384 - len, "%s{}", i ? "," : "");
+    snprintf(many + len, 16384 - len, "]}");
+    expect_error(f, "POST", "/v1/jobs/a/reports", TOKEN_JOB, many, 400, "at most 64");
+    free(many);
+    expect_error(f, "POST", "/v1/jobs/nope/reports", TOKEN_JOB, REPORT, 404, "no such job");
+    after = dump(f);
+    assert_string_equal(before, after);
+    free(before);
+    free(after);
+    assert_int_equal(call(f, "DELETE", "/v1/jobs/a", TOKEN_USER, NULL, NULL), 200);
+    before = dump(f);
+    expect_error(f, "POST", "/v1/jobs/a/reports", TOKEN_JOB, REPORT, 409, "has ended");
+    after = dump(f);
+    assert_string_equal(before, after);
+    free(before);
+    free(after);
+#undef CFG
+#undef OK_FIELDS
+}
+
+struct reporter {
+    int port;
+    const char *job;
+    int ok, conflict, other;
+};
+
+static void *reporter_run(void *arg)
+{
+    struct reporter *r = arg;
+    const char *headers[] = {"Authorization: Bearer " TOKEN_JOB};
+    struct http_client_request req = {.method = "POST", .headers = headers, .nheaders = 1};
+    struct http_client_response resp;
+    struct http_client *c = NULL;
+    char url[128];
+
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/jobs/%s/reports", r->port, r->job);
+    req.url = url;
+    req.body = REPORT;
+    req.body_len = strlen(REPORT);
+    if (http_client_new(&c) < 0)
+        return NULL;
+    for (int i = 0; i < 20; i++) {
+        if (http_client_do(c, &req, &resp, NULL) < 0) {
+            r->other++;
+            continue;
+        }
+        if (resp.status == 200)
+            r->ok++;
+        else if (resp.status == 409)
+            r->conflict++;
+        else
+            r->other++;
+        http_client_response_clear(&resp);
+    }
+    http_client_free(c);
+    return NULL;
+}
+
+/* Sixteen clients at once post reports for three jobs, one of them ended: the reports share
+ * transactions (group commit), yet each is answered for itself (200, or 409 for the ended job)
+ * and every accepted one is counted once in the pooled configuration. */
+static void api_reports__concurrent_group_commit(void **state)
+{
+    static const char *const jobs[] = {"a", "b", "c", "a"};
+    struct fixture *f = *state;
+    struct state_report_config *rows = NULL;
+    struct reporter r[16];
+    pthread_t t[16];
+    size_t n = 0;
+
+    populate(f);
+    assert_int_equal(call(f, "POST", "/v1/jobs", TOKEN_USER, JOB_SPEC("b"), NULL), 201);
+    assert_int_equal(call(f, "POST", "/v1/jobs", TOKEN_USER, JOB_SPEC("c"), NULL), 201);
+    assert_int_equal(call(f, "DELETE", "/v1/jobs/c", TOKEN_USER, NULL, NULL), 200);
+    for (int i = 0; i < 16; i++) {
+        r[i] = (struct reporter){.port = http_server_port(f->server), .job = jobs[i % 4]};
+        assert_int_equal(pthread_create(&t[i], NULL, reporter_run, &r[i]), 0);
+    }
+    for (int i = 0; i < 16; i++) {
+        assert_int_equal(pthread_join(t[i], NULL), 0);
+        assert_int_equal(r[i].other, 0);
+        assert_int_equal(strcmp(r[i].job, "c") == 0 ? r[i].conflict : r[i].ok, 20);
+    }
+    assert_int_equal(state_report_configs(f->st, "a", &rows, &n), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(rows[0].count, 8 * 20 * 10);
+    free(rows);
+    assert_int_equal(state_report_configs(f->st, "c", &rows, &n), 0);
+    assert_int_equal(n, 0);
+}
+
+/* A body over the server's limit is 413 before the API sees it: nothing written, nothing
+ * counted as answered by the API. */
+static void api_handle__oversized_body_is_413(void **state)
+{
+    struct fixture *f = *state;
+    size_t size = 2 * 64 * 1024;
+    char *big = malloc(size + 1), *before, *after;
+
+    assert_non_null(big);
+    memset(big, ' ', size);
+    memcpy(big, JOB_SPEC("c"), strlen(JOB_SPEC("c")));
+    big[size] = '\0';
+    populate(f);
+    before = dump(f);
+    expect_error(f, "POST", "/v1/jobs", TOKEN_USER, big, 413, "too large");
+    after = dump(f);
+    assert_string_equal(before, after);
+    free(before);
+    free(after);
+    free(big);
+}
+
+/* The fleet: nodes not terminated, their GPUs, the cost rate and the dollars spent. */
+static void api_fleet__nodes_and_cost(void **state)
+{
+    struct fixture *f = *state;
+    struct jv *v = NULL;
+    long long x = 0;
+    double d = 0;
+
+    populate(f);
+    assert_int_equal(call(f, "POST", "/v1/nodes", TOKEN_NODE,
+                          "{\"instance_id\":\"i-2\",\"gpus\":2,\"price\":1.25}", NULL),
+                     201);
+    assert_int_equal(call(f, "POST", "/v1/nodes", TOKEN_NODE,
+                          "{\"instance_id\":\"i-3\",\"gpus\":8,\"price\":10}", NULL),
+                     201);
+    assert_int_equal(state_node_set_state(f->st, "i-3", STATE_NODE_TERMINATED, f->now), 0);
+    assert_int_equal(state_cost_add(f->st, "i-3", f->now - 3600, f->now, 10.0), 0);
+    assert_int_equal(call(f, "GET", "/v1/fleet", TOKEN_USER, NULL, &v), 200);
+    assert_int_equal(jv_size(jv_get(v, "nodes")), 2);
+    assert_int_equal(jv_integer_value(jv_get(v, "gpus"), &x), 0);
+    assert_int_equal(x, 6);
+    assert_int_equal(jv_number_value(jv_get(v, "cost_rate"), &d), 0);
+    assert_float_equal(d, 4.75, 1e-12);
+    assert_int_equal(jv_number_value(jv_get(v, "spent"), &d), 0);
+    assert_float_equal(d, 10.0, 1e-12);
+    assert_string_equal(jv_string_value(jv_get(jv_at(jv_get(v, "nodes"), 1), "market")),
+                        "on-demand");
+    jv_free(v);
+}
+
+/* Is name a Prometheus metric name? */
+static int metric_name_ok(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':' ||
+                 (i > 0 && c >= '0' && c <= '9');
+
+        if (!ok)
+            return 0;
+    }
+    return n > 0;
+}
+
+/* Parse one sample line "name{l="v",...} value": fails the test when it does not parse. The name
+ * goes to name (with its labels' text in labels); returns the value. */
+static double parse_sample(const char *line, char *name, size_t nsize, char *labels, size_t lsize)
+{
+    size_t n = strcspn(line, "{ ");
+    const char *p = line + n, *lab = p;
+    char *end = NULL;
+    double v;
+
+    if (!metric_name_ok(line, n) || n >= nsize)
+        fail_msg("bad metric name in: %s", line);
+    memcpy(name, line, n);
+    name[n] = '\0';
+    if (*p == '{') {
+        p++;
+        while (*p != '}') {
+            size_t ln = strcspn(p, "=");
+
+            if (!metric_name_ok(p, ln) || p[ln] != '=' || p[ln + 1] != '"')
+                fail_msg("bad label in: %s", line);
+            for (p += ln + 2; *p != '"'; p++) {
+                if (!*p || *p == '\n')
+                    fail_msg("unterminated label value in: %s", line);
+                if (*p == '\\') {
+                    p++;
+                    if (*p != '\\' && *p != '"' && *p != 'n')
+                        fail_msg("bad escape in: %s", line);
+                }
+            }
+            p++;
+            if (*p == ',')
+                p++;
+            else if (*p != '}')
+                fail_msg("bad label list in: %s", line);
+        }
+        p++;
+    }
+    snprintf(labels, lsize, "%.*s", (int)(p - lab), lab);
+    if (*p != ' ')
+        fail_msg("no value in: %s", line);
+    v = strtod(p + 1, &end);
+    if (end == p + 1 || *end != '\0')
+        fail_msg("bad value in: %s", line);
+    return v;
+}
+
+/* The value of the sample with this exact name and labels in text, or NAN. */
+static double sample_value(const char *text, const char *name_and_labels)
+{
+    size_t n = strlen(name_and_labels);
+    const char *p = text;
+
+    while ((p = strstr(p, name_and_labels)) != NULL) {
+        if ((p == text || p[-1] == '\n') && p[n] == ' ')
+            return strtod(p + n + 1, NULL);
+        p += n;
+    }
+    return NAN;
+}
+
+/* /metrics (the metrics token; the user token is refused while there is one) answers the
+ * Prometheus text format: every line a HELP, a TYPE or a sample that parses, every sample of a
+ * family declared before it; the fleet by market and offer, jobs by state and restarts from the
+ * state; the daemon's job gauges, a cumulative decide histogram and provider counters. */
+static void api_metrics__prometheus_text(void **state)
+{
+    struct fixture *f = *state;
+    const struct api_job_metrics jobs[] = {{"a", 812.5, 3.25, 512}, {"b", NAN, NAN, 64}};
+    const struct api_call_metrics calls[] = {{"launch", NULL, 7}, {"terminate", NULL, 2}};
+    const struct api_call_metrics errors[] = {{"launch", "Insufficient\"Capacity\\\n", 3}};
+    struct api_metrics m = {jobs, 2, {0}, 0, calls, 2, errors, 1};
+    struct http_client_request req = {.method = "GET"};
+    struct http_client_response r = {0};
+    char url[96], auth[96], name[128], labels[256], family[128] = "";
+    const char *headers[] = {auth};
+    double last_bucket = -1;
+    char *line, *save = NULL;
+    int samples = 0;
+
+    populate(f);
+    assert_int_equal(call(f, "POST", "/v1/nodes", TOKEN_NODE,
+                          "{\"instance_id\":\"i-2\",\"gpus\":2,\"offer\":\"p3.8xlarge\","
+                          "\"market\":\"spot\",\"price\":3.5}",
+                          NULL),
+                     201);
+    assert_int_equal(api_metrics_observe_decide(&m, 0.003), 0);
+    assert_int_equal(api_metrics_observe_decide(&m, 0.2), 0);
+    assert_int_equal(api_metrics_observe_decide(&m, 100), 0);
+    assert_int_equal(api_metrics_observe_decide(&m, -1), ERR_INVAL);
+    assert_int_equal(api_set_metrics(f->api, &m), 0);
+    expect_error(f, "GET", "/metrics", TOKEN_USER, NULL, 403, "token may not");
+
+    snprintf(url, sizeof(url), "%s/metrics", f->base);
+    snprintf(auth, sizeof(auth), "Authorization: Bearer %s", TOKEN_METRICS);
+    req.url = url;
+    req.headers = headers;
+    req.nheaders = 1;
+    assert_int_equal(http_client_do(f->client, &req, &r, NULL), 0);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(r.content_type, "text/plain; version=0.0.4"));
+    assert_float_equal(
+        sample_value(r.body, "castor_fleet_nodes{market=\"spot\",offer=\"p3.8xlarge\"}"), 2, 0);
+    assert_float_equal(
+        sample_value(
+            r.body,
+            "castor_fleet_cost_rate_dollars_per_hour{market=\"spot\",offer=\"p3.8xlarge\"}"),
+        7.0, 1e-12);
+    assert_float_equal(
+        sample_value(r.body, "castor_fleet_gpus{market=\"spot\",offer=\"p3.8xlarge\"}"), 6, 0);
+    assert_float_equal(sample_value(r.body, "castor_jobs{state=\"pending\"}"), 1, 0);
+    assert_float_equal(sample_value(r.body, "castor_job_restarts_total{job=\"a\"}"), 0, 0);
+    assert_float_equal(sample_value(r.body, "castor_job_goodput{job=\"a\"}"), 812.5, 0);
+    assert_true(isnan(sample_value(r.body, "castor_job_goodput{job=\"b\"}")));
+    assert_float_equal(sample_value(r.body, "castor_job_batch_size{job=\"b\"}"), 64, 0);
+    assert_float_equal(sample_value(r.body, "castor_decide_latency_seconds_bucket{le=\"0.005\"}"),
+                       1, 0);
+    assert_float_equal(sample_value(r.body, "castor_decide_latency_seconds_bucket{le=\"0.5\"}"), 2,
+                       0);
+    assert_float_equal(sample_value(r.body, "castor_decide_latency_seconds_bucket{le=\"+Inf\"}"), 3,
+                       0);
+    assert_float_equal(sample_value(r.body, "castor_decide_latency_seconds_sum"), 100.203, 1e-9);
+    assert_float_equal(sample_value(r.body, "castor_provider_calls_total{op=\"launch\"}"), 7, 0);
+    assert_float_equal(
+        sample_value(
+            r.body,
+            "castor_provider_errors_total{op=\"launch\",code=\"Insufficient\\\"Capacity\\\\\\n\"}"),
+        3, 0);
+    assert_true(sample_value(r.body, "castor_api_requests_total{code=\"201\"}") >= 3);
+
+    for (line = strtok_r(r.body, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        if (strncmp(line, "# HELP ", 7) == 0)
+            continue;
+        if (strncmp(line, "# TYPE ", 7) == 0) {
+            size_t n = strcspn(line + 7, " ");
+
+            assert_true(metric_name_ok(line + 7, n));
+            snprintf(family, sizeof(family), "%.*s", (int)n, line + 7);
+            assert_true(strcmp(line + 8 + n, "gauge") == 0 ||
+                        strcmp(line + 8 + n, "counter") == 0 ||
+                        strcmp(line + 8 + n, "histogram") == 0);
+            last_bucket = -1;
+            continue;
+        }
+        {
+            double v = parse_sample(line, name, sizeof(name), labels, sizeof(labels));
+
+            if (strncmp(name, family, strlen(family)) != 0 || !family[0])
+                fail_msg("sample %s outside its family %s", name, family);
+            if (strstr(name, "_bucket")) { /* cumulative */
+                assert_true(v >= last_bucket);
+                last_bucket = v;
+            }
+            samples++;
+        }
+    }
+    assert_true(samples >= 20);
+    http_client_response_clear(&r);
+}
+
+/* No line of the log holds a token, whatever the requests did (good, refused, wrong token,
+ * another role's token); lines about a job or a node carry its name. */
+static void api_log__never_holds_a_token(void **state)
+{
+    static const char *const secrets[] = {TOKEN_NODE, TOKEN_JOB, TOKEN_USER, TOKEN_METRICS,
+                                          TOKEN_WRONG};
+    struct fixture *f = *state;
+
+    populate(f);
+    for (size_t i = 0; i < NENDPOINTS; i++) {
+        call(f, endpoints[i].method, endpoints[i].path, endpoints[i].token, endpoints[i].body,
+             NULL);
+        call(f, endpoints[i].method, endpoints[i].path, TOKEN_WRONG, endpoints[i].body, NULL);
+        call(f, endpoints[i].method, endpoints[i].path, TOKEN_NODE, endpoints[i].body, NULL);
+        call(f, endpoints[i].method, endpoints[i].path, NULL, endpoints[i].body, NULL);
+    }
+    fflush(f->logf);
+    assert_true(f->loglen > 0);
+    for (size_t i = 0; i < sizeof(secrets) / sizeof(secrets[0]); i++)
+        if (strstr(f->logtext, secrets[i]))
+            fail_msg("the log holds a token: %s", secrets[i]);
+    assert_non_null(strstr(f->logtext, "\"job\":\"a\""));
+    assert_non_null(strstr(f->logtext, "\"node\":\"i-1\""));
+    assert_non_null(strstr(f->logtext, "\"level\":\"warn\""));
+    assert_non_null(strstr(f->logtext, "\"time\":\"2024-05-01T12:00:00.000Z\""));
+}
+
+/* ---- tokens ---- */
+
+static void unset_tokens(void)
+{
+    unsetenv(API_ENV_NODE_TOKEN);
+    unsetenv(API_ENV_JOB_TOKEN);
+    unsetenv(API_ENV_USER_TOKEN);
+    unsetenv(API_ENV_METRICS_TOKEN);
+}
+
+/* From the environment: the three required tokens (metrics optional); a missing one is
+ * ERR_NOENT, a short one or two alike ERR_INVAL, and no message holds a token. */
+static void api_tokens_from_env__rules(void **state)
+{
+    struct api_tokens t = {{0}};
+    struct error e = {0};
+
+    (void)state;
+    unset_tokens();
+    setenv(API_ENV_NODE_TOKEN, TOKEN_NODE, 1);
+    setenv(API_ENV_JOB_TOKEN, TOKEN_JOB, 1);
+    assert_int_equal(api_tokens_from_env(&t, &e), ERR_NOENT);
+    assert_non_null(strstr(e.msg, "user token"));
+    setenv(API_ENV_USER_TOKEN, TOKEN_USER, 1);
+    assert_int_equal(api_tokens_from_env(&t, &e), 0);
+    assert_string_equal(t.token[API_ROLE_USER], TOKEN_USER);
+    assert_null(t.token[API_ROLE_METRICS]);
+    api_tokens_clear(&t);
+    assert_null(t.token[API_ROLE_NODE]);
+    setenv(API_ENV_USER_TOKEN, "short", 1);
+    assert_int_equal(api_tokens_from_env(&t, &e), ERR_INVAL);
+    assert_null(strstr(e.msg, "short"));
+    setenv(API_ENV_USER_TOKEN, TOKEN_NODE, 1);
+    assert_int_equal(api_tokens_from_env(&t, &e), ERR_INVAL);
+    assert_non_null(strstr(e.msg, "the same"));
+    assert_null(strstr(e.msg, TOKEN_NODE));
+    setenv(API_ENV_USER_TOKEN, "user token with spaces 0123456789", 1);
+    assert_int_equal(api_tokens_from_env(&t, &e), ERR_INVAL);
+    assert_null(t.token[API_ROLE_NODE]);
+    unset_tokens();
+}
+
+static void write_token(const char *path, const char *text, mode_t mode)
+{
+    FILE *fp = fopen(path, "w");
+
+    assert_non_null(fp);
+    assert_int_equal(fputs(text, fp) >= 0, 1);
+    assert_int_equal(fclose(fp), 0);
+    assert_int_equal(chmod(path, mode), 0);
+}
+
+/* From files: one token per file, the final newline dropped; a file others can read is refused,
+ * as is a missing one. */
+static void api_tokens_from_files__rules(void **state)
+{
+    char dir[] = "/tmp/castor-test-tokens-XXXXXX", node[64], job[64], user[64];
+    struct api_tokens t = {{0}};
+    struct error e = {0};
+
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(node, sizeof(node), "%s/node", dir);
+    snprintf(job, sizeof(job), "%s/job", dir);
+    snprintf(user, sizeof(user), "%s/user", dir);
+    write_token(node, TOKEN_NODE "\n", 0600);
+    write_token(job, TOKEN_JOB, 0600);
+    write_token(user, TOKEN_USER "\r\n", 0644);
+    assert_int_equal(api_tokens_from_files(node, job, user, NULL, &t, &e), ERR_INVAL);
+    assert_non_null(strstr(e.msg, "chmod 600"));
+    assert_string_equal(e.file, user);
+    assert_int_equal(chmod(user, 0600), 0);
+    assert_int_equal(api_tokens_from_files(node, job, user, NULL, &t, &e), 0);
+    assert_string_equal(t.token[API_ROLE_NODE], TOKEN_NODE);
+    assert_string_equal(t.token[API_ROLE_USER], TOKEN_USER);
+    api_tokens_clear(&t);
+    assert_int_equal(api_tokens_from_files(node, job, "/nonexistent/x", NULL, &t, &e), ERR_NOENT);
+    assert_null(t.token[API_ROLE_NODE]);
+    assert_int_equal(unlink(node), 0);
+    assert_int_equal(unlink(job), 0);
+    assert_int_equal(unlink(user), 0);
+    assert_int_equal(rmdir(dir), 0);
+}
+
+#define API_TEST(f) cmocka_unit_test_setup_teardown(f, api_setup, api_teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        API_TEST(api_handle__every_endpoint_needs_a_token),
+        API_TEST(api_handle__roles_kept_apart),
+        API_TEST(api_nodes__register_heartbeat_assignment_notice),
+        API_TEST(api_nodes__bad_input_writes_nothing),
+        API_TEST(api_jobs__submit_list_get_cancel),
+        API_TEST(api_jobs__bad_input_writes_nothing),
+        API_TEST(api_reports__store_and_allocation),
+        API_TEST(api_reports__bad_input_writes_nothing),
+        API_TEST(api_reports__concurrent_group_commit),
+        API_TEST(api_handle__oversized_body_is_413),
+        API_TEST(api_fleet__nodes_and_cost),
+        API_TEST(api_metrics__prometheus_text),
+        API_TEST(api_log__never_holds_a_token),
+        cmocka_unit_test(api_tokens_from_env__rules),
+        cmocka_unit_test(api_tokens_from_files__rules),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

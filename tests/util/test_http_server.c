@@ -1,0 +1,415 @@
+/* test_http_server.c: a real server on loopback answering real clients (libcurl through
+ * util/http_client, and raw sockets where the bytes on the wire matter): requests reach the
+ * handler whole, bodies over the limit answer 413 without it, the connection limit, both
+ * threading modes, bad configurations, and TLS with a self-signed certificate. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "util/error.h"
+#include "util/http_client.h"
+#include "util/http_server.h"
+
+/* What the test handler saw and how it answers. */
+struct echo {
+    atomic_int calls;
+    int status; /* what to answer; 0: nothing (the server makes it 500) */
+};
+
+/* Answers "method path x=<query x> h=<header X-Test> len=<body length> sum=<byte sum>" as text,
+ * with an extra header. */
+static void echo_handler(void *ctx, const struct http_request *req, struct http_response *resp)
+{
+    struct echo *e = ctx;
+    const char *x = http_request_query(req, "x"), *h = http_request_header(req, "x-test");
+    unsigned long sum = 0;
+    char *text = NULL;
+    int n;
+
+    atomic_fetch_add(&e->calls, 1);
+    if (e->status == 0)
+        return;
+    for (size_t i = 0; i < req->body_len; i++)
+        sum += (unsigned char)req->body[i];
+    text = malloc(512);
+    assert_non_null(text);
+    n = snprintf(text, 512, "%s %s x=%s h=%s len=%zu sum=%lu nul=%d", req->method, req->path,
+                 x ? x : "-", h ? h : "-", req->body_len, sum, req->body[req->body_len] == '\0');
+    assert_true(n > 0 && n < 512);
+    resp->status = e->status;
+    resp->content_type = "text/plain";
+    resp->body = text;
+    resp->body_len = (size_t)n;
+    resp->headers[0] = (struct http_pair){"X-Reply", "yes"};
+    resp->nheaders = 1;
+}
+
+static struct http_server *start(struct echo *echo, const struct http_server_config *cfg)
+{
+    struct http_server *s = NULL;
+    struct error e = {0};
+
+    echo->status = echo->status ? echo->status : 200;
+    assert_int_equal(http_server_start(cfg, echo_handler, echo, &s, &e), 0);
+    assert_true(http_server_port(s) > 0);
+    return s;
+}
+
+/* One request through the client; the response is returned (the caller clears it). */
+static int request(const char *method, const char *url, const char *body, size_t len,
+                   const char *header, const char *ca, struct http_client_response *out)
+{
+    const char *headers[1] = {header};
+    struct http_client_request req = {
+        .method = method,
+        .url = url,
+        .headers = headers,
+        .nheaders = header ? 1 : 0,
+        .body = body,
+        .body_len = len,
+        .timeout_ms = 5000,
+        .ca_file = ca,
+    };
+    struct http_client *c = NULL;
+    int rc;
+
+    assert_int_equal(http_client_new(&c), 0);
+    rc = http_client_do(c, &req, out, NULL);
+    http_client_free(c);
+    return rc;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = ms % 1000 * 1000000L};
+
+    nanosleep(&ts, NULL);
+}
+
+/* A connected raw socket to the server's port, with a receive timeout. */
+static int raw_connect(int port)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    struct timeval tv = {.tv_sec = 5};
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    assert_true(fd >= 0);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+    return fd;
+}
+
+/* Send text, read until the server closes or 4 KiB came, into buf. */
+static void raw_exchange(int fd, const char *text, char *buf, size_t size)
+{
+    size_t got = 0;
+    ssize_t n;
+
+    assert_int_equal(send(fd, text, strlen(text), MSG_NOSIGNAL), (ssize_t)strlen(text));
+    while (got + 1 < size && (n = recv(fd, buf + got, size - 1 - got, 0)) > 0) {
+        got += (size_t)n;
+        if (strstr(buf, "\r\n\r\n"))
+            break;
+    }
+    buf[got] = '\0';
+}
+
+/* Port 0 picks a port; the handler gets the method, the decoded path, the query, the headers
+ * and the whole body (NUL bytes included, NUL-terminated after it), and its status, content
+ * type, headers and body reach the client. */
+static void http_server_start__request_reaches_handler_whole(void **state)
+{
+    struct http_server_config cfg = {.port = 0};
+    struct echo echo = {0};
+    struct http_client_response r = {0};
+    char url[128], body[3000], expect[160];
+    unsigned long sum = 0;
+    struct http_server *s;
+
+    (void)state;
+    s = start(&echo, &cfg);
+    for (size_t i = 0; i < sizeof(body); i++) {
+        body[i] = (char)(i * 7 % 256);
+        sum += (unsigned char)body[i];
+    }
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/a%%20b?x=4%%2B2&y", http_server_port(s));
+    assert_int_equal(request("POST", url, body, sizeof(body), "X-Test: hello", NULL, &r), 0);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(r.content_type, "text/plain");
+    snprintf(expect, sizeof(expect), "POST /v1/a b x=4+2 h=hello len=%zu sum=%lu nul=1",
+             sizeof(body), sum);
+    assert_string_equal(r.body, expect);
+    http_client_response_clear(&r);
+    assert_int_equal(request("GET", url, NULL, 0, NULL, NULL, &r), 0);
+    assert_string_equal(r.body, "GET /v1/a b x=4+2 h=- len=0 sum=0 nul=1");
+    http_client_response_clear(&r);
+    assert_int_equal(atomic_load(&echo.calls), 2);
+    http_server_stop(s);
+}
+
+/* A handler that sets no status answers 500. */
+static void http_server_start__silent_handler_is_500(void **state)
+{
+    struct http_server_config cfg = {0};
+    struct echo echo = {.status = -1};
+    struct http_client_response r = {0};
+    struct http_server *s;
+    char url[64];
+
+    (void)state;
+    s = start(&echo, &cfg);
+    echo.status = 0;
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/", http_server_port(s));
+    assert_int_equal(request("GET", url, NULL, 0, NULL, NULL, &r), 0);
+    assert_int_equal(r.status, 500);
+    http_client_response_clear(&r);
+    http_server_stop(s);
+}
+
+/* A body over the limit answers 413 and never reaches the handler: when the Content-Length says
+ * so before any body is sent (raw socket), when a client sends it (libcurl), and when it comes
+ * in chunks with no length declared; a body at the limit passes. */
+static void http_server_start__oversized_body_is_413(void **state)
+{
+    struct http_server_config cfg = {.max_body = 4096};
+    struct http_client_response r = {0};
+    struct echo echo = {0};
+    char url[64], buf[4096], *big, *chunked;
+    struct http_server *s;
+    int fd, n;
+
+    (void)state;
+    s = start(&echo, &cfg);
+    fd = raw_connect(http_server_port(s));
+    raw_exchange(fd, "POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 1000000\r\n\r\n", buf,
+                 sizeof(buf));
+    assert_non_null(strstr(buf, "HTTP/1.1 413"));
+    close(fd);
+    fd = raw_connect(http_server_port(s));
+    chunked = malloc(8192);
+    assert_non_null(chunked);
+    /* a chunk of 4096 bytes, then one of 1: 4097 in all */
+    n = snprintf(chunked, 8192,
+                 "POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+                 "1000\r\n%4096s\r\n1\r\nb\r\n0\r\n\r\n",
+                 "");
+    assert_true(n > 4096 && n < 8192);
+    raw_exchange(fd, chunked, buf, sizeof(buf));
+    free(chunked);
+    assert_non_null(strstr(buf, "HTTP/1.1 413"));
+    close(fd);
+    big = malloc(2 * 4096);
+    assert_non_null(big);
+    memset(big, 'z', 2 * 4096);
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/x", http_server_port(s));
+    assert_int_equal(request("POST", url, big, 4097, NULL, NULL, &r), 0);
+    assert_int_equal(r.status, 413);
+    assert_non_null(strstr(r.body, "too large"));
+    http_client_response_clear(&r);
+    assert_int_equal(atomic_load(&echo.calls), 0);
+    assert_int_equal(request("POST", url, big, 4096, NULL, NULL, &r), 0);
+    assert_int_equal(r.status, 200);
+    http_client_response_clear(&r);
+    assert_int_equal(atomic_load(&echo.calls), 1);
+    free(big);
+    http_server_stop(s);
+}
+
+struct hammer {
+    int port;
+    int ok;
+};
+
+static void *hammer_run(void *arg)
+{
+    struct hammer *h = arg;
+    struct http_client_request req = {.method = "POST", .body = "abc", .body_len = 3};
+    struct http_client_response r;
+    struct http_client *c = NULL;
+    char url[64];
+
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/h", h->port);
+    req.url = url;
+    if (http_client_new(&c) < 0)
+        return NULL;
+    for (int i = 0; i < 25; i++) {
+        if (http_client_do(c, &req, &r, NULL) == 0 && r.status == 200 &&
+            strstr(r.body, "len=3 sum=294"))
+            h->ok++;
+        http_client_response_clear(&r);
+    }
+    http_client_free(c);
+    return NULL;
+}
+
+/* Eight clients at once, 25 requests each over kept-alive connections, are all answered, with a
+ * thread per connection and with a pool of two polling threads. */
+static void http_server_start__concurrent_clients_both_modes(void **state)
+{
+    for (unsigned threads = 0; threads <= 2; threads += 2) {
+        struct http_server_config cfg = {.threads = threads};
+        struct hammer h[8];
+        pthread_t t[8];
+        struct echo echo = {0};
+        struct http_server *s = start(&echo, &cfg);
+
+        (void)state;
+        for (int i = 0; i < 8; i++) {
+            h[i] = (struct hammer){.port = http_server_port(s)};
+            assert_int_equal(pthread_create(&t[i], NULL, hammer_run, &h[i]), 0);
+        }
+        for (int i = 0; i < 8; i++) {
+            assert_int_equal(pthread_join(t[i], NULL), 0);
+            assert_int_equal(h[i].ok, 25);
+        }
+        assert_int_equal(atomic_load(&echo.calls), 200);
+        http_server_stop(s);
+    }
+}
+
+/* Over the connection limit a new connection is closed unanswered; once one closes, the next is
+ * served. */
+static void http_server_start__connection_limit(void **state)
+{
+    struct http_server_config cfg = {.max_connections = 2};
+    struct echo echo = {0};
+    struct http_server *s = start(&echo, &cfg);
+    int a = raw_connect(http_server_port(s)), b = raw_connect(http_server_port(s)), c;
+    char buf[512];
+
+    (void)state;
+    sleep_ms(100);
+    c = raw_connect(http_server_port(s));
+    raw_exchange(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n", buf, sizeof(buf));
+    assert_string_equal(buf, "");
+    close(c);
+    close(a);
+    sleep_ms(200);
+    c = raw_connect(http_server_port(s));
+    raw_exchange(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n", buf, sizeof(buf));
+    assert_non_null(strstr(buf, "HTTP/1.1 200"));
+    close(c);
+    close(b);
+    http_server_stop(s);
+}
+
+/* Bad configurations are refused with the reason; nothing is started. */
+static void http_server_start__bad_config(void **state)
+{
+    struct http_server_config cfg = {0};
+    struct echo echo = {.status = 200};
+    struct http_server *s = NULL, *first;
+    struct error e = {0};
+
+    (void)state;
+    cfg.address = "localhost";
+    assert_int_equal(http_server_start(&cfg, echo_handler, &echo, &s, &e), ERR_INVAL);
+    assert_non_null(strstr(e.msg, "numeric"));
+    cfg.address = NULL;
+    cfg.port = 70000;
+    assert_int_equal(http_server_start(&cfg, echo_handler, &echo, &s, &e), ERR_INVAL);
+    cfg.port = 0;
+    cfg.cert_file = "/nonexistent/cert.pem";
+    assert_int_equal(http_server_start(&cfg, echo_handler, &echo, &s, &e), ERR_INVAL);
+    cfg.key_file = "/nonexistent/key.pem";
+    assert_int_equal(http_server_start(&cfg, echo_handler, &echo, &s, &e), ERR_NOENT);
+    assert_null(s);
+    cfg.cert_file = cfg.key_file = NULL;
+    first = start(&echo, &cfg);
+    cfg.port = http_server_port(first);
+    assert_int_equal(http_server_start(&cfg, echo_handler, &echo, &s, &e), ERR_IO);
+    assert_non_null(strstr(e.msg, "cannot serve"));
+    assert_null(s);
+    http_server_stop(first);
+    http_server_stop(NULL);
+}
+
+/* IPv6 loopback, where the machine has it. */
+static void http_server_start__ipv6_loopback(void **state)
+{
+    struct http_server_config cfg = {.address = "::1"};
+    struct http_client_response r = {0};
+    struct echo echo = {.status = 200};
+    struct http_server *s = NULL;
+    char url[64];
+
+    (void)state;
+    if (http_server_start(&cfg, echo_handler, &echo, &s, NULL) < 0)
+        skip();
+    snprintf(url, sizeof(url), "http://[::1]:%d/six", http_server_port(s));
+    assert_int_equal(request("GET", url, NULL, 0, NULL, NULL, &r), 0);
+    assert_int_equal(r.status, 200);
+    http_client_response_clear(&r);
+    http_server_stop(s);
+}
+
+/* TLS with a self-signed certificate for 127.0.0.1 made by `openssl req`: a client that trusts it
+ * is served; one that trusts only the system's authorities is refused (ERR_IO); plain HTTP to the
+ * TLS port gets no answer it can use. */
+static void http_server_start__tls_self_signed(void **state)
+{
+    char dir[] = "/tmp/castor-test-tls-XXXXXX", cmd[1024], cert[64], key[64], url[64];
+    struct http_server_config cfg = {0};
+    struct http_client_response r = {0};
+    struct echo echo = {.status = 200};
+    struct http_server *s = NULL;
+    struct error e = {0};
+
+    (void)state;
+    if (system("openssl version >/dev/null 2>&1") != 0)
+        skip();
+    assert_non_null(mkdtemp(dir));
+    snprintf(cert, sizeof(cert), "%s/cert.pem", dir);
+    snprintf(key, sizeof(key), "%s/key.pem", dir);
+    snprintf(cmd, sizeof(cmd),
+             "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 "
+             "-subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 -keyout %s -out %s "
+             ">/dev/null 2>&1",
+             key, cert);
+    assert_int_equal(system(cmd), 0);
+    cfg.cert_file = cert;
+    cfg.key_file = key;
+    assert_int_equal(http_server_start(&cfg, echo_handler, &echo, &s, &e), 0);
+    snprintf(url, sizeof(url), "https://127.0.0.1:%d/secure", http_server_port(s));
+    assert_int_equal(request("GET", url, NULL, 0, NULL, cert, &r), 0);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(r.body, "GET /secure"));
+    http_client_response_clear(&r);
+    assert_int_equal(request("GET", url, NULL, 0, NULL, NULL, &r), ERR_IO);
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/plain", http_server_port(s));
+    assert_true(request("GET", url, NULL, 0, NULL, NULL, &r) < 0);
+    assert_int_equal(atomic_load(&echo.calls), 1);
+    http_server_stop(s);
+    assert_int_equal(unlink(cert), 0);
+    assert_int_equal(unlink(key), 0);
+    assert_int_equal(rmdir(dir), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(http_server_start__request_reaches_handler_whole),
+        cmocka_unit_test(http_server_start__silent_handler_is_500),
+        cmocka_unit_test(http_server_start__oversized_body_is_413),
+        cmocka_unit_test(http_server_start__concurrent_clients_both_modes),
+        cmocka_unit_test(http_server_start__connection_limit),
+        cmocka_unit_test(http_server_start__bad_config),
+        cmocka_unit_test(http_server_start__ipv6_loopback),
+        cmocka_unit_test(http_server_start__tls_self_signed),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
