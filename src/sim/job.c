@@ -97,9 +97,9 @@ static int sim_job_choose_batch(struct sim_job *job, int voluntary)
         } else if (rc < 0) {
             return rc;
         } else if (voluntary && job->hysteresis > 1 && job->local_bsz > 0 &&
-                   c.goodput < job->hysteresis * bsz_goodput(&job->tput, &job->grad,
-                                                             lim.init_bsz, job->nplace, r,
-                                                             job->local_bsz, job->accum_steps)) {
+                   c.goodput < job->hysteresis * bsz_goodput(&job->tput, &job->grad, lim.init_bsz,
+                                                             job->nplace, r, job->local_bsz,
+                                                             job->accum_steps)) {
             return 0; /* not worth a change: keep the configuration */
         } else {
             local = c.local_bsz;

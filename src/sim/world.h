@@ -32,7 +32,7 @@ struct sim_config {
     /* per offer, preemptions per node-hour the planner assumes before it has seen any (NULL: 0
      * on-demand, 0.05 spot) */
     const double *rate_prior;
-    double checkpoint_s; /* seconds between each job's checkpoints (0: only on restarts) */
+    double checkpoint_s;     /* seconds between each job's checkpoints (0: only on restarts) */
     double batch_hysteresis; /* see sim_job.hysteresis (0: none) */
 };
 
