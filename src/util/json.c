@@ -4,6 +4,7 @@
 #include <jansson.h>
 #include <math.h>
 
+#include "util/crypto.h"
 #include "util/error.h"
 
 #define JV(v) ((json_t *)(v))
@@ -78,5 +79,62 @@ int jv_write_path(const struct jv *v, const char *path)
 
 void jv_free(struct jv *v)
 {
+    json_decref(JV(v));
+}
+
+int jv_parse(const char *buf, size_t len, struct jv **out, struct error *e)
+{
+    json_error_t je;
+    json_t *v;
+
+    if (!buf || !out)
+        return err_set(e, ERR_INVAL, "json", 0, 0, "no buffer or no place for the value");
+    v = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+    if (!v) {
+        if (json_error_code(&je) == json_error_out_of_memory)
+            return err_set(e, ERR_NOMEM, "json", 0, 0, "out of memory");
+        /* je.text may quote the text near the error, which may be a secret: not used */
+        return err_set(e, ERR_PARSE, "json", je.line, je.column, "%s",
+                       json_error_code(&je) == json_error_premature_end_of_input
+                           ? "truncated JSON"
+                           : "malformed JSON");
+    }
+    *out = (struct jv *)v;
+    return 0;
+}
+
+const struct jv *jv_get(const struct jv *obj, const char *key)
+{
+    if (!obj || !key || !json_is_object(CJV(obj)))
+        return NULL;
+    return (const struct jv *)json_object_get(CJV(obj), key);
+}
+
+const char *jv_str(const struct jv *v)
+{
+    return v && json_is_string(CJV(v)) ? json_string_value(CJV(v)) : NULL;
+}
+
+/* Zero the strings below v; the memory is jansson's, reached through the wrapper only. */
+static void wipe_strings(json_t *v)
+{
+    const char *key;
+    json_t *item;
+    size_t i;
+
+    if (json_is_string(v)) {
+        crypto_wipe((char *)json_string_value(v), json_string_length(v));
+    } else if (json_is_object(v)) {
+        json_object_foreach(v, key, item) wipe_strings(item);
+    } else if (json_is_array(v)) {
+        json_array_foreach(v, i, item) wipe_strings(item);
+    }
+}
+
+void jv_free_wiped(struct jv *v)
+{
+    if (!v)
+        return;
+    wipe_strings(JV(v));
     json_decref(JV(v));
 }

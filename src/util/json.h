@@ -3,7 +3,10 @@
 #ifndef CASTOR_UTIL_JSON_H
 #define CASTOR_UTIL_JSON_H
 
+#include <stddef.h>
 #include <stdio.h>
+
+#include "util/error.h"
 
 struct jv; /* a JSON value; opaque */
 
@@ -28,5 +31,22 @@ int jv_write(const struct jv *v, FILE *f);
 int jv_write_path(const struct jv *v, const char *path);
 
 void jv_free(struct jv *v);
+
+/* Reading. */
+
+/* Parse len bytes at buf as one JSON value into *out (owned by the caller: jv_free or
+ * jv_free_wiped). ERR_INVAL (NULL arguments), ERR_PARSE (malformed: e->msg and e->line say where
+ * and why, never quoting the text), ERR_NOMEM; *out is then unchanged. */
+int jv_parse(const char *buf, size_t len, struct jv **out, struct error *e);
+
+/* obj[key], borrowed from obj; NULL when obj is not an object or has no such key. */
+const struct jv *jv_get(const struct jv *obj, const char *key);
+
+/* The string a value holds, borrowed from it; NULL when v is not a string. */
+const char *jv_str(const struct jv *v);
+
+/* Overwrite every string in v (keys excepted) with zeros, then release v: for values that carry
+ * secrets. v may be NULL. */
+void jv_free_wiped(struct jv *v);
 
 #endif

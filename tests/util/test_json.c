@@ -225,6 +225,46 @@ static void jv_free__null(void **state)
     jv_free(NULL);
 }
 
+/* Parsing: members by key, strings only through jv_str, missing keys and wrong kinds NULL. */
+static void jv_parse__reads_members(void **state)
+{
+    const char *text = "{\"Code\":\"Success\",\"N\":3,\"Inner\":{\"K\":\"v\"}}";
+    struct jv *v = NULL;
+
+    (void)state;
+    assert_int_equal(jv_parse(text, strlen(text), &v, NULL), 0);
+    assert_string_equal(jv_str(jv_get(v, "Code")), "Success");
+    assert_null(jv_str(jv_get(v, "N")));
+    assert_null(jv_get(v, "Missing"));
+    assert_string_equal(jv_str(jv_get(jv_get(v, "Inner"), "K")), "v");
+    assert_null(jv_get(jv_get(v, "Code"), "K"));
+    jv_free_wiped(v);
+    jv_free_wiped(NULL);
+}
+
+/* Malformed and truncated texts are ERR_PARSE with a position and a message that never quotes
+ * the text (which may hold a secret); duplicate keys are refused. */
+static void jv_parse__malformed_never_quotes(void **state)
+{
+    const char *bad[] = {"{\"SecretAccessKey\": wJalrXUtnFEMI}", "{\"SecretAccessKey\":\"wJalr",
+                         "{\"a\":1,\"a\":2}", ""};
+    struct error e;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct jv *v = NULL;
+
+        memset(&e, 0, sizeof(e));
+        assert_int_equal(jv_parse(bad[i], strlen(bad[i]), &v, &e), ERR_PARSE);
+        assert_null(v);
+        assert_non_null(strstr(e.msg, "JSON"));
+        assert_null(strstr(e.msg, "wJalr"));
+        assert_null(strstr(e.msg, "Secret"));
+    }
+    assert_string_equal(e.msg, "truncated JSON");
+    assert_int_equal(jv_parse(NULL, 0, NULL, &e), ERR_INVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -239,6 +279,8 @@ int main(void)
         cmocka_unit_test(jv_write_path__file_and_error),
         cmocka_unit_test(jv_write_path__full_device),
         cmocka_unit_test(jv_free__null),
+        cmocka_unit_test(jv_parse__reads_members),
+        cmocka_unit_test(jv_parse__malformed_never_quotes),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
