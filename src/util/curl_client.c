@@ -10,6 +10,7 @@
 #include <curl/curl.h>
 
 #include "util/crypto.h"
+#include "util/strbuf.h"
 
 struct curl_client {
     CURL *easy;
@@ -17,9 +18,8 @@ struct curl_client {
 
 /* The answer being received. */
 struct sink {
-    char *p;
-    size_t len, cap;
-    int too_large, no_memory;
+    struct strbuf b;
+    int too_large;
 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -72,28 +72,12 @@ static size_t sink_write(char *data, size_t size, size_t nmemb, void *arg)
     struct sink *s = arg;
     size_t n = size * nmemb;
 
-    if (s->len + n > CURL_CLIENT_MAX_BODY) {
+    if (s->b.len + n > CURL_CLIENT_MAX_BODY) {
         s->too_large = 1;
         return 0;
     }
-    if (s->len + n + 1 > s->cap) {
-        size_t cap = s->cap ? s->cap : 4096;
-        char *grown;
-
-        while (cap < s->len + n + 1)
-            cap *= 2;
-        grown = realloc(s->p, cap);
-        if (!grown) {
-            s->no_memory = 1;
-            return 0;
-        }
-        s->p = grown;
-        s->cap = cap;
-    }
-    memcpy(s->p + s->len, data, n);
-    s->len += n;
-    s->p[s->len] = '\0';
-    return n;
+    strbuf_add(&s->b, data, n);
+    return s->b.failed ? 0 : n;
 }
 
 /* 1 when host names this machine's loopback: localhost, 127.0.0.0/8 or ::1. */
@@ -185,7 +169,7 @@ static int transfer_error(CURLcode cc, const struct sink *s, const struct curl_c
     if (s->too_large)
         return err_set(e, ERR_RANGE, parts->authority, 0, 0, "answer larger than %u bytes refused",
                        CURL_CLIENT_MAX_BODY);
-    if (s->no_memory || cc == CURLE_OUT_OF_MEMORY)
+    if (s->b.failed || cc == CURLE_OUT_OF_MEMORY)
         return err_set(e, ERR_NOMEM, parts->authority, 0, 0, "out of memory receiving the answer");
     if (cc == CURLE_OPERATION_TIMEDOUT)
         return err_set(e, ERR_IO, parts->authority, 0, 0, "%s %s timed out after %ld ms",
@@ -285,19 +269,20 @@ int curl_client_send(struct curl_client *c, const struct curl_client_request *re
         goto out;
     }
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-    if (!s.p) {
-        s.p = calloc(1, 1);
-        if (!s.p) {
+    {
+        size_t len = s.b.len;
+        char *body = strbuf_take(&s.b);
+
+        if (!body) {
             rc = ERR_NOMEM;
             goto out;
         }
+        out->status = status;
+        out->body = body;
+        out->len = len;
     }
-    out->status = status;
-    out->body = s.p;
-    out->len = s.len;
-    s.p = NULL;
 out:
-    free(s.p);
+    strbuf_free(&s.b);
     crypto_wipe(line, sizeof(line));
     free_headers(headers);
     return rc;
