@@ -13,7 +13,7 @@
 #include "util/xml.h"
 
 #define EC2_API_VERSION "2016-11-15"
-#define EC2_TAG_CLUSTER "castor:cluster"     /* the cluster id on every instance castor launches */
+#define EC2_TAG_CLUSTER "castor:cluster"    /* the cluster id on every instance castor launches */
 #define EC2_TAG_TOKEN "castor:launch-token" /* the launch token (also the ClientToken) */
 
 struct ec2_client; /* opaque; one thread at a time */
@@ -221,7 +221,7 @@ struct ec2_instance {
     enum ec2_market market;
     char launch_token[72]; /* the EC2_TAG_TOKEN tag, "" when absent */
     char private_ip[48];
-    int64_t launch_time;    /* UNIX seconds; 0 when absent */
+    int64_t launch_time;   /* UNIX seconds; 0 when absent */
     char state_reason[64]; /* stateReason/code, "" when absent */
 };
 
