@@ -1064,8 +1064,8 @@ int ec2_run_instances(struct ec2_client *c, const struct ec2_run_request *req,
     int rc;
 
     if (!c || !req || !out || !n_out || !req->instance_type || req->count < 1 ||
-        (!req->launch_template_id && !req->image_id) || !req->cluster_id ||
-        !token_ok(req->launch_token))
+        req->min_count > req->count || (!req->launch_template_id && !req->image_id) ||
+        !req->cluster_id || !token_ok(req->launch_token))
         return err_set(e, ERR_INVAL, "ec2 RunInstances", 0, 0,
                        "needs a type, a count, a launch template or image, a cluster id and a "
                        "launch token of 1 to 64 printable characters");
@@ -1079,7 +1079,8 @@ int ec2_run_instances(struct ec2_client *c, const struct ec2_run_request *req,
     if (req->image_id)
         ec2_params_add(p, req->image_id, "ImageId");
     ec2_params_add(p, req->instance_type, "InstanceType");
-    ec2_params_add(p, "1", "MinCount");
+    snprintf(v, sizeof(v), "%d", req->min_count > 0 ? req->min_count : 1);
+    ec2_params_add(p, v, "MinCount");
     snprintf(v, sizeof(v), "%d", req->count);
     ec2_params_add(p, v, "MaxCount");
     ec2_params_add(p, req->launch_token, "ClientToken");

@@ -200,15 +200,17 @@ struct ec2_run_request {
     const char *instance_type; /* required */
     const char *subnet_id;     /* or NULL */
     const char *zone;          /* Placement.AvailabilityZone when there is no subnet */
-    int count;                 /* MaxCount; MinCount is 1 */
+    int count;                 /* MaxCount */
+    int min_count;             /* MinCount: fewer than this is a failure; 0: 1 */
     enum ec2_market market;
     double max_price; /* spot; 0: up to on-demand */
     const char *cluster_id;
     const char *launch_token;
 };
 
-/* Launch up to req->count instances of one pool into a new array *out (free()). Errors as
- * ec2_call; ERR_CAPACITY and ERR_QUOTA name (type, zone, market) in e->msg; outputs unchanged. */
+/* Launch req->min_count to req->count instances of one pool into a new array *out (free()). Errors
+ * as ec2_call; ERR_CAPACITY and ERR_QUOTA name (type, zone, market) in e->msg; outputs unchanged.
+ */
 int ec2_run_instances(struct ec2_client *c, const struct ec2_run_request *req,
                       struct ec2_launched **out, size_t *n_out, struct error *e);
 

@@ -393,6 +393,7 @@ static void run_instances__insufficient_capacity(void **state)
     assert_string_equal(fake_ec2_param(f->fake, 0, "InstanceMarketOptions.MarketType"), "spot");
     assert_string_equal(fake_ec2_param(f->fake, 0, "Placement.AvailabilityZone"), "us-east-1a");
     assert_string_equal(fake_ec2_param(f->fake, 0, "MaxCount"), "2");
+    assert_string_equal(fake_ec2_param(f->fake, 0, "MinCount"), "1");
     assert_string_equal(fake_ec2_param(f->fake, 0, "ClientToken"), "launch-run-1");
 }
 
