@@ -594,6 +594,17 @@ static int bad_answer(struct error *e, const char *action, const struct xml_doc 
     return err_set(e, ERR_PARSE, where, 0, 0, "%s (request id %s)", what, id);
 }
 
+/* Log a failure found in an answer that ec2_call accepted (ec2_call logs its own), with the
+ * message that names the call and the request id; returns rc. */
+static int logged(struct ec2_client *c, int rc, const struct error *e)
+{
+    if (e)
+        log_line(c, NULL, "%s failed: %s", e->file, e->msg);
+    else
+        log_line(c, NULL, "ec2 call failed reading its answer: %s", err_str(rc));
+    return rc;
+}
+
 /* Copy a required field; ERR_PARSE when it is missing or too long. */
 static int need(const struct xml_node *n, const char *path, char *buf, size_t size)
 {
@@ -691,6 +702,8 @@ static int paginate(struct ec2_client *c, const char *action, struct ec2_params 
             if (rc == ERR_RANGE)
                 rc = bad_answer(e, action, doc, "a nextToken too long");
         }
+        if (rc < 0 && rc != ERR_EMPTY)
+            logged(c, rc, e);
         xml_free(doc);
         if (rc == ERR_EMPTY || (rc == 0 && !token[0]))
             return 0;
@@ -1017,7 +1030,7 @@ int ec2_create_fleet(struct ec2_client *c, const struct ec2_fleet_request *req,
     xml_free(doc);
     if (rc < 0) {
         ec2_fleet_result_free(&res);
-        return rc;
+        return logged(c, rc, e);
     }
     *out = res;
     return 0;
@@ -1113,7 +1126,7 @@ int ec2_run_instances(struct ec2_client *c, const struct ec2_run_request *req,
     }
     rc = read_launched(doc, out, n_out, e);
     xml_free(doc);
-    return rc;
+    return rc < 0 ? logged(c, rc, e) : 0;
 }
 
 /* ---- DescribeInstances ---- */
@@ -1203,7 +1216,7 @@ int ec2_terminate_instances(struct ec2_client *c, const char *const *ids, size_t
             rc = bad_answer(e, "TerminateInstances", doc, "no instancesSet");
         xml_free(doc);
         if (rc < 0)
-            return rc;
+            return rc == ERR_PARSE ? logged(c, rc, e) : rc;
     }
     return 0;
 }

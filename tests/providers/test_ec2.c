@@ -251,6 +251,9 @@ static void describe_spot_prices__pages_and_bad_price(void **state)
     assert_string_equal(e.file, "ec2 DescribeSpotPriceHistory");
     assert_non_null(strstr(e.msg, "9,83"));
     assert_non_null(strstr(e.msg, "r-price-bad"));
+    /* logged too, with the request id */
+    assert_non_null(strstr(f->last_log, "ec2 DescribeSpotPriceHistory failed"));
+    assert_non_null(strstr(f->last_log, "r-price-bad"));
 }
 
 static const char fleet_partial[] =
