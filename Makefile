@@ -9,8 +9,10 @@ SOURCES = $(shell find src tests bench cuda providers policies -name '*.[ch]' 2>
 
 all: build
 
+# The Debian packages, then the tests' Python packages (moto) into .venv.
 deps:
 	./scripts/install-deps
+	./scripts/test-venv
 
 $(BUILD)/CMakeCache.txt:
 	cmake -S . -B $(BUILD) -DCASTOR_WERROR=ON $(CMAKE_FLAGS)

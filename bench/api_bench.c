@@ -73,8 +73,8 @@ static void ab_sleep_until(double t)
 static void *ab_client_run(void *arg)
 {
     struct ab_client *c = arg;
-    const char *headers[] = {"Authorization: Bearer " AB_TOKEN_JOB,
-                             "Content-Type: application/json"};
+    const struct http_client_header headers[] = {{"Authorization", "Bearer " AB_TOKEN_JOB},
+                                                 {"Content-Type", "application/json"}};
     double period = c->o->clients / c->o->rate;
     struct http_client_request req = {.method = "POST", .headers = headers, .nheaders = 2};
     struct http_client_response r;

@@ -10,22 +10,23 @@
  * X(NAME, retryable, message). Native errors (errno, CURLcode, NLopt, SQLite, CUDA) are translated
  * into this table at the wrapper that calls them; nothing above a wrapper sees a native code.
  */
-#define ERR_TABLE(X)                                  \
-    X(NOMEM, 1, "out of memory")                      \
-    X(INVAL, 0, "invalid argument")                   \
-    X(IO, 1, "input/output error")                    \
-    X(NOENT, 0, "no such file or directory")          \
-    X(PARSE, 0, "malformed input")                    \
-    X(EMPTY, 0, "no data")                            \
-    X(RANGE, 0, "value out of range")                 \
-    X(UNKNOWN, 0, "unknown name")                     \
-    X(NOCONV, 0, "numerical method did not converge") \
-    X(AGAIN, 1, "temporarily unavailable, try again") \
-    X(INTERNAL, 0, "internal error")                  \
-    X(CAPACITY, 1, "insufficient capacity")           \
-    X(CONFLICT, 0, "conflicts with existing data")    \
-    X(CORRUPT, 0, "stored data is corrupt")           \
-    X(NODEV, 0, "no GPU device (none present, or built without CUDA or NCCL)")
+#define ERR_TABLE(X)                                                           \
+    X(NOMEM, 1, "out of memory")                                               \
+    X(INVAL, 0, "invalid argument")                                            \
+    X(IO, 1, "input/output error")                                             \
+    X(NOENT, 0, "no such file or directory")                                   \
+    X(PARSE, 0, "malformed input")                                             \
+    X(EMPTY, 0, "no data")                                                     \
+    X(RANGE, 0, "value out of range")                                          \
+    X(UNKNOWN, 0, "unknown name")                                              \
+    X(NOCONV, 0, "numerical method did not converge")                          \
+    X(AGAIN, 1, "temporarily unavailable, try again")                          \
+    X(INTERNAL, 0, "internal error")                                           \
+    X(CAPACITY, 1, "insufficient capacity")                                    \
+    X(CONFLICT, 0, "conflicts with existing data")                             \
+    X(CORRUPT, 0, "stored data is corrupt")                                    \
+    X(NODEV, 0, "no GPU device (none present, or built without CUDA or NCCL)") \
+    X(QUOTA, 0, "quota exceeded")
 
 enum err_index {
 #define ERR_X_INDEX(name, retry, msg) ERR_INDEX_##name,

@@ -15,6 +15,7 @@
 
 #include "util/crypto.h"
 #include "util/file.h"
+#include "util/strbuf.h"
 
 struct http_server {
     struct MHD_Daemon *daemon;
@@ -29,9 +30,7 @@ struct http_server {
 
 /* One request being read: its body so far, or the note that it is over the limit. */
 struct hs_conn {
-    char *body;
-    size_t len;
-    size_t cap;
+    struct strbuf body;
     int too_large;
     int answered; /* a response is queued: what comes after is dropped */
 };
@@ -112,32 +111,15 @@ static enum MHD_Result hs_too_large(struct MHD_Connection *conn, struct hs_conn 
 /* Append data to the body, or mark it too large (and let go of what was kept). */
 static int hs_append(struct hs_conn *c, const char *data, size_t len, size_t max)
 {
-    char *grown;
-
     if (c->too_large)
         return 0;
-    if (len > max - c->len) {
+    if (len > max - c->body.len) {
         c->too_large = 1;
-        free(c->body);
-        c->body = NULL;
-        c->len = c->cap = 0;
+        strbuf_free(&c->body);
         return 0;
     }
-    if (c->len + len + 1 > c->cap) {
-        size_t cap = c->cap ? c->cap : 1024;
-
-        while (cap < c->len + len + 1)
-            cap *= 2;
-        grown = realloc(c->body, cap);
-        if (!grown)
-            return ERR_NOMEM;
-        c->body = grown;
-        c->cap = cap;
-    }
-    memcpy(c->body + c->len, data, len);
-    c->len += len;
-    c->body[c->len] = '\0';
-    return 0;
+    strbuf_add(&c->body, data, len);
+    return c->body.failed ? ERR_NOMEM : 0;
 }
 
 /* Call the handler with the whole request and queue its answer. */
@@ -159,8 +141,8 @@ static enum MHD_Result hs_dispatch(struct http_server *s, struct MHD_Connection 
     req.nheaders = headers.n;
     req.query = query.items;
     req.nquery = query.n;
-    req.body = c->body ? c->body : "";
-    req.body_len = c->len;
+    req.body = c->body.p ? c->body.p : "";
+    req.body_len = c->body.len;
     s->handler(s->ctx, &req, &resp);
     if (resp.status == 0) { /* the handler said nothing: an internal error */
         free(resp.body);
@@ -234,7 +216,7 @@ static void hs_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     (void)conn;
     (void)toe;
     if (c) {
-        free(c->body);
+        strbuf_free(&c->body);
         free(c);
         *con_cls = NULL;
     }

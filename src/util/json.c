@@ -4,6 +4,7 @@
 #include <jansson.h>
 #include <math.h>
 
+#include "util/crypto.h"
 #include "util/error.h"
 
 #define JV(v) ((json_t *)(v))
@@ -98,19 +99,43 @@ struct jv *jv_ref(const struct jv *v)
     return (struct jv *)json_incref(JV(v));
 }
 
+/* A reason for a parse error in words of castor's own: jansson's text may quote the input. */
+static const char *parse_reason(const json_error_t *je)
+{
+    switch (json_error_code(je)) {
+    case json_error_premature_end_of_input:
+        return "truncated JSON";
+    case json_error_end_of_input_expected:
+        return "text after the JSON value";
+    case json_error_duplicate_key:
+        return "a key given twice in a JSON object";
+    case json_error_null_character:
+        return "a \\u0000 in a JSON string";
+    case json_error_numeric_overflow:
+        return "a JSON number out of range";
+    case json_error_invalid_utf8:
+        return "invalid UTF-8 in JSON";
+    case json_error_stack_overflow:
+        return "JSON nested too deep";
+    default:
+        return "malformed JSON";
+    }
+}
+
 int jv_parse(const char *text, size_t len, struct jv **out, struct error *e)
 {
     json_error_t je;
     json_t *v;
 
     if ((!text && len > 0) || !out)
-        return err_set(e, ERR_INVAL, "", 0, 0, "no text to parse");
+        return err_set(e, ERR_INVAL, "json", 0, 0, "no text to parse or no place for the value");
     /* one value of any kind; a key given twice is refused rather than silently kept once */
     v = json_loadb(text ? text : "", len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
     if (!v) {
         if (json_error_code(&je) == json_error_out_of_memory)
-            return err_set(e, ERR_NOMEM, "", 0, 0, "out of memory parsing JSON");
-        return err_set(e, ERR_PARSE, "", je.line, je.column, "%s", je.text);
+            return err_set(e, ERR_NOMEM, "json", 0, 0, "out of memory parsing JSON");
+        /* je.text may quote the text near the error, which may be a secret: not used */
+        return err_set(e, ERR_PARSE, "json", je.line, je.column, "%s", parse_reason(&je));
     }
     *out = (struct jv *)v;
     return 0;
@@ -151,16 +176,16 @@ enum jv_type jv_type_of(const struct jv *v)
     }
 }
 
-struct jv *jv_get(const struct jv *obj, const char *key)
+const struct jv *jv_get(const struct jv *obj, const char *key)
 {
-    if (!json_is_object(CJV(obj)) || !key)
+    if (!obj || !key || !json_is_object(CJV(obj)))
         return NULL;
-    return (struct jv *)json_object_get(CJV(obj), key);
+    return (const struct jv *)json_object_get(CJV(obj), key);
 }
 
 const char *jv_string_value(const struct jv *v)
 {
-    return json_string_value(CJV(v));
+    return v && json_is_string(CJV(v)) ? json_string_value(CJV(v)) : NULL;
 }
 
 int jv_number_value(const struct jv *v, double *out)
@@ -196,9 +221,9 @@ size_t jv_size(const struct jv *v)
     return 0;
 }
 
-struct jv *jv_at(const struct jv *v, size_t i)
+const struct jv *jv_at(const struct jv *v, size_t i)
 {
-    return (struct jv *)json_array_get(CJV(v), i);
+    return (const struct jv *)json_array_get(CJV(v), i);
 }
 
 int jv_each(const struct jv *obj, int (*fn)(void *ctx, const char *key, const struct jv *val),
@@ -217,4 +242,28 @@ int jv_each(const struct jv *obj, int (*fn)(void *ctx, const char *key, const st
             return rc;
     }
     return 0;
+}
+
+/* Zero the strings below v; the memory is jansson's, reached through the wrapper only. */
+static void wipe_strings(json_t *v)
+{
+    const char *key;
+    json_t *item;
+    size_t i;
+
+    if (json_is_string(v)) {
+        crypto_wipe((char *)json_string_value(v), json_string_length(v));
+    } else if (json_is_object(v)) {
+        json_object_foreach(v, key, item) wipe_strings(item);
+    } else if (json_is_array(v)) {
+        json_array_foreach(v, i, item) wipe_strings(item);
+    }
+}
+
+void jv_free_wiped(struct jv *v)
+{
+    if (!v)
+        return;
+    wipe_strings(JV(v));
+    json_decref(JV(v));
 }

@@ -43,11 +43,12 @@ struct jv *jv_null(void);
 struct jv *jv_ref(const struct jv *v);
 
 /*
- * Parse len bytes of text as exactly one JSON value (trailing non-space is an error; a key given
- * twice, a \u0000 in a string, NaN, Infinity and numbers out of range of a double are refused). On
- * success *out owns the value (jv_free). On error returns ERR_PARSE (ERR_NOMEM, ERR_INVAL for NULL
- * text with len > 0), leaves *out untouched, and fills e (may be NULL) with the line, column and
- * jansson's reason.
+ * Parse len bytes of text as exactly one JSON value of any kind (trailing non-space is an error;
+ * a key given twice, a \u0000 in a string, NaN, Infinity and numbers out of range of a double are
+ * refused). On success *out owns the value (jv_free, or jv_free_wiped when it carries a secret).
+ * On error returns ERR_PARSE (ERR_NOMEM; ERR_INVAL for no out or NULL text with len > 0), leaves
+ * *out untouched, and fills e (may be NULL) with the line, column and a reason that never quotes
+ * the text (which may hold a secret).
  */
 int jv_parse(const char *text, size_t len, struct jv **out, struct error *e);
 
@@ -61,11 +62,11 @@ enum jv_type { JV_NULL, JV_BOOL, JV_INTEGER, JV_REAL, JV_STRING, JV_ARRAY, JV_OB
 /* The value's type (JV_NULL for a NULL pointer). */
 enum jv_type jv_type_of(const struct jv *v);
 
-/* obj[key], borrowed (valid while obj holds it), or NULL when obj is not an object or has no such
- * key. */
-struct jv *jv_get(const struct jv *obj, const char *key);
+/* obj[key], borrowed (valid while obj holds it; jv_ref to keep it), or NULL when obj is not an
+ * object (NULL included) or has no such key. */
+const struct jv *jv_get(const struct jv *obj, const char *key);
 
-/* The string's bytes (borrowed, NUL-terminated) or NULL when v is not a string. */
+/* The string's bytes (borrowed, NUL-terminated) or NULL when v is not a string (NULL included). */
 const char *jv_string_value(const struct jv *v);
 
 /* A number (an integer or a real) as a double into *out: 0, or ERR_INVAL (out untouched) when v
@@ -83,12 +84,16 @@ int jv_bool_value(const struct jv *v, int *out);
 size_t jv_size(const struct jv *v);
 
 /* Item i of an array, borrowed; NULL when v is not an array or i is out of range. */
-struct jv *jv_at(const struct jv *v, size_t i);
+const struct jv *jv_at(const struct jv *v, size_t i);
 
 /* Call fn for each key of obj in insertion order with the key and its value (both borrowed),
  * stopping at the first non-zero return, which is returned; 0 when all returned 0, ERR_INVAL when
  * obj is not an object. */
 int jv_each(const struct jv *obj, int (*fn)(void *ctx, const char *key, const struct jv *val),
             void *ctx);
+
+/* Overwrite every string in v (keys excepted) with zeros, then release v as jv_free does: for
+ * values that carry secrets. v may be NULL. */
+void jv_free_wiped(struct jv *v);
 
 #endif

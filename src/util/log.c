@@ -5,9 +5,9 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "util/json.h"
+#include "util/timestamp.h"
 
 struct log {
     FILE *f;
@@ -57,18 +57,16 @@ void log_free(struct log *l)
 /* now as an ISO 8601 UTC time with milliseconds, or JSON null when it is not a usable time. */
 static struct jv *log_time(double now)
 {
-    char buf[40];
-    struct tm tm;
-    time_t secs;
-    int ms;
+    char buf[TIMESTAMP_ISO8601_LEN + 5]; /* the seconds' 'Z' becomes ".mmmZ" */
+    unsigned ms;
 
     if (!isfinite(now) || now < 0 || now > 253402300799.0) /* up to the end of the year 9999 */
         return jv_null();
-    secs = (time_t)floor(now);
-    ms = (int)floor((now - floor(now)) * 1000.0);
-    if (!gmtime_r(&secs, &tm) || strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm) == 0)
+    ms = (unsigned)floor((now - floor(now)) * 1000.0) % 1000u; /* 0 .. 999 */
+    if (timestamp_format_iso8601((int64_t)floor(now), buf) < 0)
         return jv_null();
-    snprintf(buf + 19, sizeof(buf) - 19, ".%03dZ", ms > 999 ? 999 : ms);
+    snprintf(buf + TIMESTAMP_ISO8601_LEN - 1, sizeof(buf) - (TIMESTAMP_ISO8601_LEN - 1), ".%03uZ",
+             ms);
     return jv_string(buf);
 }
 

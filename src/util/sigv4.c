@@ -7,79 +7,10 @@
 #include <time.h>
 
 #include "util/error.h"
+#include "util/strbuf.h"
 
 #define SIGV4_ALGORITHM "AWS4-HMAC-SHA256"
 #define SIGV4_TERMINATOR "aws4_request"
-
-/* A growing NUL-terminated string; a failed allocation sticks (later appends do nothing). */
-struct sbuf {
-    char *p;
-    size_t len, cap;
-    int failed;
-};
-
-static void sbuf_add(struct sbuf *b, const char *s, size_t n)
-{
-    if (b->failed)
-        return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        char *grown;
-
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        grown = realloc(b->p, cap);
-        if (!grown) {
-            b->failed = 1;
-            return;
-        }
-        b->p = grown;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
-static void sbuf_str(struct sbuf *b, const char *s)
-{
-    sbuf_add(b, s, strlen(s));
-}
-
-static void sbuf_chr(struct sbuf *b, char c)
-{
-    sbuf_add(b, &c, 1);
-}
-
-/* Hand over the string (the caller frees it); NULL after a failed allocation. An empty buffer
- * gives "". */
-static char *sbuf_take(struct sbuf *b)
-{
-    char *s;
-
-    if (!b->failed && !b->p)
-        sbuf_add(b, "", 0);
-    s = b->failed ? NULL : b->p;
-    if (!s)
-        free(b->p);
-    b->p = NULL;
-    b->len = b->cap = 0;
-    b->failed = 0;
-    return s;
-}
-
-static void sbuf_free(struct sbuf *b)
-{
-    free(b->p);
-    b->p = NULL;
-    b->len = b->cap = 0;
-}
-
-static int is_unreserved(unsigned char c)
-{
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-           c == '.' || c == '_' || c == '~';
-}
 
 /* An HTTP token character (RFC 9110 tchar). */
 static int is_tchar(unsigned char c)
@@ -113,50 +44,18 @@ static int is_scope_part(const char *s)
     return 1;
 }
 
-static int hex_value(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    return -1;
-}
-
-static void add_escaped(struct sbuf *b, unsigned char c)
-{
-    static const char digits[] = "0123456789ABCDEF";
-    char esc[3] = {'%', digits[c >> 4], digits[c & 0x0f]};
-
-    sbuf_add(b, esc, 3);
-}
-
-/* Append n bytes of s, every byte outside the unreserved set percent-encoded. */
-static void add_encoded(struct sbuf *b, const char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-
-        if (is_unreserved(c))
-            sbuf_chr(b, (char)c);
-        else
-            add_escaped(b, c);
-    }
-}
-
 /* Append n bytes of s, where %XX escapes are decoded first, in canonical form: every byte outside
  * the unreserved set (and keep_slash's '/') percent-encoded with upper-case hex. ERR_INVAL on a
  * '%' not followed by two hex digits. */
-static int add_reencoded(struct sbuf *b, const char *s, size_t n, int keep_slash)
+static int add_reencoded(struct strbuf *b, const char *s, size_t n, int keep_slash)
 {
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         int from_escape = 0;
 
         if (c == '%') {
-            int hi = i + 2 < n ? hex_value((unsigned char)s[i + 1]) : -1;
-            int lo = i + 2 < n ? hex_value((unsigned char)s[i + 2]) : -1;
+            int hi = i + 2 < n ? strbuf_hex_value((unsigned char)s[i + 1]) : -1;
+            int lo = i + 2 < n ? strbuf_hex_value((unsigned char)s[i + 2]) : -1;
 
             if (hi < 0 || lo < 0)
                 return ERR_INVAL;
@@ -164,17 +63,17 @@ static int add_reencoded(struct sbuf *b, const char *s, size_t n, int keep_slash
             from_escape = 1;
             i += 2;
         }
-        if (is_unreserved(c) || (keep_slash && c == '/' && !from_escape))
-            sbuf_chr(b, (char)c);
+        if (strbuf_unreserved(c) || (keep_slash && c == '/' && !from_escape))
+            strbuf_chr(b, (char)c);
         else
-            add_escaped(b, c);
+            strbuf_add_escaped(b, c);
     }
     return 0;
 }
 
 /* The canonical URI of path, normalised (RFC 3986 dot segments, empty segments) and every byte
  * encoded, or (S3) encoded once as it stands. */
-static int add_canonical_path(struct sbuf *b, const char *path, int normalize)
+static int add_canonical_path(struct strbuf *b, const char *path, int normalize)
 {
     struct seg {
         const char *s;
@@ -214,11 +113,11 @@ static int add_canonical_path(struct sbuf *b, const char *path, int normalize)
             break;
         p = end + 1;
     }
-    sbuf_chr(b, '/');
+    strbuf_chr(b, '/');
     for (size_t i = 0; i < nseg; i++) {
-        add_encoded(b, segs[i].s, segs[i].n);
+        strbuf_add_uri_encoded(b, segs[i].s, segs[i].n);
         if (i + 1 < nseg || trailing)
-            sbuf_chr(b, '/');
+            strbuf_chr(b, '/');
     }
     free(segs);
     return 0;
@@ -239,7 +138,7 @@ static int qpair_cmp(const void *a, const void *b)
 
 /* The canonical query: pairs decoded and encoded again, sorted by key then value (byte order),
  * "k=v" joined with '&'; empty pairs ("a=1&&b=2") are dropped. */
-static int add_canonical_query(struct sbuf *b, const char *query)
+static int add_canonical_query(struct strbuf *b, const char *query)
 {
     struct qpair *pairs = NULL;
     size_t n = 0, max = 1;
@@ -257,14 +156,14 @@ static int add_canonical_query(struct sbuf *b, const char *query)
         size_t len = end ? (size_t)(end - p) : strlen(p);
         const char *eq = memchr(p, '=', len);
         size_t klen = eq ? (size_t)(eq - p) : len;
-        struct sbuf k = {0}, v = {0};
+        struct strbuf k = {0}, v = {0};
 
         if (len > 0) {
             rc = add_reencoded(&k, p, klen, 0);
             if (rc == 0 && eq)
                 rc = add_reencoded(&v, eq + 1, len - klen - 1, 0);
-            pairs[n].key = sbuf_take(&k);
-            pairs[n].value = sbuf_take(&v);
+            pairs[n].key = strbuf_take(&k);
+            pairs[n].value = strbuf_take(&v);
             n++;
             if (rc)
                 goto out;
@@ -280,10 +179,10 @@ static int add_canonical_query(struct sbuf *b, const char *query)
     qsort(pairs, n, sizeof(*pairs), qpair_cmp);
     for (size_t i = 0; i < n; i++) {
         if (i > 0)
-            sbuf_chr(b, '&');
-        sbuf_str(b, pairs[i].key);
-        sbuf_chr(b, '=');
-        sbuf_str(b, pairs[i].value);
+            strbuf_chr(b, '&');
+        strbuf_str(b, pairs[i].key);
+        strbuf_chr(b, '=');
+        strbuf_str(b, pairs[i].value);
     }
 out:
     for (size_t i = 0; i < n; i++) {
@@ -335,7 +234,7 @@ static char *canonical_name(const char *name, int *rc)
  * (*rc set) on other control characters. */
 static char *canonical_value(const char *value, int *rc)
 {
-    struct sbuf b = {0};
+    struct strbuf b = {0};
     int space = 0;
     char *s;
 
@@ -347,16 +246,16 @@ static char *canonical_value(const char *value, int *rc)
             continue;
         }
         if (c < ' ' || c == 0x7f) {
-            sbuf_free(&b);
+            strbuf_free(&b);
             *rc = ERR_INVAL;
             return NULL;
         }
         if (space && b.len > 0)
-            sbuf_chr(&b, ' ');
+            strbuf_chr(&b, ' ');
         space = 0;
-        sbuf_chr(&b, (char)c);
+        strbuf_chr(&b, (char)c);
     }
-    s = sbuf_take(&b);
+    s = strbuf_take(&b);
     if (!s)
         *rc = ERR_NOMEM;
     return s;
@@ -486,26 +385,26 @@ static int check_own_header(const struct hentry *h, const struct sigv4_signed *r
 
 /* The canonical headers ("name:v1,v2\n" per name, sorted) into creq and the signed header names
  * ("a;b") into names; hs is sorted in place. */
-static void add_canonical_headers(struct sbuf *creq, struct sbuf *names, struct hentry *hs,
+static void add_canonical_headers(struct strbuf *creq, struct strbuf *names, struct hentry *hs,
                                   size_t nh)
 {
     qsort(hs, nh, sizeof(*hs), hentry_cmp);
     for (size_t i = 0; i < nh; i++) {
         if (i > 0 && strcmp(hs[i].name, hs[i - 1].name) == 0) {
-            sbuf_chr(creq, ',');
+            strbuf_chr(creq, ',');
         } else {
             if (i > 0) {
-                sbuf_chr(creq, '\n');
-                sbuf_chr(names, ';');
+                strbuf_chr(creq, '\n');
+                strbuf_chr(names, ';');
             }
-            sbuf_str(creq, hs[i].name);
-            sbuf_chr(creq, ':');
-            sbuf_str(names, hs[i].name);
+            strbuf_str(creq, hs[i].name);
+            strbuf_chr(creq, ':');
+            strbuf_str(names, hs[i].name);
         }
-        sbuf_str(creq, hs[i].value);
+        strbuf_str(creq, hs[i].value);
     }
     if (nh > 0)
-        sbuf_chr(creq, '\n');
+        strbuf_chr(creq, '\n');
 }
 
 int sigv4_sign(const struct sigv4_request *req, const struct sigv4_credentials *cred,
@@ -514,7 +413,7 @@ int sigv4_sign(const struct sigv4_request *req, const struct sigv4_credentials *
     struct sigv4_signed res = {0};
     struct hentry *hs = NULL;
     size_t nh = 0;
-    struct sbuf creq = {0}, names = {0}, scope = {0}, sts = {0}, authz = {0};
+    struct strbuf creq = {0}, names = {0}, scope = {0}, sts = {0}, authz = {0};
     char payload_hex[CRYPTO_SHA256_HEX_LEN + 1], creq_hex[CRYPTO_SHA256_HEX_LEN + 1];
     unsigned char key[CRYPTO_SHA256_LEN], sig[CRYPTO_SHA256_LEN];
     const char *token, *payload_hash;
@@ -574,33 +473,33 @@ int sigv4_sign(const struct sigv4_request *req, const struct sigv4_credentials *
         goto out;
 
     /* Method, canonical URI, canonical query, canonical headers, signed headers, payload hash. */
-    sbuf_str(&creq, req->method);
-    sbuf_chr(&creq, '\n');
+    strbuf_str(&creq, req->method);
+    strbuf_chr(&creq, '\n');
     rc = add_canonical_path(&creq, req->path, (flags & SIGV4_NORMALIZE_PATH) != 0);
     if (rc)
         goto out;
-    sbuf_chr(&creq, '\n');
+    strbuf_chr(&creq, '\n');
     rc = add_canonical_query(&creq, req->query);
     if (rc)
         goto out;
-    sbuf_chr(&creq, '\n');
+    strbuf_chr(&creq, '\n');
     add_canonical_headers(&creq, &names, hs, nh);
-    sbuf_chr(&creq, '\n');
-    sbuf_add(&creq, names.p ? names.p : "", names.len);
-    sbuf_chr(&creq, '\n');
-    sbuf_str(&creq, payload_hash);
+    strbuf_chr(&creq, '\n');
+    strbuf_add(&creq, names.p ? names.p : "", names.len);
+    strbuf_chr(&creq, '\n');
+    strbuf_str(&creq, payload_hash);
     if (creq.failed || names.failed) {
         rc = ERR_NOMEM;
         goto out;
     }
 
     /* Scope and string to sign. */
-    sbuf_add(&scope, res.amz_date, 8);
-    sbuf_chr(&scope, '/');
-    sbuf_str(&scope, params->region);
-    sbuf_chr(&scope, '/');
-    sbuf_str(&scope, params->service);
-    sbuf_str(&scope, "/" SIGV4_TERMINATOR);
+    strbuf_add(&scope, res.amz_date, 8);
+    strbuf_chr(&scope, '/');
+    strbuf_str(&scope, params->region);
+    strbuf_chr(&scope, '/');
+    strbuf_str(&scope, params->service);
+    strbuf_str(&scope, "/" SIGV4_TERMINATOR);
     if (scope.failed) {
         rc = ERR_NOMEM;
         goto out;
@@ -608,12 +507,12 @@ int sigv4_sign(const struct sigv4_request *req, const struct sigv4_credentials *
     rc = crypto_sha256_hex(creq.p, creq.len, creq_hex);
     if (rc)
         goto out;
-    sbuf_str(&sts, SIGV4_ALGORITHM "\n");
-    sbuf_str(&sts, res.amz_date);
-    sbuf_chr(&sts, '\n');
-    sbuf_str(&sts, scope.p);
-    sbuf_chr(&sts, '\n');
-    sbuf_str(&sts, creq_hex);
+    strbuf_str(&sts, SIGV4_ALGORITHM "\n");
+    strbuf_str(&sts, res.amz_date);
+    strbuf_chr(&sts, '\n');
+    strbuf_str(&sts, scope.p);
+    strbuf_chr(&sts, '\n');
+    strbuf_str(&sts, creq_hex);
     if (sts.failed) {
         rc = ERR_NOMEM;
         goto out;
@@ -627,18 +526,18 @@ int sigv4_sign(const struct sigv4_request *req, const struct sigv4_credentials *
     if (rc)
         goto out;
     crypto_hex(sig, sizeof(sig), res.signature);
-    sbuf_str(&authz, SIGV4_ALGORITHM " Credential=");
-    sbuf_str(&authz, cred->access_key_id);
-    sbuf_chr(&authz, '/');
-    sbuf_str(&authz, scope.p);
-    sbuf_str(&authz, ", SignedHeaders=");
-    sbuf_str(&authz, names.p);
-    sbuf_str(&authz, ", Signature=");
-    sbuf_str(&authz, res.signature);
+    strbuf_str(&authz, SIGV4_ALGORITHM " Credential=");
+    strbuf_str(&authz, cred->access_key_id);
+    strbuf_chr(&authz, '/');
+    strbuf_str(&authz, scope.p);
+    strbuf_str(&authz, ", SignedHeaders=");
+    strbuf_str(&authz, names.p);
+    strbuf_str(&authz, ", Signature=");
+    strbuf_str(&authz, res.signature);
 
-    res.canonical_request = sbuf_take(&creq);
-    res.string_to_sign = sbuf_take(&sts);
-    res.authorization = sbuf_take(&authz);
+    res.canonical_request = strbuf_take(&creq);
+    res.string_to_sign = strbuf_take(&sts);
+    res.authorization = strbuf_take(&authz);
     if (!res.canonical_request || !res.string_to_sign || !res.authorization) {
         rc = ERR_NOMEM;
         goto out;
@@ -651,11 +550,11 @@ out:
         free(hs[i].value);
     }
     free(hs);
-    sbuf_free(&creq);
-    sbuf_free(&names);
-    sbuf_free(&scope);
-    sbuf_free(&sts);
-    sbuf_free(&authz);
+    strbuf_free(&creq);
+    strbuf_free(&names);
+    strbuf_free(&scope);
+    strbuf_free(&sts);
+    strbuf_free(&authz);
     if (rc)
         sigv4_signed_free(&res);
     return rc;

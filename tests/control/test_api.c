@@ -108,14 +108,15 @@ static long call(struct fixture *f, const char *method, const char *path, const 
                  const char *body, struct jv **out)
 {
     char auth[128], url[256];
-    const char *headers[2] = {auth, "Content-Type: application/json"};
+    const struct http_client_header headers[2] = {{"Authorization", auth},
+                                                  {"Content-Type", "application/json"}};
     struct http_client_request req = {.method = method, .url = url, .headers = headers};
     struct http_client_response r = {0};
     struct jv *v = NULL;
     long status;
 
     snprintf(url, sizeof(url), "%s%s", f->base, path);
-    snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token ? token : "");
+    snprintf(auth, sizeof(auth), "Bearer %s", token ? token : "");
     req.headers = token ? headers : headers + 1;
     req.nheaders = 1;
     req.body = body;
@@ -296,7 +297,8 @@ static void api_nodes__register_heartbeat_assignment_notice(void **state)
 {
     struct fixture *f = *state;
     struct state_node node;
-    struct jv *v = NULL, *job;
+    struct jv *v = NULL;
+    const struct jv *job;
     long long x = 0;
     double d = 0;
 
@@ -494,7 +496,8 @@ static void api_reports__store_and_allocation(void **state)
     struct fixture *f = *state;
     struct state_report_config *rows = NULL;
     struct state_job j;
-    struct jv *v = NULL, *node;
+    struct jv *v = NULL;
+    const struct jv *node;
     long long x = 0;
     size_t n = 0;
 
@@ -601,7 +604,7 @@ struct reporter {
 static void *reporter_run(void *arg)
 {
     struct reporter *r = arg;
-    const char *headers[] = {"Authorization: Bearer " TOKEN_JOB};
+    const struct http_client_header headers[] = {{"Authorization", "Bearer " TOKEN_JOB}};
     struct http_client_request req = {.method = "POST", .headers = headers, .nheaders = 1};
     struct http_client_response resp;
     struct http_client *c = NULL;
@@ -803,7 +806,7 @@ static void api_metrics__prometheus_text(void **state)
     struct http_client_request req = {.method = "GET"};
     struct http_client_response r = {0};
     char url[96], auth[96], name[128], labels[256], family[128] = "";
-    const char *headers[] = {auth};
+    const struct http_client_header headers[] = {{"Authorization", auth}};
     double last_bucket = -1;
     char *line, *save = NULL;
     int samples = 0;
@@ -822,7 +825,7 @@ static void api_metrics__prometheus_text(void **state)
     expect_error(f, "GET", "/metrics", TOKEN_USER, NULL, 403, "token may not");
 
     snprintf(url, sizeof(url), "%s/metrics", f->base);
-    snprintf(auth, sizeof(auth), "Authorization: Bearer %s", TOKEN_METRICS);
+    snprintf(auth, sizeof(auth), "Bearer %s", TOKEN_METRICS);
     req.url = url;
     req.headers = headers;
     req.nheaders = 1;

@@ -9,9 +9,10 @@
 #include "util/error.h"
 
 /* Every code in the table, in table order, for the checks that walk all of them. */
-static const int all_codes[] = {ERR_NOMEM,    ERR_INVAL,    ERR_IO,       ERR_NOENT,   ERR_PARSE,
-                                ERR_EMPTY,    ERR_RANGE,    ERR_UNKNOWN,  ERR_NOCONV,  ERR_AGAIN,
-                                ERR_INTERNAL, ERR_CAPACITY, ERR_CONFLICT, ERR_CORRUPT, ERR_NODEV};
+static const int all_codes[] = {ERR_NOMEM,    ERR_INVAL,   ERR_IO,       ERR_NOENT,
+                                ERR_PARSE,    ERR_EMPTY,   ERR_RANGE,    ERR_UNKNOWN,
+                                ERR_NOCONV,   ERR_AGAIN,   ERR_INTERNAL, ERR_CAPACITY,
+                                ERR_CONFLICT, ERR_CORRUPT, ERR_NODEV,    ERR_QUOTA};
 #define NCODES (sizeof(all_codes) / sizeof(all_codes[0]))
 
 /* Known codes map to the message and name written in ERR_TABLE (copied here by hand). */
@@ -36,6 +37,8 @@ static void err_str__known_codes(void **state)
     assert_string_equal(err_name(ERR_INTERNAL), "INTERNAL");
     assert_string_equal(err_name(ERR_CONFLICT), "CONFLICT");
     assert_string_equal(err_name(ERR_NODEV), "NODEV");
+    assert_string_equal(err_str(ERR_QUOTA), "quota exceeded");
+    assert_string_equal(err_name(ERR_QUOTA), "QUOTA");
 }
 
 /* Zero is success: its own message and name, and never retryable. */
@@ -49,13 +52,13 @@ static void err_str__zero_is_success(void **state)
 }
 
 /* Codes outside the table (one past the last, positive, far negative) get the fallback strings
- * and are not retryable; the table has 15 entries, so -16 is the first unknown negative code. */
+ * and are not retryable; the table has 16 entries, so -17 is the first unknown negative code. */
 static void err_str__unknown_codes(void **state)
 {
-    const int unknown[] = {-16, -1000, 1, 42, INT_MIN};
+    const int unknown[] = {-17, -1000, 1, 42, INT_MIN};
 
     (void)state;
-    assert_int_equal(ERR_INDEX_COUNT, 15);
+    assert_int_equal(ERR_INDEX_COUNT, 16);
     for (size_t i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++) {
         assert_string_equal(err_str(unknown[i]), "unknown error");
         assert_string_equal(err_name(unknown[i]), "UNKNOWN_CODE");
@@ -64,7 +67,7 @@ static void err_str__unknown_codes(void **state)
 }
 
 /* Retryable per the table: NOMEM, IO and AGAIN are; INVAL, PARSE, NOENT, NOCONV, INTERNAL,
- * CONFLICT and CORRUPT are not. */
+ * CONFLICT, CORRUPT, NODEV and QUOTA are not. */
 static void err_retryable__follows_table(void **state)
 {
     (void)state;
@@ -80,6 +83,7 @@ static void err_retryable__follows_table(void **state)
     assert_int_equal(err_retryable(ERR_CONFLICT), 0);
     assert_int_equal(err_retryable(ERR_CORRUPT), 0);
     assert_int_equal(err_retryable(ERR_NODEV), 0);
+    assert_int_equal(err_retryable(ERR_QUOTA), 0);
 }
 
 /* Codes are negative, pairwise distinct, numbered -1, -2, ... in table order, and each has a

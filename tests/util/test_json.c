@@ -336,6 +336,56 @@ static void jv_dump__round_trip_and_each(void **state)
     jv_free(obj);
 }
 
+/* Malformed and truncated texts are ERR_PARSE with a position and a message that never quotes
+ * the text (which may hold a secret); duplicate keys are refused. */
+static void jv_parse__malformed_never_quotes(void **state)
+{
+    const char *bad[] = {"{\"SecretAccessKey\": wJalrXUtnFEMI}", "{\"SecretAccessKey\":\"wJalr",
+                         "{\"a\":1,\"a\":2}", ""};
+    struct error e;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct jv *v = NULL;
+
+        memset(&e, 0, sizeof(e));
+        assert_int_equal(jv_parse(bad[i], strlen(bad[i]), &v, &e), ERR_PARSE);
+        assert_null(v);
+        assert_non_null(strstr(e.msg, "JSON"));
+        assert_null(strstr(e.msg, "wJalr"));
+        assert_null(strstr(e.msg, "Secret"));
+    }
+    assert_string_equal(e.msg, "truncated JSON");
+    assert_int_equal(jv_parse(NULL, 0, NULL, &e), ERR_INVAL);
+}
+
+/* Members of nested objects read through jv_get on a borrowed value; jv_get on a string, on NULL
+ * or with no key is NULL. jv_free_wiped zeroes every string before it lets go: a second reference
+ * taken before sees the zeros. */
+static void jv_free_wiped__zeroes_strings(void **state)
+{
+    const char *text = "{\"Code\":\"Success\",\"Inner\":{\"K\":\"secret\"},\"L\":[\"s2\"]}";
+    struct jv *v = NULL, *keep;
+    const char *inner;
+
+    (void)state;
+    assert_int_equal(jv_parse(text, strlen(text), &v, NULL), 0);
+    assert_string_equal(jv_string_value(jv_get(jv_get(v, "Inner"), "K")), "secret");
+    assert_null(jv_get(jv_get(v, "Code"), "K"));
+    assert_null(jv_get(NULL, "Code"));
+    assert_null(jv_get(v, NULL));
+    assert_null(jv_string_value(NULL));
+    keep = jv_ref(v);
+    jv_free_wiped(v);
+    inner = jv_string_value(jv_get(jv_get(keep, "Inner"), "K"));
+    assert_non_null(inner);
+    assert_memory_equal(inner, "\0\0\0\0\0\0", 6);
+    assert_int_equal(jv_string_value(jv_get(keep, "Code"))[0], '\0');
+    assert_int_equal(jv_string_value(jv_at(jv_get(keep, "L"), 0))[0], '\0');
+    jv_free(keep);
+    jv_free_wiped(NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -352,8 +402,10 @@ int main(void)
         cmocka_unit_test(jv_free__null),
         cmocka_unit_test(jv_parse__object_and_getters),
         cmocka_unit_test(jv_parse__malformed),
+        cmocka_unit_test(jv_parse__malformed_never_quotes),
         cmocka_unit_test(jv_parse__nul_in_string_refused),
         cmocka_unit_test(jv_dump__round_trip_and_each),
+        cmocka_unit_test(jv_free_wiped__zeroes_strings),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

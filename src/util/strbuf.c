@@ -1,0 +1,132 @@
+/* strbuf.c: growing strings and percent-encoding. */
+#include "util/strbuf.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/crypto.h"
+
+void strbuf_add(struct strbuf *b, const char *s, size_t n)
+{
+    if (b->failed)
+        return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        char *grown;
+
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        grown = realloc(b->p, cap);
+        if (!grown) {
+            b->failed = 1;
+            return;
+        }
+        b->p = grown;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+void strbuf_str(struct strbuf *b, const char *s)
+{
+    strbuf_add(b, s, strlen(s));
+}
+
+void strbuf_chr(struct strbuf *b, char c)
+{
+    strbuf_add(b, &c, 1);
+}
+
+void strbuf_printf(struct strbuf *b, const char *fmt, ...)
+{
+    char small[256], *big;
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(small, sizeof(small), fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        b->failed = 1;
+        return;
+    }
+    if ((size_t)n < sizeof(small)) {
+        strbuf_add(b, small, (size_t)n);
+        return;
+    }
+    big = malloc((size_t)n + 1);
+    if (!big) {
+        b->failed = 1;
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    strbuf_add(b, big, (size_t)n);
+    free(big);
+}
+
+int strbuf_unreserved(unsigned char c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '.' || c == '_' || c == '~';
+}
+
+int strbuf_hex_value(unsigned char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    return -1;
+}
+
+void strbuf_add_escaped(struct strbuf *b, unsigned char c)
+{
+    static const char digits[] = "0123456789ABCDEF";
+    char esc[3] = {'%', digits[c >> 4], digits[c & 0x0f]};
+
+    strbuf_add(b, esc, 3);
+}
+
+void strbuf_add_uri_encoded(struct strbuf *b, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+
+        if (strbuf_unreserved(c))
+            strbuf_chr(b, (char)c);
+        else
+            strbuf_add_escaped(b, c);
+    }
+}
+
+char *strbuf_take(struct strbuf *b)
+{
+    char *s;
+
+    if (!b->failed && !b->p)
+        strbuf_add(b, "", 0);
+    s = b->failed ? NULL : b->p;
+    if (!s)
+        strbuf_free(b);
+    b->p = NULL;
+    b->len = b->cap = 0;
+    b->failed = 0;
+    return s;
+}
+
+void strbuf_free(struct strbuf *b)
+{
+    if (b->p)
+        crypto_wipe(b->p, b->cap);
+    free(b->p);
+    b->p = NULL;
+    b->len = b->cap = 0;
+}

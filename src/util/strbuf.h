@@ -1,0 +1,41 @@
+/* strbuf.h: a growing NUL-terminated string with a sticky allocation failure, and RFC 3986
+ * percent-encoding into it. */
+#ifndef CASTOR_UTIL_STRBUF_H
+#define CASTOR_UTIL_STRBUF_H
+
+#include <stddef.h>
+
+/* Start zeroed ({0}); the caller owns p until strbuf_take hands it over or strbuf_free. A failed
+ * allocation sets failed and every later append does nothing. */
+struct strbuf {
+    char *p;
+    size_t len, cap;
+    int failed;
+};
+
+void strbuf_add(struct strbuf *b, const char *s, size_t n);
+void strbuf_str(struct strbuf *b, const char *s);
+void strbuf_chr(struct strbuf *b, char c);
+void strbuf_printf(struct strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* 1 for RFC 3986's unreserved characters (A-Z a-z 0-9 - . _ ~), which are never encoded. */
+int strbuf_unreserved(unsigned char c);
+
+/* The value (0 to 15) of a hexadecimal digit of either case, or -1 for any other character. */
+int strbuf_hex_value(unsigned char c);
+
+/* Append c as %XX (upper-case hex). */
+void strbuf_add_escaped(struct strbuf *b, unsigned char c);
+
+/* Append n bytes of s with every byte outside the unreserved set percent-encoded (a space is
+ * %20, never '+'). */
+void strbuf_add_uri_encoded(struct strbuf *b, const char *s, size_t n);
+
+/* Hand over the string (the caller frees it) and reset b; NULL after a failed allocation (the
+ * memory is then released). An empty buffer gives "". */
+char *strbuf_take(struct strbuf *b);
+
+/* Wipe (it may have held a secret) and free the content, and reset b. */
+void strbuf_free(struct strbuf *b);
+
+#endif

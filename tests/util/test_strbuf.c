@@ -1,0 +1,110 @@
+/* test_strbuf.c: growing strings (appends past the first allocation, long printf output) and
+ * RFC 3986 percent-encoding. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "util/strbuf.h"
+
+/* Appends of every kind, across several reallocations, keep the whole text in order. */
+static void strbuf_add__grows_and_keeps_order(void **state)
+{
+    struct strbuf b = {0};
+    char want[5000], *s;
+    size_t n = 0;
+
+    (void)state;
+    for (int i = 0; i < 400; i++) {
+        strbuf_printf(&b, "%d,", i);
+        n += (size_t)snprintf(want + n, sizeof(want) - n, "%d,", i);
+    }
+    strbuf_chr(&b, '!');
+    strbuf_str(&b, "end");
+    strbuf_add(&b, "xyz", 1);
+    memcpy(want + n, "!endx", 6);
+    assert_int_equal(b.len, strlen(want));
+    s = strbuf_take(&b);
+    assert_string_equal(s, want);
+    assert_null(b.p);
+    assert_int_equal(b.len, 0);
+    free(s);
+}
+
+/* printf output longer than the internal small buffer is appended whole. */
+static void strbuf_printf__long_output(void **state)
+{
+    struct strbuf b = {0};
+    char big[1000];
+
+    (void)state;
+    memset(big, 'a', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    strbuf_printf(&b, "<%s>", big);
+    assert_int_equal(b.len, 1001);
+    assert_int_equal(b.p[0], '<');
+    assert_int_equal(b.p[1000], '>');
+    strbuf_free(&b);
+    assert_null(b.p);
+}
+
+/* Unreserved characters stay, everything else (space, '+', '/', '=', '&', UTF-8) is %XX. */
+static void strbuf_add_uri_encoded__rfc3986(void **state)
+{
+    struct strbuf b = {0};
+    const char *in = "aZ09-._~ +/=&\xc3\xa9";
+    char *s;
+
+    (void)state;
+    strbuf_add_uri_encoded(&b, in, strlen(in));
+    s = strbuf_take(&b);
+    assert_string_equal(s, "aZ09-._~%20%2B%2F%3D%26%C3%A9");
+    free(s);
+    /* an empty buffer hands over "" */
+    s = strbuf_take(&b);
+    assert_string_equal(s, "");
+    free(s);
+}
+
+/* Hex digits of both cases have their values; the characters around them in ASCII do not; every
+ * byte that strbuf_add_escaped writes as %XX reads back through them. */
+static void strbuf_hex_value__digits_and_round_trip(void **state)
+{
+    (void)state;
+    assert_int_equal(strbuf_hex_value('0'), 0);
+    assert_int_equal(strbuf_hex_value('9'), 9);
+    assert_int_equal(strbuf_hex_value('a'), 10);
+    assert_int_equal(strbuf_hex_value('F'), 15);
+    assert_int_equal(strbuf_hex_value('/'), -1);
+    assert_int_equal(strbuf_hex_value(':'), -1);
+    assert_int_equal(strbuf_hex_value('@'), -1);
+    assert_int_equal(strbuf_hex_value('G'), -1);
+    assert_int_equal(strbuf_hex_value('`'), -1);
+    assert_int_equal(strbuf_hex_value('g'), -1);
+    assert_int_equal(strbuf_hex_value(0xc3), -1);
+    for (int c = 0; c < 256; c++) {
+        struct strbuf b = {0};
+
+        strbuf_add_escaped(&b, (unsigned char)c);
+        assert_int_equal(b.len, 3);
+        assert_int_equal(strbuf_hex_value((unsigned char)b.p[1]) * 16 +
+                             strbuf_hex_value((unsigned char)b.p[2]),
+                         c);
+        strbuf_free(&b);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(strbuf_add__grows_and_keeps_order),
+        cmocka_unit_test(strbuf_printf__long_output),
+        cmocka_unit_test(strbuf_add_uri_encoded__rfc3986),
+        cmocka_unit_test(strbuf_hex_value__digits_and_round_trip),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
