@@ -1,0 +1,72 @@
+/* cloud.h: what a real world rents from: offers, instances carrying the cluster's tag, launches
+ * made idempotent by a launch token, terminations. One `const struct cloud_ops` per cloud (local:
+ * castor-node processes on this machine; aws; gcp); an instance is {ops, ctx}. The controller's
+ * real-world provider (src/control) builds snapshots from a cloud and the durable state; callers go
+ * through the cloud_* wrappers. */
+#ifndef CASTOR_PROVIDERS_CLOUD_H
+#define CASTOR_PROVIDERS_CLOUD_H
+
+#include <stddef.h>
+
+#include "util/error.h"
+
+#define CLOUD_ID_MAX 64
+#define CLOUD_NAME_MAX 96
+
+/* One offer: a pool the cloud can launch from. */
+struct cloud_offer {
+    char name[CLOUD_NAME_MAX]; /* unique within the cloud, e.g. "g4dn.12xlarge/us-east-1a/spot" */
+    int gpus;                  /* per node */
+    int spot;                  /* 1: preemptible */
+    double price;              /* $/h per node now (NAN: unknown) */
+};
+
+enum cloud_state {
+    CLOUD_PENDING, /* launched, not running yet */
+    CLOUD_RUNNING,
+    CLOUD_NOTICED, /* running, a preemption notice received */
+    CLOUD_GONE,    /* terminated or preempted */
+};
+
+/* One instance as the cloud reports it. */
+struct cloud_instance {
+    char id[CLOUD_ID_MAX];      /* the cloud's instance id */
+    char offer[CLOUD_NAME_MAX]; /* the offer it was launched from */
+    char token[CLOUD_ID_MAX];   /* the launch token it carries (a tag) */
+    enum cloud_state state;
+    double launched; /* seconds since the epoch */
+    double ends;     /* CLOUD_NOTICED: when it goes; else 0 */
+};
+
+struct cloud_ops {
+    const char *name;
+    /* The offers now; *out (n entries, malloc'd) is the caller's. Errors: ERR_IO, ERR_AGAIN
+     * (retry later), ERR_NOMEM. */
+    int (*offers)(void *ctx, struct cloud_offer **out, size_t *n);
+    /* Every instance carrying cluster's tag, gone ones included while the cloud still reports
+     * them; *out (malloc'd) is the caller's. Errors: as offers. */
+    int (*list)(void *ctx, const char *cluster, struct cloud_instance **out, size_t *n);
+    /* Launch one instance of offer, tagged with cluster and token; launching again with a token
+     * already used returns the instance of the first launch (idempotent). On success id (of
+     * CLOUD_ID_MAX bytes) is written. Errors: ERR_CAPACITY (no capacity in that pool now),
+     * ERR_QUOTA (a quota is reached), ERR_UNKNOWN (no such offer), ERR_AGAIN, ERR_IO. */
+    int (*launch)(void *ctx, const char *offer, const char *cluster, const char *token, char *id);
+    /* Terminate instance id (terminating one already gone succeeds). Errors: ERR_UNKNOWN (no such
+     * instance of this cluster), ERR_AGAIN, ERR_IO. */
+    int (*terminate)(void *ctx, const char *cluster, const char *id);
+    void (*destroy)(void *ctx);
+};
+
+struct cloud {
+    const struct cloud_ops *ops;
+    void *ctx;
+};
+
+int cloud_offers(struct cloud *c, struct cloud_offer **out, size_t *n);
+int cloud_list(struct cloud *c, const char *cluster, struct cloud_instance **out, size_t *n);
+int cloud_launch(struct cloud *c, const char *offer, const char *cluster, const char *token,
+                 char *id);
+int cloud_terminate(struct cloud *c, const char *cluster, const char *id);
+void cloud_free(struct cloud *c);
+
+#endif
