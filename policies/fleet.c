@@ -105,6 +105,21 @@ int fleet_allocate_kept(const struct snapshot *s, const unsigned char *keep, str
     return fleet_allocate_part(s, keep, NULL, pol, seed, a);
 }
 
+void fleet_cancel_newest(const struct snapshot *s, int spot, int n, struct fleet_plan *f)
+{
+    for (; n > 0; n--) {
+        int newest = -1;
+
+        for (int b = 0; b < s->nbooting; b++)
+            if (!f->cancel[b] && (spot < 0 || s->offers[s->booting[b].offer].spot == spot) &&
+                (newest < 0 || s->booting[b].launched >= s->booting[newest].launched))
+                newest = b;
+        if (newest < 0)
+            return;
+        f->cancel[newest] = 1;
+    }
+}
+
 int fleet_shrink_to(const struct snapshot *s, struct policy *pol, uint64_t seed, int want,
                     struct alloc *a, struct fleet_plan *f)
 {
@@ -133,8 +148,7 @@ int fleet_shrink_to(const struct snapshot *s, struct policy *pol, uint64_t seed,
         f->release[k] = !keep[k];
     }
     extra = kept + s->nbooting - (want > kept ? want : kept);
-    for (int b = s->nbooting - 1; b >= 0 && extra > 0; b--, extra--)
-        f->cancel[b] = 1;
+    fleet_cancel_newest(s, -1, extra, f);
     rc = fleet_allocate_kept(s, keep, pol, seed, a);
 out:
     free(used);

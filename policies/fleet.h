@@ -97,6 +97,10 @@ int fleet_allocate_part(const struct snapshot *s, const unsigned char *keep_node
                         const unsigned char *keep_jobs, struct policy *pol, uint64_t seed,
                         struct alloc *a);
 
+/* Cancel the n most recently launched booting instances (of spot offers when spot is 1, of
+ * on-demand ones when 0, of any when -1), on the latest launch time ties the last listed. */
+void fleet_cancel_newest(const struct snapshot *s, int spot, int n, struct fleet_plan *f);
+
 /*
  * Shrink to want nodes: keep the ready nodes whose GPUs the current allocation uses most (the
  * first on ties) and those younger than the minimum billed time; release the others and cancel

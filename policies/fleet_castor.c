@@ -386,13 +386,13 @@ static int castor_fleet_plan(void *ctx, const struct snapshot *s, struct policy 
             alloc_node_usage(s->current, used);
             /* per market, let the idle nodes past their minimum billed time go */
             for (int m = 0; m < 2; m++) {
-                int extra = castor_fleet_have(s, m) - castor_fleet_pack(&rd, m);
+                int extra = castor_fleet_have(s, m) - castor_fleet_pack(&rd, m), booting = 0;
 
-                for (int b = s->nbooting - 1; b >= 0 && extra > 0; b--)
-                    if (s->offers[s->booting[b].offer].spot == m) {
-                        f->cancel[b] = 1;
-                        extra--;
-                    }
+                for (int b = 0; b < s->nbooting; b++)
+                    booting += s->offers[s->booting[b].offer].spot == m;
+                /* booting instances first (the newest), then idle ready nodes */
+                fleet_cancel_newest(s, m, extra < booting ? extra : booting, f);
+                extra -= booting;
                 for (int k = 0; k < s->nnodes && extra > 0; k++)
                     if (s->nodes[k].preemptible == m && used[k] == 0 &&
                         s->now - s->nodes[k].launched >= s->min_billed_s) {

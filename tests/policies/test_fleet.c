@@ -376,6 +376,30 @@ static void castor_fleet__deadline_picks_the_market(void **state)
     }
 }
 
+/* The newest booting instances are cancelled first, within the market asked for: launched 5, 20
+ * and 1 s ago (spot, spot, on-demand): one spot cancel takes the 5 s one; two of any market take
+ * the 1 s one (on-demand) and then the 5 s one; asking for more than there are stops at none left.
+ */
+static void fleet_cancel_newest__by_launch_time_and_market(void **state)
+{
+    struct fw *w = *state;
+
+    offer(w, 0, 1, 1.0, 0);
+    offer(w, 1, 0, 4.0, 0);
+    w->booting[0] = (struct snap_booting){.offer = 0, .launched = NOW - 5};
+    w->booting[1] = (struct snap_booting){.offer = 0, .launched = NOW - 20};
+    w->booting[2] = (struct snap_booting){.offer = 1, .launched = NOW - 1};
+    fw_ready(w, 2, 0, 3, 0);
+    fleet_cancel_newest(&w->s, 1, 1, w->f);
+    assert_int_equal(w->f->cancel[0] + 2 * w->f->cancel[1] + 4 * w->f->cancel[2], 1);
+    fleet_plan_clear(w->f);
+    fleet_cancel_newest(&w->s, -1, 2, w->f);
+    assert_int_equal(w->f->cancel[0] + 2 * w->f->cancel[1] + 4 * w->f->cancel[2], 5);
+    fleet_plan_clear(w->f);
+    fleet_cancel_newest(&w->s, 0, 5, w->f);
+    assert_int_equal(w->f->cancel[0] + 2 * w->f->cancel[1] + 4 * w->f->cancel[2], 4);
+}
+
 /*
  * No jobs: nothing to run, so every ready node past the 60 s minimum billed time is released
  * (nodes 0 and 2, launched an hour ago) and every booting instance cancelled; node 1, launched 30
@@ -805,6 +829,7 @@ int main(void)
         FW(castor_fleet__efficiency_sizes_by_gain),
         FW(castor_fleet__value_decides_sublinear_growth),
         FW(castor_fleet__deadline_picks_the_market),
+        FW(fleet_cancel_newest__by_launch_time_and_market),
         FW(castor_fleet__counts_ready_and_booting),
         FW(castor_fleet__budget_caps_the_fleet),
         FW(castor_fleet__budget_never_exceeded_by_packing),
