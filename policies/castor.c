@@ -234,15 +234,18 @@ static int castor_next(const struct castor *c, const struct snap_job *sj, struct
                        int gpn, int room, double *key)
 {
     int r = q->count, lim = q->maxr < r + room ? q->maxr : r + room, best = 0;
+    int from = r + 1, upto = r + gpn;
     double u0 = castor_best_utility(c, sj, q, gpn, r), bk = 0;
 
-    for (int t = r + 1; t <= lim && t <= r + gpn; t++) {
+    if (r == 0 && sj->min_replicas > 1) /* a gang: all of its minimum or nothing */
+        from = upto = sj->min_replicas;
+    for (int t = from; t <= lim && t <= upto; t++) {
         double k = (castor_best_utility(c, sj, q, gpn, t) - u0) / (t - r);
 
         if (k > bk)
             bk = k, best = t;
     }
-    if (q->cur_r > r + gpn && q->cur_r <= lim) {
+    if (q->cur_r > r + gpn && q->cur_r <= lim && q->cur_r >= sj->min_replicas) {
         double k = (castor_best_utility(c, sj, q, gpn, q->cur_r) - u0) / (q->cur_r - r);
 
         if (k > bk)

@@ -98,7 +98,8 @@ out:
 }
 
 /*
- * Optimus+Oracle (SPEC 3): every job gets one GPU in submission order while GPUs last; then, one
+ * Optimus+Oracle (SPEC 3): every job gets one GPU (its gang minimum if more) in submission order
+ * while GPUs last; then, one
  * GPU at a time, the job whose next GPU saves the most predicted seconds (ties to the first job)
  * grows, until no GPU is left or no job gains. Stateless; seed unused. ERR_INVAL without an
  * oracle or with mismatched sizes; ERR_NOMEM; ERR_RANGE if the current allocation overfills nodes.
@@ -126,12 +127,14 @@ static int optimus_allocate(void *ctx, const struct snapshot *s, uint64_t seed, 
 
         oj->remaining = s->oracle->iterations_left(s->oracle->ctx, j);
         oj->max_replicas = optimus_max_replicas(&s->jobs[j]);
-        if (left < 1)
-            continue; /* no GPU: 0 replicas, gain 0 */
-        oj->replicas = 1;
-        left--;
+        int first = s->jobs[j].min_replicas > 1 ? s->jobs[j].min_replicas : 1;
+
+        if (left < first || first > oj->max_replicas)
+            continue; /* not its gang minimum: 0 replicas, gain 0 */
+        oj->replicas = first;
+        left -= first;
         if (oj->replicas + 1 <= oj->max_replicas && left >= 1)
-            optimus_gain(s, j, oj, s->oracle->step_time(s->oracle->ctx, j, 1), left);
+            optimus_gain(s, j, oj, s->oracle->step_time(s->oracle->ctx, j, first), left);
     }
     while (left > 0) {
         int best = 0;

@@ -81,7 +81,9 @@ int policy_place_consolidated(struct alloc *out, int j, int r, const struct snap
 int policy_place_shrinking(struct alloc *out, int j, int r, const struct snapshot *s, int *free,
                            int *dist, int avoid)
 {
-    for (; r > 0; r--) {
+    int least = s->jobs[j].min_replicas > 1 ? s->jobs[j].min_replicas : 1;
+
+    for (; r >= least; r--) {
         int rc = policy_place_consolidated(out, j, r, s, free, dist, avoid);
 
         if (rc != 0)
@@ -101,5 +103,11 @@ int policy_replica_limit(const struct snap_job *sj, int explore, int gpus)
         maxr = (int)floor(sj->lim.max_bsz / sj->lim.min_local);
     if (sj->max_replicas > 0 && sj->max_replicas < maxr)
         maxr = sj->max_replicas;
+    /* a gang minimum overrides the exploration and batch limits (not the cluster or owner) */
+    if (maxr < sj->min_replicas) {
+        maxr = sj->min_replicas < gpus ? sj->min_replicas : gpus;
+        if (sj->max_replicas > 0 && sj->max_replicas < maxr)
+            maxr = sj->max_replicas;
+    }
     return maxr < 1 ? 1 : maxr;
 }

@@ -74,7 +74,7 @@ int policy_fill_most_free(struct alloc *out, int j, int n, int *free);
 
 /* A job's replica limit: at most explore replicas (the exploration limit the policy chose), the
  * cluster's GPUs, what its batch can feed (max_bsz / min_local) and its owner's max_replicas; at
- * least 1. */
+ * least its gang minimum (min_replicas) within the cluster and the owner's limit; at least 1. */
 int policy_replica_limit(const struct snap_job *sj, int explore, int gpus);
 
 /*
@@ -87,8 +87,8 @@ int policy_replica_limit(const struct snap_job *sj, int explore, int gpus);
 int policy_place_consolidated(struct alloc *out, int j, int r, const struct snapshot *s, int *free,
                               int *dist, int avoid);
 
-/* As policy_place_consolidated with r replicas, else r - 1, ... ; returns how many were placed
- * (0 if none could be) or an error. */
+/* As policy_place_consolidated with r replicas, else r - 1, ... down to the job's gang minimum
+ * (min_replicas, at least 1); returns how many were placed (0 if none could be) or an error. */
 int policy_place_shrinking(struct alloc *out, int j, int r, const struct snapshot *s, int *free,
                            int *dist, int avoid);
 

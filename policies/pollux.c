@@ -89,8 +89,11 @@ static double pollux_job_utility(const struct pollux *p, const struct snapshot *
                                  struct pollux_job *pj, int nodes, int r, int changed)
 {
     int gpus = snapshot_gpus(s);
-    double sp = pollux_speedup(&s->jobs[j], pj, nodes, r) * s->nnodes / gpus;
+    double sp;
 
+    if (r > 0 && r < s->jobs[j].min_replicas)
+        return -HUGE_VAL; /* below its gang minimum: not an allocation */
+    sp = pollux_speedup(&s->jobs[j], pj, nodes, r) * s->nnodes / gpus;
     if (changed)
         sp *= pj->penalty;
     return pollux_utility(p, sp);

@@ -15,9 +15,13 @@ static int plan_check(const struct snapshot *s, const struct alloc *plan)
     for (int n = 0; n < s->nnodes; n++)
         if (used[n] > s->nodes[n].gpus)
             rc = ERR_INTERNAL;
-    for (int j = 0; j < s->njobs; j++)
+    for (int j = 0; j < s->njobs; j++) {
         if (s->jobs[j].max_replicas > 0 && plan->count[j] > s->jobs[j].max_replicas)
             rc = ERR_INTERNAL;
+        /* a gang: all of its minimum or nothing */
+        if (plan->count[j] > 0 && plan->count[j] < s->jobs[j].min_replicas)
+            rc = ERR_INTERNAL;
+    }
     free(used);
     return rc;
 }

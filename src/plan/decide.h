@@ -13,7 +13,8 @@
 
 /*
  * The allocation for the next interval, written to plan (s->njobs rows, sized like s->current).
- * The policy's answer is checked: no node over capacity, no job over its owner's limit. Errors:
+ * The policy's answer is checked: no node over capacity, no job over its owner's limit, no job
+ * with GPUs below its gang minimum (min_replicas). Errors:
  * what the policy returns, ERR_INTERNAL for an answer that breaks those rules (plan then holds
  * the current allocation).
  */

@@ -58,7 +58,7 @@ struct snap_job {
     struct tput_params tput;
     struct grad_params grad;
     struct bsz_limits lim;
-    int min_replicas;
+    int min_replicas;          /* a gang minimum: this many replicas or none (0 or 1: none) */
     int max_replicas;          /* the most replicas its owner allows; 0: no limit */
     int max_profiled_replicas; /* the most replicas it has been measured on (0: none) */
     /* what the user asked for (used by the baselines, ignored by goodput-driven policies) */

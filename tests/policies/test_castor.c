@@ -133,6 +133,27 @@ static double lcg_uniform(uint64_t *x)
  * node's GPUs; each job within its owner's limit and its exploration limit (twice the replicas it
  * was measured on, one if none); at most one distributed job per node; the same answer twice.
  */
+/*
+ * Gang minimums: a, which needs 5 GPUs, gets all 5 or nothing; with a minimum of 9, more than the
+ * cluster's 8, it gets nothing, and the other two jobs share the cluster.
+ */
+static void castor_allocate__gang_minimum_all_or_nothing(void **state)
+{
+    struct world *w = *state;
+
+    for (int j = 0; j < JOBS; j++)
+        give_model(w, j, &perfect);
+    w->jobs[0].min_replicas = 5;
+    assert_int_equal(decide_with("castor", &w->s, &w->cfg, 1, w->out), 0);
+    assert_true(w->out->count[0] == 0 || w->out->count[0] >= 5);
+    assert_true(w->out->count[0] + w->out->count[1] + w->out->count[2] <= GPUS);
+
+    w->jobs[0].min_replicas = 9;
+    assert_int_equal(decide_with("castor", &w->s, &w->cfg, 1, w->out), 0);
+    assert_int_equal(w->out->count[0], 0);
+    assert_true(w->out->count[1] > 0 && w->out->count[2] > 0);
+}
+
 static void castor_allocate__random_snapshots_respect_constraints(void **state)
 {
     struct snap_node nodes[PMAX_NODES];
@@ -175,6 +196,7 @@ static void castor_allocate__random_snapshots_respect_constraints(void **state)
                                           .accumulation = 1};
             sj->max_profiled_replicas = (int)(9 * lcg_uniform(&x));
             sj->max_replicas = lcg_uniform(&x) < 0.2 ? 1 + (int)(3 * lcg_uniform(&x)) : 0;
+            sj->min_replicas = lcg_uniform(&x) < 0.2 ? 2 + (int)(4 * lcg_uniform(&x)) : 0;
             sj->submit_time = NOW - 3000 * lcg_uniform(&x);
             sj->attained_service = 1e5 * lcg_uniform(&x);
             sj->restarts = (int)(5 * lcg_uniform(&x));
@@ -197,8 +219,13 @@ static void castor_allocate__random_snapshots_respect_constraints(void **state)
              * contested, idle GPUs may take a job up to the cluster (no batch limit here) */
             int limit = jobs[j].max_profiled_replicas > 0 ? nn * gpn : 1;
 
+            if (limit < jobs[j].min_replicas)
+                limit = jobs[j].min_replicas;
             assert_true(alloc_job_equal(out, j, again, j));
             assert_true(out->count[j] <= limit);
+            /* a gang: all of its minimum or nothing */
+            /* a gang: all of its minimum or nothing */
+            assert_true(out->count[j] == 0 || out->count[j] >= jobs[j].min_replicas);
             if (jobs[j].max_replicas > 0)
                 assert_true(out->count[j] <= jobs[j].max_replicas);
             for (int i = 0; i < nn; i++) {
@@ -241,6 +268,7 @@ int main(void)
         WORLD_TEST(castor_allocate__newcomer_takes_from_long_served_job),
         WORLD_TEST(castor_allocate__owner_and_exploration_limits_cap),
         WORLD_TEST(castor_allocate__no_jobs),
+        WORLD_TEST(castor_allocate__gang_minimum_all_or_nothing),
         cmocka_unit_test(castor_allocate__random_snapshots_respect_constraints),
         cmocka_unit_test(policy_castor__ops),
     };

@@ -194,6 +194,33 @@ static void pollux_allocate__owner_max_replicas_caps(void **state)
     assert_optimal(w);
 }
 
+/*
+ * Gang minimums. All three jobs scale perfectly (speedup r / 3 over the fair share of 8 / 3 GPUs);
+ * a needs at least 5. Nothing for a would put a speedup of 0 in the harmonic mean (the worst
+ * possible), so a takes 5: 1 / (5/3) + 1 / (2/3) + 1 / (1/3) = 5.1 beats a = 6 with one GPU each
+ * for b and c (0.5 + 3 + 3 = 6.5); b and c share the 3 left, 2 and 1. With a minimum of 9, more
+ * than the cluster, a gets nothing and b and c 4 each.
+ */
+static void pollux_allocate__gang_minimum_all_or_nothing(void **state)
+{
+    struct world *w = *state;
+
+    for (int j = 0; j < JOBS; j++)
+        give_model(w, j, &perfect);
+    w->jobs[0].min_replicas = 5;
+    assert_int_equal(decide(w), 0);
+    assert_int_equal(w->out->count[0], 5);
+    assert_int_equal(w->out->count[1] + w->out->count[2], 3);
+    assert_true(w->out->count[1] >= 1 && w->out->count[2] >= 1);
+    assert_optimal(w);
+
+    w->jobs[0].min_replicas = 9;
+    assert_int_equal(decide(w), 0);
+    assert_int_equal(w->out->count[0], 0);
+    assert_int_equal(w->out->count[1], 4);
+    assert_int_equal(w->out->count[2], 4);
+}
+
 /* b holds 3 GPUs, but its owner now allows 1 (the decide step rejects more): b shrinks to one
  * GPU, like a and c (no model, one each), all on node 0 (tightest, lowest on ties). */
 static void pollux_allocate__owner_limit_shrinks_held_job(void **state)
@@ -491,6 +518,7 @@ int main(void)
         WORLD_TEST(pollux_allocate__distributed_jobs_never_share_a_node),
         WORLD_TEST(pollux_allocate__owner_max_replicas_caps),
         WORLD_TEST(pollux_allocate__owner_limit_shrinks_held_job),
+        WORLD_TEST(pollux_allocate__gang_minimum_all_or_nothing),
         WORLD_TEST(pollux_allocate__same_count_on_other_nodes_is_a_restart),
         WORLD_TEST(pollux_allocate__placement_splits_the_job_that_minds_least),
         WORLD_TEST(pollux_allocate__no_jobs),
