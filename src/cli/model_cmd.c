@@ -318,5 +318,20 @@ int cli_default(FILE *out, FILE *err)
             "(up to 4 nodes), predict scalability.csv (6 to 16 nodes).\n"
             "`castor model fit %s/profiles/<name>` shows one fit in full.\n",
             CASTOR_DATADIR);
+    /* then the simulated fleet: castor against the other systems on one workload of the T4
+     * market */
+    {
+        char *argv[] = {
+            "simulate", "--scenario", CASTOR_CONFDIR "/scenarios/t4.yaml",        "--compare",
+            "--quiet",  "--workload", CASTOR_DATADIR "/workloads/workload-3.csv", NULL};
+
+        fprintf(out,
+                "\nthe simulated fleet: workload 3 of the Pollux artifact on a simulated T4 "
+                "market (%s/scenarios/t4.yaml)\n",
+                CASTOR_CONFDIR);
+        fflush(out);
+        if (cli_simulate_scenario(7, argv, out, err) != 0)
+            status = 1;
+    }
     return status;
 }

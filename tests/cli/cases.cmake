@@ -8,7 +8,7 @@ function(castor_cli_test name status text)
   add_test(NAME cli_${name} COMMAND ${EXPECT} ${status} ${text} -- $<TARGET_FILE:castor> ${ARGN})
 endfunction()
 
-castor_cli_test(default 0 "extrapolation")
+castor_cli_test(default 0 "castor against fixed-on-demand: dollars")
 castor_cli_test(model_list 0 "pollux")
 castor_cli_test(fit_cifar10 0 "alpha_c" model fit ${GOOD}/cifar10)
 castor_cli_test(fit_json 0 "\"params\"" model fit ${GOOD}/bert --json --model pollux)
