@@ -1,12 +1,9 @@
 /* simulate_cmd.c: `castor simulate`: run workloads on a simulated cluster under a policy, through
  * the controller's own loop, and report completion times. */
-#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -226,62 +223,6 @@ out:
     return rc;
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-int cli_list_workloads(const char *path, char ***out, int *n, FILE *err)
-{
-    struct stat st;
-    DIR *d;
-    struct dirent *de;
-    char **v = NULL;
-    int k = 0, cap = 0;
-
-    if (stat(path, &st) < 0) {
-        fprintf(err, "castor simulate: %s: no such file or folder\n", path);
-        return -1;
-    }
-    if (!S_ISDIR(st.st_mode)) {
-        v = malloc(sizeof(char *));
-        if (!v || !(v[0] = strdup(path)))
-            return -1;
-        *out = v;
-        *n = 1;
-        return 0;
-    }
-    if (!(d = opendir(path)))
-        return -1;
-    while ((de = readdir(d))) {
-        size_t len = strlen(de->d_name);
-
-        if (len < 5 || strcmp(de->d_name + len - 4, ".csv") != 0)
-            continue;
-        if (k == cap) {
-            char **g = realloc(v, (size_t)(cap = cap ? 2 * cap : 16) * sizeof(char *));
-
-            if (!g)
-                break;
-            v = g;
-        }
-        v[k] = malloc(strlen(path) + len + 2);
-        if (!v[k])
-            break;
-        sprintf(v[k++], "%s/%s", path, de->d_name);
-    }
-    closedir(d);
-    if (k == 0) {
-        fprintf(err, "castor simulate: %s: no workload (*.csv) in this folder\n", path);
-        free(v);
-        return -1;
-    }
-    qsort(v, (size_t)k, sizeof(char *), cmp_str);
-    *out = v;
-    *n = k;
-    return 0;
-}
-
 struct progress {
     FILE *tty; /* NULL: no bar */
     double last_draw;
@@ -290,14 +231,6 @@ struct progress {
     struct sim_record *rec;
     int index, count;
 };
-
-double cli_wall_now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static void progress_draw(struct progress *p, int final)
 {
