@@ -432,6 +432,42 @@ static void castor_fleet__no_jobs_releases_all_but_young(void **state)
  * no surplus, the count starts over); round 3 surplus again at 4: the first of a new run, nothing
  * released.
  */
+/*
+ * No flapping: on a steady world (two old nodes, three jobs: two scaling perfectly, one
+ * sync-bound), the second round's answer, with the first as the current allocation, moves no job
+ * and changes no node, with either allocation policy.
+ */
+static void castor_fleet__steady_world_no_moves(void **state)
+{
+    struct fw *w = *state;
+    const char *pols[2] = {"pollux", "castor"};
+
+    for (int p = 0; p < 2; p++) {
+        struct fleet_config cfg = {.mode = FLEET_EFFICIENCY};
+        struct fleet_policy fp;
+
+        offer(w, 0, 0, 4.0, 0);
+        node(w, 0, 0, OLD);
+        node(w, 1, 0, OLD);
+        job(w, 0, &perfect, 2);
+        job(w, 1, &perfect, 2);
+        job(w, 2, &syncbound, 4);
+        for (int j = 0; j < 3; j++) {
+            w->jobs[j].max_replicas = 3;
+            w->jobs[j].submit_time = 0;
+        }
+        fw_ready(w, 1, 2, 0, 3);
+        assert_int_equal(fleet_new("castor", &cfg, &fp), 0);
+        assert_int_equal(decide(w, &fp, pols[p]), 0);
+        alloc_copy(w->cur, w->out);
+        assert_int_equal(decide(w, &fp, pols[p]), 0);
+        for (int j = 0; j < 3; j++)
+            assert_true(alloc_job_equal(w->out, j, w->cur, j));
+        assert_true(fleet_plan_empty(w->f));
+        fleet_free(&fp);
+    }
+}
+
 static void castor_fleet__surplus_released_on_second_round(void **state)
 {
     struct fw *w = *state;
@@ -830,6 +866,7 @@ int main(void)
         FW(castor_fleet__value_decides_sublinear_growth),
         FW(castor_fleet__deadline_picks_the_market),
         FW(fleet_cancel_newest__by_launch_time_and_market),
+        FW(castor_fleet__steady_world_no_moves),
         FW(castor_fleet__counts_ready_and_booting),
         FW(castor_fleet__budget_caps_the_fleet),
         FW(castor_fleet__budget_never_exceeded_by_packing),
