@@ -69,4 +69,39 @@ int cloud_launch(struct cloud *c, const char *offer, const char *cluster, const 
 int cloud_terminate(struct cloud *c, const char *cluster, const char *id);
 void cloud_free(struct cloud *c);
 
+/* ---- the registry: clouds chosen by name in the configuration (`world:`) ---- */
+
+struct conf_node;
+
+/*
+ * A cloud's constructor. section is the configuration's `cloud:` mapping (NULL or an empty node
+ * when absent: the cloud's defaults); the cloud checks its keys, and errors name file, line and
+ * column (e); it is read during the call only (copy what is kept). base_dir is the configuration
+ * file's folder, for relative paths. On success *out is a new cloud (cloud_free); on error it is
+ * untouched.
+ */
+typedef int (*cloud_new_fn)(const struct conf_node *section, const char *base_dir,
+                            struct cloud *out, struct error *e);
+
+struct cloud_entry {
+    const char *name;
+    cloud_new_fn create;
+};
+
+/* The clouds built into this castor, {NULL, NULL}-terminated: a static table in
+ * providers/clouds.c, where each cloud adds its line. */
+extern const struct cloud_entry cloud_registry[];
+
+/* The constructor of the cloud called name, or NULL. */
+cloud_new_fn cloud_find(const char *name);
+
+/* A new cloud by name, as its constructor. ERR_UNKNOWN (e says which are built) for a name not in
+ * the registry. */
+int cloud_new(const char *name, const struct conf_node *section, const char *base_dir,
+              struct cloud *out, struct error *e);
+
+/* The constructors (one per cloud file). */
+int cloud_fake_new(const struct conf_node *section, const char *base_dir, struct cloud *out,
+                   struct error *e); /* providers/fake.c */
+
 #endif

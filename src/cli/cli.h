@@ -16,6 +16,13 @@ int cli_simulate(int argc, char **argv, FILE *out, FILE *err);
  * hands over to it when --scenario is given. */
 int cli_simulate_scenario(int argc, char **argv, FILE *out, FILE *err);
 
+/* `castor run -c FILE`: the controller daemon (docs/run.md). */
+int cli_run(int argc, char **argv, FILE *out, FILE *err);
+
+/* `castor status|jobs|submit|cancel ...`: the client of the controller's API; argv[0] names the
+ * command. */
+int cli_client(int argc, char **argv, FILE *out, FILE *err);
+
 /* The workload files: path itself, or the *.csv in the folder path, sorted; *out (n strings, each
  * malloc'd) is the caller's. -1 with a message on err when there is none. */
 int cli_list_workloads(const char *path, char ***out, int *n, FILE *err);

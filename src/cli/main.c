@@ -15,6 +15,11 @@ static void usage(FILE *f)
                "  model list              list the throughput models\n"
                "  simulate --workload W --policy P\n"
                "                          replay workloads on a simulated cluster\n"
+               "  run -c FILE             run the controller daemon (docs/run.md)\n"
+               "  status                  the controller's fleet and jobs (CASTOR_URL)\n"
+               "  jobs [--state S]        the controller's jobs\n"
+               "  submit JOB.yaml         submit a job to the controller\n"
+               "  cancel NAME             cancel a job\n"
                "  bench sched             time the decide step at 16 to 1,000 nodes\n"
                "  version                 print the version\n"
                "\n"
@@ -29,6 +34,11 @@ int main(int argc, char **argv)
         return cli_model(argc - 1, argv + 1, stdout, stderr);
     if (argc >= 3 && strcmp(argv[1], "bench") == 0 && strcmp(argv[2], "sched") == 0)
         return bench_sched(argc - 2, argv + 2, stdout, stderr);
+    if (strcmp(argv[1], "run") == 0)
+        return cli_run(argc - 1, argv + 1, stdout, stderr);
+    if (strcmp(argv[1], "status") == 0 || strcmp(argv[1], "jobs") == 0 ||
+        strcmp(argv[1], "submit") == 0 || strcmp(argv[1], "cancel") == 0)
+        return cli_client(argc - 1, argv + 1, stdout, stderr);
     if (strcmp(argv[1], "simulate") == 0)
         return cli_simulate(argc - 1, argv + 1, stdout, stderr);
     if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0) {

@@ -34,6 +34,21 @@ static const char *const ap_env[API_NROLES] = {
 const double api_decide_buckets[API_DECIDE_NBUCKETS] = {0.001, 0.005, 0.01, 0.05,
                                                         0.1,   0.5,   1.0,  5.0};
 
+const char *const api_job_spec_keys[] = {"name",
+                                         "command",
+                                         "workdir",
+                                         "image",
+                                         "env",
+                                         "init_batch_size",
+                                         "max_batch_size",
+                                         "max_local_bsz",
+                                         "min_replicas",
+                                         "max_replicas",
+                                         "checkpoint_interval",
+                                         "deadline",
+                                         "priority",
+                                         NULL};
+
 /* ---- tokens ---- */
 
 static int ap_token_ok(const char *t)
@@ -462,8 +477,7 @@ static int ap_bad(struct ap_ctx *c, const char *fmt, ...)
     return ERR_INVAL;
 }
 
-/* A name of a job or node: 1 to AP_NAME_MAX of [A-Za-z0-9._-], starting with a letter or digit. */
-static int ap_name_ok(const char *s)
+int api_name_ok(const char *s)
 {
     size_t n = s ? strlen(s) : 0;
 
@@ -594,7 +608,7 @@ static void ap_node_register(struct ap_ctx *c)
         rc = ap_keys(c, c->body, "", keys);
     if (rc == 0)
         rc = ap_str(c, c->body, "", "instance_id", 1, AP_NAME_MAX, &id);
-    if (rc == 0 && !ap_name_ok(id))
+    if (rc == 0 && !api_name_ok(id))
         rc = ap_bad(c, "instance_id must be letters, digits, '.', '_' or '-'");
     if (rc == 0)
         rc = ap_int(c, c->body, "", "gpus", 1, 1, 1024, &gpus);
@@ -991,9 +1005,9 @@ static void ap_job_allocation(struct ap_ctx *c)
 
 /* ---- users: jobs ---- */
 
-static int ap_env_name_ok(const char *s)
+int api_env_name_ok(const char *s)
 {
-    if (!s[0] || (s[0] >= '0' && s[0] <= '9'))
+    if (!s || !s[0] || (s[0] >= '0' && s[0] <= '9'))
         return 0;
     for (; *s; s++)
         if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
@@ -1012,7 +1026,7 @@ static int ap_env_entry(void *ctx, const char *key, const struct jv *val)
     struct ap_env_check *k = ctx;
     const char *s = jv_string_value(val);
 
-    if (!ap_env_name_ok(key) || strlen(key) > 256)
+    if (!api_env_name_ok(key) || strlen(key) > 256)
         k->rc = ap_bad(k->c, "env: '%.64s' is not a variable name", key);
     else if (!s || strlen(s) > 32768)
         k->rc = ap_bad(k->c, "env.%s must be a string of at most 32768 bytes", key);
@@ -1038,20 +1052,7 @@ static int ap_command(struct ap_ctx *c, const struct jv *cmd)
 /* Check a job spec and build its stored form: every field, defaults filled in. */
 static int ap_job_spec(struct ap_ctx *c, const char **name, struct jv **out)
 {
-    static const char *const keys[] = {"name",
-                                       "command",
-                                       "workdir",
-                                       "image",
-                                       "env",
-                                       "init_batch_size",
-                                       "max_batch_size",
-                                       "max_local_bsz",
-                                       "min_replicas",
-                                       "max_replicas",
-                                       "checkpoint_interval",
-                                       "deadline",
-                                       "priority",
-                                       NULL};
+    const char *const *keys = api_job_spec_keys;
     const struct jv *env = jv_get(c->body, "env");
     const char *workdir = NULL, *image = NULL;
     double m0 = 0, maxb = 0, local = 0, ckpt = 600, deadline = NAN;
@@ -1063,7 +1064,7 @@ static int ap_job_spec(struct ap_ctx *c, const char **name, struct jv **out)
     rc = ap_keys(c, c->body, "", keys);
     if (rc == 0)
         rc = ap_str(c, c->body, "", "name", 1, AP_NAME_MAX, name);
-    if (rc == 0 && !ap_name_ok(*name))
+    if (rc == 0 && !api_name_ok(*name))
         rc = ap_bad(c, "name must be letters, digits, '.', '_' or '-', starting with a letter or "
                        "digit");
     if (rc == 0)
@@ -1649,7 +1650,7 @@ static void ap_route(struct ap_ctx *c, char *param, size_t size)
         return;
     }
     if (strchr(route->path, '*')) {
-        if (!ap_name_ok(param)) {
+        if (!api_name_ok(param)) {
             ap_fail(c, 404, "no such %s", strncmp(route->path, "/v1/nodes", 9) ? "job" : "node");
             return;
         }

@@ -113,6 +113,18 @@ void api_free(struct api *a);
  * ERR_NOMEM (the old metrics stay). */
 int api_set_metrics(struct api *a, const struct api_metrics *m);
 
+/* ---- the rules the daemon's configuration shares ---- */
+
+/* The keys of a job spec (POST /v1/jobs), NULL-terminated. */
+extern const char *const api_job_spec_keys[];
+
+/* 1 when s is a name of a job or node: 1 to 128 of [A-Za-z0-9._-], starting with a letter or
+ * digit; else 0 (NULL included). */
+int api_name_ok(const char *s);
+
+/* 1 when s is an environment variable's name ([A-Za-z_][A-Za-z0-9_]*, not empty); else 0. */
+int api_env_name_ok(const char *s);
+
 /* The HTTP handler (an http_handler_fn with the API as ctx): every request is authenticated,
  * routed, validated and answered with JSON (the metrics in Prometheus text). */
 void api_handle(void *api, const struct http_request *req, struct http_response *resp);

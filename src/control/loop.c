@@ -10,6 +10,7 @@ int loop_tick(struct loop *l)
     struct alloc *plan = NULL;
     struct fleet_plan *f = NULL;
     int rc, fleet;
+    double t0;
 
     if ((rc = provider_wait(l->provider, l->interval)) < 0 ||
         (rc = provider_observe(l->provider, &s)) < 0)
@@ -21,6 +22,7 @@ int loop_tick(struct loop *l)
     if ((rc = alloc_new(s->njobs, s->current->nnodes, s->current->width, &plan)) < 0)
         return rc;
     l->decisions++;
+    t0 = l->timer ? l->timer(l->timer_ctx) : 0;
     if (fleet) {
         if ((rc = fleet_plan_new(s, &f)) < 0)
             goto out;
@@ -29,6 +31,7 @@ int loop_tick(struct loop *l)
     } else if (plan_decide(s, l->policy, l->seed + (uint64_t)l->ticks, plan) < 0) {
         l->policy_errs++;
     }
+    l->decide_s = l->timer ? l->timer(l->timer_ctx) - t0 : 0;
     /* the jobs move first, so that the nodes the plan lets go are free */
     if ((rc = provider_apply(l->provider, plan)) < 0)
         goto out;

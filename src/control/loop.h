@@ -28,6 +28,10 @@ struct loop {
     long decisions;  /* ticks with jobs to decide for */
     int policy_errs; /* decisions that kept the current allocation because the policy failed */
     int resize_errs; /* fleet changes the world refused */
+    /* Optional: a monotonic clock (seconds) to time the decide step with; NULL: not timed. */
+    double (*timer)(void *ctx);
+    void *timer_ctx;
+    double decide_s; /* seconds the last decide step took (0 when not timed) */
 };
 
 /* One tick: wait an interval, observe, decide, apply, record. Errors: what the provider returns

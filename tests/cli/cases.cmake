@@ -76,3 +76,17 @@ castor_cli_test(config_section_not_mapping 2 "section_not_mapping.yaml:2:10: clu
   simulate --config ${CONF}/section_not_mapping.yaml)
 castor_cli_test(config_report_list 2 "report_list.yaml:2:9: report: expected text, found a list"
   simulate --config ${CONF}/report_list.yaml)
+
+# castor run and the client commands: usage and the failures a person meets first (the daemon
+# itself: tests/control/test_daemon.c).
+castor_cli_test(run_no_config 2 "a configuration is required (-c FILE)" run)
+castor_cli_test(run_missing_config 1 "no-such.yaml: cannot open" run -c ${CONF}/no-such.yaml)
+castor_cli_test(run_bad_config 2 "unknown_key.yaml:" run -c ${CONF}/unknown_key.yaml)
+castor_cli_test(client_no_token 1 "no token: set CASTOR_USER_TOKEN or CASTOR_TOKEN_FILE" status)
+castor_cli_test(client_unreachable 1 "cannot reach the controller at http://127.0.0.1:1" jobs)
+castor_cli_test(client_bad_name 2 "is not a job name" cancel "a/b")
+castor_cli_test(client_submit_no_file 2 "a job file is required" submit)
+set_tests_properties(cli_client_no_token PROPERTIES ENVIRONMENT
+  "CASTOR_USER_TOKEN=;CASTOR_TOKEN_FILE=")
+set_tests_properties(cli_client_unreachable cli_client_bad_name PROPERTIES ENVIRONMENT
+  "CASTOR_URL=http://127.0.0.1:1;CASTOR_USER_TOKEN=user-token-0123456789abcdef")

@@ -1,0 +1,36 @@
+/* clouds.c: the registry of the clouds built into castor, chosen by name (`world:` in the
+ * configuration). A cloud adds its line here and declares its constructor in cloud.h. */
+#include <stdio.h>
+#include <string.h>
+
+#include "providers/cloud.h"
+
+const struct cloud_entry cloud_registry[] = {
+    {"fake", cloud_fake_new}, /* providers/fake.c: instances in memory or a file (tests, trials) */
+    {NULL, NULL},
+};
+
+cloud_new_fn cloud_find(const char *name)
+{
+    for (size_t i = 0; name && cloud_registry[i].name; i++)
+        if (strcmp(cloud_registry[i].name, name) == 0)
+            return cloud_registry[i].create;
+    return NULL;
+}
+
+int cloud_new(const char *name, const struct conf_node *section, const char *base_dir,
+              struct cloud *out, struct error *e)
+{
+    cloud_new_fn create = cloud_find(name);
+    char built[256] = "";
+    size_t len = 0;
+
+    if (create)
+        return create(section, base_dir, out, e);
+    for (size_t i = 0; cloud_registry[i].name && len < sizeof(built); i++)
+        len += (size_t)snprintf(built + len, sizeof(built) - len, "%s%s", i ? ", " : "",
+                                cloud_registry[i].name);
+    return err_set(e, ERR_UNKNOWN, "", 0, 0,
+                   "the world %.64s is not built into this castor (built: %s)",
+                   name ? name : "(none)", built);
+}

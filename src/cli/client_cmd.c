@@ -1,0 +1,406 @@
+/* client_cmd.c: `castor status`, `castor jobs`, `castor submit`, `castor cancel`: a thin client of
+ * the controller's API, with a readable table or --json. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli/cli.h"
+#include "control/config.h"
+#include "util/conf.h"
+#include "util/crypto.h"
+#include "util/file.h"
+#include "util/http_client.h"
+#include "util/json.h"
+#include "util/timestamp.h"
+
+#define CL_DEFAULT_URL "http://127.0.0.1:8470"
+
+struct cl_conn {
+    char base[1024];
+    char *token; /* owned; wiped */
+    const char *ca_file;
+    struct http_client *http;
+};
+
+static void cl_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: castor status [--json] [--url URL]\n"
+            "       castor jobs [--state pending,running,...] [--json] [--url URL]\n"
+            "       castor submit JOB.yaml [--json] [--url URL]\n"
+            "       castor cancel NAME [--json] [--url URL]\n"
+            "\n"
+            "The controller's address: --url, else CASTOR_URL (default %s); a CA file for\n"
+            "its certificate: CASTOR_CA_FILE. The user token: CASTOR_USER_TOKEN, else the file\n"
+            "named by CASTOR_TOKEN_FILE (readable by its owner only); never an argument.\n"
+            "A job file has the keys of a job in config/castor.yaml's jobs list.\n",
+            CL_DEFAULT_URL);
+}
+
+static void cl_close(struct cl_conn *c)
+{
+    if (c->token) {
+        crypto_wipe(c->token, strlen(c->token));
+        free(c->token);
+    }
+    http_client_free(c->http);
+    memset(c, 0, sizeof(*c));
+}
+
+/* The user token from the environment, or from a file only its owner may read. */
+static int cl_token(struct cl_conn *c, FILE *err)
+{
+    const char *env = getenv("CASTOR_USER_TOKEN"), *path = getenv("CASTOR_TOKEN_FILE");
+    struct stat sb;
+    size_t len = 0;
+    char *data = NULL;
+
+    if (env && env[0])
+        return (c->token = strdup(env)) ? 0 : -1;
+    if (!path || !path[0]) {
+        fprintf(err, "castor: no token: set CASTOR_USER_TOKEN or CASTOR_TOKEN_FILE\n");
+        return -1;
+    }
+    if (stat(path, &sb) != 0 || file_read_all(path, &data, &len, NULL) < 0) {
+        fprintf(err, "castor: %s: cannot read the token file\n", path);
+        return -1;
+    }
+    if (sb.st_mode & 077) {
+        crypto_wipe(data, len);
+        free(data);
+        fprintf(err, "castor: %s: a token file must be readable by its owner only (chmod 600)\n",
+                path);
+        return -1;
+    }
+    while (len > 0 && (data[len - 1] == '\n' || data[len - 1] == '\r'))
+        data[--len] = '\0';
+    c->token = data;
+    return 0;
+}
+
+static int cl_open(struct cl_conn *c, const char *url, FILE *err)
+{
+    size_t n;
+
+    memset(c, 0, sizeof(*c));
+    if (!url)
+        url = getenv("CASTOR_URL");
+    if (!url || !url[0])
+        url = CL_DEFAULT_URL;
+    n = strlen(url);
+    while (n > 0 && url[n - 1] == '/')
+        n--;
+    if (n >= sizeof(c->base)) {
+        fprintf(err, "castor: the URL is too long\n");
+        return -1;
+    }
+    memcpy(c->base, url, n);
+    c->ca_file = getenv("CASTOR_CA_FILE");
+    if (cl_token(c, err) < 0 || http_client_new(&c->http) < 0) {
+        cl_close(c);
+        return -1;
+    }
+    return 0;
+}
+
+/* One request; *out gets the parsed body (NULL when not JSON). The status, or -1 with a message
+ * when there is no answer. */
+static long cl_call(struct cl_conn *c, const char *method, const char *path, const char *body,
+                    struct jv **out, FILE *err)
+{
+    char url[2048], auth[API_TOKEN_MAX + 16];
+    const struct http_client_header h[2] = {{"Authorization", auth},
+                                            {"Content-Type", "application/json"}};
+    struct http_client_request req = {.method = method, .url = url, .headers = h};
+    struct http_client_response r = {0};
+    struct error e = {0};
+    char buf[800];
+    long status;
+    int rc;
+
+    snprintf(url, sizeof(url), "%s%s", c->base, path);
+    snprintf(auth, sizeof(auth), "Bearer %s", c->token);
+    req.nheaders = body ? 2 : 1;
+    req.body = body;
+    req.body_len = body ? strlen(body) : 0;
+    req.ca_file = c->ca_file;
+    rc = http_client_do(c->http, &req, &r, &e);
+    crypto_wipe(auth, sizeof(auth));
+    if (rc < 0) {
+        fprintf(err, "castor: cannot reach the controller at %s: %s\n", c->base,
+                err_format(&e, buf, sizeof(buf)));
+        return -1;
+    }
+    status = r.status;
+    *out = NULL;
+    if (jv_parse(r.body, r.body_len, out, NULL) < 0)
+        *out = NULL;
+    http_client_response_clear(&r);
+    return status;
+}
+
+/* An error answer on err; returns 1. */
+static int cl_failed(const char *cmd, long status, const struct jv *v, FILE *err)
+{
+    const char *msg = jv_string_value(jv_get(v, "error"));
+
+    fprintf(err, "castor %s: the controller answered %ld: %s\n", cmd, status,
+            msg ? msg : "(no reason given)");
+    return 1;
+}
+
+static void cl_time(double t, char *buf, size_t size)
+{
+    char iso[TIMESTAMP_ISO8601_LEN + 1];
+
+    if (isfinite(t) && timestamp_format_iso8601((int64_t)t, iso) == 0)
+        snprintf(buf, size, "%s", iso);
+    else
+        snprintf(buf, size, "-");
+}
+
+static double cl_num(const struct jv *o, const char *key)
+{
+    double v;
+
+    return jv_number_value(jv_get(o, key), &v) == 0 ? v : NAN;
+}
+
+static const char *cl_str(const struct jv *o, const char *key)
+{
+    const char *s = jv_string_value(jv_get(o, key));
+
+    return s ? s : "-";
+}
+
+static void cl_jobs_table(const struct jv *jobs, FILE *out)
+{
+    fprintf(out, "%-32s %-10s %-21s %10s %10s %8s\n", "NAME", "STATE", "SUBMITTED", "PROGRESS",
+            "CHECKPOINT", "RESTARTS");
+    for (size_t i = 0; i < jv_size(jobs); i++) {
+        const struct jv *j = jv_at(jobs, i);
+        char when[32];
+
+        cl_time(cl_num(j, "submitted_at"), when, sizeof(when));
+        fprintf(out, "%-32s %-10s %-21s %10.4g %10.4g %8.0f\n", cl_str(j, "name"),
+                cl_str(j, "state"), when, cl_num(j, "progress"), cl_num(j, "checkpoint_progress"),
+                cl_num(j, "restarts"));
+    }
+}
+
+static int cl_status(struct cl_conn *c, int json, FILE *out, FILE *err)
+{
+    static const char *const states[] = {"pending", "running", "finished", "cancelled", "failed"};
+    struct jv *fleet = NULL, *jobs = NULL, *both;
+    const struct jv *nodes, *list;
+    long s1 = cl_call(c, "GET", "/v1/fleet", NULL, &fleet, err), s2 = -1;
+    int rc = 0;
+
+    if (s1 == 200)
+        s2 = cl_call(c, "GET", "/v1/jobs", NULL, &jobs, err);
+    if (s1 < 0 || s2 < 0 || s1 != 200 || s2 != 200) {
+        rc = s1 < 0 || s2 < 0
+                 ? 1
+                 : cl_failed("status", s1 != 200 ? s1 : s2, s1 != 200 ? fleet : jobs, err);
+        goto out;
+    }
+    if (json) {
+        both = jv_object();
+        jv_set(both, "fleet", jv_ref(fleet));
+        jv_set(both, "jobs", jv_ref(jv_get(jobs, "jobs")));
+        rc = jv_write(both, out) < 0;
+        jv_free(both);
+        goto out;
+    }
+    nodes = jv_get(fleet, "nodes");
+    fprintf(out, "fleet: %zu nodes, %.0f GPUs, $%.2f/h, $%.2f spent\n", jv_size(nodes),
+            cl_num(fleet, "gpus"), cl_num(fleet, "cost_rate"), cl_num(fleet, "spent"));
+    if (jv_size(nodes) > 0)
+        fprintf(out, "%-24s %-10s %-32s %-10s %5s %9s\n", "INSTANCE", "STATE", "OFFER", "MARKET",
+                "GPUS", "PRICE/H");
+    for (size_t i = 0; i < jv_size(nodes); i++) {
+        const struct jv *n = jv_at(nodes, i);
+
+        fprintf(out, "%-24s %-10s %-32s %-10s %5.0f %9.3f\n", cl_str(n, "instance_id"),
+                cl_str(n, "state"), cl_str(n, "offer"), cl_str(n, "market"), cl_num(n, "gpus"),
+                cl_num(n, "price"));
+    }
+    list = jv_get(jobs, "jobs");
+    fprintf(out, "jobs:");
+    for (size_t s = 0; s < sizeof(states) / sizeof(states[0]); s++) {
+        int count = 0;
+
+        for (size_t i = 0; i < jv_size(list); i++)
+            count += strcmp(cl_str(jv_at(list, i), "state"), states[s]) == 0;
+        fprintf(out, "%s %d %s", s ? "," : "", count, states[s]);
+    }
+    fprintf(out, "\n");
+out:
+    jv_free(fleet);
+    jv_free(jobs);
+    return rc;
+}
+
+static int cl_jobs(struct cl_conn *c, const char *filter, int json, FILE *out, FILE *err)
+{
+    char path[512];
+    struct jv *v = NULL;
+    long st;
+    int rc = 0;
+
+    if (filter && strspn(filter, "abcdefghijklmnopqrstuvwxyz,") != strlen(filter)) {
+        fprintf(err, "castor jobs: --state takes a comma-separated list of states\n");
+        return 2;
+    }
+    snprintf(path, sizeof(path), "/v1/jobs%s%s", filter ? "?state=" : "", filter ? filter : "");
+    st = cl_call(c, "GET", path, NULL, &v, err);
+    if (st < 0)
+        rc = 1;
+    else if (st != 200)
+        rc = cl_failed("jobs", st, v, err);
+    else if (json)
+        rc = jv_write(jv_get(v, "jobs"), out) < 0;
+    else
+        cl_jobs_table(jv_get(v, "jobs"), out);
+    jv_free(v);
+    return rc;
+}
+
+struct cl_strip {
+    struct jv *to;
+    int rc;
+};
+
+static int cl_strip_entry(void *ctx, const char *key, const struct jv *val)
+{
+    struct cl_strip *k = ctx;
+
+    if (jv_type_of(val) != JV_NULL && jv_set(k->to, key, jv_ref(val)) < 0)
+        k->rc = -1;
+    return k->rc;
+}
+
+/* The spec as the API takes it: the fields that are null (not given) left out. */
+static char *cl_request_body(const char *spec)
+{
+    struct jv *v = NULL;
+    struct cl_strip k = {jv_object(), 0};
+    char *text = NULL;
+
+    if (k.to && jv_parse(spec, strlen(spec), &v, NULL) == 0 && jv_each(v, cl_strip_entry, &k) == 0)
+        jv_dump(k.to, &text);
+    jv_free(v);
+    jv_free(k.to);
+    return text;
+}
+
+static int cl_submit(struct cl_conn *c, const char *file, int json, FILE *out, FILE *err)
+{
+    struct conf *doc = NULL;
+    struct error e = {0};
+    struct jv *v = NULL;
+    char *spec = NULL, *name = NULL, *body = NULL, buf[800];
+    long st;
+    int rc = 0;
+
+    if (conf_load(file, &doc, &e) < 0 || config_job_spec(doc->root, 0, &spec, &name, &e) < 0) {
+        fprintf(err, "castor submit: %s\n", err_format(&e, buf, sizeof(buf)));
+        conf_free(doc);
+        return 2;
+    }
+    if (!(body = cl_request_body(spec))) {
+        fprintf(err, "castor submit: out of memory\n");
+        free(spec);
+        free(name);
+        conf_free(doc);
+        return 1;
+    }
+    st = cl_call(c, "POST", "/v1/jobs", body, &v, err);
+    free(body);
+    if (st < 0)
+        rc = 1;
+    else if (st != 201)
+        rc = cl_failed("submit", st, v, err);
+    else if (json)
+        rc = jv_write(v, out) < 0;
+    else
+        fprintf(out, "submitted %s (%s)\n", name, cl_str(v, "state"));
+    jv_free(v);
+    free(spec);
+    free(name);
+    conf_free(doc);
+    return rc;
+}
+
+static int cl_cancel(struct cl_conn *c, const char *name, int json, FILE *out, FILE *err)
+{
+    char path[512];
+    struct jv *v = NULL;
+    long st;
+    int rc = 0;
+
+    if (!name[0] || strlen(name) > CONFIG_NAME_MAX ||
+        strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
+            strlen(name)) {
+        fprintf(err, "castor cancel: \"%s\" is not a job name\n", name);
+        return 2;
+    }
+    snprintf(path, sizeof(path), "/v1/jobs/%s", name);
+    st = cl_call(c, "DELETE", path, NULL, &v, err);
+    if (st < 0)
+        rc = 1;
+    else if (st != 200)
+        rc = cl_failed("cancel", st, v, err);
+    else if (json)
+        rc = jv_write(v, out) < 0;
+    else
+        fprintf(out, "cancelled %s\n", name);
+    jv_free(v);
+    return rc;
+}
+
+int cli_client(int argc, char **argv, FILE *out, FILE *err)
+{
+    const char *cmd = argv[0], *url = NULL, *filter = NULL, *arg = NULL;
+    int json = 0, rc, want_arg = strcmp(cmd, "submit") == 0 || strcmp(cmd, "cancel") == 0;
+    struct cl_conn c;
+
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0) {
+            json = 1;
+        } else if (strcmp(argv[i], "--url") == 0 && i + 1 < argc) {
+            url = argv[++i];
+        } else if (strcmp(argv[i], "--state") == 0 && i + 1 < argc && strcmp(cmd, "jobs") == 0) {
+            filter = argv[++i];
+        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            cl_usage(out);
+            return 0;
+        } else if (want_arg && !arg && argv[i][0] != '-') {
+            arg = argv[i];
+        } else {
+            fprintf(err, "castor %s: unexpected argument \"%s\"\n", cmd, argv[i]);
+            cl_usage(err);
+            return 2;
+        }
+    }
+    if (want_arg && !arg) {
+        fprintf(err, "castor %s: %s\n", cmd,
+                strcmp(cmd, "submit") == 0 ? "a job file is required" : "a job name is required");
+        cl_usage(err);
+        return 2;
+    }
+    if (cl_open(&c, url, err) < 0)
+        return 1;
+    if (strcmp(cmd, "status") == 0)
+        rc = cl_status(&c, json, out, err);
+    else if (strcmp(cmd, "jobs") == 0)
+        rc = cl_jobs(&c, filter, json, out, err);
+    else if (strcmp(cmd, "submit") == 0)
+        rc = cl_submit(&c, arg, json, out, err);
+    else
+        rc = cl_cancel(&c, arg, json, out, err);
+    cl_close(&c);
+    return rc;
+}

@@ -1,0 +1,709 @@
+/* config.c: reading and checking the daemon's configuration, and job specs from YAML. */
+#include "control/config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/json.h"
+#include "util/timestamp.h"
+
+const char *const config_worlds[] = {"local", "aws", "gcp", "fake", NULL};
+
+static const char *const config_levels[] = {"debug", "info", "warn", "error", NULL};
+
+/* ---- helpers ---- */
+
+/* A fault at node n: ERR_PARSE with its location. */
+static int cf_bad(const struct conf_node *n, struct error *e, const char *what)
+{
+    return err_set(e, ERR_PARSE, n->file, n->line, n->column, "%s: %s", n->path, what);
+}
+
+/* A name as the API takes it, of at most max bytes. */
+static int cf_name_ok(const char *s, size_t max)
+{
+    return strlen(s) <= max && api_name_ok(s);
+}
+
+/* A string under key of at most max bytes: 1 with *out set, 0 when absent, or an error. */
+static int cf_string(const struct conf_node *m, const char *key, size_t max, const char **out,
+                     struct error *e)
+{
+    const char *s = NULL;
+    int rc = conf_get_string(m, key, &s, e);
+
+    if (rc == 1 && strlen(s) > max) {
+        const struct conf_node *n = conf_find(m, key);
+
+        return err_set(e, ERR_RANGE, n->file, n->line, n->column, "%s: at most %zu bytes", n->path,
+                       max);
+    }
+    if (rc == 1)
+        *out = s;
+    return rc;
+}
+
+/* A number under key that must be above 0 (and at most hi). */
+static int cf_positive(const struct conf_node *m, const char *key, double hi, double *out,
+                       struct error *e)
+{
+    double v = 0;
+    int rc = conf_get_double(m, key, 0, hi, &v, e);
+
+    if (rc == 1 && !(v > 0)) {
+        const struct conf_node *n = conf_find(m, key);
+
+        return err_set(e, ERR_RANGE, n->file, n->line, n->column,
+                       "%s: must be above 0 (and at most %g)", n->path, hi);
+    }
+    if (rc == 1)
+        *out = v;
+    return rc;
+}
+
+/* A required key: ERR_PARSE at m when absent. */
+static int cf_required(const struct conf_node *m, const char *key, struct error *e)
+{
+    if (conf_find(m, key))
+        return 0;
+    return err_set(e, ERR_PARSE, m->file, m->line, m->column, "%s%s%s is required", m->path,
+                   m->path[0] ? "." : "", key);
+}
+
+/* path made absolute against dir (a copy either way); NULL when out of memory. */
+static char *cf_path(const char *dir, const char *path)
+{
+    char *out;
+    size_t n;
+
+    if (path[0] == '/' || !dir)
+        return strdup(path);
+    n = strlen(dir) + strlen(path) + 2;
+    if ((out = malloc(n)))
+        snprintf(out, n, "%s/%s", dir, path);
+    return out;
+}
+
+/* ---- job specs ---- */
+
+struct cf_env {
+    struct jv *obj;
+    int rc;
+};
+
+/* env: a mapping of variable names to strings. */
+static int cf_env(const struct conf_node *n, struct jv **out, struct error *e)
+{
+    struct jv *o;
+    int rc = 0;
+
+    if (n->kind != CONF_MAPPING && n->kind != CONF_NULL)
+        return cf_bad(n, e, "expected a mapping of variable names to strings");
+    if (n->n > 256)
+        return cf_bad(n, e, "at most 256 variables");
+    if (!(o = jv_object()))
+        return ERR_NOMEM;
+    for (size_t i = 0; i < n->n && rc == 0; i++) {
+        const struct conf_entry *en = &n->entries[i];
+        const char *v = NULL;
+
+        if (!api_env_name_ok(en->key) || strlen(en->key) > 256)
+            rc = err_set(e, ERR_PARSE, n->file, en->line, en->column,
+                         "%s: \"%.64s\" is not a variable name", n->path, en->key);
+        else if ((rc = conf_as_string(en->value, &v, e)) == 0 && strlen(v) > 32768)
+            rc = cf_bad(en->value, e, "at most 32768 bytes");
+        else if (rc == 0 && jv_set(o, en->key, jv_string(v)) < 0)
+            rc = ERR_NOMEM;
+    }
+    if (rc < 0) {
+        jv_free(o);
+        return rc;
+    }
+    *out = o;
+    return 0;
+}
+
+/* command: a list of 1 to 256 strings (the argv). */
+static int cf_command(const struct conf_node *n, struct jv **out, struct error *e)
+{
+    struct jv *a;
+    int rc = 0;
+
+    if (n->kind != CONF_SEQUENCE || n->n == 0 || n->n > 256)
+        return cf_bad(n, e, "expected a list of 1 to 256 strings (the argv)");
+    if (!(a = jv_array()))
+        return ERR_NOMEM;
+    for (size_t i = 0; i < n->n && rc == 0; i++) {
+        const char *s = NULL;
+
+        if ((rc = conf_as_string(n->items[i], &s, e)) == 0 && strlen(s) > 4096)
+            rc = cf_bad(n->items[i], e, "at most 4096 bytes");
+        else if (rc == 0 && jv_push(a, jv_string(s)) < 0)
+            rc = ERR_NOMEM;
+    }
+    if (rc < 0) {
+        jv_free(a);
+        return rc;
+    }
+    *out = a;
+    return 0;
+}
+
+/* deadline: seconds since the epoch, or an ISO 8601 time. */
+static int cf_deadline(const struct conf_node *m, double *out, struct error *e)
+{
+    const struct conf_node *n = conf_find(m, "deadline");
+    int64_t t;
+
+    if (!n)
+        return 0;
+    if (n->kind == CONF_SCALAR && !n->quoted &&
+        conf_as_double(n, -HUGE_VAL, HUGE_VAL, out, NULL) == 0)
+        return conf_as_double(n, 0, 253402300799.0, out, e); /* seconds, in range */
+    if (n->kind != CONF_SCALAR || timestamp_parse_iso8601(n->text, &t) < 0)
+        return cf_bad(n, e,
+                      "expected seconds since the epoch or an ISO 8601 time "
+                      "(2024-05-01T12:00:00Z)");
+    *out = (double)t;
+    return 0;
+}
+
+int config_job_spec(const struct conf_node *m, int in_template, char **json, char **name,
+                    struct error *e)
+{
+    const char *const *keys = api_job_spec_keys;
+    const char *nm = NULL, *workdir = NULL, *image = NULL;
+    double m0 = 0, maxb = 0, local = 0, ckpt = 600, deadline = NAN;
+    long minr = 1, maxr = 0, prio = 0;
+    struct jv *o = NULL, *cmd = NULL, *env = NULL;
+    const struct conf_node *n;
+    char *text = NULL, *name_copy = NULL;
+    int rc;
+
+    if ((rc = conf_check_keys(m, keys, e)) < 0)
+        return rc;
+    if (m->kind != CONF_MAPPING)
+        return cf_bad(m, e, "expected a job: a mapping of its keys");
+    if (in_template && (n = conf_find(m, "name")))
+        return cf_bad(n, e, "a template's job is named after the template");
+    if (in_template && (n = conf_find(m, "deadline")))
+        return cf_bad(n, e, "a template's job takes the template's deadline_after");
+    if (!in_template && ((rc = cf_required(m, "name", e)) < 0 ||
+                         (rc = cf_string(m, "name", CONFIG_NAME_MAX, &nm, e)) < 0))
+        return rc;
+    if (nm && !cf_name_ok(nm, CONFIG_NAME_MAX))
+        return cf_bad(conf_find(m, "name"), e,
+                      "letters, digits, '.', '_' or '-', starting with a letter or digit");
+    if ((rc = cf_required(m, "command", e)) < 0 ||
+        (rc = cf_command(conf_find(m, "command"), &cmd, e)) < 0)
+        return rc;
+    if ((rc = cf_string(m, "workdir", 4096, &workdir, e)) < 0 ||
+        (rc = cf_string(m, "image", 1024, &image, e)) < 0)
+        goto out;
+    if (!workdir && !image) {
+        rc = err_set(e, ERR_PARSE, m->file, m->line, m->column,
+                     "%s: a workdir or an image is required", m->path);
+        goto out;
+    }
+    if ((n = conf_find(m, "env")) && (rc = cf_env(n, &env, e)) < 0)
+        goto out;
+    if ((rc = cf_required(m, "init_batch_size", e)) < 0 ||
+        (rc = cf_positive(m, "init_batch_size", 1e9, &m0, e)) < 0 ||
+        (rc = cf_required(m, "max_batch_size", e)) < 0 ||
+        (rc = conf_get_double(m, "max_batch_size", m0, 1e9, &maxb, e)) < 0 ||
+        (rc = cf_required(m, "max_local_bsz", e)) < 0 ||
+        (rc = cf_positive(m, "max_local_bsz", 1e9, &local, e)) < 0 ||
+        (rc = conf_get_long(m, "min_replicas", 1, 100000, &minr, e)) < 0 ||
+        (rc = cf_required(m, "max_replicas", e)) < 0 ||
+        (rc = conf_get_long(m, "max_replicas", minr, 100000, &maxr, e)) < 0 ||
+        (rc = cf_positive(m, "checkpoint_interval", 1e7, &ckpt, e)) < 0 ||
+        (rc = cf_deadline(m, &deadline, e)) < 0 ||
+        (rc = conf_get_long(m, "priority", -1000, 1000, &prio, e)) < 0)
+        goto out;
+    rc = 0;
+    if (!(o = jv_object())) {
+        rc = ERR_NOMEM;
+        goto out;
+    }
+    if (nm)
+        rc |= jv_set(o, "name", jv_string(nm));
+    rc |= jv_set(o, "command", cmd);
+    cmd = NULL;
+    rc |= jv_set(o, "workdir", workdir ? jv_string(workdir) : jv_null());
+    rc |= jv_set(o, "image", image ? jv_string(image) : jv_null());
+    rc |= jv_set(o, "env", env ? env : jv_object());
+    env = NULL;
+    rc |= jv_set(o, "init_batch_size", jv_number(m0));
+    rc |= jv_set(o, "max_batch_size", jv_number(maxb));
+    rc |= jv_set(o, "max_local_bsz", jv_number(local));
+    rc |= jv_set(o, "min_replicas", jv_integer(minr));
+    rc |= jv_set(o, "max_replicas", jv_integer(maxr));
+    rc |= jv_set(o, "checkpoint_interval", jv_number(ckpt));
+    if (!in_template)
+        rc |= jv_set(o, "deadline", jv_number(deadline));
+    rc |= jv_set(o, "priority", jv_integer(prio));
+    if (rc != 0 || jv_dump(o, &text) < 0 || (nm && !(name_copy = strdup(nm)))) {
+        rc = ERR_NOMEM;
+        goto out;
+    }
+    *json = text;
+    text = NULL;
+    *name = name_copy;
+    name_copy = NULL;
+out:
+    free(text);
+    free(name_copy);
+    jv_free(o);
+    jv_free(cmd);
+    jv_free(env);
+    return rc;
+}
+
+/* ---- the sections ---- */
+
+static int cf_api(struct config *c, const struct conf_node *root, struct error *e)
+{
+    static const char *const keys[] = {"address", "port",     "tls_cert", "tls_key",
+                                       "threads", "max_body", NULL};
+    const struct conf_node *s = NULL;
+    const char *addr = "127.0.0.1", *cert = NULL, *key = NULL;
+    long port = 8470, threads = 0, body = 1024 * 1024;
+    int rc;
+
+    if ((rc = conf_get_section(root, "api", keys, &s, e)) < 0)
+        return rc;
+    if (s && ((rc = cf_string(s, "address", 64, &addr, e)) < 0 ||
+              (rc = conf_get_long(s, "port", 0, 65535, &port, e)) < 0 ||
+              (rc = cf_string(s, "tls_cert", 4000, &cert, e)) < 0 ||
+              (rc = cf_string(s, "tls_key", 4000, &key, e)) < 0 ||
+              (rc = conf_get_long(s, "threads", 0, 64, &threads, e)) < 0 ||
+              (rc = conf_get_long(s, "max_body", 1024, 64L * 1024 * 1024, &body, e)) < 0))
+        return rc;
+    if (!cert != !key)
+        return err_set(e, ERR_PARSE, s->file, s->line, s->column,
+                       "api: tls_cert and tls_key go together (both for TLS, or neither)");
+    c->api.port = (int)port;
+    c->api.threads = (unsigned)threads;
+    c->api.max_body = (size_t)body;
+    if (!(c->api.address = strdup(addr)) || (cert && !(c->api.tls_cert = cf_path(c->dir, cert))) ||
+        (key && !(c->api.tls_key = cf_path(c->dir, key))))
+        return ERR_NOMEM;
+    return 0;
+}
+
+static int cf_tokens(struct config *c, const struct conf_node *root, struct error *e)
+{
+    static const char *const keys[] = {"node", "job", "user", "metrics", NULL};
+    const struct conf_node *s = NULL;
+    int rc;
+
+    if ((rc = conf_get_section(root, "tokens", keys, &s, e)) < 1)
+        return rc;
+    for (int r = 0; r < API_NROLES; r++) {
+        const char *p = NULL;
+
+        if (r != API_ROLE_METRICS && (rc = cf_required(s, keys[r], e)) < 0)
+            return rc;
+        if ((rc = cf_string(s, keys[r], 4000, &p, e)) < 0)
+            return rc;
+        if (p && !(c->token_files[r] = cf_path(c->dir, p)))
+            return ERR_NOMEM;
+    }
+    return 0;
+}
+
+static int cf_policy(struct config *c, const struct conf_node *root, struct error *e)
+{
+    static const char *const pollux_keys[] = {"p_mean", "restart_penalty", NULL};
+    const char *names[16] = {NULL};
+    const struct conf_node *s = NULL;
+    int rc, k = 0;
+
+    for (size_t i = 0; policy_registry[i] && i < 15; i++)
+        names[i] = policy_registry[i]->name;
+    for (k = 0; names[k] && strcmp(names[k], "pollux") != 0; k++)
+        ;
+    if ((rc = conf_get_choice(root, "policy", names, &k, e)) < 0)
+        return rc;
+    if (!(c->policy = strdup(names[k] ? names[k] : names[0])))
+        return ERR_NOMEM;
+    if ((rc = conf_get_section(root, "pollux", pollux_keys, &s, e)) < 0)
+        return rc;
+    if (s &&
+        ((rc = conf_get_double(s, "p_mean", -100, 100, &c->pcfg.p_mean, e)) < 0 ||
+         (rc = conf_get_double(s, "restart_penalty", 1, 3600, &c->pcfg.restart_penalty, e)) < 0))
+        return rc;
+    return 0;
+}
+
+static int cf_fleet(struct config *c, const struct conf_node *root, struct error *e)
+{
+    static const char *const keys[] = {"planner",  "mode",      "value",  "budget",
+                                       "patience", "max_nodes", "offer",  "nodes",
+                                       "high",     "low",       "window", NULL};
+    static const char *const modes[] = {"efficiency", "budget", "deadline", NULL};
+    const char *planners[8] = {NULL};
+    const struct conf_node *s = NULL;
+    const char *offer = NULL;
+    int rc, k = 0, mode = 0;
+    long v;
+
+    for (size_t i = 0; fleet_registry[i] && i < 7; i++)
+        planners[i] = fleet_registry[i]->name;
+    for (k = 0; planners[k] && strcmp(planners[k], "castor") != 0; k++)
+        ;
+    c->fcfg.offer = -1;
+    c->fcfg.nodes = 1;
+    c->fcfg.max_nodes = 16;
+    if ((rc = conf_get_section(root, "fleet", keys, &s, e)) < 0)
+        return rc;
+    if (s && ((rc = conf_get_choice(s, "planner", planners, &k, e)) < 0 ||
+              (rc = conf_get_choice(s, "mode", modes, &mode, e)) < 0 ||
+              (rc = conf_get_double(s, "value", 0.001, 1e6, &c->fcfg.value, e)) < 0 ||
+              (rc = conf_get_double(s, "budget", 0.01, 1e7, &c->fcfg.budget, e)) < 0 ||
+              (rc = conf_get_long(s, "patience", 1, 1000, &v, e)) < 0 ||
+              (rc == 1 && (c->fcfg.patience = (int)v, 0)) ||
+              (rc = conf_get_long(s, "max_nodes", 1, 4096, &v, e)) < 0 ||
+              (rc == 1 && (c->fcfg.max_nodes = (int)v, 0)) ||
+              (rc = cf_string(s, "offer", CONFIG_OFFER_MAX, &offer, e)) < 0 ||
+              (rc = conf_get_long(s, "nodes", 0, 4096, &v, e)) < 0 ||
+              (rc == 1 && (c->fcfg.nodes = (int)v, 0)) ||
+              (rc = conf_get_double(s, "high", 0.01, 1, &c->fcfg.util_high, e)) < 0 ||
+              (rc = conf_get_double(s, "low", 0.01, 1, &c->fcfg.util_low, e)) < 0 ||
+              (rc = conf_get_long(s, "window", 1, 1000, &v, e)) < 0 ||
+              (rc == 1 && (c->fcfg.window = (int)v, 0))))
+        return rc;
+    c->fcfg.mode = (enum fleet_mode)mode;
+    if (c->fcfg.mode == FLEET_BUDGET && !(c->fcfg.budget > 0))
+        return err_set(e, ERR_PARSE, s->file, s->line, s->column,
+                       "fleet: mode budget needs a budget ($/h)");
+    if (c->fcfg.util_high > 0 && c->fcfg.util_low > 0 && c->fcfg.util_low >= c->fcfg.util_high)
+        return err_set(e, ERR_RANGE, s->file, s->line, s->column, "fleet: low must be below high");
+    if (!(c->fleet = strdup(planners[k])) || (offer && !(c->fleet_offer = strdup(offer))))
+        return ERR_NOMEM;
+    return 0;
+}
+
+static int cf_offers(struct config *c, const struct conf_node *root, struct error *e)
+{
+    static const char *const keys[] = {"name", "zone", "boot", "preemption_rate", NULL};
+    const struct conf_node *l = conf_find(root, "offers");
+    int rc;
+
+    if (!l || l->kind == CONF_NULL)
+        return 0;
+    if (l->kind != CONF_SEQUENCE)
+        return cf_bad(l, e, "expected a list of offers");
+    if (!(c->offers = calloc(l->n + 1, sizeof(*c->offers))))
+        return ERR_NOMEM;
+    for (size_t i = 0; i < l->n; i++) {
+        const struct conf_node *m = l->items[i];
+        struct config_offer *o = &c->offers[i];
+        const char *name = NULL, *zone = NULL;
+
+        o->boot_s = 180;
+        o->preempt_rate = NAN;
+        if ((rc = conf_check_keys(m, keys, e)) < 0 || (rc = cf_required(m, "name", e)) < 0 ||
+            (rc = cf_string(m, "name", CONFIG_OFFER_MAX, &name, e)) < 0 ||
+            (rc = cf_string(m, "zone", 127, &zone, e)) < 0 ||
+            (rc = conf_get_double(m, "boot", 0, 86400, &o->boot_s, e)) < 0 ||
+            (rc = conf_get_double(m, "preemption_rate", 0, 100, &o->preempt_rate, e)) < 0)
+            return rc;
+        for (size_t k = 0; k < i; k++)
+            if (strcmp(c->offers[k].name, name) == 0)
+                return cf_bad(conf_find(m, "name"), e, "this offer is listed twice");
+        if (!(o->name = strdup(name)) || (zone && !(o->zone = strdup(zone))))
+            return ERR_NOMEM;
+        c->noffers++;
+    }
+    return 0;
+}
+
+static int cf_jobs(struct config *c, const struct conf_node *root, struct error *e)
+{
+    const struct conf_node *l = conf_find(root, "jobs");
+    int rc;
+
+    if (!l || l->kind == CONF_NULL)
+        return 0;
+    if (l->kind != CONF_SEQUENCE)
+        return cf_bad(l, e, "expected a list of jobs");
+    if (!(c->jobs = calloc(l->n + 1, sizeof(*c->jobs))))
+        return ERR_NOMEM;
+    for (size_t i = 0; i < l->n; i++) {
+        struct config_job *j = &c->jobs[i];
+
+        if ((rc = config_job_spec(l->items[i], 0, &j->spec, &j->name, e)) < 0)
+            return rc;
+        c->njobs++;
+        for (size_t k = 0; k < i; k++)
+            if (strcmp(c->jobs[k].name, j->name) == 0)
+                return cf_bad(conf_find(l->items[i], "name"), e, "a job of this name is listed");
+    }
+    return 0;
+}
+
+static int cf_templates(struct config *c, const struct conf_node *root, struct error *e)
+{
+    static const char *const keys[] = {"name", "schedule", "deadline_after", "job", NULL};
+    const struct conf_node *l = conf_find(root, "templates");
+    int rc;
+
+    if (!l || l->kind == CONF_NULL)
+        return 0;
+    if (l->kind != CONF_SEQUENCE)
+        return cf_bad(l, e, "expected a list of job templates");
+    if (!(c->templates = calloc(l->n + 1, sizeof(*c->templates))))
+        return ERR_NOMEM;
+    for (size_t i = 0; i < l->n; i++) {
+        const struct conf_node *m = l->items[i], *sn, *jn;
+        struct config_template *t = &c->templates[i];
+        const char *name = NULL, *sched = NULL;
+        char *ignored = NULL;
+        struct error ce = {0};
+
+        if ((rc = conf_check_keys(m, keys, e)) < 0 || (rc = cf_required(m, "name", e)) < 0 ||
+            (rc = cf_string(m, "name", CONFIG_NAME_MAX - CONFIG_TEMPLATE_SUFFIX, &name, e)) < 0 ||
+            (rc = cf_required(m, "schedule", e)) < 0 ||
+            (rc = conf_get_string(m, "schedule", &sched, e)) < 0 ||
+            (rc = conf_get_double(m, "deadline_after", 1, 1e8, &t->deadline_after, e)) < 0 ||
+            (rc = cf_required(m, "job", e)) < 0)
+            return rc;
+        if (!cf_name_ok(name, CONFIG_NAME_MAX - CONFIG_TEMPLATE_SUFFIX))
+            return cf_bad(conf_find(m, "name"), e,
+                          "letters, digits, '.', '_' or '-', starting with a letter or digit");
+        for (size_t k = 0; k < i; k++)
+            if (strcmp(c->templates[k].name, name) == 0)
+                return cf_bad(conf_find(m, "name"), e, "a template of this name is listed");
+        sn = conf_find(m, "schedule");
+        if (cron_parse(sched, &t->schedule, &ce) < 0)
+            return err_set(e, ERR_PARSE, sn->file, sn->line,
+                           sn->column + sn->quoted + (ce.column > 0 ? ce.column - 1 : 0), "%s: %s",
+                           sn->path, ce.msg);
+        jn = conf_find(m, "job");
+        if ((rc = config_job_spec(jn, 1, &t->spec, &ignored, e)) < 0)
+            return rc;
+        free(ignored);
+        if (!(t->name = strdup(name)) || !(t->schedule_text = strdup(sched)))
+            return ERR_NOMEM;
+        c->ntemplates++;
+    }
+    return 0;
+}
+
+/* The top level. */
+static int cf_read(struct config *c, struct error *e)
+{
+    static const char *const keys[] = {
+        "cluster",        "world", "cloud",      "interval", "state",     "log_level",
+        "launch_timeout", "seed",  "tput_model", "api",      "tokens",    "policy",
+        "pollux",         "fleet", "offers",     "jobs",     "templates", NULL};
+    static const char *const models[] = {"castor", "pollux", "default", NULL};
+    const struct conf_node *root = c->doc->root, *n;
+    const char *cluster = NULL, *state = "castor-state.db";
+    int rc, world = 0, level = LOG_INFO, model = 0;
+    long v;
+
+    c->interval = 60;
+    c->launch_timeout = 600;
+    c->seed = 1;
+    if ((rc = conf_check_keys(root, keys, e)) < 0 || (rc = cf_required(root, "cluster", e)) < 0 ||
+        (rc = cf_string(root, "cluster", CONFIG_CLUSTER_MAX, &cluster, e)) < 0)
+        return rc;
+    if (!cf_name_ok(cluster, CONFIG_CLUSTER_MAX))
+        return cf_bad(conf_find(root, "cluster"), e,
+                      "letters, digits, '.', '_' or '-', starting with a letter or digit");
+    if ((rc = cf_required(root, "world", e)) < 0 ||
+        (rc = conf_get_choice(root, "world", config_worlds, &world, e)) < 0)
+        return rc;
+    n = conf_find(root, "cloud");
+    if (n && n->kind != CONF_MAPPING && n->kind != CONF_NULL)
+        return cf_bad(n, e, "expected a mapping (the world's own settings)");
+    c->cloud = n;
+    if ((rc = conf_get_long(root, "interval", 1, 86400, &v, e)) < 0)
+        return rc;
+    if (rc == 1)
+        c->interval = (int)v;
+    if ((rc = cf_string(root, "state", 4000, &state, e)) < 0 ||
+        (rc = conf_get_choice(root, "log_level", config_levels, &level, e)) < 0 ||
+        (rc = conf_get_double(root, "launch_timeout", 1, 86400, &c->launch_timeout, e)) < 0 ||
+        (rc = conf_get_long(root, "seed", 0, 2147483647, &v, e)) < 0)
+        return rc;
+    if (rc == 1)
+        c->seed = (uint64_t)v;
+    if ((rc = conf_get_choice(root, "tput_model", models, &model, e)) < 0)
+        return rc;
+    c->tput_model = tput_model_find(models[model]);
+    c->log_level = (enum log_level)level;
+    if (!(c->cluster = strdup(cluster)) || !(c->world = strdup(config_worlds[world])) ||
+        !(c->state_path = cf_path(c->dir, state)))
+        return ERR_NOMEM;
+    if ((rc = cf_api(c, root, e)) < 0 || (rc = cf_tokens(c, root, e)) < 0 ||
+        (rc = cf_policy(c, root, e)) < 0 || (rc = cf_fleet(c, root, e)) < 0 ||
+        (rc = cf_offers(c, root, e)) < 0 || (rc = cf_jobs(c, root, e)) < 0 ||
+        (rc = cf_templates(c, root, e)) < 0)
+        return rc;
+    return 0;
+}
+
+int config_load(const char *path, struct config **out, struct error *e)
+{
+    struct config *c;
+    const char *slash;
+    int rc;
+
+    if (!path || !out)
+        return err_set(e, ERR_INVAL, "", 0, 0, "no configuration file");
+    if (!(c = calloc(1, sizeof(*c))))
+        return err_set(e, ERR_NOMEM, path, 0, 0, "out of memory");
+    slash = strrchr(path, '/');
+    c->path = strdup(path);
+    c->dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    if (!c->path || !c->dir) {
+        rc = err_set(e, ERR_NOMEM, path, 0, 0, "out of memory");
+        goto out;
+    }
+    if ((rc = conf_load(path, &c->doc, e)) < 0)
+        goto out;
+    rc = cf_read(c, e);
+    if (rc == ERR_NOMEM)
+        err_set(e, ERR_NOMEM, path, 0, 0, "out of memory");
+out:
+    if (rc < 0) {
+        config_free(c);
+        return rc;
+    }
+    *out = c;
+    return 0;
+}
+
+void config_free(struct config *c)
+{
+    if (!c)
+        return;
+    for (size_t i = 0; i < c->noffers; i++) {
+        free(c->offers[i].name);
+        free(c->offers[i].zone);
+    }
+    if (c->offers) { /* a half-read entry, or the zeroed one after the last */
+        free(c->offers[c->noffers].name);
+        free(c->offers[c->noffers].zone);
+    }
+    for (size_t i = 0; c->jobs && i <= c->njobs; i++) {
+        free(c->jobs[i].name);
+        free(c->jobs[i].spec);
+    }
+    for (size_t i = 0; c->templates && i <= c->ntemplates; i++) {
+        free(c->templates[i].name);
+        free(c->templates[i].schedule_text);
+        free(c->templates[i].spec);
+    }
+    free(c->offers);
+    free(c->jobs);
+    free(c->templates);
+    for (int r = 0; r < API_NROLES; r++)
+        free(c->token_files[r]);
+    free(c->api.address);
+    free(c->api.tls_cert);
+    free(c->api.tls_key);
+    free(c->policy);
+    free(c->fleet);
+    free(c->fleet_offer);
+    free(c->cluster);
+    free(c->world);
+    free(c->state_path);
+    conf_free(c->doc);
+    free(c->path);
+    free(c->dir);
+    free(c);
+}
+
+static int cf_same(const char *a, const char *b)
+{
+    return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+int config_reload_check(const struct config *old, const struct config *now, char *why,
+                        size_t why_size, char *warn, size_t warn_size)
+{
+    size_t len = 0;
+
+    warn[0] = '\0';
+    if (!cf_same(old->cluster, now->cluster))
+        return snprintf(why, why_size, "cluster changed (%s to %s): restart to change it",
+                        old->cluster, now->cluster),
+               1;
+    if (!cf_same(old->world, now->world))
+        return snprintf(why, why_size, "world changed (%s to %s): restart to change it", old->world,
+                        now->world),
+               1;
+    if (!cf_same(old->state_path, now->state_path))
+        return snprintf(why, why_size, "state changed: restart to change it"), 1;
+    if (!cf_same(old->api.address, now->api.address) || old->api.port != now->api.port ||
+        !cf_same(old->api.tls_cert, now->api.tls_cert) ||
+        !cf_same(old->api.tls_key, now->api.tls_key) || old->api.threads != now->api.threads ||
+        old->api.max_body != now->api.max_body)
+        len += (size_t)snprintf(warn + len, len < warn_size ? warn_size - len : 0, "api ");
+    for (int r = 0; r < API_NROLES; r++)
+        if (!cf_same(old->token_files[r], now->token_files[r])) {
+            len += (size_t)snprintf(warn + len, len < warn_size ? warn_size - len : 0, "tokens ");
+            break;
+        }
+    if (len > 0 && len < warn_size)
+        warn[len - 1] = '\0';
+    return 0;
+}
+
+int config_template_job_name(const struct config_template *t, int64_t at, char *buf, size_t size)
+{
+    char iso[TIMESTAMP_ISO8601_LEN + 1];
+    int n;
+
+    if (timestamp_format_iso8601(at, iso) < 0)
+        return ERR_RANGE;
+    /* "YYYY-MM-DDTHH:MM:SSZ" -> "YYYYMMDDTHHMMZ" */
+    n = snprintf(buf, size, "%s-%.4s%.2s%.2sT%.2s%.2sZ", t->name, iso, iso + 5, iso + 8, iso + 11,
+                 iso + 14);
+    return n < 0 || (size_t)n >= size ? ERR_RANGE : 0;
+}
+
+struct cf_copy {
+    struct jv *to;
+    int rc;
+};
+
+static int cf_copy_entry(void *ctx, const char *key, const struct jv *val)
+{
+    struct cf_copy *k = ctx;
+
+    if (jv_set(k->to, key, jv_ref(val)) < 0)
+        k->rc = ERR_NOMEM;
+    return k->rc;
+}
+
+int config_template_spec(const struct config_template *t, const char *name, int64_t at, char **json)
+{
+    struct jv *v = NULL;
+    struct cf_copy k = {NULL, 0};
+    char *text = NULL;
+    int rc;
+
+    if ((rc = jv_parse(t->spec, strlen(t->spec), &v, NULL)) < 0)
+        return rc;
+    rc = ERR_NOMEM;
+    /* the name first, then the template's fields in their order, then the deadline */
+    if (!(k.to = jv_object()) || jv_set(k.to, "name", jv_string(name)) < 0 ||
+        jv_each(v, cf_copy_entry, &k) != 0 ||
+        jv_set(k.to, "deadline",
+               t->deadline_after > 0 ? jv_number((double)at + t->deadline_after) : jv_null()) < 0 ||
+        jv_dump(k.to, &text) < 0)
+        goto out;
+    *json = text;
+    rc = 0;
+out:
+    jv_free(v);
+    jv_free(k.to);
+    return rc;
+}

@@ -1,0 +1,128 @@
+/* config.h: the daemon's configuration (`castor run -c castor.yaml`; config/castor.yaml documents
+ * every key): the cluster and its world, the loop, the state, the API and its tokens, the
+ * policies, offers' metadata, and the jobs to submit, once or on a cron schedule. */
+#ifndef CASTOR_CONTROL_CONFIG_H
+#define CASTOR_CONTROL_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "control/api.h"
+#include "control/cron.h"
+#include "model/tput.h"
+#include "policies/fleet.h"
+#include "policies/policy.h"
+#include "util/conf.h"
+#include "util/error.h"
+#include "util/log.h"
+
+#define CONFIG_CLUSTER_MAX 40 /* bytes of a cluster id: launch tokens are built from it */
+#define CONFIG_NAME_MAX 128   /* bytes of a job name (as the API's) */
+#define CONFIG_OFFER_MAX 95   /* bytes of an offer's name (CLOUD_NAME_MAX - 1) */
+/* what a template's job name adds to the template's name: "-YYYYMMDDTHHMMZ" */
+#define CONFIG_TEMPLATE_SUFFIX 15
+
+/* What the configuration says of an offer that the cloud does not. */
+struct config_offer {
+    char *name;
+    char *zone;          /* NULL: "default" */
+    double boot_s;       /* expected seconds from launch to a ready node (default 180) */
+    double preempt_rate; /* preemptions per node-hour assumed; NAN: 0.05 on spot, 0 on-demand */
+};
+
+/* A job to submit: its name and its spec as JSON text in the form the API stores (every field,
+ * defaults filled in). */
+struct config_job {
+    char *name;
+    char *spec;
+};
+
+/* A job submitted on a schedule: each time, as "<name>-YYYYMMDDTHHMMZ" (the time in UTC). */
+struct config_template {
+    char *name;
+    char *schedule_text;
+    struct cron schedule;
+    char *spec;            /* the job's spec as JSON text, without name and deadline */
+    double deadline_after; /* seconds after the scheduled time; 0: no deadline */
+};
+
+struct config_api {
+    char *address;  /* numeric; default 127.0.0.1 */
+    int port;       /* default 8470; 0: the system picks */
+    char *tls_cert; /* both or neither */
+    char *tls_key;
+    unsigned threads; /* 0: a thread per connection */
+    size_t max_body;  /* bytes */
+};
+
+/* Every string is owned by the config (config_free); paths are made absolute against the file's
+ * folder. */
+struct config {
+    char *path;
+    char *dir;        /* the file's folder */
+    struct conf *doc; /* the document, kept for the cloud section */
+    char *cluster;
+    char *world;                   /* the cloud's name in the registry (providers/clouds.c) */
+    const struct conf_node *cloud; /* the `cloud:` section, or NULL; borrowed from doc */
+    int interval;                  /* seconds between ticks */
+    char *state_path;
+    enum log_level log_level;
+    double launch_timeout; /* seconds a launch intent waits for its instance */
+    uint64_t seed;
+    const struct tput_model_ops *tput_model;
+    struct config_api api;
+    char *token_files[API_NROLES]; /* NULL: read from the environment (see config/castor.yaml) */
+    char *policy;                  /* the allocation policy */
+    struct policy_config pcfg;
+    char *fleet;              /* the fleet planner */
+    struct fleet_config fcfg; /* offer is -1: the daemon resolves fleet_offer */
+    char *fleet_offer;        /* fixed and pollux-autoscale: the offer's name (NULL: the first) */
+    struct config_offer *offers;
+    size_t noffers;
+    struct config_job *jobs;
+    size_t njobs;
+    struct config_template *templates;
+    size_t ntemplates;
+};
+
+/* The worlds a configuration may name (whether one is built in is the registry's to say). */
+extern const char *const config_worlds[];
+
+/*
+ * Read and check the configuration at path. Every fault is ERR_PARSE, ERR_RANGE or ERR_UNKNOWN
+ * with e naming the file, line and column (an unknown key with the nearest known one); ERR_NOENT
+ * or ERR_IO for a file that cannot be read; ERR_NOMEM. On success *out owns a new configuration
+ * (config_free); on error it is untouched.
+ */
+int config_load(const char *path, struct config **out, struct error *e);
+
+void config_free(struct config *c);
+
+/*
+ * A job spec from the mapping m (the keys of POST /v1/jobs, docs/api.md; `deadline` as seconds
+ * since the epoch or an ISO 8601 time). in_template: m is a template's job, which takes no name
+ * and no deadline. On success *json is the spec as JSON text and *name (NULL for a template) the
+ * job's name, both malloc'd and the caller's. Errors as config_load, at the offending key.
+ */
+int config_job_spec(const struct conf_node *m, int in_template, char **json, char **name,
+                    struct error *e);
+
+/*
+ * Compare a configuration read again (SIGHUP) with the running one. Returns 1 and writes why
+ * when it changes what only a restart may change with the state kept (cluster, world, state), 0
+ * otherwise; then warn (may be "") lists what changed that takes effect only at a restart (api,
+ * tokens, cloud).
+ */
+int config_reload_check(const struct config *old, const struct config *now, char *why,
+                        size_t why_size, char *warn, size_t warn_size);
+
+/* The name of the template's job scheduled at t (UTC), into buf (CONFIG_NAME_MAX + 1 bytes).
+ * ERR_RANGE for a time that cannot be written. */
+int config_template_job_name(const struct config_template *t, int64_t at, char *buf, size_t size);
+
+/* The template's spec for the job scheduled at t, named name, as JSON text (malloc'd, the
+ * caller's): its deadline, if any, is t + deadline_after. ERR_NOMEM, ERR_PARSE. */
+int config_template_spec(const struct config_template *t, const char *name, int64_t at,
+                         char **json);
+
+#endif

@@ -1,0 +1,101 @@
+/* realworld.h: the provider of real worlds (local, aws, gcp): snapshots built from the durable
+ * state (jobs, their reports and goodput models, nodes registered by their agents) and from a
+ * cloud (instances carrying the cluster's tag, offers and prices); plans written to the state,
+ * where node agents read their assignments; fleet changes made through the cloud, each launch
+ * recorded as an intent before it is asked for; and reconciliation of the two after a crash. */
+#ifndef CASTOR_CONTROL_REALWORLD_H
+#define CASTOR_CONTROL_REALWORLD_H
+
+#include <stddef.h>
+
+#include "control/api.h"
+#include "model/tput.h"
+#include "providers/cloud.h"
+#include "providers/provider.h"
+#include "util/error.h"
+
+struct state;
+struct log;
+
+/* What the configuration says of an offer that the cloud does not (strings copied). */
+struct realworld_offer {
+    const char *name;
+    const char *zone;    /* NULL: "default" */
+    double boot_s;       /* expected seconds from launch to a ready node; <= 0: 180 */
+    double preempt_rate; /* preemptions per node-hour assumed; NAN: 0.05 on spot, 0 on-demand */
+};
+
+/* The daemon's clock: seconds since the Unix epoch. */
+typedef double (*realworld_clock_fn)(void *ctx);
+/* Sleep until the clock reads until: 0 then, or ERR_AGAIN when woken early (a signal). */
+typedef int (*realworld_sleep_fn)(void *ctx, double until);
+
+struct realworld_config {
+    struct state *state; /* borrowed: a connection of the loop's own */
+    struct cloud *cloud; /* borrowed */
+    struct log *log;     /* borrowed; NULL: no log */
+    const char *cluster; /* the tag every instance carries (copied) */
+    realworld_clock_fn clock;
+    realworld_sleep_fn sleep; /* NULL: wait returns at once (tests move the clock) */
+    void *clock_ctx;
+    double launch_timeout; /* seconds an intent waits for its instance; <= 0: 600 */
+    const struct realworld_offer *offers;
+    size_t noffers;
+    const struct tput_model_ops *model; /* the throughput model fitted to reports; NULL: castor */
+};
+
+struct realworld; /* opaque */
+
+/* A new real world. ERR_INVAL (no state, cloud, clock or cluster; a cluster over 40 bytes),
+ * ERR_NOMEM. On success *out owns it (realworld_free; the borrowed parts must outlive it). */
+int realworld_new(const struct realworld_config *cfg, struct realworld **out, struct error *e);
+
+void realworld_free(struct realworld *rw);
+
+/* The provider over rw (rw must outlive it). */
+void realworld_provider(struct realworld *rw, struct provider *out);
+
+/*
+ * Reconcile the state with the cloud now (observe does it every tick):
+ * - an instance with the cluster's tag that the state does not know as launched is adopted when
+ *   its token is that of a pending launch intent (the intent resolves as launched), else
+ *   terminated, as is a second instance of one token and one the state knows as terminated;
+ * - a pending intent whose node is known resolves as launched; one with no instance is asked
+ *   again with its own token (idempotent: one instance per token at most) until launch_timeout
+ *   has passed since it was recorded, then resolves as failed (the planner launches anew if it
+ *   still wants the node; an instance of that token that shows up later is terminated);
+ * - a node whose instance is gone (reported gone, or missing while ready, or missing longer than
+ *   launch_timeout) is terminated in the state, which drops its allocations: its jobs restart
+ *   from their last checkpoint; an instance with a preemption notice drains its node.
+ * Errors: the cloud's list (nothing changed then) or the state's.
+ */
+int realworld_reconcile(struct realworld *rw);
+
+/* Replace the reloadable settings: the launch timeout and the offers' metadata. ERR_NOMEM (the
+ * old ones stay). */
+int realworld_set_options(struct realworld *rw, double launch_timeout,
+                          const struct realworld_offer *offers, size_t noffers);
+
+/* The index in every snapshot's offers of the offer called name (offers keep their index for
+ * rw's life), fetching the offers if none were yet. ERR_UNKNOWN: the cloud has no such offer;
+ * the cloud's errors. */
+int realworld_offer_index(struct realworld *rw, const char *name, int *index);
+
+/*
+ * What the daemon reports of the last tick into m: each job's goodput, speedup and batch size,
+ * and the cloud calls and errors by operation and code since rw was made (the decide histogram
+ * is left as it is). The arrays are rw's, valid until the next call on rw.
+ */
+int realworld_metrics(struct realworld *rw, struct api_metrics *m);
+
+/* What the last resize did: instances launched, nodes released, booting ones cancelled. */
+struct realworld_actions {
+    int launched;
+    int released;
+    int cancelled;
+    int launch_failed;
+};
+
+void realworld_last_actions(const struct realworld *rw, struct realworld_actions *out);
+
+#endif

@@ -1,0 +1,354 @@
+/* test_config.c: the daemon's configuration: a file with every key read back, the example in
+ * config/ read, and every bad key refused with its file, line and column; job specs as the API
+ * stores them; the reload check; template job names and specs. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "control/config.h"
+#include "util/json.h"
+
+#define DATA CASTOR_TEST_DATA "/run"
+
+/* The config text written to a new file; *path (static buffer) names it. */
+static int load_text(const char *yaml, struct config **out, struct error *e, const char **path)
+{
+    static char dir[64], file[96];
+    FILE *f;
+    int rc;
+
+    snprintf(dir, sizeof(dir), "/tmp/castor-test-config-XXXXXX");
+    if (!mkdtemp(dir))
+        return -1;
+    snprintf(file, sizeof(file), "%s/castor.yaml", dir);
+    f = fopen(file, "w");
+    if (!f)
+        return -1;
+    fputs(yaml, f);
+    fclose(f);
+    rc = config_load(file, out, e);
+    unlink(file);
+    rmdir(dir);
+    if (path)
+        *path = file;
+    return rc;
+}
+
+static const struct jv *get(const struct jv *o, const char *key)
+{
+    const struct jv *v = jv_get(o, key);
+
+    if (!v)
+        fail_msg("no key %s", key);
+    return v;
+}
+
+static double num(const struct jv *o, const char *key)
+{
+    double v = NAN;
+
+    assert_int_equal(jv_number_value(get(o, key), &v), 0);
+    return v;
+}
+
+static void config_load__every_key(void **state)
+{
+    struct config *c = NULL;
+    struct error e = {0};
+    struct jv *spec = NULL;
+    char buf[600];
+
+    (void)state;
+    if (config_load(DATA "/good.yaml", &c, &e) < 0)
+        fail_msg("%s", err_format(&e, buf, sizeof(buf)));
+    assert_string_equal(c->cluster, "test-cluster");
+    assert_string_equal(c->world, "fake");
+    assert_non_null(c->cloud);
+    assert_int_equal(c->interval, 5);
+    assert_string_equal(c->state_path, DATA "/data/state.db");
+    assert_int_equal(c->log_level, LOG_DEBUG);
+    assert_true(c->launch_timeout == 30);
+    assert_int_equal(c->seed, 7);
+    assert_string_equal(c->tput_model->name, "pollux");
+    assert_string_equal(c->api.address, "0.0.0.0");
+    assert_int_equal(c->api.port, 0);
+    assert_string_equal(c->api.tls_cert, DATA "/tls/cert.pem");
+    assert_string_equal(c->api.tls_key, "/etc/castor/key.pem");
+    assert_int_equal(c->api.threads, 4);
+    assert_int_equal(c->api.max_body, 65536);
+    assert_string_equal(c->token_files[API_ROLE_NODE], DATA "/node.token");
+    assert_string_equal(c->token_files[API_ROLE_USER], "/etc/castor/user.token");
+    assert_null(c->token_files[API_ROLE_METRICS]);
+    assert_string_equal(c->policy, "castor");
+    assert_true(c->pcfg.p_mean == -2 && c->pcfg.restart_penalty == 60);
+    assert_string_equal(c->fleet, "fixed");
+    assert_int_equal(c->fcfg.mode, FLEET_BUDGET);
+    assert_true(c->fcfg.value == 2.5 && c->fcfg.budget == 12);
+    assert_int_equal(c->fcfg.patience, 3);
+    assert_int_equal(c->fcfg.max_nodes, 8);
+    assert_int_equal(c->fcfg.nodes, 3);
+    assert_int_equal(c->fcfg.window, 10);
+    assert_true(c->fcfg.util_high == 0.8 && c->fcfg.util_low == 0.2);
+    assert_string_equal(c->fleet_offer, "small/spot");
+    assert_int_equal(c->noffers, 2);
+    assert_string_equal(c->offers[0].zone, "zone-a");
+    assert_true(c->offers[0].boot_s == 30 && c->offers[0].preempt_rate == 0.2);
+    assert_null(c->offers[1].zone);
+    assert_true(c->offers[1].boot_s == 180 && isnan(c->offers[1].preempt_rate));
+    /* jobs: the spec as the API stores it, defaults filled in */
+    assert_int_equal(c->njobs, 2);
+    assert_string_equal(c->jobs[0].name, "resnet");
+    assert_int_equal(jv_parse(c->jobs[0].spec, strlen(c->jobs[0].spec), &spec, NULL), 0);
+    assert_string_equal(jv_string_value(get(spec, "name")), "resnet");
+    assert_int_equal(jv_size(get(spec, "command")), 4);
+    assert_string_equal(jv_string_value(jv_at(get(spec, "command"), 3)), "0.1");
+    assert_string_equal(jv_string_value(get(spec, "image")), "pytorch:2");
+    assert_string_equal(jv_string_value(get(get(spec, "env"), "SEED")), "42");
+    assert_true(num(spec, "init_batch_size") == 128 && num(spec, "max_batch_size") == 4096);
+    assert_true(num(spec, "max_local_bsz") == 256 && num(spec, "min_replicas") == 2);
+    assert_true(num(spec, "max_replicas") == 16 && num(spec, "checkpoint_interval") == 300);
+    assert_true(num(spec, "deadline") == 1714651200.0); /* 2024-05-02T12:00:00Z */
+    assert_true(num(spec, "priority") == 5);
+    jv_free(spec);
+    assert_int_equal(jv_parse(c->jobs[1].spec, strlen(c->jobs[1].spec), &spec, NULL), 0);
+    assert_int_equal(jv_type_of(get(spec, "workdir")), JV_NULL);
+    assert_true(num(spec, "min_replicas") == 1 && num(spec, "checkpoint_interval") == 600);
+    assert_true(num(spec, "deadline") == 1714650000.0 && num(spec, "priority") == 0);
+    assert_int_equal(jv_size(get(spec, "env")), 0);
+    jv_free(spec);
+    /* a template: no name, no deadline of its own */
+    assert_int_equal(c->ntemplates, 1);
+    assert_string_equal(c->templates[0].name, "nightly");
+    assert_true(c->templates[0].deadline_after == 3600);
+    assert_int_equal(c->templates[0].schedule.hours, 1u << 2);
+    assert_int_equal(jv_parse(c->templates[0].spec, strlen(c->templates[0].spec), &spec, NULL), 0);
+    assert_null(jv_get(spec, "name"));
+    assert_null(jv_get(spec, "deadline"));
+    jv_free(spec);
+    config_free(c);
+}
+
+static void config_load__the_example(void **state)
+{
+    struct config *c = NULL;
+    struct error e = {0};
+    char buf[600];
+
+    (void)state;
+    if (config_load(CASTOR_TEST_DATA "/../../config/castor.yaml", &c, &e) < 0)
+        fail_msg("%s", err_format(&e, buf, sizeof(buf)));
+    assert_string_equal(c->world, "fake");
+    assert_true(c->njobs >= 1 && c->ntemplates >= 1);
+    config_free(c);
+}
+
+static void config_template__job_name_and_spec(void **state)
+{
+    struct config *c = NULL;
+    struct jv *spec = NULL;
+    char name[CONFIG_NAME_MAX + 1], *json = NULL;
+    const int64_t at = 1714530600; /* 2024-05-01T02:30:00Z */
+
+    (void)state;
+    assert_int_equal(config_load(DATA "/good.yaml", &c, NULL), 0);
+    assert_int_equal(config_template_job_name(&c->templates[0], at, name, sizeof(name)), 0);
+    assert_string_equal(name, "nightly-20240501T0230Z");
+    assert_int_equal(config_template_job_name(&c->templates[0], at, name, 10), ERR_RANGE);
+    assert_int_equal(config_template_spec(&c->templates[0], "nightly-20240501T0230Z", at, &json),
+                     0);
+    assert_int_equal(jv_parse(json, strlen(json), &spec, NULL), 0);
+    assert_string_equal(jv_string_value(get(spec, "name")), "nightly-20240501T0230Z");
+    assert_true(num(spec, "deadline") == (double)at + 3600);
+    assert_string_equal(jv_string_value(get(spec, "workdir")), "/eval");
+    jv_free(spec);
+    free(json);
+    config_free(c);
+}
+
+static void config_reload_check__restart_only_keys(void **state)
+{
+    struct config *a = NULL, *b = NULL;
+    char why[256], warn[128];
+
+    (void)state;
+    assert_int_equal(config_load(DATA "/good.yaml", &a, NULL), 0);
+    assert_int_equal(config_load(DATA "/good.yaml", &b, NULL), 0);
+    assert_int_equal(config_reload_check(a, b, why, sizeof(why), warn, sizeof(warn)), 0);
+    assert_string_equal(warn, "");
+    b->api.port = 9000;
+    free(b->token_files[API_ROLE_JOB]);
+    b->token_files[API_ROLE_JOB] = strdup("/other");
+    assert_int_equal(config_reload_check(a, b, why, sizeof(why), warn, sizeof(warn)), 0);
+    assert_string_equal(warn, "api tokens");
+    free(b->cluster);
+    b->cluster = strdup("another");
+    assert_int_equal(config_reload_check(a, b, why, sizeof(why), warn, sizeof(warn)), 1);
+    assert_non_null(strstr(why, "cluster changed (test-cluster to another)"));
+    config_free(a);
+    config_free(b);
+}
+
+static void config_job_spec__a_job_file(void **state)
+{
+    struct conf *doc = NULL;
+    char *json = NULL, *name = NULL;
+    struct error e = {0};
+
+    (void)state;
+    assert_int_equal(conf_load(DATA "/job.yaml", &doc, NULL), 0);
+    assert_int_equal(config_job_spec(doc->root, 0, &json, &name, &e), 0);
+    assert_string_equal(name, "submitted-job");
+    assert_non_null(strstr(json, "\"max_replicas\":4"));
+    free(json);
+    free(name);
+    json = name = NULL;
+    /* the same mapping as a template's job: its name is refused */
+    assert_int_equal(config_job_spec(doc->root, 1, &json, &name, &e), ERR_PARSE);
+    assert_non_null(strstr(e.msg, "named after the template"));
+    assert_null(json);
+    conf_free(doc);
+}
+
+#define BASE "cluster: c\nworld: fake\n"
+#define JOB_HEAD "jobs:\n  - name: j\n"
+#define JOB_REST \
+    "    init_batch_size: 8\n    max_batch_size: 64\n    max_local_bsz: 8\n    max_replicas: 2\n"
+#define JOB_CMD "    command: [a]\n    workdir: /w\n"
+#define TMPL_HEAD "templates:\n  - name: t\n    schedule: \"0 2 * * *\"\n"
+#define TMPL_JOB                                                                  \
+    "    job:\n      command: [a]\n      workdir: /w\n      init_batch_size: 8\n" \
+    "      max_batch_size: 8\n      max_local_bsz: 8\n      max_replicas: 1\n"
+
+struct bad_case {
+    const char *yaml;
+    int code;
+    int line, column;
+    const char *msg;
+};
+
+static const struct bad_case bad_cases[] = {
+    {"clustr: c\nworld: fake\n", ERR_UNKNOWN, 1, 1, "did you mean \"cluster\""},
+    {"world: fake\n", ERR_PARSE, 1, 1, "cluster is required"},
+    {"cluster: a b\nworld: fake\n", ERR_PARSE, 1, 10, "letters, digits"},
+    {"cluster: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\nworld: fake\n", ERR_RANGE, 1, 10,
+     "at most 40 bytes"},
+    {"cluster: c\n", ERR_PARSE, 1, 1, "world is required"},
+    {"cluster: c\nworld: lcoal\n", ERR_UNKNOWN, 2, 8, "local"},
+    {BASE "cloud: 3\n", ERR_PARSE, 3, 8, "expected a mapping"},
+    {BASE "interval: 0\n", ERR_RANGE, 3, 11, "interval"},
+    {BASE "interval: \"60\"\n", ERR_PARSE, 3, 11, "interval"},
+    {BASE "state:\n", ERR_PARSE, 3, 7, "state"},
+    {BASE "log_level: loud\n", ERR_UNKNOWN, 3, 12, "log_level"},
+    {BASE "launch_timeout: 0\n", ERR_RANGE, 3, 17, "launch_timeout"},
+    {BASE "seed: 1.5\n", ERR_PARSE, 3, 7, "seed"},
+    {BASE "tput_model: foo\n", ERR_UNKNOWN, 3, 13, "tput_model"},
+    {BASE "api:\n  port: 70000\n", ERR_RANGE, 4, 9, "api.port"},
+    {BASE "api:\n  prot: 1\n", ERR_UNKNOWN, 4, 3, "did you mean \"api.port\""},
+    {BASE "api:\n  tls_cert: c.pem\n", ERR_PARSE, 4, 3, "tls_cert and tls_key go together"},
+    {BASE "tokens:\n  node: n\n  job: j\n", ERR_PARSE, 4, 3, "tokens.user is required"},
+    {BASE "tokens:\n  node: n\n  jobs: j\n", ERR_UNKNOWN, 5, 3, "tokens.jobs"},
+    {BASE "policy: nope\n", ERR_UNKNOWN, 3, 9, "policy"},
+    {BASE "pollux:\n  p_mean: 200\n", ERR_RANGE, 4, 11, "pollux.p_mean"},
+    {BASE "fleet:\n  planner: nope\n", ERR_UNKNOWN, 4, 12, "fleet.planner"},
+    {BASE "fleet:\n  mode: budget\n", ERR_PARSE, 4, 3, "needs a budget"},
+    {BASE "fleet:\n  patience: 0\n", ERR_RANGE, 4, 13, "fleet.patience"},
+    {BASE "fleet:\n  high: 0.3\n  low: 0.5\n", ERR_RANGE, 4, 3, "low must be below high"},
+    {BASE "offers: x\n", ERR_PARSE, 3, 9, "expected a list of offers"},
+    {BASE "offers:\n  - zone: a\n", ERR_PARSE, 4, 5, "offers[0].name is required"},
+    {BASE "offers:\n  - name: a\n  - name: a\n", ERR_PARSE, 5, 11, "listed twice"},
+    {BASE "offers:\n  - name: a\n    boot: -5\n", ERR_RANGE, 5, 11, "offers[0].boot"},
+    {BASE "offers:\n  - name: a\n    zones: b\n", ERR_UNKNOWN, 5, 5, "offers[0].zones"},
+    {BASE "jobs: x\n", ERR_PARSE, 3, 7, "expected a list of jobs"},
+    {BASE JOB_HEAD "    workdir: /w\n" JOB_REST, ERR_PARSE, 4, 5, "jobs[0].command is required"},
+    {BASE JOB_HEAD "    command: []\n    workdir: /w\n" JOB_REST, ERR_PARSE, 5, 14,
+     "list of 1 to 256 strings"},
+    {BASE JOB_HEAD "    command: a\n    workdir: /w\n" JOB_REST, ERR_PARSE, 5, 14,
+     "list of 1 to 256 strings"},
+    {BASE JOB_HEAD "    command: [a]\n" JOB_REST, ERR_PARSE, 4, 5, "a workdir or an image"},
+    {BASE JOB_HEAD JOB_CMD "    env:\n      1X: a\n" JOB_REST, ERR_PARSE, 8, 7,
+     "not a variable name"},
+    {BASE JOB_HEAD JOB_CMD "    env:\n      A: {b: c}\n" JOB_REST, ERR_PARSE, 8, 10, "env.A"},
+    {BASE JOB_HEAD JOB_CMD "    init_batch_size: 0\n    max_batch_size: 64\n    max_local_bsz: 8\n"
+                           "    max_replicas: 2\n",
+     ERR_RANGE, 7, 22, "must be above 0"},
+    {BASE JOB_HEAD JOB_CMD "    init_batch_size: 8\n    max_batch_size: 4\n    max_local_bsz: 8\n"
+                           "    max_replicas: 2\n",
+     ERR_RANGE, 8, 21, "max_batch_size"},
+    {BASE JOB_HEAD JOB_CMD "    init_batch_size: 8\n    max_batch_size: 64\n    max_replicas: 2\n",
+     ERR_PARSE, 4, 5, "max_local_bsz is required"},
+    {BASE JOB_HEAD JOB_CMD JOB_REST "    min_replicas: 0\n", ERR_RANGE, 11, 19, "min_replicas"},
+    {BASE JOB_HEAD JOB_CMD JOB_REST "    min_replicas: 3\n", ERR_RANGE, 10, 19, "max_replicas"},
+    {BASE JOB_HEAD JOB_CMD JOB_REST "    checkpoint_interval: 0\n", ERR_RANGE, 11, 26,
+     "must be above 0"},
+    {BASE JOB_HEAD JOB_CMD JOB_REST "    deadline: tomorrow\n", ERR_PARSE, 11, 15, "ISO 8601"},
+    {BASE JOB_HEAD JOB_CMD JOB_REST "    priority: 2000\n", ERR_RANGE, 11, 15, "priority"},
+    {BASE JOB_HEAD JOB_CMD JOB_REST "    gpu: 1\n", ERR_UNKNOWN, 11, 5, "jobs[0].gpu"},
+    {BASE "jobs:\n  - name: -j\n" JOB_CMD JOB_REST, ERR_PARSE, 4, 11, "letters, digits"},
+    {BASE JOB_HEAD JOB_CMD JOB_REST "  - name: j\n" JOB_CMD JOB_REST, ERR_PARSE, 11, 11,
+     "a job of this name is listed"},
+    {BASE "templates:\n  - name: t\n" TMPL_JOB, ERR_PARSE, 4, 5,
+     "templates[0].schedule is required"},
+    {BASE "templates:\n  - name: t\n    schedule: \"0 25 * * *\"\n" TMPL_JOB, ERR_PARSE, 5, 18,
+     "hour: the value must be from 0 to 23"},
+    {BASE "templates:\n  - name: t\n    schedule: 0 2 * * * *\n" TMPL_JOB, ERR_PARSE, 5, 25,
+     "more than five fields"},
+    {BASE TMPL_HEAD TMPL_JOB "      name: x\n", ERR_PARSE, 13, 13, "named after the template"},
+    {BASE TMPL_HEAD TMPL_JOB "      deadline: 5\n", ERR_PARSE, 13, 17, "deadline_after"},
+    {BASE TMPL_HEAD "    deadline_after: 0\n" TMPL_JOB, ERR_RANGE, 6, 21, "deadline_after"},
+    {BASE TMPL_HEAD TMPL_JOB "  - name: t\n    schedule: \"@daily\"\n" TMPL_JOB, ERR_PARSE, 13, 11,
+     "a template of this name is listed"},
+    {BASE "templates:\n  - name: t\n    schedule: \"0 2 * * *\"\n", ERR_PARSE, 4, 5,
+     "templates[0].job is required"},
+    {"cluster: [c\n", ERR_PARSE, 2, 1, ""},
+    {"cluster: a\ncluster: b\nworld: fake\n", ERR_PARSE, 2, 1, "cluster"},
+};
+
+static void config_load__every_bad_key_located(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
+        const struct bad_case *b = &bad_cases[i];
+        struct config *c = NULL;
+        struct error e = {0};
+        const char *path = NULL;
+        int rc = load_text(b->yaml, &c, &e, &path);
+
+        if (rc != b->code || e.line != b->line || e.column != b->column || !strstr(e.msg, b->msg) ||
+            strcmp(e.file, path) != 0)
+            fail_msg("case %zu: %s at %s:%d:%d \"%s\"; expected %s at %d:%d \"%s\"", i,
+                     err_name(rc), e.file, e.line, e.column, e.msg, err_name(b->code), b->line,
+                     b->column, b->msg);
+        assert_null(c);
+    }
+}
+
+static void config_load__missing_file(void **state)
+{
+    struct config *c = NULL;
+    struct error e = {0};
+
+    (void)state;
+    assert_int_equal(config_load(DATA "/no-such.yaml", &c, &e), ERR_NOENT);
+    assert_null(c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(config_load__every_key),
+        cmocka_unit_test(config_load__the_example),
+        cmocka_unit_test(config_template__job_name_and_spec),
+        cmocka_unit_test(config_reload_check__restart_only_keys),
+        cmocka_unit_test(config_job_spec__a_job_file),
+        cmocka_unit_test(config_load__every_bad_key_located),
+        cmocka_unit_test(config_load__missing_file),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,538 @@
+/* test_daemon.c: `castor run` as a child process (world fake, whose instances live in a file that
+ * outlives the daemon), with fake node agents that are HTTP clients and the client commands run
+ * as processes: jobs submitted and placed; SIGHUP with a broken configuration (refused, logged
+ * with file:line:column, the old one kept) and with a good one (a new job); SIGKILL while it
+ * runs, then a restart that launches nothing twice and loses no job; SIGTERM: exit 0. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "control/state.h"
+#include "util/file.h"
+#include "util/http_client.h"
+#include "util/json.h"
+
+#define TOKEN_NODE "node-token-0123456789abcdef"
+#define TOKEN_JOB "job-token-0123456789abcdef"
+#define TOKEN_USER "user-token-0123456789abcdef"
+#define WAIT_S 15.0
+
+struct run {
+    char dir[64];
+    char config[128];
+    char cloud[128];
+    char state[128];
+    char log[128];
+    pid_t pid;
+    int port;
+    struct http_client *http;
+};
+
+static char *const child_env[] = {"CASTOR_NODE_TOKEN=" TOKEN_NODE, "CASTOR_JOB_TOKEN=" TOKEN_JOB,
+                                  "CASTOR_USER_TOKEN=" TOKEN_USER, "PATH=/usr/bin:/bin", NULL};
+
+static double mono(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void nap(int ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+    nanosleep(&ts, NULL);
+}
+
+#define JOB(name)                                                                          \
+    "  - name: " name "\n    command: [train]\n    workdir: /w\n    init_batch_size: 64\n" \
+    "    max_batch_size: 1024\n    max_local_bsz: 128\n    max_replicas: 2\n"
+
+/* The configuration, with jobs as given (YAML list items) and more top-level keys after them. */
+static void write_config_more(struct run *r, const char *jobs, const char *more)
+{
+    FILE *f = fopen(r->config, "w");
+
+    assert_non_null(f);
+    fprintf(f,
+            "cluster: daemon-test\n"
+            "world: fake\n"
+            "cloud:\n"
+            "  path: cloud.json\n"
+            "  offers:\n"
+            "    - name: box/on-demand\n"
+            "      gpus: 2\n"
+            "      price: 3.6\n"
+            "interval: 1\n"
+            "state: state.db\n"
+            "launch_timeout: 60\n"
+            "api:\n"
+            "  port: 0\n"
+            "policy: pollux\n"
+            "fleet:\n"
+            "  planner: fixed\n"
+            "  nodes: 2\n"
+            "jobs:\n%s%s",
+            jobs, more);
+    fclose(f);
+}
+
+static void write_config(struct run *r, const char *jobs)
+{
+    write_config_more(r, jobs, "");
+}
+
+static char *slurp(const char *path)
+{
+    char *data = NULL;
+    size_t len = 0;
+
+    if (file_read_all(path, &data, &len, NULL) < 0)
+        return NULL;
+    return data;
+}
+
+/* Wait until the log holds text at least `times` times; 1 when it does. */
+static int log_wait(struct run *r, const char *text, int times)
+{
+    double end = mono() + WAIT_S;
+
+    while (mono() < end) {
+        char *log = slurp(r->log);
+        int n = 0;
+
+        for (const char *p = log; p && (p = strstr(p, text)); p += strlen(text))
+            n++;
+        free(log);
+        if (n >= times)
+            return 1;
+        nap(50);
+    }
+    return 0;
+}
+
+/* The port of the n-th start (0-based) that the log tells, or 0. */
+static int log_port(struct run *r, int n)
+{
+    char *log = slurp(r->log), *p = log;
+    int port = 0;
+
+    for (int i = 0; p && i <= n; i++)
+        if ((p = strstr(p, "API listening on")))
+            p++;
+    if (p && (p = strstr(p, "127.0.0.1:")))
+        port = atoi(p + strlen("127.0.0.1:"));
+    free(log);
+    return port;
+}
+
+static void start(struct run *r)
+{
+    char *log = slurp(r->log);
+    int starts = 0;
+
+    for (const char *p = log; p && (p = strstr(p, "API listening on")); p++)
+        starts++;
+    free(log);
+    r->pid = fork();
+    assert_true(r->pid >= 0);
+    if (r->pid == 0) {
+        char *argv[] = {CASTOR_BIN, "run", "-c", r->config, NULL};
+        int fd = open(r->log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+
+        if (fd < 0 || dup2(fd, 2) < 0 || chdir(r->dir) != 0)
+            _exit(99);
+        execve(CASTOR_BIN, argv, child_env);
+        _exit(98);
+    }
+    assert_true(log_wait(r, "API listening on", starts + 1));
+    r->port = log_port(r, starts);
+    assert_true(r->port > 0);
+}
+
+/* Signal the daemon and wait for it; its exit status, or 128 + the signal that killed it. */
+static int stop(struct run *r, int sig)
+{
+    double end = mono() + WAIT_S;
+    int status;
+
+    kill(r->pid, sig);
+    while (waitpid(r->pid, &status, WNOHANG) == 0) {
+        if (mono() > end) {
+            kill(r->pid, SIGKILL);
+            waitpid(r->pid, &status, 0);
+            fail_msg("the daemon did not stop on signal %d", sig);
+        }
+        nap(20);
+    }
+    r->pid = 0;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Run a client command; its exit status, its stdout in *out (malloc'd; may be NULL). */
+static int client(struct run *r, char **out, const char *a1, const char *a2, const char *a3)
+{
+    char url[64], outpath[160], urlenv[96];
+    char *env[] = {urlenv, "CASTOR_USER_TOKEN=" TOKEN_USER, NULL};
+    char *argv[] = {CASTOR_BIN, (char *)a1, (char *)a2, (char *)a3, NULL};
+    int status;
+    pid_t pid;
+
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", r->port);
+    snprintf(urlenv, sizeof(urlenv), "CASTOR_URL=%s", url);
+    snprintf(outpath, sizeof(outpath), "%s/client.out", r->dir);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fd = open(outpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+        if (fd < 0 || dup2(fd, 1) < 0)
+            _exit(99);
+        execve(CASTOR_BIN, argv, env);
+        _exit(98);
+    }
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (out)
+        *out = slurp(outpath);
+    unlink(outpath);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* A fake node agent: one request to the API with the node token. */
+static long agent(struct run *r, const char *method, const char *path, const char *body)
+{
+    char url[160];
+    const struct http_client_header h[1] = {{"Authorization", "Bearer " TOKEN_NODE}};
+    struct http_client_request req = {.method = method, .url = url, .headers = h, .nheaders = 1};
+    struct http_client_response resp = {0};
+    long status;
+
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", r->port, path);
+    req.body = body;
+    req.body_len = body ? strlen(body) : 0;
+    assert_int_equal(http_client_do(r->http, &req, &resp, NULL), 0);
+    status = resp.status;
+    http_client_response_clear(&resp);
+    return status;
+}
+
+/* The fake cloud's file: how many instances it made, and the ids of those alive (up to 8). */
+static long cloud_state(struct run *r, char ids[8][64], int *nlive, int *tokens_unique)
+{
+    char *text = slurp(r->cloud);
+    struct jv *v = NULL;
+    const struct jv *arr;
+    long long launched = -1;
+
+    *nlive = 0;
+    *tokens_unique = 1;
+    if (!text || jv_parse(text, strlen(text), &v, NULL) < 0) {
+        free(text);
+        return -1;
+    }
+    free(text);
+    jv_integer_value(jv_get(v, "launched"), &launched);
+    arr = jv_get(v, "instances");
+    for (size_t i = 0; i < jv_size(arr); i++) {
+        const struct jv *in = jv_at(arr, i);
+
+        for (size_t k = 0; k < i; k++)
+            if (strcmp(jv_string_value(jv_get(in, "token")),
+                       jv_string_value(jv_get(jv_at(arr, k), "token"))) == 0)
+                *tokens_unique = 0;
+        if (strcmp(jv_string_value(jv_get(in, "state")), "gone") != 0 && *nlive < 8)
+            snprintf(ids[(*nlive)++], 64, "%s", jv_string_value(jv_get(in, "id")));
+    }
+    jv_free(v);
+    return (long)launched;
+}
+
+/* Wait until the fake cloud has made `want` instances; the number made. */
+static long wait_launched(struct run *r, long want, char ids[8][64], int *nlive)
+{
+    double end = mono() + WAIT_S;
+    long made = -1;
+    int unique;
+
+    while (mono() < end) {
+        made = cloud_state(r, ids, nlive, &unique);
+        if (made >= want && *nlive >= want)
+            break;
+        nap(50);
+    }
+    assert_true(unique);
+    return made;
+}
+
+/* Wait until `castor jobs --json` lists the job in state. */
+static int job_wait(struct run *r, const char *name, const char *state)
+{
+    double end = mono() + WAIT_S;
+    char needle[160];
+
+    snprintf(needle, sizeof(needle), "\"name\": \"%s\",\n    \"state\": \"%s\"", name, state);
+    while (mono() < end) {
+        char *out = NULL;
+        int ok = client(r, &out, "jobs", "--json", NULL) == 0 && out && strstr(out, needle);
+
+        free(out);
+        if (ok)
+            return 1;
+        nap(200);
+    }
+    return 0;
+}
+
+static int daemon_setup(void **state)
+{
+    struct run *r = calloc(1, sizeof(*r));
+
+    if (!r)
+        return -1;
+    snprintf(r->dir, sizeof(r->dir), "/tmp/castor-test-daemon-XXXXXX");
+    if (!mkdtemp(r->dir))
+        return -1;
+    snprintf(r->config, sizeof(r->config), "%s/castor.yaml", r->dir);
+    snprintf(r->cloud, sizeof(r->cloud), "%s/cloud.json", r->dir);
+    snprintf(r->state, sizeof(r->state), "%s/state.db", r->dir);
+    snprintf(r->log, sizeof(r->log), "%s/castor.log", r->dir);
+    if (http_client_new(&r->http) < 0)
+        return -1;
+    *state = r;
+    return 0;
+}
+
+static int daemon_teardown(void **state)
+{
+    struct run *r = *state;
+    static const char *const files[] = {"castor.yaml",  "cloud.json", "state.db", "state.db-wal",
+                                        "state.db-shm", "castor.log", "job.yaml", "cloud.json.tmp",
+                                        "client.out",   NULL};
+    char path[192];
+
+    if (r->pid > 0) {
+        kill(r->pid, SIGKILL);
+        waitpid(r->pid, NULL, 0);
+    }
+    http_client_free(r->http);
+    for (int i = 0; files[i]; i++) {
+        snprintf(path, sizeof(path), "%s/%s", r->dir, files[i]);
+        unlink(path);
+    }
+    rmdir(r->dir);
+    free(r);
+    return 0;
+}
+
+static void register_nodes(struct run *r, char ids[8][64], int n)
+{
+    for (int i = 0; i < n; i++) {
+        char body[640];
+
+        snprintf(body, sizeof(body), "{\"instance_id\": \"%s\", \"gpus\": 2}", ids[i]);
+        assert_int_equal(agent(r, "POST", "/v1/nodes", body), 201);
+    }
+}
+
+static void daemon_run__signals_restart_and_no_double_launch(void **state)
+{
+    struct run *r = *state;
+    char ids[8][64], *out = NULL, path[160];
+    int nlive = 0, unique;
+    struct state *st = NULL;
+    struct state_job *jobs = NULL;
+    size_t njobs = 0;
+    FILE *f;
+
+    write_config(r, JOB("alpha") JOB("beta"));
+    /* a first daemon launches the fixed fleet's two nodes and is killed at once */
+    start(r);
+    assert_int_equal(wait_launched(r, 2, ids, &nlive), 2);
+    assert_int_equal(stop(r, SIGKILL), 128 + SIGKILL);
+    /* restarted: reconciles, launches nothing more; the agents register; jobs are placed */
+    start(r);
+    assert_true(log_wait(r, "job submitted (configuration)", 2)); /* not resubmitted */
+    register_nodes(r, ids, nlive);
+    assert_true(job_wait(r, "alpha", "running"));
+    assert_true(job_wait(r, "beta", "running"));
+    /* a job submitted with the client command, then listed */
+    snprintf(path, sizeof(path), "%s/job.yaml", r->dir);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("name: gamma\ncommand: [train]\nworkdir: /w\ninit_batch_size: 32\nmax_batch_size: 256\n"
+          "max_local_bsz: 64\nmax_replicas: 2\n",
+          f);
+    fclose(f);
+    assert_int_equal(client(r, &out, "submit", path, NULL), 0);
+    assert_non_null(strstr(out, "submitted gamma (pending)"));
+    free(out);
+    assert_int_equal(client(r, &out, "status", NULL, NULL), 0);
+    assert_non_null(strstr(out, "fleet: 2 nodes, 4 GPUs, $7.20/h"));
+    free(out);
+    assert_int_equal(client(r, &out, "cancel", "gamma", NULL), 0);
+    assert_non_null(strstr(out, "cancelled gamma"));
+    free(out);
+    assert_int_equal(client(r, NULL, "cancel", "no-such-job", NULL), 1);
+    /* SIGHUP with a broken configuration: refused with its location, the old one kept */
+    f = fopen(r->config, "w");
+    assert_non_null(f);
+    fputs("cluster: daemon-test\nworld: fake\ninterval: fast\n", f);
+    fclose(f);
+    kill(r->pid, SIGHUP);
+    assert_true(log_wait(r, "reload refused, the running configuration stays", 1));
+    assert_true(log_wait(r, "castor.yaml:3:11:", 1));
+    assert_int_equal(client(r, &out, "jobs", NULL, NULL), 0); /* still serving */
+    assert_non_null(strstr(out, "alpha"));
+    free(out);
+    /* SIGHUP with a good one: reloaded, its new job submitted */
+    write_config(r, JOB("alpha") JOB("beta") JOB("delta"));
+    kill(r->pid, SIGHUP);
+    assert_true(log_wait(r, "configuration reloaded", 1));
+    assert_true(job_wait(r, "delta", "pending") || job_wait(r, "delta", "running"));
+    /* SIGKILL in the middle of its ticks; the restarted daemon launches nothing twice */
+    nap(700);
+    assert_int_equal(stop(r, SIGKILL), 128 + SIGKILL);
+    start(r);
+    nap(2500); /* two ticks and more */
+    assert_int_equal(cloud_state(r, ids, &nlive, &unique), 2);
+    assert_int_equal(nlive, 2);
+    assert_true(unique);
+    assert_true(job_wait(r, "alpha", "running"));
+    /* SIGTERM: the tick finishes, a clean exit */
+    assert_int_equal(stop(r, SIGTERM), 0);
+    assert_true(log_wait(r, "\"msg\":\"stopped\"", 1));
+    /* no job lost; decisions and costs recorded */
+    assert_int_equal(state_open(r->state, &st, NULL), 0);
+    assert_int_equal(state_jobs_list(st, (1u << STATE_JOB_NSTATES) - 1, &jobs, &njobs), 0);
+    assert_int_equal(njobs, 4);
+    assert_string_equal(jobs[0].name, "alpha");
+    assert_string_equal(jobs[1].name, "beta");
+    assert_string_equal(jobs[2].name, "gamma");
+    assert_int_equal(jobs[2].state, STATE_JOB_CANCELLED);
+    assert_string_equal(jobs[3].name, "delta");
+    state_jobs_free(jobs, njobs);
+    {
+        long long tick = -1;
+        double dollars = 0;
+
+        assert_int_equal(state_decision_last_tick(st, &tick), 0);
+        assert_true(tick >= 2);
+        assert_int_equal(state_cost_total(st, &dollars), 0);
+        assert_true(dollars > 0);
+    }
+    state_close(st);
+}
+
+/* The name of template t's job at time at (UTC, whole minutes). */
+static void template_job(const char *t, time_t at, char *buf, size_t size)
+{
+    struct tm tm;
+
+    gmtime_r(&at, &tm);
+    snprintf(buf, size, "%s-%04d%02d%02dT%02d%02dZ", t, tm.tm_year + 1900, tm.tm_mon + 1,
+             tm.tm_mday, tm.tm_hour, tm.tm_min);
+}
+
+static void daemon_run__a_missed_template_runs_once(void **state)
+{
+    struct run *r = *state;
+    struct state *st = NULL;
+    struct state_job *jobs = NULL;
+    char old[64], name[64];
+    time_t now = time(NULL), minute = now / 60 * 60;
+    size_t n = 0;
+    int ours = 0, latest = 0;
+
+    write_config_more(r, "",
+                      "templates:\n  - name: every\n    schedule: \"* * * * *\"\n    job:\n"
+                      "      command: [train]\n      workdir: /w\n      init_batch_size: 8\n"
+                      "      max_batch_size: 8\n      max_local_bsz: 8\n      max_replicas: 1\n");
+    /* it last ran ten minutes ago; the controller was down since */
+    template_job("every", minute - 600, old, sizeof(old));
+    assert_int_equal(state_open(r->state, &st, NULL), 0);
+    assert_int_equal(state_job_submit(st, old,
+                                      "{\"command\": [\"train\"], \"workdir\": \"/w\", "
+                                      "\"init_batch_size\": 8, \"max_batch_size\": 8, "
+                                      "\"max_local_bsz\": 8, \"max_replicas\": 1}",
+                                      (double)now - 600),
+                     0);
+    state_close(st);
+    start(r);
+    assert_true(log_wait(r, "missed while the controller was down", 1));
+    assert_int_equal(stop(r, SIGTERM), 0);
+    assert_int_equal(state_open(r->state, &st, NULL), 0);
+    assert_int_equal(state_jobs_list(st, (1u << STATE_JOB_NSTATES) - 1, &jobs, &n), 0);
+    for (size_t i = 0; i < n; i++) {
+        ours += strncmp(jobs[i].name, "every-", 6) == 0;
+        for (int k = 0; k < 2; k++) { /* a minute may have begun since `now` */
+            template_job("every", minute + 60 * k, name, sizeof(name));
+            latest += strcmp(jobs[i].name, name) == 0;
+        }
+        /* none of the nine minutes missed before the latest: no burst */
+        for (int k = 1; k <= 9; k++) {
+            template_job("every", minute - 600 + 60 * k, name, sizeof(name));
+            if (strcmp(jobs[i].name, name) == 0)
+                fail_msg("a missed time was run too: %s", name);
+        }
+    }
+    assert_true(latest >= 1);
+    assert_true(ours == 2 || ours == 3); /* the old one, the latest missed, maybe the next */
+    state_jobs_free(jobs, n);
+    state_close(st);
+}
+
+static void daemon_run__bad_configuration_exits_2(void **state)
+{
+    struct run *r = *state;
+    char *log;
+    pid_t pid;
+    int status, fd;
+
+    write_config(r, "  - name: x\n    command: []\n");
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        char *argv[] = {CASTOR_BIN, "run", "-c", r->config, NULL};
+
+        fd = open(r->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (fd < 0 || dup2(fd, 2) < 0)
+            _exit(99);
+        execve(CASTOR_BIN, argv, child_env);
+        _exit(98);
+    }
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 2);
+    log = slurp(r->log);
+    assert_non_null(log);
+    assert_non_null(strstr(log, "castor.yaml:20:14: jobs[0].command: expected a list of 1 to 256"));
+    free(log);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(daemon_run__signals_restart_and_no_double_launch,
+                                        daemon_setup, daemon_teardown),
+        cmocka_unit_test_setup_teardown(daemon_run__a_missed_template_runs_once, daemon_setup,
+                                        daemon_teardown),
+        cmocka_unit_test_setup_teardown(daemon_run__bad_configuration_exits_2, daemon_setup,
+                                        daemon_teardown),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

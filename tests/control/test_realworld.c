@@ -1,0 +1,639 @@
+/* test_realworld.c: the real-world provider over the fake cloud and a state on disk, driven by the
+ * controller's own loop, with fake node agents that are plain HTTP clients of the API (served on
+ * 127.0.0.1:0 over a second connection to the state): a node is schedulable only once its agent
+ * registered its GPUs; a launch intent is committed before the cloud is asked; an instance found
+ * by its tag is adopted by its token, a stray one terminated; an intent with no instance is given
+ * up after the timeout and the planner launches once more, never twice for one intent; a gone
+ * instance drops its jobs' allocations; a notice drains; reports refit the job's model. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "control/api.h"
+#include "control/loop.h"
+#include "control/realworld.h"
+#include "control/state.h"
+#include "providers/fake.h"
+#include "util/db.h"
+#include "util/db_fixture.h"
+#include "util/http_client.h"
+#include "util/http_server.h"
+#include "util/json.h"
+
+#define TOKEN_NODE "node-token-0123456789abcdef"
+#define TOKEN_JOB "job-token-0123456789abcdef"
+#define TOKEN_USER "user-token-0123456789abcdef"
+#define CLUSTER "rw-test"
+#define OFFER_OD "box/on-demand"
+#define OFFER_SPOT "box/spot"
+#define TIMEOUT 100.0
+#define T0 1714564800.0
+
+struct fixture {
+    struct tmpdb db;
+    struct state *st, *st_api, *st_spy;
+    struct api *api;
+    struct http_server *server;
+    struct http_client *client;
+    char base[64];
+    double now;
+    struct cloud fake;  /* the fake cloud */
+    struct cloud cloud; /* the spy in front of it, which the world uses */
+    int spy_checked;    /* launches whose intent the spy found committed */
+    struct realworld *rw;
+    struct provider prov;
+    struct policy policy;
+    struct fleet_policy fleet;
+    struct loop loop;
+};
+
+static struct fixture *spy_fixture; /* the spy's way back (one test at a time) */
+
+static double fake_clock(void *ctx)
+{
+    return ((struct fixture *)ctx)->now;
+}
+
+/* ---- a cloud that checks, at each launch, that the intent is already committed ---- */
+
+static int spy_offers(void *ctx, struct cloud_offer **out, size_t *n)
+{
+    return cloud_offers(&((struct fixture *)ctx)->fake, out, n);
+}
+
+static int spy_list(void *ctx, const char *cluster, struct cloud_instance **out, size_t *n)
+{
+    return cloud_list(&((struct fixture *)ctx)->fake, cluster, out, n);
+}
+
+static int spy_launch(void *ctx, const char *offer, const char *cluster, const char *token,
+                      char *id)
+{
+    struct fixture *f = ctx;
+    char sql[256];
+
+    /* read through a third connection: only what was committed is there */
+    snprintf(sql, sizeof(sql), "SELECT count(*) FROM launch_intents WHERE token = '%s'", token);
+    assert_int_equal(one_int(state_db(f->st_spy), sql), 1);
+    f->spy_checked++;
+    return cloud_launch(&f->fake, offer, cluster, token, id);
+}
+
+static int spy_terminate(void *ctx, const char *cluster, const char *id)
+{
+    return cloud_terminate(&((struct fixture *)ctx)->fake, cluster, id);
+}
+
+static const struct cloud_ops spy_ops = {
+    .name = "fake",
+    .offers = spy_offers,
+    .list = spy_list,
+    .launch = spy_launch,
+    .terminate = spy_terminate,
+};
+
+/* ---- setup ---- */
+
+static int make_world(struct fixture *f)
+{
+    struct realworld_offer meta[1] = {
+        {.name = OFFER_SPOT, .zone = "zone-a", .boot_s = 30, .preempt_rate = NAN}};
+    struct realworld_config rc = {.state = f->st,
+                                  .cloud = &f->cloud,
+                                  .cluster = CLUSTER,
+                                  .clock = fake_clock,
+                                  .clock_ctx = f,
+                                  .launch_timeout = TIMEOUT,
+                                  .offers = meta,
+                                  .noffers = 1};
+
+    if (realworld_new(&rc, &f->rw, NULL) < 0)
+        return -1;
+    realworld_provider(f->rw, &f->prov);
+    return 0;
+}
+
+/* A loop over the world: the fixed fleet of `nodes` nodes of offer 0 under pollux. */
+static int make_loop(struct fixture *f, int nodes)
+{
+    struct fleet_config fc = {.offer = 0, .nodes = nodes};
+    struct policy_config pc = {0};
+
+    if (policy_new("pollux", &pc, &f->policy) < 0 || fleet_new("fixed", &fc, &f->fleet) < 0)
+        return -1;
+    f->loop = (struct loop){
+        .provider = &f->prov, .policy = &f->policy, .fleet = &f->fleet, .interval = 0, .seed = 1};
+    return 0;
+}
+
+static int rw_setup(void **state)
+{
+    static const struct cloud_offer offers[2] = {
+        {.name = OFFER_OD, .gpus = 4, .price = 2.0},
+        {.name = OFFER_SPOT, .gpus = 4, .spot = 1, .price = 0.8}};
+    struct api_tokens tokens = {{strdup(TOKEN_NODE), strdup(TOKEN_JOB), strdup(TOKEN_USER), NULL}};
+    struct http_server_config hc = {0};
+    struct fixture *f = calloc(1, sizeof(*f));
+    struct api_config ac = {0};
+    void *tmp = NULL;
+
+    if (!f || tmpdb_setup(&tmp) < 0)
+        return -1;
+    f->db = *(struct tmpdb *)tmp;
+    free(tmp);
+    f->now = T0;
+    if (state_open(f->db.path, &f->st, NULL) < 0 || state_open(f->db.path, &f->st_api, NULL) < 0 ||
+        state_open(f->db.path, &f->st_spy, NULL) < 0)
+        return -1;
+    ac.state = f->st_api;
+    ac.clock = fake_clock;
+    ac.clock_ctx = f;
+    ac.tokens = &tokens;
+    if (api_new(&ac, &f->api, NULL) < 0)
+        return -1;
+    api_tokens_clear(&tokens);
+    if (http_server_start(&hc, api_handle, f->api, &f->server, NULL) < 0 ||
+        http_client_new(&f->client) < 0)
+        return -1;
+    snprintf(f->base, sizeof(f->base), "http://127.0.0.1:%d", http_server_port(f->server));
+    if (cloud_fake_create(offers, NULL, 2, NULL, &f->fake) < 0)
+        return -1;
+    cloud_fake_set_clock(&f->fake, fake_clock, f);
+    f->cloud = (struct cloud){.ops = &spy_ops, .ctx = f};
+    spy_fixture = f;
+    if (make_world(f) < 0)
+        return -1;
+    *state = f;
+    return 0;
+}
+
+static int rw_teardown(void **state)
+{
+    struct fixture *f = *state;
+    struct tmpdb *t = malloc(sizeof(*t));
+
+    if (f->loop.policy)
+        policy_free(&f->policy);
+    if (f->loop.fleet)
+        fleet_free(&f->fleet);
+    realworld_free(f->rw);
+    cloud_free(&f->fake);
+    http_client_free(f->client);
+    http_server_stop(f->server);
+    api_free(f->api);
+    state_close(f->st);
+    state_close(f->st_api);
+    state_close(f->st_spy);
+    *t = f->db;
+    free(f);
+    return tmpdb_teardown((void **)&t);
+}
+
+/* ---- the fake agents and users: HTTP clients ---- */
+
+static long call(struct fixture *f, const char *method, const char *path, const char *token,
+                 const char *body, struct jv **out)
+{
+    char auth[128], url[256];
+    const struct http_client_header h[1] = {{"Authorization", auth}};
+    struct http_client_request req = {.method = method, .url = url, .headers = h, .nheaders = 1};
+    struct http_client_response r = {0};
+    long status;
+
+    snprintf(url, sizeof(url), "%s%s", f->base, path);
+    snprintf(auth, sizeof(auth), "Bearer %s", token);
+    req.body = body;
+    req.body_len = body ? strlen(body) : 0;
+    assert_int_equal(http_client_do(f->client, &req, &r, NULL), 0);
+    status = r.status;
+    if (out && jv_parse(r.body, r.body_len, out, NULL) < 0)
+        *out = NULL;
+    http_client_response_clear(&r);
+    return status;
+}
+
+/* A node agent registers its instance with its GPUs. */
+static void agent_register(struct fixture *f, const char *id, int gpus)
+{
+    char body[160];
+
+    snprintf(body, sizeof(body),
+             "{\"instance_id\": \"%s\", \"gpus\": %d, \"gpu_memory_mib\": 16384}", id, gpus);
+    assert_int_equal(call(f, "POST", "/v1/nodes", TOKEN_NODE, body, NULL), 201);
+}
+
+static void submit_job(struct fixture *f, const char *name, int max_replicas)
+{
+    char body[400];
+
+    snprintf(body, sizeof(body),
+             "{\"name\": \"%s\", \"command\": [\"train\"], \"workdir\": \"/w\", "
+             "\"init_batch_size\": 64, \"max_batch_size\": 1024, \"max_local_bsz\": 128, "
+             "\"max_replicas\": %d}",
+             name, max_replicas);
+    assert_int_equal(call(f, "POST", "/v1/jobs", TOKEN_USER, body, NULL), 201);
+}
+
+static long long sql_int(struct fixture *f, const char *sql)
+{
+    return one_int(state_db(f->st_spy), sql);
+}
+
+static struct cloud_fake_counts counts(struct fixture *f)
+{
+    struct cloud_fake_counts c;
+
+    assert_int_equal(cloud_fake_counts(&f->fake, &c), 0);
+    return c;
+}
+
+/* The ids of the cluster's instances that are not gone, into ids (up to 8); how many. */
+static int live_instances(struct fixture *f, char ids[8][CLOUD_ID_MAX])
+{
+    struct cloud_instance *in = NULL;
+    size_t n = 0;
+    int k = 0;
+
+    assert_int_equal(cloud_list(&f->fake, CLUSTER, &in, &n), 0);
+    for (size_t i = 0; i < n; i++)
+        if (in[i].state != CLOUD_GONE && k < 8)
+            memcpy(ids[k++], in[i].id, CLOUD_ID_MAX);
+    free(in);
+    return k;
+}
+
+static void tick(struct fixture *f, double dt)
+{
+    f->now += dt;
+    assert_int_equal(loop_tick(&f->loop), 0);
+}
+
+/* A fleet of one node that its agent registered, job "a" placed on it; the node's id in ids[0]. */
+static void one_node_running(struct fixture *f, char ids[8][CLOUD_ID_MAX])
+{
+    assert_int_equal(make_loop(f, 1), 0);
+    submit_job(f, "a", 4);
+    tick(f, 0);
+    assert_int_equal(live_instances(f, ids), 1);
+    agent_register(f, ids[0], 4);
+    tick(f, 10);
+}
+
+/* ---- tests ---- */
+
+static void realworld_resize__intent_committed_before_launch(void **state)
+{
+    struct fixture *f = *state;
+    char ids[8][CLOUD_ID_MAX];
+    struct state_node n;
+
+    assert_int_equal(make_loop(f, 2), 0);
+    submit_job(f, "a", 4);
+    tick(f, 0);
+    assert_int_equal(f->spy_checked, 2); /* both launches found their intent committed */
+    assert_int_equal(counts(f).launched, 2);
+    assert_int_equal(live_instances(f, ids), 2);
+    assert_int_equal(sql_int(f, "SELECT count(*) FROM launch_intents WHERE state = 'launched'"), 2);
+    assert_int_equal(state_node_get(f->st, ids[0], &n), 0);
+    assert_int_equal(n.state, STATE_NODE_BOOTING);
+    assert_non_null(n.launch_token);
+    assert_int_equal(strncmp(n.launch_token, CLUSTER "-", strlen(CLUSTER) + 1), 0);
+    assert_string_equal(n.offer, OFFER_OD);
+    assert_string_equal(n.zone, "default");
+    state_node_clear(&n);
+    /* the next ticks see them booting and launch nothing more */
+    tick(f, 10);
+    tick(f, 10);
+    assert_int_equal(counts(f).launch_calls, 2);
+}
+
+static void realworld_observe__schedulable_only_once_registered(void **state)
+{
+    struct fixture *f = *state;
+    char ids[8][CLOUD_ID_MAX];
+    const struct snapshot *s;
+    struct state_alloc *rows = NULL;
+    struct jv *v = NULL;
+    size_t n = 0;
+    char path[128];
+
+    assert_int_equal(make_loop(f, 1), 0);
+    submit_job(f, "a", 4);
+    tick(f, 0);
+    assert_int_equal(live_instances(f, ids), 1);
+    assert_int_equal(provider_observe(&f->prov, &s), 0);
+    assert_int_equal(s->nnodes, 0);
+    assert_int_equal(s->nbooting, 1);
+    assert_int_equal(s->noffers, 2);
+    assert_string_equal(s->offers[1].name, OFFER_SPOT);
+    assert_true(s->offers[1].boot_s == 30 && s->offers[1].spot &&
+                s->offers[1].preempt_rate == 0.05);
+    tick(f, 10);
+    assert_int_equal(state_alloc_get(f->st, "a", &rows, &n), 0);
+    assert_int_equal(n, 0); /* nothing to run on yet */
+    /* the agent registers 4 GPUs: the node is schedulable, the job placed on it */
+    agent_register(f, ids[0], 4);
+    assert_int_equal(provider_observe(&f->prov, &s), 0);
+    assert_int_equal(s->nnodes, 1);
+    assert_int_equal(s->nodes[0].gpus, 4);
+    assert_int_equal(s->nodes[0].offer, 0);
+    assert_int_equal(s->nbooting, 0);
+    tick(f, 10);
+    assert_int_equal(state_alloc_get(f->st, "a", &rows, &n), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(rows[0].node, ids[0]);
+    state_allocs_free(rows, n);
+    /* the agent reads its assignment through the API: the job with its configuration */
+    snprintf(path, sizeof(path), "/v1/nodes/%s/assignment", ids[0]);
+    assert_int_equal(call(f, "GET", path, TOKEN_NODE, NULL, &v), 200);
+    assert_int_equal(jv_size(jv_get(v, "jobs")), 1);
+    {
+        const struct jv *j = jv_at(jv_get(v, "jobs"), 0);
+        double local = 0, gain = 0;
+
+        assert_string_equal(jv_string_value(jv_get(j, "job")), "a");
+        assert_int_equal(jv_number_value(jv_get(j, "local_bsz"), &local), 0);
+        assert_int_equal(jv_number_value(jv_get(j, "lr_gain"), &gain), 0);
+        assert_true(local > 0 && local <= 128 && gain > 0);
+    }
+    jv_free(v);
+    assert_int_equal(sql_int(f, "SELECT count(*) FROM jobs WHERE name = 'a' AND state = 'running'"),
+                     1);
+}
+
+static void realworld_reconcile__adopts_an_instance_by_its_token(void **state)
+{
+    struct fixture *f = *state;
+    struct state_intent *pending = NULL;
+    struct state_node n;
+    char id[CLOUD_ID_MAX];
+    size_t np = 0;
+
+    /* a launch asked for just before a crash: the intent committed, the answer never recorded */
+    assert_int_equal(state_intent_record(f->st, CLUSTER "-feedfacefeedface", OFFER_SPOT, 1, f->now),
+                     0);
+    assert_int_equal(
+        cloud_fake_inject(&f->fake, CLUSTER, OFFER_SPOT, CLUSTER "-feedfacefeedface", id), 0);
+    f->now += 5;
+    assert_int_equal(realworld_reconcile(f->rw), 0);
+    assert_int_equal(state_node_get(f->st, id, &n), 0);
+    assert_string_equal(n.launch_token, CLUSTER "-feedfacefeedface");
+    assert_string_equal(n.offer, OFFER_SPOT);
+    assert_string_equal(n.zone, "zone-a");
+    assert_int_equal(n.market, STATE_MARKET_SPOT);
+    assert_int_equal(n.gpus, 4);
+    assert_int_equal(n.state, STATE_NODE_BOOTING);
+    state_node_clear(&n);
+    assert_int_equal(state_intents_pending(f->st, &pending, &np), 0);
+    assert_int_equal(np, 0);
+    state_intents_free(pending, np);
+    /* adopted, not launched again; and a second look changes nothing */
+    assert_int_equal(realworld_reconcile(f->rw), 0);
+    assert_int_equal(counts(f).launch_calls, 0);
+    assert_int_equal(counts(f).terminate_calls, 0);
+}
+
+static void realworld_reconcile__terminates_a_stray_instance(void **state)
+{
+    struct fixture *f = *state;
+    char stray[CLOUD_ID_MAX], other[CLOUD_ID_MAX], ids[8][CLOUD_ID_MAX];
+    struct state_node n;
+
+    /* tagged with the cluster, but no open intent explains it */
+    assert_int_equal(cloud_fake_inject(&f->fake, CLUSTER, OFFER_OD, "someone-else", stray), 0);
+    /* another cluster's instance is none of this controller's business */
+    assert_int_equal(cloud_fake_inject(&f->fake, "other-cluster", OFFER_OD, "x", other), 0);
+    assert_int_equal(realworld_reconcile(f->rw), 0);
+    assert_int_equal(live_instances(f, ids), 0);
+    assert_int_equal(counts(f).terminate_calls, 1);
+    assert_int_equal(state_node_get(f->st, stray, &n), ERR_UNKNOWN);
+    /* a stray whose agent registered first (a static node) is terminated with its node */
+    assert_int_equal(cloud_fake_inject(&f->fake, CLUSTER, OFFER_OD, "nobody", stray), 0);
+    agent_register(f, stray, 4);
+    assert_int_equal(realworld_reconcile(f->rw), 0);
+    assert_int_equal(state_node_get(f->st, stray, &n), 0);
+    assert_int_equal(n.state, STATE_NODE_TERMINATED);
+    state_node_clear(&n);
+    assert_int_equal(live_instances(f, ids), 0);
+}
+
+static void realworld_reconcile__intent_times_out_and_is_relaunched_once(void **state)
+{
+    struct fixture *f = *state;
+    char ids[8][CLOUD_ID_MAX], late[CLOUD_ID_MAX], first[130];
+    struct state_node n;
+
+    assert_int_equal(make_loop(f, 1), 0);
+    submit_job(f, "a", 4);
+    /* the cloud gives no answer to the first three launch calls */
+    assert_int_equal(cloud_fake_fail(&f->fake, "launch", ERR_IO, 3), 0);
+    f->loop.interval = 0;
+    assert_int_equal(loop_tick(&f->loop), 0); /* t0: intent A, call 1 fails */
+    assert_int_equal(sql_int(f, "SELECT count(*) FROM launch_intents WHERE state = 'pending'"), 1);
+    one_text(state_db(f->st_spy), "SELECT token FROM launch_intents", first, sizeof(first));
+    tick(f, 40); /* asked again with A's token (call 2); the planner counts A as booting */
+    tick(f, 40); /* call 3 */
+    assert_int_equal(sql_int(f, "SELECT count(*) FROM launch_intents"), 1);
+    assert_int_equal(counts(f).launch_calls, 3);
+    assert_int_equal(counts(f).launched, 0);
+    tick(f, 40); /* t0 + 120 > timeout: A fails; the planner launches B, which succeeds */
+    assert_int_equal(sql_int(f, "SELECT count(*) FROM launch_intents WHERE state = 'failed'"), 1);
+    assert_int_equal(sql_int(f, "SELECT count(*) FROM launch_intents WHERE state = 'launched'"), 1);
+    assert_int_equal(counts(f).launch_calls, 4);
+    assert_int_equal(counts(f).launched, 1);
+    tick(f, 40);
+    tick(f, 40);
+    assert_int_equal(counts(f).launch_calls, 4);
+    assert_int_equal(live_instances(f, ids), 1);
+    /* A's instance, made late by the cloud after all, is a stray: terminated, not adopted */
+    assert_int_equal(cloud_fake_inject(&f->fake, CLUSTER, OFFER_OD, first, late), 0);
+    tick(f, 40);
+    assert_int_equal(live_instances(f, ids), 1);
+    assert_int_equal(state_node_get(f->st, late, &n), ERR_UNKNOWN);
+    assert_int_equal(counts(f).launch_calls, 4);
+}
+
+static void realworld_reconcile__crash_between_intent_and_launch(void **state)
+{
+    struct fixture *f = *state;
+    char ids[8][CLOUD_ID_MAX];
+
+    /* crashed after the intent was committed, before the cloud was asked: the restarted world
+     * asks with the same token, once */
+    assert_int_equal(state_intent_record(f->st, CLUSTER "-0000000000000001", OFFER_OD, 1, f->now),
+                     0);
+    realworld_free(f->rw);
+    assert_int_equal(make_world(f), 0);
+    f->now += 5;
+    assert_int_equal(realworld_reconcile(f->rw), 0);
+    assert_int_equal(counts(f).launched, 1);
+    assert_int_equal(live_instances(f, ids), 1);
+    assert_int_equal(sql_int(f, "SELECT count(*) FROM nodes WHERE launch_token = '" CLUSTER
+                                "-0000000000000001' AND state = 'booting'"),
+                     1);
+    assert_int_equal(realworld_reconcile(f->rw), 0);
+    assert_int_equal(counts(f).launch_calls, 1);
+    /* the cloud made the instance but its answer was lost: found by its token, not relaunched */
+    assert_int_equal(state_intent_record(f->st, CLUSTER "-0000000000000002", OFFER_OD, 1, f->now),
+                     0);
+    assert_int_equal(cloud_fake_fail(&f->fake, "launch-lost", ERR_IO, 1), 0);
+    assert_int_equal(realworld_reconcile(f->rw), 0); /* asks; the answer is lost */
+    assert_int_equal(counts(f).launched, 2);
+    assert_int_equal(realworld_reconcile(f->rw), 0); /* lists it: adopted */
+    assert_int_equal(counts(f).launch_calls, 2);
+    assert_int_equal(counts(f).launched, 2);
+    assert_int_equal(sql_int(f, "SELECT count(*) FROM launch_intents WHERE state = 'pending'"), 0);
+    assert_int_equal(sql_int(f, "SELECT count(*) FROM nodes WHERE state = 'booting'"), 2);
+}
+
+static void realworld_observe__a_gone_instance_drops_its_jobs(void **state)
+{
+    struct fixture *f = *state;
+    char ids[8][CLOUD_ID_MAX];
+    struct state_alloc *rows = NULL;
+    struct state_job j;
+    size_t n = 0;
+
+    one_node_running(f, ids);
+    assert_int_equal(state_job_checkpoint(f->st, "a", 12.5, f->now), 0);
+    /* preempted without notice */
+    assert_int_equal(cloud_fake_set_state(&f->fake, ids[0], CLOUD_GONE, 0), 0);
+    tick(f, 10);
+    assert_int_equal(sql_int(f, "SELECT count(*) FROM nodes WHERE state = 'terminated'"), 1);
+    assert_int_equal(state_job_get(f->st, "a", &j), 0); /* the job is not lost */
+    assert_true(j.checkpoint_progress == 12.5);
+    state_job_clear(&j);
+    /* the fixed fleet replaces the node; registered, the job restarts on it */
+    assert_int_equal(counts(f).launched, 2);
+    assert_int_equal(live_instances(f, ids), 1);
+    agent_register(f, ids[0], 4);
+    tick(f, 10);
+    assert_int_equal(state_alloc_get(f->st, "a", &rows, &n), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(rows[0].node, ids[0]);
+    state_allocs_free(rows, n);
+    assert_int_equal(state_job_get(f->st, "a", &j), 0);
+    assert_int_equal(j.state, STATE_JOB_RUNNING);
+    assert_int_equal(j.restarts, 1);
+    state_job_clear(&j);
+}
+
+static void realworld_observe__a_noticed_node_drains(void **state)
+{
+    struct fixture *f = *state;
+    char ids[8][CLOUD_ID_MAX];
+    const struct snapshot *s;
+    struct state_node n;
+
+    one_node_running(f, ids);
+    assert_int_equal(cloud_fake_set_state(&f->fake, ids[0], CLOUD_NOTICED, f->now + 120), 0);
+    f->now += 10;
+    assert_int_equal(provider_observe(&f->prov, &s), 0);
+    assert_int_equal(s->nnodes, 0); /* not schedulable */
+    assert_int_equal(s->current->count[0], 0);
+    assert_int_equal(state_node_get(f->st, ids[0], &n), 0);
+    assert_int_equal(n.state, STATE_NODE_DRAINING);
+    assert_true(n.notice_deadline == f->now + 110);
+    state_node_clear(&n);
+}
+
+static void realworld_observe__reports_refit_the_model(void **state)
+{
+    struct fixture *f = *state;
+    char ids[8][CLOUD_ID_MAX];
+    const struct snapshot *s;
+    struct api_metrics m = {0};
+
+    one_node_running(f, ids);
+    assert_int_equal(provider_observe(&f->prov, &s), 0);
+    assert_int_equal(s->jobs[0].has_model, 0);
+    /* rank 0 reports step times at two configurations and its gradient statistics */
+    assert_int_equal(
+        call(f, "POST", "/v1/jobs/a/reports", TOKEN_JOB,
+             "{\"configs\": [{\"nodes\": 1, \"replicas\": 1, \"local_bsz\": 64, "
+             "\"accum_steps\": 0, \"count\": 50, \"step_mean\": 0.2, \"step_sd\": 0.01},"
+             " {\"nodes\": 1, \"replicas\": 2, \"local_bsz\": 32, \"accum_steps\": 0, "
+             "\"count\": 50, \"step_mean\": 0.12, \"step_sd\": 0.01, \"sync_mean\": 0.02}],"
+             " \"grad\": {\"sqr\": 0.5, \"var\": 2.0}, \"progress\": 3}",
+             NULL),
+        200);
+    f->now += 10;
+    assert_int_equal(provider_observe(&f->prov, &s), 0);
+    assert_int_equal(s->jobs[0].has_model, 1);
+    assert_int_equal(s->jobs[0].max_profiled_replicas, 2);
+    assert_true(s->jobs[0].grad.sqr == 0.5 && s->jobs[0].grad.var == 2.0);
+    assert_true(s->jobs[0].progress == 3);
+    assert_int_equal(sql_int(f, "SELECT count(*) FROM models"), 1);
+    /* the model predicts about the step time reported at one GPU */
+    {
+        struct tput_point x = {1, 1, 64};
+        double t = tput_step_time(&s->jobs[0].tput, &x, 0);
+
+        assert_true(t > 0.15 && t < 0.27);
+    }
+    tick(f, 10);
+    assert_int_equal(realworld_metrics(f->rw, &m), 0);
+    assert_int_equal(m.njobs, 1);
+    assert_string_equal(m.jobs[0].job, "a");
+    assert_true(m.jobs[0].goodput > 0 && m.jobs[0].batch_size >= 64);
+    assert_true(m.ncalls == 4 && m.calls[2].count >= 1); /* launch */
+    /* a restarted world takes the stored model without a refit */
+    realworld_free(f->rw);
+    assert_int_equal(make_world(f), 0);
+    f->loop.provider = &f->prov;
+    assert_int_equal(provider_observe(&f->prov, &s), 0);
+    assert_int_equal(s->jobs[0].has_model, 1);
+}
+
+static void realworld_metrics__errors_by_operation_and_code(void **state)
+{
+    struct fixture *f = *state;
+    struct api_metrics m = {0};
+    int found = 0;
+
+    assert_int_equal(cloud_fake_fail(&f->fake, "list", ERR_AGAIN, 2), 0);
+    assert_int_equal(realworld_reconcile(f->rw), ERR_AGAIN);
+    assert_int_equal(realworld_reconcile(f->rw), ERR_AGAIN);
+    assert_int_equal(realworld_reconcile(f->rw), 0);
+    assert_int_equal(realworld_metrics(f->rw, &m), 0);
+    for (size_t i = 0; i < m.nerrors; i++)
+        if (strcmp(m.errors[i].op, "list") == 0 && strcmp(m.errors[i].code, "AGAIN") == 0)
+            found = (int)m.errors[i].count;
+    assert_int_equal(found, 2);
+    assert_string_equal(m.calls[1].op, "list");
+    assert_int_equal(m.calls[1].count, 3);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(realworld_resize__intent_committed_before_launch, rw_setup,
+                                        rw_teardown),
+        cmocka_unit_test_setup_teardown(realworld_observe__schedulable_only_once_registered,
+                                        rw_setup, rw_teardown),
+        cmocka_unit_test_setup_teardown(realworld_reconcile__adopts_an_instance_by_its_token,
+                                        rw_setup, rw_teardown),
+        cmocka_unit_test_setup_teardown(realworld_reconcile__terminates_a_stray_instance, rw_setup,
+                                        rw_teardown),
+        cmocka_unit_test_setup_teardown(
+            realworld_reconcile__intent_times_out_and_is_relaunched_once, rw_setup, rw_teardown),
+        cmocka_unit_test_setup_teardown(realworld_reconcile__crash_between_intent_and_launch,
+                                        rw_setup, rw_teardown),
+        cmocka_unit_test_setup_teardown(realworld_observe__a_gone_instance_drops_its_jobs, rw_setup,
+                                        rw_teardown),
+        cmocka_unit_test_setup_teardown(realworld_observe__a_noticed_node_drains, rw_setup,
+                                        rw_teardown),
+        cmocka_unit_test_setup_teardown(realworld_observe__reports_refit_the_model, rw_setup,
+                                        rw_teardown),
+        cmocka_unit_test_setup_teardown(realworld_metrics__errors_by_operation_and_code, rw_setup,
+                                        rw_teardown),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
