@@ -19,7 +19,7 @@
 #endif
 
 #include "agent/agent.h"
-#include "util/crypto.h"
+#include "util/env.h"
 #include "util/http_client.h"
 #include "util/json.h"
 #include "util/log.h"
@@ -28,15 +28,12 @@ extern char **environ;
 
 /* ---- the assignment ---- */
 
-static void nj_free_strv(char **v, int wipe)
+static void nj_free_strv(char **v)
 {
     if (!v)
         return;
-    for (size_t i = 0; v[i]; i++) {
-        if (wipe)
-            crypto_wipe(v[i], strlen(v[i]));
+    for (size_t i = 0; v[i]; i++)
         free(v[i]);
-    }
     free(v);
 }
 
@@ -44,9 +41,9 @@ static void nj_clear(struct node_job *j)
 {
     free(j->name);
     free(j->master);
-    nj_free_strv(j->argv, 0);
+    nj_free_strv(j->argv);
     free(j->workdir);
-    nj_free_strv(j->env, 1);
+    env_free(j->env);
     free(j->key);
     memset(j, 0, sizeof(*j));
 }
@@ -175,7 +172,7 @@ static int na_spec(const struct jv *spec, struct node_job *j, size_t i, struct e
         const char *s = jv_string_value(jv_at(cmd, k));
 
         if (!s || !s[0]) {
-            nj_free_strv(j->argv, 0);
+            nj_free_strv(j->argv);
             j->argv = NULL;
             j->why_not = "the spec's command holds an empty or non-string argument";
             return 0;
@@ -253,71 +250,6 @@ out:
 
 /* ---- a replica's environment ---- */
 
-struct env_list {
-    char **v;
-    size_t n, cap;
-};
-
-/* Add "name=value" (a new string), replacing an entry of the same name. */
-static int env_put(struct env_list *l, const char *name, const char *value)
-{
-    size_t nlen = strlen(name), len = nlen + strlen(value) + 2;
-    char *s = malloc(len);
-
-    if (!s)
-        return ERR_NOMEM;
-    snprintf(s, len, "%s=%s", name, value);
-    for (size_t i = 0; i < l->n; i++) {
-        if (strncmp(l->v[i], name, nlen) == 0 && l->v[i][nlen] == '=') {
-            crypto_wipe(l->v[i], strlen(l->v[i]));
-            free(l->v[i]);
-            l->v[i] = s;
-            return 0;
-        }
-    }
-    if (l->n + 2 > l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 64;
-        char **v = realloc(l->v, cap * sizeof(char *));
-
-        if (!v) {
-            free(s);
-            return ERR_NOMEM;
-        }
-        l->v = v;
-        l->cap = cap;
-    }
-    l->v[l->n++] = s;
-    l->v[l->n] = NULL;
-    return 0;
-}
-
-/* "NAME=VALUE" split on its first '=' into env_put. */
-static int env_put_entry(struct env_list *l, const char *entry)
-{
-    const char *eq = strchr(entry, '=');
-    char name[256];
-
-    if (!eq || eq == entry || (size_t)(eq - entry) >= sizeof(name))
-        return 0; /* not a variable anyone can read by name */
-    memcpy(name, entry, (size_t)(eq - entry));
-    name[eq - entry] = '\0';
-    return env_put(l, name, eq + 1);
-}
-
-/* A CASTOR_ variable that may hold or name a secret of the node. */
-static int env_secret_name(const char *entry)
-{
-    const char *eq = strchr(entry, '=');
-    size_t n = eq ? (size_t)(eq - entry) : strlen(entry);
-
-    if (strncmp(entry, "CASTOR_", 7) != 0)
-        return 0;
-    for (size_t i = 7; i + 5 <= n; i++)
-        if (memcmp(entry + i, "TOKEN", 5) == 0)
-            return 1;
-    return 0;
-}
-
 int node_master_port(const char *job)
 {
     uint32_t h = 2166136261u; /* FNV-1a */
@@ -331,34 +263,32 @@ int node_replica_env(const struct node_job *j, int local, const struct node_env_
                      char ***out)
 {
     struct env_list l = {0};
-    char buf[64];
-    int rc = 0;
+    char buf[64], **env;
+    int rc;
 
     if (!j || !in || local < 0 || local >= j->replicas)
         return ERR_INVAL;
-    for (size_t i = 0; in->base && in->base[i] && rc == 0; i++)
-        if (!env_secret_name(in->base[i]))
-            rc = env_put_entry(&l, in->base[i]);
-    for (size_t i = 0; j->env && j->env[i] && rc == 0; i++)
-        rc = env_put_entry(&l, j->env[i]);
+    rc = env_list_put_all(&l, in->base, env_is_castor_secret);
+    if (rc == 0)
+        rc = env_list_put_all(&l, (const char *const *)j->env, NULL);
 #define PUT(name, ...)                               \
     do {                                             \
         if (rc == 0) {                               \
             snprintf(buf, sizeof(buf), __VA_ARGS__); \
-            rc = env_put(&l, name, buf);             \
+            rc = env_list_set(&l, name, buf);        \
         }                                            \
     } while (0)
     if (rc == 0)
-        rc = env_put(&l, "CASTOR_JOB", j->name);
+        rc = env_list_set(&l, "CASTOR_JOB", j->name);
     PUT("CASTOR_RANK", "%d", j->rank_offset + local);
     PUT("CASTOR_LOCAL_RANK", "%d", local);
     PUT("CASTOR_WORLD_SIZE", "%d", j->world_size);
     PUT("CASTOR_LOCAL_WORLD_SIZE", "%d", j->replicas);
     if (rc == 0)
-        rc = env_put(&l, "CASTOR_MASTER_ADDR",
-                     in->self && strcmp(j->master, in->self) == 0
-                         ? "127.0.0.1"
-                         : (in->master_addr ? in->master_addr : j->master));
+        rc = env_list_set(&l, "CASTOR_MASTER_ADDR",
+                          in->self && strcmp(j->master, in->self) == 0
+                              ? "127.0.0.1"
+                              : (in->master_addr ? in->master_addr : j->master));
     PUT("CASTOR_MASTER_PORT", "%d", node_master_port(j->name));
     if (isfinite(j->local_bsz))
         PUT("CASTOR_LOCAL_BSZ", "%.17g", j->local_bsz);
@@ -369,25 +299,27 @@ int node_replica_env(const struct node_job *j, int local, const struct node_env_
     if (isfinite(j->ckpt_s))
         PUT("CASTOR_CHECKPOINT_INTERVAL", "%.17g", j->ckpt_s);
     if (rc == 0 && in->url)
-        rc = env_put(&l, "CASTOR_URL", in->url);
+        rc = env_list_set(&l, "CASTOR_URL", in->url);
     if (rc == 0 && in->job_token)
-        rc = env_put(&l, "CASTOR_JOB_TOKEN", in->job_token);
+        rc = env_list_set(&l, "CASTOR_JOB_TOKEN", in->job_token);
     if (rc == 0 && in->self)
-        rc = env_put(&l, "CASTOR_INSTANCE_ID", in->self);
+        rc = env_list_set(&l, "CASTOR_INSTANCE_ID", in->self);
     if (in->gpu >= 0)
         PUT("CUDA_VISIBLE_DEVICES", "%d", in->gpu);
 #undef PUT
     if (rc < 0) {
-        node_env_free(l.v);
+        env_list_clear(&l);
         return rc;
     }
-    *out = l.v;
+    if (!(env = env_list_take(&l)))
+        return ERR_NOMEM;
+    *out = env;
     return 0;
 }
 
 void node_env_free(char **env)
 {
-    nj_free_strv(env, 1);
+    env_free(env);
 }
 
 /* ---- the agent ---- */

@@ -255,7 +255,6 @@ static int node_registered(void *ctx)
 static void assign(struct fx *f, const char *job, const char *mode, int replicas)
 {
     char spec[1024];
-    struct state_alloc row = {.node = NODE_ID, .replicas = replicas};
 
     snprintf(spec, sizeof(spec),
              "{\"name\":\"%s\",\"command\":[\"/bin/sh\",\"%s\"],\"workdir\":\"%s\","
@@ -263,9 +262,7 @@ static void assign(struct fx *f, const char *job, const char *mode, int replicas
              "\"max_local_bsz\":256,\"min_replicas\":1,\"max_replicas\":8,"
              "\"checkpoint_interval\":5,\"priority\":0}",
              job, REPLICA_SH, f->work, mode);
-    assert_int_equal(state_job_submit(f->as.own, job, spec, as_wall(NULL)), 0);
-    assert_int_equal(state_job_set_config(f->as.own, job, 64, 1, 1.5), 0);
-    assert_int_equal(state_alloc_replace(f->as.own, job, &row, 1, as_wall(NULL)), 0);
+    assert_int_equal(as_assign(&f->as, job, spec, NODE_ID, replicas), 0);
 }
 
 /* The replicas that have written their environment: pids (the file names') into pids. */

@@ -102,6 +102,21 @@ static inline int as_path(const struct api_server *s, const char *name, int mkdi
     return mkdir_it && mkdir(buf, 0700) != 0 ? -1 : 0;
 }
 
+/* Submit job (spec: its JSON) through the test's connection, give it the configuration (64, 1,
+ * 1.5) and replicas on node. 0, or the first state error. */
+static inline int as_assign(struct api_server *s, const char *job, const char *spec,
+                            const char *node, int replicas)
+{
+    struct state_alloc row = {.node = (char *)node, .replicas = replicas};
+    int rc = state_job_submit(s->own, job, spec, as_wall(NULL));
+
+    if (rc == 0)
+        rc = state_job_set_config(s->own, job, 64, 1, 1.5);
+    if (rc == 0)
+        rc = state_alloc_replace(s->own, job, &row, 1, as_wall(NULL));
+    return rc;
+}
+
 /* Stop everything and remove the folder with whatever the test left in it. */
 static inline void as_stop(struct api_server *s)
 {
