@@ -449,6 +449,7 @@ static int emu_finish(struct emu *m)
 int emu_run(const struct emu_config *cfg)
 {
     struct emu m = {0};
+    struct stat sb;
     sigset_t set, old;
     double last, since_ckpt = 0, since_report = 0;
     int rc;
@@ -481,6 +482,10 @@ int emu_run(const struct emu_config *cfg)
         last = now;
         if (m.s.epoch >= m.epochs)
             break;
+        if (cfg->rank != 0 && stat(m.done, &sb) == 0) { /* the job ended with rank 0 */
+            emu_log(&m, LOG_INFO, "rank 0 completed the job: done at progress %.6f", m.s.progress);
+            goto out;
+        }
         if (since_ckpt >= cfg->checkpoint_s) {
             if ((rc = emu_checkpoint(&m, "periodic")) < 0)
                 goto out;

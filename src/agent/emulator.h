@@ -104,7 +104,8 @@ struct emu_config {
 
 /*
  * Run one replica until its epochs are done (rank 0 then writes the last checkpoint, a final
- * report and the completion marker) or SIGTERM or SIGINT comes (rank 0 checkpoints first).
+ * report and the completion marker; another rank also ends when it sees rank 0's marker in dir)
+ * or SIGTERM or SIGINT comes (rank 0 checkpoints first).
  * Resumes from the checkpoint in dir; a completion marker already there ends at once. The
  * placement comes from the job's allocation (GET /v1/jobs/{job}/allocation) when it can be read
  * and matches the world size, else from the sizes. Reports that fail are logged and their steps

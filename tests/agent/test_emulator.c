@@ -390,6 +390,35 @@ static void emulator__after_sigkill_resumes_from_the_last_checkpoint(void **stat
     assert_float_equal(done.emulated_s, total_time(f, 8), 1e-6);
 }
 
+static void emulator__other_ranks_end_with_rank_0(void **state)
+{
+    static const char *const rank0[] = {"CASTOR_EMULATOR_SPEED=300", "CASTOR_EMULATOR_EPOCHS=2",
+                                        "CASTOR_WORLD_SIZE=2", "CASTOR_LOCAL_WORLD_SIZE=2", NULL};
+    static const char *const rank1[] = {"CASTOR_EMULATOR_SPEED=3", "CASTOR_EMULATOR_EPOCHS=2",
+                                        "CASTOR_WORLD_SIZE=2",     "CASTOR_LOCAL_WORLD_SIZE=2",
+                                        "CASTOR_RANK=1",           NULL};
+    struct fx *f = *state;
+    struct state_report_config *rows = NULL;
+    struct emu_state done;
+    size_t n = 0;
+    pid_t p1;
+    int status;
+
+    submit(f, "pair");
+    p1 = spawn_emulator(f, "pair", rank1); /* alone it would take about 25 s */
+    status = proc_wait_exit(spawn_emulator(f, "pair", rank0), 20);
+    assert_true(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    status = proc_wait_exit(p1, 2);
+    assert_true(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    read_state(f, EMU_DONE_FILE, &done);
+    assert_int_equal(done.epoch, 2);
+    /* only rank 0 reported: two replicas on one node */
+    assert_int_equal(state_report_configs(f->as.own, "pair", &rows, &n), 0);
+    assert_int_equal(n, 1);
+    assert_true(rows[0].nodes == 1 && rows[0].replicas == 2 && rows[0].local_bsz == 128);
+    free(rows);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -407,6 +436,8 @@ int main(void)
                                         fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(emulator__after_sigkill_resumes_from_the_last_checkpoint,
                                         fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(emulator__other_ranks_end_with_rank_0, fx_setup,
+                                        fx_teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
