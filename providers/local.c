@@ -567,8 +567,14 @@ static int local_launch(void *ctx, const char *offer, const char *cluster, const
     memcpy(r.token, token, strlen(token) + 1);
     r.state = LR_PENDING;
     r.launched = local_now();
-    if ((rc = local_claim(l, &r, recs, nr)) < 0 || (rc = local_spawn(l, o, &r)) < 0)
+    if ((rc = local_claim(l, &r, recs, nr)) < 0)
         goto out;
+    if ((rc = local_spawn(l, o, &r)) < 0) { /* never started: gone at once */
+        r.state = LR_GONE;
+        r.gone_at = local_now();
+        local_rec_write(l, &r);
+        goto out;
+    }
     memcpy(id, r.id, CLOUD_ID_MAX);
 out:
     free(recs);

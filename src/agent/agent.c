@@ -120,7 +120,7 @@ int agent_call(struct http_client *http, const char *base, const char *token, co
                const char *path, const char *body, double timeout_s, const char *ca_file,
                struct http_client_response *resp, struct error *e)
 {
-    size_t alen = strlen(token) + 8, ulen = strlen(base) + strlen(path) + 1;
+    size_t alen = strlen(token) + 8, blen = strlen(base), ulen = blen + strlen(path) + 1;
     char *auth = malloc(alen), *url = malloc(ulen);
     struct http_client_header h[2] = {{"Authorization", auth},
                                       {"Content-Type", "application/json"}};
@@ -132,7 +132,9 @@ int agent_call(struct http_client *http, const char *base, const char *token, co
         goto out;
     }
     snprintf(auth, alen, "Bearer %s", token);
-    snprintf(url, ulen, "%s%s", base, path);
+    if (blen > 0 && base[blen - 1] == '/') /* "http://c:1/" + "/v1/..." */
+        blen--;
+    snprintf(url, ulen, "%.*s%s", (int)blen, base, path);
     req.body = body;
     req.body_len = body ? strlen(body) : 0;
     req.timeout_ms = (long)(timeout_s * 1000);

@@ -38,7 +38,8 @@ int agent_env_secret(const char *name, const char *file_name, char **out, struct
 void agent_secret_free(char *secret);
 
 /*
- * One request to the controller at base (its URL) + path with "Authorization: Bearer token" and
+ * One request to the controller at base (its URL; a final '/' is dropped) + path with
+ * "Authorization: Bearer token" and
  * a JSON body (NULL: none), within timeout_s, TLS trusting ca_file (NULL: the system's). The
  * header is wiped after use. On success *resp is the caller's (http_client_response_clear),
  * whatever the status. Errors: http_client_do's, with e saying what (never the token).

@@ -340,9 +340,11 @@ static void castor_node__registers_gpus_and_heartbeats(void **state)
 {
     struct fx *f = *state;
     struct state_node n;
+    char url[80];
     double first;
 
-    spawn_node(f, f->as.url, NULL);
+    snprintf(url, sizeof(url), "%s/", f->as.url); /* a final '/' is fine */
+    spawn_node(f, url, NULL);
     assert_true(proc_wait_for(node_registered, f, 10));
     assert_int_equal(state_node_get(f->as.own, NODE_ID, &n), 0);
     assert_int_equal(n.gpus, 2);
