@@ -54,12 +54,8 @@ static int sim_job_gpus(const struct sim_job *job)
     return r;
 }
 
-/* The fixed-batch rule: split batch over r replicas, accumulating when a replica's share does
- * not fit; a single GPU above the initial batch accumulates at least once. */
-static void sim_job_fixed_config(const struct sim_job *job, double batch, int r, double *local_bsz,
-                                 int *accum)
+void sim_fixed_config(const struct app *a, double batch, int r, double *local_bsz, int *accum)
 {
-    const struct app *a = job->app;
     double local = ceil(batch / r - SIM_EPS);
     int s = (int)ceil(local / a->max_local - SIM_EPS) - 1;
 
@@ -80,9 +76,9 @@ static int sim_job_choose_batch(struct sim_job *job, int voluntary)
     double local, cap;
 
     if (job->fixed_batch > 0) {
-        sim_job_fixed_config(job, job->fixed_batch, r, &local, &s);
+        sim_fixed_config(a, job->fixed_batch, r, &local, &s);
     } else if (!job->has_model) {
-        sim_job_fixed_config(job, fmax(a->init_bsz, a->min_local * r), r, &local, &s);
+        sim_fixed_config(a, fmax(a->init_bsz, a->min_local * r), r, &local, &s);
     } else {
         struct bsz_limits lim;
         struct bsz_choice c;
@@ -93,7 +89,7 @@ static int sim_job_choose_batch(struct sim_job *job, int voluntary)
         if (rc == ERR_RANGE) {
             /* nothing fits the limits (more replicas than the batch can feed): fall back to
              * the smallest batch that gives every replica its minimum */
-            sim_job_fixed_config(job, fmax(a->init_bsz, a->min_local * r), r, &local, &s);
+            sim_fixed_config(a, fmax(a->init_bsz, a->min_local * r), r, &local, &s);
         } else if (rc < 0) {
             return rc;
         } else if (voluntary && job->hysteresis > 1 && job->local_bsz > 0 &&
@@ -181,6 +177,31 @@ static int sim_job_learn(struct sim_job *job, int r, double step, double sync, d
     return 0;
 }
 
+int sim_job_rate(struct app *a, const int *place, int nplace, double local_bsz, int accum_steps,
+                 int epoch, struct sim_rate *out)
+{
+    double batch, step, sync, sqr, var;
+    struct grad_params g;
+    int gpus = 0, rc;
+
+    for (int i = 0; i < nplace; i++)
+        gpus += place[i];
+    batch = gpus * local_bsz * (accum_steps + 1);
+    if ((rc = app_throughput(a, place, nplace, local_bsz, &step, &sync)) < 0 ||
+        (rc = app_grad_stats(a, batch, epoch, &sqr, &var)) < 0)
+        return rc;
+    g.sqr = sqr;
+    g.var = var;
+    out->step = step;
+    out->sync = sync;
+    out->opt_step = step + accum_steps * (step - sync);
+    out->sqr = sqr;
+    out->var = var;
+    out->gain = goodput_gain(&g, batch / a->init_bsz);
+    out->goodput = out->gain / out->opt_step;
+    return 0;
+}
+
 int sim_job_step(struct sim_job *job, int seconds, double interference)
 {
     const struct app *a = job->app;
@@ -196,20 +217,16 @@ int sim_job_step(struct sim_job *job, int seconds, double interference)
     job->rescale_left -= d;
     seconds -= d;
     while (seconds > 0 && !sim_job_done(job)) {
-        int s = job->accum_steps, chunk = seconds;
-        double batch = gpus * job->local_bsz * (s + 1), step, sync, sqr, var, gain, goodput, next;
-        struct grad_params g;
+        int chunk = seconds;
+        double goodput, next;
+        struct sim_rate rate;
 
-        if ((rc = app_throughput(job->app, job->place, job->nplace, job->local_bsz, &step, &sync)) <
-                0 ||
-            (rc = app_grad_stats(a, batch, job->epoch, &sqr, &var)) < 0)
+        if ((rc = sim_job_rate(job->app, job->place, job->nplace, job->local_bsz, job->accum_steps,
+                               job->epoch, &rate)) < 0)
             return rc;
-        g.sqr = sqr;
-        g.var = var;
-        gain = goodput_gain(&g, batch / a->init_bsz);
-        if ((rc = sim_job_learn(job, gpus, step, sync, sqr, var)) < 0)
+        if ((rc = sim_job_learn(job, gpus, rate.step, rate.sync, rate.sqr, rate.var)) < 0)
             return rc;
-        goodput = gain / (step + s * (step - sync)) * (1.0 - interference);
+        goodput = rate.goodput * (1.0 - interference);
         next = app_progress_needed(a, job->epoch + 1);
         /* a periodic checkpoint inside this chunk: run up to it */
         if (job->checkpoint_s > 0 && job->since_ckpt + chunk >= job->checkpoint_s)

@@ -88,6 +88,29 @@ void sim_job_preempt(struct sim_job *job);
  */
 int sim_job_min_gpu_seconds(struct sim_job *job, int gpn, double *out);
 
+/* What the ground truth gives at one configuration: the measured step, the gradient statistics
+ * and the progress they make. */
+struct sim_rate {
+    double step;     /* one step of local_bsz per GPU, synchronisation included, seconds */
+    double sync;     /* the part of step spent synchronising gradients */
+    double opt_step; /* one optimizer step: step + accum_steps x (step - sync) */
+    double sqr, var; /* gradient statistics at the total batch and epoch */
+    double gain;     /* progress (iterations at the initial batch) per optimizer step */
+    double goodput;  /* gain / opt_step: progress per second */
+};
+
+/* The rate of app's job on placement (GPUs per node, nplace entries) at local_bsz per GPU and
+ * accum_steps accumulation steps during epoch, into *out (written only on success). Errors: those
+ * of app_throughput and app_grad_stats (ERR_RANGE outside the measured batches or epochs). */
+int sim_job_rate(struct app *a, const int *place, int nplace, double local_bsz, int accum_steps,
+                 int epoch, struct sim_rate *out);
+
+/* The fixed-batch rule: split batch over replicas, accumulating when a replica's share does not
+ * fit app's largest local batch; a single GPU above the initial batch accumulates at least once.
+ * Writes *local_bsz and *accum. Cannot fail (replicas >= 1). */
+void sim_fixed_config(const struct app *a, double batch, int replicas, double *local_bsz,
+                      int *accum);
+
 /* The bsz limits of the job's model (from its app). */
 void sim_job_limits(const struct sim_job *job, struct bsz_limits *lim);
 

@@ -1,10 +1,12 @@
-/* file.c: reading a whole file into memory. */
+/* file.c: reading a whole file into memory, and replacing one atomically. */
 #include "util/file.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int file_read_all(const char *path, char **data, size_t *len, struct error *e)
 {
@@ -49,4 +51,65 @@ out:
     free(buf);
     fclose(f);
     return rc;
+}
+
+/* Sync the folder that holds path, so that a rename in it is on disk. */
+static int file_sync_dir(const char *path)
+{
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    int fd, rc;
+
+    if (!slash)
+        snprintf(dir, sizeof(dir), ".");
+    else if (slash == path)
+        snprintf(dir, sizeof(dir), "/");
+    else
+        snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+    fd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (fd < 0)
+        return ERR_IO;
+    rc = fsync(fd) == 0 || errno == EINVAL ? 0 : ERR_IO;
+    close(fd);
+    return rc;
+}
+
+int file_write_atomic(const char *path, const void *data, size_t len, unsigned mode,
+                      struct error *e)
+{
+    const char *p = data;
+    char tmp[4096];
+    size_t left = len;
+    int fd, rc = 0;
+
+    if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
+        return err_set(e, ERR_INVAL, path, 0, 0, "the path is too long");
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, (mode_t)mode);
+    if (fd < 0)
+        return err_set(e, ERR_IO, path, 0, 0, "cannot create %s: %s", tmp, strerror(errno));
+    while (left > 0 && rc == 0) {
+        ssize_t w = write(fd, p, left);
+
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            rc = err_set(e, ERR_IO, path, 0, 0, "cannot write: %s", strerror(errno));
+        else {
+            p += w;
+            left -= (size_t)w;
+        }
+    }
+    if (rc == 0 && fsync(fd) != 0)
+        rc = err_set(e, ERR_IO, path, 0, 0, "cannot sync: %s", strerror(errno));
+    if (close(fd) != 0 && rc == 0)
+        rc = err_set(e, ERR_IO, path, 0, 0, "cannot close: %s", strerror(errno));
+    if (rc == 0 && rename(tmp, path) != 0)
+        rc = err_set(e, ERR_IO, path, 0, 0, "cannot rename into place: %s", strerror(errno));
+    if (rc < 0) {
+        unlink(tmp);
+        return rc;
+    }
+    if (file_sync_dir(path) < 0)
+        return err_set(e, ERR_IO, path, 0, 0, "cannot sync its folder");
+    return 0;
 }

@@ -1,0 +1,920 @@
+/* node.c: castor-node: registration, heartbeats, assignments, replicas as child processes, notices.
+ */
+#include "agent/node.h"
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
+#include "agent/agent.h"
+#include "util/env.h"
+#include "util/http_client.h"
+#include "util/json.h"
+#include "util/log.h"
+
+extern char **environ;
+
+/* ---- the assignment ---- */
+
+static void nj_free_strv(char **v)
+{
+    if (!v)
+        return;
+    for (size_t i = 0; v[i]; i++)
+        free(v[i]);
+    free(v);
+}
+
+static void nj_clear(struct node_job *j)
+{
+    free(j->name);
+    free(j->master);
+    nj_free_strv(j->argv);
+    free(j->workdir);
+    env_free(j->env);
+    free(j->key);
+    memset(j, 0, sizeof(*j));
+}
+
+void node_assignment_clear(struct node_assignment *a)
+{
+    if (!a)
+        return;
+    for (size_t i = 0; i < a->njobs; i++)
+        nj_clear(&a->jobs[i]);
+    free(a->jobs);
+    free(a->state);
+    memset(a, 0, sizeof(*a));
+}
+
+/* obj[key] as an integer in [lo, hi] into *out; null gives null_value when null_ok. */
+static int na_int(const struct jv *obj, const char *key, long long lo, long long hi, int null_ok,
+                  int null_value, int *out, size_t i, struct error *e)
+{
+    const struct jv *v = jv_get(obj, key);
+    long long x;
+
+    if (null_ok && jv_type_of(v) == JV_NULL) {
+        *out = null_value;
+        return 0;
+    }
+    if (jv_integer_value(v, &x) < 0 || x < lo || x > hi)
+        return err_set(e, ERR_PARSE, NULL, 0, 0,
+                       "jobs[%zu].%s must be an integer from %lld to %lld", i, key, lo, hi);
+    *out = (int)x;
+    return 0;
+}
+
+/* obj[key] as a positive number, or NAN for null or absent. */
+static int na_pos(const struct jv *obj, const char *key, double *out, size_t i, struct error *e)
+{
+    const struct jv *v = jv_get(obj, key);
+    double x;
+
+    if (jv_type_of(v) == JV_NULL) {
+        *out = NAN;
+        return 0;
+    }
+    if (jv_number_value(v, &x) < 0 || !(x > 0) || !isfinite(x))
+        return err_set(e, ERR_PARSE, NULL, 0, 0, "jobs[%zu].%s must be a positive number or null",
+                       i, key);
+    *out = x;
+    return 0;
+}
+
+/* A copy of obj[key] when it is a non-empty string; ERR_PARSE otherwise. */
+static int na_str(const struct jv *obj, const char *key, char **out, size_t i, struct error *e)
+{
+    const char *s = jv_string_value(jv_get(obj, key));
+
+    if (!s || !s[0])
+        return err_set(e, ERR_PARSE, NULL, 0, 0, "jobs[%zu].%s must be a non-empty string", i, key);
+    if (!(*out = strdup(s)))
+        return ERR_NOMEM;
+    return 0;
+}
+
+struct na_env {
+    char **v;
+    size_t n;
+    int bad;
+};
+
+static int na_env_one(void *ctx, const char *key, const struct jv *val)
+{
+    struct na_env *ne = ctx;
+    const char *s = jv_string_value(val);
+    size_t len;
+
+    if (!s || !key[0] || strchr(key, '=') || ne->n >= NODE_MAX_ENV) {
+        ne->bad = 1;
+        return 0;
+    }
+    len = strlen(key) + strlen(s) + 2;
+    if (!(ne->v[ne->n] = malloc(len)))
+        return ERR_NOMEM;
+    snprintf(ne->v[ne->n++], len, "%s=%s", key, s);
+    return 0;
+}
+
+/* The spec: command, workdir, env, checkpoint interval; what makes a job not runnable here goes
+ * to why_not, not to an error. */
+static int na_spec(const struct jv *spec, struct node_job *j, size_t i, struct error *e)
+{
+    const struct jv *cmd = jv_get(spec, "command"), *env = jv_get(spec, "env");
+    const char *wd = jv_string_value(jv_get(spec, "workdir"));
+    struct na_env ne = {0};
+    size_t n = jv_size(cmd);
+    int rc;
+
+    if (!(j->env = calloc(NODE_MAX_ENV + 1, sizeof(char *))))
+        return ERR_NOMEM;
+    if (jv_type_of(spec) != JV_OBJECT) {
+        j->why_not = "the assignment carries no spec";
+        return 0;
+    }
+    if ((rc = na_pos(spec, "checkpoint_interval", &j->ckpt_s, i, e)) < 0)
+        return rc;
+    if (jv_type_of(cmd) != JV_ARRAY || n < 1 || n > NODE_MAX_ARGS) {
+        j->why_not = "the spec's command is not a list of 1 to 256 strings";
+        return 0;
+    }
+    if (!wd || !wd[0]) {
+        j->why_not = jv_get(spec, "image") ? "the job runs in an image: castor-node runs commands "
+                                             "in a workdir only"
+                                           : "the spec has no workdir";
+        return 0;
+    }
+    if (jv_type_of(env) != JV_NULL) {
+        ne.v = j->env;
+        if (jv_type_of(env) != JV_OBJECT || (rc = jv_each(env, na_env_one, &ne)) < 0 || ne.bad) {
+            if (rc < 0)
+                return rc;
+            j->why_not = "the spec's env is not an object of strings";
+            return 0;
+        }
+    }
+    if (!(j->workdir = strdup(wd)) || !(j->argv = calloc(n + 1, sizeof(char *))))
+        return ERR_NOMEM;
+    for (size_t k = 0; k < n; k++) {
+        const char *s = jv_string_value(jv_at(cmd, k));
+
+        if (!s || !s[0]) {
+            nj_free_strv(j->argv);
+            j->argv = NULL;
+            j->why_not = "the spec's command holds an empty or non-string argument";
+            return 0;
+        }
+        if (!(j->argv[k] = strdup(s)))
+            return ERR_NOMEM;
+    }
+    return 0;
+}
+
+static int na_job(const struct jv *o, size_t i, struct node_job *j, struct error *e)
+{
+    int rc;
+
+    j->local_bsz = j->lr_gain = j->ckpt_s = NAN;
+    if (jv_type_of(o) != JV_OBJECT)
+        return err_set(e, ERR_PARSE, NULL, 0, 0, "jobs[%zu] must be an object", i);
+    if ((rc = na_str(o, "job", &j->name, i, e)) < 0 ||
+        (rc = na_int(o, "replicas", 0, NODE_MAX_REPLICAS, 0, 0, &j->replicas, i, e)) < 0 ||
+        (rc = na_int(o, "rank_offset", 0, 1000000, 0, 0, &j->rank_offset, i, e)) < 0 ||
+        (rc = na_int(o, "world_size", 1, 1000000, 0, 0, &j->world_size, i, e)) < 0 ||
+        (rc = na_str(o, "master", &j->master, i, e)) < 0 ||
+        (rc = na_pos(o, "local_bsz", &j->local_bsz, i, e)) < 0 ||
+        (rc = na_int(o, "accum_steps", 0, 1000000, 1, -1, &j->accum_steps, i, e)) < 0 ||
+        (rc = na_pos(o, "lr_gain", &j->lr_gain, i, e)) < 0)
+        return rc;
+    if ((long long)j->rank_offset + j->replicas > j->world_size)
+        return err_set(e, ERR_PARSE, NULL, 0, 0,
+                       "jobs[%zu]: rank_offset + replicas is more than world_size", i);
+    if ((rc = na_spec(jv_get(o, "spec"), j, i, e)) < 0)
+        return rc;
+    return jv_dump(o, &j->key);
+}
+
+int node_assignment_parse(const char *text, size_t len, struct node_assignment *out,
+                          struct error *e)
+{
+    struct node_assignment a = {0};
+    const struct jv *jobs;
+    struct jv *v = NULL;
+    size_t n;
+    int rc = jv_parse(text, len, &v, e);
+
+    if (rc < 0)
+        return rc;
+    jobs = jv_get(v, "jobs");
+    n = jv_size(jobs);
+    if (!jv_string_value(jv_get(v, "state")) || jv_type_of(jobs) != JV_ARRAY) {
+        rc = err_set(e, ERR_PARSE, NULL, 0, 0, "an assignment needs a state and a list of jobs");
+        goto out;
+    }
+    if (!(a.state = strdup(jv_string_value(jv_get(v, "state")))) ||
+        (n > 0 && !(a.jobs = calloc(n, sizeof(*a.jobs))))) {
+        rc = ERR_NOMEM;
+        goto out;
+    }
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        rc = na_job(jv_at(jobs, i), i, &a.jobs[i], e);
+        a.njobs = i + 1;
+    }
+    for (size_t i = 0; i < a.njobs && rc == 0; i++)
+        for (size_t k = 0; k < i && rc == 0; k++)
+            if (strcmp(a.jobs[i].name, a.jobs[k].name) == 0)
+                rc = err_set(e, ERR_PARSE, NULL, 0, 0, "jobs[%zu] repeats job %s", i,
+                             a.jobs[i].name);
+out:
+    jv_free(v);
+    if (rc < 0) {
+        node_assignment_clear(&a);
+        return rc;
+    }
+    *out = a;
+    return 0;
+}
+
+/* ---- a replica's environment ---- */
+
+int node_master_port(const char *job)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+
+    for (const unsigned char *p = (const unsigned char *)job; *p; p++)
+        h = (h ^ *p) * 16777619u;
+    return 29500 + (int)(h % 1000);
+}
+
+int node_replica_env(const struct node_job *j, int local, const struct node_env_inputs *in,
+                     char ***out)
+{
+    struct env_list l = {0};
+    char buf[64], **env;
+    int rc;
+
+    if (!j || !in || local < 0 || local >= j->replicas)
+        return ERR_INVAL;
+    rc = env_list_put_all(&l, in->base, env_is_castor_secret);
+    if (rc == 0)
+        rc = env_list_put_all(&l, (const char *const *)j->env, NULL);
+#define PUT(name, ...)                               \
+    do {                                             \
+        if (rc == 0) {                               \
+            snprintf(buf, sizeof(buf), __VA_ARGS__); \
+            rc = env_list_set(&l, name, buf);        \
+        }                                            \
+    } while (0)
+    if (rc == 0)
+        rc = env_list_set(&l, "CASTOR_JOB", j->name);
+    PUT("CASTOR_RANK", "%d", j->rank_offset + local);
+    PUT("CASTOR_LOCAL_RANK", "%d", local);
+    PUT("CASTOR_WORLD_SIZE", "%d", j->world_size);
+    PUT("CASTOR_LOCAL_WORLD_SIZE", "%d", j->replicas);
+    if (rc == 0)
+        rc = env_list_set(&l, "CASTOR_MASTER_ADDR",
+                          in->self && strcmp(j->master, in->self) == 0
+                              ? "127.0.0.1"
+                              : (in->master_addr ? in->master_addr : j->master));
+    PUT("CASTOR_MASTER_PORT", "%d", node_master_port(j->name));
+    if (isfinite(j->local_bsz))
+        PUT("CASTOR_LOCAL_BSZ", "%.17g", j->local_bsz);
+    if (j->accum_steps >= 0)
+        PUT("CASTOR_ACCUM_STEPS", "%d", j->accum_steps);
+    if (isfinite(j->lr_gain))
+        PUT("CASTOR_LR_GAIN", "%.17g", j->lr_gain);
+    if (isfinite(j->ckpt_s))
+        PUT("CASTOR_CHECKPOINT_INTERVAL", "%.17g", j->ckpt_s);
+    if (rc == 0 && in->url)
+        rc = env_list_set(&l, "CASTOR_URL", in->url);
+    if (rc == 0 && in->job_token)
+        rc = env_list_set(&l, "CASTOR_JOB_TOKEN", in->job_token);
+    if (rc == 0 && in->self)
+        rc = env_list_set(&l, "CASTOR_INSTANCE_ID", in->self);
+    if (in->gpu >= 0)
+        PUT("CUDA_VISIBLE_DEVICES", "%d", in->gpu);
+#undef PUT
+    if (rc < 0) {
+        env_list_clear(&l);
+        return rc;
+    }
+    if (!(env = env_list_take(&l)))
+        return ERR_NOMEM;
+    *out = env;
+    return 0;
+}
+
+void node_env_free(char **env)
+{
+    env_free(env);
+}
+
+/* ---- the agent ---- */
+
+enum nd_rep_state { ND_RUNNING, ND_STOPPING, ND_EXITED };
+
+/* One replica this node started (or could not start). */
+struct nd_rep {
+    char *job;
+    char *key; /* its job entry when started */
+    int rank;
+    pid_t pid; /* also its process group; 0: never started */
+    enum nd_rep_state st;
+    double kill_at; /* ND_STOPPING: when SIGKILL follows (monotonic) */
+    int killed;
+    int gpu;
+};
+
+struct nd {
+    const struct node_config *cfg;
+    struct http_client *http;
+    struct node_assignment want;
+    int have_want;
+    struct nd_rep *reps;
+    size_t nreps, cap;
+    unsigned char *gpu_used;
+    pid_t self;
+    uint64_t rng;
+    int registered, draining, noticed, notice_pending, stopping, fails;
+    double next_register, next_beat, notice_retry_at; /* monotonic */
+    double notice_deadline;                           /* epoch seconds; NAN: not said */
+    double notice_kill_by;                            /* monotonic; INFINITY: none */
+};
+
+static double nd_clock(clockid_t id)
+{
+    struct timespec ts;
+
+    clock_gettime(id, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static double nd_mono(void)
+{
+    return nd_clock(CLOCK_MONOTONIC);
+}
+
+static double nd_wall(void)
+{
+    return nd_clock(CLOCK_REALTIME);
+}
+
+static void nd_log(struct nd *n, enum log_level level, const char *job, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void nd_log(struct nd *n, enum log_level level, const char *job, const char *fmt, ...)
+{
+    char msg[LOG_MSG_MAX];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    log_msg(n->cfg->log, nd_wall(), level, job, n->cfg->instance_id, "%s", msg);
+}
+
+/* The wait before retry number fails (1, 2, ...): exponential from min(1 s, heartbeat) up to
+ * backoff_max_s, with full jitter over its upper half (xorshift64 seeded per node). */
+static double nd_backoff(struct nd *n)
+{
+    double base = fmin(1.0, n->cfg->heartbeat_s), d;
+    int k = n->fails < 30 ? n->fails : 30;
+
+    n->rng ^= n->rng << 13;
+    n->rng ^= n->rng >> 7;
+    n->rng ^= n->rng << 17;
+    d = fmin(n->cfg->backoff_max_s, base * ldexp(1.0, k));
+    return d * (0.5 + 0.5 * (double)(n->rng >> 11) / 9007199254740992.0);
+}
+
+/* One request to the controller with the node token; *resp is the caller's on success. Errors of
+ * the transport are logged here. */
+static int nd_call(struct nd *n, const char *method, const char *path, const char *body,
+                   struct http_client_response *resp)
+{
+    struct error e = {0};
+    int rc = agent_call(n->http, n->cfg->url, n->cfg->node_token, method, path, body,
+                        n->cfg->timeout_s, n->cfg->ca_file, resp, &e);
+
+    if (rc < 0) /* e never holds a header */
+        nd_log(n, LOG_WARN, NULL, "%s %s: %s", method, path, e.msg[0] ? e.msg : err_str(rc));
+    return rc;
+}
+
+/* The "error" of an answer, for the log (bounded). */
+static const char *nd_reason(const struct http_client_response *r, char *buf, size_t size)
+{
+    struct jv *v = NULL;
+    const char *s;
+
+    snprintf(buf, size, "(no reason given)");
+    if (jv_parse(r->body, r->body_len, &v, NULL) == 0 && (s = jv_string_value(jv_get(v, "error"))))
+        snprintf(buf, size, "%s", s);
+    jv_free(v);
+    return buf;
+}
+
+static void nd_failed(struct nd *n, double now, double *next)
+{
+    n->fails++;
+    *next = now + nd_backoff(n);
+}
+
+static void nd_register(struct nd *n, double now)
+{
+    const struct node_config *c = n->cfg;
+    struct http_client_response r = {0};
+    struct jv *o = jv_object();
+    char *body = NULL, why[256];
+    int rc = o ? 0 : ERR_NOMEM;
+
+    if (rc == 0)
+        rc = jv_set(o, "instance_id", jv_string(c->instance_id));
+    if (rc == 0)
+        rc = jv_set(o, "gpus", jv_integer(c->gpus));
+    if (rc == 0 && c->gpu_memory_mib > 0)
+        rc = jv_set(o, "gpu_memory_mib", jv_integer(c->gpu_memory_mib));
+    if (rc == 0 && c->provider)
+        rc = jv_set(o, "provider", jv_string(c->provider));
+    if (rc == 0 && c->offer)
+        rc = jv_set(o, "offer", jv_string(c->offer));
+    if (rc == 0 && c->zone)
+        rc = jv_set(o, "zone", jv_string(c->zone));
+    if (rc == 0 && c->market)
+        rc = jv_set(o, "market", jv_string(c->market));
+    if (rc == 0 && isfinite(c->price))
+        rc = jv_set(o, "price", jv_number(c->price));
+    if (rc == 0)
+        rc = jv_dump(o, &body);
+    jv_free(o);
+    if (rc == 0)
+        rc = nd_call(n, "POST", "/v1/nodes", body, &r);
+    free(body);
+    if (rc < 0) {
+        nd_failed(n, now, &n->next_register);
+        return;
+    }
+    if (r.status == 201 || r.status == 409) {
+        nd_log(n, LOG_INFO, NULL,
+               r.status == 201 ? "registered with %d GPUs" : "already registered (%d GPUs)",
+               c->gpus);
+        n->registered = 1;
+        n->fails = 0;
+        n->next_beat = now;
+    } else {
+        nd_log(n, LOG_WARN, NULL, "registration answered %ld: %s", r.status,
+               nd_reason(&r, why, sizeof(why)));
+        nd_failed(n, now, &n->next_register);
+    }
+    http_client_response_clear(&r);
+}
+
+/* What a node path answers 404 (the controller forgot the node) or 409 (terminated) means. */
+static int nd_node_gone(struct nd *n, long status, double now)
+{
+    if (status == 404) {
+        nd_log(n, LOG_WARN, NULL, "the controller does not know this node: registering again");
+        n->registered = 0;
+        n->next_register = now;
+        return 1;
+    }
+    if (status == 409) {
+        nd_log(n, LOG_INFO, NULL, "the controller says this node is terminated: stopping");
+        n->stopping = 1;
+        return 1;
+    }
+    return 0;
+}
+
+static void nd_fetch_assignment(struct nd *n, double now)
+{
+    struct http_client_response r = {0};
+    struct node_assignment a;
+    struct error e = {0};
+    char path[256], why[256];
+
+    snprintf(path, sizeof(path), "/v1/nodes/%s/assignment", n->cfg->instance_id);
+    if (nd_call(n, "GET", path, NULL, &r) < 0)
+        return;
+    if (r.status != 200) {
+        if (!nd_node_gone(n, r.status, now))
+            nd_log(n, LOG_WARN, NULL, "assignment answered %ld: %s", r.status,
+                   nd_reason(&r, why, sizeof(why)));
+    } else if (node_assignment_parse(r.body, r.body_len, &a, &e) < 0) {
+        nd_log(n, LOG_ERROR, NULL, "a malformed assignment, kept the last one: %s", e.msg);
+    } else {
+        node_assignment_clear(&n->want);
+        n->want = a;
+        n->have_want = 1;
+    }
+    http_client_response_clear(&r);
+}
+
+static void nd_heartbeat(struct nd *n, double now)
+{
+    struct http_client_response r = {0};
+    char path[256], why[256];
+    struct jv *v = NULL;
+    const char *st;
+
+    snprintf(path, sizeof(path), "/v1/nodes/%s/heartbeat", n->cfg->instance_id);
+    if (nd_call(n, "POST", path, "{}", &r) < 0) {
+        nd_failed(n, now, &n->next_beat);
+        return;
+    }
+    if (r.status == 200) {
+        n->fails = 0;
+        n->next_beat = now + n->cfg->heartbeat_s;
+        if (jv_parse(r.body, r.body_len, &v, NULL) == 0 &&
+            (st = jv_string_value(jv_get(v, "state")))) {
+            int draining = strcmp(st, "draining") == 0;
+
+            if (draining && !n->draining)
+                nd_log(n, LOG_INFO, NULL, "draining: replicas stop and checkpoint");
+            n->draining = draining;
+        }
+        jv_free(v);
+        if (!n->draining && !n->noticed)
+            nd_fetch_assignment(n, now);
+    } else if (!nd_node_gone(n, r.status, now)) {
+        nd_log(n, LOG_WARN, NULL, "heartbeat answered %ld: %s", r.status,
+               nd_reason(&r, why, sizeof(why)));
+        nd_failed(n, now, &n->next_beat);
+    }
+    http_client_response_clear(&r);
+}
+
+static void nd_send_notice(struct nd *n, double now)
+{
+    struct http_client_response r = {0};
+    char path[256], body[64], why[256];
+
+    snprintf(path, sizeof(path), "/v1/nodes/%s/notice", n->cfg->instance_id);
+    if (isfinite(n->notice_deadline))
+        snprintf(body, sizeof(body), "{\"deadline\":%.3f}", n->notice_deadline);
+    else
+        snprintf(body, sizeof(body), "{}");
+    if (nd_call(n, "POST", path, body, &r) < 0) {
+        nd_failed(n, now, &n->notice_retry_at);
+        return;
+    }
+    if (r.status == 200) {
+        nd_log(n, LOG_INFO, NULL, "preemption notice forwarded");
+        n->notice_pending = 0;
+        n->fails = 0;
+    } else if (!nd_node_gone(n, r.status, now)) {
+        nd_log(n, LOG_WARN, NULL, "notice answered %ld: %s", r.status,
+               nd_reason(&r, why, sizeof(why)));
+        nd_failed(n, now, &n->notice_retry_at);
+    }
+    http_client_response_clear(&r);
+}
+
+/* ---- replicas ---- */
+
+/* The child between fork and exec: its own process group, killed with the agent (Linux), the
+ * signal mask and dispositions of a fresh process, the workdir and the environment. Only
+ * async-signal-safe calls. */
+static void nd_child(pid_t parent, const char *workdir, char *const *argv, char **env)
+{
+    static const char msg[] = "castor-node: cannot start the replica (workdir or command)\n";
+    sigset_t none;
+
+    setpgid(0, 0);
+#ifdef __linux__
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+#endif
+    if (getppid() != parent)
+        _exit(126);
+    signal(SIGPIPE, SIG_DFL);
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    if (workdir && chdir(workdir) != 0) {
+        ssize_t w = write(STDERR_FILENO, msg, sizeof(msg) - 1);
+
+        (void)w;
+        _exit(127);
+    }
+    environ = env;
+    execvp(argv[0], argv);
+    {
+        ssize_t w = write(STDERR_FILENO, msg, sizeof(msg) - 1);
+
+        (void)w;
+    }
+    _exit(127);
+}
+
+static struct nd_rep *nd_rep_add(struct nd *n, const struct node_job *j, int rank)
+{
+    struct nd_rep *r;
+
+    if (n->nreps == n->cap) {
+        size_t cap = n->cap ? 2 * n->cap : 16;
+        struct nd_rep *v = realloc(n->reps, cap * sizeof(*v));
+
+        if (!v)
+            return NULL;
+        n->reps = v;
+        n->cap = cap;
+    }
+    r = &n->reps[n->nreps];
+    memset(r, 0, sizeof(*r));
+    r->job = strdup(j->name);
+    r->key = strdup(j->key);
+    if (!r->job || !r->key) {
+        free(r->job);
+        free(r->key);
+        return NULL;
+    }
+    r->rank = rank;
+    r->gpu = -1;
+    r->st = ND_EXITED;
+    n->nreps++;
+    return r;
+}
+
+static void nd_rep_remove(struct nd *n, size_t i)
+{
+    if (n->reps[i].gpu >= 0)
+        n->gpu_used[n->reps[i].gpu] = 0;
+    free(n->reps[i].job);
+    free(n->reps[i].key);
+    n->reps[i] = n->reps[--n->nreps];
+}
+
+static void nd_start(struct nd *n, const struct node_job *j, int local)
+{
+    struct node_env_inputs in = {.base = (const char *const *)environ,
+                                 .self = n->cfg->instance_id,
+                                 .url = n->cfg->url,
+                                 .job_token = n->cfg->job_token,
+                                 .master_addr = n->cfg->master_addr,
+                                 .gpu = -1};
+    int rank = j->rank_offset + local;
+    struct nd_rep *r = nd_rep_add(n, j, rank);
+    char **env = NULL;
+    pid_t pid;
+
+    if (!r) {
+        nd_log(n, LOG_ERROR, j->name, "out of memory starting rank %d", rank);
+        return;
+    }
+    if (!j->argv) { /* kept as exited so that it is logged once, not retried */
+        nd_log(n, LOG_ERROR, j->name, "cannot run rank %d: %s", rank, j->why_not);
+        return;
+    }
+    for (int g = 0; g < n->cfg->gpus && in.gpu < 0; g++)
+        if (!n->gpu_used[g])
+            in.gpu = g;
+    if (node_replica_env(j, local, &in, &env) < 0) {
+        nd_log(n, LOG_ERROR, j->name, "out of memory starting rank %d", rank);
+        return;
+    }
+    pid = fork();
+    if (pid == 0)
+        nd_child(n->self, j->workdir, j->argv, env);
+    node_env_free(env);
+    if (pid < 0) {
+        nd_log(n, LOG_ERROR, j->name, "cannot fork rank %d: %s", rank, strerror(errno));
+        return;
+    }
+    setpgid(pid, pid); /* also in the child: whichever runs first */
+    r->pid = pid;
+    r->st = ND_RUNNING;
+    r->gpu = in.gpu;
+    if (in.gpu >= 0)
+        n->gpu_used[in.gpu] = 1;
+    nd_log(n, LOG_INFO, j->name, "started rank %d of %d (pid %ld, GPU %d)", rank, j->world_size,
+           (long)pid, in.gpu);
+}
+
+static void nd_stop(struct nd *n, struct nd_rep *r, double now)
+{
+    if (r->st != ND_RUNNING)
+        return;
+    kill(-r->pid, SIGTERM);
+    r->st = ND_STOPPING;
+    r->kill_at = fmin(now + n->cfg->grace_s, n->notice_kill_by);
+    nd_log(n, LOG_INFO, r->job, "stopping rank %d (SIGTERM; SIGKILL in %.1f s)", r->rank,
+           r->kill_at - now);
+}
+
+/* The job entry a replica of job at rank should run now, or NULL. */
+static const struct node_job *nd_wanted(const struct nd *n, const char *job, int rank)
+{
+    if (!n->have_want || n->stopping || n->noticed || n->draining)
+        return NULL;
+    for (size_t i = 0; i < n->want.njobs; i++) {
+        const struct node_job *j = &n->want.jobs[i];
+
+        if (strcmp(j->name, job) == 0 && rank >= j->rank_offset &&
+            rank < j->rank_offset + j->replicas)
+            return j;
+    }
+    return NULL;
+}
+
+static void nd_reconcile(struct nd *n, double now)
+{
+    for (size_t i = 0; i < n->nreps;) {
+        struct nd_rep *r = &n->reps[i];
+        const struct node_job *j = nd_wanted(n, r->job, r->rank);
+        int keep = j && strcmp(j->key, r->key) == 0;
+
+        if (r->st == ND_RUNNING && !keep)
+            nd_stop(n, r, now);
+        if (r->st == ND_STOPPING && !r->killed && now >= r->kill_at) {
+            kill(-r->pid, SIGKILL);
+            r->killed = 1;
+            nd_log(n, LOG_WARN, r->job, "rank %d did not stop within its grace: SIGKILL", r->rank);
+        }
+        if (r->st == ND_EXITED && !keep) {
+            nd_rep_remove(n, i);
+            continue;
+        }
+        i++;
+    }
+    if (!n->have_want || n->stopping || n->noticed || n->draining)
+        return;
+    for (size_t k = 0; k < n->want.njobs; k++) {
+        const struct node_job *j = &n->want.jobs[k];
+        int busy = 0;
+
+        for (size_t i = 0; i < n->nreps; i++) /* old replicas of the job still checkpointing */
+            busy |= n->reps[i].st == ND_STOPPING && strcmp(n->reps[i].job, j->name) == 0;
+        for (int local = 0; local < j->replicas && !busy; local++) {
+            int rank = j->rank_offset + local, have = 0;
+
+            for (size_t i = 0; i < n->nreps && !have; i++)
+                have = n->reps[i].rank == rank && strcmp(n->reps[i].job, j->name) == 0;
+            if (!have)
+                nd_start(n, j, local);
+        }
+    }
+}
+
+static void nd_reap(struct nd *n)
+{
+    int status;
+    pid_t pid;
+
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+        for (size_t i = 0; i < n->nreps; i++) {
+            struct nd_rep *r = &n->reps[i];
+
+            if (r->pid != pid || r->st == ND_EXITED)
+                continue;
+            kill(-pid, SIGKILL); /* what the replica left behind in its group goes with it */
+            if (WIFEXITED(status))
+                nd_log(n, WEXITSTATUS(status) == 0 ? LOG_INFO : LOG_WARN, r->job,
+                       "rank %d exited with status %d", r->rank, WEXITSTATUS(status));
+            else
+                nd_log(n, r->st == ND_STOPPING ? LOG_INFO : LOG_WARN, r->job,
+                       "rank %d ended by signal %d", r->rank,
+                       WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+            r->st = ND_EXITED;
+            if (r->gpu >= 0)
+                n->gpu_used[r->gpu] = 0;
+            r->gpu = -1;
+        }
+    }
+}
+
+/* A preemption notice: replicas checkpoint now, the controller hears of it at once. */
+static void nd_notice(struct nd *n, const siginfo_t *si, double now)
+{
+    double notice_s = NAN;
+
+    if (si->si_code == SI_QUEUE && si->si_value.sival_int > 0)
+        notice_s = si->si_value.sival_int / 1000.0;
+    nd_log(n, LOG_WARN, NULL, "preemption notice (%s%.1f s)",
+           isfinite(notice_s) ? "" : "no deadline; ", isfinite(notice_s) ? notice_s : 0.0);
+    if (!n->noticed || isfinite(notice_s)) {
+        n->notice_deadline = isfinite(notice_s) ? nd_wall() + notice_s : NAN;
+        n->notice_kill_by = isfinite(notice_s) ? now + notice_s : INFINITY;
+    }
+    n->noticed = 1;
+    n->notice_pending = 1;
+    n->notice_retry_at = now;
+    nd_reconcile(n, now);
+}
+
+static int nd_live(const struct nd *n)
+{
+    for (size_t i = 0; i < n->nreps; i++)
+        if (n->reps[i].st != ND_EXITED)
+            return 1;
+    return 0;
+}
+
+/* How long to wait for a signal: until the next thing due, at most 1 s. */
+static double nd_wait(const struct nd *n, double now)
+{
+    double due = now + 1.0;
+
+    if (!n->stopping) {
+        due = fmin(due, n->registered ? n->next_beat : n->next_register);
+        if (n->registered && n->notice_pending)
+            due = fmin(due, n->notice_retry_at);
+    }
+    for (size_t i = 0; i < n->nreps; i++)
+        if (n->reps[i].st == ND_STOPPING && !n->reps[i].killed)
+            due = fmin(due, n->reps[i].kill_at);
+    return due > now ? due - now : 0;
+}
+
+static int nd_config_ok(const struct node_config *c)
+{
+    return c && c->url && c->instance_id && c->instance_id[0] && c->node_token &&
+           c->node_token[0] && c->gpus >= 1 && c->gpus <= NODE_MAX_REPLICAS && c->heartbeat_s > 0 &&
+           c->grace_s >= 0 && c->timeout_s > 0 && c->backoff_max_s > 0;
+}
+
+int node_run(const struct node_config *cfg)
+{
+    struct nd n = {0};
+    sigset_t set, old;
+    int rc = 0;
+
+    if (!nd_config_ok(cfg))
+        return ERR_INVAL;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGUSR1);
+    sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &set, &old);
+#ifdef __linux__
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+#endif
+    n.cfg = cfg;
+    n.self = getpid();
+    n.rng = 0x9e3779b97f4a7c15ULL ^ (uint64_t)n.self;
+    for (const char *p = cfg->instance_id; *p; p++)
+        n.rng = (n.rng ^ (unsigned char)*p) * 1099511628211ULL;
+    n.rng |= 1;
+    n.notice_deadline = NAN;
+    n.notice_kill_by = INFINITY;
+    if (!(n.gpu_used = calloc((size_t)cfg->gpus, 1))) {
+        rc = ERR_NOMEM;
+        goto out;
+    }
+    if ((rc = http_client_new(&n.http)) < 0)
+        goto out;
+    nd_log(&n, LOG_INFO, NULL, "castor-node up: %d GPUs, controller %s%s%s", cfg->gpus, cfg->url,
+           cfg->launch_token ? ", launch token " : "", cfg->launch_token ? cfg->launch_token : "");
+    for (;;) {
+        double now = nd_mono(), wait;
+        struct timespec ts;
+        siginfo_t si;
+        int sig;
+
+        if (!n.stopping && !n.registered && now >= n.next_register)
+            nd_register(&n, now);
+        if (!n.stopping && n.registered && n.notice_pending && now >= n.notice_retry_at)
+            nd_send_notice(&n, now);
+        if (!n.stopping && n.registered && now >= n.next_beat)
+            nd_heartbeat(&n, now);
+        now = nd_mono();
+        nd_reap(&n);
+        nd_reconcile(&n, now);
+        if (n.stopping && !nd_live(&n))
+            break;
+        wait = nd_wait(&n, now);
+        ts.tv_sec = (time_t)wait;
+        ts.tv_nsec = (long)((wait - (double)ts.tv_sec) * 1e9);
+        sig = sigtimedwait(&set, &si, &ts);
+        if (sig == SIGTERM || sig == SIGINT) {
+            if (!n.stopping)
+                nd_log(&n, LOG_INFO, NULL, "stopping: replicas first");
+            n.stopping = 1;
+        } else if (sig == SIGUSR1) {
+            nd_notice(&n, &si, nd_mono());
+        }
+    }
+    nd_log(&n, LOG_INFO, NULL, "castor-node stopped");
+out:
+    while (n.nreps > 0)
+        nd_rep_remove(&n, n.nreps - 1);
+    free(n.reps);
+    free(n.gpu_used);
+    node_assignment_clear(&n.want);
+    http_client_free(n.http);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    return rc;
+}

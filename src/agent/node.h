@@ -1,0 +1,131 @@
+/* node.h: castor-node, the agent on every instance: it registers the node's GPUs with the
+ * controller, heartbeats, fetches its assignment and runs each assigned replica as a child process
+ * (its own process group), stops and restarts replicas whose assignment changed (SIGTERM, a grace
+ * period for the checkpoint, SIGKILL), forwards a preemption notice (SIGUSR1) at once, and on
+ * SIGTERM stops its replicas and exits. The endpoints are docs/api.md's; the environment is
+ * docs/local.md's. */
+#ifndef CASTOR_AGENT_NODE_H
+#define CASTOR_AGENT_NODE_H
+
+#include <stddef.h>
+
+#include "util/error.h"
+
+struct log;
+struct jv;
+
+/* The variables castor-node and its replicas read (docs/local.md). */
+#define NODE_ENV_URL "CASTOR_URL"
+#define NODE_ENV_INSTANCE "CASTOR_INSTANCE_ID"
+#define NODE_ENV_LAUNCH_TOKEN "CASTOR_LAUNCH_TOKEN"
+#define NODE_ENV_CLUSTER "CASTOR_CLUSTER"
+#define NODE_ENV_NODE_TOKEN "CASTOR_NODE_TOKEN"
+#define NODE_ENV_NODE_TOKEN_FILE "CASTOR_NODE_TOKEN_FILE"
+#define NODE_ENV_JOB_TOKEN "CASTOR_JOB_TOKEN"
+#define NODE_ENV_JOB_TOKEN_FILE "CASTOR_JOB_TOKEN_FILE"
+
+/* The most replicas one node runs, and the longest argv and env of a job spec. */
+#define NODE_MAX_REPLICAS 1024
+#define NODE_MAX_ARGS 256
+#define NODE_MAX_ENV 256
+
+/* One job's part of an assignment, as castor-node runs it. Strings and arrays owned. */
+struct node_job {
+    char *name;
+    int replicas;        /* on this node, 0 .. NODE_MAX_REPLICAS */
+    int rank_offset;     /* the rank of the first */
+    int world_size;      /* replicas of the job on every node */
+    char *master;        /* the master node's instance id */
+    double local_bsz;    /* the plan's batch per replica; NAN before the plan gave one */
+    int accum_steps;     /* -1 before the plan gave one */
+    double lr_gain;      /* NAN before the plan gave one */
+    double ckpt_s;       /* the spec's checkpoint interval, seconds; NAN when absent */
+    char **argv;         /* NULL-terminated; NULL when the job cannot run here (see why) */
+    char *workdir;       /* NULL: none given */
+    char **env;          /* "NAME=VALUE" strings, NULL-terminated (never NULL) */
+    char *key;           /* the entry as compact JSON: a replica whose key changes restarts */
+    const char *why_not; /* static: why the job cannot run here, or NULL */
+};
+
+struct node_assignment {
+    char *state; /* the node's state as the controller sees it ("ready", "draining", ...) */
+    struct node_job *jobs;
+    size_t njobs;
+};
+
+/*
+ * Parse a GET /v1/nodes/{id}/assignment answer (docs/api.md). A job whose spec this agent cannot
+ * run (an image without a workdir, no command) is kept with argv NULL and why_not set, so that
+ * the caller logs it once. Errors (e says what, never quoting the text): ERR_PARSE (not JSON, a
+ * field missing or of the wrong type or range), ERR_NOMEM; *out written only on success, owned
+ * by the caller (node_assignment_clear).
+ */
+int node_assignment_parse(const char *text, size_t len, struct node_assignment *out,
+                          struct error *e);
+
+/* Free what the assignment owns and zero it. NULL is ignored. */
+void node_assignment_clear(struct node_assignment *a);
+
+/* What a replica's environment is built from besides its job. All borrowed. */
+struct node_env_inputs {
+    const char *const *base; /* the agent's environment (NULL-terminated) */
+    const char *self;        /* this node's instance id */
+    const char *url;         /* the controller, for CASTOR_URL */
+    const char *job_token;   /* CASTOR_JOB_TOKEN; NULL: not set */
+    const char *master_addr; /* the master's address when it is another node; NULL: its id */
+    int gpu;                 /* the GPU index for CUDA_VISIBLE_DEVICES; < 0: not set */
+};
+
+/*
+ * The environment of replica local (0 .. replicas - 1) of job j: the agent's environment less
+ * every CASTOR_*TOKEN* variable (the node's secrets never reach a job), then the spec's env,
+ * then CASTOR_JOB, CASTOR_RANK, CASTOR_LOCAL_RANK, CASTOR_WORLD_SIZE, CASTOR_LOCAL_WORLD_SIZE,
+ * CASTOR_MASTER_ADDR (127.0.0.1 when the master is this node), CASTOR_MASTER_PORT
+ * (node_master_port), CASTOR_LOCAL_BSZ, CASTOR_ACCUM_STEPS and CASTOR_LR_GAIN (when the plan gave
+ * them), CASTOR_CHECKPOINT_INTERVAL, CASTOR_URL, CASTOR_JOB_TOKEN, CASTOR_INSTANCE_ID and
+ * CUDA_VISIBLE_DEVICES; a later one replaces an earlier one of the same name. On success *out is a
+ * NULL-terminated array of new strings (node_env_free, which wipes them: one may hold the job
+ * token). ERR_INVAL (local out of range), ERR_NOMEM; *out untouched on error.
+ */
+int node_replica_env(const struct node_job *j, int local, const struct node_env_inputs *in,
+                     char ***out);
+
+/* Wipe and free an environment from node_replica_env. NULL is ignored. */
+void node_env_free(char **env);
+
+/* The port rank 0 of job listens on: 29500 + a hash of the name modulo 1000 (the same on every
+ * node, without asking anyone). */
+int node_master_port(const char *job);
+
+/* The agent's configuration. Strings borrowed for node_run. */
+struct node_config {
+    const char *url;          /* the controller, http(s)://host:port (no trailing path) */
+    const char *instance_id;  /* this node */
+    const char *launch_token; /* the token it was launched under; NULL for a static node */
+    const char *node_token;   /* the node role's bearer token (a secret) */
+    const char *job_token;    /* handed to replicas; NULL: none */
+    const char *ca_file;      /* TLS trust for the controller; NULL: the system's */
+    const char *master_addr;  /* address of other master nodes; NULL: their instance id */
+    /* registration extras (the controller ignores them for a node it launched); NULL: omitted */
+    const char *provider, *offer, *zone, *market;
+    double price; /* NAN: omitted */
+    int gpus;     /* GPUs to register (>= 1) */
+    int gpu_memory_mib;
+    double heartbeat_s;   /* between heartbeats and assignment polls (> 0) */
+    double grace_s;       /* SIGTERM to SIGKILL of a stopping replica (>= 0) */
+    double timeout_s;     /* each request to the controller (> 0) */
+    double backoff_max_s; /* the longest wait between retries (> 0) */
+    struct log *log;      /* borrowed; NULL: silent */
+};
+
+/*
+ * Run the agent until it is told to stop (SIGTERM or SIGINT, or the controller answers that the
+ * node is terminated) and every replica has exited. The calling process's SIGTERM, SIGINT,
+ * SIGUSR1, SIGHUP and SIGCHLD are blocked and taken synchronously; it becomes the subreaper of
+ * its replicas' descendants (Linux). Returns 0 after a clean stop, ERR_INVAL for a bad
+ * configuration, ERR_NOMEM or ERR_INTERNAL (the HTTP client could not be made); a controller that
+ * is unreachable or answers badly is retried with backoff and logged, never fatal.
+ */
+int node_run(const struct node_config *cfg);
+
+#endif

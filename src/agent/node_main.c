@@ -1,0 +1,163 @@
+/* node_main.c: the castor-node program: its configuration from the environment (never argv: the
+ * token is a secret), the GPU inventory probed in a short-lived child, then node_run. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "agent/node.h"
+#include "cuda/inventory.h"
+#include "util/log.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: castor-node [--help | --version]\n"
+               "\n"
+               "The agent on every instance: registers its GPUs with the controller, heartbeats,\n"
+               "runs the replicas assigned to it and forwards preemption notices (SIGUSR1).\n"
+               "Configured by the environment only (docs/local.md):\n"
+               "  CASTOR_URL, CASTOR_INSTANCE_ID             required\n"
+               "  CASTOR_NODE_TOKEN or CASTOR_NODE_TOKEN_FILE required (a file of mode 600)\n"
+               "  CASTOR_JOB_TOKEN or CASTOR_JOB_TOKEN_FILE   handed to the replicas\n"
+               "  CASTOR_LAUNCH_TOKEN, CASTOR_FAKE_GPUS=N[:GiB], CASTOR_NODE_HEARTBEAT_S (5),\n"
+               "  CASTOR_NODE_GRACE_S (30), CASTOR_NODE_TIMEOUT_S (10), CASTOR_NODE_BACKOFF_MAX_S\n"
+               "  (60), CASTOR_NODE_MASTER_ADDR, CASTOR_NODE_CA_FILE, CASTOR_NODE_PROVIDER,\n"
+               "  CASTOR_NODE_OFFER, CASTOR_NODE_ZONE, CASTOR_NODE_MARKET, CASTOR_NODE_PRICE,\n"
+               "  CASTOR_NODE_LOG_LEVEL (debug, info, warn, error)\n");
+}
+
+/* The inventory, probed in a child: reading free memory creates a CUDA context per device that
+ * would hold device memory for the agent's whole life. */
+static int probe(struct inventory *out)
+{
+    struct inventory inv;
+    int fds[2], status, rc = ERR_IO;
+    size_t got = 0;
+    pid_t pid;
+
+    if (pipe(fds) != 0)
+        return ERR_IO;
+    pid = fork();
+    if (pid == 0) {
+        int r = inventory_probe(&inv);
+        const char *p = (const char *)&inv;
+        size_t left = sizeof(inv);
+
+        close(fds[0]);
+        if (r < 0)
+            _exit(-r < 100 ? -r : 100);
+        while (left > 0) {
+            ssize_t w = write(fds[1], p, left);
+
+            if (w <= 0)
+                _exit(100);
+            p += w;
+            left -= (size_t)w;
+        }
+        _exit(0);
+    }
+    close(fds[1]);
+    if (pid > 0) {
+        ssize_t r;
+
+        while (got < sizeof(inv) && (r = read(fds[0], (char *)&inv + got, sizeof(inv) - got)) > 0)
+            got += (size_t)r;
+        if (waitpid(pid, &status, 0) == pid && WIFEXITED(status)) {
+            if (WEXITSTATUS(status) == 0 && got == sizeof(inv))
+                rc = 0;
+            else if (WEXITSTATUS(status) > 0 && WEXITSTATUS(status) < 100)
+                rc = -WEXITSTATUS(status);
+        }
+    }
+    close(fds[0]);
+    if (rc == 0)
+        *out = inv;
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    struct node_config cfg = {0};
+    struct inventory inv = {0};
+    struct error e = {0};
+    struct log *log = NULL;
+    char *node_token = NULL, *job_token = NULL;
+    int level = LOG_INFO;
+    uint64_t mem = 0;
+    int rc = 0, exit_code = 1;
+
+    if (argc > 1) {
+        if (strcmp(argv[1], "--version") == 0) {
+            printf("castor-node %s\n", CASTOR_VERSION);
+            return 0;
+        }
+        usage(strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ? stdout : stderr);
+        return strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ? 0 : 2;
+    }
+    cfg.url = getenv(NODE_ENV_URL);
+    cfg.instance_id = getenv(NODE_ENV_INSTANCE);
+    if (!cfg.url || !cfg.url[0] || !cfg.instance_id || !cfg.instance_id[0]) {
+        fprintf(stderr, "castor-node: %s and %s must be set\n", NODE_ENV_URL, NODE_ENV_INSTANCE);
+        return 1;
+    }
+    cfg.launch_token = getenv(NODE_ENV_LAUNCH_TOKEN);
+    cfg.ca_file = getenv("CASTOR_NODE_CA_FILE");
+    cfg.master_addr = getenv("CASTOR_NODE_MASTER_ADDR");
+    cfg.provider = getenv("CASTOR_NODE_PROVIDER");
+    cfg.offer = getenv("CASTOR_NODE_OFFER");
+    cfg.zone = getenv("CASTOR_NODE_ZONE");
+    cfg.market = getenv("CASTOR_NODE_MARKET");
+    rc = agent_env_log_level("CASTOR_NODE_LOG_LEVEL", LOG_INFO, &level, &e);
+    if (rc == 0)
+        rc = agent_env_double("CASTOR_NODE_PRICE", NAN, 0, 1e6, &cfg.price, &e);
+    if (rc == 0)
+        rc = agent_env_double("CASTOR_NODE_HEARTBEAT_S", 5, 0.01, 3600, &cfg.heartbeat_s, &e);
+    if (rc == 0)
+        rc = agent_env_double("CASTOR_NODE_GRACE_S", 30, 0, 3600, &cfg.grace_s, &e);
+    if (rc == 0)
+        rc = agent_env_double("CASTOR_NODE_TIMEOUT_S", 10, 0.1, 600, &cfg.timeout_s, &e);
+    if (rc == 0)
+        rc = agent_env_double("CASTOR_NODE_BACKOFF_MAX_S", 60, 0.01, 3600, &cfg.backoff_max_s, &e);
+    if (rc == 0)
+        rc = agent_env_secret(NODE_ENV_NODE_TOKEN, NODE_ENV_NODE_TOKEN_FILE, &node_token, &e);
+    if (rc == 0 && !node_token)
+        rc = err_set(&e, ERR_NOENT, NODE_ENV_NODE_TOKEN, 0, 0, "%s or %s must be set",
+                     NODE_ENV_NODE_TOKEN, NODE_ENV_NODE_TOKEN_FILE);
+    if (rc == 0)
+        rc = agent_env_secret(NODE_ENV_JOB_TOKEN, NODE_ENV_JOB_TOKEN_FILE, &job_token, &e);
+    if (rc == 0 && (rc = probe(&inv)) < 0)
+        err_set(&e, rc, INVENTORY_FAKE_ENV, 0, 0, "the GPU inventory failed: %s", err_str(rc));
+    if (rc == 0 && inv.count < 1)
+        rc =
+            err_set(&e, ERR_NODEV, NULL, 0, 0,
+                    "no GPU found (set %s=N for fake GPUs): a node without GPUs is not schedulable",
+                    INVENTORY_FAKE_ENV);
+    if (rc < 0) {
+        fprintf(stderr, "castor-node: %s\n", e.msg[0] ? e.msg : err_str(rc));
+        goto out;
+    }
+    for (int i = 0; i < inv.count; i++)
+        if (i == 0 || inv.gpu[i].total_bytes < mem)
+            mem = inv.gpu[i].total_bytes;
+    cfg.gpus = inv.count;
+    cfg.gpu_memory_mib = (int)fmin((double)(mem >> 20), 16.0 * 1024 * 1024);
+    cfg.node_token = node_token;
+    cfg.job_token = job_token;
+    if (log_new(stderr, (enum log_level)level, &log) < 0)
+        goto out;
+    cfg.log = log;
+    rc = node_run(&cfg);
+    if (rc < 0)
+        fprintf(stderr, "castor-node: %s\n", err_str(rc));
+    else
+        exit_code = 0;
+out:
+    agent_secret_free(node_token);
+    agent_secret_free(job_token);
+    log_free(log);
+    return exit_code;
+}

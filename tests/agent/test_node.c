@@ -1,0 +1,626 @@
+/* test_node.c: castor-node. Its pure parts (the assignment, a replica's environment, the master
+ * port) in process; then the real castor-node program against the real API on loopback with a
+ * temporary state: registration with fake GPUs, heartbeats, replicas started from an assignment
+ * with their environment, restarted on a change (SIGTERM, then SIGKILL after the grace), a
+ * SIGUSR1 forwarded as a notice, SIGTERM leaving no process behind, retries while the controller
+ * is away, bad answers survived, and a terminated node exiting. The replicas are
+ * tests/data/agent/replica.sh. */
+#include <dirent.h>
+#include <math.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <cmocka.h>
+
+#include "agent/node.h"
+#include "support/api_server.h"
+#include "support/loopback_http.h"
+#include "support/process.h"
+
+#define REPLICA_SH CASTOR_TEST_DATA "/agent/replica.sh"
+#define GRACE_S 0.6
+#define NODE_ID "i-test-node"
+
+/* ---- pure parts ---- */
+
+static const char assignment_text[] =
+    "{\"instance_id\":\"i-1\",\"state\":\"ready\",\"jobs\":["
+    "{\"job\":\"resnet\",\"replicas\":2,\"rank_offset\":2,\"world_size\":4,\"master\":\"i-0\","
+    "\"local_bsz\":64,\"accum_steps\":1,\"lr_gain\":1.25,\"spec\":{\"name\":\"resnet\","
+    "\"command\":[\"python\",\"train.py\"],\"workdir\":\"/w\",\"env\":{\"A\":\"1\"},"
+    "\"checkpoint_interval\":600}},"
+    "{\"job\":\"bert\",\"replicas\":1,\"rank_offset\":0,\"world_size\":1,\"master\":\"i-1\","
+    "\"local_bsz\":null,\"accum_steps\":null,\"lr_gain\":null,\"spec\":{\"name\":\"bert\","
+    "\"command\":[\"x\"],\"image\":\"img\"}}]}";
+
+static void node_assignment_parse__reads_jobs_and_configuration(void **state)
+{
+    struct node_assignment a;
+    const struct node_job *j;
+
+    (void)state;
+    assert_int_equal(node_assignment_parse(assignment_text, strlen(assignment_text), &a, NULL), 0);
+    assert_string_equal(a.state, "ready");
+    assert_int_equal(a.njobs, 2);
+    j = &a.jobs[0];
+    assert_string_equal(j->name, "resnet");
+    assert_int_equal(j->replicas, 2);
+    assert_int_equal(j->rank_offset, 2);
+    assert_int_equal(j->world_size, 4);
+    assert_string_equal(j->master, "i-0");
+    assert_true(j->local_bsz == 64 && j->accum_steps == 1 && j->lr_gain == 1.25);
+    assert_true(j->ckpt_s == 600);
+    assert_string_equal(j->argv[0], "python");
+    assert_string_equal(j->argv[1], "train.py");
+    assert_null(j->argv[2]);
+    assert_string_equal(j->workdir, "/w");
+    assert_string_equal(j->env[0], "A=1");
+    assert_null(j->env[1]);
+    assert_null(j->why_not);
+    assert_non_null(strstr(j->key, "\"resnet\""));
+    j = &a.jobs[1]; /* no configuration yet, and an image castor-node cannot run */
+    assert_true(isnan(j->local_bsz) && j->accum_steps == -1 && isnan(j->lr_gain));
+    assert_null(j->argv);
+    assert_non_null(j->why_not);
+    assert_non_null(strstr(j->why_not, "image"));
+    node_assignment_clear(&a);
+}
+
+static void node_assignment_parse__refuses_malformed_answers(void **state)
+{
+    static const char *const bad[] = {
+        "{not json",
+        "{\"state\":\"ready\"}",
+        "{\"state\":\"ready\",\"jobs\":{}}",
+        "{\"state\":\"ready\",\"jobs\":[{\"job\":\"a\",\"replicas\":-1,\"rank_offset\":0,"
+        "\"world_size\":1,\"master\":\"m\"}]}",
+        "{\"state\":\"ready\",\"jobs\":[{\"job\":\"a\",\"replicas\":2,\"rank_offset\":1,"
+        "\"world_size\":2,\"master\":\"m\"}]}",
+        "{\"state\":\"ready\",\"jobs\":[{\"job\":\"a\",\"replicas\":1,\"rank_offset\":0,"
+        "\"world_size\":1,\"master\":\"m\",\"local_bsz\":\"64\"}]}",
+        "{\"state\":\"ready\",\"jobs\":[{\"job\":\"a\",\"replicas\":1,\"rank_offset\":0,"
+        "\"world_size\":2,\"master\":\"m\"},{\"job\":\"a\",\"replicas\":1,\"rank_offset\":1,"
+        "\"world_size\":2,\"master\":\"m\"}]}",
+        "{\"state\":\"ready\",\"jobs\":[5]}",
+    };
+    struct node_assignment a = {.njobs = 77};
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct error e = {0};
+
+        assert_int_equal(node_assignment_parse(bad[i], strlen(bad[i]), &a, &e), ERR_PARSE);
+        assert_int_equal(a.njobs, 77); /* untouched */
+        assert_true(e.msg[0] != '\0');
+    }
+}
+
+/* The value of name in env, or NULL. */
+static const char *env_get(char **env, const char *name)
+{
+    size_t n = strlen(name);
+
+    for (size_t i = 0; env[i]; i++)
+        if (strncmp(env[i], name, n) == 0 && env[i][n] == '=')
+            return env[i] + n + 1;
+    return NULL;
+}
+
+static void node_replica_env__ranks_configuration_and_no_node_secret(void **state)
+{
+    const char *const base[] = {"PATH=/bin",
+                                "CASTOR_NODE_TOKEN=node-secret",
+                                "CASTOR_USER_TOKEN_FILE=/secret/user",
+                                "CASTOR_JOB=stale",
+                                "HOME=/home/x",
+                                NULL};
+    struct node_env_inputs in = {.base = base,
+                                 .self = "i-1",
+                                 .url = "http://c:1",
+                                 .job_token = "job-secret",
+                                 .master_addr = "10.0.0.9",
+                                 .gpu = 3};
+    struct node_assignment a;
+    char **env = NULL, **other = (char **)base;
+
+    (void)state;
+    assert_int_equal(node_assignment_parse(assignment_text, strlen(assignment_text), &a, NULL), 0);
+    free(a.jobs[0].env[0]);
+    a.jobs[0].env[0] = strdup("PATH=/custom");
+    assert_int_equal(node_replica_env(&a.jobs[0], 1, &in, &env), 0);
+    assert_string_equal(env_get(env, "CASTOR_RANK"), "3");
+    assert_string_equal(env_get(env, "CASTOR_LOCAL_RANK"), "1");
+    assert_string_equal(env_get(env, "CASTOR_WORLD_SIZE"), "4");
+    assert_string_equal(env_get(env, "CASTOR_LOCAL_WORLD_SIZE"), "2");
+    assert_string_equal(env_get(env, "CASTOR_JOB"), "resnet");
+    assert_string_equal(env_get(env, "CASTOR_MASTER_ADDR"), "10.0.0.9"); /* master is i-0 */
+    assert_int_equal(atoi(env_get(env, "CASTOR_MASTER_PORT")), node_master_port("resnet"));
+    assert_string_equal(env_get(env, "CASTOR_LOCAL_BSZ"), "64");
+    assert_string_equal(env_get(env, "CASTOR_ACCUM_STEPS"), "1");
+    assert_string_equal(env_get(env, "CASTOR_LR_GAIN"), "1.25");
+    assert_string_equal(env_get(env, "CASTOR_CHECKPOINT_INTERVAL"), "600");
+    assert_string_equal(env_get(env, "CASTOR_URL"), "http://c:1");
+    assert_string_equal(env_get(env, "CASTOR_JOB_TOKEN"), "job-secret");
+    assert_string_equal(env_get(env, "CUDA_VISIBLE_DEVICES"), "3");
+    assert_string_equal(env_get(env, "PATH"), "/custom"); /* the spec's env over the agent's */
+    assert_string_equal(env_get(env, "HOME"), "/home/x");
+    assert_null(env_get(env, "CASTOR_NODE_TOKEN"));
+    assert_null(env_get(env, "CASTOR_USER_TOKEN_FILE"));
+    node_env_free(env);
+    in.gpu = -1;
+    in.job_token = NULL;
+    assert_int_equal(node_replica_env(&a.jobs[1], 0, &in, &env), 0);
+    assert_string_equal(env_get(env, "CASTOR_MASTER_ADDR"), "127.0.0.1"); /* i-1 is this node */
+    assert_null(env_get(env, "CASTOR_LOCAL_BSZ"));
+    assert_null(env_get(env, "CASTOR_ACCUM_STEPS"));
+    assert_null(env_get(env, "CASTOR_JOB_TOKEN"));
+    assert_null(env_get(env, "CUDA_VISIBLE_DEVICES"));
+    node_env_free(env);
+    assert_int_equal(node_replica_env(&a.jobs[0], 2, &in, &other), ERR_INVAL);
+    assert_ptr_equal(other, (char **)base);
+    node_assignment_clear(&a);
+}
+
+static void node_master_port__stable_per_job_and_in_range(void **state)
+{
+    int distinct = 0, first = node_master_port("job-0");
+    char name[32];
+
+    (void)state;
+    for (int i = 0; i < 50; i++) {
+        int p;
+
+        snprintf(name, sizeof(name), "job-%d", i);
+        p = node_master_port(name);
+        assert_true(p >= 29500 && p < 30500);
+        assert_int_equal(p, node_master_port(name));
+        distinct += p != first;
+    }
+    assert_true(distinct > 40);
+}
+
+/* ---- the program against the API ---- */
+
+struct fx {
+    struct api_server as;
+    char work[160];
+    char nodelog[160];
+    pid_t node;
+};
+
+static int fx_setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof(*f));
+
+    if (!f || as_start(&f->as) < 0 || as_path(&f->as, "work", 1, f->work, sizeof(f->work)) < 0 ||
+        as_path(&f->as, "node.log", 0, f->nodelog, sizeof(f->nodelog)) < 0)
+        return -1;
+    *state = f;
+    return 0;
+}
+
+static int fx_teardown(void **state)
+{
+    struct fx *f = *state;
+
+    if (f->node > 0 && proc_wait_exit(f->node, 0) == -1)
+        fprintf(stderr, "castor-node %ld was still running\n", (long)f->node);
+    proc_dump_log("node log", f->nodelog);
+    as_stop(&f->as);
+    free(f);
+    return 0;
+}
+
+/* Start castor-node for NODE_ID against url, with extra "NAME=VALUE" settings (NULL-ended). */
+static pid_t spawn_node(struct fx *f, const char *url, const char *const *extra)
+{
+    static char *const argv[] = {"castor-node", NULL};
+    char url_env[128];
+    const char *const env[] = {url_env,
+                               "CASTOR_INSTANCE_ID=" NODE_ID,
+                               "CASTOR_NODE_TOKEN=" AS_TOKEN_NODE,
+                               "CASTOR_JOB_TOKEN=" AS_TOKEN_JOB,
+                               "CASTOR_USER_TOKEN=" AS_TOKEN_USER, /* must not reach a replica */
+                               "CASTOR_FAKE_GPUS=2:8",
+                               "CASTOR_NODE_HEARTBEAT_S=0.1",
+                               "CASTOR_NODE_GRACE_S=0.6",
+                               "CASTOR_NODE_TIMEOUT_S=2",
+                               "CASTOR_NODE_BACKOFF_MAX_S=0.2",
+                               "CASTOR_NODE_LOG_LEVEL=debug",
+                               NULL};
+
+    snprintf(url_env, sizeof(url_env), "CASTOR_URL=%s", url);
+    f->node = proc_spawn(CASTOR_NODE_BIN, argv, NULL, f->nodelog, env, extra);
+    assert_true(f->node > 0);
+    return f->node;
+}
+
+static int node_registered(void *ctx)
+{
+    struct fx *f = ctx;
+    struct state_node n;
+
+    if (state_node_get(f->as.own, NODE_ID, &n) < 0)
+        return 0;
+    state_node_clear(&n);
+    return 1;
+}
+
+/* Submit job with replica.sh in f->work, MODE mode, and give it replicas on the node. */
+static void assign(struct fx *f, const char *job, const char *mode, int replicas)
+{
+    char spec[1024];
+
+    snprintf(spec, sizeof(spec),
+             "{\"name\":\"%s\",\"command\":[\"/bin/sh\",\"%s\"],\"workdir\":\"%s\","
+             "\"env\":{\"MODE\":\"%s\"},\"init_batch_size\":128,\"max_batch_size\":4096,"
+             "\"max_local_bsz\":256,\"min_replicas\":1,\"max_replicas\":8,"
+             "\"checkpoint_interval\":5,\"priority\":0}",
+             job, REPLICA_SH, f->work, mode);
+    assert_int_equal(as_assign(&f->as, job, spec, NODE_ID, replicas), 0);
+}
+
+/* The replicas that have written their environment: pids (the file names') into pids. */
+struct replicas {
+    const char *work;
+    const char *must_have; /* "NAME=VALUE" the env file must hold; NULL: any */
+    pid_t pids[16];
+    pid_t children[16];
+    int n, want;
+};
+
+static int scan_replicas(void *ctx)
+{
+    struct replicas *r = ctx;
+    DIR *d = opendir(r->work);
+    struct dirent *de;
+
+    r->n = 0;
+    if (!d)
+        return 0;
+    while ((de = readdir(d)) && r->n < 16) {
+        int rank;
+        long pid;
+        char path[512], *text, *child;
+
+        if (sscanf(de->d_name, "rank-%d-%ld.env", &rank, &pid) != 2 || !strstr(de->d_name, ".env"))
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", r->work, de->d_name);
+        text = proc_slurp(path);
+        snprintf(path, sizeof(path), "%s/rank-%d-%ld.child", r->work, rank, pid);
+        child = proc_slurp(path);
+        if (text && child && child[0] && (!r->must_have || strstr(text, r->must_have))) {
+            r->pids[r->n] = (pid_t)pid;
+            r->children[r->n++] = (pid_t)atol(child);
+        }
+        free(text);
+        free(child);
+    }
+    closedir(d);
+    return r->n >= r->want;
+}
+
+/* The env file of replica pid, as text (free). */
+static char *replica_env(const struct fx *f, int rank, pid_t pid)
+{
+    char path[512];
+
+    snprintf(path, sizeof(path), "%s/rank-%d-%ld.env", f->work, rank, (long)pid);
+    return proc_slurp(path);
+}
+
+static int file_exists(const char *dir, const char *fmt, long a, long b)
+{
+    char name[128], path[512];
+    struct stat sb;
+
+    snprintf(name, sizeof(name), fmt, a, b);
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    return stat(path, &sb) == 0;
+}
+
+/* SIGTERM the node and expect a clean exit. */
+static void stop_node(struct fx *f)
+{
+    int status;
+
+    assert_int_equal(kill(f->node, SIGTERM), 0);
+    status = proc_wait_exit(f->node, GRACE_S + 5);
+    f->node = 0;
+    assert_true(status != -1 && WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static void castor_node__registers_gpus_and_heartbeats(void **state)
+{
+    struct fx *f = *state;
+    struct state_node n;
+    char url[80];
+    double first;
+
+    snprintf(url, sizeof(url), "%s/", f->as.url); /* a final '/' is fine */
+    spawn_node(f, url, NULL);
+    assert_true(proc_wait_for(node_registered, f, 10));
+    assert_int_equal(state_node_get(f->as.own, NODE_ID, &n), 0);
+    assert_int_equal(n.gpus, 2);
+    assert_int_equal(n.gpu_memory_mib, 8 * 1024);
+    assert_int_equal(n.state, STATE_NODE_READY);
+    first = n.heartbeat_at;
+    state_node_clear(&n);
+    proc_sleep(0.5);
+    assert_int_equal(state_node_get(f->as.own, NODE_ID, &n), 0);
+    assert_true(n.heartbeat_at > first); /* heartbeats every 0.1 s */
+    state_node_clear(&n);
+    stop_node(f);
+}
+
+static void castor_node__starts_assigned_replicas_with_their_environment(void **state)
+{
+    struct fx *f = *state;
+    struct replicas r = {.work = f->work, .want = 2};
+    char *env0, *env1;
+    int r0;
+
+    spawn_node(f, f->as.url, NULL);
+    assert_true(proc_wait_for(node_registered, f, 10));
+    assign(f, "job-a", "exit", 2);
+    assert_true(proc_wait_for(scan_replicas, &r, 10));
+    assert_int_equal(r.n, 2);
+    r0 = file_exists(f->work, "rank-%ld-%ld.env", 0, r.pids[0]) ? 0 : 1;
+    env0 = replica_env(f, r0, r.pids[0]);
+    env1 = replica_env(f, 1 - r0, r.pids[1]);
+    assert_non_null(env0);
+    assert_non_null(env1);
+    assert_non_null(strstr(env0, "CASTOR_RANK=0\n") ? env0 : env1);
+    assert_non_null(strstr(env0, "CASTOR_RANK=1\n") ? env0 : env1);
+    for (int i = 0; i < 2; i++) {
+        const char *e = i ? env1 : env0;
+
+        assert_non_null(strstr(e, "CASTOR_JOB=job-a\n"));
+        assert_non_null(strstr(e, "CASTOR_WORLD_SIZE=2\n"));
+        assert_non_null(strstr(e, "CASTOR_LOCAL_BSZ=64\n"));
+        assert_non_null(strstr(e, "CASTOR_ACCUM_STEPS=1\n"));
+        assert_non_null(strstr(e, "CASTOR_LR_GAIN=1.5\n"));
+        assert_non_null(strstr(e, "CASTOR_MASTER_ADDR=127.0.0.1\n"));
+        assert_non_null(strstr(e, "CASTOR_JOB_TOKEN=" AS_TOKEN_JOB "\n"));
+        assert_non_null(strstr(e, "CASTOR_CHECKPOINT_INTERVAL=5\n"));
+        assert_non_null(strstr(e, "MODE=exit\n"));
+        assert_non_null(strstr(e, "CASTOR_URL=http://127.0.0.1:"));
+        assert_null(strstr(e, AS_TOKEN_NODE));
+        assert_null(strstr(e, AS_TOKEN_USER));
+    }
+    /* one GPU each */
+    assert_true(
+        (strstr(env0, "CUDA_VISIBLE_DEVICES=0\n") && strstr(env1, "CUDA_VISIBLE_DEVICES=1\n")) ||
+        (strstr(env0, "CUDA_VISIBLE_DEVICES=1\n") && strstr(env1, "CUDA_VISIBLE_DEVICES=0\n")));
+    free(env0);
+    free(env1);
+    for (int i = 0; i < 2; i++)
+        assert_true(proc_alive(r.pids[i]) && proc_alive(r.children[i]));
+    stop_node(f);
+    for (int i = 0; i < 2; i++) /* MODE=exit: each saw SIGTERM and exited */
+        assert_true(file_exists(f->work, "rank-%ld-%ld.term", 0, r.pids[i]) ||
+                    file_exists(f->work, "rank-%ld-%ld.term", 1, r.pids[i]));
+}
+
+static void castor_node__restarts_changed_replicas_sigterm_then_sigkill(void **state)
+{
+    struct fx *f = *state;
+    struct replicas old = {.work = f->work, .want = 2};
+    struct replicas now = {.work = f->work, .want = 2, .must_have = "CASTOR_LOCAL_BSZ=32\n"};
+    double changed, restarted;
+
+    spawn_node(f, f->as.url, NULL);
+    assert_true(proc_wait_for(node_registered, f, 10));
+    assign(f, "job-b", "ignore", 2);
+    assert_true(proc_wait_for(scan_replicas, &old, 10));
+    changed = proc_now();
+    assert_int_equal(state_job_set_config(f->as.own, "job-b", 32, 0, 1.0), 0);
+    assert_true(proc_wait_for(scan_replicas, &now, 10));
+    restarted = proc_now();
+    /* the old replicas ignored SIGTERM: the new ones waited for the SIGKILL after the grace */
+    assert_true(restarted - changed >= GRACE_S - 0.05);
+    for (int i = 0; i < 2; i++) {
+        int rank = file_exists(f->work, "rank-%ld-%ld.env", 0, old.pids[i]) ? 0 : 1;
+
+        assert_true(file_exists(f->work, "rank-%ld-%ld.term", rank, old.pids[i]));
+        assert_false(proc_alive(old.pids[i]));
+        assert_false(proc_alive(old.children[i])); /* killed with its process group */
+        assert_true(now.pids[i] != old.pids[0] && now.pids[i] != old.pids[1]);
+        assert_true(proc_alive(now.pids[i]));
+    }
+    stop_node(f);
+    for (int i = 0; i < 2; i++) {
+        assert_false(proc_alive(now.pids[i]));
+        assert_false(proc_alive(now.children[i]));
+    }
+}
+
+struct notice_seen {
+    struct fx *f;
+    double deadline;
+};
+
+static int node_noticed(void *ctx)
+{
+    struct notice_seen *s = ctx;
+    struct state_node n;
+    int ok;
+
+    if (state_node_get(s->f->as.own, NODE_ID, &n) < 0)
+        return 0;
+    ok = !isnan(n.notice_at) && n.state == STATE_NODE_DRAINING;
+    s->deadline = n.notice_deadline;
+    state_node_clear(&n);
+    return ok;
+}
+
+static int replica_gone(void *ctx)
+{
+    return !proc_alive(((struct replicas *)ctx)->pids[0]);
+}
+
+static void castor_node__forwards_sigusr1_as_a_notice(void **state)
+{
+    struct fx *f = *state;
+    struct replicas r = {.work = f->work, .want = 1};
+    struct notice_seen seen = {.f = f};
+    union sigval v = {.sival_int = 4000};
+    double sent, t0;
+
+    spawn_node(f, f->as.url, NULL);
+    assert_true(proc_wait_for(node_registered, f, 10));
+    assign(f, "job-c", "exit", 1);
+    assert_true(proc_wait_for(scan_replicas, &r, 10));
+    sent = as_wall(NULL);
+    t0 = proc_now();
+    assert_int_equal(sigqueue(f->node, SIGUSR1, v), 0); /* a notice of 4 s */
+    assert_true(proc_wait_for(node_noticed, &seen, 2));
+    assert_true(proc_now() - t0 < 1.0); /* at once, not at the next heartbeat's leisure */
+    assert_true(fabs(seen.deadline - (sent + 4)) < 1.0);
+    /* its replica was told to checkpoint (SIGTERM) and exited; the node stays until killed */
+    assert_true(proc_wait_for(replica_gone, &r, 2));
+    assert_true(file_exists(f->work, "rank-%ld-%ld.term", 0, r.pids[0]));
+    assert_true(proc_alive(f->node));
+    stop_node(f);
+}
+
+static void castor_node__sigterm_stops_replicas_and_leaves_no_orphan(void **state)
+{
+    struct fx *f = *state;
+    struct replicas r = {.work = f->work, .want = 2};
+    double t0;
+
+    spawn_node(f, f->as.url, NULL);
+    assert_true(proc_wait_for(node_registered, f, 10));
+    assign(f, "job-d", "ignore", 2);
+    assert_true(proc_wait_for(scan_replicas, &r, 10));
+    t0 = proc_now();
+    stop_node(f);
+    assert_true(proc_now() - t0 >= GRACE_S - 0.05); /* they ignored SIGTERM: SIGKILL after it */
+    for (int i = 0; i < 2; i++) {
+        assert_false(proc_alive(r.pids[i]));
+        assert_false(proc_alive(r.children[i]));
+    }
+}
+
+static void castor_node__retries_until_the_controller_answers(void **state)
+{
+    struct fx *f = *state;
+    int port = f->as.port;
+    char url[64];
+
+    snprintf(url, sizeof(url), "%s", f->as.url);
+    as_unlisten(&f->as);
+    spawn_node(f, url, NULL);
+    proc_sleep(0.8);
+    assert_true(proc_alive(f->node));
+    assert_false(node_registered(f));
+    assert_int_equal(as_listen(&f->as, port), 0);
+    assert_true(proc_wait_for(node_registered, f, 5)); /* backoff at most 0.2 s here */
+    stop_node(f);
+}
+
+static void castor_node__exits_when_the_controller_says_terminated(void **state)
+{
+    struct fx *f = *state;
+    int status;
+
+    spawn_node(f, f->as.url, NULL);
+    assert_true(proc_wait_for(node_registered, f, 10));
+    assert_int_equal(state_node_set_state(f->as.own, NODE_ID, STATE_NODE_TERMINATED, as_wall(NULL)),
+                     0);
+    status = proc_wait_exit(f->node, 5);
+    f->node = 0;
+    assert_true(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/* A controller that answers nonsense to every assignment request. */
+struct liar {
+    int assignments;
+};
+
+static void liar_handle(void *arg, const struct lh_request *req, struct lh_reply *reply)
+{
+    static const char *const answers[] = {
+        "{not json",
+        "{\"state\":\"ready\",\"jobs\":[{\"job\":5}]}",
+        "[]",
+    };
+    struct liar *l = arg;
+
+    if (strcmp(req->target, "/v1/nodes") == 0) {
+        lh_reply_text(reply, 201, "application/json", "{\"state\":\"ready\"}");
+    } else if (strstr(req->target, "/heartbeat")) {
+        lh_reply_text(reply, 200, "application/json", "{\"state\":\"ready\"}");
+    } else if (strstr(req->target, "/assignment")) {
+        int k = l->assignments++ % 4;
+
+        if (k == 3)
+            lh_reply_text(reply, 500, "text/plain", "oops");
+        else
+            lh_reply_text(reply, 200, "application/json", answers[k]);
+    } else {
+        lh_reply_text(reply, 404, "application/json", "{\"error\":\"no\"}");
+    }
+}
+
+static int liar_asked(void *ctx)
+{
+    const volatile struct liar *l = ctx;
+
+    return l->assignments >= 8;
+}
+
+static void castor_node__survives_bad_answers(void **state)
+{
+    struct fx *f = *state;
+    struct liar l = {0};
+    struct lh_server *s = NULL;
+    char url[64], *log;
+
+    assert_int_equal(lh_start(liar_handle, &l, &s), 0);
+    lh_url(s, url, sizeof(url));
+    spawn_node(f, url, NULL);
+    assert_true(proc_wait_for(liar_asked, &l, 10));
+    assert_true(proc_alive(f->node));
+    stop_node(f);
+    lh_stop(s);
+    log = proc_slurp(f->nodelog);
+    assert_non_null(log);
+    assert_non_null(strstr(log, "malformed assignment"));
+    assert_non_null(strstr(log, "assignment answered 500"));
+    free(log);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(node_assignment_parse__reads_jobs_and_configuration),
+        cmocka_unit_test(node_assignment_parse__refuses_malformed_answers),
+        cmocka_unit_test(node_replica_env__ranks_configuration_and_no_node_secret),
+        cmocka_unit_test(node_master_port__stable_per_job_and_in_range),
+        cmocka_unit_test_setup_teardown(castor_node__registers_gpus_and_heartbeats, fx_setup,
+                                        fx_teardown),
+        cmocka_unit_test_setup_teardown(
+            castor_node__starts_assigned_replicas_with_their_environment, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(castor_node__restarts_changed_replicas_sigterm_then_sigkill,
+                                        fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(castor_node__forwards_sigusr1_as_a_notice, fx_setup,
+                                        fx_teardown),
+        cmocka_unit_test_setup_teardown(castor_node__sigterm_stops_replicas_and_leaves_no_orphan,
+                                        fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(castor_node__retries_until_the_controller_answers, fx_setup,
+                                        fx_teardown),
+        cmocka_unit_test_setup_teardown(castor_node__exits_when_the_controller_says_terminated,
+                                        fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(castor_node__survives_bad_answers, fx_setup, fx_teardown),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,142 @@
+/* process.h: what the tests of real processes share: whether a pid is a live process (a zombie
+ * is not), waiting for a condition with a deadline, and small file helpers. */
+#ifndef CASTOR_TESTS_PROCESS_H
+#define CASTOR_TESTS_PROCESS_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* 1 when pid names a process that is not a zombie. */
+static inline int proc_alive(pid_t pid)
+{
+    char path[64], buf[512], *p;
+    FILE *f;
+    size_t n;
+
+    if (pid <= 0 || (kill(pid, 0) != 0 && errno == ESRCH))
+        return 0;
+    snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+    if (!(f = fopen(path, "r")))
+        return 0;
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    p = strrchr(buf, ')'); /* "pid (comm) S ...": the state after the command's ')' */
+    return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+}
+
+static inline double proc_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static inline void proc_sleep(double s)
+{
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+
+    nanosleep(&ts, NULL);
+}
+
+/* Poll cond(ctx) every 10 ms for up to timeout_s seconds; 1 when it became true. */
+static inline int proc_wait_for(int (*cond)(void *ctx), void *ctx, double timeout_s)
+{
+    double end = proc_now() + timeout_s;
+
+    do {
+        if (cond(ctx))
+            return 1;
+        proc_sleep(0.01);
+    } while (proc_now() < end);
+    return cond(ctx);
+}
+
+/* waitpid with a deadline: the exit status (as waitpid's), or -1 when it did not end in time
+ * (it is then SIGKILLed and reaped). */
+static inline int proc_wait_exit(pid_t pid, double timeout_s)
+{
+    double end = proc_now() + timeout_s;
+    int status;
+
+    while (proc_now() < end) {
+        if (waitpid(pid, &status, WNOHANG) == pid)
+            return status;
+        proc_sleep(0.01);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    return -1;
+}
+
+/* The whole file at path as a new string, or NULL. */
+static inline char *proc_slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    char *buf = NULL;
+    size_t len = 0;
+
+    if (!f)
+        return NULL;
+    if (getdelim(&buf, &len, '\0', f) < 0) {
+        free(buf);
+        buf = feof(f) ? strdup("") : NULL;
+    }
+    fclose(f);
+    return buf;
+}
+
+/* Fork and exec bin with argv in folder dir (NULL: this one), stdout and stderr appended to
+ * log, and "NAME=VALUE" settings added to the environment (NULL-terminated lists, either may be
+ * NULL). The child's pid; the child exits 126 or 127 when it cannot start. */
+static inline pid_t proc_spawn(const char *bin, char *const argv[], const char *dir,
+                               const char *log, const char *const *env1, const char *const *env2)
+{
+    pid_t pid = fork();
+
+    if (pid != 0)
+        return pid;
+    {
+        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+        const char *const *envs[2] = {env1, env2};
+
+        if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0 || (dir && chdir(dir) != 0))
+            _exit(126);
+        for (int k = 0; k < 2; k++) {
+            for (size_t i = 0; envs[k] && envs[k][i]; i++) {
+                char name[128];
+                const char *eq = strchr(envs[k][i], '=');
+
+                if (!eq)
+                    _exit(126);
+                snprintf(name, sizeof(name), "%.*s", (int)(eq - envs[k][i]), envs[k][i]);
+                setenv(name, eq + 1, 1);
+            }
+        }
+        execv(bin, argv);
+        _exit(127);
+    }
+}
+
+/* With CASTOR_TEST_VERBOSE set: the file at path on stderr under a title. */
+static inline void proc_dump_log(const char *title, const char *path)
+{
+    char *text;
+
+    if (!getenv("CASTOR_TEST_VERBOSE"))
+        return;
+    text = proc_slurp(path);
+    fprintf(stderr, "---- %s ----\n%s\n", title, text ? text : "(none)");
+    free(text);
+}
+
+#endif
