@@ -190,10 +190,12 @@ int castor_get_stats(struct castor *h, struct castor_stats *out, size_t size);
 
 /*
  * Report now and wait, at most timeout_ms (>= 0), for the outcome: 0 (the report and the
- * allocation came through; the decision is updated), CASTOR_EIO or CASTOR_EREFUSED (that attempt
- * failed; the data is kept for the next one when the failure is worth a retry), CASTOR_EAGAIN
- * (not done in time: the attempt goes on in the background). Without a controller or on a rank
- * other than 0: 0 at once. Call it before a checkpoint or an exit.
+ * allocation came through; the decision is updated); that attempt's error: CASTOR_EIO (the
+ * controller unreachable or failing: the data is kept for the next attempt), CASTOR_EREFUSED (a
+ * 4xx answer: the report's data dropped), CASTOR_EPARSE (an allocation that does not parse),
+ * CASTOR_ENOMEM; or CASTOR_EAGAIN (not done in time: the attempt goes on in the background).
+ * Without a controller or on a rank other than 0: 0 at once. CASTOR_EINVAL for a NULL handle or a
+ * negative timeout. Call it before a checkpoint or an exit.
  */
 int castor_flush(struct castor *h, long timeout_ms);
 

@@ -47,8 +47,7 @@ struct castor_snap {
     int has_grad;
     double progress;
     struct reporter_current cur;
-    struct profile prof; /* a copy of the handle's when it changed since the last fit */
-    int prof_changed;
+    struct profile prof; /* a copy of the handle's, refreshed when it has grown */
     long prof_version;
     unsigned long long seq; /* the flush requests this attempt answers */
 };
@@ -71,6 +70,7 @@ struct castor {
     struct castor_snap snap;
     struct tput_params tp;
     int has_tp;
+    long fit_version; /* the profile version tp was fitted to (-1: none) */
     uint64_t seed;
     int failures;
 
@@ -314,8 +314,11 @@ static int castor_exchange(struct castor *h, struct castor_snap *s, enum castor_
         rc = reporter_parse_alloc(resp.body, resp.body_len, &alloc);
     if (rc < 0)
         goto out;
-    if (s->prof_changed && s->prof.n > 0 && fit_tput(h->model, &s->prof, &h->tp, NULL) == 0)
-        h->has_tp = 1;
+    if (s->prof.n > 0 && s->prof_version != h->fit_version) {
+        if (fit_tput(h->model, &s->prof, &h->tp, NULL) == 0)
+            h->has_tp = 1;
+        h->fit_version = s->prof_version;
+    }
     if (s->cur.local_bsz > 0 && s->cur.limits.init_bsz > 0) {
         rc = reporter_decide(&alloc, &s->cur, h->has_tp ? &h->tp : NULL,
                              s->has_grad ? &s->grad : NULL, dec);
@@ -345,16 +348,13 @@ static int castor_snapshot_locked(struct castor *h, struct castor_snap *s)
     s->progress = h->progress;
     s->cur = h->cur;
     s->seq = h->flush_req;
-    s->prof_changed = s->prof_version != h->prof_version;
-    if (s->prof_changed) {
+    if (s->prof_version != h->prof_version) {
         struct profile_entry *e = NULL;
 
         if (h->prof.n > 0) {
             e = realloc(s->prof.entries, h->prof.n * sizeof(*e));
-            if (!e) {
-                s->prof_changed = 0;
+            if (!e)
                 return ERR_NOMEM;
-            }
             memcpy(e, h->prof.entries, h->prof.n * sizeof(*e));
             s->prof.entries = e;
             s->prof.cap = h->prof.n;
@@ -614,6 +614,7 @@ int castor_new(const struct castor_options *opt, size_t opt_size, struct castor 
     profile_init(&h->prof);
     profile_init(&h->snap.prof);
     h->snap.prof_version = -1;
+    h->fit_version = -1;
     h->model = tput_model_find("default");
     rc = castor_check(h, &o, msg, msg_size);
     if (rc == 0) {
