@@ -3,7 +3,7 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
-SOURCES = $(shell find src tests bench cuda providers policies -name '*.[ch]' 2>/dev/null | sort)
+SOURCES = $(shell find src include tests bench cuda providers policies -name '*.[ch]' 2>/dev/null | sort)
 
 .PHONY: all build quickstart deps run test test-plain test-asan format format-check bench clean
 

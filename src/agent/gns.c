@@ -2,6 +2,7 @@
  * bias-corrected moving average. */
 #include "agent/gns.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 
@@ -229,6 +230,58 @@ long gns_steps(const struct gns *s)
 int gns_biased(const struct gns *s)
 {
     return s->biased;
+}
+
+size_t gns_saved_len(const struct gns *s)
+{
+    return GNS_SAVED_HEAD + 4 * s->ngroups;
+}
+
+void gns_save(const struct gns *s, double *out)
+{
+    out[0] = (double)s->ngroups;
+    out[1] = s->unbias;
+    out[2] = (double)s->steps;
+    out[3] = (double)s->biased;
+    for (size_t g = 0; g < s->ngroups; g++) {
+        out[GNS_SAVED_HEAD + 4 * g] = s->group[g].sqr_biased;
+        out[GNS_SAVED_HEAD + 4 * g + 1] = s->group[g].var_biased;
+        out[GNS_SAVED_HEAD + 4 * g + 2] = s->group[g].sqr;
+        out[GNS_SAVED_HEAD + 4 * g + 3] = s->group[g].var;
+    }
+}
+
+int gns_load(const double *in, size_t n, struct gns **out)
+{
+    struct gns *s = NULL;
+    size_t groups;
+    int rc;
+
+    if (!in || !out || n < GNS_SAVED_HEAD + 4 || !(in[0] >= 1 && in[0] <= GNS_MAX_GROUPS) ||
+        in[0] != floor(in[0]))
+        return ERR_INVAL;
+    groups = (size_t)in[0];
+    if (n != GNS_SAVED_HEAD + 4 * groups || !finite_nonneg(in[1]) || in[1] > 1.0 ||
+        !finite_nonneg(in[2]) || in[2] != floor(in[2]) || in[2] > (double)LONG_MAX / 2 ||
+        (in[3] != 0.0 && in[3] != 1.0))
+        return ERR_INVAL;
+    for (size_t i = GNS_SAVED_HEAD; i < n; i++)
+        if (!isfinite(in[i]))
+            return ERR_INVAL;
+    rc = gns_new(groups, &s);
+    if (rc < 0)
+        return rc;
+    s->unbias = in[1];
+    s->steps = (long)in[2];
+    s->biased = (int)in[3];
+    for (size_t g = 0; g < groups; g++) {
+        s->group[g].sqr_biased = in[GNS_SAVED_HEAD + 4 * g];
+        s->group[g].var_biased = in[GNS_SAVED_HEAD + 4 * g + 1];
+        s->group[g].sqr = in[GNS_SAVED_HEAD + 4 * g + 2];
+        s->group[g].var = in[GNS_SAVED_HEAD + 4 * g + 3];
+    }
+    *out = s;
+    return 0;
 }
 
 double gns_adam_precond(double exp_avg_sq, double beta2, long step, double eps)

@@ -138,6 +138,22 @@ long gns_steps(const struct gns *s);
 /* 1 when the averages come from the differenced (biased) estimator, else 0. */
 int gns_biased(const struct gns *s);
 
+/* The state as numbers, for a checkpoint: GNS_SAVED_HEAD + 4 x ngroups doubles (the group
+ * count, the shared weight, the step count, the estimator; then each group's running sums and
+ * current values). */
+#define GNS_SAVED_HEAD 4
+
+/* The number of doubles gns_save writes for s. */
+size_t gns_saved_len(const struct gns *s);
+
+/* Write s into out (gns_saved_len(s) doubles). */
+void gns_save(const struct gns *s, double *out);
+
+/* A new state from n doubles written by gns_save. ERR_INVAL (a length or value that gns_save
+ * cannot have written: a bad group count, non-finite or negative weights and counts), ERR_NOMEM.
+ * On success *out owns the state (gns_free); on error it is untouched. */
+int gns_load(const double *in, size_t n, struct gns **out);
+
 /*
  * Adam's preconditioner for one element: sqrt(exp_avg_sq / (1 - beta2^step)) + eps, given the
  * second-moment estimate exp_avg_sq (>= 0), beta2 in (0, 1), the Adam step count (>= 1) and eps

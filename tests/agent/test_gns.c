@@ -406,6 +406,54 @@ static void gns_new__bad_arguments(void **state)
 /* Adam's preconditioner: 1 during warm-up; beta2 = 0.5 at step 5: 1 - 0.5^5 = 31/32, so
  * exp_avg_sq = 31/128 gives sqrt(0.25) + eps = 0.5 + 0.125. Bad arguments give NaN, which
  * gns_update refuses once it reaches a norm. */
+/* A saved state, loaded again, continues exactly as the original does; bad saves are refused. */
+static void gns_load__continues_as_saved(void **state)
+{
+    struct gns_step multi = {32, 64, 2, 1}, single = {32, 64, 1, 0};
+    struct gns_norms m[2] = {{8.0, 1.5, 0, 0, 0}, {4.0, 0.5, 0, 0, 0}};
+    struct gns_norms d[2] = {{2.0, 0, 1, 2.5, 1.25}, {1.0, 0, 1, 1.5, 0.75}};
+    struct gns *a = NULL, *b = NULL, *c = NULL;
+    struct grad_params pa, pb;
+    double saved[GNS_SAVED_HEAD + 8], bad[GNS_SAVED_HEAD + 8];
+
+    (void)state;
+    assert_int_equal(gns_new(2, &a), 0);
+    assert_int_equal(gns_update(a, &multi, m), 0);
+    assert_int_equal(gns_update(a, &single, d), 0); /* now biased */
+    assert_int_equal(gns_saved_len(a), GNS_SAVED_HEAD + 8);
+    gns_save(a, saved);
+    assert_int_equal(gns_load(saved, GNS_SAVED_HEAD + 8, &b), 0);
+    assert_int_equal(gns_steps(b), 2);
+    assert_int_equal(gns_biased(b), 1);
+    /* the next unbiased step restarts both the same way */
+    assert_int_equal(gns_update(a, &multi, m), 0);
+    assert_int_equal(gns_update(b, &multi, m), 0);
+    assert_int_equal(gns_update(a, &multi, m), 0);
+    assert_int_equal(gns_update(b, &multi, m), 0);
+    gns_params(a, &pa);
+    gns_params(b, &pb);
+    assert_true(pa.sqr == pb.sqr); /* exactly */
+    assert_true(pa.var == pb.var);
+    assert_int_equal(gns_steps(a), gns_steps(b));
+
+    assert_int_equal(gns_load(saved, GNS_SAVED_HEAD + 4, &c), ERR_INVAL);
+    memcpy(bad, saved, sizeof(bad));
+    bad[0] = 3; /* groups that do not match the length */
+    assert_int_equal(gns_load(bad, GNS_SAVED_HEAD + 8, &c), ERR_INVAL);
+    memcpy(bad, saved, sizeof(bad));
+    bad[3] = 0.5; /* an estimator flag that is neither 0 nor 1 */
+    assert_int_equal(gns_load(bad, GNS_SAVED_HEAD + 8, &c), ERR_INVAL);
+    memcpy(bad, saved, sizeof(bad));
+    bad[GNS_SAVED_HEAD + 5] = NAN;
+    assert_int_equal(gns_load(bad, GNS_SAVED_HEAD + 8, &c), ERR_INVAL);
+    memcpy(bad, saved, sizeof(bad));
+    bad[1] = -0.1;
+    assert_int_equal(gns_load(bad, GNS_SAVED_HEAD + 8, &c), ERR_INVAL);
+    assert_null(c);
+    gns_free(a);
+    gns_free(b);
+}
+
 static void gns_adam_precond__values(void **state)
 {
     (void)state;
@@ -593,6 +641,7 @@ int main(void)
         cmocka_unit_test(gns_params__groups_sum_with_clamps),
         cmocka_unit_test(gns_update__bad_input_leaves_state),
         cmocka_unit_test(gns_new__bad_arguments),
+        cmocka_unit_test(gns_load__continues_as_saved),
         cmocka_unit_test(gns_adam_precond__values),
         cmocka_unit_test(gns_update__synthetic_micro_batches_converge),
         cmocka_unit_test(gns_update__synthetic_replicas_converge),

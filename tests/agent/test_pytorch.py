@@ -1,0 +1,423 @@
+"""test_pytorch.py: the PyTorch example (examples/pytorch/train.py) under castor, end to end on this
+machine: a real controller API (castor-test-api-serve) and replicas as processes with
+torch.distributed over gloo. The test plays castor-node and the daemon: it starts the replicas with
+the allocation's configuration in their environment and changes the allocation through the
+server. It runs 2 replicas, changes their batch size and gain without a restart, resizes to 1 and
+then to 3 replicas, and checks that
+
+* every resize checkpoints and the next replicas continue from it: the step count, the parameters
+  (bit for bit), the loss and the data position (no sample twice in an epoch);
+* the batch size, accumulation and learning rate follow castor's decision;
+* the step times the controller pooled are those of every step, per configuration;
+* the gradient statistics and progress the controller received match an independent computation
+  here: each micro-batch's gradient by plain autograd from the traced parameters and samples, the
+  Pollux estimators and bias-corrected moving average written anew (pollux-reference section 2),
+  to a relative 1e-6.
+
+Run by ctest with /usr/bin/python3.11 (Debian's python3-torch). Without torch or numpy it is
+skipped (exit 77), saying so, unless CI is set: then it fails."""
+
+import argparse
+import importlib.util
+import json
+import math
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+SKIP = 77
+TOKENS = {
+    "CASTOR_NODE_TOKEN": "e2e-node-token-0123456789",
+    "CASTOR_JOB_TOKEN": "e2e-job-token-0123456789",
+    "CASTOR_USER_TOKEN": "e2e-user-token-0123456789",
+}
+JOB = "e2e"
+M0 = 32
+BASE_LR = 0.05
+REL = 1e-6
+WAIT = 120.0  # seconds any one phase may take on a busy machine
+
+
+class Failure(Exception):
+    pass
+
+
+def check(cond, what):
+    if not cond:
+        raise Failure(what)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Controller:
+    """castor-test-api-serve in a child process: HTTP on its port, commands on its stdin."""
+
+    def __init__(self, binary, tmp):
+        env = dict(os.environ, **TOKENS)
+        self.proc = subprocess.Popen([binary, os.path.join(tmp, "state.db")], env=env,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline().split()
+        check(len(line) == 2 and line[0] == "port", f"the API server did not start: {line}")
+        self.url = f"http://127.0.0.1:{line[1]}"
+
+    def command(self, line):
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        answer = self.proc.stdout.readline().strip()
+        check(answer == "ok", f"{line}: {answer}")
+
+    def call(self, method, path, token, body=None):
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.url + path, data=data, method=method, headers={
+            "Authorization": "Bearer " + TOKENS[token], "Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return json.loads(r.read())
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+
+class Phase:
+    """The replicas of one allocation, started as castor-node would start them."""
+
+    def __init__(self, t, world, max_steps):
+        alloc = t.ctl.call("GET", f"/v1/jobs/{JOB}/allocation", "CASTOR_JOB_TOKEN")
+        check(alloc["world_size"] == world, f"allocation {alloc}")
+        self.world = world
+        self.config = (alloc["local_bsz"], alloc["accum_steps"], alloc["lr_gain"])
+        port = free_port()
+        self.procs = []
+        for rank in range(world):
+            env = dict(os.environ, CASTOR_URL=t.ctl.url, CASTOR_JOB=JOB,
+                       CASTOR_JOB_TOKEN=TOKENS["CASTOR_JOB_TOKEN"], CASTOR_RANK=str(rank),
+                       CASTOR_WORLD_SIZE=str(world), CASTOR_NODES="1",
+                       CASTOR_LOCAL_BSZ=str(alloc["local_bsz"]),
+                       CASTOR_ACCUM_STEPS=str(alloc["accum_steps"]),
+                       CASTOR_LR_GAIN=str(alloc["lr_gain"]), CASTOR_INIT_BSZ=str(M0),
+                       CASTOR_REPORT_INTERVAL="0.2", CASTOR_LIB=t.lib,
+                       PYTHONPATH=os.path.join(t.source, "python"), MASTER_ADDR="127.0.0.1",
+                       MASTER_PORT=str(port), **t.extra_env)
+            log = open(os.path.join(t.tmp, f"phase{len(t.phases)}-rank{rank}.log"), "w")
+            self.procs.append(subprocess.Popen(
+                [sys.executable, t.example, "--max-steps", str(max_steps), "--lr", str(BASE_LR),
+                 "--checkpoint-dir", t.ckpt, "--trace-dir", t.trace, "--step-sleep", "0.002"],
+                env=env, stdout=log, stderr=subprocess.STDOUT))
+        t.phases.append(self)
+
+    def wait(self, code):
+        end = time.time() + WAIT
+        for p in self.procs:
+            try:
+                rc = p.wait(timeout=max(1.0, end - time.time()))
+            except subprocess.TimeoutExpired:
+                raise Failure("a replica did not exit in time")
+            check(rc == code, f"a replica exited with {rc}, not {code}")
+
+    def kill(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+class Test:
+    def __init__(self, args, tmp):
+        self.tmp = tmp
+        self.source = args.source
+        self.lib = os.path.join(args.build, "libcastor.so")
+        self.example = os.path.join(args.source, "examples", "pytorch", "train.py")
+        self.ckpt = os.path.join(tmp, "ckpt")
+        self.trace = os.path.join(tmp, "trace")
+        self.extra_env = {}
+        if args.preload:
+            self.extra_env = {"LD_PRELOAD": args.preload,
+                              "ASAN_OPTIONS": "detect_leaks=0:verify_asan_link_order=0"}
+        self.phases = []
+        self.ctl = Controller(os.path.join(args.build, "tests", "castor-test-api-serve"), tmp)
+
+    def records(self, rank):
+        path = os.path.join(self.trace, f"rank{rank}.jsonl")
+        if not os.path.exists(path):
+            return []
+        with open(path) as f:
+            return [json.loads(line) for line in f if line.endswith("\n")]
+
+    def wait_until(self, phase, cond, what):
+        end = time.time() + WAIT
+        while time.time() < end:
+            recs = self.records(0)
+            if recs and cond(recs):
+                return recs
+            if any(p.poll() is not None for p in phase.procs):
+                raise Failure(f"a replica ended while waiting for {what}")
+            time.sleep(0.05)
+        raise Failure(f"timed out waiting for {what}")
+
+    def logs(self):
+        out = []
+        for name in sorted(os.listdir(self.tmp)):
+            if name.endswith(".log"):
+                with open(os.path.join(self.tmp, name)) as f:
+                    out.append(f"--- {name}\n" + "".join(f.readlines()[-15:]))
+        return "\n".join(out)
+
+
+# ---- the independent computation ----
+
+class Estimator:
+    """The Pollux gradient noise statistics, from the published description: the unbiased estimate
+    over n > 1 gradients, the differenced one over consecutive single gradients, a bias-corrected
+    moving average with theta = 0.999^scale, reset when leaving the differenced estimator."""
+
+    def __init__(self):
+        self.sqr_b = self.var_b = self.unbias = 0.0
+        self.sqr, self.var = 1.0, 0.0
+        self.biased = False
+
+    def update(self, n, local_sum, total, local_bsz, prev=None, pair=None):
+        if n == 1:
+            if prev is None:
+                return  # a first single gradient only starts the pairing
+            local, total, count, biased = (prev + local_sum) / 2, pair, 2, True
+        else:
+            local, count, biased = local_sum / n, n, False
+        scale = count * local_bsz / M0
+        sqr = (count * total - local) / (count - 1)
+        var = (local - total) * scale / (count - 1)
+        if self.biased and not biased:
+            self.sqr_b = self.var_b = self.unbias = 0.0
+        theta = 0.999 ** scale
+        self.sqr_b = theta * self.sqr_b + (1 - theta) * sqr
+        self.var_b = theta * self.var_b + (1 - theta) * var
+        self.unbias = theta * self.unbias + (1 - theta)
+        self.sqr, self.var = self.sqr_b / self.unbias, self.var_b / self.unbias
+        self.biased = biased
+
+    def reported(self):
+        return max(self.sqr, 0.0), max(self.var, 1e-6)
+
+    def gain(self, scale):
+        sqr, var = self.reported()
+        den = var / scale + sqr
+        return (var + sqr) / den if den > 0 else 1.0
+
+
+def rel_close(a, b, rel=REL):
+    return abs(a - b) <= rel * max(abs(a), abs(b))
+
+
+def run(t, torch, example):
+    ctl = t.ctl
+    ctl.call("POST", "/v1/nodes", "CASTOR_NODE_TOKEN", {"instance_id": "n1", "gpus": 4})
+    ctl.call("POST", "/v1/jobs", "CASTOR_USER_TOKEN", {
+        "name": JOB, "command": ["python3", "train.py"], "workdir": t.tmp,
+        "init_batch_size": M0, "max_batch_size": 512, "max_local_bsz": 64, "max_replicas": 4})
+    ctl.command(f"alloc {JOB} 16 0 1.0 n1=2")
+
+    # phase 0: 2 replicas; castor changes their batch and gain in flight, then takes one away
+    p0 = Phase(t, 2, 100000)
+    recs = t.wait_until(p0, lambda r: r[-1]["step"] >= 25, "25 steps on 2 replicas")
+    ctl.command(f"config {JOB} 24 1 1.2")
+    recs = t.wait_until(p0, lambda r: r[-1]["local_bsz"] == 24, "the new batch size")
+    switch = next(r["step"] for r in recs if r["local_bsz"] == 24)
+    t.wait_until(p0, lambda r: r[-1]["step"] >= switch + 15, "steps at the new batch size")
+    ctl.command(f"alloc {JOB} 32 0 1.0 n1=1")
+    p0.wait(75)
+    grads = [ctl.call("GET", f"/v1/jobs/{JOB}", "CASTOR_USER_TOKEN")]
+    end0 = t.records(0)[-1]["step"]
+
+    # phase 1: 1 replica (the differenced estimator), then 3
+    p1 = Phase(t, 1, 100000)
+    t.wait_until(p1, lambda r: r[-1]["step"] >= end0 + 30, "30 steps on 1 replica")
+    ctl.command(f"alloc {JOB} 16 1 1.3 n1=3")
+    p1.wait(75)
+    grads.append(ctl.call("GET", f"/v1/jobs/{JOB}", "CASTOR_USER_TOKEN"))
+    end1 = t.records(0)[-1]["step"]
+
+    # phase 2: 3 replicas until the last step
+    last = end1 + 20
+    p2 = Phase(t, 3, last)
+    p2.wait(0)
+    grads.append(ctl.call("GET", f"/v1/jobs/{JOB}", "CASTOR_USER_TOKEN"))
+    job = grads[-1]
+
+    traces = {r: t.records(r) for r in range(3)}
+    steps = traces[0]
+    check([r["step"] for r in steps] == list(range(1, last + 1)),
+          "rank 0 ran every step once, numbered across the restarts")
+    ends = [end0, end1, last]
+    phase_of = [0 if s["step"] <= end0 else 1 if s["step"] <= end1 else 2 for s in steps]
+
+    # continuity at each restart: parameters bit for bit, loss, data position
+    for k in (0, 1):
+        before = steps[ends[k] - 1]
+        after = steps[ends[k]]
+        check(after["restored"] and not before["restored"], f"phase {k + 1} restored")
+        check(after["params"] == before["params_after"],
+              f"phase {k + 1} starts from the parameters phase {k} ended with")
+        check(abs(after["loss"] - before["loss"]) < 0.3,
+              f"the loss continues: {before['loss']} then {after['loss']}")
+    first = steps[0]["loss"]
+    check(steps[end0]["loss"] < 0.8 * first and steps[end1]["loss"] < 0.8 * first,
+          "the restarted replicas do not start over")
+    check(steps[-1]["loss"] < 0.5 * first, f"training makes progress: {first} -> "
+          f"{steps[-1]['loss']}")
+
+    # the configuration each step ran at follows castor's decisions
+    want = []
+    for s in steps:
+        if phase_of[s["step"] - 1] == 0:
+            want.append((2, 16, 0, 1.0) if s["step"] < switch else (2, 24, 1, 1.2))
+        elif phase_of[s["step"] - 1] == 1:
+            want.append((1, 32, 0, 1.0))
+        else:
+            want.append((3, 16, 1, 1.3))
+    for s, w in zip(steps, want):
+        got = (s["world"], s["local_bsz"], s["accum_steps"], s["lr_gain"])
+        check(got == w, f"step {s['step']} ran at {got}, castor said {w}")
+        check(math.isclose(s["lr"], BASE_LR * w[3], rel_tol=1e-12),
+              f"step {s['step']}: learning rate {s['lr']}")
+    check(switch > 25, "the batch size changed in flight, after the change was made")
+
+    # data: each step's micro-batches have the decided size, no sample twice in an epoch, and
+    # every step starts where the one before ended
+    seen = {}
+    pos = None
+    for i, s in enumerate(steps):
+        world, local, accum = want[i][:3]
+        g = world * local * (accum + 1)
+        recs = [traces[r][_index(traces[r], s["step"])] for r in range(world)]
+        idx = [x for rec in recs for mb in rec["indices"] for x in mb]
+        check(all(len(mb) == local for rec in recs for mb in rec["indices"]) and
+              all(len(rec["indices"]) == accum + 1 for rec in recs),
+              f"step {s['step']}: micro-batches of the decided size")
+        check(len(set(idx)) == g, f"step {s['step']}: the replicas' samples are disjoint")
+        epoch = seen.setdefault(s["epoch"], set())
+        check(not (epoch & set(idx)), f"step {s['step']}: a sample seen twice in an epoch")
+        epoch.update(idx)
+        if pos is not None:
+            exp = pos if pos[1] + g <= 4096 else (pos[0] + 1, 0)
+            check((s["epoch"], s["position"]) == exp, f"step {s['step']}: data position")
+        pos = (s["epoch"], s["position"] + g)
+    check(len(seen) >= 2, "the run crossed an epoch")
+
+    # the step times the controller pooled: every step, under its configuration
+    counts = {}
+    for w in want:
+        counts[(1, w[0], float(w[1]), w[2])] = counts.get((1, w[0], float(w[1]), w[2]), 0) + 1
+    pooled = {(c["nodes"], c["replicas"], float(c["local_bsz"]), c["accum_steps"]): c["count"]
+              for c in job["reports"]}
+    check(pooled == counts, f"the controller pooled {pooled}, the steps were {counts}")
+
+    # the gradient statistics, computed anew from the traced parameters and samples
+    data = example.make_dataset(0)
+    model = example.make_model(0)
+    params = list(model.parameters())
+    est = Estimator()
+    progress = 0.0
+    prev = None
+    for i, s in enumerate(steps):
+        world, local, accum, _ = want[i]
+        if i > 0 and (phase_of[i] != phase_of[i - 1] or want[i] != want[i - 1]):
+            prev = None  # a restart or a new batch size breaks the pairing
+        torch.nn.utils.vector_to_parameters(torch.tensor(s["params"], dtype=torch.float64),
+                                            params)
+        gs = []
+        for r in range(world):
+            rec = traces[r][_index(traces[r], s["step"])]
+            for mb in rec["indices"]:
+                x, y = data[mb]
+                loss = example.loss_fn(model, x, y)
+                gs.append(torch.cat([g.reshape(-1) for g in torch.autograd.grad(loss, params)]))
+        n = len(gs)
+        sqr = [float(g @ g) for g in gs]
+        mean = torch.stack(gs).mean(dim=0)
+        total = float(mean @ mean)
+        # what rank 0 handed to libcastor (micro norms in rank order) is what was computed here
+        got = s["micro_sqr"][0]
+        check(len(got) == n and all(rel_close(a, b, 1e-9) for a, b in zip(got, sqr)),
+              f"step {s['step']}: micro-batch norms {got} vs {sqr}")
+        if n == 1:
+            pair = None
+            if prev is not None:
+                pm = (prev[1] + gs[0]) / 2
+                pair = float(pm @ pm)
+            est.update(1, sqr[0], None, local, prev[0] if prev else None, pair)
+            prev = (sqr[0], gs[0])
+        else:
+            est.update(n, sum(sqr), total, local)
+        progress += est.gain(world * local * (accum + 1) / M0)
+        if s["step"] in ends:
+            k = ends.index(s["step"])
+            got_sqr, got_var = grads[k]["grad"]["sqr"], grads[k]["grad"]["var"]
+            sqr_e, var_e = est.reported()
+            check(rel_close(got_sqr, sqr_e) and rel_close(got_var, var_e),
+                  f"after step {s['step']} the controller has sqr {got_sqr} var {got_var}, the "
+                  f"independent computation {sqr_e} {var_e}")
+            check(rel_close(grads[k]["progress"], progress),
+                  f"after step {s['step']} progress {grads[k]['progress']} vs {progress}")
+            worst = max(abs(got_sqr - sqr_e) / abs(sqr_e), abs(got_var - var_e) / abs(var_e))
+            print(f"after step {s['step']}: sqr {got_sqr:.9g} var {got_var:.9g} progress "
+                  f"{progress:.6f} match the independent computation (relative {worst:.1e})")
+
+
+def _index(recs, step):
+    for i in range(len(recs) - 1, -1, -1):
+        if recs[i]["step"] == step:
+            return i
+    raise Failure(f"no trace of step {step}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--source", required=True)
+    ap.add_argument("--preload", default="", help="LD_PRELOAD for the replicas (sanitizers)")
+    args = ap.parse_args()
+    try:
+        import numpy  # noqa: F401  (torch's tensors need it here)
+        import torch
+    except ImportError as e:
+        if os.environ.get("CI"):
+            print(f"test_pytorch: FAILED: {e}: install python3-torch (scripts/install-deps)")
+            return 1
+        print(f"test_pytorch: skipped: {e} (install python3-torch to run it)")
+        return SKIP
+    spec = importlib.util.spec_from_file_location(
+        "castor_example", os.path.join(args.source, "examples", "pytorch", "train.py"))
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    with tempfile.TemporaryDirectory(prefix="castor-e2e-") as tmp:
+        t = None
+        try:
+            t = Test(args, tmp)
+            run(t, torch, example)
+        except Failure as e:
+            print(f"test_pytorch: FAILED: {e}")
+            if t:
+                print(t.logs())
+            return 1
+        finally:
+            if t:
+                for p in t.phases:
+                    p.kill()
+                t.ctl.stop()
+    print("test_pytorch: passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
