@@ -130,3 +130,21 @@ void strbuf_free(struct strbuf *b)
     b->p = NULL;
     b->len = b->cap = 0;
 }
+
+void strbuf_printable(char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f)
+            *s = ' ';
+}
+
+void strbuf_redact(char *s, const char *secret)
+{
+    size_t n = secret ? strlen(secret) : 0;
+    char *at;
+
+    if (n < 4)
+        return;
+    while ((at = strstr(s, secret)) != NULL)
+        memset(at, '*', n);
+}
