@@ -2,6 +2,7 @@
 #include "util/crypto.h"
 
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <openssl/crypto.h>
@@ -90,6 +91,14 @@ void crypto_wipe(void *p, size_t len)
 {
     if (p && len > 0)
         OPENSSL_cleanse(p, len);
+}
+
+void crypto_free_string(char *s)
+{
+    if (s) {
+        crypto_wipe(s, strlen(s));
+        free(s);
+    }
 }
 
 int crypto_random(void *buf, size_t len)

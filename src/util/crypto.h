@@ -34,6 +34,9 @@ int crypto_equal(const void *a, const void *b, size_t len);
  * they are freed or go out of scope). p may be NULL when len is 0. */
 void crypto_wipe(void *p, size_t len);
 
+/* Wipe the NUL-terminated string s (a secret: a key, a token) and free it; NULL is ignored. */
+void crypto_free_string(char *s);
+
 /* Fill buf with len bytes from the operating system's cryptographic generator (for tokens, never
  * for simulations, which take a seed). ERR_INVAL (buf NULL with len > 0) or ERR_IO (the generator
  * could not be seeded or failed; buf's content is then unspecified). */

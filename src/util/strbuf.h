@@ -31,6 +31,10 @@ void strbuf_add_escaped(struct strbuf *b, unsigned char c);
  * %20, never '+'). */
 void strbuf_add_uri_encoded(struct strbuf *b, const char *s, size_t n);
 
+/* Append n bytes of s with each %XX escape decoded (a '%' not followed by two hex digits, and '+',
+ * stay as they are). */
+void strbuf_add_uri_decoded(struct strbuf *b, const char *s, size_t n);
+
 /* Replace every byte of the NUL-terminated s outside printable ASCII (0x20 to 0x7e) with a space,
  * in place: a server's text then stays one clean line in a message or a log. */
 void strbuf_printable(char *s);

@@ -121,6 +121,20 @@ static void strbuf_redact__every_occurrence(void **state)
     assert_string_equal(s, "token=********; again **************** abc");
 }
 
+/* %XX escapes of either case are decoded; a '%' without two hex digits after it and '+' stay. */
+static void strbuf_add_uri_decoded__escapes(void **state)
+{
+    static const char in[] = "a%41%6a+b%zz%4";
+    struct strbuf b = {0};
+    char *out;
+
+    (void)state;
+    strbuf_add_uri_decoded(&b, in, strlen(in));
+    out = strbuf_take(&b);
+    assert_string_equal(out, "aAj+b%zz%4");
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -128,6 +142,7 @@ int main(void)
         cmocka_unit_test(strbuf_printf__long_output),
         cmocka_unit_test(strbuf_add_uri_encoded__rfc3986),
         cmocka_unit_test(strbuf_hex_value__digits_and_round_trip),
+        cmocka_unit_test(strbuf_add_uri_decoded__escapes),
         cmocka_unit_test(strbuf_printable__control_and_high_bytes),
         cmocka_unit_test(strbuf_redact__every_occurrence),
     };
