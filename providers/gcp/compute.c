@@ -198,6 +198,44 @@ int gcp_machine_gpus(const char *machine_type, int *count, const char **accelera
     return ERR_UNKNOWN;
 }
 
+/* Predefined shapes by family (Compute Engine's machine family pages): vCPUs and GiB per unit of
+ * the number in the type's name (vCPUs for N1 and G2, GPUs for A2). */
+static const struct {
+    const char *prefix;
+    double vcpus, gib;
+} shapes[] = {
+    {"n1-standard-", 1, 3.75}, {"n1-highmem-", 1, 6.5},   {"n1-highcpu-", 1, 0.9},
+    {"a2-highgpu-", 12, 85},   {"a2-ultragpu-", 12, 170}, {"a2-megagpu-", 6, 85},
+    {"g2-standard-", 1, 4},
+};
+
+int gcp_machine_shape(const char *machine_type, int *vcpus, double *memory_gib)
+{
+    if (!machine_type || !vcpus || !memory_gib)
+        return ERR_INVAL;
+    if (strcmp(machine_type, "a3-highgpu-8g") == 0) {
+        *vcpus = 208;
+        *memory_gib = 1872;
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+        size_t n = strlen(shapes[i].prefix);
+        char *end;
+        long k;
+
+        if (strncmp(machine_type, shapes[i].prefix, n) != 0)
+            continue;
+        k = strtol(machine_type + n, &end, 10);
+        /* A2 types count GPUs ("a2-highgpu-2g"), the others vCPUs */
+        if (k < 1 || k > 416 || strcmp(end, machine_type[0] == 'a' ? "g" : "") != 0)
+            return ERR_UNKNOWN;
+        *vcpus = (int)(k * shapes[i].vcpus);
+        *memory_gib = k * shapes[i].gib;
+        return 0;
+    }
+    return ERR_UNKNOWN;
+}
+
 int gcp_zone_region(const char *zone, char *buf, size_t size)
 {
     const char *dash = zone ? strrchr(zone, '-') : NULL;

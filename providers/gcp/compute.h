@@ -66,6 +66,12 @@ int gcp_label_ok(const char *s);
  * guestAccelerators, or have none); outputs then untouched. */
 int gcp_machine_gpus(const char *machine_type, int *count, const char **accelerator);
 
+/* The vCPUs and memory (GiB) of a predefined machine type of the GPU families castor rents:
+ * n1-standard-N, n1-highmem-N, n1-highcpu-N, a2-highgpu-Kg, a2-megagpu-16g, a2-ultragpu-Kg,
+ * a3-highgpu-8g, g2-standard-N. ERR_UNKNOWN for others (give them in the configuration); outputs
+ * then untouched. */
+int gcp_machine_shape(const char *machine_type, int *vcpus, double *memory_gib);
+
 /* The region of a zone ("us-central1-a" -> "us-central1") into buf. ERR_PARSE, ERR_RANGE. */
 int gcp_zone_region(const char *zone, char *buf, size_t size);
 
