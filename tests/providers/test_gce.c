@@ -595,6 +595,28 @@ static void gcp_compute__helpers(void **state)
     assert_int_equal(gcp_machine_gpus("g2-standard-24", &count, &acc), 0);
     assert_int_equal(count, 2);
     assert_int_equal(gcp_machine_gpus("n1-standard-8", &count, &acc), ERR_UNKNOWN);
+    {
+        static const struct {
+            const char *type;
+            int vcpus;
+            double gib;
+        } shapes[] = {{"n1-standard-8", 8, 30},    {"n1-highmem-4", 4, 26},
+                      {"a2-highgpu-2g", 24, 170},  {"a2-megagpu-16g", 96, 1360},
+                      {"a2-ultragpu-1g", 12, 170}, {"g2-standard-24", 24, 96},
+                      {"a3-highgpu-8g", 208, 1872}};
+        int vcpus = -1;
+        double gib = -1;
+
+        for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+            assert_int_equal(gcp_machine_shape(shapes[i].type, &vcpus, &gib), 0);
+            assert_int_equal(vcpus, shapes[i].vcpus);
+            assert_float_equal(gib, shapes[i].gib, 1e-9);
+        }
+        assert_int_equal(gcp_machine_shape("n1-standard-8g", &vcpus, &gib), ERR_UNKNOWN);
+        assert_int_equal(gcp_machine_shape("a2-highgpu-2", &vcpus, &gib), ERR_UNKNOWN);
+        assert_int_equal(gcp_machine_shape("e2-medium", &vcpus, &gib), ERR_UNKNOWN);
+        assert_int_equal(vcpus, 208);
+    }
     assert_int_equal(gcp_error_code("ZONE_RESOURCE_POOL_EXHAUSTED"), ERR_CAPACITY);
     assert_int_equal(gcp_error_code("ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS"), ERR_CAPACITY);
     assert_int_equal(gcp_error_code("QUOTA_EXCEEDED"), ERR_QUOTA);
