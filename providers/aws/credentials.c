@@ -18,22 +18,13 @@
 #define DEFAULT_IMDS_TIMEOUT_MS 1000
 #define DEFAULT_REFRESH_SECONDS 300
 
-/* Wipe and free a string that may hold a secret. */
-static void free_secret(char *s)
-{
-    if (s) {
-        crypto_wipe(s, strlen(s));
-        free(s);
-    }
-}
-
 void aws_credentials_clear(struct aws_credentials *c)
 {
     if (!c)
         return;
-    free_secret(c->access_key_id);
-    free_secret(c->secret_access_key);
-    free_secret(c->session_token);
+    crypto_free_string(c->access_key_id);
+    crypto_free_string(c->secret_access_key);
+    crypto_free_string(c->session_token);
     crypto_wipe(c, sizeof(*c));
 }
 
@@ -299,9 +290,9 @@ int aws_credentials_from_imds(const struct aws_imds *imds, struct aws_credential
         goto out;
     rc = imds_parse(creds, out, e);
 out:
-    free_secret(token);
-    free_secret(roles);
-    free_secret(creds);
+    crypto_free_string(token);
+    crypto_free_string(roles);
+    crypto_free_string(creds);
     http_client_free(http);
     return rc;
 }

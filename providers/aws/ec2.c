@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "providers/retry.h"
 #include "util/crypto.h"
 #include "util/http_client.h"
 #include "util/sigv4.h"
@@ -17,9 +17,6 @@
 #include "util/timestamp.h"
 
 #define DEFAULT_TIMEOUT_MS 30000
-#define DEFAULT_ATTEMPTS 5
-#define DEFAULT_BASE_MS 200
-#define DEFAULT_CAP_MS 20000
 #define TERMINATE_BATCH 1000
 #define MAX_PAGES 10000 /* a server that never stops paginating is an error, not a hang */
 
@@ -29,13 +26,10 @@ struct ec2_client {
     struct http_client_url url;
     int tls_insecure;
     long timeout_ms;
-    int max_attempts;
-    long base_ms, cap_ms;
-    uint64_t rng;
+    struct retry retry;
     int page_size;
     struct aws_credential_source *credentials;
     int64_t (*clock)(void *arg);
-    void (*sleep_ms)(void *arg, long ms);
     void (*log)(void *arg, const char *line);
     void *hook_arg;
     struct http_client *http;
@@ -147,27 +141,6 @@ int ec2_resolve_endpoint(const char *configured, const char *env_ec2, const char
     return 0;
 }
 
-static int64_t default_clock(void *arg)
-{
-    (void)arg;
-    return (int64_t)time(NULL);
-}
-
-static void default_sleep(void *arg, long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-    (void)arg;
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-        ;
-}
-
-static void default_log(void *arg, const char *line)
-{
-    (void)arg;
-    fprintf(stderr, "%s\n", line);
-}
-
 int ec2_client_new(const struct ec2_config *cfg, struct ec2_client **out, struct error *e)
 {
     struct ec2_client *c;
@@ -205,15 +178,12 @@ int ec2_client_new(const struct ec2_config *cfg, struct ec2_client **out, struct
     }
     c->tls_insecure = cfg->tls_insecure;
     c->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : DEFAULT_TIMEOUT_MS;
-    c->max_attempts = cfg->max_attempts > 0 ? cfg->max_attempts : DEFAULT_ATTEMPTS;
-    c->base_ms = cfg->backoff_base_ms > 0 ? cfg->backoff_base_ms : DEFAULT_BASE_MS;
-    c->cap_ms = cfg->backoff_cap_ms > 0 ? cfg->backoff_cap_ms : DEFAULT_CAP_MS;
-    c->rng = cfg->seed;
+    retry_init(&c->retry, cfg->max_attempts, cfg->backoff_base_ms, cfg->backoff_cap_ms, cfg->seed,
+               cfg->sleep_ms, cfg->hook_arg);
     c->page_size = cfg->page_size;
     c->credentials = cfg->credentials;
-    c->clock = cfg->clock ? cfg->clock : default_clock;
-    c->sleep_ms = cfg->sleep_ms ? cfg->sleep_ms : default_sleep;
-    c->log = cfg->log ? cfg->log : default_log;
+    c->clock = cfg->clock ? cfg->clock : retry_default_clock;
+    c->log = cfg->log ? cfg->log : retry_default_log;
     c->hook_arg = cfg->hook_arg;
     rc = http_client_new(&c->http);
     if (rc < 0)
@@ -300,22 +270,13 @@ int ec2_error_code(const char *code)
     return ERR_UNKNOWN;
 }
 
-/* Replace every occurrence of the secret and the session token in s (NUL-terminated, in place)
- * with "[redacted]"-length stars; a server that echoes them gets them nowhere. */
+/* Star out the secret and the session token in s (NUL-terminated, in place): a server that
+ * echoes them gets them nowhere. */
 static void scrub(char *s, const struct aws_credentials *cred)
 {
-    const char *secrets[2] = {cred ? cred->secret_access_key : NULL,
-                              cred ? cred->session_token : NULL};
-
-    for (int k = 0; k < 2; k++) {
-        const char *x = secrets[k];
-        size_t n = x ? strlen(x) : 0;
-        char *at;
-
-        if (n < 4)
-            continue;
-        while ((at = strstr(s, x)) != NULL)
-            memset(at, '*', n);
+    if (cred) {
+        strbuf_redact(s, cred->secret_access_key);
+        strbuf_redact(s, cred->session_token);
     }
 }
 
@@ -333,14 +294,6 @@ static void log_line(struct ec2_client *c, const struct aws_credentials *cred, c
     va_end(ap);
     scrub(line, cred);
     c->log(c->hook_arg, line);
-}
-
-/* Keep printable ASCII of a server's text, so that a message stays one clean line. */
-static void clean_text(char *s)
-{
-    for (; *s; s++)
-        if ((unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f)
-            *s = ' ';
 }
 
 /* What an error answer said. */
@@ -380,9 +333,9 @@ static int read_error(const char *body, size_t len, struct aws_error *ae)
     }
     if (xml_copy(root, "RequestID", ae->request_id, sizeof(ae->request_id)) < 0)
         xml_copy(root, "RequestId", ae->request_id, sizeof(ae->request_id));
-    clean_text(ae->code);
-    clean_text(ae->message);
-    clean_text(ae->request_id);
+    strbuf_printable(ae->code);
+    strbuf_printable(ae->message);
+    strbuf_printable(ae->request_id);
     xml_free(doc);
     return rc;
 }
@@ -404,28 +357,6 @@ static char *form_body(const char *action, const struct ec2_params *p)
         strbuf_add_uri_encoded(&b, p->items[i].value, strlen(p->items[i].value));
     }
     return strbuf_take(&b);
-}
-
-/* splitmix64: the jitter's generator (seeded from the config). */
-static uint64_t next_random(uint64_t *state)
-{
-    uint64_t z = (*state += UINT64_C(0x9e3779b97f4a7c15));
-
-    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-    return z ^ (z >> 31);
-}
-
-/* Full jitter: uniform in [0, min(cap, base * 2^attempt)]. */
-static long backoff_ms(struct ec2_client *c, int attempt)
-{
-    long ceiling = c->base_ms;
-
-    for (int i = 0; i < attempt && ceiling < c->cap_ms; i++)
-        ceiling *= 2;
-    if (ceiling > c->cap_ms)
-        ceiling = c->cap_ms;
-    return (long)(next_random(&c->rng) % (uint64_t)(ceiling + 1));
 }
 
 /* Sign and send one attempt; the answer into *r. */
@@ -465,16 +396,81 @@ static int send_once(struct ec2_client *c, const struct aws_credentials *cred, c
     return rc;
 }
 
+/* What one ec2_call carries from attempt to attempt. */
+struct call {
+    struct ec2_client *c;
+    const char *where; /* "ec2 <Action>" */
+    const char *body;
+    struct aws_credentials cred;
+    struct http_client_response r;
+    struct aws_error ae; /* what the last failed attempt met */
+    int last;            /* ERR_IO (transport) or ERR_AGAIN (throttled, 5xx): the last retried */
+    struct error *e;
+};
+
+/* One signed attempt (retry_attempt_fn): 0 with a 200 answer in x->r, RETRY_AGAIN, or an
+ * error for good. */
+static int call_attempt(void *arg, int attempt)
+{
+    struct call *x = arg;
+    struct ec2_client *c = x->c;
+    struct error sub = {0};
+    int rc, known, mapped;
+
+    (void)attempt;
+    http_client_response_clear(&x->r);
+    aws_credentials_clear(&x->cred);
+    rc = aws_credential_source_get(c->credentials, c->clock(c->hook_arg), &x->cred, &sub);
+    if (rc < 0)
+        return err_set(x->e, rc, x->where, 0, 0, "no credentials: %.300s", sub.msg);
+    rc = send_once(c, &x->cred, x->body, &x->r, &sub);
+    if (rc == ERR_IO || rc == ERR_AGAIN) { /* a transport failure or a timeout */
+        x->last = ERR_IO;
+        snprintf(x->ae.code, sizeof(x->ae.code), "(transport)");
+        snprintf(x->ae.message, sizeof(x->ae.message), "%.250s", sub.msg);
+        snprintf(x->ae.request_id, sizeof(x->ae.request_id), "(none)");
+        return RETRY_AGAIN;
+    }
+    if (rc < 0)
+        return err_set(x->e, rc, x->where, 0, 0, "%.300s", sub.msg);
+    if (x->r.status == 200)
+        return 0;
+    known = read_error(x->r.body, x->r.body_len, &x->ae) == 0;
+    mapped = known ? ec2_error_code(x->ae.code) : 0;
+    if (known && mapped == ERR_UNKNOWN)
+        return err_set(x->e, ERR_UNKNOWN, x->where, 0, 0,
+                       "unknown error code %s (HTTP %ld): %s (request id %s)", x->ae.code,
+                       x->r.status, x->ae.message, x->ae.request_id);
+    if (known && mapped < 0) /* refused for good, whatever the status (capacity comes as 500) */
+        return err_set(x->e, mapped, x->where, 0, 0, "%s: %s (request id %s)", x->ae.code,
+                       x->ae.message, x->ae.request_id);
+    if (!known && x->r.status < 500)
+        return err_set(x->e, ERR_PARSE, x->where, 0, 0,
+                       "HTTP %ld with an answer that is not an EC2 error document", x->r.status);
+    if (!known)
+        snprintf(x->ae.code, sizeof(x->ae.code), "HTTP %ld", x->r.status);
+    x->last = ERR_AGAIN; /* throttled, or a server error */
+    return RETRY_AGAIN;
+}
+
+/* Before a retry's wait (retry_wait_fn): one log line. */
+static void call_wait(void *arg, int attempt, int max_attempts, long delay)
+{
+    struct call *x = arg;
+
+    log_line(x->c, &x->cred, "%s: %s: %s: %s (request id %s); retry %d of %d in %ld ms", x->where,
+             x->last == ERR_IO ? "transport failure" : "throttled or server error", x->ae.code,
+             x->ae.message, x->ae.request_id, attempt + 1, max_attempts - 1, delay);
+}
+
 int ec2_call(struct ec2_client *c, const char *action, const struct ec2_params *p,
              struct xml_doc **out, struct error *e)
 {
-    struct aws_credentials cred = {0};
-    struct http_client_response r = {0};
-    struct aws_error ae;
+    struct call x = {0};
     struct error sub = {0};
     char where[80], expect[96];
     char *body = NULL;
-    int rc = 0, attempt, last = 0;
+    int rc = 0;
 
     if (!c || !action || !*action || !out)
         return err_set(e, ERR_INVAL, "ec2", 0, 0, "no client, action or output");
@@ -484,67 +480,19 @@ int ec2_call(struct ec2_client *c, const char *action, const struct ec2_params *
     body = form_body(action, p);
     if (!body)
         return err_set(e, ERR_NOMEM, where, 0, 0, "out of memory building the request");
-    for (attempt = 0; attempt < c->max_attempts; attempt++) {
-        long delay;
-
-        http_client_response_clear(&r);
-        aws_credentials_clear(&cred);
-        rc = aws_credential_source_get(c->credentials, c->clock(c->hook_arg), &cred, &sub);
-        if (rc < 0) {
-            rc = err_set(e, rc, where, 0, 0, "no credentials: %.300s", sub.msg);
-            goto out;
-        }
-        rc = send_once(c, &cred, body, &r, &sub);
-        if (rc == ERR_IO || rc == ERR_AGAIN) { /* a transport failure or a timeout */
-            last = ERR_IO;
-            snprintf(ae.code, sizeof(ae.code), "(transport)");
-            snprintf(ae.message, sizeof(ae.message), "%.250s", sub.msg);
-            snprintf(ae.request_id, sizeof(ae.request_id), "(none)");
-        } else if (rc < 0) {
-            rc = err_set(e, rc, where, 0, 0, "%.300s", sub.msg);
-            goto out;
-        } else if (r.status == 200) {
-            break;
-        } else {
-            int known = read_error(r.body, r.body_len, &ae) == 0;
-            int mapped = known ? ec2_error_code(ae.code) : 0;
-
-            if (known && mapped == ERR_UNKNOWN) {
-                rc = err_set(e, ERR_UNKNOWN, where, 0, 0,
-                             "unknown error code %s (HTTP %ld): %s (request id %s)", ae.code,
-                             r.status, ae.message, ae.request_id);
-                goto out;
-            }
-            if (known && mapped < 0) {
-                /* refused for good, whatever the status (capacity errors come as 500) */
-                rc = err_set(e, mapped, where, 0, 0, "%s: %s (request id %s)", ae.code, ae.message,
-                             ae.request_id);
-                goto out;
-            }
-            if (!known && r.status < 500) {
-                rc = err_set(e, ERR_PARSE, where, 0, 0,
-                             "HTTP %ld with an answer that is not an EC2 error document", r.status);
-                goto out;
-            }
-            if (!known)
-                snprintf(ae.code, sizeof(ae.code), "HTTP %ld", r.status);
-            /* throttled, or a server error: retried */
-            last = ERR_AGAIN;
-        }
-        if (attempt + 1 == c->max_attempts)
-            break;
-        delay = backoff_ms(c, attempt);
-        log_line(c, &cred, "%s: %s: %s: %s (request id %s); retry %d of %d in %ld ms", where,
-                 last == ERR_IO ? "transport failure" : "throttled or server error", ae.code,
-                 ae.message, ae.request_id, attempt + 1, c->max_attempts - 1, delay);
-        c->sleep_ms(c->hook_arg, delay);
-    }
-    if (attempt == c->max_attempts || r.status != 200) {
-        rc = err_set(e, last, where, 0, 0, "gave up after %d attempts: %s %s (request id %s)",
-                     c->max_attempts, ae.code, ae.message, ae.request_id);
+    x.c = c;
+    x.where = where;
+    x.body = body;
+    x.e = e;
+    rc = retry_run(&c->retry, call_attempt, call_wait, &x);
+    if (rc == RETRY_AGAIN) {
+        rc = err_set(e, x.last, where, 0, 0, "gave up after %d attempts: %s %s (request id %s)",
+                     c->retry.max_attempts, x.ae.code, x.ae.message, x.ae.request_id);
         goto out;
     }
-    rc = xml_parse(r.body, r.body_len, out, &sub);
+    if (rc < 0)
+        goto out;
+    rc = xml_parse(x.r.body, x.r.body_len, out, &sub);
     if (rc < 0) {
         rc = err_set(e, rc == ERR_EMPTY ? ERR_PARSE : rc, where, 0, 0,
                      "the answer is not XML: %.300s", sub.msg);
@@ -555,7 +503,7 @@ int ec2_call(struct ec2_client *c, const char *action, const struct ec2_params *
         char id[80] = "(none)";
 
         xml_copy(xml_root(*out), "requestId", id, sizeof(id));
-        clean_text(id);
+        strbuf_printable(id);
         rc = err_set(e, ERR_PARSE, where, 0, 0, "unexpected answer <%.60s> (request id %s)",
                      xml_name(xml_root(*out)), id);
         xml_free(*out);
@@ -564,11 +512,11 @@ int ec2_call(struct ec2_client *c, const char *action, const struct ec2_params *
 out:
     if (rc < 0) {
         if (e)
-            scrub(e->msg, &cred);
-        log_line(c, &cred, "%s failed: %s", where, e ? e->msg : err_str(rc));
+            scrub(e->msg, &x.cred);
+        log_line(c, &x.cred, "%s failed: %s", where, e ? e->msg : err_str(rc));
     }
-    aws_credentials_clear(&cred);
-    http_client_response_clear(&r);
+    aws_credentials_clear(&x.cred);
+    http_client_response_clear(&x.r);
     free(body);
     return rc;
 }
@@ -580,7 +528,7 @@ static void request_id(const struct xml_doc *doc, char *buf, size_t size)
 {
     if (xml_copy(xml_root(doc), "requestId", buf, size) < 0)
         snprintf(buf, size, "(none)");
-    clean_text(buf);
+    strbuf_printable(buf);
 }
 
 /* ERR_PARSE naming the call, what is wrong and the request id. */
@@ -811,7 +759,7 @@ static int read_prices(void *arg, const struct xml_doc *doc, struct error *e)
         if (errno || *end || !isfinite(s.price) || s.price < 0) {
             char what[96];
 
-            clean_text(price);
+            strbuf_printable(price);
             snprintf(what, sizeof(what), "spot price '%s' does not parse", price);
             return bad_answer(e, "DescribeSpotPriceHistory", doc, what);
         }
@@ -956,8 +904,8 @@ static int read_fleet(const struct xml_doc *doc, const struct ec2_fleet_request 
             return bad_answer(e, "CreateFleet", doc, "an error item without its fields");
         if (xml_copy(it, "errorMessage", le.message, sizeof(le.message)) < 0)
             le.message[0] = '\0';
-        clean_text(le.code);
-        clean_text(le.message);
+        strbuf_printable(le.code);
+        strbuf_printable(le.message);
         le.market = market_of(lifecycle);
         le.err = ec2_error_code(le.code);
         if (le.err == 0)

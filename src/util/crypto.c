@@ -2,11 +2,14 @@
 #include "util/crypto.h"
 
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <openssl/crypto.h>
+#include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/pem.h>
 #include <openssl/rand.h>
 
 #include "util/error.h"
@@ -90,6 +93,14 @@ void crypto_wipe(void *p, size_t len)
         OPENSSL_cleanse(p, len);
 }
 
+void crypto_free_string(char *s)
+{
+    if (s) {
+        crypto_wipe(s, strlen(s));
+        free(s);
+    }
+}
+
 int crypto_random(void *buf, size_t len)
 {
     unsigned char *p = buf;
@@ -105,4 +116,107 @@ int crypto_random(void *buf, size_t len)
         len -= (size_t)chunk;
     }
     return 0;
+}
+
+/* A password callback that gives none: an encrypted key fails to load instead of prompting. */
+static int no_password(char *buf, int size, int rwflag, void *u)
+{
+    (void)buf;
+    (void)size;
+    (void)rwflag;
+    (void)u;
+    return 0;
+}
+
+/* The RSA key in pem (private or public), or NULL when it is not one. */
+static EVP_PKEY *read_rsa_key(const char *pem, size_t pem_len, int private_key)
+{
+    BIO *bio;
+    EVP_PKEY *key;
+
+    if (pem_len > INT_MAX)
+        return NULL;
+    bio = BIO_new_mem_buf(pem, (int)pem_len);
+    if (!bio)
+        return NULL;
+    key = private_key ? PEM_read_bio_PrivateKey(bio, NULL, no_password, NULL)
+                      : PEM_read_bio_PUBKEY(bio, NULL, no_password, NULL);
+    BIO_free(bio);
+    if (key && EVP_PKEY_get_base_id(key) != EVP_PKEY_RSA) {
+        EVP_PKEY_free(key);
+        key = NULL;
+    }
+    return key;
+}
+
+int crypto_rs256_sign(const char *pem, size_t pem_len, const void *data, size_t len,
+                      unsigned char *sig, size_t sig_size, size_t *sig_len)
+{
+    static const unsigned char none;
+    EVP_PKEY *key = NULL;
+    EVP_MD_CTX *md = NULL;
+    unsigned char buf[CRYPTO_RS256_MAX_SIG];
+    size_t n = sizeof(buf);
+    int rc;
+
+    if (!pem || (!data && len > 0) || !sig || !sig_len)
+        return ERR_INVAL;
+    ERR_clear_error();
+    key = read_rsa_key(pem, pem_len, 1);
+    if (!key) {
+        rc = ERR_PARSE;
+        goto out;
+    }
+    if (EVP_PKEY_get_bits(key) < 2048 || (size_t)EVP_PKEY_get_size(key) > sizeof(buf)) {
+        rc = ERR_RANGE;
+        goto out;
+    }
+    md = EVP_MD_CTX_new();
+    if (!md || EVP_DigestSignInit(md, NULL, EVP_sha256(), NULL, key) != 1 ||
+        EVP_DigestSign(md, buf, &n, len ? data : &none, len) != 1) {
+        rc = ERR_INTERNAL;
+        goto out;
+    }
+    if (n > sig_size) {
+        rc = ERR_RANGE;
+        goto out;
+    }
+    memcpy(sig, buf, n);
+    *sig_len = n;
+    rc = 0;
+out:
+    EVP_MD_CTX_free(md);
+    EVP_PKEY_free(key);
+    crypto_wipe(buf, sizeof(buf));
+    ERR_clear_error();
+    return rc;
+}
+
+int crypto_rs256_verify(const char *pem, size_t pem_len, const void *data, size_t len,
+                        const unsigned char *sig, size_t sig_len)
+{
+    static const unsigned char none;
+    EVP_PKEY *key = NULL;
+    EVP_MD_CTX *md = NULL;
+    int rc;
+
+    if (!pem || (!data && len > 0) || !sig)
+        return ERR_INVAL;
+    ERR_clear_error();
+    key = read_rsa_key(pem, pem_len, 0);
+    if (!key) {
+        rc = ERR_PARSE;
+        goto out;
+    }
+    md = EVP_MD_CTX_new();
+    if (!md || EVP_DigestVerifyInit(md, NULL, EVP_sha256(), NULL, key) != 1) {
+        rc = ERR_INTERNAL;
+        goto out;
+    }
+    rc = EVP_DigestVerify(md, sig, sig_len, len ? data : &none, len) == 1;
+out:
+    EVP_MD_CTX_free(md);
+    EVP_PKEY_free(key);
+    ERR_clear_error();
+    return rc;
 }

@@ -1,5 +1,5 @@
-/* crypto.h: SHA-256, HMAC-SHA256, hex, constant-time compare, wiping and random bytes (wraps
- * OpenSSL's libcrypto; no OpenSSL header is included outside crypto.c). */
+/* crypto.h: SHA-256, HMAC-SHA256, RS256 signatures, hex, constant-time compare, wiping and random
+ * bytes (wraps OpenSSL's libcrypto; no OpenSSL header is included outside crypto.c). */
 #ifndef CASTOR_UTIL_CRYPTO_H
 #define CASTOR_UTIL_CRYPTO_H
 
@@ -34,9 +34,35 @@ int crypto_equal(const void *a, const void *b, size_t len);
  * they are freed or go out of scope). p may be NULL when len is 0. */
 void crypto_wipe(void *p, size_t len);
 
+/* Wipe the NUL-terminated string s (a secret: a key, a token) and free it; NULL is ignored. */
+void crypto_free_string(char *s);
+
 /* Fill buf with len bytes from the operating system's cryptographic generator (for tokens, never
  * for simulations, which take a seed). ERR_INVAL (buf NULL with len > 0) or ERR_IO (the generator
  * could not be seeded or failed; buf's content is then unspecified). */
 int crypto_random(void *buf, size_t len);
+
+#define CRYPTO_RS256_MAX_SIG 1024 /* bytes of the longest RS256 signature (an 8192-bit key) */
+
+/*
+ * RS256 (RSASSA-PKCS1-v1_5 with SHA-256, RFC 7518 section 3.3) of len bytes at data under the RSA
+ * private key in pem (pem_len bytes: "PRIVATE KEY" (PKCS #8) or "RSA PRIVATE KEY", not
+ * encrypted; at least 2048 bits, as RFC 7518 asks). The signature (as long as the modulus) goes
+ * into sig, which holds sig_size bytes, and its length into *sig_len. Deterministic: the same key
+ * and data always give the same signature. Errors: ERR_INVAL (a NULL argument), ERR_PARSE (pem is
+ * not an unencrypted RSA private key; the message never quotes it), ERR_RANGE (a key under 2048
+ * bits, or sig_size too small), ERR_INTERNAL (libcrypto failed); the outputs are then unchanged.
+ * The key material libcrypto decoded is wiped when freed; pem itself is the caller's to wipe.
+ */
+int crypto_rs256_sign(const char *pem, size_t pem_len, const void *data, size_t len,
+                      unsigned char *sig, size_t sig_size, size_t *sig_len);
+
+/*
+ * Check an RS256 signature of len bytes at data against the RSA public key in pem ("PUBLIC KEY",
+ * SubjectPublicKeyInfo). 1 when it verifies, 0 when it does not; ERR_INVAL (a NULL argument),
+ * ERR_PARSE (pem is not an RSA public key), ERR_INTERNAL.
+ */
+int crypto_rs256_verify(const char *pem, size_t pem_len, const void *data, size_t len,
+                        const unsigned char *sig, size_t sig_len);
 
 #endif

@@ -130,3 +130,36 @@ void strbuf_free(struct strbuf *b)
     b->p = NULL;
     b->len = b->cap = 0;
 }
+
+void strbuf_add_uri_decoded(struct strbuf *b, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        int hi = i + 2 < n ? strbuf_hex_value((unsigned char)s[i + 1]) : -1;
+        int lo = i + 2 < n ? strbuf_hex_value((unsigned char)s[i + 2]) : -1;
+
+        if (s[i] == '%' && hi >= 0 && lo >= 0) {
+            strbuf_chr(b, (char)(hi * 16 + lo));
+            i += 2;
+        } else {
+            strbuf_chr(b, s[i]);
+        }
+    }
+}
+
+void strbuf_printable(char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f)
+            *s = ' ';
+}
+
+void strbuf_redact(char *s, const char *secret)
+{
+    size_t n = secret ? strlen(secret) : 0;
+    char *at;
+
+    if (n < 4)
+        return;
+    while ((at = strstr(s, secret)) != NULL)
+        memset(at, '*', n);
+}

@@ -31,6 +31,18 @@ void strbuf_add_escaped(struct strbuf *b, unsigned char c);
  * %20, never '+'). */
 void strbuf_add_uri_encoded(struct strbuf *b, const char *s, size_t n);
 
+/* Append n bytes of s with each %XX escape decoded (a '%' not followed by two hex digits, and '+',
+ * stay as they are). */
+void strbuf_add_uri_decoded(struct strbuf *b, const char *s, size_t n);
+
+/* Replace every byte of the NUL-terminated s outside printable ASCII (0x20 to 0x7e) with a space,
+ * in place: a server's text then stays one clean line in a message or a log. */
+void strbuf_printable(char *s);
+
+/* Overwrite every occurrence of secret in the NUL-terminated s with as many '*', in place; a
+ * secret shorter than 4 bytes (or NULL) is left alone (it would star out ordinary text). */
+void strbuf_redact(char *s, const char *secret);
+
 /* Hand over the string (the caller frees it) and reset b; NULL after a failed allocation (the
  * memory is then released). An empty buffer gives "". */
 char *strbuf_take(struct strbuf *b);

@@ -50,23 +50,10 @@ static const char auth_failure[] =
 /* Percent-decode n bytes of s into a new string ('+' stays a plus: EC2 forms use %20). */
 static char *decode(const char *s, size_t n)
 {
-    char *out = malloc(n + 1), *o = out;
+    struct strbuf b = {0};
 
-    if (!out)
-        return NULL;
-    for (size_t i = 0; i < n; i++) {
-        int hi = i + 2 < n ? strbuf_hex_value((unsigned char)s[i + 1]) : -1;
-        int lo = i + 2 < n ? strbuf_hex_value((unsigned char)s[i + 2]) : -1;
-
-        if (s[i] == '%' && hi >= 0 && lo >= 0) {
-            *o++ = (char)(hi * 16 + lo);
-            i += 2;
-        } else {
-            *o++ = s[i];
-        }
-    }
-    *o = '\0';
-    return out;
+    strbuf_add_uri_decoded(&b, s, n);
+    return strbuf_take(&b);
 }
 
 /* Record the form body of a request. */

@@ -13,6 +13,7 @@
 
 #include "providers/aws/ec2.h"
 #include "providers/fake_ec2.h"
+#include "support/hooks.h"
 
 #define AKID "AKIDEXAMPLE"
 #define SECRET "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
@@ -22,55 +23,12 @@
 
 #define NS "xmlns=\"http://ec2.amazonaws.com/doc/2016-11-15/\""
 
-/* Everything the client said, over the whole run. */
-static char captured[1 << 18];
-static size_t captured_len;
-
-static void capture(const char *s)
-{
-    size_t n = strlen(s);
-
-    if (captured_len + n + 2 < sizeof(captured)) {
-        memcpy(captured + captured_len, s, n);
-        captured_len += n;
-        captured[captured_len++] = '\n';
-        captured[captured_len] = '\0';
-    }
-}
-
 struct fixture {
     struct fake_ec2 *fake;
     struct aws_credential_source *creds;
     struct ec2_client *client;
-    long sleeps[16];
-    int n_sleeps;
-    int n_logs;
-    char last_log[800];
+    struct hooks h; /* the clock stays at NOW */
 };
-
-static int64_t fixed_clock(void *arg)
-{
-    (void)arg;
-    return NOW;
-}
-
-static void record_sleep(void *arg, long ms)
-{
-    struct fixture *f = arg;
-
-    if (f->n_sleeps < 16)
-        f->sleeps[f->n_sleeps] = ms;
-    f->n_sleeps++;
-}
-
-static void record_log(void *arg, const char *line)
-{
-    struct fixture *f = arg;
-
-    f->n_logs++;
-    snprintf(f->last_log, sizeof(f->last_log), "%s", line);
-    capture(line);
-}
 
 static struct ec2_config config(struct fixture *f, uint64_t seed)
 {
@@ -83,10 +41,10 @@ static struct ec2_config config(struct fixture *f, uint64_t seed)
         .backoff_cap_ms = 1000,
         .seed = seed,
         .credentials = f->creds,
-        .clock = fixed_clock,
-        .sleep_ms = record_sleep,
-        .log = record_log,
-        .hook_arg = f,
+        .clock = hooks_clock,
+        .sleep_ms = hooks_sleep,
+        .log = hooks_log,
+        .hook_arg = &f->h,
     };
 
     return cfg;
@@ -100,6 +58,7 @@ static int setup(void **state)
 
     if (!f)
         return -1;
+    f->h.now = NOW;
     setenv("AWS_ACCESS_KEY_ID", AKID, 1);
     setenv("AWS_SECRET_ACCESS_KEY", SECRET, 1);
     setenv("AWS_SESSION_TOKEN", TOKEN, 1);
@@ -132,7 +91,7 @@ static void keep(const struct error *e)
 {
     char buf[700];
 
-    capture(err_format(e, buf, sizeof(buf)));
+    hooks_capture(err_format(e, buf, sizeof(buf)));
 }
 
 static const char types_page1[] =
@@ -252,8 +211,8 @@ static void describe_spot_prices__pages_and_bad_price(void **state)
     assert_non_null(strstr(e.msg, "9,83"));
     assert_non_null(strstr(e.msg, "r-price-bad"));
     /* logged too, with the request id */
-    assert_non_null(strstr(f->last_log, "ec2 DescribeSpotPriceHistory failed"));
-    assert_non_null(strstr(f->last_log, "r-price-bad"));
+    assert_non_null(strstr(f->h.last_log, "ec2 DescribeSpotPriceHistory failed"));
+    assert_non_null(strstr(f->h.last_log, "r-price-bad"));
 }
 
 static const char fleet_partial[] =
@@ -389,7 +348,7 @@ static void run_instances__insufficient_capacity(void **state)
     keep(&e);
     assert_null(l);
     assert_int_equal(fake_ec2_requests(f->fake), 1);
-    assert_int_equal(f->n_sleeps, 0);
+    assert_int_equal(f->h.n_sleeps, 0);
     assert_non_null(strstr(e.msg, "(p4d.24xlarge, us-east-1a, spot)"));
     assert_non_null(strstr(e.msg, "InsufficientInstanceCapacity"));
     assert_non_null(strstr(e.msg, "r-ice"));
@@ -423,7 +382,7 @@ static void run_instances__quota(void **state)
         assert_non_null(strstr(e.msg, "spot"));
     }
     assert_int_equal(fake_ec2_requests(f->fake), 2);
-    assert_int_equal(f->n_sleeps, 0);
+    assert_int_equal(f->h.n_sleeps, 0);
 }
 
 static const char throttled[] =
@@ -447,12 +406,12 @@ static void create_fleet__throttled_then_succeeds(void **state)
     assert_int_equal(fake_ec2_requests(f->fake), 3);
     for (size_t i = 0; i < 3; i++)
         assert_string_equal(fake_ec2_param(f->fake, i, "ClientToken"), "launch-7f3a");
-    assert_int_equal(f->n_sleeps, 2);
-    assert_true(f->sleeps[0] >= 0 && f->sleeps[0] <= 100);
-    assert_true(f->sleeps[1] >= 0 && f->sleeps[1] <= 200);
-    assert_int_equal(f->n_logs, 2);
-    assert_non_null(strstr(f->last_log, "RequestLimitExceeded"));
-    assert_non_null(strstr(f->last_log, "r-throttle"));
+    assert_int_equal(f->h.n_sleeps, 2);
+    assert_true(f->h.sleeps[0] >= 0 && f->h.sleeps[0] <= 100);
+    assert_true(f->h.sleeps[1] >= 0 && f->h.sleeps[1] <= 200);
+    assert_int_equal(f->h.n_logs, 2);
+    assert_non_null(strstr(f->h.last_log, "RequestLimitExceeded"));
+    assert_non_null(strstr(f->h.last_log, "r-throttle"));
 }
 
 /* A 500 InternalError and a 502 with an HTML page (no EC2 document), then success. */
@@ -470,8 +429,8 @@ static void call__server_errors_then_success(void **state)
     assert_int_equal(ec2_describe_instance_types(f->client, NULL, 0, &t, &n, NULL), 0);
     assert_int_equal(n, 1);
     free(t);
-    assert_int_equal(f->n_sleeps, 2);
-    assert_non_null(strstr(f->last_log, "HTTP 502"));
+    assert_int_equal(f->h.n_sleeps, 2);
+    assert_non_null(strstr(f->h.last_log, "HTTP 502"));
 }
 
 /* Always throttled: ERR_AGAIN after max_attempts (4 requests, 3 waits), saying so; the waits
@@ -492,18 +451,18 @@ static void call__gives_up_after_max_attempts(void **state)
     keep(&e);
     assert_null(doc);
     assert_int_equal(fake_ec2_requests(f->fake), 4);
-    assert_int_equal(f->n_sleeps, 3);
+    assert_int_equal(f->h.n_sleeps, 3);
     assert_non_null(strstr(e.msg, "gave up after 4 attempts"));
     assert_non_null(strstr(e.msg, "r-throttle"));
-    memcpy(first, f->sleeps, sizeof(first));
+    memcpy(first, f->h.sleeps, sizeof(first));
     for (int i = 0; i < 3; i++)
         assert_true(first[i] <= (100L << i));
-    f->n_sleeps = 0;
+    f->h.n_sleeps = 0;
     assert_int_equal(ec2_client_new(&cfg, &c, NULL), 0);
     for (int i = 0; i < 4; i++)
         fake_ec2_push(f->fake, 503, throttled);
     assert_int_equal(ec2_call(c, "DescribeInstances", NULL, &doc, &e), ERR_AGAIN);
-    assert_memory_equal(first, f->sleeps, sizeof(first));
+    assert_memory_equal(first, f->h.sleeps, sizeof(first));
     ec2_client_free(c);
 }
 
@@ -522,10 +481,10 @@ static void call__backoff_capped(void **state)
     for (int i = 0; i < 8; i++)
         fake_ec2_push(f->fake, 503, throttled);
     assert_int_equal(ec2_call(c, "DescribeInstances", NULL, &doc, NULL), ERR_AGAIN);
-    assert_int_equal(f->n_sleeps, 7);
+    assert_int_equal(f->h.n_sleeps, 7);
     for (int i = 0; i < 7; i++) {
-        assert_true(f->sleeps[i] >= 0 && f->sleeps[i] <= 150);
-        most = f->sleeps[i] > most ? f->sleeps[i] : most;
+        assert_true(f->h.sleeps[i] >= 0 && f->h.sleeps[i] <= 150);
+        most = f->h.sleeps[i] > most ? f->h.sleeps[i] : most;
     }
     /* full jitter is spread out, not stuck at zero or at the cap */
     assert_true(most > 0);
@@ -547,8 +506,8 @@ static void call__timeout_then_success_then_io_error(void **state)
     assert_int_equal(ec2_describe_instance_types(f->client, NULL, 0, &t, &n, NULL), 0);
     assert_int_equal(n, 1);
     free(t);
-    assert_int_equal(f->n_sleeps, 1);
-    assert_non_null(strstr(f->last_log, "timed out"));
+    assert_int_equal(f->h.n_sleeps, 1);
+    assert_non_null(strstr(f->h.last_log, "timed out"));
     for (int i = 0; i < 4; i++)
         fake_ec2_push_hang(f->fake);
     assert_int_equal(ec2_call(f->client, "DescribeInstances", NULL, &doc, &e), ERR_IO);
@@ -574,13 +533,13 @@ static void call__truncated_xml(void **state)
     keep(&e);
     assert_string_equal(e.file, "ec2 DescribeInstanceTypes");
     assert_non_null(strstr(e.msg, "not XML"));
-    assert_int_equal(f->n_sleeps, 0);
+    assert_int_equal(f->h.n_sleeps, 0);
     fake_ec2_push_cut(f->fake, types_page2, 40);
     fake_ec2_push(f->fake, 200, types_page2);
     assert_int_equal(ec2_describe_instance_types(f->client, NULL, 0, &t, &n, &e), 0);
     assert_int_equal(n, 1);
     free(t);
-    assert_int_equal(f->n_sleeps, 1);
+    assert_int_equal(f->h.n_sleeps, 1);
 }
 
 /* An error code castor does not know: ERR_UNKNOWN with the code, message and request id, at
@@ -601,8 +560,8 @@ static void call__unknown_error_code(void **state)
     assert_non_null(strstr(e.msg, "something new"));
     assert_non_null(strstr(e.msg, "r-new"));
     assert_int_equal(fake_ec2_requests(f->fake), 1);
-    assert_int_equal(f->n_logs, 1);
-    assert_non_null(strstr(f->last_log, "r-new"));
+    assert_int_equal(f->h.n_logs, 1);
+    assert_non_null(strstr(f->h.last_log, "r-new"));
 }
 
 /* Malformed answers, each a clear error for its call: an unexpected root element, a 400 that is
@@ -686,7 +645,7 @@ static void call__echoed_token_is_scrubbed(void **state)
     keep(&e);
     assert_null(strstr(e.msg, TOKEN));
     assert_non_null(strstr(e.msg, "token ****"));
-    assert_null(strstr(f->last_log, TOKEN));
+    assert_null(strstr(f->h.last_log, TOKEN));
 }
 
 static const char cluster_page1[] =
@@ -818,10 +777,10 @@ static void error_code__classes(void **state)
 static void logs_and_errors__never_hold_a_secret(void **state)
 {
     (void)state;
-    assert_true(captured_len > 1000);
-    assert_null(strstr(captured, SECRET));
-    assert_null(strstr(captured, TOKEN));
-    assert_null(strstr(captured, "wJalrXUtnFEMI"));
+    assert_true(hooks_captured_len() > 1000);
+    assert_null(strstr(hooks_captured(), SECRET));
+    assert_null(strstr(hooks_captured(), TOKEN));
+    assert_null(strstr(hooks_captured(), "wJalrXUtnFEMI"));
 }
 
 int main(void)

@@ -1,5 +1,7 @@
 /* test_crypto.c: SHA-256 against FIPS 180-2's examples, HMAC-SHA256 against RFC 4231's test
- * cases, hex encoding, the constant-time compare, wiping and the random generator. */
+ * cases, RS256 against RFC 7515's Appendix A.2 (tests/data/rfc7515-a2), hex encoding, the
+ * constant-time compare, wiping and the random generator. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <setjmp.h>
@@ -7,8 +9,10 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "util/base64.h"
 #include "util/crypto.h"
 #include "util/error.h"
+#include "util/file.h"
 
 /* FIPS 180-2, appendix B.1 (one block): "abc". */
 static void crypto_sha256_hex__fips_one_block(void **state)
@@ -219,6 +223,110 @@ static void crypto_random__draws_differ(void **state)
     assert_int_equal(crypto_random(NULL, 0), 0);
 }
 
+/* A fixture file's text (free()). */
+static char *fixture(const char *name, size_t *len)
+{
+    char path[512];
+    char *text = NULL;
+
+    snprintf(path, sizeof(path), "%s/%s", CASTOR_TEST_DATA, name);
+    assert_int_equal(file_read_all(path, &text, len, NULL), 0);
+    return text;
+}
+
+/* RFC 7515 A.2.1: the A.2 key over the A.2 signing input gives the RFC's signature, byte for
+ * byte (RSASSA-PKCS1-v1_5 is deterministic), and it verifies with the public key. */
+static void crypto_rs256_sign__rfc7515_a2(void **state)
+{
+    size_t key_len, in_len, want_len, sig_len = 0;
+    char *key = fixture("rfc7515-a2/key.pem", &key_len);
+    char *input = fixture("rfc7515-a2/signing-input.txt", &in_len);
+    char *want = fixture("rfc7515-a2/signature.b64u", &want_len);
+    unsigned char sig[CRYPTO_RS256_MAX_SIG];
+    struct strbuf b = {0};
+    char *got;
+
+    (void)state;
+    assert_int_equal(crypto_rs256_sign(key, key_len, input, in_len, sig, sizeof(sig), &sig_len), 0);
+    assert_int_equal(sig_len, 256);
+    base64_url_encode(&b, sig, sig_len);
+    got = strbuf_take(&b);
+    assert_non_null(got);
+    assert_string_equal(got, want);
+    /* the same again: deterministic */
+    memset(sig, 0, sizeof(sig));
+    assert_int_equal(crypto_rs256_sign(key, key_len, input, in_len, sig, sizeof(sig), &sig_len), 0);
+    free(got);
+    base64_url_encode(&b, sig, sig_len);
+    got = strbuf_take(&b);
+    assert_string_equal(got, want);
+    free(got);
+    free(key);
+    free(input);
+    free(want);
+}
+
+/* The RFC's signature verifies against the public key; a flipped bit of the signature or of the
+ * data does not. */
+static void crypto_rs256_verify__rfc7515_a2(void **state)
+{
+    size_t pub_len, in_len, want_len, sig_len = 0;
+    char *pub = fixture("rfc7515-a2/pub.pem", &pub_len);
+    char *input = fixture("rfc7515-a2/signing-input.txt", &in_len);
+    char *want = fixture("rfc7515-a2/signature.b64u", &want_len);
+    unsigned char *sig = NULL;
+
+    (void)state;
+    assert_int_equal(base64_url_decode(want, want_len, &sig, &sig_len), 0);
+    assert_int_equal(sig_len, 256);
+    assert_int_equal(crypto_rs256_verify(pub, pub_len, input, in_len, sig, sig_len), 1);
+    sig[100] ^= 0x04;
+    assert_int_equal(crypto_rs256_verify(pub, pub_len, input, in_len, sig, sig_len), 0);
+    sig[100] ^= 0x04;
+    input[5] ^= 0x01;
+    assert_int_equal(crypto_rs256_verify(pub, pub_len, input, in_len, sig, sig_len), 0);
+    input[5] ^= 0x01;
+    assert_int_equal(crypto_rs256_verify(pub, pub_len, input, in_len, sig, sig_len - 1), 0);
+    /* a private key is not a public key here */
+    assert_int_equal(crypto_rs256_verify("junk", 4, input, in_len, sig, sig_len), ERR_PARSE);
+    free(sig);
+    free(pub);
+    free(input);
+    free(want);
+}
+
+/* Keys castor does not sign with: not PEM, a public key, an EC key, an encrypted key (never a
+ * prompt), a 1024-bit key (RFC 7518 asks for 2048 bits or more); and a signature buffer too
+ * small. The outputs stay untouched. */
+static void crypto_rs256_sign__refusals(void **state)
+{
+    static const char *const parse[] = {"rfc7515-a2/pub.pem", "keys/ec-p256.pem",
+                                        "keys/rsa-2048-encrypted.pem"};
+    unsigned char sig[CRYPTO_RS256_MAX_SIG] = {0}, zero[CRYPTO_RS256_MAX_SIG] = {0};
+    size_t len, sig_len = 7;
+    char *key;
+
+    (void)state;
+    assert_int_equal(crypto_rs256_sign("not a key", 9, "x", 1, sig, sizeof(sig), &sig_len),
+                     ERR_PARSE);
+    for (size_t i = 0; i < sizeof(parse) / sizeof(parse[0]); i++) {
+        key = fixture(parse[i], &len);
+        assert_int_equal(crypto_rs256_sign(key, len, "x", 1, sig, sizeof(sig), &sig_len),
+                         ERR_PARSE);
+        free(key);
+    }
+    key = fixture("keys/rsa-1024.pem", &len);
+    assert_int_equal(crypto_rs256_sign(key, len, "x", 1, sig, sizeof(sig), &sig_len), ERR_RANGE);
+    free(key);
+    key = fixture("rfc7515-a2/key.pem", &len);
+    assert_int_equal(crypto_rs256_sign(key, len, "x", 1, sig, 255, &sig_len), ERR_RANGE);
+    assert_int_equal(crypto_rs256_sign(key, len, NULL, 1, sig, sizeof(sig), &sig_len), ERR_INVAL);
+    assert_int_equal(crypto_rs256_sign(NULL, 0, "x", 1, sig, sizeof(sig), &sig_len), ERR_INVAL);
+    free(key);
+    assert_int_equal(sig_len, 7);
+    assert_memory_equal(sig, zero, sizeof(sig));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -237,6 +345,9 @@ int main(void)
         cmocka_unit_test(crypto_equal__first_and_last_byte),
         cmocka_unit_test(crypto_wipe__zeroes_exactly_len),
         cmocka_unit_test(crypto_random__draws_differ),
+        cmocka_unit_test(crypto_rs256_sign__rfc7515_a2),
+        cmocka_unit_test(crypto_rs256_verify__rfc7515_a2),
+        cmocka_unit_test(crypto_rs256_sign__refusals),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -97,6 +97,44 @@ static void strbuf_hex_value__digits_and_round_trip(void **state)
     }
 }
 
+/* Control characters and bytes above 0x7e become spaces; printable ASCII stays. */
+static void strbuf_printable__control_and_high_bytes(void **state)
+{
+    char s[] = "ok\r\nline\t\x7f\xc3\xa9 end~";
+
+    (void)state;
+    strbuf_printable(s);
+    assert_string_equal(s, "ok  line     end~");
+}
+
+/* Every occurrence of the secret is starred out, overlapping text around it is kept; a secret
+ * under 4 bytes or NULL changes nothing. */
+static void strbuf_redact__every_occurrence(void **state)
+{
+    char s[] = "token=abcd1234; again abcd1234abcd1234 abc";
+
+    (void)state;
+    strbuf_redact(s, "abcd1234");
+    assert_string_equal(s, "token=********; again **************** abc");
+    strbuf_redact(s, "abc");
+    strbuf_redact(s, NULL);
+    assert_string_equal(s, "token=********; again **************** abc");
+}
+
+/* %XX escapes of either case are decoded; a '%' without two hex digits after it and '+' stay. */
+static void strbuf_add_uri_decoded__escapes(void **state)
+{
+    static const char in[] = "a%41%6a+b%zz%4";
+    struct strbuf b = {0};
+    char *out;
+
+    (void)state;
+    strbuf_add_uri_decoded(&b, in, strlen(in));
+    out = strbuf_take(&b);
+    assert_string_equal(out, "aAj+b%zz%4");
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -104,6 +142,9 @@ int main(void)
         cmocka_unit_test(strbuf_printf__long_output),
         cmocka_unit_test(strbuf_add_uri_encoded__rfc3986),
         cmocka_unit_test(strbuf_hex_value__digits_and_round_trip),
+        cmocka_unit_test(strbuf_add_uri_decoded__escapes),
+        cmocka_unit_test(strbuf_printable__control_and_high_bytes),
+        cmocka_unit_test(strbuf_redact__every_occurrence),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,360 @@
+/* cloud_gcp.c: struct cloud_ops over the Compute Engine and Billing Catalog clients. */
+#include "providers/gcp/cloud_gcp.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "providers/retry.h"
+
+struct offer {
+    char name[CLOUD_NAME_MAX];
+    char machine_type[GCP_NAME_MAX];
+    char family[8]; /* "n1" */
+    char zone[GCP_NAME_MAX];
+    char region[GCP_NAME_MAX];
+    int spot;
+    char accelerator[GCP_NAME_MAX]; /* attached or built in; "" for none */
+    int gpus;
+    int attached; /* 1: guestAccelerators (N1) */
+    int vcpus;
+    double memory_gib;
+};
+
+struct ctx {
+    struct gcp_compute *compute;
+    struct gcp_billing *billing;
+    struct offer *offers;
+    size_t n_offers;
+    char *image, *disk_type, *network, *subnetwork, *service_account, *startup_script;
+    long disk_gb;
+    int external_ip;
+    int64_t (*clock)(void *arg);
+    void *hook_arg;
+};
+
+static void destroy(void *arg)
+{
+    struct ctx *x = arg;
+
+    if (!x)
+        return;
+    free(x->offers);
+    free(x->image);
+    free(x->disk_type);
+    free(x->network);
+    free(x->subnetwork);
+    free(x->service_account);
+    free(x->startup_script);
+    free(x);
+}
+
+static const struct offer *find_offer(const struct ctx *x, const char *name)
+{
+    for (size_t i = 0; name && i < x->n_offers; i++)
+        if (strcmp(x->offers[i].name, name) == 0)
+            return &x->offers[i];
+    return NULL;
+}
+
+/* The offer an instance came from, by its machine type, zone and market; NULL if none. */
+static const struct offer *offer_of(const struct ctx *x, const struct gcp_instance *in)
+{
+    for (size_t i = 0; i < x->n_offers; i++)
+        if (strcmp(x->offers[i].machine_type, in->machine_type) == 0 &&
+            strcmp(x->offers[i].zone, in->zone) == 0 && x->offers[i].spot == in->spot)
+            return &x->offers[i];
+    return NULL;
+}
+
+static int offers(void *arg, struct cloud_offer **out, size_t *n)
+{
+    struct ctx *x = arg;
+    const struct gcp_prices *prices = NULL;
+    struct cloud_offer *list;
+
+    if (!out || !n)
+        return ERR_INVAL;
+    list = calloc(x->n_offers ? x->n_offers : 1, sizeof(*list));
+    if (!list)
+        return ERR_NOMEM;
+    /* without prices the offers still stand: NAN says unknown (the billing client logs why) */
+    if (x->billing && gcp_billing_prices(x->billing, x->clock(x->hook_arg), &prices, NULL) < 0)
+        prices = NULL;
+    for (size_t i = 0; i < x->n_offers; i++) {
+        const struct offer *o = &x->offers[i];
+
+        snprintf(list[i].name, sizeof(list[i].name), "%s", o->name);
+        list[i].gpus = o->gpus;
+        list[i].spot = o->spot;
+        list[i].price = prices && o->vcpus > 0
+                            ? gcp_prices_node(prices, o->family, o->vcpus, o->memory_gib,
+                                              o->accelerator, o->gpus, o->region, o->spot)
+                            : NAN;
+    }
+    *out = list;
+    *n = x->n_offers;
+    return 0;
+}
+
+static enum cloud_state state_of(const char *status)
+{
+    if (strcmp(status, "RUNNING") == 0)
+        return CLOUD_RUNNING;
+    if (strcmp(status, "PROVISIONING") == 0 || strcmp(status, "STAGING") == 0)
+        return CLOUD_PENDING;
+    return CLOUD_GONE; /* STOPPING, STOPPED, SUSPENDING, SUSPENDED, TERMINATED */
+}
+
+/* "<zone>/<name>" into id (CLOUD_ID_MAX). */
+static int make_id(const char *zone, const char *name, char *id)
+{
+    int n = snprintf(id, CLOUD_ID_MAX, "%s/%s", zone, name);
+
+    return n < 0 || n >= CLOUD_ID_MAX ? ERR_RANGE : 0;
+}
+
+static int list(void *arg, const char *cluster, struct cloud_instance **out, size_t *n)
+{
+    struct ctx *x = arg;
+    struct gcp_instance *items = NULL;
+    struct cloud_instance *res;
+    size_t count = 0;
+    int rc;
+
+    if (!out || !n)
+        return ERR_INVAL;
+    rc = gcp_instances_list(x->compute, cluster, &items, &count, NULL);
+    if (rc < 0)
+        return rc == ERR_CAPACITY || rc == ERR_QUOTA ? ERR_AGAIN : rc;
+    res = calloc(count ? count : 1, sizeof(*res));
+    if (!res) {
+        free(items);
+        return ERR_NOMEM;
+    }
+    for (size_t i = 0; i < count; i++) {
+        const struct offer *o = offer_of(x, &items[i]);
+
+        if (make_id(items[i].zone, items[i].name, res[i].id) < 0) {
+            free(items);
+            free(res);
+            return ERR_RANGE;
+        }
+        if (o)
+            snprintf(res[i].offer, sizeof(res[i].offer), "%s", o->name);
+        else
+            snprintf(res[i].offer, sizeof(res[i].offer), "%.40s/%.40s/%s", items[i].machine_type,
+                     items[i].zone, items[i].spot ? "spot" : "standard");
+        snprintf(res[i].token, sizeof(res[i].token), "%s", items[i].token);
+        res[i].state = state_of(items[i].status);
+        res[i].launched = (double)items[i].created;
+    }
+    free(items);
+    *out = res;
+    *n = count;
+    return 0;
+}
+
+/* The instance zone/name is the one cluster and token launched: 0, else ERR_CONFLICT. */
+static int same_launch(struct ctx *x, const char *zone, const char *name, const char *cluster,
+                       const char *token)
+{
+    struct gcp_instance in;
+    int rc = gcp_instance_get(x->compute, zone, name, &in, NULL);
+
+    if (rc < 0)
+        return rc;
+    return strcmp(in.cluster, cluster) == 0 && strcmp(in.token, token) == 0 ? 0 : ERR_CONFLICT;
+}
+
+static int launch(void *arg, const char *offer, const char *cluster, const char *token, char *id)
+{
+    struct ctx *x = arg;
+    const struct offer *o = find_offer(x, offer);
+    struct gcp_insert_request q = {0};
+    struct gcp_operation op = {0};
+    char name[GCP_NAME_MAX], made[CLOUD_ID_MAX];
+    int rc;
+
+    if (!o)
+        return ERR_UNKNOWN;
+    if (!id || !gcp_label_ok(cluster) || !gcp_label_ok(token))
+        return ERR_INVAL;
+    rc = gcp_instance_name(cluster, token, name);
+    if (rc == 0)
+        rc = make_id(o->zone, name, made);
+    if (rc < 0)
+        return rc;
+    q.zone = o->zone;
+    q.name = name;
+    q.machine_type = o->machine_type;
+    q.spot = o->spot;
+    if (o->attached) {
+        q.accelerator_type = o->accelerator;
+        q.accelerator_count = o->gpus;
+    }
+    q.source_image = x->image;
+    q.disk_gb = x->disk_gb;
+    q.disk_type = x->disk_type;
+    q.network = x->network;
+    q.subnetwork = x->subnetwork;
+    q.external_ip = x->external_ip;
+    q.service_account = x->service_account;
+    q.startup_script = x->startup_script;
+    q.cluster = cluster;
+    q.token = token;
+    rc = gcp_instances_insert(x->compute, &q, &op, NULL);
+    if (rc == 0)
+        rc = gcp_operation_wait(x->compute, &op, NULL);
+    /* the name is the token's: an instance of that name is this launch's, asked before */
+    if (rc == ERR_CONFLICT)
+        rc = same_launch(x, o->zone, name, cluster, token);
+    if (rc < 0)
+        return rc;
+    memcpy(id, made, CLOUD_ID_MAX);
+    return 0;
+}
+
+static int terminate(void *arg, const char *cluster, const char *id)
+{
+    struct ctx *x = arg;
+    struct gcp_instance in;
+    struct gcp_operation op = {0};
+    char zone[GCP_NAME_MAX];
+    const char *slash = id ? strchr(id, '/') : NULL;
+    int rc;
+
+    if (!slash || (size_t)(slash - id) >= sizeof(zone) || !cluster)
+        return ERR_UNKNOWN;
+    snprintf(zone, sizeof(zone), "%.*s", (int)(slash - id), id);
+    rc = gcp_instance_get(x->compute, zone, slash + 1, &in, NULL);
+    if (rc == ERR_NOENT)
+        return 0; /* gone already */
+    if (rc == ERR_INVAL)
+        return ERR_UNKNOWN; /* not an instance name castor could have given */
+    if (rc < 0)
+        return rc;
+    if (strcmp(in.cluster, cluster) != 0)
+        return ERR_UNKNOWN; /* not this cluster's: never terminated */
+    rc = gcp_instances_delete(x->compute, zone, slash + 1, NULL, &op, NULL);
+    if (rc == 0)
+        rc = gcp_operation_wait(x->compute, &op, NULL);
+    return rc == ERR_NOENT ? 0 : rc;
+}
+
+static const struct cloud_ops gcp_ops = {
+    .name = "gcp",
+    .offers = offers,
+    .list = list,
+    .launch = launch,
+    .terminate = terminate,
+    .destroy = destroy,
+};
+
+/* Fill *o from c; ERR_INVAL with e saying why. */
+static int make_offer(const struct cloud_gcp_offer *c, size_t i, struct offer *o, struct error *e)
+{
+    const char *builtin = NULL;
+    char gpus[96] = "";
+    int n, count = 0;
+
+    if (!c->machine_type || !c->zone || strlen(c->machine_type) >= sizeof(o->machine_type) ||
+        strlen(c->zone) >= sizeof(o->zone))
+        return err_set(e, ERR_INVAL, "gcp offers", 0, 0,
+                       "offer %zu needs a machine type and a zone", i);
+    snprintf(o->machine_type, sizeof(o->machine_type), "%s", c->machine_type);
+    snprintf(o->zone, sizeof(o->zone), "%s", c->zone);
+    snprintf(o->family, sizeof(o->family), "%.*s", (int)strcspn(c->machine_type, "-"),
+             c->machine_type);
+    if (gcp_zone_region(c->zone, o->region, sizeof(o->region)) < 0)
+        return err_set(e, ERR_INVAL, "gcp offers", 0, 0, "offer %zu: %.64s is not a zone", i,
+                       c->zone);
+    o->spot = !!c->spot;
+    if (gcp_machine_gpus(c->machine_type, &count, &builtin) == 0) {
+        if (c->accelerator_count > 0)
+            return err_set(e, ERR_INVAL, "gcp offers", 0, 0,
+                           "offer %zu: %.64s comes with its GPUs; attach none", i, c->machine_type);
+        snprintf(o->accelerator, sizeof(o->accelerator), "%s", builtin);
+        o->gpus = count;
+    } else if (c->accelerator_count > 0) {
+        if (!c->accelerator_type || strlen(c->accelerator_type) >= sizeof(o->accelerator))
+            return err_set(e, ERR_INVAL, "gcp offers", 0, 0,
+                           "offer %zu: attached GPUs need their accelerator type", i);
+        snprintf(o->accelerator, sizeof(o->accelerator), "%s", c->accelerator_type);
+        o->gpus = c->accelerator_count;
+        o->attached = 1;
+        snprintf(gpus, sizeof(gpus), "+%.40sx%d", c->accelerator_type, c->accelerator_count);
+    }
+    o->vcpus = c->vcpus;
+    o->memory_gib = c->memory_gib;
+    if (o->vcpus <= 0 || o->memory_gib <= 0)
+        gcp_machine_shape(c->machine_type, &o->vcpus, &o->memory_gib);
+    n = snprintf(o->name, sizeof(o->name), "%s%s/%s/%s", o->machine_type, gpus, o->zone,
+                 o->spot ? "spot" : "standard");
+    if (n < 0 || (size_t)n >= sizeof(o->name))
+        return err_set(e, ERR_INVAL, "gcp offers", 0, 0, "offer %zu: its name is too long", i);
+    return 0;
+}
+
+/* A copy of s, or NULL for NULL; *failed set when out of memory. */
+static char *copy(const char *s, int *failed)
+{
+    char *c = s ? strdup(s) : NULL;
+
+    if (s && !c)
+        *failed = 1;
+    return c;
+}
+
+int cloud_gcp_new(const struct cloud_gcp_config *cfg, struct cloud *out, struct error *e)
+{
+    struct ctx *x;
+    int rc = 0, failed = 0;
+
+    if (!cfg || !out || !cfg->compute || !cfg->instance.source_image || !cfg->offers ||
+        cfg->n_offers == 0)
+        return err_set(e, ERR_INVAL, "gcp", 0, 0,
+                       "a Compute Engine client, a source image and offers are needed");
+    x = calloc(1, sizeof(*x));
+    if (!x)
+        return ERR_NOMEM;
+    x->offers = calloc(cfg->n_offers, sizeof(*x->offers));
+    if (!x->offers) {
+        rc = ERR_NOMEM;
+        goto fail;
+    }
+    for (size_t i = 0; i < cfg->n_offers; i++) {
+        rc = make_offer(&cfg->offers[i], i, &x->offers[i], e);
+        if (rc < 0)
+            goto fail;
+        if (find_offer(x, x->offers[i].name)) {
+            rc = err_set(e, ERR_CONFLICT, "gcp offers", 0, 0, "offer %s is given twice",
+                         x->offers[i].name);
+            goto fail;
+        }
+        x->n_offers++;
+    }
+    x->compute = cfg->compute;
+    x->billing = cfg->billing;
+    x->image = copy(cfg->instance.source_image, &failed);
+    x->disk_type = copy(cfg->instance.disk_type, &failed);
+    x->network = copy(cfg->instance.network, &failed);
+    x->subnetwork = copy(cfg->instance.subnetwork, &failed);
+    x->service_account = copy(cfg->instance.service_account, &failed);
+    x->startup_script = copy(cfg->instance.startup_script, &failed);
+    x->disk_gb = cfg->instance.disk_gb;
+    x->external_ip = cfg->instance.external_ip;
+    x->clock = cfg->clock ? cfg->clock : retry_default_clock;
+    x->hook_arg = cfg->hook_arg;
+    if (failed) {
+        rc = ERR_NOMEM;
+        goto fail;
+    }
+    out->ops = &gcp_ops;
+    out->ctx = x;
+    return 0;
+fail:
+    destroy(x);
+    return rc;
+}

@@ -1,0 +1,58 @@
+/* cloud_gcp.h: the gcp world's cloud (providers/cloud.h) over Compute Engine: offers from the
+ * configuration priced by the Billing Catalog, the cluster's instances by label, launches made
+ * idempotent by the launch token (an instance name derived from it, and requestId), terminations
+ * of this cluster's instances only. */
+#ifndef CASTOR_PROVIDERS_GCP_CLOUD_GCP_H
+#define CASTOR_PROVIDERS_GCP_CLOUD_GCP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "providers/cloud.h"
+#include "providers/gcp/billing.h"
+#include "providers/gcp/compute.h"
+
+/* One pool castor may launch from; strings borrowed until cloud_gcp_new returns. */
+struct cloud_gcp_offer {
+    const char *machine_type; /* "n1-standard-8", "a2-highgpu-1g", "g2-standard-4" */
+    const char *zone;         /* "us-central1-a" */
+    int spot;
+    const char *accelerator_type; /* N1: the GPUs attached ("nvidia-tesla-t4"); else NULL */
+    int accelerator_count;
+    int vcpus;         /* 0: from gcp_machine_shape */
+    double memory_gib; /* 0: from gcp_machine_shape */
+};
+
+/* The instance every launch creates; strings borrowed until cloud_gcp_new returns. */
+struct cloud_gcp_template {
+    const char *source_image; /* required */
+    long disk_gb;
+    const char *disk_type;
+    const char *network;
+    const char *subnetwork;
+    int external_ip;
+    const char *service_account;
+    const char *startup_script;
+};
+
+struct cloud_gcp_config {
+    struct gcp_compute *compute; /* required; borrowed: it must outlive the cloud */
+    struct gcp_billing *billing; /* NULL: prices unknown (NAN); borrowed */
+    const struct cloud_gcp_offer *offers;
+    size_t n_offers;
+    struct cloud_gcp_template instance;
+    int64_t (*clock)(void *arg); /* the time prices are asked for; NULL: time() */
+    void *hook_arg;
+};
+
+/*
+ * A cloud over cfg into *out (cloud_free releases what the cloud copied, never compute or
+ * billing). Offers are named "<machine type>[+<accelerator>x<count>]/<zone>/<spot|standard>".
+ * Instance ids are "<zone>/<name>". Errors, with e naming the offer: ERR_INVAL (no compute, no
+ * source image, no offer, an offer without machine type or zone, GPUs attached to a type that
+ * carries its own, a name too long), ERR_CONFLICT (two offers with one name), ERR_NOMEM; *out
+ * then untouched.
+ */
+int cloud_gcp_new(const struct cloud_gcp_config *cfg, struct cloud *out, struct error *e);
+
+#endif

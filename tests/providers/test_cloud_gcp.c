@@ -1,0 +1,236 @@
+/* test_cloud_gcp.c: the gcp cloud (struct cloud_ops over Compute Engine and the Billing Catalog)
+ * against the fake Google Cloud: offers named and priced from the catalog, launches idempotent
+ * by token (requestId, and the instance name derived from the token), capacity and quota
+ * failures, the cluster's instances with their offer, token and state, terminations of this
+ * cluster's instances only, and configurations it refuses. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "gcp_fixture.h"
+#include "providers/gcp/cloud_gcp.h"
+
+#define CLUSTER "alpha"
+#define T4_SPOT "n1-standard-8+nvidia-tesla-t4x1/us-central1-a/spot"
+#define A2_STD "a2-highgpu-2g/us-central1-b/standard"
+
+struct fixture {
+    struct gcp_world w;
+    struct gcp_compute *compute;
+    struct gcp_billing *billing;
+    struct cloud cloud;
+};
+
+static const struct cloud_gcp_offer offers[] = {
+    {.machine_type = "n1-standard-8",
+     .zone = "us-central1-a",
+     .spot = 1,
+     .accelerator_type = "nvidia-tesla-t4",
+     .accelerator_count = 1},
+    {.machine_type = "a2-highgpu-2g", .zone = "us-central1-b"},
+};
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof(*f));
+    struct gcp_compute_config cc = {.project = GCP_PROJECT, .poll_interval_ms = 10};
+    struct gcp_billing_config bc = {0};
+    struct cloud_gcp_config cfg = {
+        .offers = offers,
+        .n_offers = 2,
+        .instance = {.source_image = "projects/debian-cloud/global/images/family/debian-12"},
+        .clock = hooks_clock,
+    };
+
+    if (!f || gcp_world_start(&f->w) < 0)
+        return -1;
+    cc.rest = gcp_world_rest(&f->w, f->w.compute, 3);
+    bc.rest = gcp_world_rest(&f->w, f->w.billing, 1);
+    if (gcp_compute_new(&cc, &f->compute, NULL) < 0 || gcp_billing_new(&bc, &f->billing, NULL) < 0)
+        return -1;
+    cfg.compute = f->compute;
+    cfg.billing = f->billing;
+    cfg.hook_arg = &f->w.h;
+    if (cloud_gcp_new(&cfg, &f->cloud, NULL) < 0)
+        return -1;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+
+    cloud_free(&f->cloud);
+    gcp_billing_free(f->billing);
+    gcp_compute_free(f->compute);
+    gcp_world_stop(&f->w);
+    free(f);
+    return 0;
+}
+
+/* Offers by name with their GPUs (attached or built in), priced from the catalog's parts; a
+ * part without a price (no A2 in that page) leaves the price unknown. */
+static void cloud_gcp_offers__named_and_priced(void **state)
+{
+    struct fixture *f = *state;
+    char path[512], *page = NULL;
+    struct cloud_offer *list = NULL;
+    size_t len = 0, n = 0;
+
+    snprintf(path, sizeof(path), "%s/gcp/skus-page1.json", CASTOR_TEST_DATA);
+    assert_int_equal(file_read_all(path, &page, &len, NULL), 0);
+    page[len] = '\0';
+    /* one page only: its nextPageToken "p2" becomes "" */
+    memcpy(strstr(page, "\"p2\""), "\"\"  ", 4);
+    fake_gce_push(f->w.fake, FAKE_GCE_BILLING "/services", 200, page);
+    assert_int_equal(cloud_offers(&f->cloud, &list, &n), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(list[0].name, T4_SPOT);
+    assert_int_equal(list[0].gpus, 1);
+    assert_int_equal(list[0].spot, 1);
+    assert_float_equal(list[0].price, 8 * 0.006655 + 30 * 0.000892 + 0.112, 1e-9);
+    assert_string_equal(list[1].name, A2_STD);
+    assert_int_equal(list[1].gpus, 2);
+    assert_int_equal(list[1].spot, 0);
+    assert_true(isnan(list[1].price));
+    free(list);
+    free(page);
+}
+
+/* A launch waits for its operation and gives "<zone>/<name>"; the same token again gives the
+ * same instance (one only); the instance is listed with its offer, token and state. */
+static void cloud_gcp_launch__idempotent_and_listed(void **state)
+{
+    struct fixture *f = *state;
+    char id[CLOUD_ID_MAX], again[CLOUD_ID_MAX], name[GCP_NAME_MAX], want[96];
+    struct cloud_instance *list = NULL;
+    size_t n = 0;
+
+    assert_int_equal(cloud_launch(&f->cloud, T4_SPOT, CLUSTER, "tok-1", id), 0);
+    assert_int_equal(gcp_instance_name(CLUSTER, "tok-1", name), 0);
+    snprintf(want, sizeof(want), "us-central1-a/%s", name);
+    assert_string_equal(id, want);
+    assert_int_equal(cloud_launch(&f->cloud, T4_SPOT, CLUSTER, "tok-1", again), 0);
+    assert_string_equal(again, id);
+    assert_int_equal(fake_gce_instance_count(f->w.fake), 1);
+    assert_int_equal(cloud_list(&f->cloud, CLUSTER, &list, &n), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(list[0].id, id);
+    assert_string_equal(list[0].offer, T4_SPOT);
+    assert_string_equal(list[0].token, "tok-1");
+    assert_int_equal(list[0].state, CLOUD_RUNNING);
+    assert_true(list[0].launched > 0);
+    free(list);
+}
+
+/* An instance of the token's name already there (a launch whose requestId Compute Engine has
+ * forgotten): the same cluster and token is this launch; another token is ERR_CONFLICT. */
+static void cloud_gcp_launch__name_already_taken(void **state)
+{
+    struct fixture *f = *state;
+    char id[CLOUD_ID_MAX], name[GCP_NAME_MAX];
+
+    assert_int_equal(gcp_instance_name(CLUSTER, "tok-2", name), 0);
+    assert_int_equal(
+        fake_gce_add_instance(f->w.fake, "us-central1-a", name, CLUSTER, "tok-2", NULL, 1), 0);
+    assert_int_equal(cloud_launch(&f->cloud, T4_SPOT, CLUSTER, "tok-2", id), 0);
+    assert_int_equal(fake_gce_instance_count(f->w.fake), 1);
+    assert_int_equal(gcp_instance_name(CLUSTER, "tok-3", name), 0);
+    assert_int_equal(
+        fake_gce_add_instance(f->w.fake, "us-central1-a", name, CLUSTER, "other", NULL, 1), 0);
+    assert_int_equal(cloud_launch(&f->cloud, T4_SPOT, CLUSTER, "tok-3", id), ERR_CONFLICT);
+}
+
+/* No capacity in the zone: ERR_CAPACITY; the GPU quota: ERR_QUOTA; an offer not configured:
+ * ERR_UNKNOWN; a token that cannot be a label: ERR_INVAL. Nothing is left running. */
+static void cloud_gcp_launch__failures(void **state)
+{
+    struct fixture *f = *state;
+    char id[CLOUD_ID_MAX] = "untouched";
+
+    fake_gce_exhaust_zone(f->w.fake, "us-central1-b", 1);
+    assert_int_equal(cloud_launch(&f->cloud, A2_STD, CLUSTER, "tok-4", id), ERR_CAPACITY);
+    fake_gce_quota(f->w.fake, "GPUS_ALL_REGIONS");
+    assert_int_equal(cloud_launch(&f->cloud, T4_SPOT, CLUSTER, "tok-5", id), ERR_QUOTA);
+    assert_int_equal(
+        cloud_launch(&f->cloud, "n1-standard-4/us-central1-a/spot", CLUSTER, "tok-6", id),
+        ERR_UNKNOWN);
+    assert_int_equal(cloud_launch(&f->cloud, T4_SPOT, CLUSTER, "Tok 7", id), ERR_INVAL);
+    assert_string_equal(id, "untouched");
+    assert_int_equal(fake_gce_instance_count(f->w.fake), 0);
+}
+
+/* Terminate: this cluster's instance goes; again succeeds (gone already); another cluster's
+ * instance or an id castor never gave is ERR_UNKNOWN and nothing is deleted. Listing shows an
+ * instance of an offer no longer configured under a name of its own. */
+static void cloud_gcp_terminate__only_this_cluster(void **state)
+{
+    struct fixture *f = *state;
+    struct cloud_instance *list = NULL;
+    char id[CLOUD_ID_MAX];
+    size_t n = 0;
+
+    assert_int_equal(cloud_launch(&f->cloud, T4_SPOT, CLUSTER, "tok-8", id), 0);
+    assert_int_equal(
+        fake_gce_add_instance(f->w.fake, "us-east1-c", "their-node", "beta", "t", NULL, 0), 0);
+    assert_int_equal(
+        fake_gce_add_instance(f->w.fake, "us-east1-c", "old-node", CLUSTER, "t0", "STOPPING", 0),
+        0);
+    assert_int_equal(cloud_terminate(&f->cloud, CLUSTER, "us-east1-c/their-node"), ERR_UNKNOWN);
+    assert_int_equal(cloud_terminate(&f->cloud, CLUSTER, "no-slash"), ERR_UNKNOWN);
+    assert_int_equal(cloud_terminate(&f->cloud, CLUSTER, "us-east1-c/Not_A_Name"), ERR_UNKNOWN);
+    assert_int_equal(fake_gce_instance_count(f->w.fake), 3);
+    assert_int_equal(cloud_list(&f->cloud, CLUSTER, &list, &n), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(list[1].offer, "n1-standard-8/us-east1-c/standard");
+    assert_int_equal(list[1].state, CLOUD_GONE);
+    free(list);
+    assert_int_equal(cloud_terminate(&f->cloud, CLUSTER, id), 0);
+    assert_int_equal(fake_gce_instance_count(f->w.fake), 2);
+    assert_int_equal(cloud_terminate(&f->cloud, CLUSTER, id), 0);
+}
+
+/* Configurations refused before anything is asked. */
+static void cloud_gcp_new__refusals(void **state)
+{
+    struct fixture *f = *state;
+    struct cloud_gcp_offer bad[2] = {offers[1], offers[1]};
+    struct cloud_gcp_config cfg = {
+        .compute = f->compute,
+        .offers = bad,
+        .n_offers = 2,
+        .instance = {.source_image = "img"},
+    };
+    struct cloud c = {0};
+    struct error e = {0};
+
+    assert_int_equal(cloud_gcp_new(&cfg, &c, &e), ERR_CONFLICT);
+    assert_non_null(strstr(e.msg, "given twice"));
+    bad[1].accelerator_type = "nvidia-tesla-a100";
+    bad[1].accelerator_count = 1;
+    assert_int_equal(cloud_gcp_new(&cfg, &c, &e), ERR_INVAL);
+    assert_non_null(strstr(e.msg, "comes with its GPUs"));
+    bad[1] = offers[0];
+    bad[1].zone = "nozone";
+    assert_int_equal(cloud_gcp_new(&cfg, &c, &e), ERR_INVAL);
+    cfg.instance.source_image = NULL;
+    assert_int_equal(cloud_gcp_new(&cfg, &c, &e), ERR_INVAL);
+    assert_null(c.ops);
+}
+
+int main(void)
+{
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(cloud_gcp_offers__named_and_priced),     T(cloud_gcp_launch__idempotent_and_listed),
+        T(cloud_gcp_launch__name_already_taken),   T(cloud_gcp_launch__failures),
+        T(cloud_gcp_terminate__only_this_cluster), T(cloud_gcp_new__refusals),
+    };
+#undef T
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
