@@ -73,15 +73,25 @@ void cloud_free(struct cloud *c);
 
 struct conf_node;
 
+/* What the controller that makes a cloud says of itself, for the clouds whose instances talk back
+ * to it (local: the nodes need its URL and tokens). Every field may be NULL (not known); all are
+ * borrowed for the constructor's call only. */
+struct cloud_host {
+    const char *api_url;         /* its own API, as a node on this machine reaches it */
+    const char *node_token_file; /* the files its node and job tokens were read from */
+    const char *job_token_file;
+    const char *bin_dir; /* the folder of the running castor program (castor-node is beside it) */
+};
+
 /*
  * A cloud's constructor. section is the configuration's `cloud:` mapping (NULL or an empty node
  * when absent: the cloud's defaults); the cloud checks its keys, and errors name file, line and
  * column (e); it is read during the call only (copy what is kept). base_dir is the configuration
- * file's folder, for relative paths. On success *out is a new cloud (cloud_free); on error it is
- * untouched.
+ * file's folder, for relative paths; host (may be NULL) the controller's own address and token
+ * files, for defaults. On success *out is a new cloud (cloud_free); on error it is untouched.
  */
 typedef int (*cloud_new_fn)(const struct conf_node *section, const char *base_dir,
-                            struct cloud *out, struct error *e);
+                            const struct cloud_host *host, struct cloud *out, struct error *e);
 
 struct cloud_entry {
     const char *name;
@@ -98,10 +108,14 @@ cloud_new_fn cloud_find(const char *name);
 /* A new cloud by name, as its constructor. ERR_UNKNOWN (e says which are built) for a name not in
  * the registry. */
 int cloud_new(const char *name, const struct conf_node *section, const char *base_dir,
-              struct cloud *out, struct error *e);
+              const struct cloud_host *host, struct cloud *out, struct error *e);
 
 /* The constructors (one per cloud file). */
-int cloud_fake_new(const struct conf_node *section, const char *base_dir, struct cloud *out,
+int cloud_fake_new(const struct conf_node *section, const char *base_dir,
+                   const struct cloud_host *host, struct cloud *out,
                    struct error *e); /* providers/fake.c */
+int cloud_local_from_conf(const struct conf_node *section, const char *base_dir,
+                          const struct cloud_host *host, struct cloud *out,
+                          struct error *e); /* providers/local_conf.c */
 
 #endif

@@ -7,6 +7,7 @@
 
 const struct cloud_entry cloud_registry[] = {
     {"fake", cloud_fake_new}, /* providers/fake.c: instances in memory or a file (tests, trials) */
+    {"local", cloud_local_from_conf}, /* providers/local_conf.c: castor-node processes here */
     {NULL, NULL},
 };
 
@@ -19,14 +20,14 @@ cloud_new_fn cloud_find(const char *name)
 }
 
 int cloud_new(const char *name, const struct conf_node *section, const char *base_dir,
-              struct cloud *out, struct error *e)
+              const struct cloud_host *host, struct cloud *out, struct error *e)
 {
     cloud_new_fn create = cloud_find(name);
     char built[256] = "";
     size_t len = 0;
 
     if (create)
-        return create(section, base_dir, out, e);
+        return create(section, base_dir, host, out, e);
     for (size_t i = 0; cloud_registry[i].name && len < sizeof(built); i++)
         len += (size_t)snprintf(built + len, sizeof(built) - len, "%s%s", i ? ", " : "",
                                 cloud_registry[i].name);

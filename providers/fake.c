@@ -427,8 +427,8 @@ int cloud_fake_create(const struct cloud_offer *offers, const int *capacity, siz
     return 0;
 }
 
-int cloud_fake_new(const struct conf_node *section, const char *base_dir, struct cloud *out,
-                   struct error *e)
+int cloud_fake_new(const struct conf_node *section, const char *base_dir,
+                   const struct cloud_host *host, struct cloud *out, struct error *e)
 {
     static const char *const keys[] = {"path", "offers", NULL};
     static const char *const offer_keys[] = {"name", "gpus", "market", "price", "capacity", NULL};
@@ -441,6 +441,7 @@ int cloud_fake_new(const struct conf_node *section, const char *base_dir, struct
     size_t n = 0;
     int rc;
 
+    (void)host; /* the fake's instances never talk back */
     if (section && (rc = conf_check_keys(section, keys, e)) < 0)
         return rc;
     if (section && (rc = conf_get_string(section, "path", &path, e)) < 0)

@@ -361,27 +361,89 @@ static void emu_report(struct emu *m)
     http_client_response_clear(&r);
 }
 
+/* POST {"progress": progress} to /v1/jobs/{job}/{what}: the HTTP status, or -1 when the
+ * controller could not be reached (e says why). */
+static long emu_post_progress(struct emu *m, const char *what, double progress, struct error *e)
+{
+    struct http_client_response r = {0};
+    char path[512], body[64];
+    long status = -1;
+
+    snprintf(path, sizeof(path), "/v1/jobs/%s/%s", m->cfg->job, what);
+    snprintf(body, sizeof(body), "{\"progress\":%.17g}", progress);
+    if (agent_call(m->http, m->cfg->url, m->cfg->job_token, "POST", path, body, m->cfg->timeout_s,
+                   NULL, &r, e) == 0)
+        status = r.status;
+    http_client_response_clear(&r);
+    return status;
+}
+
 static int emu_checkpoint(struct emu *m, const char *why)
 {
     struct error e = {0};
+    long status;
     int rc;
 
     if (m->cfg->rank != 0)
         return 0;
     rc = emu_checkpoint_write(m->ckpt, m->cfg->app->name, &m->s, &e);
-    if (rc < 0)
+    if (rc < 0) {
         emu_log(m, LOG_ERROR, "checkpoint failed: %s", e.msg);
+        return rc;
+    }
+    emu_log(m, LOG_INFO, "checkpoint (%s): progress %.6f, epoch %d", why, m->s.progress,
+            m->s.epoch);
+    if (emu_reports(m) && (status = emu_post_progress(m, "checkpoint", m->s.progress, &e)) != 200)
+        emu_log(m, LOG_WARN, "checkpoint not recorded by the controller: %s",
+                status < 0 ? e.msg : "refused");
+    return 0;
+}
+
+/* Tell the controller the job is done (rank 0), retrying with backoff for up to
+ * cfg->finish_wait_s while it cannot be reached or answers 5xx; SIGTERM or SIGINT stops the
+ * retries. Never fails the replica: the marker is written, and a later start says it again. */
+static void emu_announce(struct emu *m, double progress)
+{
+    const double until = emu_mono() + m->cfg->finish_wait_s;
+    double wait = 0.2;
+    struct error e = {0};
+    sigset_t set;
+    long status;
+
+    if (!emu_reports(m))
+        return;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    for (;;) {
+        struct timespec ts;
+
+        status = emu_post_progress(m, "finished", progress, &e);
+        if (status >= 200 && status < 500)
+            break;
+        if (emu_mono() + wait > until) {
+            emu_log(m, LOG_WARN, "the controller was not told the job finished: %s",
+                    status < 0 ? e.msg : "it answered 5xx");
+            return;
+        }
+        ts.tv_sec = (time_t)wait;
+        ts.tv_nsec = (long)((wait - (double)ts.tv_sec) * 1e9);
+        if (sigtimedwait(&set, NULL, &ts) > 0)
+            return;
+        wait = fmin(wait * 2, 2.0);
+    }
+    if (status == 200)
+        emu_log(m, LOG_INFO, "the controller recorded the job finished at progress %.6f", progress);
     else
-        emu_log(m, LOG_INFO, "checkpoint (%s): progress %.6f, epoch %d", why, m->s.progress,
-                m->s.epoch);
-    return rc;
+        emu_log(m, LOG_WARN, "the controller refused the end of the job (%ld)", status);
 }
 
 static int emu_config_ok(const struct emu_config *c)
 {
     return c && c->app && c->dir && c->world_size >= 1 && c->rank >= 0 && c->rank < c->world_size &&
            c->local_world_size >= 1 && c->speed > 0 && isfinite(c->speed) && c->checkpoint_s > 0 &&
-           c->report_s > 0 && c->epochs >= 0 && c->epochs <= c->app->max_epochs && c->timeout_s > 0;
+           c->report_s > 0 && c->epochs >= 0 && c->epochs <= c->app->max_epochs &&
+           c->timeout_s > 0 && c->finish_wait_s >= 0;
 }
 
 /* Start: the completion marker, the checkpoint, the placement and configuration. Returns 1 when
@@ -397,6 +459,10 @@ static int emu_start(struct emu *m)
     snprintf(m->done, sizeof(m->done), "%s/%s", c->dir, EMU_DONE_FILE);
     if (stat(m->done, &sb) == 0) {
         emu_log(m, LOG_INFO, "already complete (%s): nothing to do", EMU_DONE_FILE);
+        if (c->rank == 0 && c->url && c->job_token && c->job &&
+            emu_checkpoint_read(m->done, c->app->name, &m->s, &e) == 0 &&
+            http_client_new(&m->http) == 0)
+            emu_announce(m, m->s.progress); /* the last start may have been killed before */
         return 1;
     }
     rc = emu_checkpoint_read(m->ckpt, c->app->name, &m->s, &e);
@@ -443,6 +509,8 @@ static int emu_finish(struct emu *m)
     free(text);
     if (rc < 0)
         emu_log(m, LOG_ERROR, "cannot write the completion marker: %s", e.msg);
+    else
+        emu_announce(m, m->s.progress);
     return rc;
 }
 

@@ -99,13 +99,17 @@ struct emu_config {
     const char *url;       /* the controller; NULL: no reports, the placement from the sizes */
     const char *job_token; /* a secret; NULL: no reports */
     double timeout_s;      /* each request (> 0) */
+    double finish_wait_s;  /* rank 0 retries telling the controller the job finished this long */
     struct log *log;       /* borrowed; NULL: silent */
 };
 
 /*
  * Run one replica until its epochs are done (rank 0 then writes the last checkpoint, a final
- * report and the completion marker; another rank also ends when it sees rank 0's marker in dir)
- * or SIGTERM or SIGINT comes (rank 0 checkpoints first).
+ * report and the completion marker, and posts /v1/jobs/{job}/finished, retried for finish_wait_s
+ * while the controller cannot be reached; another rank also ends when it sees rank 0's marker in
+ * dir) or SIGTERM or SIGINT comes (rank 0 checkpoints first). Rank 0 posts each checkpoint's
+ * progress to /v1/jobs/{job}/checkpoint (best effort), and a rank 0 that starts after the job's
+ * marker was written posts /finished again (its first announcement may have been lost).
  * Resumes from the checkpoint in dir; a completion marker already there ends at once. The
  * placement comes from the job's allocation (GET /v1/jobs/{job}/allocation) when it can be read
  * and matches the world size, else from the sizes. Reports that fail are logged and their steps

@@ -23,6 +23,7 @@ static void usage(FILE *f)
             "  CASTOR_LOCAL_BSZ, CASTOR_ACCUM_STEPS, CASTOR_CHECKPOINT_INTERVAL (600),\n"
             "  CASTOR_URL, CASTOR_JOB_TOKEN or CASTOR_JOB_TOKEN_FILE, CASTOR_EMULATOR_SPEED (1),\n"
             "  CASTOR_EMULATOR_REPORT_S (30), CASTOR_EMULATOR_EPOCHS (the profile's),\n"
+            "  CASTOR_EMULATOR_FINISH_WAIT_S (60),\n"
             "  CASTOR_EMULATOR_DIR (.), CASTOR_EMULATOR_LOG_LEVEL (info)\n");
 }
 
@@ -85,6 +86,8 @@ int main(int argc, char **argv)
         rc = agent_env_double("CASTOR_CHECKPOINT_INTERVAL", 600, 1e-3, 1e9, &c.checkpoint_s, &e);
     if (rc == 0)
         rc = agent_env_double("CASTOR_EMULATOR_REPORT_S", 30, 1e-3, 1e9, &c.report_s, &e);
+    if (rc == 0)
+        rc = agent_env_double("CASTOR_EMULATOR_FINISH_WAIT_S", 60, 0, 86400, &c.finish_wait_s, &e);
     if (rc == 0)
         rc = agent_env_int("CASTOR_EMULATOR_EPOCHS", 0, 0, app->max_epochs, &c.epochs, &e);
     if (rc == 0)

@@ -951,6 +951,82 @@ static void ap_job_report(struct ap_ctx *c)
     }
 }
 
+/* {"job", "state", "progress", "checkpoint_progress"} of the job now, as a 200 answer. */
+static void ap_job_progress_reply(struct ap_ctx *c)
+{
+    struct state_job j;
+    struct jv *o;
+    int rc = state_job_get(c->a->state, c->param, &j);
+
+    if (rc < 0) {
+        ap_state_fail(c, rc, "such job");
+        return;
+    }
+    o = jv_object();
+    ap_set(c, o, "job", jv_string(j.name));
+    ap_set(c, o, "state", jv_string(state_job_state_name(j.state)));
+    ap_set(c, o, "progress", jv_number(j.progress));
+    ap_set(c, o, "checkpoint_progress", jv_number(j.checkpoint_progress));
+    state_job_clear(&j);
+    ap_reply(c, 200, o);
+}
+
+/* POST /v1/jobs/{name}/checkpoint: a checkpoint at {"progress"} is on disk. */
+static void ap_job_checkpoint(struct ap_ctx *c)
+{
+    static const char *const keys[] = {"progress", NULL};
+    struct state_job j;
+    double progress = NAN;
+    int rc = ap_parse_body(c, 0);
+
+    if (rc == 0)
+        rc = ap_keys(c, c->body, "", keys);
+    if (rc == 0)
+        rc = ap_num(c, c->body, "", "progress", 1, 0.0, 1, &progress);
+    if (rc < 0) {
+        ap_fail(c, 400, "%s", c->reason);
+        return;
+    }
+    if ((rc = state_job_get(c->a->state, c->param, &j)) < 0) {
+        ap_state_fail(c, rc, "such job");
+        return;
+    }
+    rc = j.state == STATE_JOB_PENDING || j.state == STATE_JOB_RUNNING ? 0 : ERR_CONFLICT;
+    state_job_clear(&j);
+    if (rc == 0)
+        rc = state_job_checkpoint(c->a->state, c->param, progress, c->now);
+    if (rc == ERR_CONFLICT)
+        ap_fail(c, 409, "job %s has ended", c->param);
+    else if (rc < 0)
+        ap_state_fail(c, rc, "such job");
+    else
+        ap_job_progress_reply(c);
+}
+
+/* POST /v1/jobs/{name}/finished: the job completed its work (optionally at {"progress"}). */
+static void ap_job_finished(struct ap_ctx *c)
+{
+    static const char *const keys[] = {"progress", NULL};
+    double progress = NAN;
+    int rc = ap_parse_body(c, 1);
+
+    if (rc == 0)
+        rc = ap_keys(c, c->body, "", keys);
+    if (rc == 0)
+        rc = ap_num(c, c->body, "", "progress", 0, 0.0, 1, &progress);
+    if (rc < 0) {
+        ap_fail(c, 400, "%s", c->reason);
+        return;
+    }
+    rc = state_job_finish(c->a->state, c->param, progress, c->now);
+    if (rc == ERR_CONFLICT)
+        ap_fail(c, 409, "job %s was cancelled or failed", c->param);
+    else if (rc < 0)
+        ap_state_fail(c, rc, "such job");
+    else
+        ap_job_progress_reply(c);
+}
+
 /* The job's allocation, node by node, with its world size (NULL on a state error, in *rc). */
 static struct jv *ap_allocation(struct ap_ctx *c, const char *job, long long *world, int *rc)
 {
@@ -1563,6 +1639,8 @@ static const struct ap_route ap_routes[] = {
     {"GET", "/v1/nodes/*/assignment", AP_R(API_ROLE_NODE), ap_node_assignment, 0},
     {"POST", "/v1/nodes/*/notice", AP_R(API_ROLE_NODE), ap_node_notice, 0},
     {"POST", "/v1/jobs/*/reports", AP_R(API_ROLE_JOB), ap_job_report, 1},
+    {"POST", "/v1/jobs/*/checkpoint", AP_R(API_ROLE_JOB), ap_job_checkpoint, 0},
+    {"POST", "/v1/jobs/*/finished", AP_R(API_ROLE_JOB), ap_job_finished, 0},
     {"GET", "/v1/jobs/*/allocation", AP_R(API_ROLE_JOB) | AP_R(API_ROLE_USER), ap_job_allocation,
      0},
     {"POST", "/v1/jobs", AP_R(API_ROLE_USER), ap_job_submit, 0},

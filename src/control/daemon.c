@@ -508,17 +508,64 @@ static int dm_start_api(struct daemon *d, struct error *e)
     return 0;
 }
 
+/*
+ * What the cloud may need to know of this daemon: its API's URL as a process on this machine
+ * reaches it (a wildcard address becomes loopback), the files its node and job tokens came from
+ * (the configuration's, else systemd's credentials; NULL when they came from the environment),
+ * and the folder of this program. The strings are written into the buffers.
+ */
+static void dm_host(const struct daemon *d, struct cloud_host *h, char *url, size_t url_size,
+                    char tokens[2][4096], char *bin_dir, size_t bin_size)
+{
+    const char *addr = d->cfg->api.address, *cred = getenv(DAEMON_ENV_CREDENTIALS);
+    ssize_t n;
+    char *slash;
+
+    if (strcmp(addr, "0.0.0.0") == 0)
+        addr = "127.0.0.1";
+    else if (strcmp(addr, "::") == 0)
+        addr = "::1";
+    snprintf(url, url_size, "%s://%s%s%s:%d", d->cfg->api.tls_cert ? "https" : "http",
+             strchr(addr, ':') ? "[" : "", addr, strchr(addr, ':') ? "]" : "",
+             http_server_port(d->server));
+    h->api_url = url;
+    if (d->cfg->token_files[API_ROLE_NODE]) {
+        h->node_token_file = d->cfg->token_files[API_ROLE_NODE];
+        h->job_token_file = d->cfg->token_files[API_ROLE_JOB];
+    } else if (cred && cred[0]) {
+        snprintf(tokens[0], 4096, "%s/node.token", cred);
+        snprintf(tokens[1], 4096, "%s/job.token", cred);
+        if (dm_file_exists(tokens[0])) {
+            h->node_token_file = tokens[0];
+            h->job_token_file = tokens[1];
+        }
+    }
+    n = readlink("/proc/self/exe", bin_dir, bin_size - 1);
+    if (n > 0) {
+        bin_dir[n] = '\0';
+        if ((slash = strrchr(bin_dir, '/')) && slash != bin_dir) {
+            *slash = '\0';
+            h->bin_dir = bin_dir;
+        }
+    }
+}
+
 static int dm_start(struct daemon *d, struct error *e)
 {
     struct realworld_config rc_cfg = {0};
     struct realworld_offer *meta = NULL;
-    char why[512];
+    struct cloud_host host = {0};
+    char why[512], url[600], tokens[2][4096], bin_dir[4096];
     int rc;
 
     if ((rc = state_open(d->cfg->state_path, &d->st, e)) < 0 ||
         (rc = state_open(d->cfg->state_path, &d->st_api, e)) < 0)
         return rc;
-    if ((rc = cloud_new(d->cfg->world, d->cfg->cloud, d->cfg->dir, &d->cloud, e)) < 0)
+    /* the API first: a cloud whose instances talk back (local) is told its address */
+    if ((rc = dm_start_api(d, e)) < 0)
+        return rc;
+    dm_host(d, &host, url, sizeof(url), tokens, bin_dir, sizeof(bin_dir));
+    if ((rc = cloud_new(d->cfg->world, d->cfg->cloud, d->cfg->dir, &host, &d->cloud, e)) < 0)
         return rc;
     if ((rc = dm_offer_meta(d->cfg, &meta)) < 0)
         return err_set(e, rc, "", 0, 0, "out of memory");
@@ -541,8 +588,6 @@ static int dm_start(struct daemon *d, struct error *e)
     if ((rc = dm_policies(d, d->cfg, &d->policy, &d->fleet, why, sizeof(why))) < 0)
         return err_set(e, rc, d->cfg->path, 0, 0, "%s", why);
     d->have_policy = d->have_fleet = 1;
-    if ((rc = dm_start_api(d, e)) < 0)
-        return rc;
     d->loop = (struct loop){.provider = &d->prov,
                             .policy = &d->policy,
                             .fleet = &d->fleet,

@@ -684,6 +684,38 @@ out:
     return st_end(st, rc);
 }
 
+int state_job_finish(struct state *st, const char *name, double progress, double now)
+{
+    enum state_job_state from = STATE_JOB_PENDING;
+    long long id = 0;
+    int rc;
+
+    if (!st_name_ok(name) || !st_time_ok(now) || (!isnan(progress) && !(progress >= 0)) ||
+        isinf(progress))
+        return ERR_INVAL;
+    rc = db_begin(st->db);
+    if (rc < 0)
+        return rc;
+    rc = st_job_find(st->db, name, &id, &from);
+    if (rc < 0 || from == STATE_JOB_FINISHED)
+        goto out;
+    if (from != STATE_JOB_PENDING && from != STATE_JOB_RUNNING) {
+        rc = ERR_CONFLICT;
+        goto out;
+    }
+    rc = st_run(st->db, "UPDATE jobs SET state = ?2, finished_at = ?3 WHERE id = ?1", "itd", id,
+                st_job_states[STATE_JOB_FINISHED], now);
+    if (rc == 0 && !isnan(progress))
+        rc = st_run(st->db,
+                    "UPDATE jobs SET progress = ?2, checkpoint_progress = ?2, checkpoint_at = ?3"
+                    " WHERE id = ?1",
+                    "idd", id, progress, now);
+    if (rc == 0)
+        rc = st_run(st->db, "DELETE FROM allocations WHERE job_id = ?1", "i", id);
+out:
+    return st_end(st, rc);
+}
+
 int state_job_progress(struct state *st, const char *name, double progress)
 {
     if (!st_name_ok(name) || !st_time_ok(progress) || progress < 0)

@@ -118,6 +118,15 @@ int state_job_submit(struct state *st, const char *name, const char *spec, doubl
  */
 int state_job_set_state(struct state *st, const char *name, enum state_job_state to, double now);
 
+/*
+ * The job says it is done: a pending or running job becomes finished at now (finished_at), its
+ * allocation released, and, when progress is not NAN (else >= 0), its progress and checkpoint
+ * progress set to it (a finished job has nothing left to lose). A job already finished changes
+ * nothing and returns 0 (a retried call). ERR_UNKNOWN: no such job; ERR_CONFLICT: it was cancelled
+ * or failed.
+ */
+int state_job_finish(struct state *st, const char *name, double progress, double now);
+
 /* Record the job's progress (>= 0; it may go back, as after a restart from a checkpoint).
  * ERR_UNKNOWN: no such job. */
 int state_job_progress(struct state *st, const char *name, double progress);

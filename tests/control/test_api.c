@@ -224,7 +224,9 @@ static const struct {
     {"POST", "/v1/nodes/i-1/notice", TOKEN_NODE, "{}"},
     {"POST", "/v1/jobs/a/reports", TOKEN_JOB, REPORT},
     {"GET", "/v1/jobs/a/allocation", TOKEN_JOB, NULL},
+    {"POST", "/v1/jobs/a/checkpoint", TOKEN_JOB, "{\"progress\":1}"},
     {"POST", "/v1/jobs", TOKEN_USER, JOB_SPEC("b")},
+    {"POST", "/v1/jobs/b/finished", TOKEN_JOB, "{\"progress\":2}"},
     {"GET", "/v1/jobs", TOKEN_USER, NULL},
     {"GET", "/v1/jobs/a", TOKEN_USER, NULL},
     {"DELETE", "/v1/jobs/a", TOKEN_USER, NULL},
@@ -593,6 +595,106 @@ static void api_reports__bad_input_writes_nothing(void **state)
     free(after);
 #undef CFG
 #undef OK_FIELDS
+}
+
+/* A job's checkpoint is recorded (progress never below it); its end drops its allocation,
+ * records its progress, shows it finished, and a second end (a retry) answers the same; a
+ * pending job may end too (its node was lost as it finished). */
+static void api_jobs__checkpoint_and_finished(void **state)
+{
+    struct fixture *f = *state;
+    struct state_alloc *rows = NULL;
+    struct state_job j;
+    struct jv *v = NULL;
+    double x = 0;
+    size_t n = 9;
+
+    populate(f);
+    assert_int_equal(state_job_set_state(f->st, "a", STATE_JOB_RUNNING, f->now), 0);
+    assert_int_equal(call(f, "POST", "/v1/jobs/a/checkpoint", TOKEN_JOB, "{\"progress\":4.5}", &v),
+                     200);
+    assert_string_equal(jv_string_value(jv_get(v, "state")), "running");
+    assert_int_equal(jv_number_value(jv_get(v, "checkpoint_progress"), &x), 0);
+    assert_float_equal(x, 4.5, 1e-12);
+    jv_free(v);
+    assert_int_equal(state_job_get(f->st, "a", &j), 0);
+    assert_true(j.checkpoint_progress == 4.5 && j.progress == 4.5 && j.checkpoint_at == f->now);
+    state_job_clear(&j);
+
+    f->now += 10;
+    assert_int_equal(call(f, "POST", "/v1/jobs/a/finished", TOKEN_JOB, "{\"progress\":9}", &v),
+                     200);
+    assert_string_equal(jv_string_value(jv_get(v, "state")), "finished");
+    jv_free(v);
+    assert_int_equal(state_job_get(f->st, "a", &j), 0);
+    assert_int_equal(j.state, STATE_JOB_FINISHED);
+    assert_true(j.finished_at == f->now && j.progress == 9 && j.checkpoint_progress == 9);
+    state_job_clear(&j);
+    assert_int_equal(state_alloc_get(f->st, "a", &rows, &n), 0);
+    assert_int_equal(n, 0);
+    state_allocs_free(rows, n);
+    f->now += 10;
+    assert_int_equal(call(f, "POST", "/v1/jobs/a/finished", TOKEN_JOB, NULL, NULL), 200);
+    assert_int_equal(state_job_get(f->st, "a", &j), 0);
+    assert_true(j.finished_at == f->now - 10 && j.progress == 9); /* the first end stays */
+    state_job_clear(&j);
+    assert_int_equal(call(f, "GET", "/v1/jobs?state=finished", TOKEN_USER, NULL, &v), 200);
+    assert_int_equal(jv_size(jv_get(v, "jobs")), 1);
+    jv_free(v);
+
+    assert_int_equal(call(f, "POST", "/v1/jobs", TOKEN_USER, JOB_SPEC("p"), NULL), 201);
+    assert_int_equal(call(f, "POST", "/v1/jobs/p/finished", TOKEN_JOB, "", NULL), 200);
+    assert_int_equal(state_job_get(f->st, "p", &j), 0);
+    assert_int_equal(j.state, STATE_JOB_FINISHED);
+    state_job_clear(&j);
+}
+
+/* Bad bodies, unknown jobs, a job cancelled or already ended: refused with the reason, nothing
+ * written. */
+static void api_jobs__checkpoint_and_finished_bad_input_writes_nothing(void **state)
+{
+    static const struct {
+        const char *path;
+        const char *body;
+        long status;
+        const char *what;
+    } bad[] = {
+        {"/v1/jobs/a/checkpoint", "{}", 400, "progress is required"},
+        {"/v1/jobs/a/checkpoint", "", 400, "malformed JSON"},
+        {"/v1/jobs/a/checkpoint", "{\"progress\":-1}", 400, "progress must be"},
+        {"/v1/jobs/a/checkpoint", "{\"progress\":\"3\"}", 400, "progress must be"},
+        {"/v1/jobs/a/checkpoint", "{\"progress\":1,\"done\":true}", 400, "unknown field done"},
+        {"/v1/jobs/a/finished", "{\"progress\":-2}", 400, "progress must be"},
+        {"/v1/jobs/a/finished", "{\"finished\":true}", 400, "unknown field finished"},
+        {"/v1/jobs/a/finished", "[1]", 400, "must be a JSON object"},
+        {"/v1/jobs/a/finished", "{\"progress\":1e999}", 400, "malformed JSON"},
+        {"/v1/jobs/nope/finished", "{}", 404, "no such job"},
+        {"/v1/jobs/nope/checkpoint", "{\"progress\":1}", 404, "no such job"},
+        {"/v1/jobs/c/finished", "{}", 409, "cancelled or failed"},
+        {"/v1/jobs/c/checkpoint", "{\"progress\":1}", 409, "has ended"},
+    };
+    struct fixture *f = *state;
+    char *before, *after;
+
+    populate(f);
+    assert_int_equal(call(f, "POST", "/v1/jobs", TOKEN_USER, JOB_SPEC("c"), NULL), 201);
+    assert_int_equal(call(f, "DELETE", "/v1/jobs/c", TOKEN_USER, NULL, NULL), 200);
+    before = dump(f);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        expect_error(f, "POST", bad[i].path, TOKEN_JOB, bad[i].body, bad[i].status, bad[i].what);
+    expect_error(f, "POST", "/v1/jobs/a/finished", TOKEN_USER, "{}", 403, "token may not");
+    after = dump(f);
+    assert_string_equal(before, after);
+    free(before);
+    free(after);
+    assert_int_equal(call(f, "POST", "/v1/jobs/a/finished", TOKEN_JOB, "{}", NULL), 200);
+    before = dump(f);
+    expect_error(f, "POST", "/v1/jobs/a/checkpoint", TOKEN_JOB, "{\"progress\":1}", 409,
+                 "has ended");
+    after = dump(f);
+    assert_string_equal(before, after);
+    free(before);
+    free(after);
 }
 
 struct reporter {
@@ -1016,6 +1118,8 @@ int main(void)
         API_TEST(api_reports__store_and_allocation),
         API_TEST(api_reports__bad_input_writes_nothing),
         API_TEST(api_reports__concurrent_group_commit),
+        API_TEST(api_jobs__checkpoint_and_finished),
+        API_TEST(api_jobs__checkpoint_and_finished_bad_input_writes_nothing),
         API_TEST(api_handle__oversized_body_is_413),
         API_TEST(api_fleet__nodes_and_cost),
         API_TEST(api_metrics__prometheus_text),

@@ -1,0 +1,770 @@
+/* test_local_world.c: the local world end to end, with real processes and signals: `castor run`
+ * (world local) launches castor-node processes that run castor-job-emulator replicas of three
+ * jobs submitted with `castor submit`; a node is preempted with notice; the controller is
+ * SIGKILLed in the middle and restarted with the same configuration. Then: every job finishes;
+ * each job's emulated training time equals an uninterrupted run's (nothing beyond the last
+ * completed checkpoint lost, nothing counted twice); the restarted controller launched nothing
+ * twice (tokens unique, one instance per intent); every endpoint refuses a missing or wrong token;
+ * and after SIGTERM and the nodes' termination no process of the run is left. */
+#define _XOPEN_SOURCE 700 /* nftw */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "agent/emulator.h"
+#include "control/state.h"
+#include "providers/local.h"
+#include "sim/app.h"
+#include "support/process.h"
+#include "util/db.h"
+#include "util/http_client.h"
+#include "util/json.h"
+
+#define TOKEN_NODE "e2e-node-token-0123456789abcdef"
+#define TOKEN_JOB "e2e-job-token-0123456789abcdef"
+#define TOKEN_USER "e2e-user-token-0123456789abcdef"
+#define TOKEN_WRONG "e2e-wrong-token-0123456789abcdef"
+#define NJOBS 3
+#define EPOCHS 25   /* of cifar10: about 1,000 emulated seconds on one GPU */
+#define SPEED 100.0 /* emulated seconds per real second: about 10 s a job */
+#define LOCAL_BSZ 128
+#define MAX_INST 32
+
+static const char *const job_names[NJOBS] = {"alpha", "bravo", "charlie"};
+
+struct world {
+    char dir[64];
+    char path[256]; /* scratch */
+    char config[128], log[128], run_dir[128], state[128];
+    pid_t pid; /* the controller */
+    int port;
+    double t0;
+    struct http_client *http;
+    struct cloud cloud; /* the test's own view of the run folder (local_preempt, terminate) */
+};
+
+static const char *wpath(struct world *w, const char *name)
+{
+    snprintf(w->path, sizeof(w->path), "%s/%s", w->dir, name);
+    return w->path;
+}
+
+static void step(struct world *w, const char *what)
+{
+    fprintf(stderr, "e2e: %6.2f s: %s\n", proc_now() - w->t0, what);
+}
+
+static void write_file(const char *path, const char *text, mode_t mode)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, mode);
+
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    assert_int_equal(close(fd), 0);
+}
+
+/* A port free now on 127.0.0.1, kept for both of the controller's lives (its nodes know it). */
+static int free_port(void)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(a);
+    int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+
+    assert_true(fd >= 0);
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    port = ntohs(a.sin_port);
+    close(fd);
+    return port;
+}
+
+static void write_config(struct world *w)
+{
+    char text[4096];
+
+    snprintf(text, sizeof(text),
+             "cluster: e2e\n"
+             "world: local\n"
+             "cloud:\n"
+             "  run_dir: run\n" /* node_bin and url: the defaults (beside castor; its API) */
+             "  offers:\n"
+             "    - name: box.2gpu/spot\n"
+             "      gpus: 2\n"
+             "      spot: true\n"
+             "      price: 1.5\n"
+             "      capacity: 4\n"
+             "  grace: 2\n"
+             "  env:\n"
+             "    CASTOR_NODE_HEARTBEAT_S: 0.3\n"
+             "    CASTOR_NODE_GRACE_S: 3\n"
+             "    CASTOR_NODE_TIMEOUT_S: 2\n"
+             "    CASTOR_NODE_BACKOFF_MAX_S: 0.5\n"
+             "interval: 1\n"
+             "state: state.db\n"
+             "launch_timeout: 30\n"
+             "api:\n"
+             "  port: %d\n"
+             "tokens:\n"
+             "  node: node.token\n"
+             "  job: job.token\n"
+             "  user: user.token\n"
+             "policy: pollux\n"
+             "fleet:\n"
+             "  planner: fixed\n"
+             "  nodes: 2\n",
+             w->port);
+    write_file(w->config, text, 0600);
+}
+
+/* A job file for `castor submit`: the emulator on one GPU at a fixed batch, its own workdir. */
+static void write_job(struct world *w, const char *name)
+{
+    char text[2048], workdir[160], file[160];
+
+    snprintf(workdir, sizeof(workdir), "%s/work-%s", w->dir, name);
+    assert_int_equal(mkdir(workdir, 0700), 0);
+    snprintf(text, sizeof(text),
+             "name: %s\n"
+             "command: [\"%s\", cifar10]\n"
+             "workdir: %s\n"
+             "env:\n"
+             "  CASTOR_EMULATOR_SPEED: \"%g\"\n"
+             "  CASTOR_EMULATOR_EPOCHS: \"%d\"\n"
+             "  CASTOR_EMULATOR_REPORT_S: \"20\"\n"
+             "  CASTOR_EMULATOR_FINISH_WAIT_S: \"30\"\n"
+             "init_batch_size: %d\n"
+             "max_batch_size: %d\n"
+             "max_local_bsz: %d\n"
+             "max_replicas: 1\n"
+             "checkpoint_interval: 50\n",
+             name, CASTOR_EMULATOR_BIN, workdir, SPEED, EPOCHS, LOCAL_BSZ, LOCAL_BSZ, LOCAL_BSZ);
+    snprintf(file, sizeof(file), "%s/%s.yaml", w->dir, name);
+    write_file(file, text, 0600);
+}
+
+static int log_count(struct world *w, const char *text)
+{
+    char *log = proc_slurp(w->log);
+    int n = 0;
+
+    for (const char *p = log; p && (p = strstr(p, text)); p += strlen(text))
+        n++;
+    free(log);
+    return n;
+}
+
+struct log_want {
+    struct world *w;
+    const char *text;
+    int times;
+};
+
+static int log_has(void *ctx)
+{
+    struct log_want *q = ctx;
+
+    return log_count(q->w, q->text) >= q->times;
+}
+
+static void start_controller(struct world *w)
+{
+    static const char *const env[] = {"PATH=/usr/bin:/bin", NULL};
+    char *argv[] = {CASTOR_BIN, "run", "-c", w->config, NULL};
+    struct log_want q = {w, "API listening on", log_count(w, "API listening on") + 1};
+
+    w->pid = fork();
+    assert_true(w->pid >= 0);
+    if (w->pid == 0) {
+        int fd = open(w->log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+
+        if (fd < 0 || dup2(fd, 2) < 0 || chdir(w->dir) != 0)
+            _exit(99);
+        execve(CASTOR_BIN, argv, (char *const *)env);
+        _exit(98);
+    }
+    assert_true(proc_wait_for(log_has, &q, 30));
+}
+
+/* One request with token (NULL: none); the status, the parsed body in *out (may be NULL). */
+static long call(struct world *w, const char *method, const char *path, const char *token,
+                 const char *body, struct jv **out)
+{
+    char auth[128], url[256];
+    const struct http_client_header h[2] = {{"Authorization", auth},
+                                            {"Content-Type", "application/json"}};
+    struct http_client_request req = {.method = method, .url = url, .headers = h, .nheaders = 2};
+    struct http_client_response r = {0};
+    long status = -1;
+
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", w->port, path);
+    snprintf(auth, sizeof(auth), "Bearer %s", token ? token : "");
+    if (!token) {
+        req.headers = h + 1;
+        req.nheaders = 1;
+    }
+    req.body = body;
+    req.body_len = body ? strlen(body) : 0;
+    req.timeout_ms = 5000;
+    if (out)
+        *out = NULL;
+    if (http_client_do(w->http, &req, &r, NULL) == 0) {
+        status = r.status;
+        if (out && jv_parse(r.body, r.body_len, out, NULL) < 0)
+            *out = NULL;
+    }
+    http_client_response_clear(&r);
+    return status;
+}
+
+/* Run the castor client (submit, jobs ...) with the user token; its exit status, its stdout in
+ * *out (may be NULL). */
+static int client(struct world *w, char **out, const char *a1, const char *a2)
+{
+    char urlenv[96], outpath[160];
+    char *env[] = {urlenv, "CASTOR_USER_TOKEN=" TOKEN_USER, "PATH=/usr/bin:/bin", NULL};
+    char *argv[] = {CASTOR_BIN, (char *)a1, (char *)a2, NULL};
+    int status;
+    pid_t pid;
+
+    snprintf(urlenv, sizeof(urlenv), "CASTOR_URL=http://127.0.0.1:%d", w->port);
+    snprintf(outpath, sizeof(outpath), "%s/client.out", w->dir);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fd = open(outpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+        if (fd < 0 || dup2(fd, 1) < 0)
+            _exit(99);
+        execve(CASTOR_BIN, argv, env);
+        _exit(98);
+    }
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (out)
+        *out = proc_slurp(outpath);
+    unlink(outpath);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* The state of job name by `castor jobs --json` ("" when not listed), and its checkpoint
+ * progress from the API. */
+static void job_state(struct world *w, const char *name, char *state, size_t size,
+                      double *checkpoint)
+{
+    struct jv *v = NULL, *one = NULL;
+    char *out = NULL, path[128];
+    const struct jv *jobs;
+
+    state[0] = '\0';
+    *checkpoint = NAN;
+    if (client(w, &out, "jobs", "--json") == 0 && out &&
+        jv_parse(out, strlen(out), &v, NULL) == 0) {
+        jobs = v; /* --json prints the API's list of jobs */
+        for (size_t i = 0; i < jv_size(jobs); i++)
+            if (strcmp(jv_string_value(jv_get(jv_at(jobs, i), "name")), name) == 0)
+                snprintf(state, size, "%s", jv_string_value(jv_get(jv_at(jobs, i), "state")));
+    }
+    snprintf(path, sizeof(path), "/v1/jobs/%s", name);
+    if (call(w, "GET", path, TOKEN_USER, NULL, &one) == 200)
+        jv_number_value(jv_get(one, "checkpoint_progress"), checkpoint);
+    jv_free(one);
+    jv_free(v);
+    free(out);
+}
+
+/* Every job in state want, each with a checkpoint recorded when want is "running". */
+static int all_jobs(struct world *w, const char *want)
+{
+    for (int i = 0; i < NJOBS; i++) {
+        char st[32];
+        double ck;
+
+        job_state(w, job_names[i], st, sizeof(st), &ck);
+        if (getenv("CASTOR_TEST_VERBOSE"))
+            fprintf(stderr, "e2e: %s: %s, checkpoint %g\n", job_names[i], st, ck);
+        if (strcmp(st, want) != 0 || (strcmp(want, "running") == 0 && !(ck > 0)))
+            return 0;
+    }
+    return 1;
+}
+
+static int all_running(void *ctx)
+{
+    return all_jobs(ctx, "running");
+}
+
+static int all_finished(void *ctx)
+{
+    return all_jobs(ctx, "finished");
+}
+
+/* The node job name runs on now, into id (CLOUD_ID_MAX bytes); 0 when it has none. */
+static int job_node(struct world *w, const char *name, char *id)
+{
+    struct jv *v = NULL;
+    char path[128];
+    const char *s;
+    int ok;
+
+    snprintf(path, sizeof(path), "/v1/jobs/%s/allocation", name);
+    ok = call(w, "GET", path, TOKEN_JOB, NULL, &v) == 200 &&
+         (s = jv_string_value(jv_get(jv_at(jv_get(v, "nodes"), 0), "instance_id"))) != NULL;
+    if (ok)
+        snprintf(id, CLOUD_ID_MAX, "%s", s);
+    jv_free(v);
+    return ok;
+}
+
+/* The run folder's instance records: ids, tokens and pids. */
+struct records {
+    char id[MAX_INST][CLOUD_ID_MAX];
+    char token[MAX_INST][CLOUD_ID_MAX];
+    long pid[MAX_INST];
+    int n;
+};
+
+/* The value of key's line ("key=value") in a record into buf (CLOUD_ID_MAX bytes). */
+static void rec_field(const char *text, const char *key, char *buf)
+{
+    size_t k = strlen(key);
+
+    buf[0] = '\0';
+    for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+        if (strncmp(p, key, k) == 0 && p[k] == '=') {
+            snprintf(buf, CLOUD_ID_MAX, "%.*s", (int)strcspn(p + k + 1, "\n"), p + k + 1);
+            return;
+        }
+}
+
+static void read_records(struct world *w, struct records *r)
+{
+    DIR *d = opendir(w->run_dir);
+    struct dirent *de;
+
+    assert_non_null(d);
+    memset(r, 0, sizeof(*r));
+    while ((de = readdir(d))) {
+        size_t len = strlen(de->d_name);
+        char path[512], pid[CLOUD_ID_MAX], *text;
+
+        if (len < 10 || strcmp(de->d_name + len - 9, ".instance") != 0)
+            continue;
+        assert_true(r->n < MAX_INST);
+        snprintf(path, sizeof(path), "%s/%s", w->run_dir, de->d_name);
+        text = proc_slurp(path);
+        assert_non_null(text);
+        rec_field(text, "id", r->id[r->n]);
+        rec_field(text, "token", r->token[r->n]);
+        rec_field(text, "pid", pid);
+        r->pid[r->n] = strtol(pid, NULL, 10);
+        free(text);
+        r->n++;
+    }
+    closedir(d);
+}
+
+/* Processes whose session is sid (an instance: its node and everything under it). */
+static int session_members(long sid)
+{
+    DIR *d = opendir("/proc");
+    struct dirent *de;
+    int n = 0;
+
+    assert_non_null(d);
+    while ((de = readdir(d))) {
+        char path[300], buf[1024], *p;
+        long pid = strtol(de->d_name, NULL, 10), v[4] = {0};
+        FILE *f;
+        size_t len;
+
+        if (pid <= 0)
+            continue;
+        snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+        if (!(f = fopen(path, "r")))
+            continue;
+        len = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[len] = '\0';
+        /* after "pid (comm) S": ppid pgrp session */
+        if ((p = strrchr(buf, ')')) && p[1] == ' ' && p[2] != 'Z' &&
+            sscanf(p + 3, "%ld %ld %ld", &v[0], &v[1], &v[2]) == 3 && v[2] == sid)
+            n++;
+    }
+    closedir(d);
+    return n;
+}
+
+/* Reap whatever came to this process (a subreaper) as an orphan. */
+static void reap_all(void)
+{
+    int status;
+
+    while (waitpid(-1, &status, WNOHANG) > 0)
+        ;
+}
+
+/* SELECT count(*) ... as a number. */
+static long long count_rows(struct state *st, const char *sql)
+{
+    struct db_stmt *s = NULL;
+    long long n = -1;
+
+    assert_int_equal(db_prepare(state_db(st), sql, &s), 0);
+    if (db_step(s) == DB_ROW)
+        n = db_column_int(s, 0);
+    db_finalize(s);
+    return n;
+}
+
+/* The emulated seconds one uninterrupted run of a job takes on one GPU at the fixed batch. */
+static double uninterrupted_s(void)
+{
+    struct app *a = NULL;
+    struct emu_setup u = {0};
+    struct emu_state s = {0};
+
+    assert_int_equal(app_load(CASTOR_DATADIR "/profiles/cifar10", &a, NULL), 0);
+    assert_int_equal(emu_place_even(1, 1, &u), 0);
+    assert_int_equal(emu_configure(a, &u, LOCAL_BSZ, 0), 0);
+    assert_int_equal(emu_advance(a, &u, EPOCHS, &s, 1e9, NULL), 0);
+    assert_int_equal(s.epoch, EPOCHS);
+    app_free(a);
+    return s.emulated_s;
+}
+
+/* One of rank 0's log lines about a job: a start or a checkpoint, when, at what progress. */
+struct ev {
+    char time[32];
+    int start;
+    double progress;
+};
+
+static int ev_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct ev *)a)->time, ((const struct ev *)b)->time);
+}
+
+/*
+ * Rank 0's starts of job name in every node's log, in time order: how many, how many resumed from
+ * a checkpoint (progress > 0), and how many did not resume exactly at the last checkpoint written
+ * before them (work beyond it lost, or a checkpoint skipped).
+ */
+static void replica_starts(struct world *w, const char *name, int *starts, int *resumed,
+                           int *mismatched)
+{
+    static const char start_text[] = "rank 0: start: progress ";
+    static const char ckpt_text[] = "rank 0: checkpoint (";
+    DIR *d = opendir(w->run_dir);
+    struct dirent *de;
+    struct ev *evs = NULL;
+    size_t n = 0, cap = 0;
+    double last = 0;
+    char needle[96];
+
+    snprintf(needle, sizeof(needle), "\"job\":\"%s\"", name);
+    *starts = *resumed = *mismatched = 0;
+    assert_non_null(d);
+    while ((de = readdir(d))) {
+        size_t len = strlen(de->d_name);
+        char path[512], *text, *line, *save = NULL;
+
+        if (len < 5 || strcmp(de->d_name + len - 4, ".log") != 0)
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", w->run_dir, de->d_name);
+        if (!(text = proc_slurp(path)))
+            continue;
+        for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+            const char *s = strstr(line, start_text), *c = strstr(line, ckpt_text), *t;
+
+            if ((!s && !c) || !strstr(line, needle) || !(t = strstr(line, "\"time\":\"")))
+                continue;
+            if (n == cap) {
+                cap = cap ? 2 * cap : 64;
+                evs = realloc(evs, cap * sizeof(*evs));
+                assert_non_null(evs);
+            }
+            snprintf(evs[n].time, sizeof(evs[n].time), "%.24s", t + 8);
+            evs[n].start = s != NULL;
+            evs[n].progress =
+                s ? strtod(s + strlen(start_text), NULL) : strtod(strstr(c, "progress ") + 9, NULL);
+            n++;
+        }
+        free(text);
+    }
+    closedir(d);
+    qsort(evs, n, sizeof(*evs), ev_cmp);
+    for (size_t i = 0; i < n; i++) {
+        if (!evs[i].start) {
+            last = evs[i].progress;
+            continue;
+        }
+        (*starts)++;
+        *resumed += evs[i].progress > 0;
+        if (evs[i].progress != last) {
+            fprintf(stderr, "e2e: %s started at %.6f, its last checkpoint was %.6f\n", name,
+                    evs[i].progress, last);
+            (*mismatched)++;
+        }
+    }
+    free(evs);
+}
+
+/* Every endpoint without a token and with a wrong one: 401 each time. */
+static void tokens_refused(struct world *w)
+{
+    static const struct {
+        const char *method, *path, *body;
+    } ep[] = {
+        {"POST", "/v1/nodes", "{\"instance_id\":\"x-1\",\"gpus\":1}"},
+        {"POST", "/v1/nodes/local-1/heartbeat", "{}"},
+        {"GET", "/v1/nodes/local-1/assignment", NULL},
+        {"POST", "/v1/nodes/local-1/notice", "{}"},
+        {"POST", "/v1/jobs/alpha/reports", "{\"configs\":[]}"},
+        {"POST", "/v1/jobs/alpha/checkpoint", "{\"progress\":1}"},
+        {"POST", "/v1/jobs/alpha/finished", "{}"},
+        {"GET", "/v1/jobs/alpha/allocation", NULL},
+        {"POST", "/v1/jobs", "{\"name\":\"intruder\"}"},
+        {"GET", "/v1/jobs", NULL},
+        {"GET", "/v1/jobs/alpha", NULL},
+        {"DELETE", "/v1/jobs/alpha", NULL},
+        {"GET", "/v1/fleet", NULL},
+        {"GET", "/metrics", NULL},
+    };
+
+    for (size_t i = 0; i < sizeof(ep) / sizeof(ep[0]); i++) {
+        long none = call(w, ep[i].method, ep[i].path, NULL, ep[i].body, NULL);
+        long wrong = call(w, ep[i].method, ep[i].path, TOKEN_WRONG, ep[i].body, NULL);
+
+        if (none != 401 || wrong != 401)
+            fail_msg("%s %s: %ld without a token, %ld with a wrong one", ep[i].method, ep[i].path,
+                     none, wrong);
+    }
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static int world_setup(void **state)
+{
+    struct world *w = calloc(1, sizeof(*w));
+    struct local_offer offer = {.name = "box.2gpu/spot", .gpus = 2, .spot = 1, .capacity = 4};
+    struct local_config lc = {0};
+
+    if (!w)
+        return -1;
+    w->t0 = proc_now();
+    snprintf(w->dir, sizeof(w->dir), "/tmp/castor-e2e-XXXXXX");
+    if (!mkdtemp(w->dir) || http_client_new(&w->http) < 0)
+        return -1;
+    snprintf(w->config, sizeof(w->config), "%s/castor.yaml", w->dir);
+    snprintf(w->log, sizeof(w->log), "%s/castor.log", w->dir);
+    snprintf(w->run_dir, sizeof(w->run_dir), "%s/run", w->dir);
+    snprintf(w->state, sizeof(w->state), "%s/state.db", w->dir);
+    lc.run_dir = w->run_dir;
+    lc.node_bin = CASTOR_NODE_BIN;
+    lc.url = "http://127.0.0.1:1";
+    lc.offers = &offer;
+    lc.noffers = 1;
+    lc.grace_s = 2;
+    if (cloud_local_new(&lc, &w->cloud) < 0)
+        return -1;
+    /* orphaned nodes (their controller SIGKILLed) come to this process, which reaps them */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    *state = w;
+    return 0;
+}
+
+static int world_teardown(void **state)
+{
+    struct world *w = *state;
+    struct cloud_instance *inst = NULL;
+    size_t n = 0;
+
+    if (w->pid > 0) {
+        kill(w->pid, SIGKILL);
+        waitpid(w->pid, NULL, 0);
+    }
+    /* whatever failed: leave no node behind */
+    if (cloud_list(&w->cloud, "e2e", &inst, &n) == 0) {
+        for (size_t i = 0; i < n; i++)
+            if (inst[i].state != CLOUD_GONE)
+                local_preempt(&w->cloud, inst[i].id, 0);
+        free(inst);
+    }
+    reap_all();
+    if (getenv("CASTOR_TEST_VERBOSE")) {
+        proc_dump_log("castor run", w->log);
+    }
+    cloud_free(&w->cloud);
+    http_client_free(w->http);
+    if (!getenv("CASTOR_TEST_KEEP"))
+        nftw(w->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    free(w);
+    return 0;
+}
+
+static int nodes_gone(void *ctx)
+{
+    struct world *w = ctx;
+    struct cloud_instance *inst = NULL;
+    size_t n = 0;
+    int live = 0;
+
+    reap_all();
+    if (cloud_list(&w->cloud, "e2e", &inst, &n) < 0)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        live += inst[i].state != CLOUD_GONE;
+    free(inst);
+    return live == 0;
+}
+
+static void local_world__jobs_survive_a_preemption_and_a_controller_crash(void **state)
+{
+    struct world *w = *state;
+    struct cloud_instance *inst = NULL;
+    struct records rec;
+    struct state *st = NULL;
+    char victim[CLOUD_ID_MAX] = "", on_victim[NJOBS] = {0};
+    double expect_s = uninterrupted_s();
+    size_t n = 0;
+    int status;
+
+    w->port = free_port();
+    write_file(wpath(w, "node.token"), TOKEN_NODE "\n", 0600);
+    write_file(wpath(w, "job.token"), TOKEN_JOB "\n", 0600);
+    write_file(wpath(w, "user.token"), TOKEN_USER "\n", 0600);
+    write_config(w);
+    for (int i = 0; i < NJOBS; i++)
+        write_job(w, job_names[i]);
+
+    step(w, "start the controller");
+    start_controller(w);
+    for (int i = 0; i < NJOBS; i++) {
+        char file[160];
+
+        snprintf(file, sizeof(file), "%s/%s.yaml", w->dir, job_names[i]);
+        assert_int_equal(client(w, NULL, "submit", file), 0);
+    }
+    step(w, "three jobs submitted; waiting for nodes and replicas");
+    assert_true(proc_wait_for(all_running, w, 40));
+    step(w, "every job runs and has checkpointed");
+
+    /* the victim: the node of the first job; every job on it must move and resume */
+    assert_true(job_node(w, job_names[0], victim));
+    for (int i = 0; i < NJOBS; i++) {
+        char id[CLOUD_ID_MAX];
+
+        on_victim[i] = job_node(w, job_names[i], id) && strcmp(id, victim) == 0;
+    }
+    step(w, "preempt the first job's node with a 1 s notice");
+    assert_int_equal(local_preempt(&w->cloud, victim, 1.0), 0);
+    proc_sleep(0.5);
+    step(w, "SIGKILL the controller");
+    kill(w->pid, SIGKILL);
+    assert_int_equal(waitpid(w->pid, &status, 0), w->pid);
+    assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    w->pid = 0;
+    proc_sleep(0.5);
+    step(w, "restart it with the same configuration");
+    start_controller(w);
+
+    assert_true(proc_wait_for(all_finished, w, 60));
+    step(w, "every job finished");
+
+    /* nothing beyond the last checkpoint lost, nothing done twice: each job's emulated training
+     * time is one uninterrupted run's (the configuration is fixed: one GPU, batch 128) */
+    for (int i = 0; i < NJOBS; i++) {
+        char file[200];
+        struct emu_state s;
+        int starts, resumed, mismatched;
+
+        snprintf(file, sizeof(file), "%s/work-%s/%s", w->dir, job_names[i], EMU_DONE_FILE);
+        assert_int_equal(emu_checkpoint_read(file, "cifar10", &s, NULL), 0);
+        assert_int_equal(s.epoch, EPOCHS);
+        if (fabs(s.emulated_s - expect_s) > 1e-6 * expect_s)
+            fail_msg("%s: %.6f emulated seconds, an uninterrupted run takes %.6f", job_names[i],
+                     s.emulated_s, expect_s);
+        replica_starts(w, job_names[i], &starts, &resumed, &mismatched);
+        if (mismatched)
+            fail_msg("%s: %d of %d starts did not resume at the last checkpoint", job_names[i],
+                     mismatched, starts);
+        if (on_victim[i] && (starts < 2 || resumed < 1))
+            fail_msg("%s ran on the preempted node: %d starts, %d from a checkpoint", job_names[i],
+                     starts, resumed);
+    }
+    step(w, "every start resumed at the last checkpoint, the preempted jobs included; emulated "
+            "times equal uninterrupted runs'");
+
+    tokens_refused(w);
+    step(w, "a missing or wrong token is refused with 401 on every endpoint");
+
+    step(w, "SIGTERM the controller");
+    kill(w->pid, SIGTERM);
+    status = proc_wait_exit(w->pid, 20);
+    w->pid = 0;
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+    /* the restarted controller launched nothing twice: one record per intent, tokens unique */
+    read_records(w, &rec);
+    assert_true(rec.n >= 3); /* two nodes, and the preempted one's replacement */
+    for (int i = 0; i < rec.n; i++)
+        for (int k = 0; k < i; k++)
+            if (strcmp(rec.token[i], rec.token[k]) == 0)
+                fail_msg("%s and %s share the launch token %s", rec.id[i], rec.id[k], rec.token[i]);
+    assert_int_equal(state_open(w->state, &st, NULL), 0);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM launch_intents"), rec.n);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM launch_intents WHERE state='launched'"),
+                     rec.n);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM jobs WHERE state='finished'"), NJOBS);
+    state_close(st);
+
+    step(w, "terminate the nodes");
+    assert_int_equal(cloud_list(&w->cloud, "e2e", &inst, &n), 0);
+    for (size_t i = 0; i < n; i++)
+        if (inst[i].state != CLOUD_GONE)
+            assert_int_equal(cloud_terminate(&w->cloud, "e2e", inst[i].id), 0);
+    free(inst);
+    assert_true(proc_wait_for(nodes_gone, w, 20));
+    reap_all();
+    for (int i = 0; i < rec.n; i++) {
+        if (rec.pid[i] > 0 && proc_alive((pid_t)rec.pid[i]))
+            fail_msg("node %s (pid %ld) is still alive", rec.id[i], rec.pid[i]);
+        if (rec.pid[i] > 0 && session_members(rec.pid[i]) > 0)
+            fail_msg("node %s left %d processes in its session", rec.id[i],
+                     session_members(rec.pid[i]));
+    }
+    step(w, "no node or replica process left");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(
+            local_world__jobs_survive_a_preemption_and_a_controller_crash, world_setup,
+            world_teardown),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
