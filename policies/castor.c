@@ -163,7 +163,8 @@ static int castor_prepare(const struct castor *c, const struct snapshot *s, stru
         q->base = 0;
         if (sj->has_model)
             q->base = castor_goodput_at(sj, 1, 1);
-        q->w = pow(1.0 + sj->attained_service / c->las_scale, -c->las_pow);
+        q->w =
+            pow(1.0 + sj->attained_service / c->las_scale, -c->las_pow) * snapshot_job_weight(sj);
         /* a restart loses delta seconds of the next `horizon`: the job's age, as the expected
          * remaining time of a job that has run that long */
         horizon = age > c->min_horizon ? age : c->min_horizon;

@@ -230,7 +230,8 @@ static int castor_fleet_size(const struct fleet_castor_state *st, struct castor_
             break;
         /* efficiency and deadline: the hours saved must pay for the GPU-hours */
         if (st->mode != FLEET_BUDGET &&
-            rd->key[bj] * st->value < (rd->od[bj] ? rd->price[0] : gpu_price))
+            rd->key[bj] * st->value * snapshot_job_weight(&s->jobs[bj]) <
+                (rd->od[bj] ? rd->price[0] : gpu_price))
             break;
         was = rd->want[bj];
         rd->want[bj] = rd->to[bj];

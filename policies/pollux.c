@@ -96,7 +96,8 @@ static double pollux_job_utility(const struct pollux *p, const struct snapshot *
     sp = pollux_speedup(&s->jobs[j], pj, nodes, r) * s->nnodes / gpus;
     if (changed)
         sp *= pj->penalty;
-    return pollux_utility(p, sp);
+    /* the owner's priority weighs the job's term */
+    return snapshot_job_weight(&s->jobs[j]) * pollux_utility(p, sp);
 }
 
 /* Nodes needed for r replicas packed onto nodes of gpn GPUs. */

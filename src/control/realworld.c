@@ -56,7 +56,7 @@ struct rw_job {
 
 /* A job's spec, as the decide step needs it. */
 struct rw_spec {
-    double m0, max_bsz, max_local, checkpoint, deadline;
+    double m0, max_bsz, max_local, checkpoint, deadline, weight;
     int min_replicas, max_replicas;
 };
 
@@ -548,6 +548,7 @@ static int rw_spec_parse(const char *text, struct rw_spec *out)
     out->deadline = rw_num(v, "deadline", NAN);
     out->min_replicas = (int)rw_num(v, "min_replicas", 1);
     out->max_replicas = (int)rw_num(v, "max_replicas", 0);
+    out->weight = pow(2.0, rw_num(v, "priority", 0) / 10.0);
     jv_free(v);
     return out->m0 > 0 && out->max_local > 0 ? 0 : ERR_CORRUPT;
 }
@@ -860,6 +861,7 @@ static int rw_observe_jobs(struct realworld *rw, int gpus, double now)
             .progress = sj->progress,
             .checkpoint_s = spec.checkpoint,
             .deadline = isfinite(spec.deadline) ? spec.deadline : 0,
+            .weight = spec.weight,
         };
         /* keep the state's row i at row n */
         if (n != i) {

@@ -9,3 +9,8 @@ int snapshot_gpus(const struct snapshot *s)
         n += s->nodes[i].gpus;
     return n;
 }
+
+double snapshot_job_weight(const struct snap_job *sj)
+{
+    return sj->weight > 0 ? sj->weight : 1.0;
+}

@@ -69,6 +69,9 @@ struct snap_job {
     double progress_target;
     double checkpoint_s; /* seconds between the job's checkpoints (0: only when it restarts) */
     double deadline;     /* seconds, absolute; 0: none */
+    /* the owner's priority as a weight in the policies' objectives: 2^(priority / 10), so that
+     * ten points double a job's claim (0: weight 1) */
+    double weight;
 };
 
 struct snapshot {
@@ -86,6 +89,9 @@ struct snapshot {
     const struct snap_booting *booting;
     double min_billed_s; /* seconds an instance is billed at least */
 };
+
+/* A job's weight in the policies' objectives (its `weight`, 1 when unset). */
+double snapshot_job_weight(const struct snap_job *sj);
 
 /* Total GPUs of the snapshot's nodes. */
 int snapshot_gpus(const struct snapshot *s);

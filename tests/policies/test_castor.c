@@ -154,6 +154,23 @@ static void castor_allocate__gang_minimum_all_or_nothing(void **state)
     assert_true(w->out->count[1] > 0 && w->out->count[2] > 0);
 }
 
+/* Priority weights: of three perfectly scaling jobs, the one weighted 8 (priority 30) gets at
+ * least as many GPUs as each of the others, and more than it got unweighted. */
+static void castor_allocate__weight_claims_more(void **state)
+{
+    struct world *w = *state;
+    int before;
+
+    for (int j = 0; j < JOBS; j++)
+        give_model(w, j, &perfect);
+    assert_int_equal(decide_with("castor", &w->s, &w->cfg, 1, w->out), 0);
+    before = w->out->count[0];
+    w->jobs[0].weight = 8;
+    assert_int_equal(decide_with("castor", &w->s, &w->cfg, 1, w->out), 0);
+    assert_true(w->out->count[0] > before);
+    assert_true(w->out->count[0] >= w->out->count[1] && w->out->count[0] >= w->out->count[2]);
+}
+
 static void castor_allocate__random_snapshots_respect_constraints(void **state)
 {
     struct snap_node nodes[PMAX_NODES];
@@ -269,6 +286,7 @@ int main(void)
         WORLD_TEST(castor_allocate__owner_and_exploration_limits_cap),
         WORLD_TEST(castor_allocate__no_jobs),
         WORLD_TEST(castor_allocate__gang_minimum_all_or_nothing),
+        WORLD_TEST(castor_allocate__weight_claims_more),
         cmocka_unit_test(castor_allocate__random_snapshots_respect_constraints),
         cmocka_unit_test(policy_castor__ops),
     };

@@ -221,6 +221,28 @@ static void pollux_allocate__gang_minimum_all_or_nothing(void **state)
     assert_int_equal(w->out->count[2], 4);
 }
 
+/*
+ * Priority weights. Three perfectly scaling jobs (speedup r / 3) on 8 GPUs; with the harmonic mean
+ * the objective is the sum of -w_j / s_j, so the best split minimises 4 / r_a + 1 / r_b + 1 / r_c
+ * for a weight 4 on a (priority 20): r proportional to sqrt(w), 2 : 1 : 1, that is 4, 2, 2 (4/4 +
+ * 1/2 + 1/2 = 2 against 4/3 + 1/3 + 1/2 = 2.17 for 3, 3, 2). Unweighted the split is 3, 3, 2
+ * in some order: a gets at most 3.
+ */
+static void pollux_allocate__weight_claims_more(void **state)
+{
+    struct world *w = *state;
+
+    for (int j = 0; j < JOBS; j++)
+        give_model(w, j, &perfect);
+    assert_int_equal(decide(w), 0);
+    assert_true(w->out->count[0] <= 3); /* 3, 3, 2 in some order */
+    w->jobs[0].weight = 4;
+    assert_int_equal(decide(w), 0);
+    assert_int_equal(w->out->count[0], 4);
+    assert_int_equal(w->out->count[1], 2);
+    assert_int_equal(w->out->count[2], 2);
+}
+
 /* b holds 3 GPUs, but its owner now allows 1 (the decide step rejects more): b shrinks to one
  * GPU, like a and c (no model, one each), all on node 0 (tightest, lowest on ties). */
 static void pollux_allocate__owner_limit_shrinks_held_job(void **state)
@@ -519,6 +541,7 @@ int main(void)
         WORLD_TEST(pollux_allocate__owner_max_replicas_caps),
         WORLD_TEST(pollux_allocate__owner_limit_shrinks_held_job),
         WORLD_TEST(pollux_allocate__gang_minimum_all_or_nothing),
+        WORLD_TEST(pollux_allocate__weight_claims_more),
         WORLD_TEST(pollux_allocate__same_count_on_other_nodes_is_a_restart),
         WORLD_TEST(pollux_allocate__placement_splits_the_job_that_minds_least),
         WORLD_TEST(pollux_allocate__no_jobs),
