@@ -117,5 +117,12 @@ int cloud_fake_new(const struct conf_node *section, const char *base_dir,
 int cloud_local_from_conf(const struct conf_node *section, const char *base_dir,
                           const struct cloud_host *host, struct cloud *out,
                           struct error *e); /* providers/local_conf.c */
+/* The gcp cloud from its section (project, key_file, metadata_url, compute_url, billing_url,
+ * prices, offers, instance; docs/run.md); it owns its token source and clients. Errors at the
+ * key's file:line:column: ERR_PARSE, ERR_RANGE, ERR_UNKNOWN (a key not known), and those of
+ * gcp_auth_new (a key file that cannot be read), gcp_compute_new and cloud_gcp_new. */
+int cloud_gcp_from_conf(const struct conf_node *section, const char *base_dir,
+                        const struct cloud_host *host, struct cloud *out,
+                        struct error *e); /* providers/gcp/cloud_gcp_conf.c */
 
 #endif
