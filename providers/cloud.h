@@ -124,5 +124,12 @@ int cloud_local_from_conf(const struct conf_node *section, const char *base_dir,
 int cloud_gcp_from_conf(const struct conf_node *section, const char *base_dir,
                         const struct cloud_host *host, struct cloud *out,
                         struct error *e); /* providers/gcp/cloud_gcp_conf.c */
+/* The aws cloud from its section (region, endpoint, profile, credentials_file, imds,
+ * launch_template or image_id, prices, offers; docs/run.md); it owns its credential source and
+ * EC2 client. Errors at the key's file:line:column: ERR_PARSE, ERR_RANGE, ERR_UNKNOWN, and those
+ * of the price table's reading and of ec2_client_new (a bad endpoint, at its key). */
+int cloud_aws_from_conf(const struct conf_node *section, const char *base_dir,
+                        const struct cloud_host *host, struct cloud *out,
+                        struct error *e); /* providers/aws/cloud_aws.c */
 
 #endif

@@ -1,7 +1,8 @@
 /* test_clouds_conf.c: the clouds of the registry made from their configuration sections: gcp
  * from every key, then driven against the fake Google Cloud (offers named from the section, a
  * launch idempotent by token, the cluster's instances listed, a termination), and every bad key
- * refused at its file:line:column. */
+ * refused at its file:line:column; aws likewise against the strict fake EC2 endpoint (offers
+ * priced, launches by token, the cluster's states, terminations). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +12,7 @@
 
 #include "gcp_fixture.h"
 #include "providers/cloud.h"
+#include "providers/fake_ec2.h"
 #include "control/config.h"
 #include "util/conf.h"
 
@@ -112,6 +114,23 @@ struct bad {
     const char *says;
 };
 
+/* Each of the n sections is refused by the cloud world with its code, at its line and column
+ * (line -1: anywhere), its message holding its words, and no cloud made. */
+static void check_bad(const char *world, const struct bad *bad, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct cloud c = {0};
+        struct error e = {0};
+        int rc = make(world, bad[i].text, &c, &e);
+
+        if (rc != bad[i].code ||
+            (bad[i].line >= 0 && (e.line != bad[i].line || e.column != bad[i].column)) ||
+            !strstr(e.msg, bad[i].says))
+            fail_msg("%s case %zu: rc %d at %d:%d: %s", world, i, rc, e.line, e.column, e.msg);
+        assert_null(c.ops);
+    }
+}
+
 #define GCP_HEAD "cloud:\n  project: p\n  metadata_url: http://127.0.0.1:1/t\n"
 #define GCP_INST "  instance:\n    source_image: img\n"
 #define GCP_OFFER "  offers:\n    - machine_type: n1-standard-4\n      zone: us-central1-a\n"
@@ -147,17 +166,7 @@ static void cloud_gcp_from_conf__bad_keys_located(void **state)
 
     (void)state;
     unsetenv("GOOGLE_APPLICATION_CREDENTIALS");
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        struct cloud c = {0};
-        struct error e = {0};
-        int rc = make("gcp", bad[i].text, &c, &e);
-
-        if (rc != bad[i].code ||
-            (bad[i].line >= 0 && (e.line != bad[i].line || e.column != bad[i].column)) ||
-            !strstr(e.msg, bad[i].says))
-            fail_msg("case %zu: rc %d at %d:%d: %s", i, rc, e.line, e.column, e.msg);
-        assert_null(c.ops);
-    }
+    check_bad("gcp", bad, sizeof(bad) / sizeof(bad[0]));
 }
 
 /* config/castor-gcp.yaml reads whole; its cloud section makes a gcp cloud once its key file is
@@ -191,12 +200,225 @@ static void cloud_gcp_from_conf__the_example(void **state)
     config_free(cfg);
 }
 
+/* ---- aws ---- */
+
+#define AKID "AKIDEXAMPLE"
+#define SECRET "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
+#define NS "xmlns=\"http://ec2.amazonaws.com/doc/2016-11-15/\""
+#define G5_SPOT "g5.xlarge/us-east-1a/spot"
+#define G4_OD "g4dn.12xlarge/us-east-1b/on-demand"
+
+static const char spot_prices[] =
+    "<DescribeSpotPriceHistoryResponse " NS "><requestId>r-p</requestId><spotPriceHistorySet>"
+    "<item><instanceType>g5.xlarge</instanceType><spotPrice>0.30</spotPrice><timestamp>"
+    "2023-11-14T21:00:00Z</timestamp><availabilityZone>us-east-1a</availabilityZone></item>"
+    "<item><instanceType>g5.xlarge</instanceType><spotPrice>0.41</spotPrice><timestamp>"
+    "2023-11-14T22:00:00Z</timestamp><availabilityZone>us-east-1a</availabilityZone></item>"
+    "<item><instanceType>g5.xlarge</instanceType><spotPrice>0.99</spotPrice><timestamp>"
+    "2023-11-14T23:00:00Z</timestamp><availabilityZone>us-east-1c</availabilityZone></item>"
+    "</spotPriceHistorySet></DescribeSpotPriceHistoryResponse>";
+
+static const char run_ok[] =
+    "<RunInstancesResponse " NS "><requestId>r-run</requestId><reservationId>r-1</reservationId>"
+    "<instancesSet><item><instanceId>i-0abc</instanceId><instanceType>g5.xlarge</instanceType>"
+    "<placement><availabilityZone>us-east-1a</availabilityZone></placement><instanceLifecycle>"
+    "spot</instanceLifecycle></item></instancesSet></RunInstancesResponse>";
+
+/* One instance of the cluster: id, type, zone, state, lifecycle ("" on-demand), token. */
+#define INSTANCE(id, type, zone, state, life, token)                                       \
+    "<item><instancesSet><item><instanceId>" id "</instanceId><instanceType>" type         \
+    "</instanceType><instanceState><name>" state "</name></instanceState><placement>"      \
+    "<availabilityZone>" zone "</availabilityZone></placement><launchTime>"                \
+    "2023-11-14T22:00:00.000Z</launchTime>" life "<tagSet><item><key>castor:cluster</key>" \
+    "<value>alpha</value></item><item><key>castor:launch-token</key><value>" token         \
+    "</value></item></tagSet></item></instancesSet></item>"
+#define SPOT "<instanceLifecycle>spot</instanceLifecycle>"
+#define DESCRIBE(items)                                                                   \
+    "<DescribeInstancesResponse " NS "><requestId>r-di</requestId><reservationSet>" items \
+    "</reservationSet></DescribeInstancesResponse>"
+
+static const char cluster4[] =
+    DESCRIBE(INSTANCE("i-1", "g5.xlarge", "us-east-1a", "pending", SPOT, "t1")
+                 INSTANCE("i-2", "g4dn.12xlarge", "us-east-1b", "running", "", "t2")
+                     INSTANCE("i-3", "g5.xlarge", "us-east-1a", "shutting-down", SPOT, "t3")
+                         INSTANCE("i-4", "g5.xlarge", "us-east-1a", "terminated", SPOT, "t4"));
+
+static const char terminate_ok[] = "<TerminateInstancesResponse " NS "><requestId>r-t</requestId>"
+                                   "<instancesSet/></TerminateInstancesResponse>";
+
+/* The aws section over the fake at url into buf. */
+static void aws_section(const char *url, char *buf, size_t size)
+{
+    snprintf(buf, size,
+             "world: aws\n"
+             "cloud:\n"
+             "  region: us-east-1\n"
+             "  endpoint: %s\n"
+             "  profile: castor\n"
+             "  credentials_file: /nonexistent\n"
+             "  imds: false\n"
+             "  image_id: ami-0123\n"
+             "  prices: " CASTOR_CONFDIR "/aws-prices.yaml\n"
+             "  offers:\n"
+             "    - instance_type: g5.xlarge\n"
+             "      zone: us-east-1a\n"
+             "      market: spot\n"
+             "      gpus: 1\n"
+             "      max_price: 0.9\n"
+             "    - instance_type: g4dn.12xlarge\n"
+             "      zone: us-east-1b\n"
+             "      subnet: subnet-0b\n"
+             "      gpus: 4\n",
+             url);
+}
+
+/* Every key, then the cloud against the strict fake EC2: offers priced (spot: the latest
+ * price of its zone; on-demand: the table), a launch with its token as ClientToken and tag
+ * (the same token again gives the same instance), the cluster listed by tag with its states
+ * mapped, a termination, and one of an instance not the cluster's refused. */
+static void cloud_aws_from_conf__every_key_driven(void **state)
+{
+    struct fake_ec2 *fake = fake_ec2_start(AKID, SECRET, "us-east-1");
+    struct cloud c = {0};
+    struct error e = {0};
+    struct cloud_offer *offers = NULL;
+    struct cloud_instance *list = NULL;
+    char text[2048], id[CLOUD_ID_MAX], again[CLOUD_ID_MAX];
+    size_t n = 0;
+
+    (void)state;
+    assert_non_null(fake);
+    setenv("AWS_ACCESS_KEY_ID", AKID, 1);
+    setenv("AWS_SECRET_ACCESS_KEY", SECRET, 1);
+    unsetenv("AWS_SESSION_TOKEN");
+    aws_section(fake_ec2_url(fake), text, sizeof(text));
+    assert_non_null(cloud_find("aws"));
+    if (make("aws", text, &c, &e) < 0)
+        fail_msg("%d:%d: %s", e.line, e.column, e.msg);
+    assert_string_equal(c.ops->name, "aws");
+
+    fake_ec2_push(fake, 200, spot_prices);
+    assert_int_equal(cloud_offers(&c, &offers, &n), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(offers[0].name, G5_SPOT);
+    assert_int_equal(offers[0].gpus, 1);
+    assert_int_equal(offers[0].spot, 1);
+    assert_float_equal(offers[0].price, 0.41, 1e-9);
+    assert_string_equal(offers[1].name, G4_OD);
+    assert_int_equal(offers[1].gpus, 4);
+    assert_int_equal(offers[1].spot, 0);
+    assert_float_equal(offers[1].price, 3.912, 1e-9);
+    assert_string_equal(fake_ec2_param(fake, 0, "InstanceType.1"), "g5.xlarge");
+    free(offers);
+
+    fake_ec2_push(fake, 200, run_ok);
+    fake_ec2_push(fake, 200, run_ok);
+    assert_int_equal(cloud_launch(&c, G5_SPOT, CLUSTER, "tok-1", id), 0);
+    assert_int_equal(cloud_launch(&c, G5_SPOT, CLUSTER, "tok-1", again), 0);
+    assert_string_equal(id, "i-0abc");
+    assert_string_equal(again, id);
+    for (size_t i = 1; i <= 2; i++) {
+        assert_string_equal(fake_ec2_param(fake, i, "Action"), "RunInstances");
+        assert_string_equal(fake_ec2_param(fake, i, "ClientToken"), "tok-1");
+        assert_string_equal(fake_ec2_param(fake, i, "ImageId"), "ami-0123");
+        assert_string_equal(fake_ec2_param(fake, i, "InstanceType"), "g5.xlarge");
+        assert_string_equal(fake_ec2_param(fake, i, "MaxCount"), "1");
+        assert_string_equal(fake_ec2_param(fake, i, "InstanceMarketOptions.MarketType"), "spot");
+        assert_string_equal(fake_ec2_param(fake, i, "TagSpecification.1.Tag.2.Value"), "tok-1");
+    }
+    assert_int_equal(cloud_launch(&c, "nope", CLUSTER, "tok-2", id), ERR_UNKNOWN);
+
+    fake_ec2_push(fake, 200, cluster4);
+    assert_int_equal(cloud_list(&c, CLUSTER, &list, &n), 0);
+    assert_string_equal(fake_ec2_param(fake, 3, "Filter.1.Value.1"), CLUSTER);
+    assert_int_equal(n, 4);
+    assert_int_equal(list[0].state, CLOUD_PENDING);
+    assert_int_equal(list[1].state, CLOUD_RUNNING);
+    assert_int_equal(list[2].state, CLOUD_GONE);
+    assert_int_equal(list[3].state, CLOUD_GONE);
+    assert_string_equal(list[0].offer, G5_SPOT);
+    assert_string_equal(list[1].offer, G4_OD);
+    assert_string_equal(list[1].token, "t2");
+    assert_true(list[1].launched > 0);
+    free(list);
+
+    fake_ec2_push(fake, 200, cluster4);
+    fake_ec2_push(fake, 200, terminate_ok);
+    assert_int_equal(cloud_terminate(&c, CLUSTER, "i-2"), 0);
+    assert_string_equal(fake_ec2_param(fake, 5, "InstanceId.1"), "i-2");
+    fake_ec2_push(fake, 200, cluster4);
+    assert_int_equal(cloud_terminate(&c, CLUSTER, "i-4"), 0); /* already gone */
+    fake_ec2_push(fake, 200, cluster4);
+    assert_int_equal(cloud_terminate(&c, CLUSTER, "i-9"), ERR_UNKNOWN);
+    assert_int_equal(fake_ec2_requests(fake), 8);
+    assert_int_equal(fake_ec2_pending(fake), 0);
+    cloud_free(&c);
+    fake_ec2_stop(fake);
+}
+
+#define AWS_HEAD "cloud:\n  region: us-east-1\n  image_id: ami-1\n"
+#define AWS_OFFER \
+    "  offers:\n    - instance_type: g5.xlarge\n      zone: us-east-1a\n      gpus: 1\n"
+
+/* Each bad section is refused with its code at the line and column of the key or value. */
+static void cloud_aws_from_conf__bad_keys_located(void **state)
+{
+    static const struct bad bad[] = {
+        {"cloud:\n  regoin: x\n", ERR_UNKNOWN, 2, 3, "regoin"},
+        {"world: aws\n", ERR_PARSE, 0, 0, "needs its section"},
+        {"cloud:\n  image_id: ami-1\n" AWS_OFFER, ERR_PARSE, 2, 3, "region: required"},
+        {"cloud:\n  region: us-east-1\n" AWS_OFFER, ERR_PARSE, 2, 3, "image_id"},
+        {AWS_HEAD "  launch_template: lt-1\n" AWS_OFFER, ERR_PARSE, 2, 3, "image_id"},
+        {AWS_HEAD "  imds: maybe\n" AWS_OFFER, ERR_PARSE, 4, 9, "imds"},
+        {AWS_HEAD, ERR_PARSE, 2, 3, "offers: required"},
+        {AWS_HEAD AWS_OFFER "      market: reserved\n", ERR_UNKNOWN, 8, 15, "market"},
+        {AWS_HEAD AWS_OFFER "      type: x\n", ERR_UNKNOWN, 8, 7, "type"},
+        {AWS_HEAD "  offers:\n    - instance_type: g5.xlarge\n      zone: us-east-1a\n", ERR_PARSE,
+         5, 7, "gpus are required"},
+        {AWS_HEAD "  offers:\n    - instance_type: g5.xlarge\n      zone: us-east-1a\n"
+                  "      gpus: 0\n",
+         ERR_RANGE, 7, 13, "gpus"},
+        {AWS_HEAD AWS_OFFER "    - instance_type: g5.xlarge\n      zone: us-east-1a\n"
+                            "      gpus: 2\n",
+         ERR_PARSE, 8, 7, "listed twice"},
+        {AWS_HEAD "  endpoint: ftp://x\n" AWS_OFFER, ERR_INVAL, 4, 13, "endpoint"},
+        {AWS_HEAD "  prices: /nonexistent/aws-prices.yaml\n" AWS_OFFER, ERR_NOENT, 4, 11,
+         "aws-prices.yaml"},
+    };
+
+    (void)state;
+    check_bad("aws", bad, sizeof(bad) / sizeof(bad[0]));
+}
+
+/* config/castor-aws.yaml reads whole and its cloud section makes an aws cloud (the price table
+ * beside it), whose fleet offer is one of the section's. */
+static void cloud_aws_from_conf__the_example(void **state)
+{
+    struct config *cfg = NULL;
+    struct cloud c = {0};
+    struct error e = {0};
+
+    (void)state;
+    if (config_load(CASTOR_CONFDIR "/castor-aws.yaml", &cfg, &e) < 0)
+        fail_msg("%s:%d:%d: %s", e.file, e.line, e.column, e.msg);
+    assert_string_equal(cfg->world, "aws");
+    if (cloud_new(cfg->world, cfg->cloud, CASTOR_CONFDIR, NULL, &c, &e) < 0)
+        fail_msg("%s:%d:%d: %s", e.file, e.line, e.column, e.msg);
+    assert_string_equal(c.ops->name, "aws");
+    assert_string_equal(cfg->fleet_offer, G5_SPOT);
+    cloud_free(&c);
+    config_free(cfg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(cloud_gcp_from_conf__every_key_driven),
         cmocka_unit_test(cloud_gcp_from_conf__bad_keys_located),
         cmocka_unit_test(cloud_gcp_from_conf__the_example),
+        cmocka_unit_test(cloud_aws_from_conf__every_key_driven),
+        cmocka_unit_test(cloud_aws_from_conf__bad_keys_located),
+        cmocka_unit_test(cloud_aws_from_conf__the_example),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
