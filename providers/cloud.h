@@ -117,5 +117,19 @@ int cloud_fake_new(const struct conf_node *section, const char *base_dir,
 int cloud_local_from_conf(const struct conf_node *section, const char *base_dir,
                           const struct cloud_host *host, struct cloud *out,
                           struct error *e); /* providers/local_conf.c */
+/* The gcp cloud from its section (project, key_file, metadata_url, compute_url, billing_url,
+ * prices, offers, instance; docs/run.md); it owns its token source and clients. Errors at the
+ * key's file:line:column: ERR_PARSE, ERR_RANGE, ERR_UNKNOWN (a key not known), and those of
+ * gcp_auth_new (a key file that cannot be read), gcp_compute_new and cloud_gcp_new. */
+int cloud_gcp_from_conf(const struct conf_node *section, const char *base_dir,
+                        const struct cloud_host *host, struct cloud *out,
+                        struct error *e); /* providers/gcp/cloud_gcp_conf.c */
+/* The aws cloud from its section (region, endpoint, profile, credentials_file, imds,
+ * launch_template or image_id, prices, offers; docs/run.md); it owns its credential source and
+ * EC2 client. Errors at the key's file:line:column: ERR_PARSE, ERR_RANGE, ERR_UNKNOWN, and those
+ * of the price table's reading and of ec2_client_new (a bad endpoint, at its key). */
+int cloud_aws_from_conf(const struct conf_node *section, const char *base_dir,
+                        const struct cloud_host *host, struct cloud *out,
+                        struct error *e); /* providers/aws/cloud_aws.c */
 
 #endif

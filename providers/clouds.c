@@ -8,6 +8,8 @@
 const struct cloud_entry cloud_registry[] = {
     {"fake", cloud_fake_new}, /* providers/fake.c: instances in memory or a file (tests, trials) */
     {"local", cloud_local_from_conf}, /* providers/local_conf.c: castor-node processes here */
+    {"aws", cloud_aws_from_conf},     /* providers/aws/cloud_aws.c: EC2 */
+    {"gcp", cloud_gcp_from_conf},     /* providers/gcp/cloud_gcp_conf.c: Compute Engine */
     {NULL, NULL},
 };
 

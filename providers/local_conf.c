@@ -21,25 +21,6 @@ static void lc_path(char *buf, const char *base_dir, const char *path)
         snprintf(buf, LOCAL_CONF_PATH_MAX, "%s/%s", base_dir, path);
 }
 
-/* key's string in m as a path under base_dir into buf: 1, 0 when absent, or an error. */
-static int lc_get_path(const struct conf_node *m, const char *key, const char *base_dir, char *buf,
-                       struct error *e)
-{
-    const char *s = NULL;
-    int rc = conf_get_string(m, key, &s, e);
-
-    if (rc < 1)
-        return rc;
-    if (strlen(s) >= LOCAL_CONF_PATH_MAX - 256) {
-        const struct conf_node *n = conf_find(m, key);
-
-        return err_set(e, ERR_RANGE, n->file, n->line, n->column, "%s: a path of at most %d bytes",
-                       n->path, LOCAL_CONF_PATH_MAX - 257);
-    }
-    lc_path(buf, base_dir, s);
-    return 1;
-}
-
 /* 1 for a name of 1 to CLOUD_NAME_MAX - 1 of letters, digits and "._-/:". */
 static int lc_offer_name_ok(const char *s)
 {
@@ -194,10 +175,14 @@ int cloud_local_from_conf(const struct conf_node *section, const char *base_dir,
     if (host && host->job_token_file)
         snprintf(job_tok, sizeof(job_tok), "%s", host->job_token_file);
     cfg.grace_s = 30;
-    if (section && ((rc = lc_get_path(section, "run_dir", base_dir, run_dir, e)) < 0 ||
-                    (rc = lc_get_path(section, "node_bin", base_dir, node_bin, e)) < 0 ||
-                    (rc = lc_get_path(section, "node_token_file", base_dir, node_tok, e)) < 0 ||
-                    (rc = lc_get_path(section, "job_token_file", base_dir, job_tok, e)) < 0 ||
+    if (section && ((rc = conf_get_path(section, "run_dir", base_dir, run_dir,
+                                        LOCAL_CONF_PATH_MAX - 256, e)) < 0 ||
+                    (rc = conf_get_path(section, "node_bin", base_dir, node_bin,
+                                        LOCAL_CONF_PATH_MAX - 256, e)) < 0 ||
+                    (rc = conf_get_path(section, "node_token_file", base_dir, node_tok,
+                                        LOCAL_CONF_PATH_MAX - 256, e)) < 0 ||
+                    (rc = conf_get_path(section, "job_token_file", base_dir, job_tok,
+                                        LOCAL_CONF_PATH_MAX - 256, e)) < 0 ||
                     (rc = conf_get_string(section, "url", &url, e)) < 0 ||
                     (rc = conf_get_double(section, "grace", 0, 3600, &cfg.grace_s, e)) < 0))
         return rc;

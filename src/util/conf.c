@@ -683,6 +683,31 @@ int conf_get_string(const struct conf_node *m, const char *key, const char **out
     return (rc = conf_as_string(n, out, e)) < 0 ? rc : 1;
 }
 
+int conf_get_path(const struct conf_node *m, const char *key, const char *base_dir, char *buf,
+                  size_t size, struct error *e)
+{
+    const struct conf_node *n = conf_find(m, key);
+    const char *s = NULL;
+    size_t base = base_dir ? strlen(base_dir) : 0;
+    int rc;
+
+    if (!n)
+        return 0;
+    if ((rc = conf_as_string(n, &s, e)) < 0)
+        return rc;
+    if (s[0] == '/' || base == 0)
+        base = 0;
+    if (strlen(s) + base + 2 > size)
+        return err_set(e, ERR_RANGE, n->file, n->line, n->column,
+                       "%s: a path too long (at most %zu bytes with its folder)", n->path,
+                       size - 1);
+    if (base == 0)
+        snprintf(buf, size, "%s", s);
+    else
+        snprintf(buf, size, "%s/%s", base_dir, s);
+    return 1;
+}
+
 int conf_get_choice(const struct conf_node *m, const char *key, const char *const *names, int *out,
                     struct error *e)
 {

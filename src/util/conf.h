@@ -102,6 +102,12 @@ int conf_get_string(const struct conf_node *m, const char *key, const char **out
 int conf_get_choice(const struct conf_node *m, const char *key, const char *const *names, int *out,
                     struct error *e);
 
+/* key's string as a path into buf (size bytes): as written when absolute or base_dir is NULL or
+ * "", else base_dir/path. 1, 0 when absent (buf untouched), or an error as conf_get_string's, or
+ * ERR_RANGE (at the value) when it does not fit. */
+int conf_get_path(const struct conf_node *m, const char *key, const char *base_dir, char *buf,
+                  size_t size, struct error *e);
+
 /* A nested section of m: *out is the mapping under key, its keys checked against allowed as by
  * conf_check_keys, or the CONF_NULL node of an empty section (`cluster:` alone; the getters above
  * find no keys in it). 1, 0 when absent, or an error. */

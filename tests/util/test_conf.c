@@ -546,6 +546,31 @@ static void conf_get__by_key(void **state)
 }
 
 /* Sections: absent, empty (CONF_NULL, where every key is absent), checked, not a mapping. */
+/* A path key: relative under the folder, absolute as written, absent untouched, too long for
+ * the buffer refused at the value, a list refused. */
+static void conf_get_path__relative_absolute_long(void **state)
+{
+    struct conf *c = parse_ok("a: k.json\nb: /etc/k\nc: [x]\nd: abcdefghij\n");
+    struct error e = {0};
+    char buf[16] = "kept";
+
+    (void)state;
+    assert_int_equal(conf_get_path(c->root, "z", "/base", buf, sizeof(buf), &e), 0);
+    assert_string_equal(buf, "kept");
+    assert_int_equal(conf_get_path(c->root, "a", "/base", buf, sizeof(buf), &e), 1);
+    assert_string_equal(buf, "/base/k.json");
+    assert_int_equal(conf_get_path(c->root, "b", "/base", buf, sizeof(buf), &e), 1);
+    assert_string_equal(buf, "/etc/k");
+    assert_int_equal(conf_get_path(c->root, "a", NULL, buf, sizeof(buf), &e), 1);
+    assert_string_equal(buf, "k.json");
+    assert_int_equal(conf_get_path(c->root, "c", "/base", buf, sizeof(buf), &e), ERR_PARSE);
+    assert_int_equal(conf_get_path(c->root, "d", "/base", buf, sizeof(buf), &e), ERR_RANGE);
+    assert_int_equal(e.line, 4);
+    assert_int_equal(e.column, 4);
+    assert_string_equal(buf, "k.json");
+    conf_free(c);
+}
+
 static void conf_get_section__nested(void **state)
 {
     static const char *const keys[] = {"nodes", "gpus_per_node", NULL};
@@ -628,6 +653,7 @@ int main(void)
         cmocka_unit_test(conf_as_choice__ok_and_failing),
         cmocka_unit_test(conf_get__by_key),
         cmocka_unit_test(conf_get_section__nested),
+        cmocka_unit_test(conf_get_path__relative_absolute_long),
         cmocka_unit_test(conf_load__files),
         cmocka_unit_test(conf_free__null),
     };
