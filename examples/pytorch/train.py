@@ -1,6 +1,7 @@
 """train.py: a small classifier on synthetic data (nothing downloaded) trained with
 DistributedDataParallel on CPU (gloo) under castor: castor-node starts one process per replica with
-CASTOR_RANK, CASTOR_WORLD_SIZE, MASTER_ADDR, MASTER_PORT and the configuration in the environment;
+CASTOR_RANK, CASTOR_WORLD_SIZE, CASTOR_MASTER_ADDR, CASTOR_MASTER_PORT and the configuration in the
+environment;
 castor.pytorch reports to the controller, follows its batch size and learning-rate gain, and on a
 resize checkpoints and exits with 75 for castor-node to restart it.
 
@@ -65,8 +66,10 @@ def main():
 
     rank = int(os.environ.get("CASTOR_RANK", "0"))
     world = int(os.environ.get("CASTOR_WORLD_SIZE", "1"))
-    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    os.environ.setdefault("MASTER_PORT", "29500")
+    # castor-node says where rank 0 listens (CASTOR_MASTER_ADDR, CASTOR_MASTER_PORT: a port of the
+    # job's own, so that two jobs on one machine do not meet); MASTER_* set by hand win
+    os.environ.setdefault("MASTER_ADDR", os.environ.get("CASTOR_MASTER_ADDR", "127.0.0.1"))
+    os.environ.setdefault("MASTER_PORT", os.environ.get("CASTOR_MASTER_PORT", "29500"))
     dist.init_process_group("gloo", rank=rank, world_size=world)
     torch.set_num_threads(1)
 

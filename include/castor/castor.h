@@ -17,7 +17,7 @@ extern "C" {
  * structs that may grow are passed with their size, so an older caller keeps working.
  */
 #define CASTOR_VERSION_MAJOR 0
-#define CASTOR_VERSION_MINOR 1
+#define CASTOR_VERSION_MINOR 2
 #define CASTOR_VERSION_PATCH 0
 #define CASTOR_VERSION_NUMBER \
     (CASTOR_VERSION_MAJOR * 10000 + CASTOR_VERSION_MINOR * 100 + CASTOR_VERSION_PATCH)
@@ -198,6 +198,18 @@ int castor_get_stats(struct castor *h, struct castor_stats *out, size_t size);
  * negative timeout. Call it before a checkpoint or an exit.
  */
 int castor_flush(struct castor *h, long timeout_ms);
+
+/*
+ * Tell the controller, once and from the caller's thread, that a checkpoint of the job's progress
+ * now is on disk (castor_checkpointed: a restart resumes there, and the controller counts work
+ * after it as lost on a preemption), or that the job completed its work (castor_finished: the
+ * controller releases its GPUs and records it finished). Each waits at most the handle's timeout:
+ * 0; CASTOR_EIO (unreachable or failing: worth calling again), CASTOR_EREFUSED (a 4xx answer: it
+ * would be refused again), CASTOR_ENOMEM. Without a controller or on a rank other than 0: 0 at
+ * once. CASTOR_EINVAL for a NULL handle. Training goes on whatever they return.
+ */
+int castor_checkpointed(struct castor *h);
+int castor_finished(struct castor *h);
 
 /* The job's progress (iterations at init_bsz) into *out, and set it (>= 0, finite), for a job
  * that restores a checkpoint without castor_load_state. CASTOR_EINVAL for bad arguments. */

@@ -112,6 +112,8 @@ def _load():
         "castor_get_decision": (ctypes.c_int, [P, ctypes.POINTER(_Decision), S]),
         "castor_get_stats": (ctypes.c_int, [P, ctypes.POINTER(_Stats), S]),
         "castor_flush": (ctypes.c_int, [P, ctypes.c_long]),
+        "castor_checkpointed": (ctypes.c_int, [P]),
+        "castor_finished": (ctypes.c_int, [P]),
         "castor_get_progress": (ctypes.c_int, [P, DP]),
         "castor_set_progress": (ctypes.c_int, [P, D]),
         "castor_save_state": (ctypes.c_int, [P, ctypes.c_char_p, S, ctypes.POINTER(S)]),
@@ -241,6 +243,15 @@ class Castor:
     def flush(self, timeout=10.0):
         """Report now and wait at most timeout seconds; returns 0 or the library's code."""
         return _load().castor_flush(self._h, int(timeout * 1000))
+
+    def checkpointed(self):
+        """Tell the controller a checkpoint at the progress now is on disk; 0 or the library's
+        code (never raises: training goes on)."""
+        return _load().castor_checkpointed(self._h)
+
+    def finished(self):
+        """Tell the controller the job completed its work; 0 or the library's code."""
+        return _load().castor_finished(self._h)
 
     @property
     def progress(self):

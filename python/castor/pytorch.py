@@ -32,6 +32,7 @@ import contextlib
 import math
 import os
 import signal
+import sys
 import time
 
 import torch
@@ -44,9 +45,11 @@ EXIT_RESIZE = 75  # EX_TEMPFAIL: checkpointed; restart me with the configuration
 CHECKPOINT_NAME = "castor-checkpoint.pt"
 ADAM_WARMUP = 5  # the Adam preconditioner applies from this Adam step on (src/agent/gns.h)
 
-# The slots after the norms in the per-step all-reduce: rank 0's decision, and any rank's stop.
-_D_VERSION, _D_WORLD, _D_NODES, _D_LOCAL, _D_ACCUM, _D_GAIN, _D_STOP = range(7)
-_D_LEN = 7
+# The slots after the norms in the per-step all-reduce: rank 0's decision, any rank's stop, and
+# rank 0's "a periodic checkpoint is due" (its clock decides, so that every rank saves together).
+_D_VERSION, _D_WORLD, _D_NODES, _D_LOCAL, _D_ACCUM, _D_GAIN, _D_STOP, _D_CKPT = range(8)
+_D_LEN = 8
+FINISH_TRIES = 3  # attempts to tell the controller the job finished, a second apart
 
 
 def _step_start(n, epoch, pos, global_bsz):
@@ -198,6 +201,9 @@ class Trainer:
     accum_steps: used when castor-node has not given them (CASTOR_LOCAL_BSZ, CASTOR_ACCUM_STEPS).
     init_batch_size: M0, the total batch the learning rate is tuned at (CASTOR_INIT_BSZ wins).
     checkpoint_dir: where the checkpoint lives (CASTOR_CHECKPOINT_DIR wins; None: no checkpoint).
+    checkpoint_interval: seconds between periodic checkpoints (CASTOR_CHECKPOINT_INTERVAL, which
+    castor-node sets from the job spec, wins; None: only at a stop and at the end); each one is
+    reported to the controller, which counts the work after the last one as lost on a preemption.
     grad_scaler: a torch.cuda.amp.GradScaler for mixed precision. handle: a castor.Castor (default
     Castor.from_env()). On SIGTERM (a preemption notice) every rank checkpoints at the next step
     boundary and the steps end with EXIT_RESIZE.
@@ -206,7 +212,7 @@ class Trainer:
     def __init__(self, model, optimizer, dataset, *, batch_size=None, accum_steps=0,
                  init_batch_size=None, checkpoint_dir=None, seed=0, lr_gain_power=1.0,
                  num_workers=0, collate_fn=None, grad_scaler=None, handle=None,
-                 handle_sigterm=True):
+                 handle_sigterm=True, checkpoint_interval=None):
         if isinstance(dataset, DataLoader):  # take what castor does not decide from the loader
             batch_size = batch_size or dataset.batch_size
             num_workers = num_workers or dataset.num_workers
@@ -237,6 +243,11 @@ class Trainer:
         self.collate_fn = collate_fn
         self.grad_scaler = grad_scaler
         self.checkpoint_dir = os.environ.get("CASTOR_CHECKPOINT_DIR", checkpoint_dir)
+        env_interval = os.environ.get("CASTOR_CHECKPOINT_INTERVAL")
+        self.checkpoint_interval = float(env_interval) if env_interval else checkpoint_interval
+        self._last_checkpoint = time.monotonic()
+        self._checkpoint_due = False
+        self.completed = False  # steps() reached max_steps
         self.step_count = 0
         self.exit_code = 0
         self.restored = False
@@ -330,8 +341,11 @@ class Trainer:
                 self.castor.flush(10.0)
                 self.exit_code = EXIT_RESIZE
                 return
+            if self._checkpoint_due:
+                self.checkpoint()
         self.checkpoint()
         self.castor.flush(10.0)
+        self.completed = True
 
     def _finish(self, step):
         tr_n = self.accum_steps + 1
@@ -367,6 +381,9 @@ class Trainer:
                 [d.version, d.world_size, d.nodes, d.local_bsz, d.accum_steps, d.lr_gain],
                 dtype=torch.float64)
         buf[g * n + _D_STOP] = 1.0 if self._stop_requested else 0.0
+        if self.rank == 0 and self.checkpoint_interval and self.checkpoint_dir and \
+                time.monotonic() - self._last_checkpoint >= self.checkpoint_interval:
+            buf[g * n + _D_CKPT] = 1.0
         if self._ddp:
             dist.all_reduce(buf)
         # the optimizer, at the learning rate castor's gain gives
@@ -396,6 +413,7 @@ class Trainer:
 
     def _apply(self, d):
         """Take the decision shared by rank 0 (the same on every rank)."""
+        self._checkpoint_due = d[_D_CKPT] > 0
         if d[_D_STOP] > 0:
             self.stopping = True
             return
@@ -448,6 +466,12 @@ class Trainer:
             tmp = path + ".tmp"
             torch.save(state, tmp)
             os.replace(tmp, path)
+            rc = self.castor.checkpointed()
+            if rc != 0:
+                print(f"castor: the controller did not hear of the checkpoint at step "
+                      f"{self.step_count} (code {rc}); training goes on", file=sys.stderr)
+        self._last_checkpoint = time.monotonic()
+        self._checkpoint_due = False
         if self._ddp:
             dist.barrier()
 
@@ -469,10 +493,21 @@ class Trainer:
         self.restored = True
         return True
 
-    def close(self):
-        """Send what is pending to the controller and free libcastor's handle."""
+    def close(self, finished=None):
+        """Send what is pending to the controller, tell it the job finished (finished; default:
+        steps() reached max_steps and no restart is asked), and free libcastor's handle."""
         for h in self._hooks:
             h.remove()
         self._hooks = []
         self.castor.flush(10.0)
+        if finished is None:
+            finished = self.completed and self.exit_code == 0
+        if finished and self.rank == 0:
+            for attempt in range(FINISH_TRIES):
+                rc = self.castor.finished()
+                if rc == 0:
+                    break
+                print(f"castor: the controller was not told the job finished (code {rc})",
+                      file=sys.stderr)
+                time.sleep(1.0)
         self.castor.close()

@@ -60,7 +60,9 @@ struct castor {
     char *job;
     char *report_url;
     char *alloc_url;
-    char *auth; /* "Bearer <token>"; wiped at free */
+    char *ckpt_url;     /* POST: a checkpoint is on disk */
+    char *finished_url; /* POST: the job completed */
+    char *auth;         /* "Bearer <token>"; wiped at free */
     char *ca_file;
     const struct tput_model_ops *model;
     struct log *log;
@@ -541,10 +543,13 @@ static int castor_connect(struct castor *h, const struct castor_options *o)
     h->job = strdup(o->job);
     h->report_url = castor_job_url(o->url, o->job, "/reports");
     h->alloc_url = castor_job_url(o->url, o->job, "/allocation");
+    h->ckpt_url = castor_job_url(o->url, o->job, "/checkpoint");
+    h->finished_url = castor_job_url(o->url, o->job, "/finished");
     h->auth = malloc(n);
     if (o->ca_file)
         h->ca_file = strdup(o->ca_file);
-    if (!h->job || !h->report_url || !h->alloc_url || !h->auth || (o->ca_file && !h->ca_file))
+    if (!h->job || !h->report_url || !h->alloc_url || !h->ckpt_url || !h->finished_url ||
+        !h->auth || (o->ca_file && !h->ca_file))
         return ERR_NOMEM;
     snprintf(h->auth, n, "Bearer %s", o->token);
     rc = log_new(stderr, LOG_WARN, &h->log);
@@ -590,6 +595,8 @@ static void castor_release(struct castor *h, int sync_made)
     free(h->job);
     free(h->report_url);
     free(h->alloc_url);
+    free(h->ckpt_url);
+    free(h->finished_url);
     free(h->ca_file);
     profile_free(&h->prof);
     profile_free(&h->snap.prof);
@@ -1014,6 +1021,60 @@ int castor_flush(struct castor *h, long timeout_ms)
     rc = h->flush_done >= seq ? h->flush_rc : ERR_AGAIN;
     pthread_mutex_unlock(&h->mu);
     return castor_code(rc);
+}
+
+/* POST {"progress"} (the handle's progress now) to url, on a client of the caller's own (the
+ * background thread keeps its client): 0, or the transport's or the answer's error. */
+static int castor_post_progress(struct castor *h, const char *url)
+{
+    const struct http_client_header headers[2] = {{"Authorization", h->auth},
+                                                  {"Content-Type", "application/json"}};
+    struct http_client_request req = {
+        .method = "POST",
+        .url = url,
+        .headers = headers,
+        .nheaders = 2,
+        .timeout_ms = h->timeout_ms,
+        .max_body = CASTOR_ANSWER_MAX,
+        .ca_file = h->ca_file,
+    };
+    struct http_client_response resp = {0};
+    struct http_client *client = NULL;
+    char body[64];
+    double progress;
+    int rc;
+
+    pthread_mutex_lock(&h->mu);
+    progress = h->progress;
+    pthread_mutex_unlock(&h->mu);
+    snprintf(body, sizeof(body), "{\"progress\":%.17g}", progress);
+    req.body = body;
+    req.body_len = strlen(body);
+    rc = http_client_new(&client);
+    if (rc == 0)
+        rc = http_client_do(client, &req, &resp, NULL);
+    if (rc == 0)
+        rc = castor_status(resp.status);
+    if (rc < 0)
+        log_msg(h->log, castor_wall(), LOG_WARN, h->job, NULL, "%s: %s", url,
+                rc == ERR_CONFLICT ? "refused" : err_str(rc));
+    http_client_response_clear(&resp);
+    http_client_free(client);
+    return rc;
+}
+
+int castor_checkpointed(struct castor *h)
+{
+    if (!h)
+        return CASTOR_EINVAL;
+    return h->has_thread ? castor_code(castor_post_progress(h, h->ckpt_url)) : 0;
+}
+
+int castor_finished(struct castor *h)
+{
+    if (!h)
+        return CASTOR_EINVAL;
+    return h->has_thread ? castor_code(castor_post_progress(h, h->finished_url)) : 0;
 }
 
 int castor_get_progress(struct castor *h, double *out)

@@ -481,6 +481,58 @@ static void castor_get_decision__follows_the_allocation(void **state)
     castor_free(h);
 }
 
+/* castor_checkpointed and castor_finished reach the controller with the progress of the moment;
+ * an unreachable controller is CASTOR_EIO and a refusal CASTOR_EREFUSED, and neither stops the
+ * handle; on other ranks and without a controller they do nothing. */
+static void castor_checkpointed__tells_the_controller(void **state)
+{
+    struct fixture *f = *state;
+    struct castor_options o = options(f, 2, 16, 0), other = o, none = options(NULL, 1, 16, 0);
+    struct castor *h = open_handle(&o), *h1, *hn;
+    struct state_job job;
+    double sqr[2] = {1.0, 1.2}, avg = 1.0;
+
+    assert_int_equal(castor_checkpointed(NULL), CASTOR_EINVAL);
+    assert_int_equal(castor_finished(NULL), CASTOR_EINVAL);
+    assert_int_equal(castor_set_progress(h, 120.5), 0);
+    assert_int_equal(castor_checkpointed(h), 0);
+    assert_int_equal(state_job_get(f->st, "j", &job), 0);
+    assert_near(job.checkpoint_progress, 120.5, 1e-9);
+    assert_int_equal(job.state, STATE_JOB_RUNNING);
+
+    /* a rank other than 0 and a handle without a controller say nothing */
+    other.rank = 1;
+    h1 = open_handle(&other);
+    hn = open_handle(&none);
+    assert_int_equal(castor_set_progress(h1, 999), 0);
+    assert_int_equal(castor_checkpointed(h1), 0);
+    assert_int_equal(castor_finished(h1), 0);
+    assert_int_equal(castor_finished(hn), 0);
+    assert_int_equal(state_job_get(f->st, "j", &job), 0);
+    assert_near(job.checkpoint_progress, 120.5, 1e-9);
+    castor_free(h1);
+    castor_free(hn);
+
+    /* the controller away: CASTOR_EIO, and the handle goes on stepping */
+    unserve(f);
+    assert_int_equal(castor_set_progress(h, 130), 0);
+    assert_int_equal(castor_checkpointed(h), CASTOR_EIO);
+    assert_int_equal(castor_step(h, 0.05, 0.01, sqr, 2, avg), 0);
+    assert_int_equal(serve(f, 0), 0);
+    castor_free(h); /* the handle's URL named the old port */
+    o = options(f, 2, 16, 0);
+    h = open_handle(&o);
+
+    assert_int_equal(castor_set_progress(h, 150), 0);
+    assert_int_equal(castor_finished(h), 0);
+    assert_int_equal(state_job_get(f->st, "j", &job), 0);
+    assert_int_equal(job.state, STATE_JOB_FINISHED);
+    assert_near(job.progress, 150, 1e-9);
+    /* a checkpoint after the end is refused (the job is final): CASTOR_EREFUSED */
+    assert_int_equal(castor_checkpointed(h), CASTOR_EREFUSED);
+    castor_free(h);
+}
+
 static void castor_get_decision__without_a_plan_chooses_locally(void **state)
 {
     struct fixture *f = *state;
@@ -721,6 +773,7 @@ int main(void)
         cmocka_unit_test(castor_step__single_gradient_pairs_with_the_previous),
         cmocka_unit_test_setup_teardown(castor_get_decision__follows_the_allocation, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(castor_checkpointed__tells_the_controller, setup, teardown),
         cmocka_unit_test_setup_teardown(castor_get_decision__without_a_plan_chooses_locally, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(castor_step__other_ranks_only_count, setup, teardown),

@@ -238,6 +238,11 @@ def run(t, torch, example):
     p0.wait(75)
     grads = [ctl.call("GET", f"/v1/jobs/{JOB}", "CASTOR_USER_TOKEN")]
     end0 = t.records(0)[-1]["step"]
+    # the resize's checkpoint was reported: the controller counts nothing of phase 0 as lost
+    check(grads[0]["checkpoint_progress"] > 0 and
+          rel_close(grads[0]["checkpoint_progress"], grads[0]["progress"]),
+          f"the controller heard of the checkpoint: {grads[0]}")
+    check(grads[0]["state"] == "running", f"the job runs on: {grads[0]['state']}")
 
     # phase 1: 1 replica (the differenced estimator), then 3
     p1 = Phase(t, 1, 100000)
@@ -253,6 +258,11 @@ def run(t, torch, example):
     p2.wait(0)
     grads.append(ctl.call("GET", f"/v1/jobs/{JOB}", "CASTOR_USER_TOKEN"))
     job = grads[-1]
+    # the last step ended the job: the controller recorded it finished, at its final progress
+    check(job["state"] == "finished" and job["finished_at"] > 0,
+          f"the job is finished when its replicas exit 0: {job['state']}")
+    check(rel_close(job["checkpoint_progress"], job["progress"]),
+          "a finished job has nothing left to lose")
 
     traces = {r: t.records(r) for r in range(3)}
     steps = traces[0]
