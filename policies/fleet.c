@@ -206,12 +206,54 @@ static void fixed_destroy(void *ctx)
     free(ctx);
 }
 
+/* Give back n of the fleet's instances of offer o: booting ones first (the newest first), then
+ * the ready ones the current allocation uses least (the last listed on ties), none younger than
+ * the minimum billed time; keep[] is cleared for the released. ERR_NOMEM. */
+static int fixed_shrink(const struct snapshot *s, int o, int n, unsigned char *keep,
+                        struct fleet_plan *f)
+{
+    int *used = calloc((size_t)s->nnodes + 1, sizeof(int));
+
+    if (!used)
+        return ERR_NOMEM;
+    while (n > 0) {
+        int best = -1;
+
+        for (int b = 0; b < s->nbooting; b++)
+            if (s->booting[b].offer == o && !f->cancel[b] &&
+                (best < 0 || s->booting[b].launched >= s->booting[best].launched))
+                best = b;
+        if (best < 0)
+            break;
+        f->cancel[best] = 1;
+        n--;
+    }
+    if (s->nnodes > 0)
+        alloc_node_usage(s->current, used);
+    while (n > 0) {
+        int best = -1;
+
+        for (int k = 0; k < s->nnodes; k++)
+            if (keep[k] && s->nodes[k].offer == o &&
+                s->now - s->nodes[k].launched >= s->min_billed_s &&
+                (best < 0 || used[k] <= used[best]))
+                best = k;
+        if (best < 0)
+            break;
+        keep[best] = 0;
+        f->release[best] = 1;
+        n--;
+    }
+    free(used);
+    return 0;
+}
+
 static int fixed_plan(void *ctx, const struct snapshot *s, struct policy *pol, uint64_t seed,
                       struct alloc *a, struct fleet_plan *f)
 {
     struct fleet_fixed_state *st = ctx;
     unsigned char *keep;
-    int have = 0, rc;
+    int have = 0, rc = 0;
 
     if (st->offer >= s->noffers)
         return ERR_INVAL;
@@ -225,14 +267,18 @@ static int fixed_plan(void *ctx, const struct snapshot *s, struct policy *pol, u
         have += s->booting[b].offer == st->offer;
     if (have < st->nodes && !s->offers[st->offer].unavailable)
         f->launch[st->offer] = st->nodes - have;
-    rc = fleet_allocate_kept(s, keep, pol, seed, a);
+    if (have > st->nodes) /* fewer asked (a reload): give the surplus back */
+        rc = fixed_shrink(s, st->offer, have - st->nodes, keep, f);
+    if (rc == 0)
+        rc = fleet_allocate_kept(s, keep, pol, seed, a);
     free(keep);
     return rc;
 }
 
 const struct fleet_ops fleet_fixed = {
     .name = "fixed",
-    .summary = "a fixed number of nodes of one offer; a node that goes is replaced",
+    .summary = "a fixed number of nodes of one offer; a node that goes is replaced, a surplus "
+               "(after a reload) released",
     .create = fixed_create,
     .destroy = fixed_destroy,
     .plan = fixed_plan,

@@ -538,6 +538,43 @@ static void fixed_fleet__replaces_missing_nodes(void **state)
     assert_true(fleet_plan_empty(w->f));
 }
 
+/*
+ * Fewer nodes asked (a reload to nodes: 1) with 3 ready of offer 0 (two old, one younger than the
+ * minimum billed time), one of offer 1 and 2 of offer 0 booting: the fixed fleet cancels both
+ * booting instances, releases the two old nodes, keeps the young one and leaves offer 1's alone;
+ * the job gets only what is kept. Asked for 4, it cancels only the newest booting instance.
+ */
+static void fixed_fleet__gives_back_a_surplus(void **state)
+{
+    struct fw *w = *state;
+    struct fleet_config cfg = {.offer = 0, .nodes = 1};
+
+    offer(w, 0, 0, 4.0, 0);
+    offer(w, 1, 1, 1.0, 0);
+    node(w, 0, 0, OLD);
+    node(w, 1, 0, OLD);
+    node(w, 2, 0, NOW - 10);
+    node(w, 3, 1, OLD);
+    w->booting[0] = (struct snap_booting){.offer = 0, .launched = NOW - 20};
+    w->booting[1] = (struct snap_booting){.offer = 0, .launched = NOW - 10};
+    job(w, 0, &perfect, 4);
+    fw_ready(w, 2, 4, 2, 1);
+    assert_int_equal(decide_once(w, "fixed", &cfg, "castor"), 0);
+    assert_launch(w, (int[]){0, 0});
+    assert_release(w, (int[]){1, 1, 0, 0});
+    assert_int_equal(w->f->cancel[0], 1);
+    assert_int_equal(w->f->cancel[1], 1);
+    for (int i = 0; i < w->out->count[0]; i++)
+        assert_true(w->out->node[i] == 2 || w->out->node[i] == 3);
+
+    cfg.nodes = 4;
+    assert_int_equal(decide_once(w, "fixed", &cfg, "castor"), 0);
+    assert_launch(w, (int[]){0, 0});
+    assert_release(w, (int[]){0, 0, 0, 0});
+    assert_int_equal(w->f->cancel[0], 0);
+    assert_int_equal(w->f->cancel[1], 1);
+}
+
 /* Pollux's autoscaler acting on every round (window 1), at most 16 nodes of offer 0. */
 static const struct fleet_config pollux_cfg = {.offer = 0, .window = 1, .max_nodes = 16};
 
@@ -873,6 +910,7 @@ int main(void)
         FW(castor_fleet__no_jobs_releases_all_but_young),
         FW(castor_fleet__surplus_released_on_second_round),
         FW(fixed_fleet__replaces_missing_nodes),
+        FW(fixed_fleet__gives_back_a_surplus),
         FW(pollux_fleet__utility_band),
         FW(pollux_fleet__scales_to_zero_and_back),
         FW(plan_decide_fleet__rejects_bad_answers),
