@@ -906,10 +906,10 @@ static int ap_report_commit(struct api *a, const char *job, const struct state_r
 
 static void ap_job_report(struct ap_ctx *c)
 {
-    static const char *const keys[] = {"configs", "grad", "progress", NULL};
+    static const char *const keys[] = {"configs", "grad", "progress", "sync_prior", NULL};
     static const char *const grad_keys[] = {"sqr", "var", NULL};
     struct state_report_config cfgs[AP_MAX_CONFIGS];
-    struct state_report r = {cfgs, 0, NAN, NAN, NAN};
+    struct state_report r = {cfgs, 0, NAN, NAN, NAN, 0.0};
     const struct jv *configs, *grad;
     int rc = ap_parse_body(c, 0);
 
@@ -933,6 +933,8 @@ static void ap_job_report(struct ap_ctx *c)
     }
     if (rc == 0)
         rc = ap_num(c, c->body, "", "progress", 0, 0.0, 1, &r.progress);
+    if (rc == 0)
+        rc = ap_num(c, c->body, "", "sync_prior", 0, 0.0, 0, &r.sync_prior);
     if (rc < 0) {
         ap_fail(c, 400, "%s", c->reason);
         return;

@@ -651,6 +651,8 @@ static void rw_model_update(struct realworld *rw, struct rw_job *j, const struct
     if (state_report_configs(rw->state, sj->name, &rows, &n) < 0)
         return;
     profile_init(&prof);
+    if (isfinite(sj->sync_prior))
+        prof.sync_prior = sj->sync_prior;
     for (size_t i = 0; i < n; i++) {
         struct tput_point x = {rows[i].nodes, rows[i].replicas, rows[i].local_bsz};
         double compute = (rows[i].step_mean - rows[i].sync_mean) / (rows[i].accum_steps + 1);

@@ -124,6 +124,8 @@ static const char *const st_migrations[STATE_SCHEMA_VERSION] = {
     " at REAL NOT NULL,"
     " PRIMARY KEY (job_id, nodes, replicas, local_bsz, accum_steps)"
     ") STRICT;",
+    /* v4: the all-reduce time a job's replicas measured, the prior for placements not yet run */
+    "ALTER TABLE jobs ADD COLUMN sync_prior REAL CHECK (sync_prior > 0);",
 };
 
 static const char *const st_job_states[STATE_JOB_NSTATES] = {
@@ -592,7 +594,7 @@ struct db *state_db(struct state *st)
 
 #define ST_JOB_COLUMNS                                                                             \
     "id, name, spec, state, submitted_at, progress, checkpoint_progress, checkpoint_at, restarts," \
-    " finished_at, local_bsz, accum_steps, lr_gain, grad_sqr, grad_var, reported_at"
+    " finished_at, local_bsz, accum_steps, lr_gain, grad_sqr, grad_var, reported_at, sync_prior"
 
 static int st_read_job(struct db_stmt *s, void *item)
 {
@@ -621,6 +623,7 @@ static int st_read_job(struct db_stmt *s, void *item)
     j->grad_sqr = st_col_time(s, 13);
     j->grad_var = st_col_time(s, 14);
     j->reported_at = st_col_time(s, 15);
+    j->sync_prior = st_col_time(s, 16);
     return 0;
 }
 
@@ -1363,7 +1366,8 @@ static int st_report_ok(const struct state_report *r)
 {
     if (!r || (r->nconfigs > 0 && !r->configs) || isnan(r->grad_sqr) != isnan(r->grad_var) ||
         !st_opt_time_ok(r->grad_sqr) || !st_opt_time_ok(r->grad_var) || r->grad_sqr < 0 ||
-        r->grad_var < 0 || !st_opt_time_ok(r->progress) || r->progress < 0)
+        r->grad_var < 0 || !st_opt_time_ok(r->progress) || r->progress < 0 ||
+        !isfinite(r->sync_prior) || r->sync_prior < 0)
         return 0;
     for (size_t i = 0; i < r->nconfigs; i++)
         if (!st_report_config_ok(&r->configs[i]))
@@ -1408,8 +1412,9 @@ static int st_report_one(struct state *st, const char *job, const struct state_r
         rc = st_run(st->db,
                     "UPDATE jobs SET grad_sqr = coalesce(?2, grad_sqr),"
                     " grad_var = coalesce(?3, grad_var), progress = coalesce(?4, progress),"
-                    " reported_at = ?5 WHERE id = ?1",
-                    "idddd", id, r->grad_sqr, r->grad_var, r->progress, now);
+                    " reported_at = ?5, sync_prior = coalesce(?6, sync_prior) WHERE id = ?1",
+                    "iddddd", id, r->grad_sqr, r->grad_var, r->progress, now,
+                    r->sync_prior > 0 ? r->sync_prior : NAN);
     return rc;
 }
 

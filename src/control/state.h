@@ -20,7 +20,7 @@ struct state; /* an open state database; opaque */
 struct db;
 
 /* The schema version this build writes (PRAGMA user_version). */
-#define STATE_SCHEMA_VERSION 3
+#define STATE_SCHEMA_VERSION 4
 
 /* Longest name, instance id, token, provider, offer or zone, in bytes. */
 #define STATE_NAME_MAX 128
@@ -104,6 +104,9 @@ struct state_job {
     double grad_sqr;
     double grad_var;
     double reported_at; /* when a report was last stored; NAN before one */
+    /* seconds one all-reduce of its gradients takes on two GPUs of one node, as its replicas
+     * measured and reported (the throughput fit's prior, profile.h); NAN before one */
+    double sync_prior;
 };
 
 /* Submit a new pending job. spec is JSON text (ERR_INVAL when it is not valid JSON). A name
@@ -337,6 +340,7 @@ struct state_report {
     double grad_sqr;
     double grad_var;
     double progress;
+    double sync_prior; /* > 0: the job's measured all-reduce time (state_job); 0: none */
 };
 
 /* Store a report of the job at now, all or nothing. ERR_INVAL: a value out of range (nothing

@@ -96,4 +96,6 @@ void profile_coverage(const struct profile *p, struct tput_coverage *cov)
     }
     if (p->n)
         cov->mean_accum_time = sum / (double)p->n;
+    if (isfinite(p->sync_prior) && p->sync_prior > 0)
+        cov->sync_prior = p->sync_prior;
 }

@@ -21,11 +21,15 @@ struct profile_entry {
     long count;        /* observations summarised */
 };
 
-/* Owned by whoever declares it; profile_init before use, profile_free after. */
+/* Owned by whoever declares it; profile_init before use, profile_free after. sync_prior, when
+ * above 0, is what one all-reduce of the job's gradients takes between two GPUs of one node
+ * (seconds, from a bandwidth measurement: docs/worker.md); the models take it as the
+ * synchronisation time on one node until they have seen one, instead of assuming it free. */
 struct profile {
     size_t n;
     size_t cap;
     struct profile_entry *entries;
+    double sync_prior;
 };
 
 void profile_init(struct profile *p);

@@ -34,6 +34,7 @@ struct tput_coverage {
     int two_node_several;   /* any observation on 2 nodes with more than one GPU per node */
     int three_nodes;        /* any observation on 3 or more nodes */
     double mean_accum_time; /* mean observed compute time, seconds */
+    double sync_prior;      /* the profile's sync_prior (seconds; 0: none) */
 };
 
 struct tput_model_ops {

@@ -94,9 +94,10 @@ static void castor_pin_at(double *th, unsigned char *pinned, int i, double v)
     pinned[i] = 1;
 }
 
-/* Pollux's priors, and: no term for what has not been seen (several GPUs per node, two nodes with
- * several each). With multi-node data from two nodes only, the growth with replicas there is
- * taken as two-node cost (c2), not as a trend in nodes. */
+/* Pollux's priors (the synchronisation not yet seen on one node: the measured all-reduce time when
+ * the profile has one, else free), and: no term for what has not been seen (several GPUs per node,
+ * two nodes with several each). With multi-node data from two nodes only, the growth with replicas
+ * there is taken as two-node cost (c2), not as a trend in nodes. */
 static void castor_pin(const struct tput_coverage *cov, double *th, unsigned char *pinned)
 {
     if (cov->distinct_local_bsz <= 1)
@@ -107,8 +108,8 @@ static void castor_pin(const struct tput_coverage *cov, double *th, unsigned cha
     }
     if (!cov->multi_node || !cov->two_node_several)
         castor_pin_at(th, pinned, C_C2, TINY);
-    if (!cov->single_node_multi) {
-        castor_pin_at(th, pinned, C_AR, TINY);
+    if (!cov->single_node_multi) { /* a measured all-reduce, else free (explore) */
+        castor_pin_at(th, pinned, C_AR, cov->sync_prior > 0 ? cov->sync_prior : TINY);
         castor_pin_at(th, pinned, C_BR, TINY);
     }
     if (!cov->replicas_over_two) {

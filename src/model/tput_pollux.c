@@ -74,8 +74,9 @@ static void pollux_pin(const struct tput_coverage *cov, double *th, unsigned cha
         th[P_AN] = th[P_BN] = TINY;
         pinned[P_AN] = pinned[P_BN] = 1;
     }
-    if (!cov->single_node_multi) {
-        th[P_AR] = th[P_BR] = TINY;
+    if (!cov->single_node_multi) { /* castor's addition: a measured all-reduce, if any */
+        th[P_AR] = cov->sync_prior > 0 ? cov->sync_prior : TINY;
+        th[P_BR] = TINY;
         pinned[P_AR] = pinned[P_BR] = 1;
     }
     if (!cov->replicas_over_two) {

@@ -515,7 +515,13 @@ static void api_reports__store_and_allocation(void **state)
     free(rows);
     assert_int_equal(state_job_get(f->st, "a", &j), 0);
     assert_true(j.grad_sqr == 0.5 && j.grad_var == 2.0 && j.progress == 1.5 &&
-                j.reported_at == f->now);
+                j.reported_at == f->now && isnan(j.sync_prior));
+    state_job_clear(&j);
+    assert_int_equal(call(f, "POST", "/v1/jobs/a/reports", TOKEN_JOB,
+                          "{\"configs\":[],\"sync_prior\":0.02}", NULL),
+                     200);
+    assert_int_equal(state_job_get(f->st, "a", &j), 0);
+    assert_true(j.sync_prior == 0.02);
     state_job_clear(&j);
     assert_int_equal(call(f, "POST", "/v1/jobs/a/reports", TOKEN_JOB, "{\"configs\":[]}", NULL),
                      200);
@@ -556,6 +562,8 @@ static void api_reports__bad_input_writes_nothing(void **state)
         {"{\"configs\":[],\"grad\":{\"sqr\":1}}", "grad.var is required"},
         {"{\"configs\":[],\"grad\":{\"sqr\":-1,\"var\":1}}", "grad.sqr must be"},
         {"{\"configs\":[],\"progress\":-3}", "progress must be"},
+        {"{\"configs\":[],\"sync_prior\":0}", "sync_prior must be a number > 0"},
+        {"{\"configs\":[],\"sync_prior\":\"fast\"}", "sync_prior must be a number > 0"},
         {"{\"configs\":{}}", "configs must be an array"},
         {"{\"configs\":[1]}", "configs[0] must be an object"},
     };

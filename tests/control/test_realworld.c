@@ -591,6 +591,36 @@ static void realworld_observe__reports_refit_the_model(void **state)
     assert_int_equal(s->jobs[0].has_model, 1);
 }
 
+/* A job that reported one GPU only and its measured all-reduce time (sync_prior 0.3 s, slower
+ * than its 0.2 s step): the controller's fit predicts two GPUs of a node to pay it, instead of
+ * assuming synchronisation free. */
+static void realworld_observe__sync_prior_reaches_the_fit(void **state)
+{
+    struct fixture *f = *state;
+    char ids[8][CLOUD_ID_MAX];
+    const struct snapshot *s;
+    struct tput_point one = {1, 1, 64}, two = {1, 2, 64};
+    static const char report[] =
+        "{\"configs\": [{\"nodes\": 1, \"replicas\": 1, \"local_bsz\": 64, \"accum_steps\": 0,"
+        " \"count\": 50, \"step_mean\": 0.2, \"step_sd\": 0.01}]%s}";
+    char body[256];
+
+    one_node_running(f, ids);
+    snprintf(body, sizeof(body), report, "");
+    assert_int_equal(call(f, "POST", "/v1/jobs/a/reports", TOKEN_JOB, body, NULL), 200);
+    f->now += 10;
+    assert_int_equal(provider_observe(&f->prov, &s), 0);
+    assert_int_equal(s->jobs[0].has_model, 1);
+    assert_true(tput_step_time(&s->jobs[0].tput, &two, 0) < 0.21); /* free without a prior */
+
+    snprintf(body, sizeof(body), report, ", \"sync_prior\": 0.3");
+    assert_int_equal(call(f, "POST", "/v1/jobs/a/reports", TOKEN_JOB, body, NULL), 200);
+    f->now += 10;
+    assert_int_equal(provider_observe(&f->prov, &s), 0);
+    assert_true(tput_step_time(&s->jobs[0].tput, &two, 0) >= 0.3);
+    assert_float_equal(tput_step_time(&s->jobs[0].tput, &one, 0), 0.2, 0.01);
+}
+
 static void realworld_metrics__errors_by_operation_and_code(void **state)
 {
     struct fixture *f = *state;
@@ -630,6 +660,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(realworld_observe__a_noticed_node_drains, rw_setup,
                                         rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_observe__reports_refit_the_model, rw_setup,
+                                        rw_teardown),
+        cmocka_unit_test_setup_teardown(realworld_observe__sync_prior_reaches_the_fit, rw_setup,
                                         rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_metrics__errors_by_operation_and_code, rw_setup,
                                         rw_teardown),

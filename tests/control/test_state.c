@@ -1,4 +1,4 @@
-/* test_state.c: the controller's durable state: migrations (from nothing, from versions 1 and 2,
+/* test_state.c: the controller's durable state: migrations (from nothing, from versions 1, 2 and 3,
  * refusing newer and foreign files), the rules of each operation and that a refused one writes
  * nothing, atomic allocation replacement, foreign keys, and a writer SIGKILLed mid-run. */
 #include <math.h>
@@ -732,8 +732,8 @@ static void state_alloc_replace__survives_sigkill(void **state)
 
 /* ---- version 3: what the API records ---- */
 
-/* A version 2 database with a job and a node migrates to version 3: the rows are kept and the
- * new fields read as not known yet. */
+/* A version 2 database with a job and a node migrates to version 3 (and on): the rows are kept
+ * and version 3's fields read as not known yet. */
 static void state_open__migrates_v2_to_v3(void **state)
 {
     const struct tmpdb *t = *state;
@@ -748,7 +748,7 @@ static void state_open__migrates_v2_to_v3(void **state)
     state_close(st);
     st = open_state(t);
     assert_int_equal(state_version(st, &v), 0);
-    assert_int_equal(v, 3);
+    assert_int_equal(v, STATE_SCHEMA_VERSION);
     assert_int_equal(state_job_get(st, "resnet", &job), 0);
     assert_true(job.submitted_at == 5.0 && isnan(job.local_bsz) && isnan(job.lr_gain) &&
                 isnan(job.grad_sqr) && isnan(job.reported_at));
@@ -758,6 +758,43 @@ static void state_open__migrates_v2_to_v3(void **state)
     assert_int_equal(got.gpu_memory_mib, 0);
     assert_true(isnan(got.heartbeat_at) && isnan(got.notice_at) && isnan(got.notice_deadline));
     state_node_clear(&got);
+    state_close(st);
+}
+
+/* A version 3 database with a reported job migrates to version 4: the report is kept, the job has
+ * no sync prior until a report brings one, and a report without one keeps it. */
+static void state_open__migrates_v3_to_v4(void **state)
+{
+    const struct tmpdb *t = *state;
+    const struct state_report_config c = {1, 1, 32.0, 0, 10, 1.0, 0.0, 0.0, 0};
+    struct state_report r = {&c, 1, NAN, NAN, 2.0, 0};
+    struct state *st = NULL;
+    struct state_job job;
+    int v = 0;
+
+    assert_int_equal(state_open_version(t->path, 3, &st, NULL), 0);
+    assert_int_equal(state_job_submit(st, "bert", "{}", 5.0), 0);
+    /* version 3's report, as its code wrote it */
+    assert_int_equal(db_exec(state_db(st),
+                             "INSERT INTO reports (job_id, nodes, replicas, local_bsz, accum_steps,"
+                             " count, step_mean, step_var, sync_mean, at)"
+                             " SELECT id, 1, 1, 32.0, 0, 10, 1.0, 0.0, 0.0, 6.0 FROM jobs;"
+                             "UPDATE jobs SET progress = 2.0, reported_at = 6.0;"),
+                     0);
+    state_close(st);
+    st = open_state(t);
+    assert_int_equal(state_version(st, &v), 0);
+    assert_int_equal(v, 4);
+    assert_int_equal(state_job_get(st, "bert", &job), 0);
+    assert_true(job.progress == 2.0 && job.reported_at == 6.0 && isnan(job.sync_prior));
+    state_job_clear(&job);
+    r.sync_prior = 0.015;
+    assert_int_equal(state_report_store(st, "bert", &r, 7.0), 0);
+    r.sync_prior = 0;
+    assert_int_equal(state_report_store(st, "bert", &r, 8.0), 0);
+    assert_int_equal(state_job_get(st, "bert", &job), 0);
+    assert_true(job.sync_prior == 0.015 && job.reported_at == 8.0);
+    state_job_clear(&job);
     state_close(st);
 }
 
@@ -871,8 +908,8 @@ static void state_report_store__pools_configurations(void **state)
     struct state_report_config c1 = {1, 2, 32.0, 0, 10, 1.0, 0.0, 0.1, 0};
     struct state_report_config c2 = {1, 2, 32.0, 0, 30, 2.5, 0.5, 0.3, 0};
     struct state_report_config other = {2, 4, 32.0, 1, 5, 4.0, 0.25, 1.0, 0};
-    struct state_report r1 = {&c1, 1, 0.5, 2.0, 3.0}, r2 = {&c2, 1, NAN, NAN, NAN};
-    struct state_report r3 = {&other, 1, 0.25, 1.0, 4.0};
+    struct state_report r1 = {&c1, 1, 0.5, 2.0, 3.0, 0.02}, r2 = {&c2, 1, NAN, NAN, NAN, 0};
+    struct state_report r3 = {&other, 1, 0.25, 1.0, 4.0, 0};
     struct state_report_config *rows = NULL;
     double mean = 0, ss = 0;
     struct state_job job;
@@ -904,6 +941,7 @@ static void state_report_store__pools_configurations(void **state)
     assert_int_equal(state_job_get(st, "j", &job), 0);
     assert_true(job.grad_sqr == 0.25 && job.grad_var == 1.0 && job.progress == 4.0 &&
                 job.reported_at == 30.0);
+    assert_true(job.sync_prior == 0.02); /* r1's, kept by reports without one */
     assert_true(job.local_bsz == 48.0 && job.accum_steps == 2 && job.lr_gain == 1.5);
     state_job_clear(&job);
     state_close(st);
@@ -919,7 +957,7 @@ static void state_report_store__bad_reports_write_nothing(void **state)
     struct state *st = open_state(t);
     const struct state_report_config good = {1, 1, 16.0, 0, 3, 0.5, 0.1, 0.0, 0};
     struct state_report_config bad[8];
-    struct state_report r = {bad, 2, 1.0, 1.0, 1.0};
+    struct state_report r = {bad, 2, 1.0, 1.0, 1.0, 0};
     struct state_job job;
 
     for (int i = 0; i < 8; i++)
@@ -940,9 +978,14 @@ static void state_report_store__bad_reports_write_nothing(void **state)
     r.grad_var = NAN;
     assert_int_equal(state_report_store(st, "j", &r, 5.0), ERR_INVAL);
     r.grad_var = 1.0;
+    r.sync_prior = -0.1; /* a negative or non-finite measured all-reduce */
+    assert_int_equal(state_report_store(st, "j", &r, 5.0), ERR_INVAL);
+    r.sync_prior = INFINITY;
+    assert_int_equal(state_report_store(st, "j", &r, 5.0), ERR_INVAL);
+    r.sync_prior = 0;
     assert_int_equal(count_rows(st, "SELECT count(*) FROM reports"), 0);
     assert_int_equal(state_job_get(st, "j", &job), 0);
-    assert_true(isnan(job.reported_at) && job.progress == 0.0);
+    assert_true(isnan(job.reported_at) && job.progress == 0.0 && isnan(job.sync_prior));
     state_job_clear(&job);
     assert_int_equal(state_report_store(st, "nope", &r, 5.0), ERR_UNKNOWN);
     assert_int_equal(state_job_set_state(st, "j", STATE_JOB_CANCELLED, 6.0), 0);
@@ -963,9 +1006,9 @@ static void state_report_store_many__each_report_alone(void **state)
     const struct state_report_config good = {1, 1, 16.0, 0, 3, 0.5, 0.1, 0.0, 0};
     struct state_report_config bad = good;
     struct state_report_item items[5] = {
-        {"a", {&good, 1, NAN, NAN, 1.0}, 7},    {"a", {&bad, 1, NAN, NAN, NAN}, 7},
-        {"nope", {&good, 1, NAN, NAN, NAN}, 7}, {"done", {&good, 1, NAN, NAN, NAN}, 7},
-        {"b", {&good, 1, NAN, NAN, 2.0}, 7},
+        {"a", {&good, 1, NAN, NAN, 1.0, 0}, 7},    {"a", {&bad, 1, NAN, NAN, NAN, 0}, 7},
+        {"nope", {&good, 1, NAN, NAN, NAN, 0}, 7}, {"done", {&good, 1, NAN, NAN, NAN, 0}, 7},
+        {"b", {&good, 1, NAN, NAN, 2.0, 0}, 7},
     };
     struct state_job job;
 
@@ -1010,6 +1053,7 @@ int main(void)
         STATE_TEST(state_decision_and_cost__append_and_total),
         STATE_TEST(state_alloc_replace__survives_sigkill),
         STATE_TEST(state_open__migrates_v2_to_v3),
+        STATE_TEST(state_open__migrates_v3_to_v4),
         STATE_TEST(state_node_register__launched_static_duplicate),
         STATE_TEST(state_node_heartbeat_notice__rules),
         STATE_TEST(state_node_jobs__allocations_on_a_node),

@@ -178,6 +178,40 @@ static void fit_tput__castor_priors(void **state)
     profile_free(&prof);
 }
 
+/* A measured all-reduce (the profile's sync_prior) seen only on one GPU: both models take it as
+ * alpha_r, so that two GPUs of one node are predicted to pay it (overlapped with compute as the
+ * model says) instead of nothing; without it two GPUs cost what one does. Once a multi-GPU
+ * placement is observed, the data decide and the prior is ignored. */
+static void fit_tput__sync_prior_seeds_unseen_placements(void **state)
+{
+    const struct tput_model_ops *models[] = {&tput_model_pollux, &tput_model_castor};
+    const int ar[] = {4, 5}; /* alpha_r's index in each */
+    struct tput_point one = {.nodes = 1, .replicas = 1, .local_bsz = 64};
+    struct tput_point two = {.nodes = 1, .replicas = 2, .local_bsz = 64};
+    struct tput_params free_sync, seeded, seen;
+    struct profile prof;
+
+    (void)state;
+    for (int m = 0; m < 2; m++) {
+        profile_init(&prof);
+        assert_int_equal(profile_add(&prof, &one, 0.10, 0.0), 0);
+        assert_int_equal(fit_tput(models[m], &prof, &free_sync, NULL), 0);
+        prof.sync_prior = 0.25; /* slower than the compute: the sync shows through the overlap */
+        assert_int_equal(fit_tput(models[m], &prof, &seeded, NULL), 0);
+        assert_float_equal(seeded.theta[ar[m]], 0.25, 1e-12);
+        assert_float_equal(tput_step_time(&free_sync, &two, 0), tput_step_time(&free_sync, &one, 0),
+                           1e-3 * 0.10);
+        assert_true(tput_step_time(&seeded, &two, 0) >= 0.25);
+        assert_float_equal(tput_step_time(&seeded, &one, 0), 0.10, 1e-3 * 0.10);
+
+        /* a two-GPU observation at 0.12 s: the data win */
+        assert_int_equal(profile_add(&prof, &two, 0.12, 0.03), 0);
+        assert_int_equal(fit_tput(models[m], &prof, &seen, NULL), 0);
+        assert_float_equal(tput_step_time(&seen, &two, 0), 0.12, 0.05 * 0.12);
+        profile_free(&prof);
+    }
+}
+
 /* An empty profile is an error, and leaves the output alone. */
 static void fit_tput__empty_profile(void **state)
 {
@@ -233,6 +267,7 @@ int main(void)
         cmocka_unit_test(fit_tput__priors_inter_node_ten_percent_worse),
         cmocka_unit_test(fit_tput__priors_no_more_than_two_replicas),
         cmocka_unit_test(fit_tput__castor_priors),
+        cmocka_unit_test(fit_tput__sync_prior_seeds_unseen_placements),
         cmocka_unit_test(fit_tput__empty_profile),
         cmocka_unit_test(fit_objective__gradient_matches_differences),
     };
