@@ -70,6 +70,10 @@ struct castor_options {
     double report_interval;  /* seconds between reports, > 0 (0: 30) */
     long timeout_ms;         /* per request to the controller (0: 5000) */
     unsigned long long seed; /* the retry jitter's seed */
+    /* (0.2) the all-reduce bus bandwidth between two GPUs of this node in bytes per second, as
+     * castor-node measured it (CASTOR_ALLREDUCE_BUSBW); 0: not known. With castor_set_grad_bytes
+     * it gives the synchronisation time of placements the job has not run yet. */
+    double allreduce_busbw;
 };
 
 /*
@@ -145,6 +149,16 @@ int castor_step_groups(struct castor *h, double step_seconds, double sync_second
  * job applies a new decision (its world size and nodes are those of the process). The first
  * call fixes init_bsz when it was 0. CASTOR_EINVAL for values out of range. */
 int castor_set_batch(struct castor *h, double local_bsz, int accum_steps);
+
+/*
+ * The size in bytes of one replica's gradients (the parameters' elements times their size). With
+ * the node's all-reduce bandwidth (allreduce_busbw) known, bytes / busbw - what one ring
+ * all-reduce between two GPUs takes - is the job's synchronisation prior: its throughput model,
+ * here and at the controller (sent with each report), takes it as the sync time on one node until
+ * a multi-GPU placement has been measured, instead of assuming synchronisation free. 0 bytes: no
+ * prior. CASTOR_EINVAL for a NULL handle or bytes negative or not finite.
+ */
+int castor_set_grad_bytes(struct castor *h, double bytes);
 
 /* What the job should run at. */
 struct castor_decision {

@@ -29,6 +29,7 @@ class _Options(ctypes.Structure):
         ("report_interval", ctypes.c_double),
         ("timeout_ms", ctypes.c_long),
         ("seed", ctypes.c_ulonglong),
+        ("allreduce_busbw", ctypes.c_double),
     ]
 
 
@@ -109,6 +110,7 @@ def _load():
         "castor_free": (None, [P]),
         "castor_step_groups": (ctypes.c_int, [P, D, D, S, DP, S, DP]),
         "castor_set_batch": (ctypes.c_int, [P, D, ctypes.c_int]),
+        "castor_set_grad_bytes": (ctypes.c_int, [P, D]),
         "castor_get_decision": (ctypes.c_int, [P, ctypes.POINTER(_Decision), S]),
         "castor_get_stats": (ctypes.c_int, [P, ctypes.POINTER(_Stats), S]),
         "castor_flush": (ctypes.c_int, [P, ctypes.c_long]),
@@ -223,6 +225,13 @@ class Castor:
         rc = _load().castor_set_batch(self._h, float(local_bsz), int(accum_steps))
         if rc != 0:
             raise CastorError(rc, "castor_set_batch")
+
+    def set_grad_bytes(self, nbytes):
+        """The size of one replica's gradients in bytes: with the node's all-reduce bandwidth
+        (CASTOR_ALLREDUCE_BUSBW) it gives the job's synchronisation prior."""
+        rc = _load().castor_set_grad_bytes(self._h, float(nbytes))
+        if rc != 0:
+            raise CastorError(rc, "castor_set_grad_bytes")
 
     def decision(self):
         """The current Decision."""

@@ -264,6 +264,9 @@ class Trainer:
         self._params = [[p for p in g["params"] if p.requires_grad]
                         for g in optimizer.param_groups]
         self._group_of = {p: gi for gi, params in enumerate(self._params) for p in params}
+        # what one all-reduce carries: with the node's bandwidth, the job's sync prior
+        self.castor.set_grad_bytes(sum(p.numel() * p.element_size() for params in self._params
+                                       for p in params))
         self._cur = None
         self._hooks = []
         for gi, params in enumerate(self._params):

@@ -56,6 +56,7 @@ struct castor {
     /* fixed at creation */
     int rank;
     double interval;
+    double busbw; /* bytes/s of an all-reduce between two GPUs of the node; 0: not known */
     long timeout_ms;
     char *job;
     char *report_url;
@@ -291,7 +292,8 @@ static int castor_exchange(struct castor *h, struct castor_snap *s, enum castor_
 
     *posted = CASTOR_POST_KEPT;
     *decided = 0;
-    rc = reporter_body(&s->pool, s->has_grad ? &s->grad : NULL, s->progress, &body);
+    rc = reporter_body(&s->pool, s->has_grad ? &s->grad : NULL, s->progress, s->prof.sync_prior,
+                       &body);
     if (rc < 0) {
         if (rc != ERR_NOMEM) /* values the API refuses would be refused again */
             *posted = CASTOR_POST_DROPPED;
@@ -362,6 +364,7 @@ static int castor_snapshot_locked(struct castor *h, struct castor_snap *s)
             s->prof.cap = h->prof.n;
         }
         s->prof.n = h->prof.n;
+        s->prof.sync_prior = h->prof.sync_prior;
         s->prof_version = h->prof_version;
     }
     return 0;
@@ -498,6 +501,8 @@ static int castor_check(struct castor *h, const struct castor_options *o, char *
         return castor_msg(msg, size, ERR_INVAL, "max_bsz must be at least init_bsz");
     if (!(isfinite(o->report_interval) && o->report_interval >= 0) || o->timeout_ms < 0)
         return castor_msg(msg, size, ERR_INVAL, "report_interval and timeout_ms must be >= 0");
+    if (!(isfinite(o->allreduce_busbw) && o->allreduce_busbw >= 0))
+        return castor_msg(msg, size, ERR_INVAL, "allreduce_busbw must be >= 0 (0: not known)");
     if (o->url) {
         if (http_client_parse_url(o->url, &u) < 0)
             return castor_msg(msg, size, ERR_INVAL, "url is not an http(s) URL");
@@ -513,6 +518,7 @@ static int castor_check(struct castor *h, const struct castor_options *o, char *
                               CASTOR_TOKEN_MIN, CASTOR_TOKEN_MAX);
     }
     h->rank = o->rank;
+    h->busbw = o->allreduce_busbw;
     h->interval = o->report_interval > 0 ? o->report_interval : CASTOR_DEFAULT_INTERVAL;
     h->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : CASTOR_DEFAULT_TIMEOUT_MS;
     h->seed = o->seed;
@@ -788,6 +794,8 @@ int castor_new_from_env(struct castor **out, char *msg, size_t msg_size)
         rc = castor_env_num("CASTOR_MAX_LOCAL_BSZ", &o.max_local_bsz, msg, msg_size);
     if (rc == 0)
         rc = castor_env_num("CASTOR_REPORT_INTERVAL", &o.report_interval, msg, msg_size);
+    if (rc == 0)
+        rc = castor_env_num("CASTOR_ALLREDUCE_BUSBW", &o.allreduce_busbw, msg, msg_size);
     if (rc < 0)
         return rc;
     if (o.url && !o.job)
@@ -958,6 +966,22 @@ int castor_set_batch(struct castor *h, double local_bsz, int accum_steps)
     if (h->dec.version == 0) {
         h->dec.local_bsz = local_bsz;
         h->dec.accum_steps = accum_steps;
+    }
+    pthread_mutex_unlock(&h->mu);
+    return 0;
+}
+
+int castor_set_grad_bytes(struct castor *h, double bytes)
+{
+    double prior;
+
+    if (!h || !(isfinite(bytes) && bytes >= 0))
+        return CASTOR_EINVAL;
+    prior = h->busbw > 0 && bytes > 0 ? bytes / h->busbw : 0.0;
+    pthread_mutex_lock(&h->mu);
+    if (h->prof.sync_prior != prior) {
+        h->prof.sync_prior = prior;
+        h->prof_version++; /* the fit's prior changed: refit, and send it */
     }
     pthread_mutex_unlock(&h->mu);
     return 0;

@@ -15,26 +15,38 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: castor-node [--help | --version]\n"
-               "\n"
-               "The agent on every instance: registers its GPUs with the controller, heartbeats,\n"
-               "runs the replicas assigned to it and forwards preemption notices (SIGUSR1).\n"
-               "Configured by the environment only (docs/local.md):\n"
-               "  CASTOR_URL, CASTOR_INSTANCE_ID             required\n"
-               "  CASTOR_NODE_TOKEN or CASTOR_NODE_TOKEN_FILE required (a file of mode 600)\n"
-               "  CASTOR_JOB_TOKEN or CASTOR_JOB_TOKEN_FILE   handed to the replicas\n"
-               "  CASTOR_LAUNCH_TOKEN, CASTOR_FAKE_GPUS=N[:GiB], CASTOR_NODE_HEARTBEAT_S (5),\n"
-               "  CASTOR_NODE_GRACE_S (30), CASTOR_NODE_TIMEOUT_S (10), CASTOR_NODE_BACKOFF_MAX_S\n"
-               "  (60), CASTOR_NODE_MASTER_ADDR, CASTOR_NODE_CA_FILE, CASTOR_NODE_PROVIDER,\n"
-               "  CASTOR_NODE_OFFER, CASTOR_NODE_ZONE, CASTOR_NODE_MARKET, CASTOR_NODE_PRICE,\n"
-               "  CASTOR_NODE_LOG_LEVEL (debug, info, warn, error)\n");
+    fprintf(f,
+            "usage: castor-node [--help | --version]\n"
+            "\n"
+            "The agent on every instance: registers its GPUs with the controller, heartbeats,\n"
+            "runs the replicas assigned to it and forwards preemption notices (SIGUSR1).\n"
+            "Configured by the environment only (docs/local.md):\n"
+            "  CASTOR_URL, CASTOR_INSTANCE_ID             required\n"
+            "  CASTOR_NODE_TOKEN or CASTOR_NODE_TOKEN_FILE required (a file of mode 600)\n"
+            "  CASTOR_JOB_TOKEN or CASTOR_JOB_TOKEN_FILE   handed to the replicas\n"
+            "  CASTOR_LAUNCH_TOKEN, CASTOR_FAKE_GPUS=N[:GiB], CASTOR_NODE_HEARTBEAT_S (5),\n"
+            "  CASTOR_NODE_GRACE_S (30), CASTOR_NODE_TIMEOUT_S (10), CASTOR_NODE_BACKOFF_MAX_S\n"
+            "  (60), CASTOR_NODE_MASTER_ADDR, CASTOR_NODE_CA_FILE, CASTOR_NODE_PROVIDER,\n"
+            "  CASTOR_NODE_OFFER, CASTOR_NODE_ZONE, CASTOR_NODE_MARKET, CASTOR_NODE_PRICE,\n"
+            "  CASTOR_NODE_LOG_LEVEL (debug, info, warn, error), CASTOR_ALLREDUCE_BUSBW (bytes/s;\n"
+            "  default: measured over two or more real GPUs with NCCL; handed to the replicas)\n");
 }
 
-/* The inventory, probed in a child: reading free memory creates a CUDA context per device that
- * would hold device memory for the agent's whole life. */
-static int probe(struct inventory *out)
-{
+/* What the probe child measures: the GPUs, and the all-reduce bus bandwidth between them (bytes/s;
+ * 0: not measured: fewer than two real GPUs, no NCCL, or it failed). */
+struct node_probe {
     struct inventory inv;
+    double busbw;
+};
+
+#define NODE_BW_BYTES (64u << 20) /* per timed all-reduce: large enough for the bandwidth term */
+#define NODE_BW_ITERS 20
+
+/* The inventory and the bandwidth, probed in a child: reading free memory creates a CUDA context
+ * per device that would hold device memory for the agent's whole life. */
+static int probe(struct node_probe *out)
+{
+    struct node_probe inv;
     int fds[2], status, rc = ERR_IO;
     size_t got = 0;
     pid_t pid;
@@ -43,13 +55,18 @@ static int probe(struct inventory *out)
         return ERR_IO;
     pid = fork();
     if (pid == 0) {
-        int r = inventory_probe(&inv);
+        int r = inventory_probe(&inv.inv);
         const char *p = (const char *)&inv;
         size_t left = sizeof(inv);
+        struct inventory_bw bw;
 
         close(fds[0]);
         if (r < 0)
             _exit(-r < 100 ? -r : 100);
+        inv.busbw = 0.0;
+        if (inv.inv.count >= 2 && !inv.inv.fake &&
+            inventory_allreduce_bw(NULL, NODE_BW_BYTES, NODE_BW_ITERS, &bw) == 0)
+            inv.busbw = bw.busbw;
         while (left > 0) {
             ssize_t w = write(fds[1], p, left);
 
@@ -82,6 +99,7 @@ static int probe(struct inventory *out)
 int main(int argc, char **argv)
 {
     struct node_config cfg = {0};
+    struct node_probe probed = {0};
     struct inventory inv = {0};
     struct error e = {0};
     struct log *log = NULL;
@@ -129,8 +147,17 @@ int main(int argc, char **argv)
                      NODE_ENV_NODE_TOKEN, NODE_ENV_NODE_TOKEN_FILE);
     if (rc == 0)
         rc = agent_env_secret(NODE_ENV_JOB_TOKEN, NODE_ENV_JOB_TOKEN_FILE, &job_token, &e);
-    if (rc == 0 && (rc = probe(&inv)) < 0)
+    if (rc == 0 && (rc = probe(&probed)) < 0)
         err_set(&e, rc, INVENTORY_FAKE_ENV, 0, 0, "the GPU inventory failed: %s", err_str(rc));
+    inv = probed.inv;
+    /* the replicas inherit it: libcastor's synchronisation prior (docs/worker.md); a value set by
+     * hand wins */
+    if (rc == 0 && probed.busbw > 0 && !getenv("CASTOR_ALLREDUCE_BUSBW")) {
+        char bw[32];
+
+        snprintf(bw, sizeof(bw), "%.6g", probed.busbw);
+        setenv("CASTOR_ALLREDUCE_BUSBW", bw, 1);
+    }
     if (rc == 0 && inv.count < 1)
         rc =
             err_set(&e, ERR_NODEV, NULL, 0, 0,

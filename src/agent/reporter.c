@@ -100,7 +100,7 @@ static int reporter_config_ok(const struct reporter_config *c)
 }
 
 int reporter_body(const struct reporter_pool *p, const struct grad_params *grad, double progress,
-                  char **out)
+                  double sync_prior, char **out)
 {
     struct jv *o = NULL, *arr = NULL, *g = NULL;
     char *text = NULL;
@@ -111,6 +111,8 @@ int reporter_body(const struct reporter_pool *p, const struct grad_params *grad,
     if (grad && !(isfinite(grad->sqr) && grad->sqr >= 0 && isfinite(grad->var) && grad->var >= 0))
         return ERR_INVAL;
     if (!isnan(progress) && !(isfinite(progress) && progress >= 0))
+        return ERR_INVAL;
+    if (!(isfinite(sync_prior) && sync_prior >= 0))
         return ERR_INVAL;
     o = jv_object();
     arr = jv_array();
@@ -168,6 +170,8 @@ int reporter_body(const struct reporter_pool *p, const struct grad_params *grad,
     }
     if (rc == 0 && !isnan(progress))
         rc = jv_set(o, "progress", jv_number(progress));
+    if (rc == 0 && sync_prior > 0)
+        rc = jv_set(o, "sync_prior", jv_number(sync_prior));
     if (rc == 0)
         rc = jv_dump(o, &text);
     if (rc == 0)

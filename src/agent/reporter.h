@@ -52,12 +52,12 @@ int reporter_pool_merge(struct reporter_pool *into, const struct reporter_pool *
 /*
  * The JSON body of POST /v1/jobs/{name}/reports (docs/api.md): each configuration's count, mean
  * step time, standard deviation (population: sqrt(m2 / count), as the controller pools it) and
- * mean sync time; grad (NULL: none) and progress (NAN: none). *out owns the NUL-terminated text
- * (free). ERR_INVAL (NULL p or out, a value the API would refuse), ERR_NOMEM; *out untouched on
- * error.
+ * mean sync time; grad (NULL: none), progress (NAN: none) and sync_prior (seconds; 0: none).
+ * *out owns the NUL-terminated text (free). ERR_INVAL (NULL p or out, a value the API would
+ * refuse), ERR_NOMEM; *out untouched on error.
  */
 int reporter_body(const struct reporter_pool *p, const struct grad_params *grad, double progress,
-                  char **out);
+                  double sync_prior, char **out);
 
 /* What GET /v1/jobs/{name}/allocation answered. */
 struct reporter_alloc {

@@ -1345,6 +1345,7 @@ static void ap_job_get(struct ap_ctx *c)
     ap_set(c, grad, "var", jv_number(j.grad_var));
     ap_set(c, o, "grad", grad);
     ap_set(c, o, "reported_at", jv_number(j.reported_at));
+    ap_set(c, o, "sync_prior", jv_number(j.sync_prior));
     ap_set(c, o, "reports", ap_reports(c, j.name));
     state_job_clear(&j);
     ap_reply(c, 200, o);

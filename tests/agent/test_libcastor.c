@@ -533,6 +533,47 @@ static void castor_checkpointed__tells_the_controller(void **state)
     castor_free(h);
 }
 
+/* With the node's all-reduce bandwidth (1 GB/s) and the gradients' size (4 MB), the job's sync
+ * prior (4 ms) reaches the controller with the next report; bad sizes and bandwidths are refused;
+ * without a bandwidth no prior is sent. */
+static void castor_set_grad_bytes__sends_the_sync_prior(void **state)
+{
+    struct fixture *f = *state;
+    struct castor_options o = options(f, 2, 16, 0), bad = o;
+    struct castor *h = NULL;
+    struct state_job job;
+    char msg[256] = "";
+
+    bad.allreduce_busbw = -1;
+    assert_int_equal(castor_new(&bad, sizeof(bad), &h, msg, sizeof(msg)), CASTOR_EINVAL);
+    assert_non_null(strstr(msg, "allreduce_busbw"));
+    o.allreduce_busbw = 1e9;
+    h = open_handle(&o);
+    assert_int_equal(castor_set_grad_bytes(NULL, 1), CASTOR_EINVAL);
+    assert_int_equal(castor_set_grad_bytes(h, -1), CASTOR_EINVAL);
+    assert_int_equal(castor_set_grad_bytes(h, NAN), CASTOR_EINVAL);
+    assert_int_equal(castor_flush(h, 5000), 0);
+    assert_int_equal(state_job_get(f->st, "j", &job), 0);
+    assert_true(isnan(job.sync_prior));
+    state_job_clear(&job);
+    assert_int_equal(castor_set_grad_bytes(h, 4e6), 0);
+    assert_int_equal(castor_flush(h, 5000), 0);
+    assert_int_equal(state_job_get(f->st, "j", &job), 0);
+    assert_near(job.sync_prior, 0.004, 1e-15);
+    state_job_clear(&job);
+    castor_free(h);
+
+    /* no bandwidth measured: the size alone gives no prior */
+    o.allreduce_busbw = 0;
+    h = open_handle(&o);
+    assert_int_equal(castor_set_grad_bytes(h, 8e6), 0);
+    assert_int_equal(castor_flush(h, 5000), 0);
+    assert_int_equal(state_job_get(f->st, "j", &job), 0);
+    assert_near(job.sync_prior, 0.004, 1e-15); /* the earlier one stays */
+    state_job_clear(&job);
+    castor_free(h);
+}
+
 static void castor_get_decision__without_a_plan_chooses_locally(void **state)
 {
     struct fixture *f = *state;
@@ -650,7 +691,8 @@ static const char *const env_names[] = {"CASTOR_URL",
                                         "CASTOR_REPORT_INTERVAL",
                                         "CASTOR_TIMEOUT_MS",
                                         "CASTOR_CA_FILE",
-                                        "CASTOR_SEED"};
+                                        "CASTOR_SEED",
+                                        "CASTOR_ALLREDUCE_BUSBW"};
 
 static void clear_env(void)
 {
@@ -716,6 +758,23 @@ static void castor_new_from_env__reads_the_environment(void **state)
     setenv("CASTOR_LOCAL_BSZ", "16x", 1);
     assert_int_equal(castor_new_from_env(&h, msg, sizeof(msg)), CASTOR_EINVAL);
     assert_non_null(strstr(msg, "CASTOR_LOCAL_BSZ"));
+    setenv("CASTOR_LOCAL_BSZ", "16", 1);
+    setenv("CASTOR_ALLREDUCE_BUSBW", "fast", 1);
+    assert_int_equal(castor_new_from_env(&h, msg, sizeof(msg)), CASTOR_EINVAL);
+    assert_non_null(strstr(msg, "CASTOR_ALLREDUCE_BUSBW"));
+    setenv("CASTOR_ALLREDUCE_BUSBW", "2e9", 1); /* the node's: 8 MB of gradients take 4 ms */
+    assert_int_equal(castor_new_from_env(&h, msg, sizeof(msg)), 0);
+    assert_int_equal(castor_set_grad_bytes(h, 8e6), 0);
+    assert_int_equal(castor_flush(h, 5000), 0);
+    {
+        struct state_job job;
+
+        assert_int_equal(state_job_get(f->st, "j", &job), 0);
+        assert_near(job.sync_prior, 0.004, 1e-15);
+        state_job_clear(&job);
+    }
+    castor_free(h);
+    h = NULL;
     assert_null(h);
     clear_env();
 }
@@ -774,6 +833,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(castor_get_decision__follows_the_allocation, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(castor_checkpointed__tells_the_controller, setup, teardown),
+        cmocka_unit_test_setup_teardown(castor_set_grad_bytes__sends_the_sync_prior, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(castor_get_decision__without_a_plan_chooses_locally, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(castor_step__other_ranks_only_count, setup, teardown),

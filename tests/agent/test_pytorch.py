@@ -39,6 +39,7 @@ JOB = "e2e"
 M0 = 32
 BASE_LR = 0.05
 REL = 1e-6
+BUSBW = 2.5e9  # bytes/s: the all-reduce bandwidth castor-node would have measured
 WAIT = 120.0  # seconds any one phase may take on a busy machine
 
 
@@ -108,6 +109,7 @@ class Phase:
                        CASTOR_ACCUM_STEPS=str(alloc["accum_steps"]),
                        CASTOR_LR_GAIN=str(alloc["lr_gain"]), CASTOR_INIT_BSZ=str(M0),
                        CASTOR_REPORT_INTERVAL="0.2", CASTOR_LIB=t.lib,
+                       CASTOR_ALLREDUCE_BUSBW=str(BUSBW),
                        PYTHONPATH=os.path.join(t.source, "python"), MASTER_ADDR="127.0.0.1",
                        MASTER_PORT=str(port), **t.extra_env)
             log = open(os.path.join(t.tmp, f"phase{len(t.phases)}-rank{rank}.log"), "w")
@@ -243,6 +245,11 @@ def run(t, torch, example):
           rel_close(grads[0]["checkpoint_progress"], grads[0]["progress"]),
           f"the controller heard of the checkpoint: {grads[0]}")
     check(grads[0]["state"] == "running", f"the job runs on: {grads[0]['state']}")
+    # the sync prior: the model's gradient bytes over the node's all-reduce bandwidth
+    nbytes = sum(p.numel() * p.element_size() for p in example.make_model(0).parameters())
+    check(grads[0].get("sync_prior") is not None and
+          rel_close(grads[0]["sync_prior"], nbytes / BUSBW, 1e-12),
+          f"the controller has the sync prior {grads[0].get('sync_prior')}, want {nbytes / BUSBW}")
 
     # phase 1: 1 replica (the differenced estimator), then 3
     p1 = Phase(t, 1, 100000)

@@ -114,7 +114,7 @@ static void reporter_body__carries_what_the_api_reads(void **state)
     reporter_pool_clear(p);
     assert_int_equal(reporter_pool_add(p, 2, 4, 16, 1, 0.2, 0.05), 0);
     assert_int_equal(reporter_pool_add(p, 2, 4, 16, 1, 0.4, 0.07), 0);
-    assert_int_equal(reporter_body(p, &g, 12.5, &text), 0);
+    assert_int_equal(reporter_body(p, &g, 12.5, 0.004, &text), 0);
     assert_int_equal(jv_parse(text, strlen(text), &v, NULL), 0);
     c = jv_at(jv_get(v, "configs"), 0);
     assert_int_equal(jv_integer_value(jv_get(c, "nodes"), &k), 0);
@@ -135,21 +135,26 @@ static void reporter_body__carries_what_the_api_reads(void **state)
     assert_near(x, 3.5, 0);
     assert_int_equal(jv_number_value(jv_get(v, "progress"), &x), 0);
     assert_near(x, 12.5, 0);
+    assert_int_equal(jv_number_value(jv_get(v, "sync_prior"), &x), 0);
+    assert_near(x, 0.004, 0);
     jv_free(v);
     free(text);
 
     /* without statistics or progress: neither field */
-    assert_int_equal(reporter_body(p, NULL, NAN, &text), 0);
+    assert_int_equal(reporter_body(p, NULL, NAN, 0, &text), 0);
     assert_int_equal(jv_parse(text, strlen(text), &v, NULL), 0);
     assert_null(jv_get(v, "grad"));
     assert_null(jv_get(v, "progress"));
+    assert_null(jv_get(v, "sync_prior"));
     jv_free(v);
     free(text);
 
     g.var = NAN;
     text = NULL;
-    assert_int_equal(reporter_body(p, &g, 1, &text), ERR_INVAL);
-    assert_int_equal(reporter_body(p, NULL, -1, &text), ERR_INVAL);
+    assert_int_equal(reporter_body(p, &g, 1, 0, &text), ERR_INVAL);
+    assert_int_equal(reporter_body(p, NULL, -1, 0, &text), ERR_INVAL);
+    assert_int_equal(reporter_body(p, NULL, NAN, -0.5, &text), ERR_INVAL);
+    assert_int_equal(reporter_body(p, NULL, NAN, INFINITY, &text), ERR_INVAL);
     assert_null(text);
     free(p);
 }
