@@ -293,6 +293,27 @@ static int cf_api(struct config *c, const struct conf_node *root, struct error *
     return 0;
 }
 
+/* faults: {rate, seed, timeout}: the cloud's calls fail at rate (a chaos run's setting). */
+static int cf_faults(struct config *c, const struct conf_node *root, struct error *e)
+{
+    static const char *const keys[] = {"rate", "seed", "timeout", NULL};
+    const struct conf_node *s = NULL;
+    long seed = 1;
+    int rc;
+
+    if ((rc = conf_get_section(root, "faults", keys, &s, e)) < 0)
+        return rc;
+    if (rc == 0)
+        return 0;
+    c->faults = (struct config_faults){.on = 1, .rate = 0.2, .seed = 1, .timeout_s = 1.0};
+    if (s && ((rc = conf_get_double(s, "rate", 0, 1, &c->faults.rate, e)) < 0 ||
+              (rc = conf_get_long(s, "seed", 0, 2147483647, &seed, e)) < 0 ||
+              (rc = conf_get_double(s, "timeout", 0, 600, &c->faults.timeout_s, e)) < 0))
+        return rc;
+    c->faults.seed = (uint64_t)seed;
+    return 0;
+}
+
 static int cf_tokens(struct config *c, const struct conf_node *root, struct error *e)
 {
     static const char *const keys[] = {"node", "job", "user", "metrics", NULL};
@@ -497,9 +518,9 @@ static int cf_templates(struct config *c, const struct conf_node *root, struct e
 static int cf_read(struct config *c, struct error *e)
 {
     static const char *const keys[] = {
-        "cluster",        "world", "cloud",      "interval", "state",     "log_level",
-        "launch_timeout", "seed",  "tput_model", "api",      "tokens",    "policy",
-        "pollux",         "fleet", "offers",     "jobs",     "templates", NULL};
+        "cluster", "world",      "cloud",     "interval", "state",  "log_level", "launch_timeout",
+        "seed",    "tput_model", "api",       "tokens",   "policy", "pollux",    "fleet",
+        "offers",  "jobs",       "templates", "faults",   NULL};
     static const char *const models[] = {"castor", "pollux", "default", NULL};
     const struct conf_node *root = c->doc->root, *n;
     const char *cluster = NULL, *state = "castor-state.db";
@@ -543,7 +564,7 @@ static int cf_read(struct config *c, struct error *e)
     if ((rc = cf_api(c, root, e)) < 0 || (rc = cf_tokens(c, root, e)) < 0 ||
         (rc = cf_policy(c, root, e)) < 0 || (rc = cf_fleet(c, root, e)) < 0 ||
         (rc = cf_offers(c, root, e)) < 0 || (rc = cf_jobs(c, root, e)) < 0 ||
-        (rc = cf_templates(c, root, e)) < 0)
+        (rc = cf_templates(c, root, e)) < 0 || (rc = cf_faults(c, root, e)) < 0)
         return rc;
     return 0;
 }

@@ -55,6 +55,14 @@ struct config_api {
     size_t max_body;  /* bytes */
 };
 
+/* Fault injection into the cloud's calls (`faults:`), for chaos runs (providers/faulty.h). */
+struct config_faults {
+    int on;           /* the section is present */
+    double rate;      /* the share of calls that fail, 0..1 (default 0.2) */
+    uint64_t seed;    /* default 1 */
+    double timeout_s; /* how long a timeout fault hangs (default 1) */
+};
+
 /* Every string is owned by the config (config_free); paths are made absolute against the file's
  * folder. */
 struct config {
@@ -83,6 +91,7 @@ struct config {
     size_t njobs;
     struct config_template *templates;
     size_t ntemplates;
+    struct config_faults faults;
 };
 
 /* The worlds a configuration may name (whether one is built in is the registry's to say). */

@@ -18,6 +18,7 @@
 #include "control/realworld.h"
 #include "control/state.h"
 #include "providers/cloud.h"
+#include "providers/faulty.h"
 #include "util/http_server.h"
 #include "util/json.h"
 #include "util/log.h"
@@ -567,6 +568,19 @@ static int dm_start(struct daemon *d, struct error *e)
     dm_host(d, &host, url, sizeof(url), tokens, bin_dir, sizeof(bin_dir));
     if ((rc = cloud_new(d->cfg->world, d->cfg->cloud, d->cfg->dir, &host, &d->cloud, e)) < 0)
         return rc;
+    if (d->cfg->faults.on) { /* a chaos run: the cloud's calls fail at the configured rate */
+        struct faulty_config fc = {.rate = d->cfg->faults.rate,
+                                   .seed = d->cfg->faults.seed,
+                                   .timeout_s = d->cfg->faults.timeout_s};
+        struct cloud wrapped;
+
+        if ((rc = faulty_wrap(&d->cloud, &fc, &wrapped)) < 0)
+            return err_set(e, rc, d->cfg->path, 0, 0, "faults: %s", err_str(rc));
+        d->cloud = wrapped;
+        log_msg(d->log, dm_clock(d), LOG_WARN, NULL, NULL,
+                "fault injection: %.0f%% of the cloud's calls fail (seed %llu, timeouts %.1f s)",
+                100.0 * fc.rate, (unsigned long long)fc.seed, fc.timeout_s);
+    }
     if ((rc = dm_offer_meta(d->cfg, &meta)) < 0)
         return err_set(e, rc, "", 0, 0, "out of memory");
     rc_cfg.state = d->st;

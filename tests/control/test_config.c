@@ -305,6 +305,9 @@ static const struct bad_case bad_cases[] = {
      "a template of this name is listed"},
     {BASE "templates:\n  - name: t\n    schedule: \"0 2 * * *\"\n", ERR_PARSE, 4, 5,
      "templates[0].job is required"},
+    {BASE "faults:\n  rate: 1.5\n", ERR_RANGE, 4, 9, "faults.rate"},
+    {BASE "faults:\n  timeout: -1\n", ERR_RANGE, 4, 12, "faults.timeout"},
+    {BASE "faults:\n  rat: 1\n", ERR_UNKNOWN, 4, 3, "did you mean \"faults.rate\""},
     {"cluster: [c\n", ERR_PARSE, 2, 1, ""},
     {"cluster: a\ncluster: b\nworld: fake\n", ERR_PARSE, 2, 1, "cluster"},
 };
@@ -328,6 +331,28 @@ static void config_load__every_bad_key_located(void **state)
     }
 }
 
+/* faults: absent, off; alone, the defaults (20%, seed 1, 1 s timeouts); each key read. */
+static void config_load__faults(void **state)
+{
+    struct config *c = NULL;
+    struct error e = {0};
+    const char *path = NULL;
+
+    (void)state;
+    assert_int_equal(load_text(BASE, &c, &e, &path), 0);
+    assert_int_equal(c->faults.on, 0);
+    config_free(c);
+    assert_int_equal(load_text(BASE "faults:\n", &c, &e, &path), 0);
+    assert_int_equal(c->faults.on, 1);
+    assert_true(c->faults.rate == 0.2 && c->faults.seed == 1 && c->faults.timeout_s == 1.0);
+    config_free(c);
+    assert_int_equal(
+        load_text(BASE "faults:\n  rate: 0.5\n  seed: 9\n  timeout: 0\n", &c, &e, &path), 0);
+    assert_true(c->faults.on && c->faults.rate == 0.5 && c->faults.seed == 9 &&
+                c->faults.timeout_s == 0);
+    config_free(c);
+}
+
 static void config_load__missing_file(void **state)
 {
     struct config *c = NULL;
@@ -344,6 +369,7 @@ int main(void)
         cmocka_unit_test(config_load__every_key),
         cmocka_unit_test(config_load__the_example),
         cmocka_unit_test(config_template__job_name_and_spec),
+        cmocka_unit_test(config_load__faults),
         cmocka_unit_test(config_reload_check__restart_only_keys),
         cmocka_unit_test(config_job_spec__a_job_file),
         cmocka_unit_test(config_load__every_bad_key_located),
