@@ -54,6 +54,8 @@ struct daemon {
     size_t ncron;
 };
 
+#define DM_OFFER_TRIES 10 /* asking the cloud's offers at start: about 30 s of backoff */
+
 /* ---- clocks ---- */
 
 static double dm_clock(void *ctx)
@@ -280,8 +282,16 @@ static int dm_policies(struct daemon *d, const struct config *cfg, struct policy
     if (strcmp(cfg->fleet, "castor") != 0) {
         const char *offer = cfg->fleet_offer;
 
-        /* without a name, the cloud's first offer (the look-up fetches the offers) */
+        /* without a name, the cloud's first offer (the look-up fetches the offers); a cloud that
+         * fails for now (throttled, 5xx) is asked again, a while, before the start gives up */
         rc = realworld_offer_index(d->rw, offer ? offer : "", &fc.offer);
+        for (int k = 0; k < DM_OFFER_TRIES && (rc == ERR_AGAIN || rc == ERR_IO) && !d->stop; k++) {
+            log_msg(d->log, dm_clock(d), LOG_WARN, NULL, NULL,
+                    "the cloud's offers cannot be read yet (%s): asking again", err_str(rc));
+            if (dm_wait_signal(d, dm_clock(d) + fmin(0.25 * (1 << k), 5.0)) && d->stop)
+                break;
+            rc = realworld_offer_index(d->rw, offer ? offer : "", &fc.offer);
+        }
         if (!offer && rc == ERR_UNKNOWN) {
             fc.offer = 0;
             rc = 0;
