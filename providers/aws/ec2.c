@@ -141,6 +141,24 @@ int ec2_resolve_endpoint(const char *configured, const char *env_ec2, const char
     return 0;
 }
 
+int ec2_endpoint_check(const char *who, const char *endpoint, int tls_insecure,
+                       struct http_client_url *url, struct error *e)
+{
+    struct http_client_url u;
+
+    if (http_client_parse_url(endpoint, &u) < 0 || u.query[0])
+        return err_set(e, ERR_INVAL, who, 0, 0,
+                       "endpoint %.200s is not an http(s) URL without query", endpoint);
+    if (strcmp(u.scheme, "https") != 0 && !u.loopback)
+        return err_set(e, ERR_INVAL, who, 0, 0, "plain http is accepted only on loopback (%.200s)",
+                       endpoint);
+    if (tls_insecure && !u.loopback)
+        return err_set(e, ERR_INVAL, who, 0, 0,
+                       "TLS verification may be turned off only for a loopback endpoint");
+    *url = u;
+    return 0;
+}
+
 int ec2_client_new(const struct ec2_config *cfg, struct ec2_client **out, struct error *e)
 {
     struct ec2_client *c;
@@ -161,21 +179,8 @@ int ec2_client_new(const struct ec2_config *cfg, struct ec2_client **out, struct
         rc = err_set(e, ERR_INVAL, "ec2", 0, 0, "endpoint too long");
         goto fail;
     }
-    if (http_client_parse_url(c->endpoint, &c->url) < 0 || c->url.query[0]) {
-        rc = err_set(e, ERR_INVAL, "ec2", 0, 0,
-                     "endpoint %.200s is not an http(s) URL without query", c->endpoint);
+    if ((rc = ec2_endpoint_check("ec2", c->endpoint, cfg->tls_insecure, &c->url, e)) < 0)
         goto fail;
-    }
-    if (strcmp(c->url.scheme, "https") != 0 && !c->url.loopback) {
-        rc = err_set(e, ERR_INVAL, "ec2", 0, 0, "plain http is accepted only on loopback (%.200s)",
-                     c->endpoint);
-        goto fail;
-    }
-    if (cfg->tls_insecure && !c->url.loopback) {
-        rc = err_set(e, ERR_INVAL, "ec2", 0, 0,
-                     "TLS verification may be turned off only for a loopback endpoint");
-        goto fail;
-    }
     c->tls_insecure = cfg->tls_insecure;
     c->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : DEFAULT_TIMEOUT_MS;
     retry_init(&c->retry, cfg->max_attempts, cfg->backoff_base_ms, cfg->backoff_cap_ms, cfg->seed,
@@ -975,6 +980,19 @@ int ec2_create_fleet(struct ec2_client *c, const struct ec2_fleet_request *req,
     if (rc < 0)
         return rc;
     rc = read_fleet(doc, req, &res, e);
+    if (rc == 0) {
+        char id[80];
+
+        request_id(doc, id, sizeof(id));
+        for (size_t i = 0; i < res.n_errors; i++)
+            log_line(c, NULL,
+                     "ec2 CreateFleet: the pool (%s, %s, %s) could not serve: %s: %s "
+                     "(request id %s)",
+                     res.errors[i].type,
+                     res.errors[i].zone[0] ? res.errors[i].zone : res.errors[i].subnet,
+                     ec2_market_name(res.errors[i].market), res.errors[i].code,
+                     res.errors[i].message, id);
+    }
     xml_free(doc);
     if (rc < 0) {
         ec2_fleet_result_free(&res);
