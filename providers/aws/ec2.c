@@ -396,6 +396,7 @@ static int send_once(struct ec2_client *c, const struct aws_credentials *cred, c
     req.body_len = strlen(body);
     req.timeout_ms = c->timeout_ms;
     req.insecure = c->tls_insecure;
+    req.capture_header = "x-amzn-RequestId";
     rc = http_client_do(c->http, &req, r, e);
     sigv4_signed_free(&s);
     return rc;
@@ -412,6 +413,34 @@ struct call {
     int last;            /* ERR_IO (transport) or ERR_AGAIN (throttled, 5xx): the last retried */
     struct error *e;
 };
+
+/* The request id of an answer that does not parse: the x-amzn-RequestId header, else the text
+ * of a <requestId> or <RequestID> element in the raw body (a truncated answer still has it near
+ * its start), else "(none)". */
+static void raw_request_id(const struct http_client_response *r, char *buf, size_t size)
+{
+    static const char *const tags[] = {"<requestId>", "<RequestID>", "<RequestId>"};
+
+    snprintf(buf, size, "(none)");
+    if (r->captured[0]) {
+        snprintf(buf, size, "%.70s", r->captured);
+    } else {
+        for (size_t i = 0; i < sizeof(tags) / sizeof(tags[0]); i++) {
+            const char *at = r->body ? strstr(r->body, tags[i]) : NULL;
+            size_t n;
+
+            if (!at)
+                continue;
+            at += strlen(tags[i]);
+            n = strcspn(at, "<");
+            if (at[n] == '<' && n > 0 && n < size) {
+                snprintf(buf, size, "%.*s", (int)n, at);
+                break;
+            }
+        }
+    }
+    strbuf_printable(buf);
+}
 
 /* One signed attempt (retry_attempt_fn): 0 with a 200 answer in x->r, RETRY_AGAIN, or an
  * error for good. */
@@ -449,9 +478,12 @@ static int call_attempt(void *arg, int attempt)
     if (known && mapped < 0) /* refused for good, whatever the status (capacity comes as 500) */
         return err_set(x->e, mapped, x->where, 0, 0, "%s: %s (request id %s)", x->ae.code,
                        x->ae.message, x->ae.request_id);
-    if (!known && x->r.status < 500)
+    if (!known && x->r.status < 500) {
+        raw_request_id(&x->r, x->ae.request_id, sizeof(x->ae.request_id));
         return err_set(x->e, ERR_PARSE, x->where, 0, 0,
-                       "HTTP %ld with an answer that is not an EC2 error document", x->r.status);
+                       "HTTP %ld with an answer that is not an EC2 error document (request id %s)",
+                       x->r.status, x->ae.request_id);
+    }
     if (!known)
         snprintf(x->ae.code, sizeof(x->ae.code), "HTTP %ld", x->r.status);
     x->last = ERR_AGAIN; /* throttled, or a server error */
@@ -499,8 +531,11 @@ int ec2_call(struct ec2_client *c, const char *action, const struct ec2_params *
         goto out;
     rc = xml_parse(x.r.body, x.r.body_len, out, &sub);
     if (rc < 0) {
+        char id[80];
+
+        raw_request_id(&x.r, id, sizeof(id));
         rc = err_set(e, rc == ERR_EMPTY ? ERR_PARSE : rc, where, 0, 0,
-                     "the answer is not XML: %.300s", sub.msg);
+                     "the answer is not XML: %.300s (request id %s)", sub.msg, id);
         goto out;
     }
     snprintf(expect, sizeof(expect), "%sResponse", action);

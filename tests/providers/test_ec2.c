@@ -589,6 +589,7 @@ static void call__truncated_xml(void **state)
     keep(&e);
     assert_string_equal(e.file, "ec2 DescribeInstanceTypes");
     assert_non_null(strstr(e.msg, "not XML"));
+    assert_non_null(strstr(e.msg, "(request id r-types-1)")); /* found in what came */
     assert_int_equal(f->h.n_sleeps, 0);
     fake_ec2_push_cut(f->fake, types_page2, 40);
     fake_ec2_push(f->fake, 200, types_page2);
@@ -639,6 +640,7 @@ static void call__malformed_answers(void **state)
     fake_ec2_push(f->fake, 400, "<html>no</html>");
     assert_int_equal(ec2_call(f->client, "DescribeInstances", NULL, &doc, &e), ERR_PARSE);
     assert_non_null(strstr(e.msg, "HTTP 400"));
+    assert_non_null(strstr(e.msg, "(request id (none))"));
     fake_ec2_push(f->fake, 200,
                   "<DescribeInstancesResponse " NS "><requestId>r-noid</requestId><reservationSet>"
                   "<item><instancesSet><item><instanceType>m5.large</instanceType><instanceState>"
