@@ -8,15 +8,11 @@
  * leaked, one per launch intent, each with its own token), and no process is left. Without moto
  * (.venv) it is skipped (exit 77), and fails under CI. */
 #define _XOPEN_SOURCE 700 /* nftw */
-#include <fcntl.h>
-#include <ftw.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -27,13 +23,9 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "control/state.h"
 #include "providers/aws/ec2.h"
 #include "support/moto.h"
-#include "support/process.h"
-#include "util/db.h"
-#include "util/http_client.h"
-#include "util/json.h"
+#include "support/world.h"
 
 #define TOKEN_NODE "aws-e2e-node-token-0123456789abcdef"
 #define TOKEN_JOB "aws-e2e-job-token-0123456789abcdef"
@@ -80,29 +72,6 @@ static const char *wpath(struct world *w, const char *name)
 static void step(struct world *w, const char *what)
 {
     fprintf(stderr, "e2e-aws: %6.2f s: %s\n", proc_now() - w->t0, what);
-}
-
-static void write_file(const char *path, const char *text, mode_t mode)
-{
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, mode);
-
-    assert_true(fd >= 0);
-    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-    assert_int_equal(close(fd), 0);
-}
-
-static int free_port(void)
-{
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof(a);
-    int fd = socket(AF_INET, SOCK_STREAM, 0), port;
-
-    assert_true(fd >= 0);
-    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-    port = ntohs(a.sin_port);
-    close(fd);
-    return port;
 }
 
 static int64_t real_clock(void *arg)
@@ -179,70 +148,25 @@ static void write_config(struct world *w)
              "  planner: castor\n"
              "  max_nodes: 2\n",
              moto.url, CASTOR_CONFDIR, w->template_id, w->zone, w->port);
-    write_file(w->config, text, 0600);
-}
-
-static int log_count(struct world *w, const char *text)
-{
-    char *log = proc_slurp(w->log);
-    int n = 0;
-
-    for (const char *p = log; p && (p = strstr(p, text)); p += strlen(text))
-        n++;
-    free(log);
-    return n;
-}
-
-static int api_listening(void *ctx)
-{
-    return log_count(ctx, "API listening on") >= 1;
+    assert_int_equal(world_write_file(w->config, text, 0600), 0);
 }
 
 static void start_controller(struct world *w)
 {
     char akid[96], secret[160];
     char *env[] = {"PATH=/usr/bin:/bin", akid, secret, "AWS_EC2_METADATA_DISABLED=true", NULL};
-    char *argv[] = {CASTOR_BIN, "run", "-c", w->config, NULL};
 
     snprintf(akid, sizeof(akid), "AWS_ACCESS_KEY_ID=%s", moto.akid);
     snprintf(secret, sizeof(secret), "AWS_SECRET_ACCESS_KEY=%s", moto.secret);
-    w->pid = fork();
-    assert_true(w->pid >= 0);
-    if (w->pid == 0) {
-        int fd = open(w->log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-
-        if (fd < 0 || dup2(fd, 2) < 0 || chdir(w->dir) != 0)
-            _exit(99);
-        execve(CASTOR_BIN, argv, env);
-        _exit(98);
-    }
-    assert_true(proc_wait_for(api_listening, w, 30));
+    w->pid = world_start_controller(CASTOR_BIN, w->config, w->dir, w->log, env);
+    assert_true(w->pid > 0);
 }
 
 /* One request with the user token; the status, the parsed body in *out (may be NULL). */
 static long call(struct world *w, const char *method, const char *path, const char *body,
                  struct jv **out)
 {
-    char url[256];
-    const struct http_client_header h[2] = {{"Authorization", "Bearer " TOKEN_USER},
-                                            {"Content-Type", "application/json"}};
-    struct http_client_request req = {.method = method, .url = url, .headers = h, .nheaders = 2};
-    struct http_client_response r = {0};
-    long status = -1;
-
-    snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", w->port, path);
-    req.body = body;
-    req.body_len = body ? strlen(body) : 0;
-    req.timeout_ms = 5000;
-    if (out)
-        *out = NULL;
-    if (http_client_do(w->http, &req, &r, NULL) == 0) {
-        status = r.status;
-        if (out && jv_parse(r.body, r.body_len, out, NULL) < 0)
-            *out = NULL;
-    }
-    http_client_response_clear(&r);
-    return status;
+    return world_call(w->http, w->port, method, path, TOKEN_USER, body, out);
 }
 
 /* Submit the job through the API: the emulator on one GPU at a fixed batch. */
@@ -297,10 +221,7 @@ static void stop_node(struct booted *b)
     if (b->pid <= 0)
         return;
     kill(b->pid, SIGTERM);
-    if (proc_wait_exit(b->pid, 5) < 0) {
-        kill(b->pid, SIGKILL);
-        waitpid(b->pid, NULL, 0);
-    }
+    proc_wait_exit(b->pid, 5); /* SIGKILLed after that */
     b->pid = -1;
 }
 
@@ -357,6 +278,7 @@ static int job_finished(void *ctx)
     struct world *w = ctx;
     char st[32];
 
+    proc_sleep(0.2); /* a booter's pace, not a busy loop */
     boot_round(w);
     job_state(w, st, sizeof(st));
     return strcmp(st, "finished") == 0;
@@ -371,6 +293,7 @@ static int fleet_gone(void *ctx)
     size_t n = 0;
     int live = 0;
 
+    proc_sleep(0.2);
     boot_round(w);
     cluster(w, &in, &n);
     for (size_t i = 0; i < n; i++)
@@ -391,27 +314,6 @@ static int instant_fleets(struct world *w)
         n += xml_copy(it, "type", type, sizeof(type)) == 0 && strcmp(type, "instant") == 0;
     xml_free(doc);
     return n;
-}
-
-/* SELECT count(*) ... as a number. */
-static long long count_rows(struct state *st, const char *sql)
-{
-    struct db_stmt *s = NULL;
-    long long n = -1;
-
-    assert_int_equal(db_prepare(state_db(st), sql, &s), 0);
-    if (db_step(s) == DB_ROW)
-        n = db_column_int(s, 0);
-    db_finalize(s);
-    return n;
-}
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
 }
 
 static int world_setup(void **state)
@@ -466,8 +368,7 @@ static int world_teardown(void **state)
     aws_credential_source_free(w->creds);
     http_client_free(w->http);
     moto_stop(&moto);
-    if (!getenv("CASTOR_TEST_KEEP"))
-        nftw(w->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    world_remove(w->dir);
     free(w);
     return 0;
 }
@@ -480,12 +381,12 @@ static void aws_world__a_job_runs_on_moto_instances_and_none_is_leaked(void **st
     size_t n = 0;
     int status;
 
-    w->port = free_port();
+    w->port = world_free_port();
     pick_zone(w);
     make_template(w);
-    write_file(wpath(w, "node.token"), TOKEN_NODE "\n", 0600);
-    write_file(wpath(w, "job.token"), TOKEN_JOB "\n", 0600);
-    write_file(wpath(w, "user.token"), TOKEN_USER "\n", 0600);
+    assert_int_equal(world_write_file(wpath(w, "node.token"), TOKEN_NODE "\n", 0600), 0);
+    assert_int_equal(world_write_file(wpath(w, "job.token"), TOKEN_JOB "\n", 0600), 0);
+    assert_int_equal(world_write_file(wpath(w, "user.token"), TOKEN_USER "\n", 0600), 0);
     write_config(w);
 
     step(w, "start the controller (world aws, endpoint moto)");
@@ -511,9 +412,10 @@ static void aws_world__a_job_runs_on_moto_instances_and_none_is_leaked(void **st
     cluster(w, &in, &n);
     assert_true(n >= 1);
     assert_int_equal(state_open(w->state, &st, NULL), 0);
-    assert_int_equal(count_rows(st, "SELECT count(*) FROM launch_intents WHERE state='launched'"),
-                     (long long)n);
-    assert_int_equal(count_rows(st, "SELECT count(*) FROM jobs WHERE state='finished'"), 1);
+    assert_int_equal(
+        world_count_rows(st, "SELECT count(*) FROM launch_intents WHERE state='launched'"),
+        (long long)n);
+    assert_int_equal(world_count_rows(st, "SELECT count(*) FROM jobs WHERE state='finished'"), 1);
     for (size_t i = 0; i < n; i++) {
         char sql[256];
 
@@ -523,13 +425,13 @@ static void aws_world__a_job_runs_on_moto_instances_and_none_is_leaked(void **st
         assert_string_equal(in[i].state, "terminated");
         snprintf(sql, sizeof(sql), "SELECT count(*) FROM launch_intents WHERE token = '%s'",
                  in[i].launch_token);
-        assert_int_equal(count_rows(st, sql), 1);
+        assert_int_equal(world_count_rows(st, sql), 1);
         for (size_t k = 0; k < i; k++)
             assert_string_not_equal(in[i].launch_token, in[k].launch_token);
     }
     state_close(st);
     free(in);
-    assert_int_equal(log_count(w, "refused a launch"), 0);
+    assert_int_equal(world_log_count(w->log, "refused a launch"), 0);
     /* the launches were instant fleets, as many as the instances */
     assert_int_equal(instant_fleets(w), (int)n);
 

@@ -387,21 +387,23 @@ static void new__endpoint_precedence(void **state)
     struct aws_pricing *p = NULL;
     struct error e = {0};
 
-    assert_int_equal(aws_pricing_new(&cfg, &p, NULL), 0);
-    assert_string_equal(aws_pricing_endpoint(p), PRICING_DEFAULT_ENDPOINT);
-    aws_pricing_free(p);
-    setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:1/", 1);
-    assert_int_equal(aws_pricing_new(&cfg, &p, NULL), 0);
-    assert_string_equal(aws_pricing_endpoint(p), "http://127.0.0.1:1");
-    aws_pricing_free(p);
-    setenv("AWS_ENDPOINT_URL_PRICING", "http://127.0.0.1:2", 1);
-    assert_int_equal(aws_pricing_new(&cfg, &p, NULL), 0);
-    assert_string_equal(aws_pricing_endpoint(p), "http://127.0.0.1:2");
-    aws_pricing_free(p);
-    cfg.endpoint = "http://localhost:3";
-    assert_int_equal(aws_pricing_new(&cfg, &p, NULL), 0);
-    assert_string_equal(aws_pricing_endpoint(p), "http://localhost:3");
-    aws_pricing_free(p);
+    static const struct {
+        const char *env, *value, *configured, *expect;
+    } steps[] = {
+        {NULL, NULL, NULL, PRICING_DEFAULT_ENDPOINT},
+        {"AWS_ENDPOINT_URL", "http://127.0.0.1:1/", NULL, "http://127.0.0.1:1"},
+        {"AWS_ENDPOINT_URL_PRICING", "http://127.0.0.1:2", NULL, "http://127.0.0.1:2"},
+        {NULL, NULL, "http://localhost:3", "http://localhost:3"},
+    };
+
+    for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+        if (steps[i].env)
+            setenv(steps[i].env, steps[i].value, 1);
+        cfg.endpoint = steps[i].configured;
+        assert_int_equal(aws_pricing_new(&cfg, &p, NULL), 0);
+        assert_string_equal(aws_pricing_endpoint(p), steps[i].expect);
+        aws_pricing_free(p);
+    }
     cfg.endpoint = "http://pricing.example.com";
     p = NULL;
     assert_int_equal(aws_pricing_new(&cfg, &p, &e), ERR_INVAL);

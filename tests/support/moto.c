@@ -1,4 +1,5 @@
 /* moto.c: moto_server started for tests, with an IAM user of its own (see moto.h). */
+#define _XOPEN_SOURCE 700 /* support/world.h: nftw */
 #include "support/moto.h"
 
 #include <arpa/inet.h>
@@ -13,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "support/world.h"
 #include "util/http_client.h"
 #include "util/sigv4.h"
 #include "util/xml.h"
@@ -22,22 +24,6 @@
  * actions that create one (CreateUser, CreateAccessKey, PutUserPolicy). Every EC2 request after
  * them is verified. */
 #define BOOTSTRAP_ACTIONS "3"
-
-/* A port nobody listens on now (the kernel's choice). */
-static int moto_free_port(void)
-{
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    socklen_t len = sizeof(a);
-    int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
-
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-        port = ntohs(a.sin_port);
-    if (fd >= 0)
-        close(fd);
-    return port;
-}
 
 /* 1 once something accepts connections on port. */
 static int moto_listening(int port)
@@ -145,7 +131,7 @@ int moto_find(const char *data_dir, char *buf, size_t size)
 int moto_start(const char *path, struct moto *m)
 {
     char port_s[16];
-    int port = moto_free_port();
+    int port = world_free_port();
 
     memset(m, 0, sizeof(*m));
     m->pid = -1;
