@@ -1,7 +1,9 @@
 /* cloud_aws.c: the aws world's cloud (providers/cloud.h) over EC2 (providers/aws/ec2.c), made
  * from the daemon's configuration: offers from the section priced by DescribeSpotPriceHistory
- * (spot) and a static on-demand table, the cluster's instances by tag, launches by RunInstances
- * with the launch token as ClientToken and tag, terminations of this cluster's instances only. */
+ * (spot) and a static on-demand table, the cluster's instances by tag, launches by an instant
+ * CreateFleet of one pool (RunInstances without a launch template, or where CreateFleet is
+ * refused) with the launch token as ClientToken and tag, terminations of this cluster's
+ * instances only. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,7 +11,9 @@
 
 #include "providers/aws/credentials.h"
 #include "providers/aws/ec2.h"
+#include "providers/aws/pricing.h"
 #include "providers/cloud.h"
+#include "providers/retry.h"
 #include "util/conf.h"
 
 #define AWS_CONF_MAX_OFFERS 64
@@ -25,12 +29,14 @@ struct aws_offer {
     int spot;
     int gpus;
     double max_price;
-    double on_demand; /* from the price table; NAN: unknown */
+    double on_demand; /* from the static price table; NAN: unknown */
 };
 
 struct aws_cloud {
     struct aws_credential_source *creds;
     struct ec2_client *ec2;
+    struct aws_pricing *pricing; /* NULL: on-demand prices from the static table only */
+    char region[32];
     char template_id[AWS_ID_MAX];
     char image_id[AWS_ID_MAX];
     struct aws_offer offers[AWS_CONF_MAX_OFFERS];
@@ -69,6 +75,11 @@ static int aws_offers(void *ctx, struct cloud_offer **out, size_t *n)
         o[i].gpus = f->gpus;
         o[i].spot = f->spot;
         o[i].price = f->spot ? NAN : f->on_demand;
+        /* the Price List API's (cached), else the static table's */
+        if (!f->spot && a->pricing &&
+            aws_pricing_on_demand(a->pricing, a->region, f->type, (double)retry_default_clock(NULL),
+                                  &o[i].price, NULL) < 0)
+            o[i].price = f->on_demand;
         for (size_t k = 0; f->spot && k < nsp; k++)
             if (strcmp(sp[k].type, f->type) == 0 && strcmp(sp[k].zone, f->zone) == 0 &&
                 sp[k].time > seen) {
@@ -126,18 +137,15 @@ static int aws_list(void *ctx, const char *cluster, struct cloud_instance **out,
     return 0;
 }
 
-static int aws_launch(void *ctx, const char *offer, const char *cluster, const char *token,
-                      char *id)
+/* Launch by RunInstances (one instance of f under token) into id. */
+static int aws_run(struct aws_cloud *a, const struct aws_offer *f, const char *cluster,
+                   const char *token, char *id)
 {
-    struct aws_cloud *a = ctx;
-    const struct aws_offer *f = aws_find(a, offer);
     struct ec2_run_request req = {0};
     struct ec2_launched *l = NULL;
     size_t n = 0;
     int rc;
 
-    if (!f)
-        return ERR_UNKNOWN;
     req.launch_template_id = a->template_id[0] ? a->template_id : NULL;
     req.image_id = a->image_id[0] ? a->image_id : NULL;
     req.instance_type = f->type;
@@ -156,6 +164,66 @@ static int aws_launch(void *ctx, const char *offer, const char *cluster, const c
     else
         memcpy(id, l[0].id, strlen(l[0].id) + 1);
     free(l);
+    return rc;
+}
+
+/* The error of an instant fleet that started nothing: its pool's error (capacity and quota
+ * before others), ERR_AGAIN when it gave none. */
+static int aws_fleet_error(const struct ec2_fleet_result *r)
+{
+    int rc = r->n_errors ? r->errors[0].err : ERR_AGAIN;
+
+    for (size_t i = 0; i < r->n_errors; i++)
+        if (r->errors[i].err == ERR_CAPACITY || r->errors[i].err == ERR_QUOTA)
+            return r->errors[i].err;
+    return rc < 0 ? rc : ERR_AGAIN;
+}
+
+/*
+ * Launch one instance of offer under token. With a launch template: an instant fleet of one
+ * override (the offer's type and subnet or zone) and a target capacity of 1 in its market,
+ * the token as ClientToken; a pool that cannot serve comes back in the fleet's errors and is
+ * returned as its code (ERR_CAPACITY, ERR_QUOTA). When the endpoint refuses CreateFleet itself
+ * (ERR_INVAL: not authorised or not implemented; ERR_UNKNOWN: a code castor does not know), or
+ * with only an image id (a fleet needs a template), RunInstances with the same token.
+ */
+static int aws_launch(void *ctx, const char *offer, const char *cluster, const char *token,
+                      char *id)
+{
+    struct aws_cloud *a = ctx;
+    const struct aws_offer *f = aws_find(a, offer);
+    struct ec2_override ov = {0};
+    struct ec2_fleet_request req = {0};
+    struct ec2_fleet_result res = {0};
+    int rc;
+
+    if (!f)
+        return ERR_UNKNOWN;
+    if (!a->template_id[0])
+        return aws_run(a, f, cluster, token, id);
+    ov.instance_type = f->type;
+    ov.subnet_id = f->subnet[0] ? f->subnet : NULL;
+    ov.zone = f->zone;
+    ov.max_price = f->spot ? f->max_price : 0;
+    req.launch_template_id = a->template_id;
+    req.overrides = &ov;
+    req.n_overrides = 1;
+    req.on_demand = !f->spot;
+    req.spot = f->spot;
+    req.cluster_id = cluster;
+    req.launch_token = token;
+    rc = ec2_create_fleet(a->ec2, &req, &res, NULL);
+    if (rc == ERR_INVAL || rc == ERR_UNKNOWN)
+        return aws_run(a, f, cluster, token, id);
+    if (rc < 0)
+        return rc;
+    if (res.n_instances == 0)
+        rc = aws_fleet_error(&res);
+    else if (strlen(res.instances[0].id) >= CLOUD_ID_MAX)
+        rc = ERR_IO;
+    else
+        memcpy(id, res.instances[0].id, strlen(res.instances[0].id) + 1);
+    ec2_fleet_result_free(&res);
     return rc;
 }
 
@@ -186,6 +254,7 @@ static void aws_destroy(void *ctx)
     if (!a)
         return;
     ec2_client_free(a->ec2);
+    aws_pricing_free(a->pricing);
     aws_credential_source_free(a->creds);
     free(a);
 }
@@ -302,19 +371,32 @@ static int aws_offers_conf(const struct conf_node *section, const char *where, i
     return 0;
 }
 
+/* rc, with e's message located at key's value when the section has the key. */
+static int aws_at_key(const struct conf_node *section, const char *key, int rc, struct error *e)
+{
+    const struct conf_node *n = conf_find(section, key);
+    char msg[sizeof(e->msg)];
+
+    if (!n || !e)
+        return rc;
+    snprintf(msg, sizeof(msg), "%s", e->msg);
+    return err_set(e, rc, n->file, n->line, n->column, "%s: %.300s", n->path, msg);
+}
+
 int cloud_aws_from_conf(const struct conf_node *section, const char *base_dir,
                         const struct cloud_host *host, struct cloud *out, struct error *e)
 {
     static const char *const keys[] = {
-        "region",          "endpoint", "profile", "credentials_file", "imds",
-        "launch_template", "image_id", "prices",  "offers",           NULL};
+        "region",           "endpoint",        "profile",  "credentials_file", "imds",   "pricing",
+        "pricing_endpoint", "launch_template", "image_id", "prices",           "offers", NULL};
     char region[32] = "", creds_file[AWS_CONF_PATH_MAX] = "", prices[AWS_CONF_PATH_MAX] = "";
     const char *where = section && section->file ? section->file : "";
     int line = section ? section->line : 0, column = section ? section->column : 0;
     struct aws_credential_config cc = {0};
     struct ec2_config ec = {0};
+    struct aws_pricing_config pc = {0};
     struct aws_cloud *a = NULL;
-    int imds = 1, rc;
+    int imds = 1, pricing = 1, rc;
 
     (void)host;
     if (!section || section->kind == CONF_NULL)
@@ -332,6 +414,8 @@ int cloud_aws_from_conf(const struct conf_node *section, const char *base_dir,
         (rc = conf_get_path(section, "credentials_file", base_dir, creds_file, sizeof(creds_file),
                             e)) < 0 ||
         (rc = conf_get_bool(section, "imds", &imds, e)) < 0 ||
+        (rc = conf_get_bool(section, "pricing", &pricing, e)) < 0 ||
+        (rc = conf_get_string(section, "pricing_endpoint", &pc.endpoint, e)) < 0 ||
         (rc = aws_get_text(section, "launch_template", a->template_id, sizeof(a->template_id), e)) <
             0 ||
         (rc = aws_get_text(section, "image_id", a->image_id, sizeof(a->image_id), e)) < 0 ||
@@ -369,15 +453,15 @@ int cloud_aws_from_conf(const struct conf_node *section, const char *base_dir,
     ec.region = region;
     ec.credentials = a->creds;
     if ((rc = ec2_client_new(&ec, &a->ec2, e)) < 0) {
-        const struct conf_node *n = conf_find(section, "endpoint");
-        char msg[sizeof(e->msg)];
-
-        if (n && e) {
-            snprintf(msg, sizeof(msg), "%s", e->msg);
-            rc = err_set(e, rc, n->file, n->line, n->column, "%s: %.300s", n->path, msg);
-        }
+        rc = aws_at_key(section, "endpoint", rc, e);
         goto out;
     }
+    pc.credentials = a->creds;
+    if (pricing && (rc = aws_pricing_new(&pc, &a->pricing, e)) < 0) {
+        rc = aws_at_key(section, "pricing_endpoint", rc, e);
+        goto out;
+    }
+    snprintf(a->region, sizeof(a->region), "%s", region);
     out->ops = &aws_ops;
     out->ctx = a;
     a = NULL;

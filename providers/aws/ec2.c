@@ -141,6 +141,24 @@ int ec2_resolve_endpoint(const char *configured, const char *env_ec2, const char
     return 0;
 }
 
+int ec2_endpoint_check(const char *who, const char *endpoint, int tls_insecure,
+                       struct http_client_url *url, struct error *e)
+{
+    struct http_client_url u;
+
+    if (http_client_parse_url(endpoint, &u) < 0 || u.query[0])
+        return err_set(e, ERR_INVAL, who, 0, 0,
+                       "endpoint %.200s is not an http(s) URL without query", endpoint);
+    if (strcmp(u.scheme, "https") != 0 && !u.loopback)
+        return err_set(e, ERR_INVAL, who, 0, 0, "plain http is accepted only on loopback (%.200s)",
+                       endpoint);
+    if (tls_insecure && !u.loopback)
+        return err_set(e, ERR_INVAL, who, 0, 0,
+                       "TLS verification may be turned off only for a loopback endpoint");
+    *url = u;
+    return 0;
+}
+
 int ec2_client_new(const struct ec2_config *cfg, struct ec2_client **out, struct error *e)
 {
     struct ec2_client *c;
@@ -161,21 +179,8 @@ int ec2_client_new(const struct ec2_config *cfg, struct ec2_client **out, struct
         rc = err_set(e, ERR_INVAL, "ec2", 0, 0, "endpoint too long");
         goto fail;
     }
-    if (http_client_parse_url(c->endpoint, &c->url) < 0 || c->url.query[0]) {
-        rc = err_set(e, ERR_INVAL, "ec2", 0, 0,
-                     "endpoint %.200s is not an http(s) URL without query", c->endpoint);
+    if ((rc = ec2_endpoint_check("ec2", c->endpoint, cfg->tls_insecure, &c->url, e)) < 0)
         goto fail;
-    }
-    if (strcmp(c->url.scheme, "https") != 0 && !c->url.loopback) {
-        rc = err_set(e, ERR_INVAL, "ec2", 0, 0, "plain http is accepted only on loopback (%.200s)",
-                     c->endpoint);
-        goto fail;
-    }
-    if (cfg->tls_insecure && !c->url.loopback) {
-        rc = err_set(e, ERR_INVAL, "ec2", 0, 0,
-                     "TLS verification may be turned off only for a loopback endpoint");
-        goto fail;
-    }
     c->tls_insecure = cfg->tls_insecure;
     c->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : DEFAULT_TIMEOUT_MS;
     retry_init(&c->retry, cfg->max_attempts, cfg->backoff_base_ms, cfg->backoff_cap_ms, cfg->seed,
@@ -391,6 +396,7 @@ static int send_once(struct ec2_client *c, const struct aws_credentials *cred, c
     req.body_len = strlen(body);
     req.timeout_ms = c->timeout_ms;
     req.insecure = c->tls_insecure;
+    req.capture_header = "x-amzn-RequestId";
     rc = http_client_do(c->http, &req, r, e);
     sigv4_signed_free(&s);
     return rc;
@@ -407,6 +413,34 @@ struct call {
     int last;            /* ERR_IO (transport) or ERR_AGAIN (throttled, 5xx): the last retried */
     struct error *e;
 };
+
+/* The request id of an answer that does not parse: the x-amzn-RequestId header, else the text
+ * of a <requestId> or <RequestID> element in the raw body (a truncated answer still has it near
+ * its start), else "(none)". */
+static void raw_request_id(const struct http_client_response *r, char *buf, size_t size)
+{
+    static const char *const tags[] = {"<requestId>", "<RequestID>", "<RequestId>"};
+
+    snprintf(buf, size, "(none)");
+    if (r->captured[0]) {
+        snprintf(buf, size, "%.70s", r->captured);
+    } else {
+        for (size_t i = 0; i < sizeof(tags) / sizeof(tags[0]); i++) {
+            const char *at = r->body ? strstr(r->body, tags[i]) : NULL;
+            size_t n;
+
+            if (!at)
+                continue;
+            at += strlen(tags[i]);
+            n = strcspn(at, "<");
+            if (at[n] == '<' && n > 0 && n < size) {
+                snprintf(buf, size, "%.*s", (int)n, at);
+                break;
+            }
+        }
+    }
+    strbuf_printable(buf);
+}
 
 /* One signed attempt (retry_attempt_fn): 0 with a 200 answer in x->r, RETRY_AGAIN, or an
  * error for good. */
@@ -444,9 +478,12 @@ static int call_attempt(void *arg, int attempt)
     if (known && mapped < 0) /* refused for good, whatever the status (capacity comes as 500) */
         return err_set(x->e, mapped, x->where, 0, 0, "%s: %s (request id %s)", x->ae.code,
                        x->ae.message, x->ae.request_id);
-    if (!known && x->r.status < 500)
+    if (!known && x->r.status < 500) {
+        raw_request_id(&x->r, x->ae.request_id, sizeof(x->ae.request_id));
         return err_set(x->e, ERR_PARSE, x->where, 0, 0,
-                       "HTTP %ld with an answer that is not an EC2 error document", x->r.status);
+                       "HTTP %ld with an answer that is not an EC2 error document (request id %s)",
+                       x->r.status, x->ae.request_id);
+    }
     if (!known)
         snprintf(x->ae.code, sizeof(x->ae.code), "HTTP %ld", x->r.status);
     x->last = ERR_AGAIN; /* throttled, or a server error */
@@ -494,8 +531,11 @@ int ec2_call(struct ec2_client *c, const char *action, const struct ec2_params *
         goto out;
     rc = xml_parse(x.r.body, x.r.body_len, out, &sub);
     if (rc < 0) {
+        char id[80];
+
+        raw_request_id(&x.r, id, sizeof(id));
         rc = err_set(e, rc == ERR_EMPTY ? ERR_PARSE : rc, where, 0, 0,
-                     "the answer is not XML: %.300s", sub.msg);
+                     "the answer is not XML: %.300s (request id %s)", sub.msg, id);
         goto out;
     }
     snprintf(expect, sizeof(expect), "%sResponse", action);
@@ -975,6 +1015,19 @@ int ec2_create_fleet(struct ec2_client *c, const struct ec2_fleet_request *req,
     if (rc < 0)
         return rc;
     rc = read_fleet(doc, req, &res, e);
+    if (rc == 0) {
+        char id[80];
+
+        request_id(doc, id, sizeof(id));
+        for (size_t i = 0; i < res.n_errors; i++)
+            log_line(c, NULL,
+                     "ec2 CreateFleet: the pool (%s, %s, %s) could not serve: %s: %s "
+                     "(request id %s)",
+                     res.errors[i].type,
+                     res.errors[i].zone[0] ? res.errors[i].zone : res.errors[i].subnet,
+                     ec2_market_name(res.errors[i].market), res.errors[i].code,
+                     res.errors[i].message, id);
+    }
     xml_free(doc);
     if (rc < 0) {
         ec2_fleet_result_free(&res);

@@ -61,6 +61,14 @@ const char *ec2_client_endpoint(const struct ec2_client *c);
 int ec2_resolve_endpoint(const char *configured, const char *env_ec2, const char *env_any,
                          const char *region, char *buf, size_t size);
 
+struct http_client_url;
+
+/* Check an AWS endpoint for client who ("ec2", "pricing"): an http(s) URL without query, plain
+ * http only on loopback, tls_insecure only on loopback; its parts into *url. ERR_INVAL (e says
+ * which); *url is then unchanged. */
+int ec2_endpoint_check(const char *who, const char *endpoint, int tls_insecure,
+                       struct http_client_url *url, struct error *e);
+
 /* Query parameters ("Filter.1.Name" = "tag:x"), in order. A failed allocation sticks and is
  * reported by the call that uses them. */
 struct ec2_params;

@@ -19,6 +19,10 @@
 #define RW_CLUSTER_MAX 40
 #define RW_UNAVAILABLE_S \
     600.0 /* an offer that refused a launch for capacity is avoided this long */
+/* An offer refused for a quota (ERR_QUOTA: AWS's VcpuLimitExceeded, MaxSpotInstanceCountExceeded)
+ * is avoided until the quota may have changed: an instance of the cluster in the same market
+ * terminates (its vCPUs go back to the quota), or this long passes (an increase granted). */
+#define RW_QUOTA_HOLD_S 3600.0
 #define RW_MIN_BILLED_S 60.0
 #define RW_HYSTERESIS 1.05 /* a new batch size without a new placement must gain 5% goodput */
 #define RW_NOPS 4
@@ -39,6 +43,7 @@ struct rw_offer {
     double price;
     int present; /* in the cloud's last answer */
     double unavailable_until;
+    int quota_held; /* unavailable for a quota: released early by a termination in its market */
 };
 
 /* What is kept of a job between ticks. */
@@ -292,8 +297,30 @@ static int rw_node_record(struct realworld *rw, const char *id, const char *offe
     return rc;
 }
 
-/* Terminate the node (its instance first); an instance the cloud no longer knows is gone. */
-static int rw_node_terminate(struct realworld *rw, const char *id, double now, const char *why)
+/* An instance of market spot (1 spot, 0 on-demand, -1 not known) is gone: the offers of that
+ * market held for a quota may launch again. */
+static void rw_quota_freed(struct realworld *rw, int spot, double now)
+{
+    for (size_t o = 0; spot >= 0 && o < rw->noffers; o++)
+        if (rw->offers[o].quota_held && rw->offers[o].spot == spot) {
+            rw->offers[o].quota_held = 0;
+            rw->offers[o].unavailable_until = 0;
+            log_msg(rw->log, now, LOG_INFO, NULL, NULL,
+                    "an instance of the %s market is gone: %s may launch again (quota)",
+                    spot ? "spot" : "on-demand", rw->offers[o].name);
+        }
+}
+
+/* 1 when the state's node is spot, 0 when on-demand. */
+static int rw_node_spot(const struct state_node *n)
+{
+    return n->market == STATE_MARKET_SPOT;
+}
+
+/* Terminate the node (its instance first; spot: its market as rw_quota_freed takes it); an
+ * instance the cloud no longer knows is gone. */
+static int rw_node_terminate(struct realworld *rw, const char *id, int spot, double now,
+                             const char *why)
 {
     int rc = cloud_terminate(rw->cloud, rw->cluster, id);
 
@@ -303,6 +330,7 @@ static int rw_node_terminate(struct realworld *rw, const char *id, double now, c
                 err_str(rc));
         return rc;
     }
+    rw_quota_freed(rw, spot, now);
     rc = state_node_set_state(rw->state, id, STATE_NODE_TERMINATED, now);
     if (rc == ERR_UNKNOWN)
         rc = 0; /* an instance the state never knew */
@@ -343,7 +371,9 @@ static int rw_launch_token(struct realworld *rw, int o, const char *token, doubl
         /* refused: nothing was made */
         log_msg(rw->log, now, LOG_WARN, NULL, NULL, "the cloud refused a launch of %s: %s", offer,
                 err_str(rc));
-        rw->offers[o].unavailable_until = now + RW_UNAVAILABLE_S;
+        rw->offers[o].quota_held = rc == ERR_QUOTA;
+        rw->offers[o].unavailable_until =
+            now + (rc == ERR_QUOTA ? RW_QUOTA_HOLD_S : RW_UNAVAILABLE_S);
         state_intent_resolve(rw->state, token, STATE_INTENT_FAILED, now);
         return rc;
     }
@@ -388,12 +418,13 @@ static void rw_reconcile_instances(struct realworld *rw, const struct cloud_inst
     for (size_t i = 0; i < n; i++) {
         const struct state_node *node = rw_node_by_id(nodes, nn, in[i].id);
         const struct state_intent *intent;
+        int o;
 
         if (in[i].state == CLOUD_GONE)
             continue;
         if (node && node->launch_token) {
             if (node->state == STATE_NODE_TERMINATED) {
-                rw_node_terminate(rw, in[i].id, now, "its node was terminated");
+                rw_node_terminate(rw, in[i].id, rw_node_spot(node), now, "its node was terminated");
                 continue;
             }
             if (node->state == STATE_NODE_LAUNCHING)
@@ -417,7 +448,12 @@ static void rw_reconcile_instances(struct realworld *rw, const struct cloud_inst
         }
         if (node)
             rw_log_lost_jobs(rw, in[i].id, now);
-        rw_node_terminate(rw, in[i].id, now,
+        o = rw_offer_find(rw, in[i].offer);
+        rw_node_terminate(rw, in[i].id,
+                          node     ? rw_node_spot(node)
+                          : o >= 0 ? rw->offers[o].spot
+                                   : -1,
+                          now,
                           "an instance with the cluster's tag that no open launch intent explains");
     }
 }
@@ -440,6 +476,7 @@ static void rw_reconcile_nodes(struct realworld *rw, const struct cloud_instance
         if (!gone)
             continue;
         rw_log_lost_jobs(rw, node->instance_id, now);
+        rw_quota_freed(rw, rw_node_spot(node), now);
         if (state_node_set_state(rw->state, node->instance_id, STATE_NODE_TERMINATED, now) == 0)
             log_msg(rw->log, now, LOG_WARN, NULL, node->instance_id,
                     "the instance is gone: the node is terminated");
@@ -1127,7 +1164,8 @@ static int rw_resize(void *ctx, const struct fleet_plan *f)
                     "a static node is not released: it was not launched by castor");
             continue;
         }
-        if ((r = rw_node_terminate(rw, n->instance_id, now, "released by the plan")) < 0)
+        if ((r = rw_node_terminate(rw, n->instance_id, rw_node_spot(n), now,
+                                   "released by the plan")) < 0)
             rc = rc ? rc : r;
         else
             rw->actions.released++;
@@ -1136,7 +1174,9 @@ static int rw_resize(void *ctx, const struct fleet_plan *f)
         if (!f->cancel[b])
             continue;
         if (rw->boot_live[b] >= 0) {
-            r = rw_node_terminate(rw, rw->live[rw->boot_live[b]].instance_id, now,
+            const struct state_node *n = &rw->live[rw->boot_live[b]];
+
+            r = rw_node_terminate(rw, n->instance_id, rw_node_spot(n), now,
                                   "cancelled by the plan while booting");
         } else {
             /* an intent with no instance yet: given up; an instance of it later is a stray */

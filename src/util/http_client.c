@@ -356,6 +356,13 @@ int http_client_do(struct http_client *c, const struct http_client_request *req,
     out->body_len = body_len;
     if (ctype)
         snprintf(out->content_type, sizeof(out->content_type), "%s", ctype);
+    if (req->capture_header) {
+        struct curl_header *h = NULL;
+
+        if (curl_easy_header(c->curl, req->capture_header, 0, CURLH_HEADER, -1, &h) == CURLHE_OK &&
+            h && h->value)
+            snprintf(out->captured, sizeof(out->captured), "%s", h->value);
+    }
     rc = 0;
 out:
     /* the handle keeps pointers to this call's buffers until the next reset: drop them first */

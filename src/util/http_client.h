@@ -37,6 +37,9 @@ struct http_client_request {
     /* Skip TLS certificate and host checks. Refused (ERR_INVAL) unless the URL's host is on
      * loopback (127.0.0.0/8, ::1, localhost): for tests against a local endpoint only. */
     int insecure;
+    /* A response header whose value to keep in http_client_response.captured (case-insensitive,
+     * e.g. "x-amzn-RequestId"), or NULL. */
+    const char *capture_header;
 };
 
 struct http_client_response {
@@ -44,6 +47,7 @@ struct http_client_response {
     char *body;  /* owned; NUL-terminated after body_len bytes; never NULL on success */
     size_t body_len;
     char content_type[128]; /* "" when none was sent */
+    char captured[160];     /* the value of the request's capture_header ("" when none) */
 };
 
 /* The parts of a URL that a request signer needs. */

@@ -46,6 +46,7 @@ struct fixture {
     struct cloud fake;  /* the fake cloud */
     struct cloud cloud; /* the spy in front of it, which the world uses */
     int spy_checked;    /* launches whose intent the spy found committed */
+    int tried[2];       /* launches asked of the fake: [0] on-demand, [1] spot */
     struct realworld *rw;
     struct provider prov;
     struct policy policy;
@@ -82,6 +83,7 @@ static int spy_launch(void *ctx, const char *offer, const char *cluster, const c
     snprintf(sql, sizeof(sql), "SELECT count(*) FROM launch_intents WHERE token = '%s'", token);
     assert_int_equal(one_int(state_db(f->st_spy), sql), 1);
     f->spy_checked++;
+    f->tried[strcmp(offer, OFFER_SPOT) == 0]++;
     return cloud_launch(&f->fake, offer, cluster, token, id);
 }
 
@@ -119,17 +121,24 @@ static int make_world(struct fixture *f)
     return 0;
 }
 
-/* A loop over the world: the fixed fleet of `nodes` nodes of offer 0 under pollux. */
-static int make_loop(struct fixture *f, int nodes)
+/* A loop over the world: the fleet planner called fleet (`nodes` nodes of offer for "fixed")
+ * under pollux. */
+static int make_loop_with(struct fixture *f, const char *fleet, int offer, int nodes)
 {
-    struct fleet_config fc = {.offer = 0, .nodes = nodes};
+    struct fleet_config fc = {.offer = offer, .nodes = nodes};
     struct policy_config pc = {0};
 
-    if (policy_new("pollux", &pc, &f->policy) < 0 || fleet_new("fixed", &fc, &f->fleet) < 0)
+    if (policy_new("pollux", &pc, &f->policy) < 0 || fleet_new(fleet, &fc, &f->fleet) < 0)
         return -1;
     f->loop = (struct loop){
         .provider = &f->prov, .policy = &f->policy, .fleet = &f->fleet, .interval = 0, .seed = 1};
     return 0;
+}
+
+/* The fixed fleet of `nodes` nodes of offer 0 (on-demand). */
+static int make_loop(struct fixture *f, int nodes)
+{
+    return make_loop_with(f, "fixed", 0, nodes);
 }
 
 static int rw_setup(void **state)
@@ -621,6 +630,88 @@ static void realworld_observe__sync_prior_reaches_the_fit(void **state)
     assert_float_equal(tput_step_time(&s->jobs[0].tput, &one, 0), 0.2, 0.01);
 }
 
+/* 1 when the world's snapshot now marks the spot offer unavailable. */
+static int spot_unavailable(struct fixture *f)
+{
+    const struct snapshot *s = NULL;
+    int o = -1;
+
+    assert_int_equal(realworld_offer_index(f->rw, OFFER_SPOT, &o), 0);
+    assert_int_equal(provider_observe(&f->prov, &s), 0);
+    return s->offers[o].unavailable;
+}
+
+/* castor's planner rents the cheapest offer (spot); when the cloud refuses it for capacity the
+ * offer is marked unavailable and the next round fails over to on-demand, never asking spot
+ * again while the mark lasts (600 s); then spot is offered again. */
+static void realworld_resize__capacity_fails_over_to_another_offer(void **state)
+{
+    struct fixture *f = *state;
+
+    assert_int_equal(make_loop_with(f, "castor", 0, 0), 0);
+    submit_job(f, "a", 4);
+    assert_int_equal(cloud_fake_fail(&f->fake, "launch", ERR_CAPACITY, 1), 0);
+    tick(f, 0);
+    assert_int_equal(f->tried[1], 1); /* spot asked once, refused: nothing made */
+    assert_int_equal(f->tried[0], 0);
+    assert_int_equal(counts(f).launched, 0);
+    assert_int_equal(sql_int(f, "SELECT count(*) FROM launch_intents WHERE state = 'failed'"), 1);
+    tick(f, 10);
+    assert_int_equal(f->tried[1], 1);
+    assert_true(f->tried[0] >= 1); /* failed over to on-demand */
+    assert_true(counts(f).launched >= 1);
+    f->now += 300;
+    assert_int_equal(spot_unavailable(f), 1);
+    f->now += 301;
+    assert_int_equal(spot_unavailable(f), 0);
+}
+
+/* A quota refusal holds the offer beyond the capacity mark: still unavailable after 600 s and
+ * never asked, until the hold of 3600 s ends; then the fleet launches again. */
+static void realworld_resize__quota_holds_the_offer_for_an_hour(void **state)
+{
+    struct fixture *f = *state;
+
+    assert_int_equal(make_loop_with(f, "fixed", 1, 2), 0);
+    submit_job(f, "a", 4);
+    assert_int_equal(cloud_fake_fail(&f->fake, "launch", ERR_QUOTA, 1), 0);
+    tick(f, 0);
+    assert_int_equal(f->tried[1], 1);
+    assert_int_equal(counts(f).launched, 0);
+    tick(f, 700);
+    assert_int_equal(f->tried[1], 1);
+    assert_int_equal(spot_unavailable(f), 1);
+    tick(f, 2800); /* T0 + 3500 */
+    assert_int_equal(f->tried[1], 1);
+    tick(f, 101);
+    assert_int_equal(f->tried[1], 3);
+    assert_int_equal(counts(f).launched, 2);
+}
+
+/* A quota hold ends early when an instance of the same market goes (its vCPUs are free again):
+ * here a stray spot instance that reconciliation terminates; an on-demand one going would not
+ * release it. */
+static void realworld_resize__quota_released_by_a_termination_in_its_market(void **state)
+{
+    struct fixture *f = *state;
+    char id[CLOUD_ID_MAX];
+
+    assert_int_equal(make_loop_with(f, "fixed", 1, 2), 0);
+    submit_job(f, "a", 4);
+    assert_int_equal(cloud_fake_fail(&f->fake, "launch", ERR_QUOTA, 1), 0);
+    tick(f, 0);
+    assert_int_equal(f->tried[1], 1);
+    assert_int_equal(cloud_fake_inject(&f->fake, CLUSTER, OFFER_OD, "stray-od", id), 0);
+    tick(f, 10);
+    assert_int_equal(counts(f).terminate_calls, 1);
+    assert_int_equal(f->tried[1], 1); /* an on-demand instance freed no spot quota */
+    assert_int_equal(cloud_fake_inject(&f->fake, CLUSTER, OFFER_SPOT, "stray-spot", id), 0);
+    tick(f, 10);
+    assert_int_equal(counts(f).terminate_calls, 2);
+    assert_int_equal(f->tried[1], 3); /* released within the tick that terminated it */
+    assert_int_equal(counts(f).launched, 2);
+}
+
 static void realworld_metrics__errors_by_operation_and_code(void **state)
 {
     struct fixture *f = *state;
@@ -665,6 +756,12 @@ int main(void)
                                         rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_metrics__errors_by_operation_and_code, rw_setup,
                                         rw_teardown),
+        cmocka_unit_test_setup_teardown(realworld_resize__capacity_fails_over_to_another_offer,
+                                        rw_setup, rw_teardown),
+        cmocka_unit_test_setup_teardown(realworld_resize__quota_holds_the_offer_for_an_hour,
+                                        rw_setup, rw_teardown),
+        cmocka_unit_test_setup_teardown(
+            realworld_resize__quota_released_by_a_termination_in_its_market, rw_setup, rw_teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

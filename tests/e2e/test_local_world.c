@@ -32,10 +32,7 @@
 #include "control/state.h"
 #include "providers/local.h"
 #include "sim/app.h"
-#include "support/process.h"
-#include "util/db.h"
-#include "util/http_client.h"
-#include "util/json.h"
+#include "support/world.h"
 
 #define TOKEN_NODE "e2e-node-token-0123456789abcdef"
 #define TOKEN_JOB "e2e-job-token-0123456789abcdef"
@@ -73,26 +70,7 @@ static void step(struct world *w, const char *what)
 
 static void write_file(const char *path, const char *text, mode_t mode)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, mode);
-
-    assert_true(fd >= 0);
-    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-    assert_int_equal(close(fd), 0);
-}
-
-/* A port free now on 127.0.0.1, kept for both of the controller's lives (its nodes know it). */
-static int free_port(void)
-{
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof(a);
-    int fd = socket(AF_INET, SOCK_STREAM, 0), port;
-
-    assert_true(fd >= 0);
-    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-    port = ntohs(a.sin_port);
-    close(fd);
-    return port;
+    assert_int_equal(world_write_file(path, text, mode), 0);
 }
 
 static void write_config(struct world *w)
@@ -159,78 +137,19 @@ static void write_job(struct world *w, const char *name)
     write_file(file, text, 0600);
 }
 
-static int log_count(struct world *w, const char *text)
-{
-    char *log = proc_slurp(w->log);
-    int n = 0;
-
-    for (const char *p = log; p && (p = strstr(p, text)); p += strlen(text))
-        n++;
-    free(log);
-    return n;
-}
-
-struct log_want {
-    struct world *w;
-    const char *text;
-    int times;
-};
-
-static int log_has(void *ctx)
-{
-    struct log_want *q = ctx;
-
-    return log_count(q->w, q->text) >= q->times;
-}
-
 static void start_controller(struct world *w)
 {
     static const char *const env[] = {"PATH=/usr/bin:/bin", NULL};
-    char *argv[] = {CASTOR_BIN, "run", "-c", w->config, NULL};
-    struct log_want q = {w, "API listening on", log_count(w, "API listening on") + 1};
 
-    w->pid = fork();
-    assert_true(w->pid >= 0);
-    if (w->pid == 0) {
-        int fd = open(w->log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-
-        if (fd < 0 || dup2(fd, 2) < 0 || chdir(w->dir) != 0)
-            _exit(99);
-        execve(CASTOR_BIN, argv, (char *const *)env);
-        _exit(98);
-    }
-    assert_true(proc_wait_for(log_has, &q, 30));
+    w->pid = world_start_controller(CASTOR_BIN, w->config, w->dir, w->log, (char *const *)env);
+    assert_true(w->pid > 0);
 }
 
 /* One request with token (NULL: none); the status, the parsed body in *out (may be NULL). */
 static long call(struct world *w, const char *method, const char *path, const char *token,
                  const char *body, struct jv **out)
 {
-    char auth[128], url[256];
-    const struct http_client_header h[2] = {{"Authorization", auth},
-                                            {"Content-Type", "application/json"}};
-    struct http_client_request req = {.method = method, .url = url, .headers = h, .nheaders = 2};
-    struct http_client_response r = {0};
-    long status = -1;
-
-    snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", w->port, path);
-    snprintf(auth, sizeof(auth), "Bearer %s", token ? token : "");
-    if (!token) {
-        req.headers = h + 1;
-        req.nheaders = 1;
-    }
-    req.body = body;
-    req.body_len = body ? strlen(body) : 0;
-    req.timeout_ms = 5000;
-    if (out)
-        *out = NULL;
-    if (http_client_do(w->http, &req, &r, NULL) == 0) {
-        status = r.status;
-        if (out && jv_parse(r.body, r.body_len, out, NULL) < 0)
-            *out = NULL;
-    }
-    http_client_response_clear(&r);
-    return status;
+    return world_call(w->http, w->port, method, path, token, body, out);
 }
 
 /* Run the castor client (submit, jobs ...) with the user token; its exit status, its stdout in
@@ -419,19 +338,6 @@ static void reap_all(void)
         ;
 }
 
-/* SELECT count(*) ... as a number. */
-static long long count_rows(struct state *st, const char *sql)
-{
-    struct db_stmt *s = NULL;
-    long long n = -1;
-
-    assert_int_equal(db_prepare(state_db(st), sql, &s), 0);
-    if (db_step(s) == DB_ROW)
-        n = db_column_int(s, 0);
-    db_finalize(s);
-    return n;
-}
-
 /* The emulated seconds one uninterrupted run of a job takes on one GPU at the fixed batch. */
 static double uninterrupted_s(void)
 {
@@ -557,14 +463,6 @@ static void tokens_refused(struct world *w)
     }
 }
 
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 static int world_setup(void **state)
 {
     struct world *w = calloc(1, sizeof(*w));
@@ -618,8 +516,7 @@ static int world_teardown(void **state)
     }
     cloud_free(&w->cloud);
     http_client_free(w->http);
-    if (!getenv("CASTOR_TEST_KEEP"))
-        nftw(w->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    world_remove(w->dir);
     free(w);
     return 0;
 }
@@ -651,7 +548,8 @@ static void local_world__jobs_survive_a_preemption_and_a_controller_crash(void *
     size_t n = 0;
     int status;
 
-    w->port = free_port();
+    w->port = world_free_port();
+    assert_true(w->port > 0);
     write_file(wpath(w, "node.token"), TOKEN_NODE "\n", 0600);
     write_file(wpath(w, "job.token"), TOKEN_JOB "\n", 0600);
     write_file(wpath(w, "user.token"), TOKEN_USER "\n", 0600);
@@ -734,10 +632,11 @@ static void local_world__jobs_survive_a_preemption_and_a_controller_crash(void *
             if (strcmp(rec.token[i], rec.token[k]) == 0)
                 fail_msg("%s and %s share the launch token %s", rec.id[i], rec.id[k], rec.token[i]);
     assert_int_equal(state_open(w->state, &st, NULL), 0);
-    assert_int_equal(count_rows(st, "SELECT count(*) FROM launch_intents"), rec.n);
-    assert_int_equal(count_rows(st, "SELECT count(*) FROM launch_intents WHERE state='launched'"),
-                     rec.n);
-    assert_int_equal(count_rows(st, "SELECT count(*) FROM jobs WHERE state='finished'"), NJOBS);
+    assert_int_equal(world_count_rows(st, "SELECT count(*) FROM launch_intents"), rec.n);
+    assert_int_equal(
+        world_count_rows(st, "SELECT count(*) FROM launch_intents WHERE state='launched'"), rec.n);
+    assert_int_equal(world_count_rows(st, "SELECT count(*) FROM jobs WHERE state='finished'"),
+                     NJOBS);
     state_close(st);
 
     step(w, "terminate the nodes");

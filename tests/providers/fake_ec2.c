@@ -1,5 +1,6 @@
 /* fake_ec2.c: the strict fake EC2 endpoint (see fake_ec2.h): SigV4 verified with util/sigv4 from
- * what arrived on the wire, scripted answers, recorded form parameters. */
+ * what arrived on the wire, scripted answers, recorded form parameters; or, switched to the
+ * Price List API, its JSON protocol checked and answered likewise. */
 #include "providers/fake_ec2.h"
 
 #include <stdio.h>
@@ -8,6 +9,7 @@
 
 #include "support/loopback_http.h"
 #include "util/crypto.h"
+#include "util/json.h"
 #include "util/sigv4.h"
 #include "util/strbuf.h"
 #include "util/timestamp.h"
@@ -22,6 +24,7 @@ struct fake_param {
 struct fake_request {
     struct fake_param *params;
     size_t n;
+    char *body; /* as received */
 };
 
 struct fake_script {
@@ -35,6 +38,7 @@ struct fake_ec2 {
     struct lh_server *server;
     char url[64];
     char akid[128], secret[128], region[64];
+    char service[16]; /* "ec2" or "pricing" */
     struct fake_script script[FAKE_MAX_SCRIPT];
     size_t head, tail;
     struct fake_request requests[FAKE_MAX_REQUESTS];
@@ -65,6 +69,9 @@ static void record(struct fake_ec2 *f, const char *body)
     if (f->n_requests == FAKE_MAX_REQUESTS)
         return;
     r = &f->requests[f->n_requests++];
+    r->body = strdup(body);
+    if (strcmp(f->service, "pricing") == 0)
+        return; /* a JSON body: no form parameters */
     while (*p) {
         const char *amp = strchr(p, '&'), *end = amp ? amp : p + strlen(p);
         const char *eq = memchr(p, '=', (size_t)(end - p));
@@ -118,7 +125,8 @@ static int verify(struct fake_ec2 *f, const struct lh_request *req)
         field(auth, "Signature=", ", ", sig, sizeof(sig)) < 0 || strlen(date) != 16)
         return 0;
     /* the scope: AKID/YYYYMMDD/region/ec2/aws4_request */
-    snprintf(scope, sizeof(scope), "%s/%.8s/%s/ec2/aws4_request", f->akid, date, f->region);
+    snprintf(scope, sizeof(scope), "%s/%.8s/%s/%s/aws4_request", f->akid, date, f->region,
+             f->service);
     if (strcmp(cred, scope) != 0)
         return 0;
     snprintf(iso, sizeof(iso), "%.4s-%.2s-%.2sT%.2s:%.2s:%.2sZ", date, date + 4, date + 6, date + 9,
@@ -128,7 +136,8 @@ static int verify(struct fake_ec2 *f, const struct lh_request *req)
     /* host, x-amz-date and content-type must be signed, and the token when there is one */
     if (!strstr(signed_names, "host") || !strstr(signed_names, "x-amz-date") ||
         !strstr(signed_names, "content-type") ||
-        (token && !strstr(signed_names, "x-amz-security-token")))
+        (token && !strstr(signed_names, "x-amz-security-token")) ||
+        (strcmp(f->service, "pricing") == 0 && !strstr(signed_names, "x-amz-target")))
         return 0;
     for (name = strtok_r(signed_names, ";", &save); name; name = strtok_r(NULL, ";", &save)) {
         const char *v = lh_header(req, name);
@@ -149,7 +158,7 @@ static int verify(struct fake_ec2 *f, const struct lh_request *req)
     sc.secret_access_key = f->secret;
     sc.session_token = token;
     sp.region = f->region;
-    sp.service = "ec2";
+    sp.service = f->service;
     sp.time = t;
     sp.flags = SIGV4_NORMALIZE_PATH;
     if (sigv4_sign(&sr, &sc, &sp, &s) < 0)
@@ -177,6 +186,48 @@ static char *expand(const char *body, const char *token)
     return out;
 }
 
+/* 1 when req is a Price List GetProducts request: POST, the JSON protocol's content type and
+ * target, a body that is a JSON object. */
+static int pricing_form(const struct lh_request *req)
+{
+    const char *type = lh_header(req, "Content-Type"), *target = lh_header(req, "X-Amz-Target");
+    struct jv *doc = NULL;
+    int ok;
+
+    if (strcmp(req->method, "POST") != 0 || !type ||
+        strcmp(type, "application/x-amz-json-1.1") != 0 || !target ||
+        strcmp(target, "AWSPriceListService.GetProducts") != 0 ||
+        jv_parse(req->body, req->body_len, &doc, NULL) < 0)
+        return 0;
+    ok = jv_type_of(doc) == JV_OBJECT;
+    jv_free(doc);
+    return ok;
+}
+
+/* The Price List API's side: JSON errors, the request id in x-amzn-RequestId. */
+static int handle_pricing(struct fake_ec2 *f, const struct lh_request *req, struct lh_reply *reply)
+{
+    if (strcmp(f->service, "pricing") != 0)
+        return 0;
+    if (!verify(f, req)) {
+        f->auth_failures++;
+        lh_reply_text(reply, 403, "application/x-amz-json-1.1",
+                      "{\"__type\":\"InvalidSignatureException\",\"message\":\"The request "
+                      "signature we calculated does not match the signature you provided.\"}");
+    } else if (!pricing_form(req)) {
+        lh_reply_text(reply, 400, "application/x-amz-json-1.1",
+                      "{\"__type\":\"SerializationException\",\"message\":\"not a "
+                      "GetProducts request\"}");
+    } else if (f->head == f->tail) {
+        lh_reply_text(reply, 500, "application/x-amz-json-1.1",
+                      "{\"__type\":\"FakeUnscripted\",\"message\":\"no reply queued\"}");
+    } else {
+        return 0; /* the script answers */
+    }
+    snprintf(reply->header, sizeof(reply->header), "x-amzn-RequestId: fake-req-%zu", f->n_requests);
+    return 1;
+}
+
 static void handle(void *arg, const struct lh_request *req, struct lh_reply *reply)
 {
     struct fake_ec2 *f = arg;
@@ -184,16 +235,19 @@ static void handle(void *arg, const struct lh_request *req, struct lh_reply *rep
     struct fake_script *s;
 
     record(f, req->body);
-    if (!verify(f, req)) {
+    if (handle_pricing(f, req, reply))
+        return;
+    if (strcmp(f->service, "pricing") == 0) {
+        /* verified and well formed: the script's answer */
+    } else if (!verify(f, req)) {
         f->auth_failures++;
         lh_reply_text(reply, 401, "text/xml", auth_failure);
         return;
-    }
-    if (strcmp(req->method, "POST") != 0 || !type ||
-        strcmp(type, "application/x-www-form-urlencoded; charset=utf-8") != 0 ||
-        !fake_ec2_param(f, f->n_requests - 1, "Action") ||
-        !fake_ec2_param(f, f->n_requests - 1, "Version") ||
-        strcmp(fake_ec2_param(f, f->n_requests - 1, "Version"), "2016-11-15") != 0) {
+    } else if (strcmp(req->method, "POST") != 0 || !type ||
+               strcmp(type, "application/x-www-form-urlencoded; charset=utf-8") != 0 ||
+               !fake_ec2_param(f, f->n_requests - 1, "Action") ||
+               !fake_ec2_param(f, f->n_requests - 1, "Version") ||
+               strcmp(fake_ec2_param(f, f->n_requests - 1, "Version"), "2016-11-15") != 0) {
         lh_reply_text(reply, 400, "text/xml",
                       "<Response><Errors><Error><Code>MissingParameter</Code><Message>not a "
                       "Query request</Message></Error></Errors><RequestID>fake-form</RequestID>"
@@ -211,7 +265,13 @@ static void handle(void *arg, const struct lh_request *req, struct lh_reply *rep
     reply->action = s->how;
     reply->status = s->status;
     reply->cut_after = s->cut;
-    snprintf(reply->content_type, sizeof(reply->content_type), "text/xml;charset=UTF-8");
+    if (strcmp(f->service, "pricing") == 0) {
+        snprintf(reply->content_type, sizeof(reply->content_type), "application/x-amz-json-1.1");
+        snprintf(reply->header, sizeof(reply->header), "x-amzn-RequestId: fake-req-%zu",
+                 f->n_requests);
+    } else {
+        snprintf(reply->content_type, sizeof(reply->content_type), "text/xml;charset=UTF-8");
+    }
     if (s->body) {
         reply->body = expand(s->body, lh_header(req, "X-Amz-Security-Token"));
         reply->body_len = reply->body ? strlen(reply->body) : 0;
@@ -229,6 +289,7 @@ struct fake_ec2 *fake_ec2_start(const char *akid, const char *secret, const char
     snprintf(f->akid, sizeof(f->akid), "%s", akid);
     snprintf(f->secret, sizeof(f->secret), "%s", secret);
     snprintf(f->region, sizeof(f->region), "%s", region);
+    snprintf(f->service, sizeof(f->service), "ec2");
     if (lh_start(handle, f, &f->server) < 0) {
         free(f);
         return NULL;
@@ -248,6 +309,7 @@ void fake_ec2_stop(struct fake_ec2 *f)
             free(f->requests[i].params[k].value);
         }
         free(f->requests[i].params);
+        free(f->requests[i].body);
     }
     for (size_t i = f->head; i < f->tail; i++)
         free(f->script[i % FAKE_MAX_SCRIPT].body);
@@ -257,6 +319,16 @@ void fake_ec2_stop(struct fake_ec2 *f)
 const char *fake_ec2_url(const struct fake_ec2 *f)
 {
     return f->url;
+}
+
+void fake_ec2_set_pricing(struct fake_ec2 *f)
+{
+    snprintf(f->service, sizeof(f->service), "pricing");
+}
+
+const char *fake_ec2_body(const struct fake_ec2 *f, size_t i)
+{
+    return i < f->n_requests ? f->requests[i].body : NULL;
 }
 
 static void push(struct fake_ec2 *f, enum lh_action how, int status, const char *body, long cut)

@@ -1,6 +1,7 @@
 /* fake_ec2.h: a strict fake EC2 endpoint on loopback for tests: it verifies every request's
  * SigV4 signature against the secret it was given (AuthFailure otherwise), checks the Query
- * form, answers from a script of replies in the real XML shapes, and records what it got. */
+ * form, answers from a script of replies in the real XML shapes, and records what it got. It can
+ * act as the Price List Query API instead (the JSON protocol, service "pricing"). */
 #ifndef CASTOR_TESTS_FAKE_EC2_H
 #define CASTOR_TESTS_FAKE_EC2_H
 
@@ -12,6 +13,13 @@ struct fake_ec2;
 struct fake_ec2 *fake_ec2_start(const char *akid, const char *secret, const char *region);
 
 void fake_ec2_stop(struct fake_ec2 *f);
+
+/* Act as the Price List Query API instead (before any request): SigV4 for the service
+ * "pricing" (x-amz-target signed too), POST with Content-Type application/x-amz-json-1.1,
+ * X-Amz-Target AWSPriceListService.GetProducts and a JSON object body; refusals as JSON errors
+ * ({"__type", "message"}: InvalidSignatureException, SerializationException); every answer
+ * carries "x-amzn-RequestId: fake-req-N" (N: the request's index, from 1). */
+void fake_ec2_set_pricing(struct fake_ec2 *f);
 
 /* "http://127.0.0.1:PORT". */
 const char *fake_ec2_url(const struct fake_ec2 *f);
@@ -35,6 +43,9 @@ size_t fake_ec2_pending(const struct fake_ec2 *f);
 
 /* The decoded value of key in the form body of request i (0-based), or NULL. */
 const char *fake_ec2_param(const struct fake_ec2 *f, size_t i, const char *key);
+
+/* The body of request i as received, or NULL. */
+const char *fake_ec2_body(const struct fake_ec2 *f, size_t i);
 
 /* How many parameters of request i have keys starting with prefix. */
 size_t fake_ec2_count_params(const struct fake_ec2 *f, size_t i, const char *prefix);

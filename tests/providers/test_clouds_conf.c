@@ -246,14 +246,16 @@ static const char cluster4[] =
 static const char terminate_ok[] = "<TerminateInstancesResponse " NS "><requestId>r-t</requestId>"
                                    "<instancesSet/></TerminateInstancesResponse>";
 
-/* The aws section over the fake at url into buf. */
-static void aws_section(const char *url, char *buf, size_t size)
+/* The aws section over the fake EC2 at url and the fake Price List API at pricing into buf. */
+static void aws_section(const char *url, const char *pricing, char *buf, size_t size)
 {
     snprintf(buf, size,
              "world: aws\n"
              "cloud:\n"
              "  region: us-east-1\n"
              "  endpoint: %s\n"
+             "  pricing: true\n"
+             "  pricing_endpoint: %s\n"
              "  profile: castor\n"
              "  credentials_file: /nonexistent\n"
              "  imds: false\n"
@@ -269,7 +271,7 @@ static void aws_section(const char *url, char *buf, size_t size)
              "      zone: us-east-1b\n"
              "      subnet: subnet-0b\n"
              "      gpus: 4\n",
-             url);
+             url, pricing);
 }
 
 /* Every key, then the cloud against the strict fake EC2: offers priced (spot: the latest
@@ -279,6 +281,7 @@ static void aws_section(const char *url, char *buf, size_t size)
 static void cloud_aws_from_conf__every_key_driven(void **state)
 {
     struct fake_ec2 *fake = fake_ec2_start(AKID, SECRET, "us-east-1");
+    struct fake_ec2 *pricing = fake_ec2_start(AKID, SECRET, "us-east-1");
     struct cloud c = {0};
     struct error e = {0};
     struct cloud_offer *offers = NULL;
@@ -288,17 +291,23 @@ static void cloud_aws_from_conf__every_key_driven(void **state)
 
     (void)state;
     assert_non_null(fake);
+    assert_non_null(pricing);
+    fake_ec2_set_pricing(pricing);
     setenv("AWS_ACCESS_KEY_ID", AKID, 1);
     setenv("AWS_SECRET_ACCESS_KEY", SECRET, 1);
     unsetenv("AWS_SESSION_TOKEN");
-    aws_section(fake_ec2_url(fake), text, sizeof(text));
+    aws_section(fake_ec2_url(fake), fake_ec2_url(pricing), text, sizeof(text));
     assert_non_null(cloud_find("aws"));
     if (make("aws", text, &c, &e) < 0)
         fail_msg("%d:%d: %s", e.line, e.column, e.msg);
     assert_string_equal(c.ops->name, "aws");
 
     fake_ec2_push(fake, 200, spot_prices);
+    /* the Price List API refuses: the static table's price */
+    fake_ec2_push(pricing, 400, "{\"__type\":\"AccessDeniedException\",\"message\":\"no\"}");
     assert_int_equal(cloud_offers(&c, &offers, &n), 0);
+    assert_int_equal(fake_ec2_requests(pricing), 1);
+    assert_int_equal(fake_ec2_auth_failures(pricing), 0);
     assert_int_equal(n, 2);
     assert_string_equal(offers[0].name, G5_SPOT);
     assert_int_equal(offers[0].gpus, 1);
@@ -354,6 +363,7 @@ static void cloud_aws_from_conf__every_key_driven(void **state)
     assert_int_equal(fake_ec2_pending(fake), 0);
     cloud_free(&c);
     fake_ec2_stop(fake);
+    fake_ec2_stop(pricing);
 }
 
 #define AWS_HEAD "cloud:\n  region: us-east-1\n  image_id: ami-1\n"
@@ -370,6 +380,9 @@ static void cloud_aws_from_conf__bad_keys_located(void **state)
         {"cloud:\n  region: us-east-1\n" AWS_OFFER, ERR_PARSE, 2, 3, "image_id"},
         {AWS_HEAD "  launch_template: lt-1\n" AWS_OFFER, ERR_PARSE, 2, 3, "image_id"},
         {AWS_HEAD "  imds: maybe\n" AWS_OFFER, ERR_PARSE, 4, 9, "imds"},
+        {AWS_HEAD "  pricing: sometimes\n" AWS_OFFER, ERR_PARSE, 4, 12, "pricing"},
+        {AWS_HEAD "  pricing_endpoint: http://pricing.example.com\n" AWS_OFFER, ERR_INVAL, 4, 21,
+         "plain http"},
         {AWS_HEAD, ERR_PARSE, 2, 3, "offers: required"},
         {AWS_HEAD AWS_OFFER "      market: reserved\n", ERR_UNKNOWN, 8, 15, "market"},
         {AWS_HEAD AWS_OFFER "      type: x\n", ERR_UNKNOWN, 8, 7, "type"},

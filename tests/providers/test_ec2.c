@@ -318,6 +318,60 @@ static void create_fleet__partial_success(void **state)
     assert_null(r.instances);
 }
 
+static const char fleet_none[] =
+    "<CreateFleetResponse " NS "><requestId>r-fleet-none</requestId><fleetId>fleet-0</fleetId>"
+    "<errorSet><item><launchTemplateAndOverrides><overrides><instanceType>p4d.24xlarge"
+    "</instanceType><subnetId>subnet-a</subnetId></overrides></launchTemplateAndOverrides>"
+    "<lifecycle>spot</lifecycle><errorCode>InsufficientInstanceCapacity</errorCode>"
+    "<errorMessage>no p4d.24xlarge capacity</errorMessage></item><item>"
+    "<launchTemplateAndOverrides><overrides><instanceType>g5.12xlarge</instanceType><subnetId>"
+    "subnet-b</subnetId></overrides></launchTemplateAndOverrides><lifecycle>spot</lifecycle>"
+    "<errorCode>MaxSpotInstanceCountExceeded</errorCode><errorMessage>Max spot instance count "
+    "exceeded</errorMessage></item><item><launchTemplateAndOverrides><overrides><instanceType>"
+    "p5.48xlarge</instanceType><availabilityZone>us-east-1c</availabilityZone></overrides>"
+    "</launchTemplateAndOverrides><lifecycle>on-demand</lifecycle><errorCode>BrandNewCode"
+    "</errorCode></item></errorSet><fleetInstanceSet/></CreateFleetResponse>";
+
+/* A fleet that started nothing is still an answer: 0 instances and one error per pool (capacity,
+ * quota, and ERR_UNKNOWN for a code castor does not know), each pool logged with the request
+ * id. An error item without its errorCode is ERR_PARSE naming the call and the request id. */
+static void create_fleet__all_errors(void **state)
+{
+    struct fixture *f = *state;
+    struct ec2_fleet_result r = {0};
+    struct error e = {0};
+    int logs;
+
+    fake_ec2_push(f->fake, 200, fleet_none);
+    logs = f->h.n_logs;
+    assert_int_equal(ec2_create_fleet(f->client, &fleet_req, &r, &e), 0);
+    assert_int_equal(r.n_instances, 0);
+    assert_int_equal(r.n_errors, 3);
+    assert_int_equal(r.errors[0].err, ERR_CAPACITY);
+    assert_string_equal(r.errors[0].zone, "us-east-1a");
+    assert_int_equal(r.errors[1].err, ERR_QUOTA);
+    assert_string_equal(r.errors[1].type, "g5.12xlarge");
+    assert_int_equal(r.errors[1].market, EC2_SPOT);
+    assert_int_equal(r.errors[2].err, ERR_UNKNOWN);
+    assert_string_equal(r.errors[2].code, "BrandNewCode");
+    assert_string_equal(r.errors[2].message, "");
+    ec2_fleet_result_free(&r);
+    assert_int_equal(f->h.n_logs, logs + 3);
+    assert_non_null(strstr(f->h.last_log, "(p5.48xlarge, us-east-1c, on-demand)"));
+    assert_non_null(strstr(f->h.last_log, "BrandNewCode"));
+    assert_non_null(strstr(f->h.last_log, "r-fleet-none"));
+
+    fake_ec2_push(f->fake, 200,
+                  "<CreateFleetResponse " NS "><requestId>r-fleet-bad</requestId><errorSet><item>"
+                  "<lifecycle>spot</lifecycle></item></errorSet></CreateFleetResponse>");
+    assert_int_equal(ec2_create_fleet(f->client, &fleet_req, &r, &e), ERR_PARSE);
+    keep(&e);
+    assert_string_equal(e.file, "ec2 CreateFleet");
+    assert_non_null(strstr(e.msg, "an error item without its fields"));
+    assert_non_null(strstr(e.msg, "r-fleet-bad"));
+    assert_null(r.errors);
+}
+
 static const char ice_500[] =
     "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Response><Errors><Error><Code>"
     "InsufficientInstanceCapacity</Code><Message>We currently do not have sufficient p4d.24xlarge "
@@ -409,9 +463,11 @@ static void create_fleet__throttled_then_succeeds(void **state)
     assert_int_equal(f->h.n_sleeps, 2);
     assert_true(f->h.sleeps[0] >= 0 && f->h.sleeps[0] <= 100);
     assert_true(f->h.sleeps[1] >= 0 && f->h.sleeps[1] <= 200);
-    assert_int_equal(f->h.n_logs, 2);
-    assert_non_null(strstr(f->h.last_log, "RequestLimitExceeded"));
-    assert_non_null(strstr(f->h.last_log, "r-throttle"));
+    /* a line per retry, then one per pool of the fleet that could not serve */
+    assert_int_equal(f->h.n_logs, 4);
+    assert_non_null(strstr(hooks_captured(), "RequestLimitExceeded"));
+    assert_non_null(strstr(hooks_captured(), "r-throttle"));
+    assert_non_null(strstr(f->h.last_log, "VcpuLimitExceeded"));
 }
 
 /* A 500 InternalError and a 502 with an HTML page (no EC2 document), then success. */
@@ -533,6 +589,7 @@ static void call__truncated_xml(void **state)
     keep(&e);
     assert_string_equal(e.file, "ec2 DescribeInstanceTypes");
     assert_non_null(strstr(e.msg, "not XML"));
+    assert_non_null(strstr(e.msg, "(request id r-types-1)")); /* found in what came */
     assert_int_equal(f->h.n_sleeps, 0);
     fake_ec2_push_cut(f->fake, types_page2, 40);
     fake_ec2_push(f->fake, 200, types_page2);
@@ -583,6 +640,7 @@ static void call__malformed_answers(void **state)
     fake_ec2_push(f->fake, 400, "<html>no</html>");
     assert_int_equal(ec2_call(f->client, "DescribeInstances", NULL, &doc, &e), ERR_PARSE);
     assert_non_null(strstr(e.msg, "HTTP 400"));
+    assert_non_null(strstr(e.msg, "(request id (none))"));
     fake_ec2_push(f->fake, 200,
                   "<DescribeInstancesResponse " NS "><requestId>r-noid</requestId><reservationSet>"
                   "<item><instancesSet><item><instanceType>m5.large</instanceType><instanceState>"
@@ -791,6 +849,7 @@ int main(void)
         T(describe_spot_prices__pages_and_bad_price),
         T(create_fleet__request_shape),
         T(create_fleet__partial_success),
+        T(create_fleet__all_errors),
         T(run_instances__insufficient_capacity),
         T(run_instances__quota),
         T(create_fleet__throttled_then_succeeds),

@@ -4,39 +4,23 @@
  * the cluster by tag over several pages, termination; and a wrong secret refused by moto's own
  * SigV4 verifier. moto comes from .venv (scripts/test-venv; CASTOR_MOTO_SERVER overrides the
  * path). Without it the test fails under CI (CI set) and is skipped (exit 77) otherwise. */
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
 #include <setjmp.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
 #include "providers/aws/ec2.h"
-#include "util/http_client.h"
-#include "util/sigv4.h"
-#include "util/strbuf.h"
+#include "support/moto.h"
 
 #define REGION "us-east-1"
 #define CLUSTER "castor-moto"
 
-/* moto authenticates every action after the first INITIAL_NO_AUTH_ACTION_COUNT ones, against
- * access keys of IAM users it knows; it knows none at start, so the count is exactly the three
- * actions that create one (CreateUser, CreateAccessKey, PutUserPolicy). Every EC2 request after
- * them is verified. */
-#define BOOTSTRAP_ACTIONS "3"
-
-static pid_t moto_pid = -1;
-static char moto_url[64];
-static char akid[64], secret[128];
+static struct moto moto;
 
 static int64_t real_clock(void *arg)
 {
@@ -50,153 +34,19 @@ static void quiet_log(void *arg, const char *line)
     fprintf(stderr, "  [ec2] %s\n", line);
 }
 
-/* A port nobody listens on now (the kernel's choice). */
-static int free_port(void)
-{
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    socklen_t len = sizeof(a);
-    int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
-
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-        port = ntohs(a.sin_port);
-    if (fd >= 0)
-        close(fd);
-    return port;
-}
-
-/* 1 once something accepts connections on port. */
-static int listening(int port)
-{
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    int fd = socket(AF_INET, SOCK_STREAM, 0), ok;
-
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ok = fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
-    if (fd >= 0)
-        close(fd);
-    return ok;
-}
-
-/* One IAM Query call, signed (moto does not check it during the bootstrap), its answer parsed. */
-static struct xml_doc *iam_call(const char *form)
-{
-    struct http_client *http = NULL;
-    struct http_client_url u;
-    const char *type = "application/x-www-form-urlencoded; charset=utf-8";
-    struct sigv4_header sh[2] = {{"Host", NULL}, {"Content-Type", type}};
-    struct sigv4_request sr = {"POST", "/", NULL, sh, 2, form, strlen(form)};
-    struct sigv4_credentials sc = {"AKIDBOOTSTRAP", "bootstrap", NULL};
-    struct sigv4_params sp = {REGION, "iam", (int64_t)time(NULL), SIGV4_NORMALIZE_PATH, NULL};
-    struct sigv4_signed s = {0};
-    struct http_client_header hs[4];
-    struct http_client_request req = {0};
-    struct http_client_response r = {0};
-    struct xml_doc *doc = NULL;
-
-    assert_int_equal(http_client_parse_url(moto_url, &u), 0);
-    sh[0].value = u.authority;
-    assert_int_equal(sigv4_sign(&sr, &sc, &sp, &s), 0);
-    hs[0] = (struct http_client_header){"Host", u.authority};
-    hs[1] = (struct http_client_header){"Content-Type", type};
-    hs[2] = (struct http_client_header){"X-Amz-Date", s.amz_date};
-    hs[3] = (struct http_client_header){"Authorization", s.authorization};
-    req = (struct http_client_request){.method = "POST",
-                                       .url = moto_url,
-                                       .headers = hs,
-                                       .nheaders = 4,
-                                       .body = form,
-                                       .body_len = strlen(form),
-                                       .timeout_ms = 10000};
-    assert_int_equal(http_client_new(&http), 0);
-    assert_int_equal(http_client_do(http, &req, &r, NULL), 0);
-    if (r.status != 200)
-        fprintf(stderr, "IAM answered %ld: %s\n", r.status, r.body);
-    assert_int_equal(r.status, 200);
-    assert_int_equal(xml_parse(r.body, r.body_len, &doc, NULL), 0);
-    http_client_response_clear(&r);
-    sigv4_signed_free(&s);
-    http_client_free(http);
-    return doc;
-}
-
-/* Create the IAM user whose key the tests sign with, allowed every EC2 action. */
-static void bootstrap_user(void)
-{
-    struct xml_doc *doc;
-    const char *policy = "%7B%22Version%22%3A%222012-10-17%22%2C%22Statement%22%3A%5B%7B%22Effect"
-                         "%22%3A%22Allow%22%2C%22Action%22%3A%22ec2%3A%2A%22%2C%22Resource%22%3A"
-                         "%22%2A%22%7D%5D%7D";
-    char form[512];
-
-    xml_free(iam_call("Action=CreateUser&Version=2010-05-08&UserName=castor"));
-    doc = iam_call("Action=CreateAccessKey&Version=2010-05-08&UserName=castor");
-    assert_int_equal(
-        xml_copy(xml_root(doc), "CreateAccessKeyResult/AccessKey/AccessKeyId", akid, sizeof(akid)),
-        0);
-    assert_int_equal(xml_copy(xml_root(doc), "CreateAccessKeyResult/AccessKey/SecretAccessKey",
-                              secret, sizeof(secret)),
-                     0);
-    xml_free(doc);
-    snprintf(form, sizeof(form),
-             "Action=PutUserPolicy&Version=2010-05-08&UserName=castor&PolicyName=ec2&"
-             "PolicyDocument=%s",
-             policy);
-    xml_free(iam_call(form));
-}
-
 static int start_moto(void **state)
 {
-    const char *path = getenv("CASTOR_MOTO_SERVER");
-    char fallback[1024], port_s[16];
-    int port = free_port();
+    char path[1024];
 
     (void)state;
-    snprintf(fallback, sizeof(fallback), "%s/../../.venv/bin/moto_server", CASTOR_TEST_DATA);
-    if (!path || !*path)
-        path = fallback;
-    if (port < 0)
-        return -1;
-    snprintf(port_s, sizeof(port_s), "%d", port);
-    snprintf(moto_url, sizeof(moto_url), "http://127.0.0.1:%d", port);
-    moto_pid = fork();
-    if (moto_pid < 0)
-        return -1;
-    if (moto_pid == 0) {
-        int null = open("/dev/null", O_WRONLY);
-
-        if (!getenv("CASTOR_MOTO_VERBOSE") && null >= 0) {
-            dup2(null, 1);
-            dup2(null, 2);
-        }
-        setenv("INITIAL_NO_AUTH_ACTION_COUNT", BOOTSTRAP_ACTIONS, 1);
-        execl(path, path, "-H", "127.0.0.1", "-p", port_s, (char *)NULL);
-        _exit(127);
-    }
-    for (int i = 0; i < 300 && !listening(port); i++) {
-        int status;
-
-        if (waitpid(moto_pid, &status, WNOHANG) == moto_pid) {
-            fprintf(stderr, "moto_server exited before listening (status %d)\n", status);
-            moto_pid = -1;
-            return -1;
-        }
-        nanosleep(&(struct timespec){0, 100000000L}, NULL);
-    }
-    if (!listening(port))
-        return -1;
-    bootstrap_user();
-    return 0;
+    moto_find(CASTOR_TEST_DATA, path, sizeof(path));
+    return moto_start(path, &moto);
 }
 
 static int stop_moto(void **state)
 {
     (void)state;
-    if (moto_pid > 0) {
-        kill(moto_pid, SIGTERM);
-        waitpid(moto_pid, NULL, 0);
-    }
+    moto_stop(&moto);
     return 0;
 }
 
@@ -218,12 +68,12 @@ static int setup(void **state)
 
     if (!f)
         return -1;
-    setenv("AWS_ACCESS_KEY_ID", akid, 1);
-    setenv("AWS_SECRET_ACCESS_KEY", secret, 1);
+    setenv("AWS_ACCESS_KEY_ID", moto.akid, 1);
+    setenv("AWS_SECRET_ACCESS_KEY", moto.secret, 1);
     unsetenv("AWS_SESSION_TOKEN");
     if (aws_credential_source_new(&cc, &f->creds) < 0)
         return -1;
-    cfg.endpoint = moto_url;
+    cfg.endpoint = moto.url;
     cfg.credentials = f->creds;
     if (ec2_client_new(&cfg, &f->client, NULL) < 0)
         return -1;
@@ -420,7 +270,7 @@ static void moto__wrong_secret_refused(void **state)
     struct fixture *f = *state;
     struct aws_credential_config cc = {.imds_disabled = 1, .credentials_file = "/nonexistent"};
     struct ec2_config cfg = {.region = REGION,
-                             .endpoint = moto_url,
+                             .endpoint = moto.url,
                              .timeout_ms = 20000,
                              .clock = real_clock,
                              .log = quiet_log};
@@ -431,7 +281,7 @@ static void moto__wrong_secret_refused(void **state)
 
     (void)f;
     for (int k = 0; k < 2; k++) {
-        setenv("AWS_ACCESS_KEY_ID", k == 0 ? akid : "AKIAUNKNOWNKEY000000", 1);
+        setenv("AWS_ACCESS_KEY_ID", k == 0 ? moto.akid : "AKIAUNKNOWNKEY000000", 1);
         setenv("AWS_SECRET_ACCESS_KEY", "wrong-secret-wrong-secret-wrong-secret00", 1);
         assert_int_equal(aws_credential_source_new(&cc, &s), 0);
         cfg.credentials = s;
@@ -446,8 +296,7 @@ static void moto__wrong_secret_refused(void **state)
 
 int main(void)
 {
-    const char *path = getenv("CASTOR_MOTO_SERVER");
-    char fallback[1024];
+    char path[1024];
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(moto__instance_types, setup, teardown),
         cmocka_unit_test_setup_teardown(moto__spot_prices, setup, teardown),
@@ -455,18 +304,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(moto__wrong_secret_refused, setup, teardown),
     };
 
-    snprintf(fallback, sizeof(fallback), "%s/../../.venv/bin/moto_server", CASTOR_TEST_DATA);
-    if (!path || !*path)
-        path = fallback;
-    if (access(path, X_OK) != 0) {
-        const char *ci = getenv("CI");
-
-        if (ci && *ci) {
-            fprintf(stderr, "test_ec2_moto: %s is missing; CI must run scripts/test-venv\n", path);
-            return 1;
-        }
-        fprintf(stderr, "test_ec2_moto: SKIPPED: %s is missing (run scripts/test-venv)\n", path);
-        return 77;
-    }
+    if (!moto_find(CASTOR_TEST_DATA, path, sizeof(path)))
+        return moto_missing("test_ec2_moto", path);
     return cmocka_run_group_tests(tests, start_moto, stop_moto);
 }

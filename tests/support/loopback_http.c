@@ -154,7 +154,7 @@ static void answer(struct lh_server *s, int fd)
 {
     struct lh_request *req = calloc(1, sizeof(*req));
     struct lh_reply reply = {.action = LH_REPLY, .status = 500};
-    char head[512];
+    char head[768];
     int n, keep = 0;
 
     if (!req || read_request(s, fd, req) < 0)
@@ -168,9 +168,10 @@ static void answer(struct lh_server *s, int fd)
     if (reply.action != LH_REPLY)
         goto out;
     n = snprintf(head, sizeof(head),
-                 "HTTP/1.1 %d Status\r\nConnection: close\r\nContent-Length: %zu\r\n%s%s%s\r\n",
+                 "HTTP/1.1 %d Status\r\nConnection: close\r\nContent-Length: %zu\r\n%s%s%s%s%s\r\n",
                  reply.status, reply.body_len, reply.content_type[0] ? "Content-Type: " : "",
-                 reply.content_type, reply.content_type[0] ? "\r\n" : "");
+                 reply.content_type, reply.content_type[0] ? "\r\n" : "", reply.header,
+                 reply.header[0] ? "\r\n" : "");
     if (send_all(fd, head, (size_t)n) < 0)
         goto out;
     if (reply.body_len)

@@ -35,8 +35,9 @@ struct lh_reply {
     char content_type[64]; /* "" for none */
     char *body;
     size_t body_len;
-    long cut_after; /* > 0: send only this many bytes of the body (Content-Length is the full
-                     * size), then close: a truncated answer */
+    long cut_after;   /* > 0: send only this many bytes of the body (Content-Length is the full
+                       * size), then close: a truncated answer */
+    char header[200]; /* one more header line ("Name: value"), "" for none */
 };
 
 typedef void (*lh_handler)(void *arg, const struct lh_request *req, struct lh_reply *reply);

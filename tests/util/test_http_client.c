@@ -207,6 +207,7 @@ static void echo_handler(void *arg, const struct lh_request *req, struct lh_repl
     snprintf(x->last_body, sizeof(x->last_body), "%s", req->body);
     snprintf(text, sizeof(text), "%s %s [%s]", req->method, req->target, req->body);
     lh_reply_text(reply, x->status ? x->status : 200, "text/plain", text);
+    snprintf(reply->header, sizeof(reply->header), "x-amzn-RequestId: req-%s", req->method);
     reply->action = x->action;
     reply->cut_after = x->cut_after;
 }
@@ -277,7 +278,8 @@ static void http_client_do__post_carries_only_given_headers(void **state)
     assert_null(r.body);
 }
 
-/* A GET and a PUT with an empty body; a 404 and a 500 are answers, not errors. */
+/* A GET and a PUT with an empty body; a 404 and a 500 are answers, not errors; a response header
+ * asked for is kept. */
 static void http_client_do__any_status_is_an_answer(void **state)
 {
     struct echo_fixture *f = *state;
@@ -288,12 +290,19 @@ static void http_client_do__any_status_is_an_answer(void **state)
     assert_int_equal(http_client_do(f->client, &req, &r, NULL), 0);
     assert_int_equal(r.status, 404);
     assert_string_equal(r.body, "PUT / []");
+    assert_string_equal(r.captured, ""); /* no header asked for */
     http_client_response_clear(&r);
     f->echo.status = 500;
     req.method = "GET";
+    req.capture_header = "X-AMZN-REQUESTID"; /* names match whatever their case */
     assert_int_equal(http_client_do(f->client, &req, &r, NULL), 0);
     assert_int_equal(r.status, 500);
     assert_string_equal(r.body, "GET / []");
+    assert_string_equal(r.captured, "req-GET");
+    http_client_response_clear(&r);
+    req.capture_header = "X-Not-Sent";
+    assert_int_equal(http_client_do(f->client, &req, &r, NULL), 0);
+    assert_string_equal(r.captured, "");
     http_client_response_clear(&r);
 }
 

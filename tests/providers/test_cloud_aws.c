@@ -1,0 +1,308 @@
+/* test_cloud_aws.c: the aws cloud against the strict fake EC2 endpoint and the fake Price List
+ * API: launches as an instant fleet of the offer's one pool with the launch token as
+ * ClientToken, a pool's fleet errors returned as castor's codes (capacity, quota), RunInstances
+ * when CreateFleet is refused or there is no launch template; on-demand offers priced by the
+ * Price List API, cached, and by the static table when it cannot answer. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "providers/cloud.h"
+#include "providers/fake_ec2.h"
+#include "util/conf.h"
+
+#define AKID "AKIDEXAMPLE"
+#define SECRET "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
+#define NS "xmlns=\"http://ec2.amazonaws.com/doc/2016-11-15/\""
+#define CLUSTER "alpha"
+#define G5_SPOT "g5.xlarge/us-east-1a/spot"
+#define G4_OD "g4dn.12xlarge/us-east-1b/on-demand"
+#define G4_PRICE_LIST                                                                        \
+    "{\"FormatVersion\":\"aws_v1\",\"PriceList\":[\"{\\\"product\\\":{\\\"attributes\\\":{"  \
+    "\\\"instanceType\\\":\\\"g4dn.12xlarge\\\",\\\"regionCode\\\":\\\"us-east-1\\\"}},"     \
+    "\\\"terms\\\":{\\\"OnDemand\\\":{\\\"S.T\\\":{\\\"priceDimensions\\\":{\\\"S.T.R\\\":{" \
+    "\\\"unit\\\":\\\"Hrs\\\",\\\"pricePerUnit\\\":{\\\"USD\\\":\\\"3.5000000000\\\"}}}}}}}\"]}"
+
+struct fixture {
+    struct fake_ec2 *fake;
+    struct cloud c;
+};
+
+/* The cloud over the fake, from a section with launch (a "launch_template: ..." or
+ * "image_id: ..." line). */
+static int make(struct fixture *f, const char *launch)
+{
+    struct conf *doc = NULL;
+    struct error e = {0};
+    char text[2048];
+    int rc;
+
+    snprintf(text, sizeof(text),
+             "world: aws\n"
+             "cloud:\n"
+             "  region: us-east-1\n"
+             "  endpoint: %s\n"
+             "  credentials_file: /nonexistent\n"
+             "  imds: false\n"
+             "  %s\n"
+             "  offers:\n"
+             "    - instance_type: g5.xlarge\n"
+             "      zone: us-east-1a\n"
+             "      market: spot\n"
+             "      gpus: 1\n"
+             "      max_price: 0.9\n"
+             "    - instance_type: g4dn.12xlarge\n"
+             "      zone: us-east-1b\n"
+             "      subnet: subnet-0b\n"
+             "      gpus: 4\n",
+             fake_ec2_url(f->fake), launch);
+    assert_int_equal(conf_parse("castor.yaml", text, strlen(text), &doc, NULL), 0);
+    rc = cloud_new("aws", conf_find(doc->root, "cloud"), "/etc/castor", NULL, &f->c, &e);
+    conf_free(doc);
+    if (rc < 0)
+        fail_msg("%d:%d: %s", e.line, e.column, e.msg);
+    return rc;
+}
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof(*f));
+
+    if (!f)
+        return -1;
+    setenv("AWS_ACCESS_KEY_ID", AKID, 1);
+    setenv("AWS_SECRET_ACCESS_KEY", SECRET, 1);
+    unsetenv("AWS_SESSION_TOKEN");
+    unsetenv("AWS_ENDPOINT_URL");
+    unsetenv("AWS_ENDPOINT_URL_EC2");
+    f->fake = fake_ec2_start(AKID, SECRET, "us-east-1");
+    if (!f->fake)
+        return -1;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+
+    assert_int_equal(fake_ec2_pending(f->fake), 0);
+    assert_int_equal(fake_ec2_auth_failures(f->fake), 0);
+    cloud_free(&f->c);
+    fake_ec2_stop(f->fake);
+    free(f);
+    return 0;
+}
+
+/* A fleet answer: the items of its errorSet and of its fleetInstanceSet. */
+#define FLEET(errors, instances)                                                           \
+    "<CreateFleetResponse " NS "><requestId>r-fleet</requestId><fleetId>fleet-1</fleetId>" \
+    "<errorSet>" errors "</errorSet><fleetInstanceSet>" instances                          \
+    "</fleetInstanceSet></CreateFleetResponse>"
+#define FLEET_ERROR(type, zone, life, code)                                                  \
+    "<item><launchTemplateAndOverrides><overrides><instanceType>" type "</instanceType>"     \
+    "<availabilityZone>" zone "</availabilityZone></overrides></launchTemplateAndOverrides>" \
+    "<lifecycle>" life "</lifecycle><errorCode>" code                                        \
+    "</errorCode><errorMessage>no</errorMessage>"                                            \
+    "</item>"
+#define FLEET_INSTANCE(type, id, life)                                                      \
+    "<item><launchTemplateAndOverrides><overrides><instanceType>" type "</instanceType>"    \
+    "</overrides></launchTemplateAndOverrides><lifecycle>" life "</lifecycle><instanceIds>" \
+    "<item>" id "</item></instanceIds><instanceType>" type "</instanceType></item>"
+
+static const char run_ok[] =
+    "<RunInstancesResponse " NS "><requestId>r-run</requestId><reservationId>r-1</reservationId>"
+    "<instancesSet><item><instanceId>i-0run</instanceId><instanceType>g5.xlarge</instanceType>"
+    "<placement><availabilityZone>us-east-1a</availabilityZone></placement><instanceLifecycle>"
+    "spot</instanceLifecycle></item></instancesSet></RunInstancesResponse>";
+
+/* With a launch template, a spot offer launches as an instant fleet of its one pool: the zone
+ * (no subnet), its max price, a spot capacity of 1 and none on demand, the token as ClientToken
+ * and tag; an on-demand offer with a subnet likewise, the other way round. */
+static void launch__instant_fleet_of_the_offers_pool(void **state)
+{
+    struct fixture *f = *state;
+    char id[CLOUD_ID_MAX] = "";
+
+    make(f, "launch_template: lt-0abc");
+    fake_ec2_push(f->fake, 200, FLEET("", FLEET_INSTANCE("g5.xlarge", "i-0spot", "spot")));
+    assert_int_equal(cloud_launch(&f->c, G5_SPOT, CLUSTER, "tok-1", id), 0);
+    assert_string_equal(id, "i-0spot");
+#define P(i, name) fake_ec2_param(f->fake, i, name)
+#define O "LaunchTemplateConfigs.1.Overrides.1."
+    assert_string_equal(P(0, "Action"), "CreateFleet");
+    assert_string_equal(P(0, "Type"), "instant");
+    assert_string_equal(P(0, "ClientToken"), "tok-1");
+    assert_string_equal(
+        P(0, "LaunchTemplateConfigs.1.LaunchTemplateSpecification.LaunchTemplateId"), "lt-0abc");
+    assert_int_equal(fake_ec2_count_params(f->fake, 0, "LaunchTemplateConfigs.1.Overrides.2."), 0);
+    assert_string_equal(P(0, O "InstanceType"), "g5.xlarge");
+    assert_string_equal(P(0, O "AvailabilityZone"), "us-east-1a");
+    assert_null(P(0, O "SubnetId"));
+    assert_string_equal(P(0, O "MaxPrice"), "0.900000");
+    assert_string_equal(P(0, "TargetCapacitySpecification.SpotTargetCapacity"), "1");
+    assert_string_equal(P(0, "TargetCapacitySpecification.OnDemandTargetCapacity"), "0");
+    assert_string_equal(P(0, "TargetCapacitySpecification.DefaultTargetCapacityType"), "spot");
+    assert_string_equal(P(0, "TagSpecification.1.Tag.1.Value"), CLUSTER);
+    assert_string_equal(P(0, "TagSpecification.1.Tag.2.Value"), "tok-1");
+
+    fake_ec2_push(f->fake, 200, FLEET("", FLEET_INSTANCE("g4dn.12xlarge", "i-0od", "on-demand")));
+    assert_int_equal(cloud_launch(&f->c, G4_OD, CLUSTER, "tok-2", id), 0);
+    assert_string_equal(id, "i-0od");
+    assert_string_equal(P(1, O "SubnetId"), "subnet-0b");
+    assert_null(P(1, O "AvailabilityZone"));
+    assert_null(P(1, O "MaxPrice"));
+    assert_string_equal(P(1, "TargetCapacitySpecification.SpotTargetCapacity"), "0");
+    assert_string_equal(P(1, "TargetCapacitySpecification.OnDemandTargetCapacity"), "1");
+    assert_string_equal(P(1, "TargetCapacitySpecification.DefaultTargetCapacityType"), "on-demand");
+    assert_int_equal(fake_ec2_requests(f->fake), 2);
+}
+
+/* A fleet that started nothing says why in its errors: insufficient capacity is ERR_CAPACITY,
+ * the vCPU and spot-count limits are ERR_QUOTA (even after another pool's unknown code), an
+ * unknown code alone is ERR_UNKNOWN, and an empty fleet without errors is ERR_AGAIN. No instance
+ * id is written. */
+static void launch__fleet_errors_are_the_pools_codes(void **state)
+{
+    struct fixture *f = *state;
+    char id[CLOUD_ID_MAX] = "untouched";
+
+    make(f, "launch_template: lt-0abc");
+    fake_ec2_push(
+        f->fake, 200,
+        FLEET(FLEET_ERROR("g5.xlarge", "us-east-1a", "spot", "InsufficientInstanceCapacity"), ""));
+    assert_int_equal(cloud_launch(&f->c, G5_SPOT, CLUSTER, "tok-1", id), ERR_CAPACITY);
+    fake_ec2_push(
+        f->fake, 200,
+        FLEET(FLEET_ERROR("g4dn.12xlarge", "us-east-1b", "on-demand", "VcpuLimitExceeded"), ""));
+    assert_int_equal(cloud_launch(&f->c, G4_OD, CLUSTER, "tok-2", id), ERR_QUOTA);
+    fake_ec2_push(f->fake, 200,
+                  FLEET(FLEET_ERROR("g5.xlarge", "us-east-1a", "spot", "SomethingNew") FLEET_ERROR(
+                            "g5.xlarge", "us-east-1a", "spot", "MaxSpotInstanceCountExceeded"),
+                        ""));
+    assert_int_equal(cloud_launch(&f->c, G5_SPOT, CLUSTER, "tok-3", id), ERR_QUOTA);
+    fake_ec2_push(f->fake, 200,
+                  FLEET(FLEET_ERROR("g5.xlarge", "us-east-1a", "spot", "SomethingNew"), ""));
+    assert_int_equal(cloud_launch(&f->c, G5_SPOT, CLUSTER, "tok-4", id), ERR_UNKNOWN);
+    fake_ec2_push(f->fake, 200, FLEET("", ""));
+    assert_int_equal(cloud_launch(&f->c, G5_SPOT, CLUSTER, "tok-5", id), ERR_AGAIN);
+    assert_string_equal(id, "untouched");
+    assert_int_equal(fake_ec2_requests(f->fake), 5);
+    for (size_t i = 0; i < 5; i++)
+        assert_string_equal(P(i, "Action"), "CreateFleet");
+}
+
+/* When CreateFleet itself is refused (not authorised), the same launch goes by RunInstances with
+ * the same token and the template; a pool without capacity then is ERR_CAPACITY. Without a
+ * template (an image id), RunInstances from the start. */
+static void launch__run_instances_when_the_fleet_is_refused(void **state)
+{
+    struct fixture *f = *state;
+    char id[CLOUD_ID_MAX] = "";
+
+    make(f, "launch_template: lt-0abc");
+    fake_ec2_push(f->fake, 403,
+                  "<Response><Errors><Error><Code>UnauthorizedOperation</Code><Message>You are "
+                  "not authorized to perform this operation.</Message></Error></Errors>"
+                  "<RequestID>r-denied</RequestID></Response>");
+    fake_ec2_push(f->fake, 200, run_ok);
+    assert_int_equal(cloud_launch(&f->c, G5_SPOT, CLUSTER, "tok-1", id), 0);
+    assert_string_equal(id, "i-0run");
+    assert_string_equal(P(0, "Action"), "CreateFleet");
+    assert_string_equal(P(1, "Action"), "RunInstances");
+    assert_string_equal(P(1, "ClientToken"), "tok-1");
+    assert_string_equal(P(1, "LaunchTemplate.LaunchTemplateId"), "lt-0abc");
+    assert_string_equal(P(1, "InstanceMarketOptions.MarketType"), "spot");
+
+    fake_ec2_push(f->fake, 400,
+                  "<Response><Errors><Error><Code>InvalidAction</Code><Message>CreateFleet is not "
+                  "valid for this web service.</Message></Error></Errors><RequestID>r-no-fleet"
+                  "</RequestID></Response>");
+    fake_ec2_push(f->fake, 500,
+                  "<Response><Errors><Error><Code>InsufficientInstanceCapacity</Code><Message>"
+                  "We currently do not have sufficient g5.xlarge capacity</Message></Error>"
+                  "</Errors><RequestID>r-ice</RequestID></Response>");
+    assert_int_equal(cloud_launch(&f->c, G5_SPOT, CLUSTER, "tok-2", id), ERR_CAPACITY);
+    assert_string_equal(P(3, "Action"), "RunInstances");
+    assert_string_equal(id, "i-0run");
+    cloud_free(&f->c);
+
+    make(f, "image_id: ami-0123");
+    fake_ec2_push(f->fake, 200, run_ok);
+    assert_int_equal(cloud_launch(&f->c, G5_SPOT, CLUSTER, "tok-3", id), 0);
+    assert_string_equal(P(4, "Action"), "RunInstances");
+    assert_string_equal(P(4, "ImageId"), "ami-0123");
+    assert_int_equal(fake_ec2_requests(f->fake), 5);
+#undef O
+#undef P
+}
+
+/* On-demand offers are priced by the Price List API (the region's code in the filters) and the
+ * price is cached: a second look asks EC2 for spot prices again but not the API. When the API
+ * refuses, the static table's price serves, and the API is not asked again at once. */
+static void offers__on_demand_from_the_price_list(void **state)
+{
+    struct fixture *f = *state;
+    struct fake_ec2 *pricing = fake_ec2_start(AKID, SECRET, "us-east-1");
+    static const char no_spot[] =
+        "<DescribeSpotPriceHistoryResponse " NS "><requestId>r-p</requestId>"
+        "<spotPriceHistorySet/></DescribeSpotPriceHistoryResponse>";
+    struct cloud_offer *o = NULL;
+    char line[512];
+    size_t n = 0;
+
+    assert_non_null(pricing);
+    fake_ec2_set_pricing(pricing);
+    snprintf(line, sizeof(line),
+             "image_id: ami-1\n  prices: %s/aws-prices.yaml\n  pricing_endpoint: %s",
+             CASTOR_CONFDIR, fake_ec2_url(pricing));
+    make(f, line);
+    fake_ec2_push(pricing, 200, G4_PRICE_LIST);
+    for (int round = 0; round < 2; round++) {
+        fake_ec2_push(f->fake, 200, no_spot);
+        assert_int_equal(cloud_offers(&f->c, &o, &n), 0);
+        assert_int_equal(n, 2);
+        assert_string_equal(o[1].name, G4_OD);
+        assert_float_equal(o[1].price, 3.5, 1e-12); /* not the table's 3.912 */
+        assert_true(isnan(o[0].price));             /* spot, with no price history */
+        free(o);
+    }
+    assert_int_equal(fake_ec2_requests(pricing), 1);
+    assert_int_equal(fake_ec2_requests(f->fake), 2);
+    assert_non_null(strstr(fake_ec2_body(pricing, 0), "\"g4dn.12xlarge\""));
+    assert_non_null(strstr(fake_ec2_body(pricing, 0), "\"us-east-1\""));
+    cloud_free(&f->c);
+
+    make(f, line);
+    fake_ec2_push(pricing, 400, "{\"__type\":\"AccessDeniedException\",\"message\":\"no\"}");
+    for (int round = 0; round < 2; round++) {
+        fake_ec2_push(f->fake, 200, no_spot);
+        assert_int_equal(cloud_offers(&f->c, &o, &n), 0);
+        assert_float_equal(o[1].price, 3.912, 1e-12);
+        free(o);
+    }
+    assert_int_equal(fake_ec2_requests(pricing), 2);
+    assert_int_equal(fake_ec2_auth_failures(pricing), 0);
+    assert_int_equal(fake_ec2_pending(pricing), 0);
+    fake_ec2_stop(pricing);
+}
+
+int main(void)
+{
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(launch__instant_fleet_of_the_offers_pool),
+        T(launch__fleet_errors_are_the_pools_codes),
+        T(launch__run_instances_when_the_fleet_is_refused),
+        T(offers__on_demand_from_the_price_list),
+    };
+#undef T
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
