@@ -1,4 +1,5 @@
-/* cloud_gcp.c: struct cloud_ops over the Compute Engine and Billing Catalog clients. */
+/* cloud_gcp.c: struct cloud_ops over the Compute Engine and Billing Catalog clients, with the
+ * memory of zones out of capacity and quotas reached. */
 #include "providers/gcp/cloud_gcp.h"
 
 #include <math.h>
@@ -20,6 +21,8 @@ struct offer {
     int attached; /* 1: guestAccelerators (N1) */
     int vcpus;
     double memory_gib;
+    int64_t held_until; /* UNIX seconds: left out of the offers and refused until then */
+    int held_err;       /* what a launch meets while held: ERR_CAPACITY or ERR_QUOTA */
 };
 
 struct ctx {
@@ -30,6 +33,7 @@ struct ctx {
     char *image, *disk_type, *network, *subnetwork, *service_account, *startup_script;
     long disk_gb;
     int external_ip;
+    long zone_hold_s, quota_hold_s;
     int64_t (*clock)(void *arg);
     void *hook_arg;
 };
@@ -68,11 +72,55 @@ static const struct offer *offer_of(const struct ctx *x, const struct gcp_instan
     return NULL;
 }
 
+/* ---- holds: zones out of capacity, quotas reached ---- */
+
+/* Hold o until `until` for err (a longer hold is kept). */
+static void hold(struct offer *o, int64_t until, int err)
+{
+    if (until > o->held_until) {
+        o->held_until = until;
+        o->held_err = err;
+    }
+}
+
+/* 1 when a quota on metric, met by a launch of `from`, counts the launches of o too: a metric of
+ * every region (GPUS_ALL_REGIONS: the GPU offers; CPUS_ALL_REGIONS and others: all), else the
+ * offers of from's region, of from's GPU for a GPU metric ("NVIDIA_T4_GPUS"), of spot ones only
+ * for a PREEMPTIBLE_ metric; an unnamed quota (refused before an operation) holds the region. */
+static int quota_counts(const struct offer *o, const struct offer *from, const char *metric)
+{
+    if (strstr(metric, "ALL_REGIONS"))
+        return strstr(metric, "GPUS") ? o->gpus > 0 : 1;
+    if (strcmp(o->region, from->region) != 0)
+        return 0;
+    if (strstr(metric, "_GPUS") && strcmp(o->accelerator, from->accelerator) != 0)
+        return 0;
+    return strncmp(metric, "PREEMPTIBLE_", 12) != 0 || o->spot;
+}
+
+/* A launch of `from` was refused with err (metric: the quota's, "" when not known): hold what
+ * the refusal says is out of reach. */
+static void hold_refused(struct ctx *x, const struct offer *from, int err, const char *metric)
+{
+    int64_t now = x->clock(x->hook_arg);
+
+    for (size_t i = 0; i < x->n_offers; i++) {
+        struct offer *o = &x->offers[i];
+
+        if (err == ERR_CAPACITY && strcmp(o->zone, from->zone) == 0)
+            hold(o, now + x->zone_hold_s, ERR_CAPACITY);
+        else if (err == ERR_QUOTA && (o == from || quota_counts(o, from, metric)))
+            hold(o, now + x->quota_hold_s, ERR_QUOTA);
+    }
+}
+
 static int offers(void *arg, struct cloud_offer **out, size_t *n)
 {
     struct ctx *x = arg;
     const struct gcp_prices *prices = NULL;
     struct cloud_offer *list;
+    int64_t now = x->clock(x->hook_arg);
+    size_t k = 0;
 
     if (!out || !n)
         return ERR_INVAL;
@@ -80,21 +128,24 @@ static int offers(void *arg, struct cloud_offer **out, size_t *n)
     if (!list)
         return ERR_NOMEM;
     /* without prices the offers still stand: NAN says unknown (the billing client logs why) */
-    if (x->billing && gcp_billing_prices(x->billing, x->clock(x->hook_arg), &prices, NULL) < 0)
+    if (x->billing && gcp_billing_prices(x->billing, now, &prices, NULL) < 0)
         prices = NULL;
     for (size_t i = 0; i < x->n_offers; i++) {
         const struct offer *o = &x->offers[i];
 
-        snprintf(list[i].name, sizeof(list[i].name), "%s", o->name);
-        list[i].gpus = o->gpus;
-        list[i].spot = o->spot;
-        list[i].price = prices && o->vcpus > 0
+        if (now < o->held_until)
+            continue; /* held: the planner looks elsewhere */
+        snprintf(list[k].name, sizeof(list[k].name), "%s", o->name);
+        list[k].gpus = o->gpus;
+        list[k].spot = o->spot;
+        list[k].price = prices && o->vcpus > 0
                             ? gcp_prices_node(prices, o->family, o->vcpus, o->memory_gib,
                                               o->accelerator, o->gpus, o->region, o->spot)
                             : NAN;
+        k++;
     }
     *out = list;
-    *n = x->n_offers;
+    *n = k;
     return 0;
 }
 
@@ -181,6 +232,8 @@ static int launch(void *arg, const char *offer, const char *cluster, const char 
         return ERR_UNKNOWN;
     if (!id || !gcp_label_ok(cluster) || !gcp_label_ok(token))
         return ERR_INVAL;
+    if (x->clock(x->hook_arg) < o->held_until)
+        return o->held_err; /* refused a moment ago: not asked again before the hold ends */
     rc = gcp_instance_name(cluster, token, name);
     if (rc == 0)
         rc = make_id(o->zone, name, made);
@@ -207,6 +260,9 @@ static int launch(void *arg, const char *offer, const char *cluster, const char 
     rc = gcp_instances_insert(x->compute, &q, &op, NULL);
     if (rc == 0)
         rc = gcp_operation_wait(x->compute, &op, NULL);
+    if (rc == ERR_CAPACITY || rc == ERR_QUOTA)
+        /* the operation names the quota; a refusal of the insert itself does not */
+        hold_refused(x, o, rc, op.error.err == rc ? op.error.quota_metric : "");
     /* the name is the token's: an instance of that name is this launch's, asked before */
     if (rc == ERR_CONFLICT)
         rc = same_launch(x, o->zone, name, cluster, token);
@@ -345,6 +401,8 @@ int cloud_gcp_new(const struct cloud_gcp_config *cfg, struct cloud *out, struct 
     x->startup_script = copy(cfg->instance.startup_script, &failed);
     x->disk_gb = cfg->instance.disk_gb;
     x->external_ip = cfg->instance.external_ip;
+    x->zone_hold_s = cfg->zone_hold_s > 0 ? cfg->zone_hold_s : CLOUD_GCP_ZONE_HOLD_S;
+    x->quota_hold_s = cfg->quota_hold_s > 0 ? cfg->quota_hold_s : CLOUD_GCP_QUOTA_HOLD_S;
     x->clock = cfg->clock ? cfg->clock : retry_default_clock;
     x->hook_arg = cfg->hook_arg;
     if (failed) {

@@ -829,6 +829,20 @@ void fake_gce_exhaust_zone(struct fake_gce *f, const char *zone, int details)
     pthread_mutex_unlock(&f->lock);
 }
 
+void fake_gce_restore_zone(struct fake_gce *f, const char *zone)
+{
+    pthread_mutex_lock(&f->lock);
+    for (size_t i = 0; i < f->n_exhausted;)
+        if (strcmp(f->exhausted[i], zone) == 0) {
+            f->n_exhausted--;
+            memmove(f->exhausted[i], f->exhausted[f->n_exhausted], sizeof(f->exhausted[i]));
+            f->exhausted_details[i] = f->exhausted_details[f->n_exhausted];
+        } else {
+            i++;
+        }
+    pthread_mutex_unlock(&f->lock);
+}
+
 void fake_gce_quota(struct fake_gce *f, const char *metric)
 {
     pthread_mutex_lock(&f->lock);

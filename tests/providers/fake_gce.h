@@ -40,6 +40,9 @@ void fake_gce_revoke_tokens(struct fake_gce *f);
  * details 1, _WITH_DETAILS). */
 void fake_gce_exhaust_zone(struct fake_gce *f, const char *zone, int details);
 
+/* From now on inserts in zone succeed again (capacity is back). */
+void fake_gce_restore_zone(struct fake_gce *f, const char *zone);
+
 /* From now on inserts end in QUOTA_EXCEEDED on metric (NULL: none). */
 void fake_gce_quota(struct fake_gce *f, const char *metric);
 

@@ -43,6 +43,8 @@ static void gcp_section(const struct gcp_world *w, char *buf, size_t size)
              "  compute_url: %s\n"
              "  billing_url: %s\n"
              "  poll_interval: 0.01\n"
+             "  zone_hold: 300\n"
+             "  quota_hold: 900\n"
              "  offers:\n"
              "    - machine_type: n1-standard-8\n"
              "      zone: us-central1-a\n"
@@ -146,6 +148,8 @@ static void cloud_gcp_from_conf__bad_keys_located(void **state)
         {GCP_HEAD "  prices: [a]\n" GCP_OFFER GCP_INST, ERR_PARSE, 4, 11, "cloud.prices"},
         {GCP_HEAD GCP_INST, ERR_PARSE, 2, 3, "offers: required"},
         {GCP_HEAD "  poll_interval: 0\n" GCP_OFFER GCP_INST, ERR_RANGE, 4, 18, "poll_interval"},
+        {GCP_HEAD "  zone_hold: 0\n" GCP_OFFER GCP_INST, ERR_RANGE, 4, 14, "zone_hold"},
+        {GCP_HEAD "  quota_hold: soon\n" GCP_OFFER GCP_INST, ERR_PARSE, 4, 15, "quota_hold"},
         {GCP_HEAD "  offers: n1\n" GCP_INST, ERR_PARSE, 4, 11, "list of offers"},
         {GCP_HEAD GCP_OFFER "      spot: \"yes\"\n" GCP_INST, ERR_PARSE, 7, 13, "spot"},
         {GCP_HEAD GCP_OFFER "      gpus: 2\n" GCP_INST, ERR_UNKNOWN, 7, 7, "gpus"},
