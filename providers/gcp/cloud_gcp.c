@@ -158,10 +158,11 @@ static enum cloud_state state_of(const char *status)
     return CLOUD_GONE; /* STOPPING, STOPPED, SUSPENDING, SUSPENDED, TERMINATED */
 }
 
-/* "<zone>/<name>" into id (CLOUD_ID_MAX). */
+/* "<zone>.<name>" into id (CLOUD_ID_MAX): neither holds a '.', and an id must be one segment of
+ * the API's paths (castor-node heartbeats at /v1/nodes/{id}/...). */
 static int make_id(const char *zone, const char *name, char *id)
 {
-    int n = snprintf(id, CLOUD_ID_MAX, "%s/%s", zone, name);
+    int n = snprintf(id, CLOUD_ID_MAX, "%s.%s", zone, name);
 
     return n < 0 || n >= CLOUD_ID_MAX ? ERR_RANGE : 0;
 }
@@ -207,7 +208,7 @@ static int list(void *arg, const char *cluster, struct cloud_instance **out, siz
     return 0;
 }
 
-/* The instance zone/name is the one cluster and token launched: 0, else ERR_CONFLICT. */
+/* The instance name in zone is the one cluster and token launched: 0, else ERR_CONFLICT. */
 static int same_launch(struct ctx *x, const char *zone, const char *name, const char *cluster,
                        const char *token)
 {
@@ -278,13 +279,13 @@ static int terminate(void *arg, const char *cluster, const char *id)
     struct gcp_instance in;
     struct gcp_operation op = {0};
     char zone[GCP_NAME_MAX];
-    const char *slash = id ? strchr(id, '/') : NULL;
+    const char *dot = id ? strchr(id, '.') : NULL;
     int rc;
 
-    if (!slash || (size_t)(slash - id) >= sizeof(zone) || !cluster)
+    if (!dot || (size_t)(dot - id) >= sizeof(zone) || !cluster)
         return ERR_UNKNOWN;
-    snprintf(zone, sizeof(zone), "%.*s", (int)(slash - id), id);
-    rc = gcp_instance_get(x->compute, zone, slash + 1, &in, NULL);
+    snprintf(zone, sizeof(zone), "%.*s", (int)(dot - id), id);
+    rc = gcp_instance_get(x->compute, zone, dot + 1, &in, NULL);
     if (rc == ERR_NOENT)
         return 0; /* gone already */
     if (rc == ERR_INVAL)
@@ -293,7 +294,7 @@ static int terminate(void *arg, const char *cluster, const char *id)
         return rc;
     if (strcmp(in.cluster, cluster) != 0)
         return ERR_UNKNOWN; /* not this cluster's: never terminated */
-    rc = gcp_instances_delete(x->compute, zone, slash + 1, NULL, &op, NULL);
+    rc = gcp_instances_delete(x->compute, zone, dot + 1, NULL, &op, NULL);
     if (rc == 0)
         rc = gcp_operation_wait(x->compute, &op, NULL);
     return rc == ERR_NOENT ? 0 : rc;

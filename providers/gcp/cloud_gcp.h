@@ -57,7 +57,8 @@ struct cloud_gcp_config {
 /*
  * A cloud over cfg into *out (cloud_free releases what the cloud copied, never compute or
  * billing). Offers are named "<machine type>[+<accelerator>x<count>]/<zone>/<spot|standard>".
- * Instance ids are "<zone>/<name>". A launch refused for capacity or quota starts a hold (see
+ * Instance ids are "<zone>.<name>" (castor-node's
+ * CASTOR_INSTANCE_ID; docs/gcp.md). A launch refused for capacity or quota starts a hold (see
  * zone_hold_s): until it ends, the held offers are left out of the offers' list, so that the
  * planner fails over to another zone or region, and a launch of one is refused at once
  * (ERR_CAPACITY or ERR_QUOTA) without asking Compute Engine. Errors, with e naming the offer:

@@ -169,7 +169,7 @@ static void cloud_gcp_launch__exhausted_zone_fails_over(void **state)
     assert_int_equal(cloud_launch(&f->cloud, T4_STD_A, CLUSTER, "tok-11", id), ERR_CAPACITY);
     assert_int_equal(fake_gce_requests(f->w.fake, INSERTS), asked); /* not asked */
     assert_int_equal(cloud_launch(&f->cloud, T4_SPOT_C, CLUSTER, "tok-12", id), 0);
-    assert_non_null(strstr(id, "us-central1-c/"));
+    assert_non_null(strstr(id, "us-central1-c."));
     assert_int_equal(fake_gce_instance_count(f->w.fake), 1);
 
     advance(f, 599); /* still held */
@@ -186,7 +186,7 @@ static void cloud_gcp_launch__exhausted_zone_fails_over(void **state)
     advance(f, 600);
     fake_gce_restore_zone(f->w.fake, "us-central1-a");
     assert_int_equal(cloud_launch(&f->cloud, T4_SPOT, CLUSTER, "tok-14", id), 0);
-    assert_non_null(strstr(id, "us-central1-a/"));
+    assert_non_null(strstr(id, "us-central1-a."));
     assert_int_equal(fake_gce_instance_count(f->w.fake), 2);
 }
 
@@ -259,7 +259,7 @@ static void cloud_gcp__bad_answers_then_recovery(void **state)
     free(list);
 }
 
-/* A launch waits for its operation and gives "<zone>/<name>"; the same token again gives the
+/* A launch waits for its operation and gives "<zone>.<name>"; the same token again gives the
  * same instance (one only); the instance is listed with its offer, token and state. */
 static void cloud_gcp_launch__idempotent_and_listed(void **state)
 {
@@ -270,7 +270,7 @@ static void cloud_gcp_launch__idempotent_and_listed(void **state)
 
     assert_int_equal(cloud_launch(&f->cloud, T4_SPOT, CLUSTER, "tok-1", id), 0);
     assert_int_equal(gcp_instance_name(CLUSTER, "tok-1", name), 0);
-    snprintf(want, sizeof(want), "us-central1-a/%s", name);
+    snprintf(want, sizeof(want), "us-central1-a.%s", name);
     assert_string_equal(id, want);
     assert_int_equal(cloud_launch(&f->cloud, T4_SPOT, CLUSTER, "tok-1", again), 0);
     assert_string_equal(again, id);
@@ -338,9 +338,9 @@ static void cloud_gcp_terminate__only_this_cluster(void **state)
     assert_int_equal(
         fake_gce_add_instance(f->w.fake, "us-east1-c", "old-node", CLUSTER, "t0", "STOPPING", 0),
         0);
-    assert_int_equal(cloud_terminate(&f->cloud, CLUSTER, "us-east1-c/their-node"), ERR_UNKNOWN);
-    assert_int_equal(cloud_terminate(&f->cloud, CLUSTER, "no-slash"), ERR_UNKNOWN);
-    assert_int_equal(cloud_terminate(&f->cloud, CLUSTER, "us-east1-c/Not_A_Name"), ERR_UNKNOWN);
+    assert_int_equal(cloud_terminate(&f->cloud, CLUSTER, "us-east1-c.their-node"), ERR_UNKNOWN);
+    assert_int_equal(cloud_terminate(&f->cloud, CLUSTER, "no-dot"), ERR_UNKNOWN);
+    assert_int_equal(cloud_terminate(&f->cloud, CLUSTER, "us-east1-c.Not_A_Name"), ERR_UNKNOWN);
     assert_int_equal(fake_gce_instance_count(f->w.fake), 3);
     assert_int_equal(cloud_list(&f->cloud, CLUSTER, &list, &n), 0);
     assert_int_equal(n, 2);
