@@ -172,12 +172,13 @@ static int list(void *arg, const char *cluster, struct cloud_instance **out, siz
     struct ctx *x = arg;
     struct gcp_instance *items = NULL;
     struct cloud_instance *res;
+    struct error e = {0}; /* the clients log what went wrong; e makes their lines say it */
     size_t count = 0;
     int rc;
 
     if (!out || !n)
         return ERR_INVAL;
-    rc = gcp_instances_list(x->compute, cluster, &items, &count, NULL);
+    rc = gcp_instances_list(x->compute, cluster, &items, &count, &e);
     if (rc < 0)
         return rc == ERR_CAPACITY || rc == ERR_QUOTA ? ERR_AGAIN : rc;
     res = calloc(count ? count : 1, sizeof(*res));
@@ -213,7 +214,8 @@ static int same_launch(struct ctx *x, const char *zone, const char *name, const 
                        const char *token)
 {
     struct gcp_instance in;
-    int rc = gcp_instance_get(x->compute, zone, name, &in, NULL);
+    struct error e = {0};
+    int rc = gcp_instance_get(x->compute, zone, name, &in, &e);
 
     if (rc < 0)
         return rc;
@@ -226,6 +228,7 @@ static int launch(void *arg, const char *offer, const char *cluster, const char 
     const struct offer *o = find_offer(x, offer);
     struct gcp_insert_request q = {0};
     struct gcp_operation op = {0};
+    struct error e = {0};
     char name[GCP_NAME_MAX], made[CLOUD_ID_MAX];
     int rc;
 
@@ -258,9 +261,9 @@ static int launch(void *arg, const char *offer, const char *cluster, const char 
     q.startup_script = x->startup_script;
     q.cluster = cluster;
     q.token = token;
-    rc = gcp_instances_insert(x->compute, &q, &op, NULL);
+    rc = gcp_instances_insert(x->compute, &q, &op, &e);
     if (rc == 0)
-        rc = gcp_operation_wait(x->compute, &op, NULL);
+        rc = gcp_operation_wait(x->compute, &op, &e);
     if (rc == ERR_CAPACITY || rc == ERR_QUOTA)
         /* the operation names the quota; a refusal of the insert itself does not */
         hold_refused(x, o, rc, op.error.err == rc ? op.error.quota_metric : "");
@@ -278,6 +281,7 @@ static int terminate(void *arg, const char *cluster, const char *id)
     struct ctx *x = arg;
     struct gcp_instance in;
     struct gcp_operation op = {0};
+    struct error e = {0};
     char zone[GCP_NAME_MAX];
     const char *dot = id ? strchr(id, '.') : NULL;
     int rc;
@@ -285,7 +289,7 @@ static int terminate(void *arg, const char *cluster, const char *id)
     if (!dot || (size_t)(dot - id) >= sizeof(zone) || !cluster)
         return ERR_UNKNOWN;
     snprintf(zone, sizeof(zone), "%.*s", (int)(dot - id), id);
-    rc = gcp_instance_get(x->compute, zone, dot + 1, &in, NULL);
+    rc = gcp_instance_get(x->compute, zone, dot + 1, &in, &e);
     if (rc == ERR_NOENT)
         return 0; /* gone already */
     if (rc == ERR_INVAL)
@@ -294,9 +298,9 @@ static int terminate(void *arg, const char *cluster, const char *id)
         return rc;
     if (strcmp(in.cluster, cluster) != 0)
         return ERR_UNKNOWN; /* not this cluster's: never terminated */
-    rc = gcp_instances_delete(x->compute, zone, dot + 1, NULL, &op, NULL);
+    rc = gcp_instances_delete(x->compute, zone, dot + 1, NULL, &op, &e);
     if (rc == 0)
-        rc = gcp_operation_wait(x->compute, &op, NULL);
+        rc = gcp_operation_wait(x->compute, &op, &e);
     return rc == ERR_NOENT ? 0 : rc;
 }
 

@@ -883,6 +883,29 @@ size_t fake_gce_auth_failures(const struct fake_gce *f)
     return f->auth_failures;
 }
 
+int fake_gce_instance_at(const struct fake_gce *f, size_t i, struct fake_gce_instance *out)
+{
+    int rc = -1;
+
+    pthread_mutex_lock((pthread_mutex_t *)&f->lock);
+    if (i < f->n_instances) {
+        const struct instance *in = &f->instances[i];
+
+        memset(out, 0, sizeof(*out));
+        snprintf(out->zone, sizeof(out->zone), "%s", in->zone);
+        snprintf(out->name, sizeof(out->name), "%s", in->name);
+        snprintf(out->cluster, sizeof(out->cluster), "%s", in->cluster);
+        snprintf(out->token, sizeof(out->token), "%s", in->token);
+        snprintf(out->status, sizeof(out->status), "%s", in->status);
+        snprintf(out->machine, sizeof(out->machine), "%s", in->machine);
+        out->spot = in->spot;
+        out->live = f->live[i];
+        rc = 0;
+    }
+    pthread_mutex_unlock((pthread_mutex_t *)&f->lock);
+    return rc;
+}
+
 size_t fake_gce_instance_count(const struct fake_gce *f)
 {
     size_t n = 0;

@@ -64,6 +64,17 @@ size_t fake_gce_requests(const struct fake_gce *f, const char *prefix);
 size_t fake_gce_tokens_issued(const struct fake_gce *f);
 size_t fake_gce_auth_failures(const struct fake_gce *f);
 
+/* One instance as the fake holds it, for tests that boot what a controller launched. */
+struct fake_gce_instance {
+    char zone[64], name[64], cluster[64], token[64], status[16], machine[64];
+    int spot;
+    int live; /* 0 once deleted */
+};
+
+/* The i-th instance ever created (0, 1, ...; deleted ones stay, live 0) into *out. 0, or -1 past
+ * the last. */
+int fake_gce_instance_at(const struct fake_gce *f, size_t i, struct fake_gce_instance *out);
+
 /* Instances there now. */
 size_t fake_gce_instance_count(const struct fake_gce *f);
 
