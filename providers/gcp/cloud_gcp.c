@@ -167,6 +167,25 @@ static int make_id(const char *zone, const char *name, char *id)
     return n < 0 || n >= CLOUD_ID_MAX ? ERR_RANGE : 0;
 }
 
+/* 1 for an instance that is off and stays off: castor never starts one again. */
+static int stopped(const char *status)
+{
+    return strcmp(status, "TERMINATED") == 0 || strcmp(status, "STOPPED") == 0 ||
+           strcmp(status, "SUSPENDED") == 0;
+}
+
+/* Delete a stopped instance of the cluster (a standard VM stopped for its host's maintenance
+ * stays, with its disk, until deleted); it is reported gone either way. A failure is logged by
+ * the client and tried again at the next list. */
+static void delete_stopped(struct ctx *x, const struct gcp_instance *in)
+{
+    struct gcp_operation op = {0};
+    struct error e = {0};
+
+    if (gcp_instances_delete(x->compute, in->zone, in->name, NULL, &op, &e) == 0)
+        gcp_operation_wait(x->compute, &op, &e);
+}
+
 static int list(void *arg, const char *cluster, struct cloud_instance **out, size_t *n)
 {
     struct ctx *x = arg;
@@ -202,6 +221,8 @@ static int list(void *arg, const char *cluster, struct cloud_instance **out, siz
         snprintf(res[i].token, sizeof(res[i].token), "%s", items[i].token);
         res[i].state = state_of(items[i].status);
         res[i].launched = (double)items[i].created;
+        if (stopped(items[i].status))
+            delete_stopped(x, &items[i]);
     }
     free(items);
     *out = res;

@@ -61,10 +61,12 @@ struct cloud_gcp_config {
  * CASTOR_INSTANCE_ID; docs/gcp.md). A launch refused for capacity or quota starts a hold (see
  * zone_hold_s): until it ends, the held offers are left out of the offers' list, so that the
  * planner fails over to another zone or region, and a launch of one is refused at once
- * (ERR_CAPACITY or ERR_QUOTA) without asking Compute Engine. Errors, with e naming the offer:
- * ERR_INVAL (no compute, no source image, no offer, an offer without machine type or zone, GPUs
- * attached to a type that carries its own, a name too long), ERR_CONFLICT (two offers with one
- * name), ERR_NOMEM; *out then untouched.
+ * (ERR_CAPACITY or ERR_QUOTA) without asking Compute Engine. Listing deletes the cluster's
+ * instances that are stopped (TERMINATED, STOPPED, SUSPENDED: after a host's maintenance, say)
+ * and reports them gone: castor never starts one again, and a stopped one keeps its disk. Errors,
+ * with e naming the offer: ERR_INVAL (no compute, no source image, no offer, an offer without
+ * machine type or zone, GPUs attached to a type that carries its own, a name too long),
+ * ERR_CONFLICT (two offers with one name), ERR_NOMEM; *out then untouched.
  */
 int cloud_gcp_new(const struct cloud_gcp_config *cfg, struct cloud *out, struct error *e);
 

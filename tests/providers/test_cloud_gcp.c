@@ -352,6 +352,35 @@ static void cloud_gcp_terminate__only_this_cluster(void **state)
     assert_int_equal(cloud_terminate(&f->cloud, CLUSTER, id), 0);
 }
 
+/* A stopped instance of the cluster (its host's maintenance stopped it) is listed as gone and
+ * deleted; one of another cluster is left alone. */
+static void cloud_gcp_list__stopped_instances_deleted(void **state)
+{
+    struct fixture *f = *state;
+    struct cloud_instance *list = NULL;
+    size_t n = 0;
+
+    assert_int_equal(fake_gce_add_instance(f->w.fake, "us-central1-b", "off-node", CLUSTER, "t1",
+                                           "TERMINATED", 0),
+                     0);
+    assert_int_equal(
+        fake_gce_add_instance(f->w.fake, "us-central1-b", "on-node", CLUSTER, "t2", NULL, 0), 0);
+    assert_int_equal(
+        fake_gce_add_instance(f->w.fake, "us-central1-b", "theirs", "beta", "t3", "TERMINATED", 0),
+        0);
+    assert_int_equal(cloud_list(&f->cloud, CLUSTER, &list, &n), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(list[0].id, "us-central1-b.off-node");
+    assert_int_equal(list[0].state, CLOUD_GONE);
+    assert_int_equal(list[1].state, CLOUD_RUNNING);
+    free(list);
+    assert_int_equal(fake_gce_instance_count(f->w.fake), 2); /* theirs and on-node */
+    assert_int_equal(cloud_list(&f->cloud, CLUSTER, &list, &n), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(list[0].id, "us-central1-b.on-node");
+    free(list);
+}
+
 /* Configurations refused before anything is asked. */
 static void cloud_gcp_new__refusals(void **state)
 {
@@ -384,11 +413,16 @@ int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
     const struct CMUnitTest tests[] = {
-        T(cloud_gcp_offers__named_and_priced),          T(cloud_gcp_launch__idempotent_and_listed),
-        T(cloud_gcp_launch__name_already_taken),        T(cloud_gcp_launch__failures),
-        T(cloud_gcp_terminate__only_this_cluster),      T(cloud_gcp_new__refusals),
-        T(cloud_gcp_launch__exhausted_zone_fails_over), T(cloud_gcp_launch__quota_held_by_region),
+        T(cloud_gcp_offers__named_and_priced),
+        T(cloud_gcp_launch__idempotent_and_listed),
+        T(cloud_gcp_launch__name_already_taken),
+        T(cloud_gcp_launch__failures),
+        T(cloud_gcp_terminate__only_this_cluster),
+        T(cloud_gcp_new__refusals),
+        T(cloud_gcp_launch__exhausted_zone_fails_over),
+        T(cloud_gcp_launch__quota_held_by_region),
         T(cloud_gcp__bad_answers_then_recovery),
+        T(cloud_gcp_list__stopped_instances_deleted),
     };
 #undef T
 
