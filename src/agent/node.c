@@ -848,10 +848,10 @@ static void nd_watch_emit(void *arg, const struct watch_event *ev)
     }
     if (isfinite(left))
         v.sival_int = left * 1000 < 1 ? 1 : left * 1000 > 2e9 ? 2000000000 : (int)(left * 1000);
-    nd_log(c->n, LOG_WARN, NULL, "%s from the cloud: forwarded as a notice (%s%.1f s)",
-           ev->kind == WATCH_PREEMPT     ? "an interruption notice"
-           : ev->kind == WATCH_REBALANCE ? "a rebalance recommendation"
-                                         : "a maintenance event that stops the instance",
+    nd_log(c->n, LOG_WARN, NULL, "the cloud's %s: forwarded as a notice (%s%.1f s)",
+           ev->kind == WATCH_PREEMPT     ? "interruption notice"
+           : ev->kind == WATCH_REBALANCE ? "rebalance recommendation"
+                                         : "maintenance event (the instance will be stopped)",
            isfinite(left) ? "" : "no deadline; ", isfinite(left) ? left : 0.0);
     sigqueue(c->parent, SIGUSR1, v);
 }

@@ -604,7 +604,7 @@ static void castor_node__forwards_the_imds_interruption_notice(void **state)
     META_SET(&f->m, action, doc);
     assert_true(proc_wait_for(noticed, &seen, 5));
     assert_true(fabs(seen.deadline - (double)t) < 1.0);
-    assert_true(log_says(f->nodelog, "an interruption notice from the cloud"));
+    assert_true(log_says(f->nodelog, "the cloud's interruption notice: forwarded"));
     assert_true(proc_alive(f->node)); /* it stays until the cloud takes it */
 }
 

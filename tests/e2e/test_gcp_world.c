@@ -5,14 +5,18 @@
  * castor-node process for every instance the fake holds RUNNING (as the instance's startup script
  * would, with CASTOR_INSTANCE_ID "<zone>.<name>") and stops it when the instance is deleted. The
  * cheapest zone is out of capacity (ZONE_RESOURCE_POOL_EXHAUSTED): the controller asks it once,
- * holds that whole zone and fails over to another. Then: the job finishes on the instance in the
- * other zone, the fleet shrinks and its instances are deleted, the controller stops cleanly, and
+ * holds that whole zone and fails over to another. Each VM has a metadata server of its own, which
+ * castor-node watches (gce-metadata): while the job runs, its VM's host announces maintenance
+ * (TERMINATE_ON_HOST_MAINTENANCE), the controller hears of it at once, and the VM is switched off
+ * (TERMINATED). Then: the job resumes from its checkpoint on a new VM and finishes, the stopped VM
+ * is deleted, the fleet shrinks and its instances are deleted, the controller stops cleanly, and
  * no instance or process is left. */
 #define _XOPEN_SOURCE 700 /* nftw */
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <math.h>
+#include <pthread.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -30,6 +34,7 @@
 #include <cmocka.h>
 
 #include "providers/gcp_fixture.h"
+#include "support/loopback_http.h"
 #include "support/process.h"
 #include "util/http_client.h"
 #include "util/json.h"
@@ -39,13 +44,38 @@
 #define TOKEN_JOB "e2e-job-token-0123456789abcdef"
 #define TOKEN_USER "e2e-user-token-0123456789abcdef"
 #define JOB "delta"
-#define EPOCHS 10   /* of cifar10: about 400 emulated seconds on one GPU */
+#define EPOCHS 25   /* of cifar10: about 1,000 emulated seconds on one GPU */
 #define SPEED 100.0 /* emulated seconds per real second */
 #define LOCAL_BSZ 128
 #define MAX_BOOTED 64
 #define ZONE_OUT "us-central1-a" /* out of capacity: its spot offer is the cheapest */
 #define ZONE_IN "us-central1-b"
 #define INSERTS_IN(zone) FAKE_GCE_COMPUTE "/projects/" GCP_PROJECT "/zones/" zone "/instances"
+
+/* A VM's metadata server: its preempted flag and its maintenance event. */
+struct vm_meta {
+    struct lh_server *server;
+    pthread_mutex_t lock;
+    char url[64];
+    char maintenance[64];
+};
+
+static void vm_meta_handle(void *arg, const struct lh_request *req, struct lh_reply *r)
+{
+    struct vm_meta *m = arg;
+    const char *flavor = lh_header(req, "Metadata-Flavor");
+
+    pthread_mutex_lock(&m->lock);
+    if (!flavor || strcmp(flavor, "Google") != 0)
+        lh_reply_text(r, 403, "text/html", "Missing Metadata-Flavor:Google header.");
+    else if (strncmp(req->target, "/computeMetadata/v1/instance/preempted", 38) == 0)
+        lh_reply_text(r, 200, "application/text", "FALSE");
+    else if (strcmp(req->target, "/computeMetadata/v1/instance/maintenance-event") == 0)
+        lh_reply_text(r, 200, "application/text", m->maintenance);
+    else
+        lh_reply_text(r, 404, "text/html", "Not Found");
+    pthread_mutex_unlock(&m->lock);
+}
 
 struct world {
     char dir[64];
@@ -60,6 +90,7 @@ struct world {
     pid_t node[MAX_BOOTED];
     int stopped[MAX_BOOTED]; /* 1: its instance was deleted and the node stopped */
     char node_id[MAX_BOOTED][128];
+    struct vm_meta meta[MAX_BOOTED];
 };
 
 static const char *wpath(struct world *w, const char *name)
@@ -181,12 +212,16 @@ static int log_count(const char *path, const char *text)
 static void boot(struct world *w, size_t i, const struct fake_gce_instance *in)
 {
     static char *const argv[] = {"castor-node", NULL};
-    char url[96], id[160], token[128], ntf[200], jtf[200], log[200];
+    char url[96], id[160], token[128], ntf[200], jtf[200], log[200], meta[128];
     const char *const env[] = {url,
                                id,
                                token,
                                ntf,
                                jtf,
+                               meta,
+                               "CASTOR_NODE_CLOUD=gce-metadata",
+                               "CASTOR_NODE_WATCH_INTERVAL_S=0.2",
+                               "CASTOR_NODE_METADATA_WAIT_S=1",
                                "CASTOR_CLUSTER=" CLUSTER,
                                "CASTOR_FAKE_GPUS=1:16",
                                "CASTOR_NODE_HEARTBEAT_S=0.3",
@@ -195,6 +230,11 @@ static void boot(struct world *w, size_t i, const struct fake_gce_instance *in)
                                "CASTOR_NODE_BACKOFF_MAX_S=0.5",
                                NULL};
 
+    pthread_mutex_init(&w->meta[i].lock, NULL);
+    snprintf(w->meta[i].maintenance, sizeof(w->meta[i].maintenance), "NONE");
+    assert_int_equal(lh_start(vm_meta_handle, &w->meta[i], &w->meta[i].server), 0);
+    lh_url(w->meta[i].server, w->meta[i].url, sizeof(w->meta[i].url));
+    snprintf(meta, sizeof(meta), "CASTOR_NODE_METADATA_URL=%s", w->meta[i].url);
     snprintf(w->node_id[i], sizeof(w->node_id[i]), "%s.%s", in->zone, in->name);
     snprintf(url, sizeof(url), "CASTOR_URL=http://127.0.0.1:%d", w->port);
     snprintf(id, sizeof(id), "CASTOR_INSTANCE_ID=%s", w->node_id[i]);
@@ -220,6 +260,10 @@ static void boot_tick(struct world *w)
             boot(w, i, &in);
         if (!in.live && w->node[i] > 0 && !w->stopped[i]) {
             kill(w->node[i], SIGTERM); /* the VM is gone, its agent with it */
+            w->stopped[i] = 1;
+        }
+        if (in.live && strcmp(in.status, "TERMINATED") == 0 && w->node[i] > 0 && !w->stopped[i]) {
+            kill(w->node[i], SIGKILL); /* the VM was switched off */
             w->stopped[i] = 1;
         }
     }
@@ -329,6 +373,59 @@ static int job_finished(void *ctx)
     return job_is(ctx, "finished");
 }
 
+/* The job has run and written a checkpoint. */
+static int job_checkpointed(void *ctx)
+{
+    struct world *w = ctx;
+    struct jv *v = NULL;
+    double progress = 0;
+
+    boot_tick(w);
+    proc_sleep(0.1);
+    if (get(w, "/v1/jobs/" JOB, &v) == 200)
+        jv_number_value(jv_get(v, "checkpoint_progress"), &progress);
+    jv_free(v);
+    return progress > 0;
+}
+
+/* The booted node the controller's fleet says has had a notice; its index, or -1. */
+static int noticed_node(struct world *w)
+{
+    struct jv *v = NULL;
+    int found = -1;
+
+    if (get(w, "/v1/fleet", &v) != 200) {
+        jv_free(v);
+        return -1;
+    }
+    for (size_t k = 0; k < jv_size(jv_get(v, "nodes")); k++) {
+        const struct jv *n = jv_at(jv_get(v, "nodes"), k);
+        const char *id = jv_string_value(jv_get(n, "instance_id"));
+        double at = NAN;
+
+        jv_number_value(jv_get(n, "notice_at"), &at);
+        for (int i = 0; id && isfinite(at) && i < MAX_BOOTED; i++)
+            if (strcmp(w->node_id[i], id) == 0)
+                found = i;
+    }
+    jv_free(v);
+    return found;
+}
+
+struct notice_want {
+    struct world *w;
+    int index;
+};
+
+static int node_noticed(void *ctx)
+{
+    struct notice_want *q = ctx;
+
+    boot_tick(q->w);
+    proc_sleep(0.05);
+    return noticed_node(q->w) == q->index;
+}
+
 static int fleet_empty(void *ctx)
 {
     struct world *w = ctx;
@@ -404,6 +501,11 @@ static int world_teardown(void **state)
                 proc_dump_log(w->node_id[i], log);
             }
     }
+    for (size_t i = 0; i < MAX_BOOTED; i++)
+        if (w->meta[i].server) {
+            lh_stop(w->meta[i].server);
+            pthread_mutex_destroy(&w->meta[i].lock);
+        }
     fake_gce_stop(w->fake);
     http_client_free(w->http);
     if (!getenv("CASTOR_TEST_KEEP"))
@@ -416,8 +518,9 @@ static void gcp_world__job_runs_after_zone_failover_and_nothing_leaks(void **sta
 {
     struct world *w = *state;
     struct fake_gce_instance in;
+    struct notice_want notice = {w, -1};
     char uri[160];
-    int booted = 0, status;
+    int booted = 0, status, victim = -1, resumed = 0;
 
     w->port = free_port();
     write_file(wpath(w, "node.token"), TOKEN_NODE "\n", 0600);
@@ -436,9 +539,40 @@ static void gcp_world__job_runs_after_zone_failover_and_nothing_leaks(void **sta
     assert_int_equal(submit(w, wpath(w, JOB ".yaml")), 0);
     step(w, "job submitted; waiting for an instance, its castor-node and the replica");
     assert_true(proc_wait_for(job_running, w, 60));
-    step(w, "the job runs");
-    assert_true(proc_wait_for(job_finished, w, 90));
+    assert_true(proc_wait_for(job_checkpointed, w, 30));
+    step(w, "the job runs and has checkpointed");
+
+    /* its VM's host goes into maintenance: castor-node's watcher reads the event from the VM's
+     * metadata server and the controller hears of it; then the VM is switched off */
+    for (size_t i = 0; i < MAX_BOOTED; i++)
+        if (w->node_id[i][0])
+            victim = (int)i;
+    assert_true(victim >= 0);
+    pthread_mutex_lock(&w->meta[victim].lock);
+    snprintf(w->meta[victim].maintenance, sizeof(w->meta[victim].maintenance),
+             "TERMINATE_ON_HOST_MAINTENANCE");
+    pthread_mutex_unlock(&w->meta[victim].lock);
+    notice.index = victim;
+    assert_true(proc_wait_for(node_noticed, &notice, 20));
+    step(w, "the maintenance event reached the controller as a notice");
+    assert_int_equal(
+        fake_gce_set_status(w->fake, ZONE_IN, strchr(w->node_id[victim], '.') + 1, "TERMINATED"),
+        0);
+    step(w, "the VM is off (TERMINATED); the job moves");
+    assert_true(proc_wait_for(job_finished, w, 120));
     step(w, "the job finished");
+    for (size_t i = 0; i < MAX_BOOTED; i++) {
+        char log[200], *text, *at;
+
+        if (!w->node_id[i][0] || (int)i == victim)
+            continue;
+        snprintf(log, sizeof(log), "%s/node-%zu.log", w->dir, i);
+        text = proc_slurp(log);
+        at = text ? strstr(text, "rank 0: start: progress ") : NULL;
+        resumed |= at && strtod(at + strlen("rank 0: start: progress "), NULL) > 0;
+        free(text);
+    }
+    assert_true(resumed); /* on another VM, from its checkpoint */
 
     /* the exhausted zone was asked once: its other offer was held with it */
     assert_int_equal(fake_gce_requests(w->fake, INSERTS_IN(ZONE_OUT)), 1);
@@ -448,7 +582,7 @@ static void gcp_world__job_runs_after_zone_failover_and_nothing_leaks(void **sta
         assert_string_equal(in.zone, ZONE_IN);
         booted += w->node_id[i][0] != '\0';
     }
-    assert_true(booted >= 1);
+    assert_true(booted >= 2); /* the first, and the one after the maintenance */
 
     step(w, "waiting for the fleet to shrink (a node is kept its first minute)");
     assert_true(proc_wait_for(fleet_empty, w, 120));

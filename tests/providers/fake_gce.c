@@ -883,6 +883,18 @@ size_t fake_gce_auth_failures(const struct fake_gce *f)
     return f->auth_failures;
 }
 
+int fake_gce_set_status(struct fake_gce *f, const char *zone, const char *name, const char *status)
+{
+    int i;
+
+    pthread_mutex_lock(&f->lock);
+    i = find_instance(f, zone, name);
+    if (i >= 0)
+        snprintf(f->instances[i].status, sizeof(f->instances[i].status), "%s", status);
+    pthread_mutex_unlock(&f->lock);
+    return i < 0 ? -1 : 0;
+}
+
 int fake_gce_instance_at(const struct fake_gce *f, size_t i, struct fake_gce_instance *out)
 {
     int rc = -1;

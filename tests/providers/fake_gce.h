@@ -64,6 +64,10 @@ size_t fake_gce_requests(const struct fake_gce *f, const char *prefix);
 size_t fake_gce_tokens_issued(const struct fake_gce *f);
 size_t fake_gce_auth_failures(const struct fake_gce *f);
 
+/* Set the status of the live instance name in zone (as Compute Engine does when it stops one
+ * for its host's maintenance: "TERMINATED"). 0, or -1 when there is none. */
+int fake_gce_set_status(struct fake_gce *f, const char *zone, const char *name, const char *status);
+
 /* One instance as the fake holds it, for tests that boot what a controller launched. */
 struct fake_gce_instance {
     char zone[64], name[64], cluster[64], token[64], status[16], machine[64];
