@@ -1,4 +1,5 @@
-/* cloud_gcp.c: struct cloud_ops over the Compute Engine and Billing Catalog clients. */
+/* cloud_gcp.c: struct cloud_ops over the Compute Engine and Billing Catalog clients, with the
+ * memory of zones out of capacity and quotas reached. */
 #include "providers/gcp/cloud_gcp.h"
 
 #include <math.h>
@@ -20,6 +21,8 @@ struct offer {
     int attached; /* 1: guestAccelerators (N1) */
     int vcpus;
     double memory_gib;
+    int64_t held_until; /* UNIX seconds: left out of the offers and refused until then */
+    int held_err;       /* what a launch meets while held: ERR_CAPACITY or ERR_QUOTA */
 };
 
 struct ctx {
@@ -30,6 +33,7 @@ struct ctx {
     char *image, *disk_type, *network, *subnetwork, *service_account, *startup_script;
     long disk_gb;
     int external_ip;
+    long zone_hold_s, quota_hold_s;
     int64_t (*clock)(void *arg);
     void *hook_arg;
 };
@@ -68,11 +72,55 @@ static const struct offer *offer_of(const struct ctx *x, const struct gcp_instan
     return NULL;
 }
 
+/* ---- holds: zones out of capacity, quotas reached ---- */
+
+/* Hold o until `until` for err (a longer hold is kept). */
+static void hold(struct offer *o, int64_t until, int err)
+{
+    if (until > o->held_until) {
+        o->held_until = until;
+        o->held_err = err;
+    }
+}
+
+/* 1 when a quota on metric, met by a launch of `from`, counts the launches of o too: a metric of
+ * every region (GPUS_ALL_REGIONS: the GPU offers; CPUS_ALL_REGIONS and others: all), else the
+ * offers of from's region, of from's GPU for a GPU metric ("NVIDIA_T4_GPUS"), of spot ones only
+ * for a PREEMPTIBLE_ metric; an unnamed quota (refused before an operation) holds the region. */
+static int quota_counts(const struct offer *o, const struct offer *from, const char *metric)
+{
+    if (strstr(metric, "ALL_REGIONS"))
+        return strstr(metric, "GPUS") ? o->gpus > 0 : 1;
+    if (strcmp(o->region, from->region) != 0)
+        return 0;
+    if (strstr(metric, "_GPUS") && strcmp(o->accelerator, from->accelerator) != 0)
+        return 0;
+    return strncmp(metric, "PREEMPTIBLE_", 12) != 0 || o->spot;
+}
+
+/* A launch of `from` was refused with err (metric: the quota's, "" when not known): hold what
+ * the refusal says is out of reach. */
+static void hold_refused(struct ctx *x, const struct offer *from, int err, const char *metric)
+{
+    int64_t now = x->clock(x->hook_arg);
+
+    for (size_t i = 0; i < x->n_offers; i++) {
+        struct offer *o = &x->offers[i];
+
+        if (err == ERR_CAPACITY && strcmp(o->zone, from->zone) == 0)
+            hold(o, now + x->zone_hold_s, ERR_CAPACITY);
+        else if (err == ERR_QUOTA && (o == from || quota_counts(o, from, metric)))
+            hold(o, now + x->quota_hold_s, ERR_QUOTA);
+    }
+}
+
 static int offers(void *arg, struct cloud_offer **out, size_t *n)
 {
     struct ctx *x = arg;
     const struct gcp_prices *prices = NULL;
     struct cloud_offer *list;
+    int64_t now = x->clock(x->hook_arg);
+    size_t k = 0;
 
     if (!out || !n)
         return ERR_INVAL;
@@ -80,21 +128,24 @@ static int offers(void *arg, struct cloud_offer **out, size_t *n)
     if (!list)
         return ERR_NOMEM;
     /* without prices the offers still stand: NAN says unknown (the billing client logs why) */
-    if (x->billing && gcp_billing_prices(x->billing, x->clock(x->hook_arg), &prices, NULL) < 0)
+    if (x->billing && gcp_billing_prices(x->billing, now, &prices, NULL) < 0)
         prices = NULL;
     for (size_t i = 0; i < x->n_offers; i++) {
         const struct offer *o = &x->offers[i];
 
-        snprintf(list[i].name, sizeof(list[i].name), "%s", o->name);
-        list[i].gpus = o->gpus;
-        list[i].spot = o->spot;
-        list[i].price = prices && o->vcpus > 0
+        if (now < o->held_until)
+            continue; /* held: the planner looks elsewhere */
+        snprintf(list[k].name, sizeof(list[k].name), "%s", o->name);
+        list[k].gpus = o->gpus;
+        list[k].spot = o->spot;
+        list[k].price = prices && o->vcpus > 0
                             ? gcp_prices_node(prices, o->family, o->vcpus, o->memory_gib,
                                               o->accelerator, o->gpus, o->region, o->spot)
                             : NAN;
+        k++;
     }
     *out = list;
-    *n = x->n_offers;
+    *n = k;
     return 0;
 }
 
@@ -107,12 +158,32 @@ static enum cloud_state state_of(const char *status)
     return CLOUD_GONE; /* STOPPING, STOPPED, SUSPENDING, SUSPENDED, TERMINATED */
 }
 
-/* "<zone>/<name>" into id (CLOUD_ID_MAX). */
+/* "<zone>.<name>" into id (CLOUD_ID_MAX): neither holds a '.', and an id must be one segment of
+ * the API's paths (castor-node heartbeats at /v1/nodes/{id}/...). */
 static int make_id(const char *zone, const char *name, char *id)
 {
-    int n = snprintf(id, CLOUD_ID_MAX, "%s/%s", zone, name);
+    int n = snprintf(id, CLOUD_ID_MAX, "%s.%s", zone, name);
 
     return n < 0 || n >= CLOUD_ID_MAX ? ERR_RANGE : 0;
+}
+
+/* 1 for an instance that is off and stays off: castor never starts one again. */
+static int stopped(const char *status)
+{
+    return strcmp(status, "TERMINATED") == 0 || strcmp(status, "STOPPED") == 0 ||
+           strcmp(status, "SUSPENDED") == 0;
+}
+
+/* Delete a stopped instance of the cluster (a standard VM stopped for its host's maintenance
+ * stays, with its disk, until deleted); it is reported gone either way. A failure is logged by
+ * the client and tried again at the next list. */
+static void delete_stopped(struct ctx *x, const struct gcp_instance *in)
+{
+    struct gcp_operation op = {0};
+    struct error e = {0};
+
+    if (gcp_instances_delete(x->compute, in->zone, in->name, NULL, &op, &e) == 0)
+        gcp_operation_wait(x->compute, &op, &e);
 }
 
 static int list(void *arg, const char *cluster, struct cloud_instance **out, size_t *n)
@@ -120,12 +191,13 @@ static int list(void *arg, const char *cluster, struct cloud_instance **out, siz
     struct ctx *x = arg;
     struct gcp_instance *items = NULL;
     struct cloud_instance *res;
+    struct error e = {0}; /* the clients log what went wrong; e makes their lines say it */
     size_t count = 0;
     int rc;
 
     if (!out || !n)
         return ERR_INVAL;
-    rc = gcp_instances_list(x->compute, cluster, &items, &count, NULL);
+    rc = gcp_instances_list(x->compute, cluster, &items, &count, &e);
     if (rc < 0)
         return rc == ERR_CAPACITY || rc == ERR_QUOTA ? ERR_AGAIN : rc;
     res = calloc(count ? count : 1, sizeof(*res));
@@ -149,6 +221,8 @@ static int list(void *arg, const char *cluster, struct cloud_instance **out, siz
         snprintf(res[i].token, sizeof(res[i].token), "%s", items[i].token);
         res[i].state = state_of(items[i].status);
         res[i].launched = (double)items[i].created;
+        if (stopped(items[i].status))
+            delete_stopped(x, &items[i]);
     }
     free(items);
     *out = res;
@@ -156,12 +230,13 @@ static int list(void *arg, const char *cluster, struct cloud_instance **out, siz
     return 0;
 }
 
-/* The instance zone/name is the one cluster and token launched: 0, else ERR_CONFLICT. */
+/* The instance name in zone is the one cluster and token launched: 0, else ERR_CONFLICT. */
 static int same_launch(struct ctx *x, const char *zone, const char *name, const char *cluster,
                        const char *token)
 {
     struct gcp_instance in;
-    int rc = gcp_instance_get(x->compute, zone, name, &in, NULL);
+    struct error e = {0};
+    int rc = gcp_instance_get(x->compute, zone, name, &in, &e);
 
     if (rc < 0)
         return rc;
@@ -174,6 +249,7 @@ static int launch(void *arg, const char *offer, const char *cluster, const char 
     const struct offer *o = find_offer(x, offer);
     struct gcp_insert_request q = {0};
     struct gcp_operation op = {0};
+    struct error e = {0};
     char name[GCP_NAME_MAX], made[CLOUD_ID_MAX];
     int rc;
 
@@ -181,6 +257,8 @@ static int launch(void *arg, const char *offer, const char *cluster, const char 
         return ERR_UNKNOWN;
     if (!id || !gcp_label_ok(cluster) || !gcp_label_ok(token))
         return ERR_INVAL;
+    if (x->clock(x->hook_arg) < o->held_until)
+        return o->held_err; /* refused a moment ago: not asked again before the hold ends */
     rc = gcp_instance_name(cluster, token, name);
     if (rc == 0)
         rc = make_id(o->zone, name, made);
@@ -204,9 +282,12 @@ static int launch(void *arg, const char *offer, const char *cluster, const char 
     q.startup_script = x->startup_script;
     q.cluster = cluster;
     q.token = token;
-    rc = gcp_instances_insert(x->compute, &q, &op, NULL);
+    rc = gcp_instances_insert(x->compute, &q, &op, &e);
     if (rc == 0)
-        rc = gcp_operation_wait(x->compute, &op, NULL);
+        rc = gcp_operation_wait(x->compute, &op, &e);
+    if (rc == ERR_CAPACITY || rc == ERR_QUOTA)
+        /* the operation names the quota; a refusal of the insert itself does not */
+        hold_refused(x, o, rc, op.error.err == rc ? op.error.quota_metric : "");
     /* the name is the token's: an instance of that name is this launch's, asked before */
     if (rc == ERR_CONFLICT)
         rc = same_launch(x, o->zone, name, cluster, token);
@@ -221,14 +302,15 @@ static int terminate(void *arg, const char *cluster, const char *id)
     struct ctx *x = arg;
     struct gcp_instance in;
     struct gcp_operation op = {0};
+    struct error e = {0};
     char zone[GCP_NAME_MAX];
-    const char *slash = id ? strchr(id, '/') : NULL;
+    const char *dot = id ? strchr(id, '.') : NULL;
     int rc;
 
-    if (!slash || (size_t)(slash - id) >= sizeof(zone) || !cluster)
+    if (!dot || (size_t)(dot - id) >= sizeof(zone) || !cluster)
         return ERR_UNKNOWN;
-    snprintf(zone, sizeof(zone), "%.*s", (int)(slash - id), id);
-    rc = gcp_instance_get(x->compute, zone, slash + 1, &in, NULL);
+    snprintf(zone, sizeof(zone), "%.*s", (int)(dot - id), id);
+    rc = gcp_instance_get(x->compute, zone, dot + 1, &in, &e);
     if (rc == ERR_NOENT)
         return 0; /* gone already */
     if (rc == ERR_INVAL)
@@ -237,9 +319,9 @@ static int terminate(void *arg, const char *cluster, const char *id)
         return rc;
     if (strcmp(in.cluster, cluster) != 0)
         return ERR_UNKNOWN; /* not this cluster's: never terminated */
-    rc = gcp_instances_delete(x->compute, zone, slash + 1, NULL, &op, NULL);
+    rc = gcp_instances_delete(x->compute, zone, dot + 1, NULL, &op, &e);
     if (rc == 0)
-        rc = gcp_operation_wait(x->compute, &op, NULL);
+        rc = gcp_operation_wait(x->compute, &op, &e);
     return rc == ERR_NOENT ? 0 : rc;
 }
 
@@ -345,6 +427,8 @@ int cloud_gcp_new(const struct cloud_gcp_config *cfg, struct cloud *out, struct 
     x->startup_script = copy(cfg->instance.startup_script, &failed);
     x->disk_gb = cfg->instance.disk_gb;
     x->external_ip = cfg->instance.external_ip;
+    x->zone_hold_s = cfg->zone_hold_s > 0 ? cfg->zone_hold_s : CLOUD_GCP_ZONE_HOLD_S;
+    x->quota_hold_s = cfg->quota_hold_s > 0 ? cfg->quota_hold_s : CLOUD_GCP_QUOTA_HOLD_S;
     x->clock = cfg->clock ? cfg->clock : retry_default_clock;
     x->hook_arg = cfg->hook_arg;
     if (failed) {

@@ -35,23 +35,38 @@ struct cloud_gcp_template {
     const char *startup_script;
 };
 
+#define CLOUD_GCP_ZONE_HOLD_S 600   /* an exhausted zone is left alone 10 minutes */
+#define CLOUD_GCP_QUOTA_HOLD_S 1800 /* a quota reached, 30 minutes */
+
 struct cloud_gcp_config {
     struct gcp_compute *compute; /* required; borrowed: it must outlive the cloud */
     struct gcp_billing *billing; /* NULL: prices unknown (NAN); borrowed */
     const struct cloud_gcp_offer *offers;
     size_t n_offers;
     struct cloud_gcp_template instance;
-    int64_t (*clock)(void *arg); /* the time prices are asked for; NULL: time() */
+    /* How long a refusal keeps offers out (seconds; 0: the defaults below): an exhausted zone
+     * (ZONE_RESOURCE_POOL_EXHAUSTED) holds every offer of that zone; a quota (QUOTA_EXCEEDED)
+     * holds the offers of the region it counts in, or every GPU offer for GPUS_ALL_REGIONS. */
+    long zone_hold_s;  /* 0: CLOUD_GCP_ZONE_HOLD_S */
+    long quota_hold_s; /* 0: CLOUD_GCP_QUOTA_HOLD_S */
+    /* the time prices are asked for and holds are judged by (UNIX seconds); NULL: time() */
+    int64_t (*clock)(void *arg);
     void *hook_arg;
 };
 
 /*
  * A cloud over cfg into *out (cloud_free releases what the cloud copied, never compute or
  * billing). Offers are named "<machine type>[+<accelerator>x<count>]/<zone>/<spot|standard>".
- * Instance ids are "<zone>/<name>". Errors, with e naming the offer: ERR_INVAL (no compute, no
- * source image, no offer, an offer without machine type or zone, GPUs attached to a type that
- * carries its own, a name too long), ERR_CONFLICT (two offers with one name), ERR_NOMEM; *out
- * then untouched.
+ * Instance ids are "<zone>.<name>" (castor-node's
+ * CASTOR_INSTANCE_ID; docs/gcp.md). A launch refused for capacity or quota starts a hold (see
+ * zone_hold_s): until it ends, the held offers are left out of the offers' list, so that the
+ * planner fails over to another zone or region, and a launch of one is refused at once
+ * (ERR_CAPACITY or ERR_QUOTA) without asking Compute Engine. Listing deletes the cluster's
+ * instances that are stopped (TERMINATED, STOPPED, SUSPENDED: after a host's maintenance, say)
+ * and reports them gone: castor never starts one again, and a stopped one keeps its disk. Errors,
+ * with e naming the offer: ERR_INVAL (no compute, no source image, no offer, an offer without
+ * machine type or zone, GPUs attached to a type that carries its own, a name too long),
+ * ERR_CONFLICT (two offers with one name), ERR_NOMEM; *out then untouched.
  */
 int cloud_gcp_new(const struct cloud_gcp_config *cfg, struct cloud *out, struct error *e);
 

@@ -163,9 +163,9 @@ static int gcf_instance(const struct conf_node *section, const char *where, int 
 int cloud_gcp_from_conf(const struct conf_node *section, const char *base_dir,
                         const struct cloud_host *host, struct cloud *out, struct error *e)
 {
-    static const char *const keys[] = {"project",       "key_file", "metadata_url", "compute_url",
-                                       "billing_url",   "prices",   "offers",       "instance",
-                                       "poll_interval", NULL};
+    static const char *const keys[] = {"project",       "key_file",  "metadata_url", "compute_url",
+                                       "billing_url",   "prices",    "offers",       "instance",
+                                       "poll_interval", "zone_hold", "quota_hold",   NULL};
     struct cloud_gcp_offer offers[GCP_CONF_MAX_OFFERS];
     char key_file[GCP_CONF_PATH_MAX] = "", prices[GCP_CONF_PATH_MAX] = "";
     struct gcp_auth_config acfg = {0};
@@ -173,7 +173,7 @@ int cloud_gcp_from_conf(const struct conf_node *section, const char *base_dir,
     struct gcp_billing_config bcfg = {0};
     struct cloud_gcp_config cfg = {0};
     struct gcp_conf_cloud *g = NULL;
-    double poll_s = 2;
+    double poll_s = 2, zone_hold_s = CLOUD_GCP_ZONE_HOLD_S, quota_hold_s = CLOUD_GCP_QUOTA_HOLD_S;
     const char *where = section && section->file ? section->file : "";
     int line = section ? section->line : 0, column = section ? section->column : 0;
     int rc;
@@ -194,9 +194,13 @@ int cloud_gcp_from_conf(const struct conf_node *section, const char *base_dir,
         (rc = gcf_get_url(section, "compute_url", &ccfg.rest.endpoint, e)) < 0 ||
         (rc = gcf_get_url(section, "billing_url", &bcfg.rest.endpoint, e)) < 0 ||
         (rc = conf_get_path(section, "prices", base_dir, prices, sizeof(prices), e)) < 0 ||
-        (rc = conf_get_double(section, "poll_interval", 0.01, 60, &poll_s, e)) < 0)
+        (rc = conf_get_double(section, "poll_interval", 0.01, 60, &poll_s, e)) < 0 ||
+        (rc = conf_get_double(section, "zone_hold", 1, 86400, &zone_hold_s, e)) < 0 ||
+        (rc = conf_get_double(section, "quota_hold", 1, 86400, &quota_hold_s, e)) < 0)
         return rc;
     ccfg.poll_interval_ms = (long)(poll_s * 1000 + 0.5);
+    cfg.zone_hold_s = (long)(zone_hold_s + 0.5);
+    cfg.quota_hold_s = (long)(quota_hold_s + 0.5);
     if ((rc = gcf_offers_conf(section, where, line, column, offers, &cfg.n_offers, e)) < 0 ||
         (rc = gcf_instance(section, where, line, column, &cfg.instance, e)) < 0)
         return rc;

@@ -1,5 +1,5 @@
-/* node.c: castor-node: registration, heartbeats, assignments, replicas as child processes, notices.
- */
+/* node.c: castor-node: registration, heartbeats, assignments, replicas as child processes, notices
+ * (signalled, or found by the cloud notice watcher in a child of its own). */
 #include "agent/node.h"
 
 #include <errno.h>
@@ -25,6 +25,8 @@
 #include "util/log.h"
 
 extern char **environ;
+
+#define ND_WATCH_RESTART_S 5.0 /* a notice watcher that died is started again after this */
 
 /* ---- the assignment ---- */
 
@@ -352,6 +354,8 @@ struct nd {
     double next_register, next_beat, notice_retry_at; /* monotonic */
     double notice_deadline;                           /* epoch seconds; NAN: not said */
     double notice_kill_by;                            /* monotonic; INFINITY: none */
+    pid_t watch_pid;                                  /* the notice watcher; 0: none running */
+    double watch_start_at;                            /* monotonic: when it is (re)started */
 };
 
 static double nd_clock(clockid_t id)
@@ -773,6 +777,14 @@ static void nd_reap(struct nd *n)
     pid_t pid;
 
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+        if (pid == n->watch_pid) {
+            nd_log(n, LOG_WARN, NULL, "the notice watcher ended (%s %d): restarted in %.0f s",
+                   WIFEXITED(status) ? "status" : "signal",
+                   WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), ND_WATCH_RESTART_S);
+            n->watch_pid = 0;
+            n->watch_start_at = nd_mono() + ND_WATCH_RESTART_S;
+            continue;
+        }
         for (size_t i = 0; i < n->nreps; i++) {
             struct nd_rep *r = &n->reps[i];
 
@@ -813,6 +825,92 @@ static void nd_notice(struct nd *n, const siginfo_t *si, double now)
     nd_reconcile(n, now);
 }
 
+/* ---- the cloud's notices ---- */
+
+/* What the watcher child forwards to its parent. */
+struct nd_watch_ctx {
+    struct nd *n;
+    pid_t parent;
+};
+
+/* watch_emit_fn in the watcher child: the notice to the parent as SIGUSR1 with the milliseconds
+ * left (0: no deadline), which nd_notice takes as a notice from the cloud. */
+static void nd_watch_emit(void *arg, const struct watch_event *ev)
+{
+    struct nd_watch_ctx *c = arg;
+    union sigval v = {.sival_int = 0};
+    double left = isfinite(ev->deadline) ? ev->deadline - nd_wall() : NAN;
+
+    if (ev->kind == WATCH_REBALANCE && c->n->cfg->rebalance_ignore) {
+        nd_log(c->n, LOG_WARN, NULL, "a rebalance recommendation (not forwarded: %s=ignore)",
+               WATCH_ENV_REBALANCE);
+        return;
+    }
+    if (isfinite(left))
+        v.sival_int = left * 1000 < 1 ? 1 : left * 1000 > 2e9 ? 2000000000 : (int)(left * 1000);
+    nd_log(c->n, LOG_WARN, NULL, "the cloud's %s: forwarded as a notice (%s%.1f s)",
+           ev->kind == WATCH_PREEMPT     ? "interruption notice"
+           : ev->kind == WATCH_REBALANCE ? "rebalance recommendation"
+                                         : "maintenance event (the instance will be stopped)",
+           isfinite(left) ? "" : "no deadline; ", isfinite(left) ? left : 0.0);
+    sigqueue(c->parent, SIGUSR1, v);
+}
+
+/* The watcher child: rounds until it is killed. Its parent's memory is a copy it only reads. */
+static void nd_watch_child(struct nd *n, pid_t parent)
+{
+    struct watch_config cfg = n->cfg->watch;
+    struct nd_watch_ctx c = {n, parent};
+    struct watch *w = NULL;
+    struct error e = {0};
+
+#ifdef __linux__
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+#endif
+    if (getppid() != parent)
+        _exit(0);
+    cfg.log = n->cfg->log;
+    cfg.node = n->cfg->instance_id;
+    if (watch_new(n->cfg->watch_ops, &cfg, &w, &e) < 0) {
+        nd_log(n, LOG_ERROR, NULL, "the notice watcher cannot start: %s", e.msg);
+        _exit(1);
+    }
+    nd_log(n, LOG_INFO, NULL, "watching the cloud's notices (%s)", n->cfg->watch_ops->name);
+    watch_loop(w, nd_watch_emit, &c, NULL);
+    _exit(0);
+}
+
+/* 1 when the configuration asks for a watch. */
+static int nd_watching(const struct nd *n)
+{
+    return n->cfg->watch_ops && n->cfg->watch_ops != &watch_none;
+}
+
+static void nd_watch_start(struct nd *n)
+{
+    pid_t pid = fork();
+
+    if (pid == 0)
+        nd_watch_child(n, n->self);
+    if (pid < 0) {
+        nd_log(n, LOG_ERROR, NULL, "cannot fork the notice watcher: %s", strerror(errno));
+        n->watch_start_at = nd_mono() + ND_WATCH_RESTART_S;
+        return;
+    }
+    n->watch_pid = pid;
+}
+
+static void nd_watch_stop(struct nd *n)
+{
+    int status;
+
+    if (n->watch_pid <= 0)
+        return;
+    kill(n->watch_pid, SIGKILL);
+    waitpid(n->watch_pid, &status, 0);
+    n->watch_pid = 0;
+}
+
 static int nd_live(const struct nd *n)
 {
     for (size_t i = 0; i < n->nreps; i++)
@@ -830,6 +928,8 @@ static double nd_wait(const struct nd *n, double now)
         due = fmin(due, n->registered ? n->next_beat : n->next_register);
         if (n->registered && n->notice_pending)
             due = fmin(due, n->notice_retry_at);
+        if (nd_watching(n) && n->watch_pid == 0)
+            due = fmin(due, n->watch_start_at);
     }
     for (size_t i = 0; i < n->nreps; i++)
         if (n->reps[i].st == ND_STOPPING && !n->reps[i].killed)
@@ -841,7 +941,8 @@ static int nd_config_ok(const struct node_config *c)
 {
     return c && c->url && c->instance_id && c->instance_id[0] && c->node_token &&
            c->node_token[0] && c->gpus >= 1 && c->gpus <= NODE_MAX_REPLICAS && c->heartbeat_s > 0 &&
-           c->grace_s >= 0 && c->timeout_s > 0 && c->backoff_max_s > 0;
+           c->grace_s >= 0 && c->timeout_s > 0 && c->backoff_max_s > 0 &&
+           (!c->watch_ops || watch_config_check(c->watch_ops, &c->watch, NULL) == 0);
 }
 
 int node_run(const struct node_config *cfg)
@@ -884,6 +985,8 @@ int node_run(const struct node_config *cfg)
         siginfo_t si;
         int sig;
 
+        if (!n.stopping && nd_watching(&n) && n.watch_pid == 0 && now >= n.watch_start_at)
+            nd_watch_start(&n);
         if (!n.stopping && !n.registered && now >= n.next_register)
             nd_register(&n, now);
         if (!n.stopping && n.registered && n.notice_pending && now >= n.notice_retry_at)
@@ -909,6 +1012,7 @@ int node_run(const struct node_config *cfg)
     }
     nd_log(&n, LOG_INFO, NULL, "castor-node stopped");
 out:
+    nd_watch_stop(&n);
     while (n.nreps > 0)
         nd_rep_remove(&n, n.nreps - 1);
     free(n.reps);

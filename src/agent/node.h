@@ -1,14 +1,15 @@
 /* node.h: castor-node, the agent on every instance: it registers the node's GPUs with the
  * controller, heartbeats, fetches its assignment and runs each assigned replica as a child process
  * (its own process group), stops and restarts replicas whose assignment changed (SIGTERM, a grace
- * period for the checkpoint, SIGKILL), forwards a preemption notice (SIGUSR1) at once, and on
- * SIGTERM stops its replicas and exits. The endpoints are docs/api.md's; the environment is
- * docs/local.md's. */
+ * period for the checkpoint, SIGKILL), forwards a preemption notice (SIGUSR1, or one its cloud
+ * notice watcher found: agent/watch.h) at once, and on SIGTERM stops its replicas and exits. The
+ * endpoints are docs/api.md's; the environment is docs/local.md's. */
 #ifndef CASTOR_AGENT_NODE_H
 #define CASTOR_AGENT_NODE_H
 
 #include <stddef.h>
 
+#include "agent/watch.h"
 #include "util/error.h"
 
 struct log;
@@ -116,13 +117,21 @@ struct node_config {
     double timeout_s;     /* each request to the controller (> 0) */
     double backoff_max_s; /* the longest wait between retries (> 0) */
     struct log *log;      /* borrowed; NULL: silent */
+    /* The cloud's notices, watched in a child process (agent/watch.h): NULL or &watch_none for
+     * none. watch's log and node are set by node_run. */
+    const struct watch_ops *watch_ops;
+    struct watch_config watch;
+    int rebalance_ignore; /* 1: a rebalance recommendation is logged only; 0: forwarded as a
+                           * notice without deadline */
 };
 
 /*
  * Run the agent until it is told to stop (SIGTERM or SIGINT, or the controller answers that the
  * node is terminated) and every replica has exited. The calling process's SIGTERM, SIGINT,
  * SIGUSR1, SIGHUP and SIGCHLD are blocked and taken synchronously; it becomes the subreaper of
- * its replicas' descendants (Linux). Returns 0 after a clean stop, ERR_INVAL for a bad
+ * its replicas' descendants (Linux). With a watch, a child process runs its rounds and signals
+ * each notice as a SIGUSR1 carrying the milliseconds left (0: no deadline); it is restarted when
+ * it dies and killed when the agent stops. Returns 0 after a clean stop, ERR_INVAL for a bad
  * configuration, ERR_NOMEM or ERR_INTERNAL (the HTTP client could not be made); a controller that
  * is unreachable or answers badly is retried with backoff and logged, never fatal.
  */

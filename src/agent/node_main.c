@@ -10,6 +10,7 @@
 
 #include "agent/agent.h"
 #include "agent/node.h"
+#include "agent/watch.h"
 #include "cuda/inventory.h"
 #include "util/log.h"
 
@@ -29,7 +30,35 @@ static void usage(FILE *f)
             "  (60), CASTOR_NODE_MASTER_ADDR, CASTOR_NODE_CA_FILE, CASTOR_NODE_PROVIDER,\n"
             "  CASTOR_NODE_OFFER, CASTOR_NODE_ZONE, CASTOR_NODE_MARKET, CASTOR_NODE_PRICE,\n"
             "  CASTOR_NODE_LOG_LEVEL (debug, info, warn, error), CASTOR_ALLREDUCE_BUSBW (bytes/s;\n"
-            "  default: measured over two or more real GPUs with NCCL; handed to the replicas)\n");
+            "  default: measured over two or more real GPUs with NCCL; handed to the replicas)\n"
+            "The cloud's notices (docs/worker.md):\n"
+            "  CASTOR_NODE_CLOUD (none, aws-imds, gce-metadata), CASTOR_NODE_METADATA_URL,\n"
+            "  CASTOR_NODE_METADATA_TIMEOUT_S (2), CASTOR_NODE_METADATA_WAIT_S (10),\n"
+            "  CASTOR_NODE_WATCH_INTERVAL_S (the cloud's: 5 or 1), CASTOR_NODE_REBALANCE\n"
+            "  (notice, ignore)\n");
+}
+
+/* The cloud notice watch from the environment into cfg. */
+static int watch_env(struct node_config *cfg, struct error *e)
+{
+    const char *cloud = getenv(WATCH_ENV_CLOUD), *rebalance = getenv(WATCH_ENV_REBALANCE);
+    int rc;
+
+    cfg->watch_ops = watch_find(cloud && cloud[0] ? cloud : "none");
+    if (!cfg->watch_ops)
+        return err_set(e, ERR_INVAL, WATCH_ENV_CLOUD, 0, 0,
+                       "%s must be none, aws-imds or gce-metadata", WATCH_ENV_CLOUD);
+    if (rebalance && rebalance[0] && strcmp(rebalance, "notice") != 0 &&
+        strcmp(rebalance, "ignore") != 0)
+        return err_set(e, ERR_INVAL, WATCH_ENV_REBALANCE, 0, 0, "%s must be notice or ignore",
+                       WATCH_ENV_REBALANCE);
+    cfg->rebalance_ignore = rebalance && strcmp(rebalance, "ignore") == 0;
+    cfg->watch.endpoint = getenv(WATCH_ENV_ENDPOINT);
+    if ((rc = agent_env_double(WATCH_ENV_TIMEOUT, 2, 0.05, 600, &cfg->watch.timeout_s, e)) < 0 ||
+        (rc = agent_env_double(WATCH_ENV_WAIT, 10, 1, 3600, &cfg->watch.wait_s, e)) < 0 ||
+        (rc = agent_env_double(WATCH_ENV_INTERVAL, 0, 0, 3600, &cfg->watch.interval_s, e)) < 0)
+        return rc;
+    return watch_config_check(cfg->watch_ops, &cfg->watch, e);
 }
 
 /* What the probe child measures: the GPUs, and the all-reduce bus bandwidth between them (bytes/s;
@@ -140,6 +169,8 @@ int main(int argc, char **argv)
         rc = agent_env_double("CASTOR_NODE_TIMEOUT_S", 10, 0.1, 600, &cfg.timeout_s, &e);
     if (rc == 0)
         rc = agent_env_double("CASTOR_NODE_BACKOFF_MAX_S", 60, 0.01, 3600, &cfg.backoff_max_s, &e);
+    if (rc == 0)
+        rc = watch_env(&cfg, &e);
     if (rc == 0)
         rc = agent_env_secret(NODE_ENV_NODE_TOKEN, NODE_ENV_NODE_TOKEN_FILE, &node_token, &e);
     if (rc == 0 && !node_token)

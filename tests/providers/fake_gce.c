@@ -829,6 +829,20 @@ void fake_gce_exhaust_zone(struct fake_gce *f, const char *zone, int details)
     pthread_mutex_unlock(&f->lock);
 }
 
+void fake_gce_restore_zone(struct fake_gce *f, const char *zone)
+{
+    pthread_mutex_lock(&f->lock);
+    for (size_t i = 0; i < f->n_exhausted;)
+        if (strcmp(f->exhausted[i], zone) == 0) {
+            f->n_exhausted--;
+            memmove(f->exhausted[i], f->exhausted[f->n_exhausted], sizeof(f->exhausted[i]));
+            f->exhausted_details[i] = f->exhausted_details[f->n_exhausted];
+        } else {
+            i++;
+        }
+    pthread_mutex_unlock(&f->lock);
+}
+
 void fake_gce_quota(struct fake_gce *f, const char *metric)
 {
     pthread_mutex_lock(&f->lock);
@@ -867,6 +881,41 @@ size_t fake_gce_tokens_issued(const struct fake_gce *f)
 size_t fake_gce_auth_failures(const struct fake_gce *f)
 {
     return f->auth_failures;
+}
+
+int fake_gce_set_status(struct fake_gce *f, const char *zone, const char *name, const char *status)
+{
+    int i;
+
+    pthread_mutex_lock(&f->lock);
+    i = find_instance(f, zone, name);
+    if (i >= 0)
+        snprintf(f->instances[i].status, sizeof(f->instances[i].status), "%s", status);
+    pthread_mutex_unlock(&f->lock);
+    return i < 0 ? -1 : 0;
+}
+
+int fake_gce_instance_at(const struct fake_gce *f, size_t i, struct fake_gce_instance *out)
+{
+    int rc = -1;
+
+    pthread_mutex_lock((pthread_mutex_t *)&f->lock);
+    if (i < f->n_instances) {
+        const struct instance *in = &f->instances[i];
+
+        memset(out, 0, sizeof(*out));
+        snprintf(out->zone, sizeof(out->zone), "%s", in->zone);
+        snprintf(out->name, sizeof(out->name), "%s", in->name);
+        snprintf(out->cluster, sizeof(out->cluster), "%s", in->cluster);
+        snprintf(out->token, sizeof(out->token), "%s", in->token);
+        snprintf(out->status, sizeof(out->status), "%s", in->status);
+        snprintf(out->machine, sizeof(out->machine), "%s", in->machine);
+        out->spot = in->spot;
+        out->live = f->live[i];
+        rc = 0;
+    }
+    pthread_mutex_unlock((pthread_mutex_t *)&f->lock);
+    return rc;
 }
 
 size_t fake_gce_instance_count(const struct fake_gce *f)

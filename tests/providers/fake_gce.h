@@ -40,6 +40,9 @@ void fake_gce_revoke_tokens(struct fake_gce *f);
  * details 1, _WITH_DETAILS). */
 void fake_gce_exhaust_zone(struct fake_gce *f, const char *zone, int details);
 
+/* From now on inserts in zone succeed again (capacity is back). */
+void fake_gce_restore_zone(struct fake_gce *f, const char *zone);
+
 /* From now on inserts end in QUOTA_EXCEEDED on metric (NULL: none). */
 void fake_gce_quota(struct fake_gce *f, const char *metric);
 
@@ -60,6 +63,21 @@ size_t fake_gce_requests(const struct fake_gce *f, const char *prefix);
 /* Tokens issued; requests refused for their token (401) or their JWT (400). */
 size_t fake_gce_tokens_issued(const struct fake_gce *f);
 size_t fake_gce_auth_failures(const struct fake_gce *f);
+
+/* Set the status of the live instance name in zone (as Compute Engine does when it stops one
+ * for its host's maintenance: "TERMINATED"). 0, or -1 when there is none. */
+int fake_gce_set_status(struct fake_gce *f, const char *zone, const char *name, const char *status);
+
+/* One instance as the fake holds it, for tests that boot what a controller launched. */
+struct fake_gce_instance {
+    char zone[64], name[64], cluster[64], token[64], status[16], machine[64];
+    int spot;
+    int live; /* 0 once deleted */
+};
+
+/* The i-th instance ever created (0, 1, ...; deleted ones stay, live 0) into *out. 0, or -1 past
+ * the last. */
+int fake_gce_instance_at(const struct fake_gce *f, size_t i, struct fake_gce_instance *out);
 
 /* Instances there now. */
 size_t fake_gce_instance_count(const struct fake_gce *f);

@@ -2,7 +2,8 @@
  * against the fake Google Cloud: offers named and priced from the catalog, launches idempotent
  * by token (requestId, and the instance name derived from the token), capacity and quota
  * failures, the cluster's instances with their offer, token and state, terminations of this
- * cluster's instances only, and configurations it refuses. */
+ * cluster's instances only, and configurations it refuses; exhausted zones and quotas held for a
+ * while (the planner fails over), bad answers that leave the cloud usable. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +17,11 @@
 #define CLUSTER "alpha"
 #define T4_SPOT "n1-standard-8+nvidia-tesla-t4x1/us-central1-a/spot"
 #define A2_STD "a2-highgpu-2g/us-central1-b/standard"
+#define T4_STD_A "n1-standard-8+nvidia-tesla-t4x1/us-central1-a/standard"
+#define T4_SPOT_C "n1-standard-8+nvidia-tesla-t4x1/us-central1-c/spot"
+#define T4_SPOT_EAST "n1-standard-8+nvidia-tesla-t4x1/us-east1-c/spot"
+#define N_OFFERS 5
+#define INSERTS FAKE_GCE_COMPUTE "/projects/" GCP_PROJECT "/zones/"
 
 struct fixture {
     struct gcp_world w;
@@ -31,6 +37,20 @@ static const struct cloud_gcp_offer offers[] = {
      .accelerator_type = "nvidia-tesla-t4",
      .accelerator_count = 1},
     {.machine_type = "a2-highgpu-2g", .zone = "us-central1-b"},
+    {.machine_type = "n1-standard-8",
+     .zone = "us-central1-a",
+     .accelerator_type = "nvidia-tesla-t4",
+     .accelerator_count = 1},
+    {.machine_type = "n1-standard-8",
+     .zone = "us-central1-c",
+     .spot = 1,
+     .accelerator_type = "nvidia-tesla-t4",
+     .accelerator_count = 1},
+    {.machine_type = "n1-standard-8",
+     .zone = "us-east1-c",
+     .spot = 1,
+     .accelerator_type = "nvidia-tesla-t4",
+     .accelerator_count = 1},
 };
 
 static int setup(void **state)
@@ -40,8 +60,10 @@ static int setup(void **state)
     struct gcp_billing_config bc = {0};
     struct cloud_gcp_config cfg = {
         .offers = offers,
-        .n_offers = 2,
+        .n_offers = N_OFFERS,
         .instance = {.source_image = "projects/debian-cloud/global/images/family/debian-12"},
+        .zone_hold_s = 600,
+        .quota_hold_s = 1800,
         .clock = hooks_clock,
     };
 
@@ -88,7 +110,7 @@ static void cloud_gcp_offers__named_and_priced(void **state)
     memcpy(strstr(page, "\"p2\""), "\"\"  ", 4);
     fake_gce_push(f->w.fake, FAKE_GCE_BILLING "/services", 200, page);
     assert_int_equal(cloud_offers(&f->cloud, &list, &n), 0);
-    assert_int_equal(n, 2);
+    assert_int_equal(n, N_OFFERS);
     assert_string_equal(list[0].name, T4_SPOT);
     assert_int_equal(list[0].gpus, 1);
     assert_int_equal(list[0].spot, 1);
@@ -97,11 +119,147 @@ static void cloud_gcp_offers__named_and_priced(void **state)
     assert_int_equal(list[1].gpus, 2);
     assert_int_equal(list[1].spot, 0);
     assert_true(isnan(list[1].price));
+    assert_string_equal(list[2].name, T4_STD_A);
+    assert_string_equal(list[3].name, T4_SPOT_C);
+    assert_float_equal(list[3].price, list[0].price, 1e-12); /* one region, one price */
+    assert_string_equal(list[4].name, T4_SPOT_EAST);
     free(list);
     free(page);
 }
 
-/* A launch waits for its operation and gives "<zone>/<name>"; the same token again gives the
+/* The clock (the cloud's and the fake's) s seconds on. */
+static void advance(struct fixture *f, int64_t s)
+{
+    f->w.h.now += s;
+    fake_gce_set_now(f->w.fake, f->w.h.now);
+}
+
+/* 1 when the offers now hold name. */
+static int offered(struct fixture *f, const char *name)
+{
+    struct cloud_offer *list = NULL;
+    size_t n = 0;
+    int found = 0;
+
+    assert_int_equal(cloud_offers(&f->cloud, &list, &n), 0);
+    for (size_t i = 0; i < n; i++)
+        found |= strcmp(list[i].name, name) == 0;
+    free(list);
+    return found;
+}
+
+/* An exhausted zone (ZONE_RESOURCE_POOL_EXHAUSTED) holds every offer of that zone, not only the
+ * one launched: they leave the offers and a launch of one is refused without a request, while
+ * the same type in another zone launches. When the hold has passed (by the clock given) the
+ * zone's offers are back and a launch there is asked again. */
+static void cloud_gcp_launch__exhausted_zone_fails_over(void **state)
+{
+    struct fixture *f = *state;
+    char id[CLOUD_ID_MAX];
+    size_t asked;
+
+    fake_gce_push(f->w.fake, FAKE_GCE_BILLING "/services", 500, "{}");
+    fake_gce_exhaust_zone(f->w.fake, "us-central1-a", 0);
+    assert_int_equal(cloud_launch(&f->cloud, T4_SPOT, CLUSTER, "tok-10", id), ERR_CAPACITY);
+    assert_false(offered(f, T4_SPOT));
+    assert_false(offered(f, T4_STD_A)); /* the whole zone */
+    assert_true(offered(f, T4_SPOT_C));
+    assert_true(offered(f, A2_STD));
+    asked = fake_gce_requests(f->w.fake, INSERTS);
+    assert_int_equal(cloud_launch(&f->cloud, T4_STD_A, CLUSTER, "tok-11", id), ERR_CAPACITY);
+    assert_int_equal(fake_gce_requests(f->w.fake, INSERTS), asked); /* not asked */
+    assert_int_equal(cloud_launch(&f->cloud, T4_SPOT_C, CLUSTER, "tok-12", id), 0);
+    assert_non_null(strstr(id, "us-central1-c."));
+    assert_int_equal(fake_gce_instance_count(f->w.fake), 1);
+
+    advance(f, 599); /* still held */
+    assert_false(offered(f, T4_STD_A));
+    advance(f, 1);
+    assert_true(offered(f, T4_SPOT));
+    assert_true(offered(f, T4_STD_A));
+    /* asked again: still exhausted (_WITH_DETAILS this time) holds it again */
+    fake_gce_restore_zone(f->w.fake, "us-central1-a");
+    fake_gce_exhaust_zone(f->w.fake, "us-central1-a", 1);
+    assert_int_equal(cloud_launch(&f->cloud, T4_STD_A, CLUSTER, "tok-13", id), ERR_CAPACITY);
+    assert_true(fake_gce_requests(f->w.fake, INSERTS) > asked);
+    assert_false(offered(f, T4_SPOT));
+    advance(f, 600);
+    fake_gce_restore_zone(f->w.fake, "us-central1-a");
+    assert_int_equal(cloud_launch(&f->cloud, T4_SPOT, CLUSTER, "tok-14", id), 0);
+    assert_non_null(strstr(id, "us-central1-a."));
+    assert_int_equal(fake_gce_instance_count(f->w.fake), 2);
+}
+
+/* A quota reached holds what it counts: a regional GPU quota the offers of that GPU in that
+ * region (another GPU there, and other regions, launch), a PREEMPTIBLE_ one the region's spot
+ * offers of it only, GPUS_ALL_REGIONS every GPU offer; each for the quota's hold. */
+static void cloud_gcp_launch__quota_held_by_region(void **state)
+{
+    struct fixture *f = *state;
+    char id[CLOUD_ID_MAX];
+    struct cloud_offer *list = NULL;
+    size_t n = 0;
+
+    fake_gce_push(f->w.fake, FAKE_GCE_BILLING "/services", 500, "{}");
+    fake_gce_quota(f->w.fake, "NVIDIA_T4_GPUS");
+    assert_int_equal(cloud_launch(&f->cloud, T4_SPOT, CLUSTER, "tok-20", id), ERR_QUOTA);
+    assert_false(offered(f, T4_SPOT_C));
+    assert_false(offered(f, T4_STD_A));
+    assert_true(offered(f, A2_STD)); /* A100s count in another quota */
+    assert_true(offered(f, T4_SPOT_EAST));
+    assert_int_equal(cloud_launch(&f->cloud, T4_SPOT_C, CLUSTER, "tok-21", id), ERR_QUOTA);
+    fake_gce_quota(f->w.fake, NULL);
+    assert_int_equal(cloud_launch(&f->cloud, T4_SPOT_EAST, CLUSTER, "tok-22", id), 0);
+
+    advance(f, 1800);
+    assert_true(offered(f, T4_STD_A));
+    fake_gce_quota(f->w.fake, "PREEMPTIBLE_NVIDIA_T4_GPUS");
+    assert_int_equal(cloud_launch(&f->cloud, T4_SPOT_C, CLUSTER, "tok-23", id), ERR_QUOTA);
+    assert_false(offered(f, T4_SPOT));
+    assert_true(offered(f, T4_STD_A));
+    assert_true(offered(f, A2_STD));
+
+    advance(f, 1800);
+    fake_gce_quota(f->w.fake, "GPUS_ALL_REGIONS");
+    assert_int_equal(cloud_launch(&f->cloud, T4_STD_A, CLUSTER, "tok-24", id), ERR_QUOTA);
+    assert_int_equal(cloud_offers(&f->cloud, &list, &n), 0);
+    assert_int_equal(n, 0);
+    free(list);
+    advance(f, 1800);
+    assert_true(offered(f, T4_SPOT_EAST));
+    assert_int_equal(fake_gce_instance_count(f->w.fake), 1);
+}
+
+/* Bad answers through the cloud: each call fails with an error and changes nothing; the next
+ * call, answered well, goes through (the loop goes on). */
+static void cloud_gcp__bad_answers_then_recovery(void **state)
+{
+    struct fixture *f = *state;
+    struct cloud_instance *list = NULL;
+    char id[CLOUD_ID_MAX] = "untouched";
+    size_t n = 0;
+
+    fake_gce_push(f->w.fake, FAKE_GCE_COMPUTE "/projects/" GCP_PROJECT "/aggregated", 200,
+                  "{\"items\": [1,");
+    assert_int_equal(cloud_list(&f->cloud, CLUSTER, &list, &n), ERR_PARSE);
+    assert_null(list);
+    fake_gce_push(f->w.fake, FAKE_GCE_COMPUTE "/projects/" GCP_PROJECT "/aggregated", 200,
+                  "{\"items\":{\"zones/us-central1-a\":{\"instances\":[{\"name\":\"x\"}]}}}");
+    assert_int_equal(cloud_list(&f->cloud, CLUSTER, &list, &n), ERR_PARSE);
+    fake_gce_push(f->w.fake, INSERTS, 400,
+                  "{\"error\":{\"code\":400,\"message\":\"what\",\"errors\":[{\"reason\":"
+                  "\"somethingNew\",\"message\":\"what\"}]}}");
+    assert_int_equal(cloud_launch(&f->cloud, T4_SPOT, CLUSTER, "tok-30", id), ERR_UNKNOWN);
+    assert_string_equal(id, "untouched");
+    assert_true(offered(f, T4_SPOT)); /* an unknown refusal holds nothing */
+    assert_int_equal(cloud_launch(&f->cloud, T4_SPOT, CLUSTER, "tok-30", id), 0);
+    assert_int_equal(cloud_list(&f->cloud, CLUSTER, &list, &n), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(list[0].id, id);
+    free(list);
+}
+
+/* A launch waits for its operation and gives "<zone>.<name>"; the same token again gives the
  * same instance (one only); the instance is listed with its offer, token and state. */
 static void cloud_gcp_launch__idempotent_and_listed(void **state)
 {
@@ -112,7 +270,7 @@ static void cloud_gcp_launch__idempotent_and_listed(void **state)
 
     assert_int_equal(cloud_launch(&f->cloud, T4_SPOT, CLUSTER, "tok-1", id), 0);
     assert_int_equal(gcp_instance_name(CLUSTER, "tok-1", name), 0);
-    snprintf(want, sizeof(want), "us-central1-a/%s", name);
+    snprintf(want, sizeof(want), "us-central1-a.%s", name);
     assert_string_equal(id, want);
     assert_int_equal(cloud_launch(&f->cloud, T4_SPOT, CLUSTER, "tok-1", again), 0);
     assert_string_equal(again, id);
@@ -180,9 +338,9 @@ static void cloud_gcp_terminate__only_this_cluster(void **state)
     assert_int_equal(
         fake_gce_add_instance(f->w.fake, "us-east1-c", "old-node", CLUSTER, "t0", "STOPPING", 0),
         0);
-    assert_int_equal(cloud_terminate(&f->cloud, CLUSTER, "us-east1-c/their-node"), ERR_UNKNOWN);
-    assert_int_equal(cloud_terminate(&f->cloud, CLUSTER, "no-slash"), ERR_UNKNOWN);
-    assert_int_equal(cloud_terminate(&f->cloud, CLUSTER, "us-east1-c/Not_A_Name"), ERR_UNKNOWN);
+    assert_int_equal(cloud_terminate(&f->cloud, CLUSTER, "us-east1-c.their-node"), ERR_UNKNOWN);
+    assert_int_equal(cloud_terminate(&f->cloud, CLUSTER, "no-dot"), ERR_UNKNOWN);
+    assert_int_equal(cloud_terminate(&f->cloud, CLUSTER, "us-east1-c.Not_A_Name"), ERR_UNKNOWN);
     assert_int_equal(fake_gce_instance_count(f->w.fake), 3);
     assert_int_equal(cloud_list(&f->cloud, CLUSTER, &list, &n), 0);
     assert_int_equal(n, 2);
@@ -192,6 +350,35 @@ static void cloud_gcp_terminate__only_this_cluster(void **state)
     assert_int_equal(cloud_terminate(&f->cloud, CLUSTER, id), 0);
     assert_int_equal(fake_gce_instance_count(f->w.fake), 2);
     assert_int_equal(cloud_terminate(&f->cloud, CLUSTER, id), 0);
+}
+
+/* A stopped instance of the cluster (its host's maintenance stopped it) is listed as gone and
+ * deleted; one of another cluster is left alone. */
+static void cloud_gcp_list__stopped_instances_deleted(void **state)
+{
+    struct fixture *f = *state;
+    struct cloud_instance *list = NULL;
+    size_t n = 0;
+
+    assert_int_equal(fake_gce_add_instance(f->w.fake, "us-central1-b", "off-node", CLUSTER, "t1",
+                                           "TERMINATED", 0),
+                     0);
+    assert_int_equal(
+        fake_gce_add_instance(f->w.fake, "us-central1-b", "on-node", CLUSTER, "t2", NULL, 0), 0);
+    assert_int_equal(
+        fake_gce_add_instance(f->w.fake, "us-central1-b", "theirs", "beta", "t3", "TERMINATED", 0),
+        0);
+    assert_int_equal(cloud_list(&f->cloud, CLUSTER, &list, &n), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(list[0].id, "us-central1-b.off-node");
+    assert_int_equal(list[0].state, CLOUD_GONE);
+    assert_int_equal(list[1].state, CLOUD_RUNNING);
+    free(list);
+    assert_int_equal(fake_gce_instance_count(f->w.fake), 2); /* theirs and on-node */
+    assert_int_equal(cloud_list(&f->cloud, CLUSTER, &list, &n), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(list[0].id, "us-central1-b.on-node");
+    free(list);
 }
 
 /* Configurations refused before anything is asked. */
@@ -226,9 +413,16 @@ int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
     const struct CMUnitTest tests[] = {
-        T(cloud_gcp_offers__named_and_priced),     T(cloud_gcp_launch__idempotent_and_listed),
-        T(cloud_gcp_launch__name_already_taken),   T(cloud_gcp_launch__failures),
-        T(cloud_gcp_terminate__only_this_cluster), T(cloud_gcp_new__refusals),
+        T(cloud_gcp_offers__named_and_priced),
+        T(cloud_gcp_launch__idempotent_and_listed),
+        T(cloud_gcp_launch__name_already_taken),
+        T(cloud_gcp_launch__failures),
+        T(cloud_gcp_terminate__only_this_cluster),
+        T(cloud_gcp_new__refusals),
+        T(cloud_gcp_launch__exhausted_zone_fails_over),
+        T(cloud_gcp_launch__quota_held_by_region),
+        T(cloud_gcp__bad_answers_then_recovery),
+        T(cloud_gcp_list__stopped_instances_deleted),
     };
 #undef T
 

@@ -43,6 +43,8 @@ static void gcp_section(const struct gcp_world *w, char *buf, size_t size)
              "  compute_url: %s\n"
              "  billing_url: %s\n"
              "  poll_interval: 0.01\n"
+             "  zone_hold: 300\n"
+             "  quota_hold: 900\n"
              "  offers:\n"
              "    - machine_type: n1-standard-8\n"
              "      zone: us-central1-a\n"
@@ -146,6 +148,8 @@ static void cloud_gcp_from_conf__bad_keys_located(void **state)
         {GCP_HEAD "  prices: [a]\n" GCP_OFFER GCP_INST, ERR_PARSE, 4, 11, "cloud.prices"},
         {GCP_HEAD GCP_INST, ERR_PARSE, 2, 3, "offers: required"},
         {GCP_HEAD "  poll_interval: 0\n" GCP_OFFER GCP_INST, ERR_RANGE, 4, 18, "poll_interval"},
+        {GCP_HEAD "  zone_hold: 0\n" GCP_OFFER GCP_INST, ERR_RANGE, 4, 14, "zone_hold"},
+        {GCP_HEAD "  quota_hold: soon\n" GCP_OFFER GCP_INST, ERR_PARSE, 4, 15, "quota_hold"},
         {GCP_HEAD "  offers: n1\n" GCP_INST, ERR_PARSE, 4, 11, "list of offers"},
         {GCP_HEAD GCP_OFFER "      spot: \"yes\"\n" GCP_INST, ERR_PARSE, 7, 13, "spot"},
         {GCP_HEAD GCP_OFFER "      gpus: 2\n" GCP_INST, ERR_UNKNOWN, 7, 7, "gpus"},
@@ -167,6 +171,36 @@ static void cloud_gcp_from_conf__bad_keys_located(void **state)
     (void)state;
     unsetenv("GOOGLE_APPLICATION_CREDENTIALS");
     check_bad("gcp", bad, sizeof(bad) / sizeof(bad[0]));
+}
+
+/* A key file that is not a service-account key (a user's credentials, then text that is not
+ * JSON): refused at key_file's line and column, saying why, and no cloud made. */
+static void cloud_gcp_from_conf__key_file_not_a_service_account(void **state)
+{
+    char path[256], text[512];
+    struct cloud c = {0};
+    struct error e = {0};
+    FILE *f;
+
+    (void)state;
+    unsetenv("GOOGLE_APPLICATION_CREDENTIALS");
+    gcp_temp_path(path, sizeof(path), "user");
+    assert_int_equal(
+        gcp_write_key(path, "authorized_user", NULL, "https://oauth2.googleapis.com/token"), 0);
+    snprintf(text, sizeof(text), GCP_HEAD "  key_file: %s\n" GCP_OFFER GCP_INST, path);
+    assert_int_equal(make("gcp", text, &c, &e), ERR_INVAL);
+    assert_int_equal(e.line, 4);
+    assert_int_equal(e.column, 13);
+    assert_non_null(strstr(e.msg, "not a service-account key"));
+    assert_null(c.ops);
+    assert_non_null(f = fopen(path, "w"));
+    fputs("{\"type\": \"service_account\", \"private_key\": ", f);
+    fclose(f);
+    assert_int_equal(make("gcp", text, &c, &e), ERR_PARSE);
+    assert_int_equal(e.line, 4);
+    assert_non_null(strstr(e.msg, path));
+    assert_null(c.ops);
+    unlink(path);
 }
 
 /* config/castor-gcp.yaml reads whole; its cloud section makes a gcp cloud once its key file is
@@ -429,6 +463,7 @@ int main(void)
         cmocka_unit_test(cloud_gcp_from_conf__every_key_driven),
         cmocka_unit_test(cloud_gcp_from_conf__bad_keys_located),
         cmocka_unit_test(cloud_gcp_from_conf__the_example),
+        cmocka_unit_test(cloud_gcp_from_conf__key_file_not_a_service_account),
         cmocka_unit_test(cloud_aws_from_conf__every_key_driven),
         cmocka_unit_test(cloud_aws_from_conf__bad_keys_located),
         cmocka_unit_test(cloud_aws_from_conf__the_example),
