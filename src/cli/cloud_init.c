@@ -12,11 +12,13 @@
 #define CI_MAX_FILES 64
 #define CI_MAX_VARS 128
 
-/* One entry of write_files. */
+/* One file the user-data writes: an entry of write_files, or a here-document of a startup
+ * script. */
 struct ci_file {
     const char *path;
     const char *content;
-    const struct conf_node *node; /* the content (for locations) */
+    int line, column; /* where it is reported */
+    int first;        /* the line of the text where the content's first line is; 0: not known */
 };
 
 /* One NAME=value seen in the unit, an environment file or the start script. */
@@ -28,34 +30,30 @@ struct ci_var {
 
 struct ci {
     const char *path;
-    const char *text; /* the whole file, for columns */
+    const char *text;   /* the whole file, for columns */
+    const char *script; /* a startup script: its own text (it starts the unit); else NULL */
+    const struct conf_node *root; /* cloud-config: the document; else NULL */
     struct ci_file files[CI_MAX_FILES];
+    char *owned[CI_MAX_FILES]; /* here-documents' contents */
     size_t nfiles;
     struct ci_var vars[CI_MAX_VARS];
     size_t nvars;
     struct error *e;
 };
 
-/* The raw line number (1-based) of line k (0-based) of a file's content, and its column of
- * needle: block scalars (`|`, `>`) start on the line after their indicator; other scalars are
- * reported at their start. */
+/* The line and column of line k (0-based) of a file's content, at needle when it is there. */
 static void ci_locate(const struct ci *c, const struct ci_file *f, size_t k, const char *needle,
                       int *line, int *column)
 {
-    const char *p = c->text, *hit;
-    int want = f->node->line + 1 + (int)k, at = 1;
-    const char *q;
+    const char *p, *hit;
+    int want = f->first + (int)k, at = 1;
     size_t len;
 
-    *line = f->node->line;
-    *column = f->node->column;
-    for (q = p; *q && at < f->node->line; q++)
-        if (*q == '\n')
-            at++;
-    q += f->node->column - 1;
-    if (*q != '|' && *q != '>')
+    *line = f->line;
+    *column = f->column;
+    if (!f->first)
         return;
-    for (p = c->text, at = 1; *p && at < want; p++)
+    for (p = c->text; *p && at < want; p++)
         if (*p == '\n')
             at++;
     if (!*p)
@@ -214,31 +212,40 @@ static const struct ci_var *ci_var(const struct ci *c, const char *name)
     return found;
 }
 
-/* Whether needle occurs in the text of any file, or any runcmd/bootcmd item, other than at the
- * assignment line of skip. */
-static int ci_mentions(const struct ci *c, const struct conf_node *root, const char *needle,
-                       const char *skip_line_prefix)
+/* Whether needle occurs in text other than on a line that starts (after blanks and `export `)
+ * with skip (NULL: none). */
+static int ci_in_text(const char *text, const char *needle, const char *skip)
+{
+    const char *p = text;
+
+    while ((p = strstr(p, needle))) {
+        const char *bol = p;
+
+        while (bol > text && bol[-1] != '\n')
+            bol--;
+        bol += strspn(bol, " \t");
+        if (strncmp(bol, "export ", 7) == 0)
+            bol += 7;
+        if (!skip || strncmp(bol, skip, strlen(skip)) != 0)
+            return 1;
+        p++;
+    }
+    return 0;
+}
+
+/* Whether needle occurs in any file, in the startup script, or in a runcmd/bootcmd item, other
+ * than on an assignment line starting with skip. */
+static int ci_mentions(const struct ci *c, const char *needle, const char *skip)
 {
     static const char *const cmds[] = {"runcmd", "bootcmd", NULL};
 
-    for (size_t i = 0; i < c->nfiles; i++) {
-        const char *p = c->files[i].content;
-
-        while ((p = strstr(p, needle))) {
-            const char *bol = p;
-
-            while (bol > c->files[i].content && bol[-1] != '\n')
-                bol--;
-            bol += strspn(bol, " \t");
-            if (strncmp(bol, "export ", 7) == 0)
-                bol += 7;
-            if (!skip_line_prefix || strncmp(bol, skip_line_prefix, strlen(skip_line_prefix)) != 0)
-                return 1;
-            p++;
-        }
-    }
-    for (size_t j = 0; cmds[j]; j++) {
-        const struct conf_node *s = conf_find(root, cmds[j]);
+    for (size_t i = 0; i < c->nfiles; i++)
+        if (ci_in_text(c->files[i].content, needle, skip))
+            return 1;
+    if (c->script && ci_in_text(c->script, needle, skip))
+        return 1;
+    for (size_t j = 0; c->root && cmds[j]; j++) {
+        const struct conf_node *s = conf_find(c->root, cmds[j]);
 
         for (size_t i = 0; s && s->kind == CONF_SEQUENCE && i < s->n; i++) {
             const struct conf_node *it = s->items[i];
@@ -253,24 +260,56 @@ static int ci_mentions(const struct ci *c, const struct conf_node *root, const c
     return 0;
 }
 
-/* Whether runcmd starts the castor-node unit. */
-static int ci_starts_unit(const struct conf_node *runcmd)
+/* Whether line (len bytes) starts the castor-node unit. */
+static int ci_starts_line(const char *line, size_t len)
 {
+    char buf[1024];
+
+    snprintf(buf, sizeof(buf), "%.*s", (int)len, line);
+    return strstr(buf, "systemctl") && strstr(buf, "castor-node") &&
+           (strstr(buf, " start") || strstr(buf, "--now") || strstr(buf, " restart"));
+}
+
+/* Whether runcmd, or the startup script, starts the castor-node unit. */
+static int ci_starts_unit(const struct ci *c, const struct conf_node *runcmd)
+{
+    for (const char *p = c->script; p && *p;) {
+        size_t len = strcspn(p, "\n");
+
+        if (ci_starts_line(p, len))
+            return 1;
+        p += len;
+        if (*p == '\n')
+            p++;
+    }
     for (size_t i = 0; runcmd && runcmd->kind == CONF_SEQUENCE && i < runcmd->n; i++) {
         const struct conf_node *it = runcmd->items[i];
         char line[1024] = "";
         size_t len = 0;
 
         if (it->kind == CONF_SCALAR)
-            snprintf(line, sizeof(line), "%s", it->text);
+            len = (size_t)snprintf(line, sizeof(line), "%s", it->text);
         for (size_t k = 0; it->kind == CONF_SEQUENCE && k < it->n && len < sizeof(line); k++)
             if (it->items[k]->kind == CONF_SCALAR)
                 len += (size_t)snprintf(line + len, sizeof(line) - len, "%s ", it->items[k]->text);
-        if (strstr(line, "systemctl") && strstr(line, "castor-node") &&
-            (strstr(line, " start") || strstr(line, "--now") || strstr(line, " restart")))
+        if (ci_starts_line(line, strlen(line)))
             return 1;
     }
     return 0;
+}
+
+/* Whether the scalar node is a block scalar (`|` or `>`), whose content starts on the next line. */
+static int ci_is_block(const struct ci *c, const struct conf_node *n)
+{
+    const char *q = c->text;
+
+    for (int at = 1; *q && at < n->line; q++)
+        if (*q == '\n')
+            at++;
+    if ((size_t)(n->column - 1) > strcspn(q, "\n"))
+        return 0;
+    q += n->column - 1;
+    return *q == '|' || *q == '>';
 }
 
 static int ci_write_files(struct ci *c, const struct conf_node *root)
@@ -284,7 +323,7 @@ static int ci_write_files(struct ci *c, const struct conf_node *root)
         return err_set(c->e, ERR_PARSE, c->path, wf->line, wf->column,
                        "write_files: expected a list of files");
     for (size_t i = 0; i < wf->n; i++) {
-        const struct conf_node *it = wf->items[i], *p, *ct, *enc;
+        const struct conf_node *it = wf->items[i], *p, *ct, *enc, *at;
 
         if (it->kind != CONF_MAPPING)
             return err_set(c->e, ERR_PARSE, c->path, it->line, it->column,
@@ -302,14 +341,79 @@ static int ci_write_files(struct ci *c, const struct conf_node *root)
         if (c->nfiles >= CI_MAX_FILES)
             return err_set(c->e, ERR_RANGE, c->path, it->line, it->column,
                            "more than %d write_files", CI_MAX_FILES);
+        at = ct ? ct : p;
         c->files[c->nfiles++] =
-            (struct ci_file){p->text, ct && ct->kind == CONF_SCALAR ? ct->text : "", ct ? ct : p};
+            (struct ci_file){p->text, ct && ct->kind == CONF_SCALAR ? ct->text : "", at->line,
+                             at->column, ct && ci_is_block(c, ct) ? ct->line + 1 : 0};
+    }
+    return 0;
+}
+
+/* Keep one here-document: path and content in one allocation owned by c. */
+static int ci_keep(struct ci *c, const char *path, const char *body, size_t n, int line)
+{
+    size_t plen = strlen(path);
+    char *both;
+
+    if (c->nfiles >= CI_MAX_FILES)
+        return err_set(c->e, ERR_RANGE, c->path, line, 1, "more than %d files", CI_MAX_FILES);
+    if (!(both = malloc(plen + n + 2)))
+        return err_set(c->e, ERR_NOMEM, c->path, line, 1, "out of memory");
+    memcpy(both, path, plen + 1);
+    memcpy(both + plen + 1, body, n);
+    both[plen + 1 + n] = '\0';
+    c->owned[c->nfiles] = both;
+    c->files[c->nfiles++] = (struct ci_file){both, both + plen + 1, line, 1, line + 1};
+    return 0;
+}
+
+/* The here-documents of a startup script that write a file, `cat >PATH <<'END'` (or <<END,
+ * <<"END", <<-END), up to a line that is END. */
+static int ci_heredocs(struct ci *c)
+{
+    const char *p = c->script;
+    int line = 1, rc;
+
+    while (*p) {
+        size_t len = strcspn(p, "\n");
+        const char *here = strstr(p, "<<"), *gt = memchr(p, '>', len);
+
+        if (here && here < p + len && gt && gt < here) {
+            const char *q = here + 2, *body, *end;
+            char path[512], delim[64];
+            int start = line;
+
+            q += strspn(q, "-'\" ");
+            snprintf(delim, sizeof(delim), "%.*s", (int)strcspn(q, "'\" \n"), q);
+            q = gt + 1 + strspn(gt + 1, " ");
+            snprintf(path, sizeof(path), "%.*s", (int)strcspn(q, " <\n"), q);
+            body = p + len + (p[len] == '\n');
+            line++;
+            for (end = body; *end; line++) {
+                size_t l = strcspn(end, "\n");
+
+                if (l == strlen(delim) && strncmp(end, delim, l) == 0)
+                    break;
+                end += l + (end[l] == '\n');
+            }
+            if (!*end)
+                return err_set(c->e, ERR_PARSE, c->path, start, 1,
+                               "the here-document for %s has no end line %s", path, delim);
+            if ((rc = ci_keep(c, path, body, (size_t)(end - body), start)) < 0)
+                return rc;
+            p = end;
+            len = strcspn(p, "\n");
+        }
+        p += len;
+        if (*p == '\n')
+            p++;
+        line++;
     }
     return 0;
 }
 
 /* What castor-node reads (src/agent/node_main.c), as the user-data sets it. */
-static int ci_check_env(struct ci *c, const struct conf_node *root, const struct ci_file *unit)
+static int ci_check_env(struct ci *c, const struct ci_file *unit)
 {
     static const char *const secret[] = {"CASTOR_NODE_TOKEN", "CASTOR_JOB_TOKEN", NULL};
     static const char *const metadata[] = {"169.254.169.254", "metadata.google.internal",
@@ -328,7 +432,7 @@ static int ci_check_env(struct ci *c, const struct conf_node *root, const struct
                            secret[i], secret[i]);
     }
     if (!url)
-        return err_set(c->e, ERR_PARSE, c->path, unit->node->line, unit->node->column,
+        return err_set(c->e, ERR_PARSE, c->path, unit->line, unit->column,
                        "CASTOR_URL is not set for castor-node (the controller's API URL)");
     if ((strncmp(url->value, "http://", 7) != 0 && strncmp(url->value, "https://", 8) != 0) ||
         strchr(url->value, '$') || strlen(url->value) <= 8 ||
@@ -337,7 +441,7 @@ static int ci_check_env(struct ci *c, const struct conf_node *root, const struct
                        "CASTOR_URL: expected an http:// or https:// URL with a host, found \"%s\"",
                        url->value);
     if (!tok)
-        return err_set(c->e, ERR_PARSE, c->path, unit->node->line, unit->node->column,
+        return err_set(c->e, ERR_PARSE, c->path, unit->line, unit->column,
                        "CASTOR_NODE_TOKEN_FILE is not set for castor-node (the node token's file)");
     if (tok->value[0] != '/')
         return err_set(c->e, ERR_PARSE, c->path, tok->line, tok->column,
@@ -348,16 +452,16 @@ static int ci_check_env(struct ci *c, const struct conf_node *root, const struct
                        "CASTOR_NODE_TOKEN_FILE: %s is in write_files: the token would be in the "
                        "user-data; fetch it at boot",
                        tok->value);
-    if (!ci_mentions(c, root, tok->value, "CASTOR_NODE_TOKEN_FILE=") &&
-        !ci_mentions(c, root, "$CASTOR_NODE_TOKEN_FILE", NULL) &&
-        !ci_mentions(c, root, "${CASTOR_NODE_TOKEN_FILE}", NULL))
+    if (!ci_mentions(c, tok->value, "CASTOR_NODE_TOKEN_FILE=") &&
+        !ci_mentions(c, "$CASTOR_NODE_TOKEN_FILE", NULL) &&
+        !ci_mentions(c, "${CASTOR_NODE_TOKEN_FILE}", NULL))
         return err_set(c->e, ERR_PARSE, c->path, tok->line, tok->column,
                        "CASTOR_NODE_TOKEN_FILE: nothing writes %s at boot", tok->value);
     if (!id)
-        return err_set(c->e, ERR_PARSE, c->path, unit->node->line, unit->node->column,
+        return err_set(c->e, ERR_PARSE, c->path, unit->line, unit->column,
                        "CASTOR_INSTANCE_ID is not set for castor-node (the instance's id)");
     for (size_t i = 0; metadata[i]; i++)
-        md |= ci_mentions(c, root, metadata[i], NULL);
+        md |= ci_mentions(c, metadata[i], NULL);
     if (!strchr(id->value, '$') || !md)
         return err_set(c->e, ERR_INVAL, c->path, id->line, id->column,
                        "CASTOR_INSTANCE_ID: every worker boots from this user-data; read the id "
@@ -366,44 +470,44 @@ static int ci_check_env(struct ci *c, const struct conf_node *root, const struct
     return 0;
 }
 
-static int ci_check(struct ci *c, const struct conf_node *root)
+/* The checks common to both forms, once c->files are known. */
+static int ci_check(struct ci *c, int line, int column)
 {
     const struct ci_file *unit = NULL, *script;
-    const struct conf_node *runcmd = conf_find(root, "runcmd");
+    const struct conf_node *runcmd = c->root ? conf_find(c->root, "runcmd") : NULL;
     char prog[512];
     const char *base;
     int rc;
 
-    if ((rc = ci_write_files(c, root)) < 0)
-        return rc;
     for (size_t i = 0; i < c->nfiles && !unit; i++)
         if (ci_ends_with(c->files[i].path, "/castor-node.service"))
             unit = &c->files[i];
     if (!unit)
-        return err_set(c->e, ERR_PARSE, c->path, root->line, root->column,
-                       "no castor-node.service among write_files");
+        return err_set(c->e, ERR_PARSE, c->path, line, column,
+                       "no castor-node.service among the files it writes");
     if (ci_exec_start(unit, prog, sizeof(prog)) < 0)
-        return err_set(c->e, ERR_PARSE, c->path, unit->node->line, unit->node->column,
+        return err_set(c->e, ERR_PARSE, c->path, unit->line, unit->column,
                        "%s: no ExecStart=", unit->path);
     ci_lines(c, unit, ci_unit_line);
     base = strrchr(prog, '/') ? strrchr(prog, '/') + 1 : prog;
     if (strcmp(base, "castor-node") != 0) {
         if (!(script = ci_file_at(c, prog)))
-            return err_set(c->e, ERR_PARSE, c->path, unit->node->line, unit->node->column,
+            return err_set(c->e, ERR_PARSE, c->path, unit->line, unit->column,
                            "%s: ExecStart= runs %s, which is neither castor-node nor a file "
-                           "of write_files",
+                           "it writes",
                            unit->path, prog);
         if (!ci_execs_node(script->content))
-            return err_set(c->e, ERR_PARSE, c->path, script->node->line, script->node->column,
+            return err_set(c->e, ERR_PARSE, c->path, script->line, script->column,
                            "%s: the unit's start script does not exec castor-node", prog);
         ci_lines(c, script, ci_env_line);
     }
-    if ((rc = ci_check_env(c, root, unit)) < 0)
+    if ((rc = ci_check_env(c, unit)) < 0)
         return rc;
-    if (!ci_starts_unit(runcmd))
-        return err_set(c->e, ERR_PARSE, c->path, runcmd ? runcmd->line : root->line,
-                       runcmd ? runcmd->column : root->column,
-                       "runcmd does not start castor-node (systemctl enable --now castor-node)");
+    if (!ci_starts_unit(c, runcmd))
+        return err_set(c->e, ERR_PARSE, c->path, runcmd ? runcmd->line : line,
+                       runcmd ? runcmd->column : column,
+                       "%s does not start castor-node (systemctl enable --now castor-node)",
+                       c->script ? "the script" : "runcmd");
     return 0;
 }
 
@@ -417,12 +521,21 @@ int cli_cloud_init_check(const char *path, struct error *e)
 
     if ((rc = file_read_all(path, &text, &len, e)) < 0)
         return rc;
+    c.text = text;
     first = strcspn(text, "\n");
     while (first > 0 && (text[first - 1] == ' ' || text[first - 1] == '\r'))
         first--;
+    if (strncmp(text, "#!", 2) == 0) {
+        /* a startup script (Compute Engine's startup-script): the files are its here-documents */
+        c.script = text;
+        if ((rc = ci_heredocs(&c)) == 0)
+            rc = ci_check(&c, 1, 1);
+        goto cleanup;
+    }
     if (first != 13 || strncmp(text, "#cloud-config", 13) != 0) {
         rc = err_set(e, ERR_PARSE, path, 1, 1,
-                     "the first line must be #cloud-config (cloud-init ignores it otherwise)");
+                     "the first line must be #cloud-config (cloud-init ignores it otherwise), or "
+                     "#! for a startup script");
         goto cleanup;
     }
     if ((rc = conf_parse(path, text, len, &doc, e)) < 0)
@@ -432,9 +545,12 @@ int cli_cloud_init_check(const char *path, struct error *e)
                      "expected a mapping of cloud-init modules");
         goto cleanup;
     }
-    c.text = text;
-    rc = ci_check(&c, doc->root);
+    c.root = doc->root;
+    if ((rc = ci_write_files(&c, doc->root)) == 0)
+        rc = ci_check(&c, doc->root->line, doc->root->column);
 cleanup:
+    for (size_t i = 0; i < c.nfiles; i++)
+        free(c.owned[i]);
     conf_free(doc);
     free(text);
     return rc;

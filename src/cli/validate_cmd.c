@@ -1,6 +1,7 @@
 /* validate_cmd.c: `castor validate [--kind config|job|cloud-init] FILE...`: check a controller
  * configuration (everything `castor run` checks before it starts, without the network), a job
- * file (as `castor submit` reads it) or a worker's cloud-init user-data (src/cli/cloud_init.c). */
+ * file (as `castor submit` reads it) or a worker's cloud-init user-data or startup script
+ * (src/cli/cloud_init.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -44,3 +44,12 @@ castor_cli_test(validate_worker_no_exec 2 "the unit's start script does not exec
   validate --cloud-init ${VD}/worker-no-exec.yaml)
 castor_cli_test(validate_worker_token_unwritten 2 "worker-token-unwritten.yaml:16:14: CASTOR_NODE_TOKEN_FILE: nothing writes /run/castor-node/node.token at boot"
   validate --cloud-init ${VD}/worker-token-unwritten.yaml)
+
+# A startup script (terraform/gcp's workers): the files are its here-documents.
+castor_cli_test(validate_worker_script 0 "worker-script.sh: ok" validate --cloud-init ${VD}/worker-script.sh)
+castor_cli_test(validate_worker_script_fixed_id 2 "worker-script-fixed-id.sh:13:8: CASTOR_INSTANCE_ID: every worker boots"
+  validate --cloud-init ${VD}/worker-script-fixed-id.sh)
+castor_cli_test(validate_worker_script_not_started 2 "worker-script-not-started.sh:1:1: the script does not start castor-node"
+  validate --cloud-init ${VD}/worker-script-not-started.sh)
+castor_cli_test(validate_worker_script_open_heredoc 2 "worker-script-open-heredoc.sh:5:1: the here-document for /usr/local/sbin/castor-node-start has no end line END"
+  validate --cloud-init ${VD}/worker-script-open-heredoc.sh)
