@@ -45,11 +45,27 @@ castor_cli_test(validate_worker_no_exec 2 "the unit's start script does not exec
 castor_cli_test(validate_worker_token_unwritten 2 "worker-token-unwritten.yaml:16:14: CASTOR_NODE_TOKEN_FILE: nothing writes /run/castor-node/node.token at boot"
   validate --cloud-init ${VD}/worker-token-unwritten.yaml)
 
-# A startup script (terraform/gcp's workers): the files are its here-documents.
+# A startup script (terraform/gcp's workers): the files are its here-documents. The bad ones are
+# the good one with one sed expression applied (tests/cli/expect_variant.sh).
+set(VARIANT "${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_variant.sh")
+function(castor_variant_test name good expr status text)
+  add_test(NAME cli_${name} COMMAND ${VARIANT} ${good} ${expr}
+    ${CMAKE_CURRENT_BINARY_DIR}/${name}.sh ${status} ${text} -- $<TARGET_FILE:castor> ${ARGN})
+endfunction()
+
 castor_cli_test(validate_worker_script 0 "worker-script.sh: ok" validate --cloud-init ${VD}/worker-script.sh)
-castor_cli_test(validate_worker_script_fixed_id 2 "worker-script-fixed-id.sh:13:8: CASTOR_INSTANCE_ID: every worker boots"
-  validate --cloud-init ${VD}/worker-script-fixed-id.sh)
-castor_cli_test(validate_worker_script_not_started 2 "worker-script-not-started.sh:1:1: the script does not start castor-node"
-  validate --cloud-init ${VD}/worker-script-not-started.sh)
-castor_cli_test(validate_worker_script_open_heredoc 2 "worker-script-open-heredoc.sh:5:1: the here-document for /usr/local/sbin/castor-node-start has no end line END"
-  validate --cloud-init ${VD}/worker-script-open-heredoc.sh)
+castor_variant_test(validate_worker_script_fixed_id ${VD}/worker-script.sh
+  "s|^export CASTOR_INSTANCE_ID=.*|export CASTOR_INSTANCE_ID=us-central1-a/castor-1|" 2
+  "validate_worker_script_fixed_id.sh:13:8: CASTOR_INSTANCE_ID: every worker boots"
+  validate --cloud-init @FILE@)
+castor_variant_test(validate_worker_script_not_started ${VD}/worker-script.sh
+  "/enable --now castor-node/d" 2
+  "validate_worker_script_not_started.sh:1:1: the script does not start castor-node"
+  validate --cloud-init @FILE@)
+castor_variant_test(validate_worker_script_open_heredoc ${VD}/worker-script.sh "/^END$/d" 2
+  "validate_worker_script_open_heredoc.sh:5:1: the here-document for /usr/local/sbin/castor-node-start has no end line END"
+  validate --cloud-init @FILE@)
+castor_variant_test(validate_worker_script_literal_token ${VD}/worker-script.sh
+  "s|^export CASTOR_NODE_TOKEN_FILE=.*|export CASTOR_NODE_TOKEN=abcdef0123456789abcdef0123456789|" 2
+  "validate_worker_script_literal_token.sh:14:8: CASTOR_NODE_TOKEN: a token in the user-data"
+  validate --cloud-init @FILE@)
