@@ -58,7 +58,7 @@ resource "aws_kms_key" "castor" {
 }
 
 resource "aws_kms_alias" "castor" {
-  name          = "alias/${local.name}"
+  name          = "alias/castor-${replace(var.cluster_id, ".", "-")}" # an alias takes no '.' 
   target_key_id = aws_kms_key.castor.key_id
 }
 

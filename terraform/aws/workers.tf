@@ -3,7 +3,6 @@
 # tags); its user-data installs and starts castor-node.
 
 data "aws_ami" "worker" {
-  owners      = ["amazon", "self", "aws-marketplace"]
   most_recent = true
   filter {
     name   = "image-id"

@@ -46,13 +46,13 @@ locals {
 
 resource "google_service_account" "controller" {
   project      = var.project_id
-  account_id   = substr("castor-ctl-${var.cluster_id}", 0, 30)
+  account_id   = "castor-ctl-${substr(sha1(var.cluster_id), 0, 12)}" # 6 to 30 characters, whatever the id
   display_name = "castor ${var.cluster_id}: the controller"
 }
 
 resource "google_service_account" "worker" {
   project      = var.project_id
-  account_id   = substr("castor-node-${var.cluster_id}", 0, 30)
+  account_id   = "castor-node-${substr(sha1(var.cluster_id), 0, 12)}"
   display_name = "castor ${var.cluster_id}: GPU workers"
 }
 
@@ -68,7 +68,7 @@ resource "google_compute_address" "controller" {
 resource "google_compute_address" "controller_public" {
   count   = var.controller_public_ip ? 1 : 0
   project = var.project_id
-  name    = "${local.name}-controller-public"
+  name    = "${local.name}-ctl-public"
   region  = var.region
 }
 

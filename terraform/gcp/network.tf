@@ -3,7 +3,7 @@
 
 resource "google_compute_firewall" "api_from_workers" {
   project                 = var.project_id
-  name                    = "${local.name}-api-from-workers"
+  name                    = "${local.name}-api-workers"
   network                 = var.network
   description             = "castor API from the workers"
   direction               = "INGRESS"
@@ -18,7 +18,7 @@ resource "google_compute_firewall" "api_from_workers" {
 resource "google_compute_firewall" "api_from_admins" {
   count                   = length(var.admin_cidrs) > 0 ? 1 : 0
   project                 = var.project_id
-  name                    = "${local.name}-api-from-admins"
+  name                    = "${local.name}-api-admins"
   network                 = var.network
   description             = "castor API from the admin networks"
   direction               = "INGRESS"

@@ -2,11 +2,11 @@
 # can be wrong in a way Terraform would not notice have validation blocks.
 
 variable "cluster_id" {
-  description = "The castor cluster's id: every instance castor launches carries the label castor-cluster=<id>. 1 to 40 of lowercase letters, digits, '_', '-', starting with a letter (a GCP label value)."
+  description = "The castor cluster's id: every instance castor launches carries the label castor-cluster=<id>, and the module's resource names contain it. 1 to 30 of lowercase letters, digits and '-', starting with a letter and not ending with '-'."
   type        = string
   validation {
-    condition     = can(regex("^[a-z][a-z0-9_-]{0,39}$", var.cluster_id))
-    error_message = "cluster_id must be 1 to 40 lowercase letters, digits, '_' or '-', starting with a letter (it is a label value)."
+    condition     = can(regex("^[a-z]([a-z0-9-]{0,28}[a-z0-9])?$", var.cluster_id))
+    error_message = "cluster_id must be 1 to 30 lowercase letters, digits and '-', starting with a letter and not ending with '-' (it is a label value and part of resource names)."
   }
 }
 

@@ -13,6 +13,7 @@ castor_iac_test(templates --only templates --castor $<TARGET_FILE:castor>)
 if(CASTOR_SANITIZE)
   return() # the rest does not run castor: once, in the plain build, is enough
 endif()
+castor_iac_test(checker_parts --unittest)
 castor_iac_test(structure --only structure)
 castor_iac_test(validations --only validations)
 castor_iac_test(checkov --only checkov)

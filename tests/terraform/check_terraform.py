@@ -418,6 +418,8 @@ BAD = {
         ("admin_cidrs", ["0.0.0.0/0"], {}),
         ("admin_cidrs", ["not-a-cidr"], {}),
         ("cluster_id", "Castor", {}),
+        ("cluster_id", "castor_prod", {}),
+        ("cluster_id", "castor-" + "x" * 24, {}),
         ("project_id", "x", {}),
         ("region", "us central", {}),
         ("machine_types", [], {}),

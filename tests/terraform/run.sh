@@ -1,6 +1,7 @@
 #!/bin/sh
 # run.sh: run tests/terraform/check_terraform.py under .venv-iac (scripts/iac-venv).
 # usage: run.sh ROOT [--expect STATUS TEXT] [check_terraform.py arguments...]
+#        run.sh ROOT --unittest   (the checker's own parts: test_checker_parts.py)
 # Without .venv-iac: exit 77 (ctest shows the test as skipped), or a failure when CI is set.
 # --expect: the checker must exit with STATUS and print TEXT (the negative fixtures).
 root=$1
@@ -16,6 +17,9 @@ if [ ! -x "$py" ]; then
 fi
 PATH=$root/.venv-iac/bin:$PATH
 export PATH
+if [ "${1:-}" = "--unittest" ]; then
+    exec "$py" "$root/tests/terraform/test_checker_parts.py"
+fi
 if [ "${1:-}" = "--expect" ]; then
     want=$2 text=$3
     shift 3

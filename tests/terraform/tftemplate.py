@@ -145,7 +145,7 @@ def used_names(text):
 
     def roots(expr, bound):
         expr = re.sub(r'"(?:\\.|[^"\\])*"', '""', expr)
-        for m in re.finditer(r"(?<![\w.])([A-Za-z_]\w*)(?!\s*\()", expr):
+        for m in re.finditer(r"(?<![\w.])([A-Za-z_]\w*)(?!\w)(?!\s*\()", expr):
             w = m.group(1)
             if w not in bound and w not in ("true", "false", "null", "in", "for", "if"):
                 used.add(w)
