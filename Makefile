@@ -9,10 +9,12 @@ SOURCES = $(shell find src include tests bench cuda providers policies -name '*.
 
 all: build
 
-# The Debian packages, then the tests' Python packages (moto) into .venv.
+# The Debian packages, then the tests' Python packages (moto) into .venv, and the checks of
+# terraform/ (checkov, python-hcl2) into .venv-iac.
 deps:
 	./scripts/install-deps
 	./scripts/test-venv
+	./scripts/iac-venv
 
 $(BUILD)/CMakeCache.txt:
 	cmake -S . -B $(BUILD) -DCASTOR_WERROR=ON $(CMAKE_FLAGS)

@@ -19,6 +19,17 @@ int cli_simulate_scenario(int argc, char **argv, FILE *out, FILE *err);
 /* `castor run -c FILE`: the controller daemon (docs/run.md). */
 int cli_run(int argc, char **argv, FILE *out, FILE *err);
 
+/* `castor validate [--kind config|job|cloud-init] FILE...`: check files without the network;
+ * "FILE: ok" on out, faults as file:line:column on err; 0, 2 (a bad file) or 1 (unreadable). */
+int cli_validate(int argc, char **argv, FILE *out, FILE *err);
+
+/* A worker's cloud-init user-data at path: #cloud-config, YAML, a castor-node unit started by
+ * runcmd and the environment castor-node needs (docs/terraform.md). 0 when good; else ERR_PARSE
+ * or ERR_INVAL (a token in the user-data, a fixed instance id) with e at file:line:column,
+ * ERR_NOENT or ERR_IO when it cannot be read. */
+struct error;
+int cli_cloud_init_check(const char *path, struct error *e);
+
 /* `castor status|jobs|submit|cancel ...`: the client of the controller's API; argv[0] names the
  * command. */
 int cli_client(int argc, char **argv, FILE *out, FILE *err);

@@ -1,0 +1,73 @@
+# gcp-multi-zone: three zones, spot G2 and N1+T4 types and standard A2, a budget of $30/h: castor
+# rents where capacity and price are best and fails over when a zone's pool is exhausted.
+
+terraform {
+  required_version = ">= 1.9.0"
+  required_providers {
+    google = {
+      source  = "hashicorp/google"
+      version = "~> 6.0"
+    }
+  }
+}
+
+variable "project_id" {
+  description = "The Google Cloud project."
+  type        = string
+}
+
+variable "worker_image" {
+  description = "A GPU image with the NVIDIA driver, curl and python3."
+  type        = string
+}
+
+variable "castor_package_url" {
+  description = "The castor tarball's https URL."
+  type        = string
+}
+
+variable "castor_package_sha256" {
+  description = "The tarball's SHA-256."
+  type        = string
+}
+
+variable "admin_cidrs" {
+  description = "The networks the castor client runs in."
+  type        = list(string)
+  default     = ["10.128.0.0/9"]
+}
+
+provider "google" {
+  project = var.project_id
+  region  = "us-central1"
+}
+
+module "castor" {
+  source     = "../../gcp"
+  cluster_id = "castor-prod"
+  project_id = var.project_id
+  region     = "us-central1"
+  zones      = ["us-central1-a", "us-central1-b", "us-central1-c"]
+  machine_types = [
+    { machine_type = "g2-standard-8" },
+    { machine_type = "n1-standard-8", accelerator_type = "nvidia-tesla-t4", accelerator_count = 1 },
+    { machine_type = "a2-highgpu-1g", spot = false },
+  ]
+  worker_image          = var.worker_image
+  castor_package_url    = var.castor_package_url
+  castor_package_sha256 = var.castor_package_sha256
+  admin_cidrs           = var.admin_cidrs
+  budget_per_hour       = 30
+  max_nodes             = 24
+  labels                = { team = "ml-platform" }
+}
+
+output "api_url" {
+  description = "Set CASTOR_URL to this."
+  value       = module.castor.api_url
+}
+
+output "admin_token_command" {
+  description = "Run this for CASTOR_USER_TOKEN."
+  value       = module.castor.admin_token_command
+}
