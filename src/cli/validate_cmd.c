@@ -14,6 +14,7 @@
 #include "policies/policy.h"
 #include "providers/cloud.h"
 #include "util/conf.h"
+#include "util/file.h"
 
 static void validate_usage(FILE *f)
 {
@@ -45,28 +46,12 @@ static void validate_usage(FILE *f)
 static void validate_host(const struct config *cfg, struct cloud_host *h, char *url, size_t usize,
                           char *bin_dir, size_t bsize)
 {
-    const char *addr = cfg->api.address ? cfg->api.address : "127.0.0.1";
-    ssize_t n;
-    char *slash;
-
-    if (strcmp(addr, "0.0.0.0") == 0)
-        addr = "127.0.0.1";
-    else if (strcmp(addr, "::") == 0)
-        addr = "::1";
-    snprintf(url, usize, "%s://%s%s%s:%d", cfg->api.tls_cert ? "https" : "http",
-             strchr(addr, ':') ? "[" : "", addr, strchr(addr, ':') ? "]" : "",
-             cfg->api.port ? cfg->api.port : 8470);
+    config_api_url(cfg, 0, url, usize);
     h->api_url = url;
     h->node_token_file = cfg->token_files[API_ROLE_NODE];
     h->job_token_file = cfg->token_files[API_ROLE_JOB];
-    n = readlink("/proc/self/exe", bin_dir, bsize - 1);
-    if (n > 0) {
-        bin_dir[n] = '\0';
-        if ((slash = strrchr(bin_dir, '/')) && slash != bin_dir) {
-            *slash = '\0';
-            h->bin_dir = bin_dir;
-        }
-    }
+    if (file_exe_dir(bin_dir, bsize) == 0)
+        h->bin_dir = bin_dir;
 }
 
 /* The fleet offer named by cfg among the cloud's offers (worlds whose offers need no network). */

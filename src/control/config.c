@@ -728,3 +728,17 @@ out:
     jv_free(k.to);
     return rc;
 }
+
+void config_api_url(const struct config *c, int port, char *buf, size_t size)
+{
+    const char *addr = c->api.address ? c->api.address : "127.0.0.1";
+
+    if (strcmp(addr, "0.0.0.0") == 0)
+        addr = "127.0.0.1";
+    else if (strcmp(addr, "::") == 0)
+        addr = "::1";
+    if (port <= 0)
+        port = c->api.port ? c->api.port : 8470;
+    snprintf(buf, size, "%s://%s%s%s:%d", c->api.tls_cert ? "https" : "http",
+             strchr(addr, ':') ? "[" : "", addr, strchr(addr, ':') ? "]" : "", port);
+}

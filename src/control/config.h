@@ -107,6 +107,11 @@ int config_load(const char *path, struct config **out, struct error *e);
 
 void config_free(struct config *c);
 
+/* The API's URL as a process on this machine reaches it: the configured address (a wildcard as
+ * loopback), the scheme by TLS, at port (the bound one; 0: the configured one or 8470), into buf
+ * (size bytes, truncated if it does not fit). */
+void config_api_url(const struct config *c, int port, char *buf, size_t size);
+
 /*
  * A job spec from the mapping m (the keys of POST /v1/jobs, docs/api.md; `deadline` as seconds
  * since the epoch or an ISO 8601 time). in_template: m is a template's job, which takes no name

@@ -19,6 +19,7 @@
 #include "control/state.h"
 #include "providers/cloud.h"
 #include "providers/faulty.h"
+#include "util/file.h"
 #include "util/http_server.h"
 #include "util/json.h"
 #include "util/log.h"
@@ -528,17 +529,9 @@ static int dm_start_api(struct daemon *d, struct error *e)
 static void dm_host(const struct daemon *d, struct cloud_host *h, char *url, size_t url_size,
                     char tokens[2][4096], char *bin_dir, size_t bin_size)
 {
-    const char *addr = d->cfg->api.address, *cred = getenv(DAEMON_ENV_CREDENTIALS);
-    ssize_t n;
-    char *slash;
+    const char *cred = getenv(DAEMON_ENV_CREDENTIALS);
 
-    if (strcmp(addr, "0.0.0.0") == 0)
-        addr = "127.0.0.1";
-    else if (strcmp(addr, "::") == 0)
-        addr = "::1";
-    snprintf(url, url_size, "%s://%s%s%s:%d", d->cfg->api.tls_cert ? "https" : "http",
-             strchr(addr, ':') ? "[" : "", addr, strchr(addr, ':') ? "]" : "",
-             http_server_port(d->server));
+    config_api_url(d->cfg, http_server_port(d->server), url, url_size);
     h->api_url = url;
     if (d->cfg->token_files[API_ROLE_NODE]) {
         h->node_token_file = d->cfg->token_files[API_ROLE_NODE];
@@ -551,14 +544,8 @@ static void dm_host(const struct daemon *d, struct cloud_host *h, char *url, siz
             h->job_token_file = tokens[1];
         }
     }
-    n = readlink("/proc/self/exe", bin_dir, bin_size - 1);
-    if (n > 0) {
-        bin_dir[n] = '\0';
-        if ((slash = strrchr(bin_dir, '/')) && slash != bin_dir) {
-            *slash = '\0';
-            h->bin_dir = bin_dir;
-        }
-    }
+    if (file_exe_dir(bin_dir, bin_size) == 0)
+        h->bin_dir = bin_dir;
 }
 
 static int dm_start(struct daemon *d, struct error *e)

@@ -113,3 +113,20 @@ int file_write_atomic(const char *path, const void *data, size_t len, unsigned m
         return err_set(e, ERR_IO, path, 0, 0, "cannot sync its folder");
     return 0;
 }
+
+int file_exe_dir(char *buf, size_t size)
+{
+    char path[4096], *slash;
+    ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+
+    if (n <= 0)
+        return ERR_IO;
+    path[n] = '\0';
+    if (!(slash = strrchr(path, '/')) || slash == path)
+        return ERR_IO;
+    *slash = '\0';
+    if (strlen(path) >= size)
+        return ERR_RANGE;
+    memcpy(buf, path, strlen(path) + 1);
+    return 0;
+}

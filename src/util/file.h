@@ -13,6 +13,11 @@
  */
 int file_read_all(const char *path, char **data, size_t *len, struct error *e);
 
+/* The folder of the running program (/proc/self/exe without its last component) into buf (size
+ * bytes). ERR_IO when it cannot be read, ERR_RANGE when it does not fit; buf written only on
+ * success. */
+int file_exe_dir(char *buf, size_t size);
+
 /*
  * Replace the file at path by len bytes of data, atomically: written to path.tmp with mode
  * (creating it), synced, renamed over path, and the folder synced, so that a crash at any point

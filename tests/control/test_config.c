@@ -353,6 +353,31 @@ static void config_load__faults(void **state)
     config_free(c);
 }
 
+/* The API's URL as a node on this machine reaches it: a wildcard as loopback, IPv6 in brackets,
+ * https with TLS, the bound port or the configured one. */
+static void config_api_url__as_a_local_process_reaches_it(void **state)
+{
+    struct config *c = NULL;
+    struct error e = {0};
+    const char *path = NULL;
+    char url[96];
+
+    (void)state;
+    assert_int_equal(load_text(BASE "api:\n  address: 0.0.0.0\n  port: 9001\n", &c, &e, &path), 0);
+    config_api_url(c, 0, url, sizeof(url));
+    assert_string_equal(url, "http://127.0.0.1:9001");
+    config_api_url(c, 40001, url, sizeof(url));
+    assert_string_equal(url, "http://127.0.0.1:40001");
+    config_free(c);
+    assert_int_equal(load_text(BASE
+                               "api:\n  address: \"::\"\n  tls_cert: c.pem\n  tls_key: k.pem\n",
+                               &c, &e, &path),
+                     0);
+    config_api_url(c, 0, url, sizeof(url));
+    assert_string_equal(url, "https://[::1]:8470");
+    config_free(c);
+}
+
 static void config_load__missing_file(void **state)
 {
     struct config *c = NULL;
@@ -370,6 +395,7 @@ int main(void)
         cmocka_unit_test(config_load__the_example),
         cmocka_unit_test(config_template__job_name_and_spec),
         cmocka_unit_test(config_load__faults),
+        cmocka_unit_test(config_api_url__as_a_local_process_reaches_it),
         cmocka_unit_test(config_reload_check__restart_only_keys),
         cmocka_unit_test(config_job_spec__a_job_file),
         cmocka_unit_test(config_load__every_bad_key_located),
