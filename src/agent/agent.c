@@ -6,7 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netdb.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "util/crypto.h"
 #include "util/file.h"
@@ -146,5 +149,33 @@ out:
         free(auth);
     }
     free(url);
+    return rc;
+}
+
+int agent_route_address(const char *url, char *buf, size_t size)
+{
+    struct addrinfo hints = {.ai_socktype = SOCK_DGRAM}, *res = NULL;
+    struct sockaddr_storage self;
+    socklen_t len = sizeof(self);
+    struct http_client_url u;
+    char port[8], host[1025]; /* NI_MAXHOST */
+    int fd, rc = ERR_IO;
+
+    if (http_client_parse_url(url, &u) < 0)
+        return ERR_INVAL;
+    snprintf(port, sizeof(port), "%d", u.port ? u.port : strcmp(u.scheme, "https") ? 80 : 443);
+    if (getaddrinfo(u.host, port, &hints, &res) != 0 || !res)
+        return ERR_NOENT;
+    fd = socket(res->ai_family, SOCK_DGRAM, 0);
+    if (fd >= 0 && connect(fd, res->ai_addr, res->ai_addrlen) == 0 &&
+        getsockname(fd, (struct sockaddr *)&self, &len) == 0 &&
+        getnameinfo((struct sockaddr *)&self, len, host, sizeof(host), NULL, 0, NI_NUMERICHOST) ==
+            0)
+        rc = strlen(host) < size ? 0 : ERR_RANGE;
+    if (fd >= 0)
+        close(fd);
+    freeaddrinfo(res);
+    if (rc == 0)
+        memcpy(buf, host, strlen(host) + 1);
     return rc;
 }

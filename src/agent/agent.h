@@ -38,6 +38,15 @@ int agent_env_secret(const char *name, const char *file_name, char **out, struct
 void agent_secret_free(char *secret);
 
 /*
+ * The local address of this machine's route to the controller at url (what its peers on that
+ * network reach it by), as text into buf (size bytes): a UDP socket is connected to the
+ * controller's address (no packet is sent) and its own address read. ERR_INVAL (not an http(s)
+ * URL), ERR_NOENT (the host does not resolve), ERR_IO (no route), ERR_RANGE (buf too small); buf
+ * written only on success.
+ */
+int agent_route_address(const char *url, char *buf, size_t size);
+
+/*
  * One request to the controller at base (its URL; a final '/' is dropped) + path with
  * "Authorization: Bearer token" and
  * a JSON body (NULL: none), within timeout_s, TLS trusting ca_file (NULL: the system's). The

@@ -43,6 +43,7 @@ static void nj_clear(struct node_job *j)
 {
     free(j->name);
     free(j->master);
+    free(j->master_addr);
     nj_free_strv(j->argv);
     free(j->workdir);
     env_free(j->env);
@@ -204,6 +205,8 @@ static int na_job(const struct jv *o, size_t i, struct node_job *j, struct error
     if ((long long)j->rank_offset + j->replicas > j->world_size)
         return err_set(e, ERR_PARSE, NULL, 0, 0,
                        "jobs[%zu]: rank_offset + replicas is more than world_size", i);
+    if (jv_get(o, "master_addr") && (rc = na_str(o, "master_addr", &j->master_addr, i, e)) < 0)
+        return rc;
     if ((rc = na_spec(jv_get(o, "spec"), j, i, e)) < 0)
         return rc;
     return jv_dump(o, &j->key);
@@ -288,9 +291,10 @@ int node_replica_env(const struct node_job *j, int local, const struct node_env_
     PUT("CASTOR_LOCAL_WORLD_SIZE", "%d", j->replicas);
     if (rc == 0)
         rc = env_list_set(&l, "CASTOR_MASTER_ADDR",
-                          in->self && strcmp(j->master, in->self) == 0
-                              ? "127.0.0.1"
-                              : (in->master_addr ? in->master_addr : j->master));
+                          in->self && strcmp(j->master, in->self) == 0 ? "127.0.0.1"
+                          : in->master_addr                            ? in->master_addr
+                          : j->master_addr                             ? j->master_addr
+                                                                       : j->master);
     PUT("CASTOR_MASTER_PORT", "%d", node_master_port(j->name));
     if (isfinite(j->local_bsz))
         PUT("CASTOR_LOCAL_BSZ", "%.17g", j->local_bsz);
@@ -461,6 +465,8 @@ static void nd_register(struct nd *n, double now)
         rc = jv_set(o, "market", jv_string(c->market));
     if (rc == 0 && isfinite(c->price))
         rc = jv_set(o, "price", jv_number(c->price));
+    if (rc == 0 && c->address)
+        rc = jv_set(o, "address", jv_string(c->address));
     if (rc == 0)
         rc = jv_dump(o, &body);
     jv_free(o);

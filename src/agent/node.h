@@ -37,6 +37,8 @@ struct node_job {
     int rank_offset;     /* the rank of the first */
     int world_size;      /* replicas of the job on every node */
     char *master;        /* the master node's instance id */
+    char *master_addr;   /* where the master is reached, as its agent registered it; NULL: not
+                          * said */
     double local_bsz;    /* the plan's batch per replica; NAN before the plan gave one */
     int accum_steps;     /* -1 before the plan gave one */
     double lr_gain;      /* NAN before the plan gave one */
@@ -73,7 +75,8 @@ struct node_env_inputs {
     const char *self;        /* this node's instance id */
     const char *url;         /* the controller, for CASTOR_URL */
     const char *job_token;   /* CASTOR_JOB_TOKEN; NULL: not set */
-    const char *master_addr; /* the master's address when it is another node; NULL: its id */
+    const char *master_addr; /* the master's address when it is another node, overriding the
+                              * assignment's; NULL: the assignment's, else the master's id */
     int gpu;                 /* the GPU index for CUDA_VISIBLE_DEVICES; < 0: not set */
 };
 
@@ -106,7 +109,10 @@ struct node_config {
     const char *node_token;   /* the node role's bearer token (a secret) */
     const char *job_token;    /* handed to replicas; NULL: none */
     const char *ca_file;      /* TLS trust for the controller; NULL: the system's */
-    const char *master_addr;  /* address of other master nodes; NULL: their instance id */
+    const char *master_addr;  /* address of other master nodes (overrides what the controller
+                               * says, for the local world); NULL: the assignment's */
+    const char *address;      /* where this node's replicas are reached (registered); NULL:
+                               * not said */
     /* registration extras (the controller ignores them for a node it launched); NULL: omitted */
     const char *provider, *offer, *zone, *market;
     double price; /* NAN: omitted */

@@ -27,7 +27,8 @@ static void usage(FILE *f)
             "  CASTOR_JOB_TOKEN or CASTOR_JOB_TOKEN_FILE   handed to the replicas\n"
             "  CASTOR_LAUNCH_TOKEN, CASTOR_FAKE_GPUS=N[:GiB], CASTOR_NODE_HEARTBEAT_S (5),\n"
             "  CASTOR_NODE_GRACE_S (30), CASTOR_NODE_TIMEOUT_S (10), CASTOR_NODE_BACKOFF_MAX_S\n"
-            "  (60), CASTOR_NODE_MASTER_ADDR, CASTOR_NODE_CA_FILE, CASTOR_NODE_PROVIDER,\n"
+            "  (60), CASTOR_NODE_MASTER_ADDR, CASTOR_NODE_ADDRESS (default: the local address\n"
+            "  of the route to the controller), CASTOR_NODE_CA_FILE, CASTOR_NODE_PROVIDER,\n"
             "  CASTOR_NODE_OFFER, CASTOR_NODE_ZONE, CASTOR_NODE_MARKET, CASTOR_NODE_PRICE,\n"
             "  CASTOR_NODE_LOG_LEVEL (debug, info, warn, error), CASTOR_ALLREDUCE_BUSBW (bytes/s;\n"
             "  default: measured over two or more real GPUs with NCCL; handed to the replicas)\n"
@@ -132,7 +133,7 @@ int main(int argc, char **argv)
     struct inventory inv = {0};
     struct error e = {0};
     struct log *log = NULL;
-    char *node_token = NULL, *job_token = NULL;
+    char *node_token = NULL, *job_token = NULL, address[256];
     int level = LOG_INFO;
     uint64_t mem = 0;
     int rc = 0, exit_code = 1;
@@ -154,6 +155,11 @@ int main(int argc, char **argv)
     cfg.launch_token = getenv(NODE_ENV_LAUNCH_TOKEN);
     cfg.ca_file = getenv("CASTOR_NODE_CA_FILE");
     cfg.master_addr = getenv("CASTOR_NODE_MASTER_ADDR");
+    /* where the replicas are reached: said, else the address of the route to the controller */
+    cfg.address = getenv("CASTOR_NODE_ADDRESS");
+    if ((!cfg.address || !cfg.address[0]) &&
+        agent_route_address(cfg.url, address, sizeof(address)) == 0)
+        cfg.address = address;
     cfg.provider = getenv("CASTOR_NODE_PROVIDER");
     cfg.offer = getenv("CASTOR_NODE_OFFER");
     cfg.zone = getenv("CASTOR_NODE_ZONE");

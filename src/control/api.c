@@ -589,12 +589,22 @@ static int ap_str(struct ap_ctx *c, const struct jv *obj, const char *where, con
 
 /* ---- nodes ---- */
 
+/* An address a node's peers can dial: an IPv4 or IPv6 address or a host name. */
+static int ap_address_ok(const char *s)
+{
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+              *s == '.' || *s == '-' || *s == ':'))
+            return 0;
+    return 1;
+}
+
 static void ap_node_register(struct ap_ctx *c)
 {
-    static const char *const keys[] = {"instance_id", "gpus",  "gpu_memory_mib",
-                                       "provider",    "offer", "zone",
-                                       "market",      "price", NULL};
-    const char *id = NULL, *market = "on-demand";
+    static const char *const keys[] = {"instance_id", "gpus", "gpu_memory_mib", "provider",
+                                       "offer",       "zone", "market",         "price",
+                                       "address",     NULL};
+    const char *id = NULL, *market = "on-demand", *address = NULL;
     long long gpus = 0, mem = 0;
     struct state_node n = {0};
     int rc;
@@ -626,11 +636,17 @@ static void ap_node_register(struct ap_ctx *c)
         rc = ap_bad(c, "market must be \"spot\" or \"on-demand\"");
     if (rc == 0)
         rc = ap_num(c, c->body, "", "price", 0, 0.0, 1, &n.price);
+    if (rc == 0)
+        rc = ap_str(c, c->body, "", "address", 0, 255, &address);
+    if (rc == 0 && address && !ap_address_ok(address))
+        rc = ap_bad(c, "address must be an IP address or a host name (letters, digits, '.', "
+                       "'-', ':')");
     if (rc < 0) {
         ap_fail(c, 400, "%s", c->reason);
         return;
     }
     n.instance_id = (char *)id;
+    n.address = (char *)address;
     n.market = strcmp(market, "spot") == 0 ? STATE_MARKET_SPOT : STATE_MARKET_ON_DEMAND;
     n.gpus = (int)gpus;
     n.gpu_memory_mib = (int)mem;
@@ -732,8 +748,21 @@ static void ap_set_config(struct ap_ctx *c, struct jv *o, const struct state_job
     ap_set(c, o, "lr_gain", jv_number(j->lr_gain));
 }
 
+/* o's "master_addr": where node (the master) is reached, when its agent said so. */
+static void ap_set_master_addr(struct ap_ctx *c, struct jv *o, const char *node)
+{
+    struct state_node m;
+
+    if (state_node_get(c->a->state, node, &m) < 0)
+        return;
+    if (m.address)
+        ap_set(c, o, "master_addr", jv_string(m.address));
+    state_node_clear(&m);
+}
+
 /* One job's part of a node's assignment: its replicas there, ranks, world size, master (the
- * first node by instance id), configuration and spec. */
+ * first node by instance id) and where it is reached (when its agent said), configuration and
+ * spec. */
 static struct jv *ap_assignment_job(struct ap_ctx *c, const struct state_node_job *nj)
 {
     struct state_alloc *rows = NULL;
@@ -759,6 +788,7 @@ static struct jv *ap_assignment_job(struct ap_ctx *c, const struct state_node_jo
     ap_set(c, o, "rank_offset", jv_integer(offset));
     ap_set(c, o, "world_size", jv_integer(world));
     ap_set(c, o, "master", jv_string(n > 0 ? rows[0].node : c->param));
+    ap_set_master_addr(c, o, n > 0 ? rows[0].node : c->param);
     ap_set_config(c, o, &j);
     ap_set(c, o, "spec", ap_spec(&j));
     state_allocs_free(rows, n);

@@ -124,8 +124,10 @@ static const char *const st_migrations[STATE_SCHEMA_VERSION] = {
     " at REAL NOT NULL,"
     " PRIMARY KEY (job_id, nodes, replicas, local_bsz, accum_steps)"
     ") STRICT;",
-    /* v4: the all-reduce time a job's replicas measured, the prior for placements not yet run */
-    "ALTER TABLE jobs ADD COLUMN sync_prior REAL CHECK (sync_prior > 0);",
+    /* v4: the all-reduce time a job's replicas measured, the prior for placements not yet run;
+     * where a node's replicas are reached, as its agent registered it */
+    "ALTER TABLE jobs ADD COLUMN sync_prior REAL CHECK (sync_prior > 0);"
+    "ALTER TABLE nodes ADD COLUMN address TEXT CHECK (length(address) BETWEEN 1 AND 255);",
 };
 
 static const char *const st_job_states[STATE_JOB_NSTATES] = {
@@ -894,7 +896,7 @@ void state_intents_free(struct state_intent *intents, size_t n)
 #define ST_NODE_COLUMNS                                                                        \
     "id, instance_id, provider, offer, market, zone, gpus, state, launch_token, launch_index," \
     " launched_at, ready_at, terminated_at, price, gpu_memory_mib, heartbeat_at, notice_at,"   \
-    " notice_deadline"
+    " notice_deadline, address"
 
 static int st_read_node(struct db_stmt *s, void *item)
 {
@@ -911,6 +913,8 @@ static int st_read_node(struct db_stmt *s, void *item)
         rc = db_column_text_dup(s, 5, &node->zone);
     if (rc == 0)
         rc = db_column_text_dup(s, 8, &node->launch_token);
+    if (rc == 0)
+        rc = db_column_text_dup(s, 18, &node->address);
     if (rc < 0)
         return rc;
     rc = st_col_enum(s, 4, st_markets, ST_COUNT(st_markets));
@@ -1047,7 +1051,8 @@ int state_node_register(struct state *st, const struct state_node *n, double now
     long long id = 0;
     int rc;
 
-    if (!st_node_ok(n) || n->gpus < 1 || n->gpu_memory_mib < 0 || !st_time_ok(now))
+    if (!st_node_ok(n) || n->gpus < 1 || n->gpu_memory_mib < 0 || !st_time_ok(now) ||
+        (n->address && (!n->address[0] || strlen(n->address) > 255)))
         return ERR_INVAL;
     rc = db_begin(st->db);
     if (rc < 0)
@@ -1058,8 +1063,9 @@ int state_node_register(struct state *st, const struct state_node *n, double now
     if (rc == 0) {
         rc = st_run(st->db,
                     "UPDATE nodes SET gpus = ?2, gpu_memory_mib = ?3, state = ?4,"
-                    " ready_at = ?5, heartbeat_at = ?5 WHERE id = ?1",
-                    "inntd", id, n->gpus, n->gpu_memory_mib, st_node_states[STATE_NODE_READY], now);
+                    " ready_at = ?5, heartbeat_at = ?5, address = ?6 WHERE id = ?1",
+                    "inntdt", id, n->gpus, n->gpu_memory_mib, st_node_states[STATE_NODE_READY], now,
+                    n->address);
     } else if (rc == ERR_UNKNOWN) {
         /* a static node: the controller did not launch it, so it carries no launch token */
         rc = n->launch_token
@@ -1067,11 +1073,12 @@ int state_node_register(struct state *st, const struct state_node *n, double now
                  : st_run(st->db,
                           "INSERT INTO nodes (instance_id, provider, offer, market,"
                           " zone, gpus, gpu_memory_mib, state, launched_at, ready_at,"
-                          " heartbeat_at, price)"
-                          " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11)",
-                          "tttttnntddd", n->instance_id, n->provider, n->offer,
+                          " heartbeat_at, price, address)"
+                          " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11, ?12)",
+                          "tttttnntdddt", n->instance_id, n->provider, n->offer,
                           st_markets[n->market], n->zone, n->gpus, n->gpu_memory_mib,
-                          st_node_states[STATE_NODE_READY], n->launched_at, now, n->price);
+                          st_node_states[STATE_NODE_READY], n->launched_at, now, n->price,
+                          n->address);
     }
     return st_end(st, rc);
 }
@@ -1194,7 +1201,9 @@ void state_node_clear(struct state_node *node)
     free(node->offer);
     free(node->zone);
     free(node->launch_token);
+    free(node->address);
     node->instance_id = node->provider = node->offer = node->zone = node->launch_token = NULL;
+    node->address = NULL;
 }
 
 void state_nodes_free(struct state_node *nodes, size_t n)

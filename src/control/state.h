@@ -208,6 +208,10 @@ struct state_node {
     double heartbeat_at;    /* NAN before the first */
     double notice_at;       /* when a preemption notice came; NAN without one */
     double notice_deadline; /* when the provider said it takes the node; NAN when not said */
+    /* where the node's replicas are reached (an IP address or host name, for rank 0's
+     * rendezvous), as its agent registered it; NULL: not said. Written by state_node_register
+     * only (state_node_upsert leaves it). */
+    char *address;
 };
 
 /*

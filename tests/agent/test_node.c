@@ -31,6 +31,7 @@
 static const char assignment_text[] =
     "{\"instance_id\":\"i-1\",\"state\":\"ready\",\"jobs\":["
     "{\"job\":\"resnet\",\"replicas\":2,\"rank_offset\":2,\"world_size\":4,\"master\":\"i-0\","
+    "\"master_addr\":\"10.1.2.3\","
     "\"local_bsz\":64,\"accum_steps\":1,\"lr_gain\":1.25,\"spec\":{\"name\":\"resnet\","
     "\"command\":[\"python\",\"train.py\"],\"workdir\":\"/w\",\"env\":{\"A\":\"1\"},"
     "\"checkpoint_interval\":600}},"
@@ -87,6 +88,8 @@ static void node_assignment_parse__refuses_malformed_answers(void **state)
         "\"world_size\":2,\"master\":\"m\"},{\"job\":\"a\",\"replicas\":1,\"rank_offset\":1,"
         "\"world_size\":2,\"master\":\"m\"}]}",
         "{\"state\":\"ready\",\"jobs\":[5]}",
+        "{\"state\":\"ready\",\"jobs\":[{\"job\":\"a\",\"replicas\":1,\"rank_offset\":0,"
+        "\"world_size\":1,\"master\":\"m\",\"master_addr\":7}]}",
     };
     struct node_assignment a = {.njobs = 77};
 
@@ -160,6 +163,17 @@ static void node_replica_env__ranks_configuration_and_no_node_secret(void **stat
     assert_null(env_get(env, "CASTOR_ACCUM_STEPS"));
     assert_null(env_get(env, "CASTOR_JOB_TOKEN"));
     assert_null(env_get(env, "CUDA_VISIBLE_DEVICES"));
+    node_env_free(env);
+    /* without the agent's override: where the controller says the master is, else its id */
+    in.master_addr = NULL;
+    assert_string_equal(a.jobs[0].master_addr, "10.1.2.3");
+    assert_int_equal(node_replica_env(&a.jobs[0], 0, &in, &env), 0);
+    assert_string_equal(env_get(env, "CASTOR_MASTER_ADDR"), "10.1.2.3");
+    node_env_free(env);
+    free(a.jobs[0].master_addr);
+    a.jobs[0].master_addr = NULL;
+    assert_int_equal(node_replica_env(&a.jobs[0], 0, &in, &env), 0);
+    assert_string_equal(env_get(env, "CASTOR_MASTER_ADDR"), "i-0");
     node_env_free(env);
     assert_int_equal(node_replica_env(&a.jobs[0], 2, &in, &other), ERR_INVAL);
     assert_ptr_equal(other, (char **)base);
@@ -350,6 +364,9 @@ static void castor_node__registers_gpus_and_heartbeats(void **state)
     assert_int_equal(n.gpus, 2);
     assert_int_equal(n.gpu_memory_mib, 8 * 1024);
     assert_int_equal(n.state, STATE_NODE_READY);
+    /* the address of its route to the controller (here: loopback) */
+    assert_non_null(n.address);
+    assert_string_equal(n.address, "127.0.0.1");
     first = n.heartbeat_at;
     state_node_clear(&n);
     proc_sleep(0.5);

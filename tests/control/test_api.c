@@ -203,7 +203,8 @@ static void populate(struct fixture *f)
 
     assert_int_equal(call(f, "POST", "/v1/nodes", TOKEN_NODE,
                           "{\"instance_id\":\"i-1\",\"gpus\":4,\"gpu_memory_mib\":16384,"
-                          "\"offer\":\"p3.8xlarge\",\"market\":\"spot\",\"price\":3.5}",
+                          "\"offer\":\"p3.8xlarge\",\"market\":\"spot\",\"price\":3.5,"
+                          "\"address\":\"10.0.3.17\"}",
                           NULL),
                      201);
     assert_int_equal(call(f, "POST", "/v1/jobs", TOKEN_USER, JOB_SPEC("a"), NULL), 201);
@@ -310,6 +311,7 @@ static void api_nodes__register_heartbeat_assignment_notice(void **state)
     assert_int_equal(node.gpu_memory_mib, 16384);
     assert_int_equal(node.market, STATE_MARKET_SPOT);
     assert_true(node.price == 3.5 && node.ready_at == f->now);
+    assert_string_equal(node.address, "10.0.3.17");
     state_node_clear(&node);
     f->now += 10;
     assert_int_equal(call(f, "POST", "/v1/nodes/i-1/heartbeat", TOKEN_NODE, NULL, &v), 200);
@@ -330,6 +332,7 @@ static void api_nodes__register_heartbeat_assignment_notice(void **state)
     assert_int_equal(jv_integer_value(jv_get(job, "world_size"), &x), 0);
     assert_int_equal(x, 2);
     assert_string_equal(jv_string_value(jv_get(job, "master")), "i-1");
+    assert_string_equal(jv_string_value(jv_get(job, "master_addr")), "10.0.3.17");
     assert_int_equal(jv_number_value(jv_get(job, "lr_gain"), &d), 0);
     assert_true(d == 1.25);
     assert_string_equal(jv_string_value(jv_at(jv_get(jv_get(job, "spec"), "command"), 1)),
@@ -370,6 +373,11 @@ static void api_nodes__bad_input_writes_nothing(void **state)
     expect_error(f, "POST", "/v1/nodes", TOKEN_NODE,
                  "{\"instance_id\":\"i-2\",\"gpus\":1,\"market\":\"cheap\"}", 400, "market");
     expect_error(f, "POST", "/v1/nodes", TOKEN_NODE, "[1]", 400, "JSON object");
+    expect_error(f, "POST", "/v1/nodes", TOKEN_NODE,
+                 "{\"instance_id\":\"i-2\",\"gpus\":1,\"address\":\"10.0.0.1; rm\"}", 400,
+                 "address must be an IP address or a host name");
+    expect_error(f, "POST", "/v1/nodes", TOKEN_NODE,
+                 "{\"instance_id\":\"i-2\",\"gpus\":1,\"address\":\"\"}", 400, "address");
     expect_error(f, "POST", "/v1/nodes/i-9/heartbeat", TOKEN_NODE, NULL, 404, "no such node");
     expect_error(f, "POST", "/v1/nodes/i-1/heartbeat", TOKEN_NODE, "{\"x\":1}", 400,
                  "unknown field x");

@@ -826,15 +826,20 @@ static void state_node_register__launched_static_duplicate(void **state)
 
     node = node_of("static-1", 2, NULL, 0);
     node.gpu_memory_mib = 1024;
+    node.address = (char *)"10.0.0.7";
     assert_int_equal(state_node_register(st, &node, 300.0), 0);
     assert_int_equal(state_node_get(st, "static-1", &got), 0);
     assert_int_equal(got.state, STATE_NODE_READY);
+    assert_string_equal(got.address, "10.0.0.7");
     assert_string_equal(got.offer, "g4dn.12xlarge");
     assert_true(got.ready_at == 300.0 && got.price == 3.912);
     state_node_clear(&got);
     node = node_of("static-2", 2, "tok", 0);
     assert_int_equal(state_node_register(st, &node, 300.0), ERR_INVAL);
     node = node_of("static-3", 0, NULL, 0);
+    assert_int_equal(state_node_register(st, &node, 300.0), ERR_INVAL);
+    node = node_of("static-4", 1, NULL, 0);
+    node.address = (char *)""; /* an address is 1 to 255 characters */
     assert_int_equal(state_node_register(st, &node, 300.0), ERR_INVAL);
     assert_int_equal(count_rows(st, "SELECT count(*) FROM nodes"), 2);
     state_close(st);
