@@ -28,6 +28,7 @@ struct pollux_job {
     double base;      /* goodput of the fair share (speedup 1) */
     int fair_r;       /* the fair share, replicas */
     double penalty;   /* factor on the speedup when the job's GPUs change */
+    double scale;     /* nodes / GPUs of the cluster: the speedup's normaliser */
     int cur_r, cur_n; /* what it holds now */
     double *good;     /* goodput by (nodes, replicas), memoised; NAN = not computed */
     int good_w;       /* row width of good: maxr + 1 */
@@ -88,12 +89,11 @@ static double pollux_speedup(const struct snap_job *sj, struct pollux_job *pj, i
 static double pollux_job_utility(const struct pollux *p, const struct snapshot *s, int j,
                                  struct pollux_job *pj, int nodes, int r, int changed)
 {
-    int gpus = snapshot_gpus(s);
     double sp;
 
     if (r > 0 && r < s->jobs[j].min_replicas)
         return -HUGE_VAL; /* below its gang minimum: not an allocation */
-    sp = pollux_speedup(&s->jobs[j], pj, nodes, r) * s->nnodes / gpus;
+    sp = pollux_speedup(&s->jobs[j], pj, nodes, r) * pj->scale;
     if (changed)
         sp *= pj->penalty;
     /* the owner's priority weighs the job's term */
@@ -121,6 +121,7 @@ static int pollux_prepare(const struct pollux *p, const struct snapshot *s, stru
 
         q->maxr = maxr;
         q->fair_r = fair_r;
+        q->scale = (double)s->nnodes / gpus;
         q->good_w = maxr + 1;
         cells = (size_t)(maxr + 1) * (size_t)(maxr + 1);
         q->good = malloc(cells * sizeof(double));
