@@ -499,6 +499,7 @@ static void castor_checkpointed__tells_the_controller(void **state)
     assert_int_equal(state_job_get(f->st, "j", &job), 0);
     assert_near(job.checkpoint_progress, 120.5, 1e-9);
     assert_int_equal(job.state, STATE_JOB_RUNNING);
+    state_job_clear(&job);
 
     /* a rank other than 0 and a handle without a controller say nothing */
     other.rank = 1;
@@ -510,6 +511,7 @@ static void castor_checkpointed__tells_the_controller(void **state)
     assert_int_equal(castor_finished(hn), 0);
     assert_int_equal(state_job_get(f->st, "j", &job), 0);
     assert_near(job.checkpoint_progress, 120.5, 1e-9);
+    state_job_clear(&job);
     castor_free(h1);
     castor_free(hn);
 
@@ -528,6 +530,7 @@ static void castor_checkpointed__tells_the_controller(void **state)
     assert_int_equal(state_job_get(f->st, "j", &job), 0);
     assert_int_equal(job.state, STATE_JOB_FINISHED);
     assert_near(job.progress, 150, 1e-9);
+    state_job_clear(&job);
     /* a checkpoint after the end is refused (the job is final): CASTOR_EREFUSED */
     assert_int_equal(castor_checkpointed(h), CASTOR_EREFUSED);
     castor_free(h);

@@ -9,7 +9,7 @@ function(castor_cli_test name status text)
 endfunction()
 
 castor_cli_test(default 0 "castor against fixed-on-demand: dollars")
-castor_cli_test(model_list 0 "pollux")
+castor_cli_test(model_list 0 "pollux" model list)
 castor_cli_test(fit_cifar10 0 "alpha_c" model fit ${GOOD}/cifar10)
 castor_cli_test(fit_json 0 "\"params\"" model fit ${GOOD}/bert --json --model pollux)
 castor_cli_test(fit_extrapolation 0 "rows not fitted" model fit ${GOOD}/ncf --train placements)
