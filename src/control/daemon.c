@@ -18,6 +18,7 @@
 #include "control/realworld.h"
 #include "control/state.h"
 #include "providers/cloud.h"
+#include "util/crypto.h"
 #include "util/http_server.h"
 #include "util/json.h"
 #include "util/log.h"
@@ -561,6 +562,9 @@ static int dm_start(struct daemon *d, struct error *e)
     char why[512], url[600], tokens[2][4096], bin_dir[4096];
     int rc;
 
+    /* the process holds cloud credentials and the tokens' digests: no core file may hold them */
+    if (crypto_no_core_dumps() < 0)
+        return err_set(e, ERR_INTERNAL, "", 0, 0, "cannot turn core dumps off");
     if ((rc = state_open(d->cfg->state_path, &d->st, e)) < 0 ||
         (rc = state_open(d->cfg->state_path, &d->st_api, e)) < 0)
         return rc;
