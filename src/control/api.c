@@ -1684,6 +1684,21 @@ static const struct ap_route ap_routes[] = {
     {"GET", "/metrics", AP_R(API_ROLE_METRICS), ap_metrics_text, 0},
 };
 
+size_t api_route_count(void)
+{
+    return sizeof(ap_routes) / sizeof(ap_routes[0]);
+}
+
+int api_route_get(size_t i, const char **method, const char **path, unsigned *roles)
+{
+    if (i >= api_route_count())
+        return ERR_RANGE;
+    *method = ap_routes[i].method;
+    *path = ap_routes[i].path;
+    *roles = ap_routes[i].roles;
+    return 0;
+}
+
 /* Match path against pattern; the segment a '*' stands for is copied into param (at most size
  * - 1 bytes: a longer one does not match). */
 static int ap_match(const char *pattern, const char *path, char *param, size_t size)

@@ -125,6 +125,14 @@ int api_name_ok(const char *s);
 /* 1 when s is an environment variable's name ([A-Za-z_][A-Za-z0-9_]*, not empty); else 0. */
 int api_env_name_ok(const char *s);
 
+/* The route table, for the tests that walk it (so that no endpoint can be added without them
+ * seeing it): the number of routes, and route i's method, path ('*' stands for one segment: a
+ * job's or node's name) and roles (a mask of 1u << enum api_role; /metrics also takes the user
+ * token when there is no metrics token). Every route needs a token: there is no public endpoint.
+ * api_route_get: 0, or ERR_RANGE for i past the end (nothing written). */
+size_t api_route_count(void);
+int api_route_get(size_t i, const char **method, const char **path, unsigned *roles);
+
 /* The HTTP handler (an http_handler_fn with the API as ctx): every request is authenticated,
  * routed, validated and answered with JSON (the metrics in Prometheus text). */
 void api_handle(void *api, const struct http_request *req, struct http_response *resp);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/http_server.h"
 #include "util/json.h"
 #include "util/timestamp.h"
 
@@ -265,12 +266,14 @@ out:
 
 static int cf_api(struct config *c, const struct conf_node *root, struct error *e)
 {
-    static const char *const keys[] = {"address", "port",     "tls_cert", "tls_key",
-                                       "threads", "max_body", NULL};
-    const struct conf_node *s = NULL;
+    static const char *const keys[] = {"address",    "port",     "tls_cert",      "tls_key",
+                                       "threads",    "max_body", "insecure_http", "rate_limit",
+                                       "rate_burst", NULL};
+    const struct conf_node *s = NULL, *at;
     const char *addr = "127.0.0.1", *cert = NULL, *key = NULL;
-    long port = 8470, threads = 0, body = 1024 * 1024;
-    int rc;
+    long port = 8470, threads = 0, body = 1024 * 1024, burst = 0;
+    double rate = CONFIG_API_RATE_LIMIT;
+    int rc, insecure = 0;
 
     if ((rc = conf_get_section(root, "api", keys, &s, e)) < 0)
         return rc;
@@ -279,14 +282,33 @@ static int cf_api(struct config *c, const struct conf_node *root, struct error *
               (rc = cf_string(s, "tls_cert", 4000, &cert, e)) < 0 ||
               (rc = cf_string(s, "tls_key", 4000, &key, e)) < 0 ||
               (rc = conf_get_long(s, "threads", 0, 64, &threads, e)) < 0 ||
-              (rc = conf_get_long(s, "max_body", 1024, 64L * 1024 * 1024, &body, e)) < 0))
+              (rc = conf_get_long(s, "max_body", 1024, 64L * 1024 * 1024, &body, e)) < 0 ||
+              (rc = conf_get_bool(s, "insecure_http", &insecure, e)) < 0 ||
+              (rc = conf_get_double(s, "rate_limit", 0, 1e6, &rate, e)) < 0 ||
+              (rc = conf_get_long(s, "rate_burst", 1, 1000000, &burst, e)) < 0))
         return rc;
     if (!cert != !key)
         return err_set(e, ERR_PARSE, s->file, s->line, s->column,
                        "api: tls_cert and tls_key go together (both for TLS, or neither)");
+    at = s ? conf_find(s, "address") : NULL;
+    if (at && http_server_address_loopback(addr) < 0)
+        return err_set(e, ERR_PARSE, at->file, at->line, at->column,
+                       "api.address: '%.64s' is not a numeric IPv4 or IPv6 address", addr);
+    if (at && !cert && !insecure && http_server_address_loopback(addr) == 0)
+        return err_set(e, ERR_PARSE, at->file, at->line, at->column,
+                       "api.address: %.64s is not a loopback address, and plain HTTP would send "
+                       "the tokens in clear text: set tls_cert and tls_key (or put a TLS proxy in "
+                       "front on loopback), or set insecure_http: true to accept that",
+                       addr);
+    if (burst > 0 && rate == 0)
+        return err_set(e, ERR_PARSE, s->file, s->line, s->column,
+                       "api: rate_burst needs a rate_limit above 0");
     c->api.port = (int)port;
     c->api.threads = (unsigned)threads;
     c->api.max_body = (size_t)body;
+    c->api.insecure_http = insecure;
+    c->api.rate_limit = rate;
+    c->api.rate_burst = burst > 0 ? (unsigned)burst : (unsigned)ceil(fmax(1.0, 2 * rate));
     if (!(c->api.address = strdup(addr)) || (cert && !(c->api.tls_cert = cf_path(c->dir, cert))) ||
         (key && !(c->api.tls_key = cf_path(c->dir, key))))
         return ERR_NOMEM;
@@ -665,7 +687,9 @@ int config_reload_check(const struct config *old, const struct config *now, char
     if (!cf_same(old->api.address, now->api.address) || old->api.port != now->api.port ||
         !cf_same(old->api.tls_cert, now->api.tls_cert) ||
         !cf_same(old->api.tls_key, now->api.tls_key) || old->api.threads != now->api.threads ||
-        old->api.max_body != now->api.max_body)
+        old->api.max_body != now->api.max_body ||
+        old->api.insecure_http != now->api.insecure_http ||
+        old->api.rate_limit != now->api.rate_limit || old->api.rate_burst != now->api.rate_burst)
         len += (size_t)snprintf(warn + len, len < warn_size ? warn_size - len : 0, "api ");
     for (int r = 0; r < API_NROLES; r++)
         if (!cf_same(old->token_files[r], now->token_files[r])) {

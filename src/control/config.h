@@ -16,9 +16,10 @@
 #include "util/error.h"
 #include "util/log.h"
 
-#define CONFIG_CLUSTER_MAX 40 /* bytes of a cluster id: launch tokens are built from it */
-#define CONFIG_NAME_MAX 128   /* bytes of a job name (as the API's) */
-#define CONFIG_OFFER_MAX 95   /* bytes of an offer's name (CLOUD_NAME_MAX - 1) */
+#define CONFIG_CLUSTER_MAX 40       /* bytes of a cluster id: launch tokens are built from it */
+#define CONFIG_NAME_MAX 128         /* bytes of a job name (as the API's) */
+#define CONFIG_API_RATE_LIMIT 100.0 /* default requests per second per client address */
+#define CONFIG_OFFER_MAX 95         /* bytes of an offer's name (CLOUD_NAME_MAX - 1) */
 /* what a template's job name adds to the template's name: "-YYYYMMDDTHHMMZ" */
 #define CONFIG_TEMPLATE_SUFFIX 15
 
@@ -51,8 +52,11 @@ struct config_api {
     int port;       /* default 8470; 0: the system picks */
     char *tls_cert; /* both or neither */
     char *tls_key;
-    unsigned threads; /* 0: a thread per connection */
-    size_t max_body;  /* bytes */
+    unsigned threads;    /* 0: a thread per connection */
+    size_t max_body;     /* bytes */
+    int insecure_http;   /* 1: plain HTTP allowed on an address that is not loopback */
+    double rate_limit;   /* requests per second per client address; 0: no limit */
+    unsigned rate_burst; /* requests at once per client address */
 };
 
 /* Fault injection into the cloud's calls (`faults:`), for chaos runs (providers/faulty.h). */

@@ -19,6 +19,7 @@
 #include "control/state.h"
 #include "providers/cloud.h"
 #include "providers/faulty.h"
+#include "util/crypto.h"
 #include "util/file.h"
 #include "util/http_server.h"
 #include "util/json.h"
@@ -512,6 +513,9 @@ static int dm_start_api(struct daemon *d, struct error *e)
     hc.threads = d->cfg->api.threads;
     hc.cert_file = d->cfg->api.tls_cert;
     hc.key_file = d->cfg->api.tls_key;
+    hc.insecure_http = d->cfg->api.insecure_http;
+    hc.rate_limit = d->cfg->api.rate_limit;
+    hc.rate_burst = d->cfg->api.rate_burst;
     if ((rc = http_server_start(&hc, api_handle, d->api, &d->server, e)) < 0)
         return rc;
     log_msg(d->log, dm_clock(NULL), LOG_INFO, NULL, NULL, "API listening on %s://%s%s%s:%d",
@@ -556,6 +560,9 @@ static int dm_start(struct daemon *d, struct error *e)
     char why[512], url[600], tokens[2][4096], bin_dir[4096];
     int rc;
 
+    /* the process holds cloud credentials and the tokens' digests: no core file may hold them */
+    if (crypto_no_core_dumps() < 0)
+        return err_set(e, ERR_INTERNAL, "", 0, 0, "cannot turn core dumps off");
     if ((rc = state_open(d->cfg->state_path, &d->st, e)) < 0 ||
         (rc = state_open(d->cfg->state_path, &d->st_api, e)) < 0)
         return rc;

@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include <openssl/crypto.h>
 #include <openssl/err.h>
@@ -219,4 +220,11 @@ out:
     EVP_PKEY_free(key);
     ERR_clear_error();
     return rc;
+}
+
+int crypto_no_core_dumps(void)
+{
+    const struct rlimit none = {0, 0};
+
+    return setrlimit(RLIMIT_CORE, &none) == 0 ? 0 : ERR_INTERNAL;
 }

@@ -26,6 +26,11 @@ int crypto_hmac_sha256(const void *key, size_t key_len, const void *data, size_t
  * fail. */
 void crypto_hex(const void *data, size_t len, char *out);
 
+/* Turn off core dumps for this process and the children it starts from now on (RLIMIT_CORE, soft
+ * and hard, set to 0), so that no core file holds a secret of its memory. ERR_INTERNAL when the
+ * system refuses (it does not refuse lowering a limit). */
+int crypto_no_core_dumps(void);
+
 /* 1 when the len bytes at a and b are equal, else 0, in a time that depends only on len (for
  * comparing signatures and tokens). */
 int crypto_equal(const void *a, const void *b, size_t len);

@@ -3,18 +3,22 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include <microhttpd.h>
 
 #include "util/crypto.h"
 #include "util/file.h"
+#include "util/ratelimit.h"
 #include "util/strbuf.h"
 
 struct http_server {
@@ -26,6 +30,9 @@ struct http_server {
     char *cert; /* PEM texts handed to libmicrohttpd, kept until it stops; the key is wiped */
     char *key;
     size_t key_len;
+    struct ratelimit *limit; /* NULL: no rate limit */
+    http_clock_fn clock;
+    void *clock_ctx;
 };
 
 /* One request being read: its body so far, or the note that it is over the limit. */
@@ -33,6 +40,7 @@ struct hs_conn {
     struct strbuf body;
     int too_large;
     int answered; /* a response is queued: what comes after is dropped */
+    char client[INET6_ADDRSTRLEN];
 };
 
 /* Headers or query arguments collected from libmicrohttpd. */
@@ -108,6 +116,56 @@ static enum MHD_Result hs_too_large(struct MHD_Connection *conn, struct hs_conn 
     return hs_queue(conn, &r);
 }
 
+/* 429 with Retry-After and a short JSON reason. */
+static enum MHD_Result hs_too_many(struct MHD_Connection *conn, struct hs_conn *c, unsigned retry)
+{
+    static const char reason[] = "{\"error\":\"too many requests; retry later\"}";
+    struct http_response r = {.status = 429, .content_type = "application/json"};
+    char secs[16];
+
+    c->answered = 1;
+    snprintf(secs, sizeof(secs), "%u", retry);
+    r.headers[0] = (struct http_pair){"Retry-After", secs};
+    r.nheaders = 1;
+    r.body = malloc(sizeof(reason));
+    if (r.body) {
+        memcpy(r.body, reason, sizeof(reason));
+        r.body_len = sizeof(reason) - 1;
+    }
+    return hs_queue(conn, &r);
+}
+
+/* The peer's address into buf: numeric, without the port; an IPv6 address (not IPv4-mapped) as
+ * its /64, the block one host is usually given. "" when libmicrohttpd does not say. */
+static void hs_client(struct MHD_Connection *conn, char *buf, size_t size, int prefix64)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *sa = info ? info->client_addr : NULL;
+
+    buf[0] = '\0';
+    if (sa && sa->sa_family == AF_INET) {
+        const struct sockaddr_in *in4 = (const struct sockaddr_in *)(const void *)sa;
+
+        inet_ntop(AF_INET, &in4->sin_addr, buf, (socklen_t)size);
+    } else if (sa && sa->sa_family == AF_INET6) {
+        struct in6_addr a = ((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
+
+        if (prefix64 && !IN6_IS_ADDR_V4MAPPED(&a))
+            memset(a.s6_addr + 8, 0, 8);
+        inet_ntop(AF_INET6, &a, buf, (socklen_t)size);
+    }
+}
+
+static double hs_monotonic(void *ctx)
+{
+    struct timespec ts;
+
+    (void)ctx;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 /* Append data to the body, or mark it too large (and let go of what was kept). */
 static int hs_append(struct hs_conn *c, const char *data, size_t len, size_t max)
 {
@@ -143,6 +201,7 @@ static enum MHD_Result hs_dispatch(struct http_server *s, struct MHD_Connection 
     req.nquery = query.n;
     req.body = c->body.p ? c->body.p : "";
     req.body_len = c->body.len;
+    req.client = c->client;
     s->handler(s->ctx, &req, &resp);
     if (resp.status == 0) { /* the handler said nothing: an internal error */
         free(resp.body);
@@ -186,6 +245,15 @@ static enum MHD_Result hs_access(void *cls, struct MHD_Connection *conn, const c
         if (!c)
             return MHD_NO;
         *con_cls = c;
+        hs_client(conn, c->client, sizeof(c->client), 0);
+        if (s->limit) {
+            char key[INET6_ADDRSTRLEN];
+            unsigned retry = 1;
+
+            hs_client(conn, key, sizeof(key), 1);
+            if (!ratelimit_take(s->limit, key, s->clock(s->clock_ctx), &retry))
+                return hs_too_many(conn, c, retry);
+        }
         if (hs_declared_too_large(conn, s->max_body)) {
             c->too_large = 1;
             return hs_too_large(conn, c);
@@ -271,7 +339,19 @@ void http_server_stop(struct http_server *s)
     free(s->cert);
     crypto_wipe(s->key, s->key_len);
     free(s->key);
+    ratelimit_free(s->limit);
     free(s);
+}
+
+/* 1 when the listening address is on loopback: 127.0.0.0/8, ::1, or IPv4-mapped 127.0.0.0/8. */
+static int hs_loopback(const union hs_addr *a, int ipv6)
+{
+    const unsigned char *b = a->in6.sin6_addr.s6_addr;
+
+    if (!ipv6)
+        return (ntohl(a->in4.sin_addr.s_addr) >> 24) == 127;
+    return IN6_IS_ADDR_LOOPBACK(&a->in6.sin6_addr) ||
+           (IN6_IS_ADDR_V4MAPPED(&a->in6.sin6_addr) && b[12] == 127);
 }
 
 int http_server_start(const struct http_server_config *cfg, http_handler_fn handler, void *ctx,
@@ -295,12 +375,29 @@ int http_server_start(const struct http_server_config *cfg, http_handler_fn hand
     if (!cfg->cert_file != !cfg->key_file)
         return err_set(e, ERR_INVAL, "", 0, 0, "TLS needs both a certificate and a key file");
     tls = cfg->cert_file != NULL;
+    if (!tls && !cfg->insecure_http && !hs_loopback(&addr, ipv6))
+        return err_set(e, ERR_INVAL, "", 0, 0,
+                       "plain HTTP on %s, which is not a loopback address, would send tokens in "
+                       "clear text: give a certificate and key for TLS, or opt in to insecure HTTP",
+                       address);
+    if (!isfinite(cfg->rate_limit) || cfg->rate_limit < 0)
+        return err_set(e, ERR_INVAL, "", 0, 0, "the rate limit must be a number >= 0");
     s = calloc(1, sizeof(*s));
     if (!s)
         return err_set(e, ERR_NOMEM, "", 0, 0, "out of memory");
     s->handler = handler;
     s->ctx = ctx;
     s->max_body = cfg->max_body ? cfg->max_body : HTTP_SERVER_MAX_BODY;
+    s->clock = cfg->clock ? cfg->clock : hs_monotonic;
+    s->clock_ctx = cfg->clock ? cfg->clock_ctx : NULL;
+    if (cfg->rate_limit > 0) {
+        double burst = cfg->rate_burst ? cfg->rate_burst : fmax(1.0, ceil(2 * cfg->rate_limit));
+
+        if (ratelimit_new(cfg->rate_limit, (unsigned)fmin(burst, 1e9), 0, &s->limit) < 0) {
+            rc = err_set(e, ERR_NOMEM, "", 0, 0, "out of memory");
+            goto out;
+        }
+    }
     if (tls && (rc = hs_read_tls(s, cfg, e)) < 0)
         goto out;
     opts[n++] = (struct MHD_OptionItem){
@@ -337,6 +434,16 @@ int http_server_start(const struct http_server_config *cfg, http_handler_fn hand
 out:
     http_server_stop(s);
     return rc;
+}
+
+int http_server_address_loopback(const char *address)
+{
+    union hs_addr a;
+    int ipv6 = 0;
+
+    if (!address || hs_address(address, 0, &a, &ipv6) < 0)
+        return ERR_INVAL;
+    return hs_loopback(&a, ipv6);
 }
 
 int http_server_port(const struct http_server *s)

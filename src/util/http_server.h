@@ -27,6 +27,7 @@ struct http_request {
     size_t nquery;
     const char *body;
     size_t body_len;
+    const char *client; /* the peer's numeric address (no port), "" when unknown */
 };
 
 #define HTTP_RESPONSE_MAX_HEADERS 4
@@ -54,6 +55,9 @@ typedef void (*http_handler_fn)(void *ctx, const struct http_request *req,
 #define HTTP_SERVER_MAX_CONNECTIONS 256    /* default connection limit */
 #define HTTP_SERVER_TIMEOUT_S 30           /* default idle connection timeout */
 
+/* A monotonic clock in seconds, for the rate limit (any fixed origin). */
+typedef double (*http_clock_fn)(void *ctx);
+
 struct http_server_config {
     const char *address;      /* numeric IPv4 or IPv6 address to listen on; NULL: 127.0.0.1 */
     int port;                 /* 0 .. 65535; 0: the system picks one (http_server_port) */
@@ -63,6 +67,16 @@ struct http_server_config {
     unsigned timeout_s;       /* idle connections are closed after this; 0: the default */
     const char *cert_file;    /* PEM certificate (chain) and private key: both set for TLS */
     const char *key_file;
+    /* Plain HTTP (no cert_file) on an address that is not loopback (127.0.0.0/8, ::1) is refused
+     * unless this is 1: tokens would cross the network in clear text. */
+    int insecure_http;
+    /* Per client address (IPv6 by its /64): at most rate_burst requests at once, then rate_limit
+     * per second; more answer 429 with Retry-After, unseen by the handler. rate_limit 0: no
+     * limit; rate_burst 0: twice the rate (at least 1). */
+    double rate_limit;
+    unsigned rate_burst;
+    http_clock_fn clock; /* for the rate limit; NULL: CLOCK_MONOTONIC */
+    void *clock_ctx;
 };
 
 struct http_server; /* opaque */
@@ -70,9 +84,12 @@ struct http_server; /* opaque */
 /*
  * Start a server that answers every request through handler (ctx passed along; both must outlive
  * the server). Requests whose body is over the limit answer 413 without calling the handler: at
- * once when the Content-Length says so, else after the body was read and dropped.
+ * once when the Content-Length says so, else after the body was read and dropped. Requests over
+ * the client's rate answer 429 with Retry-After (seconds) without calling the handler.
  * Errors (e says which, with the address or file): ERR_INVAL (bad configuration: address not
- * numeric, port out of range, only one of cert and key), ERR_NOENT or ERR_IO (a certificate or
+ * numeric, port out of range, only one of cert and key, plain HTTP on an address that is not
+ * loopback without insecure_http, a rate limit that is negative or not finite), ERR_NOENT or
+ * ERR_IO (a certificate or
  * key file cannot be read), ERR_NODEV (TLS asked of a libmicrohttpd built without it), ERR_IO (the
  * address cannot be bound or the server not started: in use, not allowed, a bad certificate),
  * ERR_NOMEM. On success *out owns the running server (http_server_stop); on error it is untouched.
@@ -82,6 +99,11 @@ int http_server_start(const struct http_server_config *cfg, http_handler_fn hand
 
 /* The port the server listens on (the one the system picked for port 0). */
 int http_server_port(const struct http_server *s);
+
+/* 1 when address (numeric IPv4 or IPv6) is on loopback: 127.0.0.0/8, ::1, or an IPv4-mapped
+ * 127.0.0.0/8; 0 when it is another address (a wildcard included); ERR_INVAL when it is not a
+ * numeric address. The rule http_server_start applies to plain HTTP. */
+int http_server_address_loopback(const char *address);
 
 /* Stop listening, close every connection, wait for the handlers that run, and free the server
  * (the key read for TLS is wiped). NULL is ignored. */

@@ -136,6 +136,16 @@ variable "allow_public_admin" {
   default     = false
 }
 
+variable "api_plain_http" {
+  description = "The explicit opt-in to serving the controller's API over plain HTTP (this module does not set up TLS for it yet): the workers' and the admins' tokens then cross the network in clear text, so keep admin_cidrs private or put a TLS proxy in front (docs/security.md, docs/terraform.md)."
+  type        = bool
+  default     = false
+  validation {
+    condition     = var.api_plain_http
+    error_message = "This module serves the API without TLS: set api_plain_http = true to accept plain HTTP on the controller's network (tokens in clear text), or terminate TLS in front of it."
+  }
+}
+
 variable "controller_public_ip" {
   description = "Give the controller a public address (for admin CIDRs outside the VPC). Default: private only."
   type        = bool

@@ -37,6 +37,7 @@ locals {
     startup_script  = indent(6, local.worker_script)
     interval        = var.interval
     api_port        = var.api_port
+    plain_http      = var.api_plain_http
     policy          = var.policy
     budget          = var.budget_per_hour
     value           = var.value_per_job_hour

@@ -260,6 +260,64 @@ static void api_handle__every_endpoint_needs_a_token(void **state)
     free(after);
 }
 
+/* The route table walked: each route, its '*' made a name that exists, answers 401 without a
+ * token, with a wrong one, with a token of another scheme and with a right one cut short; 403 to
+ * every role it is not for; neither to the roles it is for. Nothing refused writes to the
+ * database. A route added to api.c is walked here without this test changing. */
+static void api_handle__route_table_walked_every_route_needs_its_token(void **state)
+{
+    static const char *const tokens[API_NROLES] = {TOKEN_NODE, TOKEN_JOB, TOKEN_USER,
+                                                   TOKEN_METRICS};
+    struct fixture *f = *state;
+    const char *method = NULL, *pattern = NULL;
+    unsigned roles = 0;
+    char *before, *after;
+
+    populate(f);
+    assert_true(api_route_count() >= 14);
+    assert_int_equal(api_route_get(api_route_count(), &method, &pattern, &roles), ERR_RANGE);
+    before = dump(f);
+    for (size_t i = 0; i < api_route_count(); i++) {
+        char path[128];
+        const char *star, *body;
+
+        assert_int_equal(api_route_get(i, &method, &pattern, &roles), 0);
+        body = strcmp(method, "GET") == 0 || strcmp(method, "DELETE") == 0 ? NULL : "{}";
+        star = strchr(pattern, '*');
+        if (star)
+            snprintf(path, sizeof(path), "%.*s%s%s", (int)(star - pattern), pattern,
+                     strncmp(pattern, "/v1/nodes", 9) == 0 ? "i-1" : "a", star + 1);
+        else
+            snprintf(path, sizeof(path), "%s", pattern);
+        assert_true(roles != 0); /* no public endpoint */
+        expect_error(f, method, path, NULL, body, 401, "bearer token is required");
+        expect_error(f, method, path, TOKEN_WRONG, body, 401, "not valid");
+        expect_error(f, method, path, "", body, 401, "required");
+        for (int r = 0; r < API_NROLES; r++) {
+            char cut[64];
+
+            snprintf(cut, sizeof(cut), "%.*s", (int)strlen(tokens[r]) - 1, tokens[r]);
+            expect_error(f, method, path, cut, body, 401, "not valid");
+            if (!(roles & (1u << r)))
+                expect_error(f, method, path, tokens[r], body, 403, "may not");
+        }
+        after = dump(f);
+        if (strcmp(before, after) != 0)
+            fail_msg("a refused %s %s wrote to the database", method, path);
+        free(after);
+        for (int r = 0; r < API_NROLES; r++) {
+            long status;
+
+            if (!(roles & (1u << r)) || strcmp(method, "GET") != 0)
+                continue; /* the writes are tried above with the wrong tokens only */
+            status = call(f, method, path, tokens[r], NULL, NULL);
+            if (status == 401 || status == 403)
+                fail_msg("%s %s refused the %d token it is for: %ld", method, path, r, status);
+        }
+    }
+    free(before);
+}
+
 /* Each endpoint refuses the tokens of the roles it is not for with 403, writing nothing; the
  * right token then works. */
 static void api_handle__roles_kept_apart(void **state)
@@ -1137,6 +1195,7 @@ int main(void)
         API_TEST(api_jobs__checkpoint_and_finished),
         API_TEST(api_jobs__checkpoint_and_finished_bad_input_writes_nothing),
         API_TEST(api_handle__oversized_body_is_413),
+        API_TEST(api_handle__route_table_walked_every_route_needs_its_token),
         API_TEST(api_fleet__nodes_and_cost),
         API_TEST(api_metrics__prometheus_text),
         API_TEST(api_log__never_holds_a_token),

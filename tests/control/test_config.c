@@ -251,6 +251,15 @@ static const struct bad_case bad_cases[] = {
     {BASE "api:\n  port: 70000\n", ERR_RANGE, 4, 9, "api.port"},
     {BASE "api:\n  prot: 1\n", ERR_UNKNOWN, 4, 3, "did you mean \"api.port\""},
     {BASE "api:\n  tls_cert: c.pem\n", ERR_PARSE, 4, 3, "tls_cert and tls_key go together"},
+    {BASE "api:\n  address: 0.0.0.0\n", ERR_PARSE, 4, 12, "not a loopback address"},
+    {BASE "api:\n  address: \"::\"\n", ERR_PARSE, 4, 12, "insecure_http: true"},
+    {BASE "api:\n  address: 10.0.0.5\n  insecure_http: false\n", ERR_PARSE, 4, 12, "clear text"},
+    {BASE "api:\n  address: localhost\n", ERR_PARSE, 4, 12, "not a numeric"},
+    {BASE "api:\n  insecure_http: yes please\n", ERR_PARSE, 4, 18, "api.insecure_http"},
+    {BASE "api:\n  rate_limit: -1\n", ERR_RANGE, 4, 15, "api.rate_limit"},
+    {BASE "api:\n  rate_burst: 0\n", ERR_RANGE, 4, 15, "api.rate_burst"},
+    {BASE "api:\n  rate_limit: 0\n  rate_burst: 5\n", ERR_PARSE, 4, 3,
+     "rate_burst needs a rate_limit"},
     {BASE "tokens:\n  node: n\n  job: j\n", ERR_PARSE, 4, 3, "tokens.user is required"},
     {BASE "tokens:\n  node: n\n  jobs: j\n", ERR_UNKNOWN, 5, 3, "tokens.jobs"},
     {BASE "policy: nope\n", ERR_UNKNOWN, 3, 9, "policy"},
@@ -378,6 +387,43 @@ static void config_api_url__as_a_local_process_reaches_it(void **state)
     config_free(c);
 }
 
+/* Plain HTTP off loopback loads only with insecure_http: true; TLS or a loopback address needs
+ * no opt-in. The rate limit's defaults (CONFIG_API_RATE_LIMIT, twice that at once) and values. */
+static void config_load__api_transport_and_limits(void **state)
+{
+    struct config *c = NULL;
+    struct error e = {0};
+    char buf[600];
+
+    (void)state;
+    if (load_text(BASE "api:\n  address: 0.0.0.0\n  insecure_http: true\n", &c, &e, NULL) < 0)
+        fail_msg("%s", err_format(&e, buf, sizeof(buf)));
+    assert_int_equal(c->api.insecure_http, 1);
+    assert_true(c->api.rate_limit == CONFIG_API_RATE_LIMIT);
+    assert_int_equal(c->api.rate_burst, (unsigned)(2 * CONFIG_API_RATE_LIMIT));
+    config_free(c);
+    c = NULL;
+    if (load_text(BASE "api:\n  address: \"::1\"\n  rate_limit: 2.5\n", &c, &e, NULL) < 0)
+        fail_msg("%s", err_format(&e, buf, sizeof(buf)));
+    assert_int_equal(c->api.insecure_http, 0);
+    assert_true(c->api.rate_limit == 2.5);
+    assert_int_equal(c->api.rate_burst, 5);
+    config_free(c);
+    c = NULL;
+    if (load_text(BASE "api:\n  address: 10.0.0.5\n  tls_cert: c.pem\n  tls_key: k.pem\n"
+                       "  rate_limit: 0\n",
+                  &c, &e, NULL) < 0)
+        fail_msg("%s", err_format(&e, buf, sizeof(buf)));
+    assert_true(c->api.rate_limit == 0);
+    config_free(c);
+    c = NULL;
+    if (load_text(BASE "api:\n  rate_limit: 10\n  rate_burst: 3\n", &c, &e, NULL) < 0)
+        fail_msg("%s", err_format(&e, buf, sizeof(buf)));
+    assert_true(c->api.rate_limit == 10);
+    assert_int_equal(c->api.rate_burst, 3);
+    config_free(c);
+}
+
 static void config_load__missing_file(void **state)
 {
     struct config *c = NULL;
@@ -399,6 +445,7 @@ int main(void)
         cmocka_unit_test(config_reload_check__restart_only_keys),
         cmocka_unit_test(config_job_spec__a_job_file),
         cmocka_unit_test(config_load__every_bad_key_located),
+        cmocka_unit_test(config_load__api_transport_and_limits),
         cmocka_unit_test(config_load__missing_file),
     };
 

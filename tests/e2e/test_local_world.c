@@ -5,7 +5,11 @@
  * each job's emulated training time equals an uninterrupted run's (nothing beyond the last
  * completed checkpoint lost, nothing counted twice); the restarted controller launched nothing
  * twice (tokens unique, one instance per intent); every endpoint refuses a missing or wrong token;
- * and after SIGTERM and the nodes' termination no process of the run is left. */
+ * and after SIGTERM and the nodes' termination no process of the run is left. The controller runs
+ * with recognisable fake AWS credentials in its environment, and no secret (those, castor's
+ * tokens, the wrong token tried) appears in any file the run left (logs, the state database and
+ * its WAL, the run folder, the replicas' files, the clients' output) or in the metrics, the token
+ * files excepted. */
 #define _XOPEN_SOURCE 700 /* nftw */
 #include <dirent.h>
 #include <errno.h>
@@ -38,6 +42,9 @@
 #define TOKEN_JOB "e2e-job-token-0123456789abcdef"
 #define TOKEN_USER "e2e-user-token-0123456789abcdef"
 #define TOKEN_WRONG "e2e-wrong-token-0123456789abcdef"
+#define AWS_KEY_ID "AKIAE2ESECRETKEYID01"
+#define AWS_SECRET "e2eSecretAccessKey/0123456789+abcdefSECRET"
+#define AWS_SESSION "e2eSessionToken0123456789abcdefSESSIONSECRET"
 #define NJOBS 3
 #define EPOCHS 25   /* of cifar10: about 1,000 emulated seconds on one GPU */
 #define SPEED 100.0 /* emulated seconds per real second: about 10 s a job */
@@ -139,7 +146,9 @@ static void write_job(struct world *w, const char *name)
 
 static void start_controller(struct world *w)
 {
-    static const char *const env[] = {"PATH=/usr/bin:/bin", NULL};
+    static const char *const env[] = {"PATH=/usr/bin:/bin", "AWS_ACCESS_KEY_ID=" AWS_KEY_ID,
+                                      "AWS_SECRET_ACCESS_KEY=" AWS_SECRET,
+                                      "AWS_SESSION_TOKEN=" AWS_SESSION, NULL};
 
     w->pid = world_start_controller(CASTOR_BIN, w->config, w->dir, w->log, (char *const *)env);
     assert_true(w->pid > 0);
@@ -150,6 +159,19 @@ static long call(struct world *w, const char *method, const char *path, const ch
                  const char *body, struct jv **out)
 {
     return world_call(w->http, w->port, method, path, token, body, out);
+}
+
+/* Append the file at from to the run folder's file name. */
+static void append_file(struct world *w, const char *name, const char *from)
+{
+    char *text = proc_slurp(from);
+    int fd = open(wpath(w, name), O_WRONLY | O_CREAT | O_APPEND, 0600);
+
+    assert_true(fd >= 0);
+    if (text)
+        assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    assert_int_equal(close(fd), 0);
+    free(text);
 }
 
 /* Run the castor client (submit, jobs ...) with the user token; its exit status, its stdout in
@@ -177,6 +199,7 @@ static int client(struct world *w, char **out, const char *a1, const char *a2)
     assert_int_equal(waitpid(pid, &status, 0), pid);
     if (out)
         *out = proc_slurp(outpath);
+    append_file(w, "clients.out", outpath); /* searched for secrets at the end */
     unlink(outpath);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
@@ -463,6 +486,72 @@ static void tokens_refused(struct world *w)
     }
 }
 
+/* The metrics text (user token: the run has no metrics token) into the run folder's
+ * metrics.txt. */
+static void save_metrics(struct world *w)
+{
+    char auth[128], url[256];
+    const struct http_client_header h[1] = {{"Authorization", auth}};
+    struct http_client_request req = {
+        .method = "GET", .url = url, .headers = h, .nheaders = 1, .timeout_ms = 5000};
+    struct http_client_response r = {0};
+
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", w->port);
+    snprintf(auth, sizeof(auth), "Bearer %s", TOKEN_USER);
+    assert_int_equal(http_client_do(w->http, &req, &r, NULL), 0);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(r.body, "castor_jobs"));
+    write_file(wpath(w, "metrics.txt"), r.body, 0600);
+    http_client_response_clear(&r);
+}
+
+/* The secrets searched for, and what the search found (nftw's callback has no context). */
+static const char *const secrets[] = {TOKEN_NODE, TOKEN_JOB,  TOKEN_USER, TOKEN_WRONG,
+                                      AWS_KEY_ID, AWS_SECRET, AWS_SESSION};
+static char secret_found[512];
+static int files_searched;
+
+/* Every byte of a regular file searched for every secret; token files (mode 600, checked) are
+ * where the tokens belong and are skipped. */
+static int search_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    const char *dot = strrchr(path, '.');
+    FILE *f;
+    char *buf;
+    size_t n;
+
+    (void)ftw;
+    if (flag != FTW_F || !S_ISREG(sb->st_mode))
+        return 0;
+    if (dot && strcmp(dot, ".token") == 0) {
+        if (sb->st_mode & 077)
+            snprintf(secret_found, sizeof(secret_found), "%s is readable by others", path);
+        return 0;
+    }
+    buf = malloc((size_t)sb->st_size + 1);
+    f = fopen(path, "rb");
+    assert_non_null(buf);
+    if (!f) {
+        free(buf);
+        return 0; /* gone since it was listed (a node's file at its end) */
+    }
+    n = fread(buf, 1, (size_t)sb->st_size, f);
+    fclose(f);
+    files_searched++;
+    for (size_t k = 0; k < sizeof(secrets) / sizeof(secrets[0]) && !secret_found[0]; k++) {
+        size_t len = strlen(secrets[k]);
+
+        for (size_t i = 0; i + len <= n; i++)
+            if (memcmp(buf + i, secrets[k], len) == 0) {
+                snprintf(secret_found, sizeof(secret_found), "secret %zu in %s at byte %zu", k,
+                         path, i);
+                break;
+            }
+    }
+    free(buf);
+    return 0;
+}
+
 static int world_setup(void **state)
 {
     struct world *w = calloc(1, sizeof(*w));
@@ -618,6 +707,7 @@ static void local_world__jobs_survive_a_preemption_and_a_controller_crash(void *
     tokens_refused(w);
     step(w, "a missing or wrong token is refused with 401 on every endpoint");
 
+    save_metrics(w);
     step(w, "SIGTERM the controller");
     kill(w->pid, SIGTERM);
     status = proc_wait_exit(w->pid, 20);
@@ -655,6 +745,14 @@ static void local_world__jobs_survive_a_preemption_and_a_controller_crash(void *
                      session_members(rec.pid[i]));
     }
     step(w, "no node or replica process left");
+
+    /* no secret in any file the run left: logs, state.db (its rows are its bytes), the run
+     * folder, the replicas' workdirs, the clients' output, the metrics */
+    assert_int_equal(nftw(w->dir, search_entry, 16, FTW_PHYS), 0);
+    if (secret_found[0])
+        fail_msg("%s", secret_found);
+    assert_true(files_searched >= 6);
+    step(w, "no secret in any log, state row, metric or output of the run");
 }
 
 int main(void)

@@ -359,7 +359,7 @@ GOOD = {
         "worker_ami_id": "ami-0123456789abcdef0", "controller_ami_id": None,
         "castor_package_url": "https://example.com/castor-1.0-linux-x86_64.tar.gz",
         "castor_package_sha256": "0" * 64, "admin_cidrs": ["10.0.0.0/16", "2001:db8::/32"],
-        "allow_public_admin": False, "api_port": 8470, "budget_per_hour": 0,
+        "allow_public_admin": False, "api_plain_http": True, "api_port": 8470, "budget_per_hour": 0,
         "value_per_job_hour": 1.2, "max_nodes": 16, "policy": "pollux", "interval": 60,
         "state_volume_gb": 10, "worker_volume_gb": 200,
     },
@@ -371,7 +371,8 @@ GOOD = {
                            "accelerator_count": 2}],
         "worker_image": "projects/deeplearning-platform-release/global/images/family/common-cu124",
         "castor_package_url": "https://example.com/castor.tar.gz", "castor_package_sha256": "a" * 64,
-        "admin_cidrs": ["10.128.0.0/9"], "allow_public_admin": False, "api_port": 8470,
+        "admin_cidrs": ["10.128.0.0/9"], "allow_public_admin": False, "api_plain_http": True,
+        "api_port": 8470,
         "budget_per_hour": 25.5, "value_per_job_hour": 1.2, "max_nodes": 16, "policy": "castor",
         "interval": 30, "state_disk_gb": 10, "worker_disk_gb": 200,
     },
@@ -387,6 +388,7 @@ BAD = {
         ("budget_per_hour", 1e9, {}),
         ("admin_cidrs", ["0.0.0.0/0"], {}),
         ("admin_cidrs", ["::/0"], {}),
+        ("api_plain_http", False, {}),
         ("admin_cidrs", ["10.0.0.300/16"], {}),
         ("cluster_id", "bad id!", {}),
         ("region", "US East", {}),
@@ -417,6 +419,7 @@ BAD = {
         ("budget_per_hour", 2e7, {}),
         ("admin_cidrs", ["0.0.0.0/0"], {}),
         ("admin_cidrs", ["not-a-cidr"], {}),
+        ("api_plain_http", False, {}),
         ("cluster_id", "Castor", {}),
         ("cluster_id", "castor_prod", {}),
         ("cluster_id", "castor-" + "x" * 24, {}),
@@ -571,7 +574,7 @@ def aws_renderings(root):
     for budget in (0, 40):
         out.append((f"aws castor.yaml (budget {budget})", os.path.join(tdir, "castor.yaml.tftpl"), {
             "cluster": "castor-prod", "region": "us-east-1", "launch_template": "lt-0123456789abcdef0",
-            "prices_file": prices, "offers": offers, "interval": 60, "api_port": 8470,
+            "prices_file": prices, "offers": offers, "interval": 60, "api_port": 8470, "plain_http": True,
             "policy": "pollux", "budget": budget, "value": 1.2, "max_nodes": 16}))
     out.append(("aws worker user-data", os.path.join(tdir, "worker-init.yaml.tftpl"), {
         "api_url": "http://10.0.1.10:8470", "region": "us-east-1", "token_prefix": "/castor/castor-prod",
@@ -599,7 +602,7 @@ def gcp_renderings(root):
             "disk_gb": 200, "network": "projects/my-project-123/global/networks/default",
             "subnetwork": "projects/my-project-123/regions/us-central1/subnetworks/default",
             "service_account": "castor-node-castor-prod@my-project-123.iam.gserviceaccount.com",
-            "startup_script": ("@worker", 6), "interval": 60, "api_port": 8470,
+            "startup_script": ("@worker", 6), "interval": 60, "api_port": 8470, "plain_http": True,
             "policy": "pollux", "budget": budget, "value": 1.2, "max_nodes": 16}))
     return out
 

@@ -4,6 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -327,6 +330,36 @@ static void crypto_rs256_sign__refusals(void **state)
     assert_memory_equal(sig, zero, sizeof(sig));
 }
 
+/* In a child (the limit is the process's): core dumps off, soft and hard limits both 0, and a
+ * child started after it inherits that. */
+static void crypto_no_core_dumps__limit_zero_inherited(void **state)
+{
+    pid_t pid;
+    int status = -1;
+
+    (void)state;
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct rlimit r;
+        pid_t grandchild;
+        int gstatus = -1;
+
+        if (crypto_no_core_dumps() != 0 || getrlimit(RLIMIT_CORE, &r) != 0 || r.rlim_cur != 0 ||
+            r.rlim_max != 0)
+            _exit(1);
+        grandchild = fork();
+        if (grandchild == 0)
+            _exit(getrlimit(RLIMIT_CORE, &r) == 0 && r.rlim_cur == 0 ? 0 : 2);
+        if (grandchild < 0 || waitpid(grandchild, &gstatus, 0) != grandchild)
+            _exit(3);
+        _exit(WIFEXITED(gstatus) ? WEXITSTATUS(gstatus) : 4);
+    }
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -343,6 +376,7 @@ int main(void)
         cmocka_unit_test(crypto_hmac_sha256__null_arguments),
         cmocka_unit_test(crypto_hex__every_nibble),
         cmocka_unit_test(crypto_equal__first_and_last_byte),
+        cmocka_unit_test(crypto_no_core_dumps__limit_zero_inherited),
         cmocka_unit_test(crypto_wipe__zeroes_exactly_len),
         cmocka_unit_test(crypto_random__draws_differ),
         cmocka_unit_test(crypto_rs256_sign__rfc7515_a2),

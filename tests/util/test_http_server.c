@@ -1,7 +1,8 @@
 /* test_http_server.c: a real server on loopback answering real clients (libcurl through
  * util/http_client, and raw sockets where the bytes on the wire matter): requests reach the
  * handler whole, bodies over the limit answer 413 without it, the connection limit, both
- * threading modes, bad configurations, and TLS with a self-signed certificate. */
+ * threading modes, bad configurations, and TLS with a self-signed certificate; the per-client
+ * rate limit (429 with Retry-After, unseen by the handler) and plain HTTP refused off loopback. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -337,6 +338,103 @@ static void http_server_start__bad_config(void **state)
     http_server_stop(NULL);
 }
 
+/* The test clock of the rate limit, in seconds. */
+static double fake_now;
+
+static double fake_clock(void *ctx)
+{
+    (void)ctx;
+    return fake_now;
+}
+
+/* Answers 200 with the client address the server gave the handler. */
+static void client_handler(void *ctx, const struct http_request *req, struct http_response *resp)
+{
+    struct echo *e = ctx;
+
+    atomic_fetch_add(&e->calls, 1);
+    resp->status = 200;
+    resp->content_type = "text/plain";
+    resp->body = strdup(req->client);
+    resp->body_len = resp->body ? strlen(resp->body) : 0;
+}
+
+/* One request with Connection: close on a raw socket; the whole answer into buf. */
+static void raw_get(int port, char *buf, size_t size)
+{
+    static const char text[] = "GET /r HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n";
+    int fd = raw_connect(port);
+    size_t got = 0;
+    ssize_t n;
+
+    assert_int_equal(send(fd, text, strlen(text), MSG_NOSIGNAL), (ssize_t)strlen(text));
+    while (got + 1 < size && (n = recv(fd, buf + got, size - 1 - got, 0)) > 0)
+        got += (size_t)n;
+    buf[got] = '\0';
+    close(fd);
+}
+
+/* A client gets its burst, then answers 429 with Retry-After (the seconds until a request is
+ * allowed again) and a JSON reason, without the handler being called; once the clock has moved on
+ * by that much it is served again. The handler sees the client's address. */
+static void http_server_start__rate_limit_answers_429(void **state)
+{
+    struct http_server_config cfg = {.rate_limit = 0.25, .rate_burst = 2, .clock = fake_clock};
+    struct echo echo = {.status = 200};
+    struct http_server *s = NULL;
+    char buf[4096];
+
+    (void)state;
+    fake_now = 1000.0;
+    assert_int_equal(http_server_start(&cfg, client_handler, &echo, &s, NULL), 0);
+    for (int i = 0; i < 2; i++) {
+        raw_get(http_server_port(s), buf, sizeof(buf));
+        assert_non_null(strstr(buf, "HTTP/1.1 200"));
+        assert_non_null(strstr(buf, "\r\n\r\n127.0.0.1"));
+    }
+    raw_get(http_server_port(s), buf, sizeof(buf));
+    assert_non_null(strstr(buf, "HTTP/1.1 429"));
+    assert_non_null(strstr(buf, "Retry-After: 4\r\n"));
+    assert_non_null(strstr(buf, "{\"error\":\"too many requests"));
+    assert_int_equal(atomic_load(&echo.calls), 2);
+    fake_now += 3.0;
+    raw_get(http_server_port(s), buf, sizeof(buf));
+    assert_non_null(strstr(buf, "Retry-After: 1\r\n"));
+    fake_now += 1.0;
+    raw_get(http_server_port(s), buf, sizeof(buf));
+    assert_non_null(strstr(buf, "HTTP/1.1 200"));
+    assert_int_equal(atomic_load(&echo.calls), 3);
+    http_server_stop(s);
+    cfg.rate_limit = -1;
+    assert_int_equal(http_server_start(&cfg, client_handler, &echo, &s, NULL), ERR_INVAL);
+}
+
+/* Plain HTTP on an address that is not loopback (a wildcard included) is refused unless opted
+ * into; loopback addresses and TLS need no opt-in. */
+static void http_server_start__plain_http_only_on_loopback(void **state)
+{
+    static const char *const refused[] = {"0.0.0.0", "::", "10.1.2.3", "192.168.0.1", "fe80::1"};
+    struct http_server_config cfg = {0};
+    struct echo echo = {.status = 200};
+    struct http_server *s = NULL;
+    struct error e = {0};
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        cfg.address = refused[i];
+        assert_int_equal(http_server_start(&cfg, echo_handler, &echo, &s, &e), ERR_INVAL);
+        assert_non_null(strstr(e.msg, "not a loopback address"));
+        assert_null(s);
+    }
+    cfg.address = "127.0.0.2";
+    s = start(&echo, &cfg);
+    http_server_stop(s);
+    cfg.address = "0.0.0.0";
+    cfg.insecure_http = 1;
+    s = start(&echo, &cfg);
+    http_server_stop(s);
+}
+
 /* IPv6 loopback, where the machine has it. */
 static void http_server_start__ipv6_loopback(void **state)
 {
@@ -408,6 +506,8 @@ int main(void)
         cmocka_unit_test(http_server_start__connection_limit),
         cmocka_unit_test(http_server_start__bad_config),
         cmocka_unit_test(http_server_start__ipv6_loopback),
+        cmocka_unit_test(http_server_start__rate_limit_answers_429),
+        cmocka_unit_test(http_server_start__plain_http_only_on_loopback),
         cmocka_unit_test(http_server_start__tls_self_signed),
     };
 

@@ -53,7 +53,10 @@ provider "aws" {
 }
 
 module "castor" {
-  source               = "../../aws"
+  source = "../../aws"
+
+  # the API without TLS on the VPC's network (tokens in clear text): the explicit opt-in
+  api_plain_http       = true
   cluster_id           = "castor-prod"
   region               = var.region
   vpc_id               = var.vpc_id

@@ -37,7 +37,10 @@ provider "google" {
 }
 
 module "castor" {
-  source                = "../../gcp"
+  source = "../../gcp"
+
+  # the API without TLS on the VPC's network (tokens in clear text): the explicit opt-in
+  api_plain_http        = true
   cluster_id            = "castor-min"
   project_id            = var.project_id
   region                = "us-central1"

@@ -43,11 +43,14 @@ provider "google" {
 }
 
 module "castor" {
-  source     = "../../gcp"
-  cluster_id = "castor-prod"
-  project_id = var.project_id
-  region     = "us-central1"
-  zones      = ["us-central1-a", "us-central1-b", "us-central1-c"]
+  source = "../../gcp"
+
+  # the API without TLS on the VPC's network (tokens in clear text): the explicit opt-in
+  api_plain_http = true
+  cluster_id     = "castor-prod"
+  project_id     = var.project_id
+  region         = "us-central1"
+  zones          = ["us-central1-a", "us-central1-b", "us-central1-c"]
   machine_types = [
     { machine_type = "g2-standard-8" },
     { machine_type = "n1-standard-8", accelerator_type = "nvidia-tesla-t4", accelerator_count = 1 },
