@@ -372,7 +372,10 @@ static void config_api_url__as_a_local_process_reaches_it(void **state)
     char url[96];
 
     (void)state;
-    assert_int_equal(load_text(BASE "api:\n  address: 0.0.0.0\n  port: 9001\n", &c, &e, &path), 0);
+    assert_int_equal(load_text(BASE
+                               "api:\n  address: 0.0.0.0\n  port: 9001\n  insecure_http: true\n",
+                               &c, &e, &path),
+                     0);
     config_api_url(c, 0, url, sizeof(url));
     assert_string_equal(url, "http://127.0.0.1:9001");
     config_api_url(c, 40001, url, sizeof(url));
