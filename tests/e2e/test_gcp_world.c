@@ -36,6 +36,7 @@
 #include "providers/gcp_fixture.h"
 #include "support/loopback_http.h"
 #include "support/process.h"
+#include "support/world.h"
 #include "util/http_client.h"
 #include "util/json.h"
 
@@ -104,29 +105,6 @@ static void step(struct world *w, const char *what)
     fprintf(stderr, "e2e-gcp: %6.2f s: %s\n", proc_now() - w->t0, what);
 }
 
-static void write_file(const char *path, const char *text, mode_t mode)
-{
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, mode);
-
-    assert_true(fd >= 0);
-    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-    assert_int_equal(close(fd), 0);
-}
-
-static int free_port(void)
-{
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof(a);
-    int fd = socket(AF_INET, SOCK_STREAM, 0), port;
-
-    assert_true(fd >= 0);
-    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-    port = ntohs(a.sin_port);
-    close(fd);
-    return port;
-}
-
 /* The daemon's configuration: world gcp on the fake; a T4 spot and a T4 standard offer in the
  * zone that is out of capacity, a T4 standard one in another; castor's planner. */
 static void write_config(struct world *w)
@@ -168,7 +146,7 @@ static void write_config(struct world *w)
              "  patience: 2\n"
              "  max_nodes: 2\n",
              fake_gce_url(w->fake), fake_gce_url(w->fake), CASTOR_CONFDIR, w->port);
-    write_file(w->config, text, 0600);
+    assert_int_equal(world_write_file(w->config, text, 0600), 0);
 }
 
 static void write_job(struct world *w)
@@ -192,18 +170,7 @@ static void write_job(struct world *w)
              "max_replicas: 1\n"
              "checkpoint_interval: 50\n",
              CASTOR_EMULATOR_BIN, workdir, SPEED, EPOCHS, LOCAL_BSZ, LOCAL_BSZ, LOCAL_BSZ);
-    write_file(wpath(w, JOB ".yaml"), text, 0600);
-}
-
-static int log_count(const char *path, const char *text)
-{
-    char *log = proc_slurp(path);
-    int n = 0;
-
-    for (const char *p = log; p && (p = strstr(p, text)); p += strlen(text))
-        n++;
-    free(log);
-    return n;
+    assert_int_equal(world_write_file(wpath(w, JOB ".yaml"), text, 0600), 0);
 }
 
 /* ---- the booter ---- */
@@ -290,9 +257,9 @@ static void start_controller(struct world *w)
         execve(CASTOR_BIN, argv, (char *const *)env);
         _exit(98);
     }
-    while (log_count(w->log, "API listening on") == 0 && proc_now() < end)
+    while (world_log_count(w->log, "API listening on") == 0 && proc_now() < end)
         proc_sleep(0.05);
-    assert_true(log_count(w->log, "API listening on") == 1);
+    assert_true(world_log_count(w->log, "API listening on") == 1);
 }
 
 /* GET path with the user token; the status, the parsed body in *out. */
@@ -522,10 +489,11 @@ static void gcp_world__job_runs_after_zone_failover_and_nothing_leaks(void **sta
     char uri[160];
     int booted = 0, status, victim = -1, resumed = 0;
 
-    w->port = free_port();
-    write_file(wpath(w, "node.token"), TOKEN_NODE "\n", 0600);
-    write_file(wpath(w, "job.token"), TOKEN_JOB "\n", 0600);
-    write_file(wpath(w, "user.token"), TOKEN_USER "\n", 0600);
+    w->port = world_free_port();
+    assert_true(w->port > 0);
+    assert_int_equal(world_write_file(wpath(w, "node.token"), TOKEN_NODE "\n", 0600), 0);
+    assert_int_equal(world_write_file(wpath(w, "job.token"), TOKEN_JOB "\n", 0600), 0);
+    assert_int_equal(world_write_file(wpath(w, "user.token"), TOKEN_USER "\n", 0600), 0);
     /* the service account's key (RFC 7515 A.2's), its token_uri the fake's */
     snprintf(uri, sizeof(uri), "%s%s", fake_gce_url(w->fake), FAKE_GCE_TOKEN);
     assert_int_equal(gcp_write_key(w->key, "service_account", GCP_A2_KEY, uri), 0);
@@ -577,7 +545,7 @@ static void gcp_world__job_runs_after_zone_failover_and_nothing_leaks(void **sta
     /* the exhausted zone was asked once: its other offer was held with it */
     assert_int_equal(fake_gce_requests(w->fake, INSERTS_IN(ZONE_OUT)), 1);
     assert_true(fake_gce_requests(w->fake, INSERTS_IN(ZONE_IN)) >= 1);
-    assert_true(log_count(w->log, "the cloud refused a launch of") >= 1);
+    assert_true(world_log_count(w->log, "the cloud refused a launch of") >= 1);
     for (size_t i = 0; fake_gce_instance_at(w->fake, i, &in) == 0; i++) {
         assert_string_equal(in.zone, ZONE_IN);
         booted += w->node_id[i][0] != '\0';
