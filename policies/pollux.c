@@ -2,8 +2,8 @@
  * their speedups over the fair share, with a penalty for restarting. The published policy searches
  * with a genetic algorithm; since the objective is a sum of per-job terms under capacity limits,
  * castor solves it exactly over replica counts by dynamic programming, then places the replicas
- * (consolidated, one distributed job per node) and keeps whichever of that and the current
- * allocation is fitter. */
+ * (consolidated, one distributed job per node), improves the placement by local search from three
+ * starts, and polishes the best by re-solving pairs of nodes exactly. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +16,7 @@
 #define POLLUX_EPS 1e-3
 #define POLLUX_MAX_NODES_PER_JOB 16
 #define POLLUX_CHAINS 8 /* three-job moves tried per decision, after the local search settles */
+#define POLLUX_PAIRS 8  /* two-node re-solves per decision, after that */
 
 struct pollux {
     double p;     /* power mean exponent */
@@ -58,6 +59,8 @@ static double pollux_utility(const struct pollux *p, double s)
 {
     if (p->p == 0)
         return log(s > POLLUX_EPS ? s : POLLUX_EPS);
+    if (p->p == -1) /* the default, the harmonic mean: pow's result, without pow's cost */
+        return -1.0 / (s + POLLUX_EPS);
     return p->p < 0 ? -pow(s + POLLUX_EPS, p->p) : pow(s + POLLUX_EPS, p->p);
 }
 
@@ -518,12 +521,280 @@ static int pollux_chain(struct pollux_ls *ls, struct pollux_job *pj)
     return bj >= 0;
 }
 
+/*
+ * The last pass's move: re-solve two nodes exactly. Every GPU of nodes n1 and n2 is given back and
+ * shared out again among the jobs that hold GPUs there, the jobs that held GPUs there before this
+ * round (back where they were, they need no restart) and the jobs that one GPU or a node's worth
+ * there would help most (at most PX_JOBS jobs), each job's GPUs elsewhere kept. Branch and bound
+ * over each job's (GPUs on n1, GPUs on n2), best options first, bounded by a dynamic program over
+ * the jobs and the GPUs left (exact but for the one-distributed-job rule, which the search checks).
+ * On a two-node cluster with few jobs the answer is the optimum; on larger ones it moves up to
+ * PX_JOBS jobs at once, which no one-, two- or three-job move does (a job shrinking off a node so
+ * that another returns to what it held and a third grows there).
+ */
+#define PX_JOBS 6
+#define PX_OPTS 81 /* (GPUs + 1)^2 for nodes of up to 8 GPUs */
+
+struct pollux_px {
+    struct pollux_ls *ls;
+    int n1, n2, g1, g2, A, nopt;
+    int job[PX_JOBS];
+    int outn[PX_JOBS];                          /* nodes the job uses outside the pair */
+    int was_dist[PX_JOBS];                      /* distributed now */
+    double u[PX_JOBS][PX_OPTS];                 /* the job's term per option; -inf: not allowed */
+    int order[PX_JOBS][PX_OPTS], nord[PX_JOBS]; /* allowed options, best first */
+    double rest[PX_JOBS + 1][PX_OPTS]; /* the best sum of jobs i.. within (a, b) GPUs left */
+    double bound[PX_JOBS + 1];         /* sum of the best terms of jobs i.. */
+    int pick[PX_JOBS], best_pick[PX_JOBS];
+    double best;
+    int used1, used2, d1, d2;
+    long visits;
+};
+
+/* 1 if the picked options keep nodes outside the pair at one distributed job each. */
+static int px_outside_ok(struct pollux_px *x)
+{
+    struct pollux_ls *ls = x->ls;
+    int N = ls->N;
+
+    if (!ls->p->avoid_interference)
+        return 1;
+    for (int i = 0; i < x->A; i++) {
+        const int *c = ls->cnt + (size_t)x->job[i] * N;
+        int a = x->pick[i] / (x->g2 + 1), b = x->pick[i] % (x->g2 + 1);
+        int now = x->outn[i] + (a > 0) + (b > 0) > 1;
+
+        if (x->outn[i] == 0 || now == x->was_dist[i] || !now)
+            continue;
+        /* job i becomes distributed: each outside node it uses must have no other */
+        for (int m = 0; m < N; m++) {
+            int d = ls->dcnt[m];
+
+            if (m == x->n1 || m == x->n2 || c[m] == 0)
+                continue;
+            for (int k = 0; k < x->A; k++) {
+                const int *ck = ls->cnt + (size_t)x->job[k] * N;
+                int ak = x->pick[k] / (x->g2 + 1), bk = x->pick[k] % (x->g2 + 1);
+
+                if (ck[m] > 0)
+                    d += (x->outn[k] + (ak > 0) + (bk > 0) > 1) - x->was_dist[k];
+            }
+            if (d > 1)
+                return 0;
+        }
+    }
+    return 1;
+}
+
+static void px_search(struct pollux_px *x, int i, double sum)
+{
+    int left = (x->g1 - x->used1) * (x->g2 + 1) + (x->g2 - x->used2);
+
+    /* what the rest could reach within the GPUs left, interference aside: an upper bound */
+    if (sum + x->rest[i][left] <= x->best || ++x->visits > 200000)
+        return;
+    if (i == x->A) {
+        if (px_outside_ok(x)) {
+            x->best = sum;
+            memcpy(x->best_pick, x->pick, sizeof(x->pick));
+        }
+        return;
+    }
+    for (int q = 0; q < x->nord[i]; q++) {
+        int o = x->order[i][q], a = o / (x->g2 + 1), b = o % (x->g2 + 1), dist;
+
+        if (sum + x->u[i][o] + x->bound[i + 1] <= x->best)
+            break; /* options are sorted: none after this one can do better */
+        if (x->used1 + a > x->g1 || x->used2 + b > x->g2)
+            continue;
+        dist = x->ls->p->avoid_interference && x->outn[i] + (a > 0) + (b > 0) > 1;
+        if (dist && ((a > 0 && x->d1 > 0) || (b > 0 && x->d2 > 0)))
+            continue;
+        x->pick[i] = o;
+        x->used1 += a, x->used2 += b;
+        x->d1 += dist && a > 0, x->d2 += dist && b > 0;
+        px_search(x, i + 1, sum + x->u[i][o]);
+        x->used1 -= a, x->used2 -= b;
+        x->d1 -= dist && a > 0, x->d2 -= dist && b > 0;
+    }
+}
+
+/* Job j's term with r replicas on `nodes` nodes; -inf beyond its limit. */
+static double ls_term(const struct pollux_ls *ls, int j, int nodes, int r, int changed)
+{
+    if (r > ls->pj[j].maxr)
+        return -HUGE_VAL;
+    return pollux_job_utility(ls->p, ls->s, j, &ls->pj[j], nodes, r, changed);
+}
+
+/* Set up the pair (n1, n2): its jobs, their options and bounds. jr, jn and jdiff are each job's
+ * replicas, nodes, and nodes where it differs from the current allocation; jgain what one more
+ * node (one GPU or a node's worth) would add to its term. Returns 0 if the pair holds more jobs
+ * than a search can take. */
+static int px_setup(struct pollux_px *x, struct pollux_ls *ls, int n1, int n2, const int *jr,
+                    const int *jn, const int *jdiff, const double *jgain)
+{
+    int N = ls->N;
+    double gain[PX_JOBS];
+
+    memset(x, 0, sizeof(*x));
+    x->ls = ls, x->n1 = n1, x->n2 = n2;
+    x->g1 = ls->s->nodes[n1].gpus, x->g2 = ls->s->nodes[n2].gpus;
+    x->nopt = (x->g1 + 1) * (x->g2 + 1);
+    if (x->nopt > PX_OPTS)
+        return 0;
+    for (int j = 0; j < ls->J; j++) {
+        const int *c = ls->cnt + (size_t)j * N;
+
+        if (c[n1] == 0 && c[n2] == 0)
+            continue;
+        if (x->A == PX_JOBS)
+            return 0;
+        x->job[x->A++] = j;
+    }
+    /* then the jobs that held GPUs here before this round (back where they were, they need no
+     * restart), then the jobs that one GPU or a node's worth here would help most */
+    for (int j = 0, held = x->A; j < ls->J; j++) {
+        const int *cur = ls->cur + (size_t)j * N;
+        double g;
+        int slot;
+
+        if (ls->cnt[(size_t)j * N + n1] > 0 || ls->cnt[(size_t)j * N + n2] > 0 ||
+            ls->pj[j].maxr == 0)
+            continue;
+        if (cur[n1] > 0 || cur[n2] > 0) {
+            g = HUGE_VAL;
+        } else {
+            g = jgain[j];
+            if (!(g > 0))
+                continue;
+        }
+        slot = x->A;
+        if (x->A == PX_JOBS) { /* replace the weakest entrant if this one is better */
+            slot = -1;
+            for (int i = held; i < x->A; i++)
+                if (gain[i] < g && (slot < 0 || gain[i] < gain[slot]))
+                    slot = i;
+            if (slot < 0)
+                continue;
+        } else {
+            x->A++;
+        }
+        x->job[slot] = j;
+        gain[slot] = g;
+    }
+    for (int i = 0; i < x->A; i++) {
+        int j = x->job[i];
+        const int *c = ls->cnt + (size_t)j * N, *cur = ls->cur + (size_t)j * N;
+        int outr = jr[j] - c[n1] - c[n2];
+        int odiff = jdiff[j] - (c[n1] != cur[n1]) - (c[n2] != cur[n2]);
+
+        x->was_dist[i] = jn[j] > 1;
+        x->outn[i] = jn[j] - (c[n1] > 0) - (c[n2] > 0);
+        x->nord[i] = 0;
+        for (int o = 0; o < x->nopt; o++) {
+            int a = o / (x->g2 + 1), b = o % (x->g2 + 1), q;
+            double u = ls_term(ls, j, x->outn[i] + (a > 0) + (b > 0), outr + a + b,
+                               odiff > 0 || a != cur[n1] || b != cur[n2]);
+
+            x->u[i][o] = u;
+            if (u == -HUGE_VAL)
+                continue;
+            for (q = x->nord[i]; q > 0 && x->u[i][x->order[i][q - 1]] < u; q--)
+                x->order[i][q] = x->order[i][q - 1];
+            x->order[i][q] = o;
+            x->nord[i]++;
+        }
+        if (x->nord[i] == 0)
+            return 0;
+    }
+    x->bound[x->A] = 0;
+    for (int i = x->A - 1; i >= 0; i--)
+        x->bound[i] = x->bound[i + 1] + x->u[i][x->order[i][0]];
+    /* rest[i][(c1, c2)]: the best sum of jobs i.. within c1 GPUs on n1 and c2 on n2, by dynamic
+     * programming over the jobs (exact but for the one-distributed-job rule) */
+    for (int o = 0; o < x->nopt; o++)
+        x->rest[x->A][o] = 0;
+    for (int i = x->A - 1; i >= 0; i--)
+        for (int c = 0; c < x->nopt; c++) {
+            int c1 = c / (x->g2 + 1), c2 = c % (x->g2 + 1);
+            double v = -HUGE_VAL;
+
+            for (int q = 0; q < x->nord[i]; q++) {
+                int o = x->order[i][q], a = o / (x->g2 + 1), b = o % (x->g2 + 1);
+
+                if (a <= c1 && b <= c2)
+                    v = fmax(v, x->u[i][o] + x->rest[i + 1][(c1 - a) * (x->g2 + 1) + (c2 - b)]);
+            }
+            x->rest[i][c] = v;
+        }
+    return 1;
+}
+
+static int pollux_pairs(struct pollux_ls *ls)
+{
+    struct pollux_px *x = malloc(sizeof(*x)), *bx = malloc(sizeof(*bx));
+    int *jr = malloc((size_t)ls->J * 3 * sizeof(int)), *jn = jr + ls->J, *jdiff = jn + ls->J;
+    double best = 1e-12, *jgain = malloc((size_t)ls->J * sizeof(double));
+    int N = ls->N, found = 0, gpn = ls->s->nodes[0].gpus;
+
+    if (!x || !bx || !jr || !jgain)
+        goto out;
+    for (int j = 0; j < ls->J; j++) {
+        const int *c = ls->cnt + (size_t)j * N, *cur = ls->cur + (size_t)j * N;
+        int more;
+
+        jn[j] = ls_nodes(c, N, &jr[j]);
+        jdiff[j] = 0;
+        for (int n = 0; n < N; n++)
+            jdiff[j] += c[n] != cur[n];
+        /* on a node it does not use (as an entrant of a pair it is not on) */
+        more = ls->pj[j].maxr - jr[j] < gpn ? ls->pj[j].maxr - jr[j] : gpn;
+        jgain[j] = more <= 0 ? -HUGE_VAL
+                             : fmax(ls_term(ls, j, jn[j] + 1, jr[j] + 1, 1),
+                                    ls_term(ls, j, jn[j] + 1, jr[j] + more, 1)) -
+                                   ls->u[j];
+    }
+    for (int n1 = 0; n1 < N; n1++)
+        for (int n2 = n1 + 1; n2 < N; n2++) {
+            double now = 0;
+
+            if (!px_setup(x, ls, n1, n2, jr, jn, jdiff, jgain))
+                continue;
+            for (int i = 0; i < x->A; i++)
+                now += ls->u[x->job[i]];
+            x->best = now + best;
+            px_search(x, 0, 0.0);
+            if (x->best > now + best) {
+                best = x->best - now;
+                memcpy(bx, x, sizeof(*x));
+                found = 1;
+            }
+        }
+    if (found) {
+        int *row = ls->row;
+
+        for (int i = 0; i < bx->A; i++) {
+            memcpy(row, ls->cnt + (size_t)bx->job[i] * N, (size_t)N * sizeof(int));
+            row[bx->n1] = bx->best_pick[i] / (bx->g2 + 1);
+            row[bx->n2] = bx->best_pick[i] % (bx->g2 + 1);
+            ls_apply(ls, bx->job[i], row);
+        }
+    }
+out:
+    free(x);
+    free(bx);
+    free(jr);
+    free(jgain);
+    return found;
+}
+
 static int pollux_improve(const struct pollux *p, const struct snapshot *s, struct pollux_job *pj,
-                          const int *dp_count, struct alloc *a)
+                          const int *dp_count, int pairs_max, struct alloc *a)
 {
     struct pollux_ls ls = {.p = p, .s = s, .pj = pj, .J = s->njobs, .N = s->nnodes};
     size_t JN = (size_t)ls.J * (size_t)ls.N;
-    int rc = 0, gpn = s->nodes[0].gpus, chains = 0;
+    int rc = 0, gpn = s->nodes[0].gpus, chains = 0, pairs = 0;
 
     ls.cnt = calloc(JN, sizeof(int));
     ls.cur = calloc(JN, sizeof(int));
@@ -652,6 +923,25 @@ static int pollux_improve(const struct pollux *p, const struct snapshot *s, stru
                 }
             }
         }
+        /* swap, in the last pass only: two jobs trade their placements whole (node usage and the
+         * distributed jobs per node stay as they are, so the trade is always feasible) */
+        for (int j = 0; pairs_max > 0 && j < ls.J; j++) {
+            const int *cj = ls.cnt + (size_t)j * ls.N;
+
+            for (int k = j + 1; k < ls.J; k++) {
+                const int *ck = ls.cnt + (size_t)k * ls.N;
+                double d;
+
+                if (!memcmp(cj, ck, (size_t)ls.N * sizeof(int)))
+                    continue;
+                d = ls_utility(&ls, j, ck) + ls_utility(&ls, k, cj) - ls.u[j] - ls.u[k];
+                if (d > best) {
+                    best = d, bj = j, bk = k;
+                    memcpy(brow, ck, (size_t)ls.N * sizeof(int));
+                    memcpy(brow2, cj, (size_t)ls.N * sizeof(int));
+                }
+            }
+        }
         /* exchange: one job gives d GPUs back (from its smallest shares), another grows by d,
          * in place or afresh, on what that frees (worth it on small clusters: J^2 moves) */
         for (int k = 0; ls.J <= 64 && k < ls.J; k++) {
@@ -699,6 +989,8 @@ static int pollux_improve(const struct pollux *p, const struct snapshot *s, stru
         }
         if (bj < 0 && chains < POLLUX_CHAINS && pollux_chain(&ls, pj))
             chains++, iter--; /* a three-job move applied: search again */
+        else if (bj < 0 && pairs < pairs_max && pollux_pairs(&ls))
+            pairs++, iter--; /* two nodes re-solved: search again */
         else if (bj < 0)
             break;
         else {
@@ -810,9 +1102,9 @@ static int pollux_allocate(void *ctx, const struct snapshot *s, uint64_t seed, s
     if ((rc = alloc_new(J, s->nnodes, out->width, &alt)) < 0)
         goto out;
     alloc_copy(alt, s->current);
-    if (pollux_feasible(p, s, cand) && (rc = pollux_improve(p, s, pj, count, cand)) < 0)
+    if (pollux_feasible(p, s, cand) && (rc = pollux_improve(p, s, pj, count, 0, cand)) < 0)
         goto out;
-    if (pollux_feasible(p, s, alt) && (rc = pollux_improve(p, s, pj, count, alt)) < 0)
+    if (pollux_feasible(p, s, alt) && (rc = pollux_improve(p, s, pj, count, 0, alt)) < 0)
         goto out;
     if (!pollux_feasible(p, s, cand) ||
         (pollux_feasible(p, s, alt) && pollux_total(p, s, pj, alt) > pollux_total(p, s, pj, cand)))
@@ -839,10 +1131,14 @@ static int pollux_allocate(void *ctx, const struct snapshot *s, uint64_t seed, s
         if ((rc = policy_place_shrinking(alt, order[i], s->current->count[order[i]], s, free_gpus,
                                          dist, p->avoid_interference)) < 0)
             goto out;
-    if (pollux_feasible(p, s, alt) && (rc = pollux_improve(p, s, pj, count, alt)) < 0)
+    if (pollux_feasible(p, s, alt) && (rc = pollux_improve(p, s, pj, count, 0, alt)) < 0)
         goto out;
     if (pollux_feasible(p, s, alt) && pollux_total(p, s, pj, alt) > pollux_total(p, s, pj, cand))
         alloc_copy(cand, alt);
+    /* the best of the three, polished by re-solving pairs of nodes */
+    if (pollux_feasible(p, s, cand) &&
+        (rc = pollux_improve(p, s, pj, count, POLLUX_PAIRS, cand)) < 0)
+        goto out;
     alloc_copy(out, cand);
     rc = 0;
 out:

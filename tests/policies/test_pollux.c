@@ -454,11 +454,12 @@ static double lcg_uniform(uint64_t *x)
  * [1, 3]), gradient noise, an adaptive batch, random profiling, owner's limits, ages and restarts,
  * and a random feasible current allocation (each job within its limit, as in a simulation, where
  * the limit only grows; one distributed job at most). The policy's answer is feasible, never worse
- * than the current allocation, and never better than the best one enumeration finds (a check on the
- * enumeration). How often it equals the best is measured by castor-bench-pollux-ga, not asserted
- * here.
+ * than the current allocation, and as fit as the best one enumeration finds: on two nodes the
+ * local search's last move (re-solving a pair of nodes by branch and bound over every job's GPUs
+ * on each) is exact. Without that move the policy missed the best in 4 of these 40 worlds
+ * (castor-bench-pollux-ga's tiny worlds: 270 of 300 before, 300 of 300 with it).
  */
-static void pollux_allocate__random_worlds_feasible_and_bounded(void **state)
+static void pollux_allocate__random_worlds_feasible_and_optimal(void **state)
 {
     struct world *w = *state;
     uint64_t x = 12345;
@@ -514,7 +515,7 @@ static void pollux_allocate__random_worlds_feasible_and_bounded(void **state)
         got = policy_pollux_fitness(&w->cfg, &w->s, w->out);
         assert_true(isfinite(got));
         assert_true(got >= cur_fit);
-        assert_true(got <= exhaustive_best(w) + 1e-12);
+        assert_float_equal(got, exhaustive_best(w), 1e-9);
     }
 }
 
@@ -550,7 +551,7 @@ int main(void)
         WORLD_TEST(pollux_fitness__p_one_is_arithmetic_mean),
         WORLD_TEST(pollux_fitness__infeasible_is_minus_inf),
         WORLD_TEST(pollux_allocate__deterministic),
-        WORLD_TEST(pollux_allocate__random_worlds_feasible_and_bounded),
+        WORLD_TEST(pollux_allocate__random_worlds_feasible_and_optimal),
         cmocka_unit_test(policy_pollux__ops),
     };
 
