@@ -133,20 +133,7 @@ static void write_config(struct world *w)
              "    - instance_type: " TYPE "\n"
              "      zone: %s\n"
              "      market: on-demand\n"
-             "      gpus: 1\n"
-             "interval: 1\n"
-             "state: state.db\n"
-             "launch_timeout: 60\n"
-             "api:\n"
-             "  port: %d\n"
-             "tokens:\n"
-             "  node: node.token\n"
-             "  job: job.token\n"
-             "  user: user.token\n"
-             "policy: pollux\n"
-             "fleet:\n"
-             "  planner: castor\n"
-             "  max_nodes: 2\n",
+             "      gpus: 1\n" WORLD_CONFIG_TAIL "  max_nodes: 2\n",
              moto.url, CASTOR_CONFDIR, w->template_id, w->zone, w->port);
     assert_int_equal(world_write_file(w->config, text, 0600), 0);
 }

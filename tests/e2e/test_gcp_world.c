@@ -130,19 +130,7 @@ static void write_config(struct world *w)
              "       accelerator_type: nvidia-tesla-t4}\n"
              "  instance:\n"
              "    source_image: projects/debian-cloud/global/images/family/debian-12\n"
-             "    startup_script: \"#!/bin/sh\\nexec castor-node\"\n"
-             "interval: 1\n"
-             "state: state.db\n"
-             "launch_timeout: 60\n"
-             "api:\n"
-             "  port: %d\n"
-             "tokens:\n"
-             "  node: node.token\n"
-             "  job: job.token\n"
-             "  user: user.token\n"
-             "policy: pollux\n"
-             "fleet:\n"
-             "  planner: castor\n"
+             "    startup_script: \"#!/bin/sh\\nexec castor-node\"\n" WORLD_CONFIG_TAIL
              "  patience: 2\n"
              "  max_nodes: 2\n",
              fake_gce_url(w->fake), fake_gce_url(w->fake), CASTOR_CONFDIR, w->port);

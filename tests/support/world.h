@@ -21,6 +21,23 @@
 #include "util/http_client.h"
 #include "util/json.h"
 
+/* The part of a cloud world's castor.yaml after its cloud section: a tick a second, the state and
+ * token files in the run folder, the API on the port given as the format's %d, pollux allocating
+ * and castor's planner renting (the includer adds its own fleet keys after it). */
+#define WORLD_CONFIG_TAIL  \
+    "interval: 1\n"        \
+    "state: state.db\n"    \
+    "launch_timeout: 60\n" \
+    "api:\n"               \
+    "  port: %d\n"         \
+    "tokens:\n"            \
+    "  node: node.token\n" \
+    "  job: job.token\n"   \
+    "  user: user.token\n" \
+    "policy: pollux\n"     \
+    "fleet:\n"             \
+    "  planner: castor\n"
+
 /* Write text to path (created with mode, truncated); -1 on failure. */
 static inline int world_write_file(const char *path, const char *text, mode_t mode)
 {
