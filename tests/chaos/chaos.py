@@ -26,7 +26,6 @@ import os
 import random
 import resource
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -34,6 +33,9 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from procs import alive, free_port, proc_stat  # noqa: E402
 
 OFFER = "box.2gpu/spot"
 NODES = 4
@@ -45,27 +47,6 @@ REPORT_S = 10.0      # emulated seconds between rank 0's reports
 
 class Failure(Exception):
     pass
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def proc_stat(pid):
-    """(state, session) of a process, or None when it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            rest = f.read().rsplit(") ", 1)[1].split()
-        return rest[0], int(rest[3])
-    except (OSError, IndexError, ValueError):
-        return None
-
-
-def alive(pid):
-    st = proc_stat(pid)
-    return st is not None and st[0] not in ("Z", "X")
 
 
 def reap():
@@ -251,7 +232,7 @@ faults:
             if name.isdigit():
                 st = proc_stat(int(name))
                 if st and st[0] not in ("Z", "X"):
-                    sessions.setdefault(st[1], []).append(int(name))
+                    sessions.setdefault(st[2], []).append(int(name))
         return [n for n in nodes if len(sessions.get(int(recs[n]["pid"]), [])) > 1]
 
     @staticmethod
@@ -259,7 +240,7 @@ faults:
         for name in os.listdir("/proc"):
             if name.isdigit():
                 st = proc_stat(int(name))
-                if st and st[1] == sid:
+                if st and st[2] == sid:
                     try:
                         os.kill(int(name), signal.SIGKILL)
                     except OSError:

@@ -24,13 +24,15 @@ import json
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.error
 import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from procs import alive, free_port, ppid_of  # noqa: E402
 
 SKIP = 77
 JOB = "torch"
@@ -45,28 +47,6 @@ class Failure(Exception):
 def check(cond, what):
     if not cond:
         raise Failure(what)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def pid_alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(") ")[1].split()[0] != "Z"
-    except (FileNotFoundError, IndexError):
-        return False
-
-
-def ppid_of(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return int(f.read().split(") ")[1].split()[1])
-    except (FileNotFoundError, IndexError, ValueError):
-        return 0
 
 
 class World:
@@ -187,7 +167,7 @@ class World:
         return out
 
     def live_node_pids(self):
-        return [int(r["pid"]) for r in self.nodes().values() if pid_alive(int(r["pid"]))]
+        return [int(r["pid"]) for r in self.nodes().values() if alive(int(r["pid"]))]
 
     def stop(self):
         if self.daemon and self.daemon.poll() is None:
@@ -225,7 +205,7 @@ def run(w):
     check(node_pid in w.live_node_pids(), f"rank {victim_rank}'s parent is a castor-node")
     before = len(recs)
     os.kill(node_pid, signal.SIGUSR1)
-    w.wait(lambda: not pid_alive(rec["pid"]), "the noticed replica to checkpoint and exit", 60)
+    w.wait(lambda: not alive(rec["pid"]), "the noticed replica to checkpoint and exit", 60)
     os.killpg(node_pid, signal.SIGKILL)
     print(f"test_pytorch_world: node {node_pid} noticed and killed after step "
           f"{w.records(0)[-1]['step']}", flush=True)
