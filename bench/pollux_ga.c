@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "cli/sim_run.h"
 #include "control/loop.h"
 #include "policies/policy.h"
 #include "providers/provider.h"
@@ -288,43 +289,33 @@ static int on_tick(void *ctx, double now, const struct snapshot *s, const struct
 static int run_workload(const char *path, const char *profiles, const char *const *apps,
                         struct sim_ctx *sc)
 {
-    struct sim_config cfg = {.nodes = 16,
-                             .gpus_per_node = 4,
-                             .adaptive_batch = 1,
-                             .model = tput_model_find("pollux"),
-                             .profiles = profiles};
-    struct workload *wl = NULL;
-    struct sim_world *w = NULL;
-    struct policy pol = {0};
-    struct provider prov;
-    struct loop l = {0};
+    struct sim_run_spec spec = {.path = path,
+                                .apps = apps,
+                                .cfg = {.nodes = 16,
+                                        .gpus_per_node = 4,
+                                        .model = tput_model_find("pollux"),
+                                        .profiles = profiles},
+                                .policy = "pollux",
+                                .pcfg = sc->cfg,
+                                .interval = 60,
+                                .seed = 1};
+    struct sim_run run;
     struct error e = {0};
     char buf[768];
     int rc;
 
-    if ((rc = workload_load(path, apps, &wl, &e)) < 0 ||
-        (rc = sim_world_new(&cfg, wl, &w, &e)) < 0) {
+    if ((rc = sim_run_open(&spec, &run, &e)) < 0) {
         fprintf(stderr, "castor-bench-pollux-ga: %s\n", err_format(&e, buf, sizeof(buf)));
-        goto out;
+        return rc;
     }
-    if ((rc = policy_new("pollux", sc->cfg, &pol)) < 0)
-        goto out;
-    provider_sim_init(&prov, w);
-    sc->workload = wl->name;
+    sc->workload = run.wl->name;
     sc->tick = 0;
-    l.provider = &prov;
-    l.policy = &pol;
-    l.interval = 60;
-    l.seed = 1;
-    l.record = on_tick;
-    l.record_ctx = sc;
-    rc = loop_run(&l, 366L * 24 * 3600 / 60);
+    run.l.record = on_tick;
+    run.l.record_ctx = sc;
+    rc = loop_run(&run.l, 366L * 24 * 3600 / 60);
     if (rc < 0)
         fprintf(stderr, "castor-bench-pollux-ga: %s: %s\n", path, err_str(rc));
-out:
-    policy_free(&pol);
-    sim_world_free(w);
-    workload_free(wl);
+    sim_run_close(&run);
     return rc;
 }
 
@@ -492,13 +483,17 @@ static int win_cmp(const void *a, const void *b)
     return gx > gy ? -1 : gx < gy;
 }
 
-static void print_report(const struct tally *t, const struct tiny_tally *tt, int nseeds)
+static void print_report(const struct tally *t, const struct tiny_tally *tt, int nseeds, int every)
 {
     printf("castor-bench-pollux-ga: castor's pollux (DP + placement) against a GA in the style of "
            "the reference\n(population %d, %d generations, seeded with the current allocation; "
            "%d seeds per snapshot)\n\n",
            GA_POP, GA_GENS, nseeds);
-    printf("simulated snapshots (16 nodes x 4 GPUs, every 10th tick with >= 3 jobs)\n");
+    printf("simulated snapshots (16 nodes x 4 GPUs, every %d%s tick with >= 3 jobs)\n", every,
+           every == 1   ? "st"
+           : every == 2 ? "nd"
+           : every == 3 ? "rd"
+                        : "th");
     printf("  snapshots                         %d (jobs: mean %.1f, max %d)\n", t->snapshots,
            t->snapshots ? t->jobs_sum / t->snapshots : 0.0, t->jobs_max);
     printf("  castor >= GA (tol %.0e), per run   %d / %d (%.1f%%)\n", TOL, t->castor_ge_pairs,
@@ -691,7 +686,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "castor-bench-pollux-ga: the tiny worlds failed\n");
         goto out;
     }
-    print_report(t, &tt, nseeds);
+    print_report(t, &tt, nseeds, every);
     if (json_path && write_json(json_path, t, &tt, nseeds) < 0) {
         fprintf(stderr, "castor-bench-pollux-ga: cannot write %s\n", json_path);
         goto out;

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli/sim_run.h"
 #include "control/loop.h"
 #include "model/tput.h"
 #include "policies/policy.h"
@@ -84,11 +85,8 @@ int main(int argc, char **argv)
     const char *policy = "castor";
     double hours = 24, start = 0, rss0 = NAN, rss_min = HUGE_VAL, rss_max = 0, rss_settled = NAN;
     uint64_t seed = 1;
-    struct workload *base = NULL, *wl = NULL;
-    struct sim_world *w = NULL;
-    struct policy pol = {0};
-    struct provider prov;
-    struct loop l = {0};
+    struct workload *base = NULL;
+    struct sim_run run = {0};
     struct error e = {0};
     char trace[] = "/tmp/castor-soak-XXXXXX.csv", buf[512], **apps = NULL;
     struct timespec t0, t1;
@@ -126,50 +124,46 @@ int main(int argc, char **argv)
     if ((fd = mkstemps(trace, 4)) < 0)
         goto out;
     close(fd);
-    if (soak_trace(base, hours, seed, trace, &njobs) < 0 ||
-        workload_load(trace, (const char *const *)apps, &wl, &e) < 0) {
-        fprintf(stderr, "castor-bench-soak: %s\n", err_format(&e, buf, sizeof(buf)));
+    if (soak_trace(base, hours, seed, trace, &njobs) < 0) {
+        fprintf(stderr, "castor-bench-soak: cannot write %s\n", trace);
         goto out;
     }
     {
-        struct sim_config cfg = {.nodes = 16,
-                                 .gpus_per_node = 4,
-                                 .interference = 0.25,
-                                 .profiles = profiles,
-                                 .model = tput_model_find("default"),
-                                 .adaptive_batch = policy_find(policy)->adaptive_batch,
-                                 .gang = policy_find(policy)->gang};
-        struct policy_config pc = {0};
+        struct sim_run_spec spec = {.path = trace,
+                                    .apps = (const char *const *)apps,
+                                    .cfg = {.nodes = 16,
+                                            .gpus_per_node = 4,
+                                            .interference = 0.25,
+                                            .profiles = profiles,
+                                            .model = tput_model_find("default")},
+                                    .policy = policy,
+                                    .interval = SOAK_INTERVAL,
+                                    .seed = seed};
 
-        if (sim_world_new(&cfg, wl, &w, &e) < 0 || policy_new(policy, &pc, &pol) < 0) {
+        if (sim_run_open(&spec, &run, &e) < 0) {
             fprintf(stderr, "castor-bench-soak: %s\n", err_format(&e, buf, sizeof(buf)));
             goto out;
         }
     }
-    provider_sim_init(&prov, w);
-    l.provider = &prov;
-    l.policy = &pol;
-    l.interval = SOAK_INTERVAL;
-    l.seed = seed;
     printf("# castor-bench-soak: %.0f simulated hours, %zu jobs arriving (workload-1's mix and "
            "rate), policy %s, 16 x 4 GPUs, a tick every %d s\n",
            hours, njobs, policy, SOAK_INTERVAL);
     printf("# hour  ticks  jobs-finished  rss-MiB\n");
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    start = sim_world_now(w);
-    while (sim_world_now(w) - start < hours * 3600) {
-        if (loop_tick(&l) < 0) {
+    start = sim_world_now(run.w);
+    while (sim_world_now(run.w) - start < hours * 3600) {
+        if (loop_tick(&run.l) < 0) {
             fprintf(stderr, "castor-bench-soak: a tick failed\n");
             goto out;
         }
-        if (sim_world_now(w) - start >= (hour + 1) * 3600.0) {
+        if (sim_world_now(run.w) - start >= (hour + 1) * 3600.0) {
             int done = 0;
             double rss = soak_rss_mib();
 
             hour++;
-            for (int i = 0; i < sim_world_njobs(w); i++)
-                done += sim_job_done(sim_world_job(w, i));
-            printf("%6d %6ld %14d %8.1f\n", hour, l.ticks, done, rss);
+            for (int i = 0; i < sim_world_njobs(run.w); i++)
+                done += sim_job_done(sim_world_job(run.w, i));
+            printf("%6d %6ld %14d %8.1f\n", hour, run.l.ticks, done, rss);
             fflush(stdout);
             if (hour == 1)
                 rss0 = rss;
@@ -185,13 +179,11 @@ int main(int argc, char **argv)
     printf("# resident memory: %.1f MiB after hour 1, %.1f after hour 4, %.1f to %.1f from hour 4 "
            "on: %+.1f%% from hour 4 to the end (%ld ticks, %.1f s wall)\n",
            rss0, rss_settled, rss_min, rss_max, 100.0 * (rss_max - rss_settled) / rss_settled,
-           l.ticks, (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
+           run.l.ticks, (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
     rc = 0;
 out:
     unlink(trace);
-    policy_free(&pol);
-    sim_world_free(w);
-    workload_free(wl);
+    sim_run_close(&run);
     workload_free(base);
     if (apps)
         app_list_free(apps);

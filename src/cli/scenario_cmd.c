@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/sim_run.h"
 #include "control/loop.h"
 #include "policies/fleet.h"
 #include "policies/policy.h"
@@ -67,68 +68,57 @@ static int run_system(const struct scenario *sc, const struct scenario_system *s
                       const char *profiles, const char *path, const char *const *apps,
                       struct run_result *res, struct sim_record **recp, FILE *err)
 {
-    const struct policy_ops *pops = policy_find(sys->policy);
-    struct sim_config cfg = {.profiles = profiles,
-                             .offers = sc->offers,
-                             .noffers = sc->noffers,
-                             .initial_offer = sys->initial_offer,
-                             .nodes = sys->initial_nodes,
-                             .max_nodes = sc->max_nodes,
-                             .market_seed = sc->seed,
-                             .rate_prior = sc->rate_prior,
-                             .checkpoint_s = sc->checkpoint_s,
-                             .batch_hysteresis = 1.05,
-                             .gpus_per_node = sc->offers[sys->initial_offer].gpus,
-                             .model = tput_model_find("pollux"),
-                             .adaptive_batch = pops->adaptive_batch,
-                             .gang = pops->gang};
-    struct policy_config pcfg = {0};
-    struct workload *wl = NULL;
-    struct sim_world *w = NULL;
+    struct sim_run_spec spec = {.path = path,
+                                .apps = apps,
+                                .cfg = {.profiles = profiles,
+                                        .offers = sc->offers,
+                                        .noffers = sc->noffers,
+                                        .initial_offer = sys->initial_offer,
+                                        .nodes = sys->initial_nodes,
+                                        .max_nodes = sc->max_nodes,
+                                        .market_seed = sc->seed,
+                                        .rate_prior = sc->rate_prior,
+                                        .checkpoint_s = sc->checkpoint_s,
+                                        .batch_hysteresis = 1.05,
+                                        .gpus_per_node = sc->offers[sys->initial_offer].gpus,
+                                        .model = tput_model_find("pollux")},
+                                .policy = sys->policy,
+                                .fleet = sys->fleet,
+                                .fcfg = &sys->fcfg,
+                                .interval = sc->interval,
+                                .seed = sc->seed};
+    struct sim_run run = {0};
     struct sim_record *rec = NULL;
-    struct policy pol = {0};
-    struct fleet_policy fleet = {0};
-    struct provider prov;
-    struct loop l = {0};
     struct tick_ctx tc;
     struct error e = {0};
     char buf[768];
     double t0 = cli_wall_now();
     int rc;
 
-    if ((rc = workload_load(path, apps, &wl, &e)) < 0 ||
-        (rc = sim_world_new(&cfg, wl, &w, &e)) < 0) {
+    if ((rc = sim_run_open(&spec, &run, &e)) < 0) {
         fprintf(err, "castor simulate: %s\n", err_format(&e, buf, sizeof(buf)));
         goto out;
     }
-    if ((rc = policy_new(sys->policy, &pcfg, &pol)) < 0 ||
-        (rc = fleet_new(sys->fleet, &sys->fcfg, &fleet)) < 0 ||
-        (rc = sim_record_new(w, wl->name, sys->name, 0, &rec)) < 0) {
+    if ((rc = sim_record_new(run.w, run.wl->name, sys->name, 0, &rec)) < 0) {
         fprintf(err, "castor simulate: %s: %s\n", sys->name, err_str(rc));
         goto out;
     }
     tc.rec = rec;
-    tc.w = w;
-    provider_sim_init(&prov, w);
-    l.provider = &prov;
-    l.policy = &pol;
-    l.fleet = &fleet;
-    l.interval = sc->interval;
-    l.seed = sc->seed;
-    l.record = on_tick;
-    l.record_ctx = &tc;
-    rc = loop_run(&l, 366L * 24 * 3600 / sc->interval);
+    tc.w = run.w;
+    run.l.record = on_tick;
+    run.l.record_ctx = &tc;
+    rc = loop_run(&run.l, 366L * 24 * 3600 / sc->interval);
     if (rc < 0 && rc != ERR_AGAIN) {
         fprintf(err, "castor simulate: %s: %s: the simulation stopped: %s\n", path, sys->name,
                 err_str(rc));
         goto out;
     }
-    sim_record_finish(rec, w);
+    sim_record_finish(rec, run.w);
     memset(res, 0, sizeof(*res));
     res->unfinished = rc == ERR_AGAIN;
-    sim_world_fleet_stats(w, &res->fleet);
+    sim_world_fleet_stats(run.w, &res->fleet);
     sim_record_stats(rec, &res->avg_jct, &res->p99_jct, &res->makespan);
-    if ((rc = sim_world_cost_bound(w, sc->offers[sys->initial_offer].gpus, &res->bound)) < 0) {
+    if ((rc = sim_world_cost_bound(run.w, sc->offers[sys->initial_offer].gpus, &res->bound)) < 0) {
         fprintf(err, "castor simulate: %s: no lower bound: %s\n", path, err_str(rc));
         goto out;
     }
@@ -140,10 +130,7 @@ static int run_system(const struct scenario *sc, const struct scenario_system *s
     }
 out:
     sim_record_free(rec);
-    fleet_free(&fleet);
-    policy_free(&pol);
-    sim_world_free(w);
-    workload_free(wl);
+    sim_run_close(&run);
     return rc;
 }
 

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/sim_run.h"
 #include "control/loop.h"
 #include "policies/policy.h"
 #include "providers/provider.h"
@@ -272,50 +273,44 @@ static int on_tick(void *ctx, double now, const struct snapshot *s, const struct
 static int simulate_one(const struct sim_opts *o, const char *path, const char *const *apps,
                         int index, int count, struct sim_record **out, FILE *err)
 {
-    struct sim_config cfg = {.nodes = o->nodes,
-                             .gpus_per_node = o->gpus_per_node,
-                             .interference = o->interference,
-                             .profiles = o->profiles};
-    struct workload *wl = NULL;
-    struct sim_world *w = NULL;
+    struct sim_run_spec spec = {.path = path,
+                                .apps = apps,
+                                .cfg = {.nodes = o->nodes,
+                                        .gpus_per_node = o->gpus_per_node,
+                                        .interference = o->interference,
+                                        .profiles = o->profiles,
+                                        .model = tput_model_find(o->model)},
+                                .policy = o->policy,
+                                .pcfg = &o->pcfg,
+                                .interval = o->interval,
+                                .seed = o->seed};
+    struct sim_run run = {0};
     struct sim_record *rec = NULL;
-    struct policy pol = {0};
-    struct provider prov;
     struct progress pr = {0};
-    struct loop l = {0};
     struct error e = {0};
     char buf[768];
     double t0 = cli_wall_now();
     int rc;
 
-    cfg.model = tput_model_find(o->model);
-    cfg.adaptive_batch = policy_find(o->policy)->adaptive_batch;
-    cfg.gang = policy_find(o->policy)->gang;
-    if ((rc = workload_load(path, apps, &wl, &e)) < 0 ||
-        (rc = sim_world_new(&cfg, wl, &w, &e)) < 0) {
+    if ((rc = sim_run_open(&spec, &run, &e)) < 0) {
         fprintf(err, "castor simulate: %s\n", err_format(&e, buf, sizeof(buf)));
         goto out;
     }
-    if ((rc = policy_new(o->policy, &o->pcfg, &pol)) < 0 ||
-        (rc = sim_record_new(w, wl->name, o->policy, o->nodes * o->gpus_per_node, &rec)) < 0) {
+    if ((rc = sim_record_new(run.w, run.wl->name, o->policy, o->nodes * o->gpus_per_node, &rec)) <
+        0) {
         fprintf(err, "castor simulate: %s\n", err_str(rc));
         goto out;
     }
-    provider_sim_init(&prov, w);
     pr.tty = isatty(fileno(err)) ? err : NULL;
     pr.start_wall = t0;
-    pr.w = w;
+    pr.w = run.w;
     pr.rec = rec;
     pr.index = index;
     pr.count = count;
-    l.provider = &prov;
-    l.policy = &pol;
-    l.interval = o->interval;
-    l.seed = o->seed;
-    l.record = on_tick;
-    l.record_ctx = &pr;
+    run.l.record = on_tick;
+    run.l.record_ctx = &pr;
     /* a generous bound: a year of simulated time */
-    rc = loop_run(&l, 366L * 24 * 3600 / o->interval);
+    rc = loop_run(&run.l, 366L * 24 * 3600 / o->interval);
     if (pr.tty)
         progress_draw(&pr, 1);
     if (rc < 0) {
@@ -328,18 +323,16 @@ static int simulate_one(const struct sim_opts *o, const char *path, const char *
             fprintf(err, "castor simulate: %s: the simulation stopped: %s\n", path, err_str(rc));
         goto out;
     }
-    if (l.policy_errs)
+    if (run.l.policy_errs)
         fprintf(err, "castor simulate: %s: the %s policy failed %d times (allocation kept)\n", path,
-                o->policy, l.policy_errs);
-    sim_record_finish(rec, w);
+                o->policy, run.l.policy_errs);
+    sim_record_finish(rec, run.w);
     rec->wall_seconds = cli_wall_now() - t0;
     *out = rec;
     rec = NULL;
 out:
     sim_record_free(rec);
-    policy_free(&pol);
-    sim_world_free(w);
-    workload_free(wl);
+    sim_run_close(&run);
     return rc;
 }
 
