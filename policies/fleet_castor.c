@@ -362,18 +362,19 @@ static int castor_fleet_plan(void *ctx, const struct snapshot *s, struct policy 
      * unless a market has been in surplus for `patience` rounds */
     memset(keep, 1, (size_t)s->nnodes + 1);
     {
-        int surplus = 0;
+        int surplus = 0, want[2], have[2];
 
+        /* each market's packing and nodes, once: the release below uses the same figures */
         for (int m = 0; m < 2; m++) {
-            int want = castor_fleet_pack(&rd, m), have = castor_fleet_have(s, m);
-
-            if (want < 0) {
+            want[m] = castor_fleet_pack(&rd, m);
+            have[m] = castor_fleet_have(s, m);
+            if (want[m] < 0) {
                 rc = ERR_NOMEM;
                 goto out;
             }
-            if (want > have && rd.best[m] >= 0)
-                f->launch[rd.best[m]] += want - have;
-            if (want < have)
+            if (want[m] > have[m] && rd.best[m] >= 0)
+                f->launch[rd.best[m]] += want[m] - have[m];
+            if (want[m] < have[m])
                 surplus = 1;
         }
         st->surplus_rounds = surplus ? st->surplus_rounds + 1 : 0;
@@ -387,7 +388,7 @@ static int castor_fleet_plan(void *ctx, const struct snapshot *s, struct policy 
             alloc_node_usage(s->current, used);
             /* per market, let the idle nodes past their minimum billed time go */
             for (int m = 0; m < 2; m++) {
-                int extra = castor_fleet_have(s, m) - castor_fleet_pack(&rd, m), booting = 0;
+                int extra = have[m] - want[m], booting = 0;
 
                 for (int b = 0; b < s->nbooting; b++)
                     booting += s->offers[s->booting[b].offer].spot == m;
