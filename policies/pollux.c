@@ -544,7 +544,6 @@ struct pollux_px {
     double u[PX_JOBS][PX_OPTS];                 /* the job's term per option; -inf: not allowed */
     int order[PX_JOBS][PX_OPTS], nord[PX_JOBS]; /* allowed options, best first */
     double rest[PX_JOBS + 1][PX_OPTS]; /* the best sum of jobs i.. within (a, b) GPUs left */
-    double bound[PX_JOBS + 1];         /* sum of the best terms of jobs i.. */
     int pick[PX_JOBS], best_pick[PX_JOBS];
     double best;
     int used1, used2, d1, d2;
@@ -603,7 +602,7 @@ static void px_search(struct pollux_px *x, int i, double sum)
     for (int q = 0; q < x->nord[i]; q++) {
         int o = x->order[i][q], a = o / (x->g2 + 1), b = o % (x->g2 + 1), dist;
 
-        if (sum + x->u[i][o] + x->bound[i + 1] <= x->best)
+        if (sum + x->u[i][o] + x->rest[i + 1][x->nopt - 1] <= x->best)
             break; /* options are sorted: none after this one can do better */
         if (x->used1 + a > x->g1 || x->used2 + b > x->g2)
             continue;
@@ -708,9 +707,6 @@ static int px_setup(struct pollux_px *x, struct pollux_ls *ls, int n1, int n2, c
         if (x->nord[i] == 0)
             return 0;
     }
-    x->bound[x->A] = 0;
-    for (int i = x->A - 1; i >= 0; i--)
-        x->bound[i] = x->bound[i + 1] + x->u[i][x->order[i][0]];
     /* rest[i][(c1, c2)]: the best sum of jobs i.. within c1 GPUs on n1 and c2 on n2, by dynamic
      * programming over the jobs (exact but for the one-distributed-job rule) */
     for (int o = 0; o < x->nopt; o++)
