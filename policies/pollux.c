@@ -533,7 +533,8 @@ static int pollux_chain(struct pollux_ls *ls, struct pollux_job *pj)
  * that another returns to what it held and a third grows there).
  */
 #define PX_JOBS 6
-#define PX_OPTS 81 /* (GPUs + 1)^2 for nodes of up to 8 GPUs */
+#define PX_OPTS 81       /* (GPUs + 1)^2 for nodes of up to 8 GPUs */
+#define PX_VISITS 200000 /* search nodes per pair at most (a bound on a pathological pair) */
 
 struct pollux_px {
     struct pollux_ls *ls;
@@ -590,7 +591,7 @@ static void px_search(struct pollux_px *x, int i, double sum)
     int left = (x->g1 - x->used1) * (x->g2 + 1) + (x->g2 - x->used2);
 
     /* what the rest could reach within the GPUs left, interference aside: an upper bound */
-    if (sum + x->rest[i][left] <= x->best || ++x->visits > 200000)
+    if (sum + x->rest[i][left] <= x->best || ++x->visits > PX_VISITS)
         return;
     if (i == x->A) {
         if (px_outside_ok(x)) {
