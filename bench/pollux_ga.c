@@ -18,7 +18,6 @@
 #include "cli/sim_run.h"
 #include "control/loop.h"
 #include "policies/policy.h"
-#include "providers/provider.h"
 #include "sim/app.h"
 #include "sim/workload.h"
 #include "sim/world.h"

@@ -19,7 +19,6 @@
 #include "control/loop.h"
 #include "model/tput.h"
 #include "policies/policy.h"
-#include "providers/provider.h"
 #include "sim/app.h"
 #include "sim/workload.h"
 #include "sim/world.h"

@@ -11,7 +11,6 @@
 #include "control/loop.h"
 #include "policies/fleet.h"
 #include "policies/policy.h"
-#include "providers/provider.h"
 #include "sim/app.h"
 #include "sim/record.h"
 #include "sim/report.h"

@@ -10,7 +10,6 @@
 #include "cli/sim_run.h"
 #include "control/loop.h"
 #include "policies/policy.h"
-#include "providers/provider.h"
 #include "sim/app.h"
 #include "sim/record.h"
 #include "sim/report.h"
