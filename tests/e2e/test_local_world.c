@@ -106,6 +106,9 @@ static void write_config(struct world *w)
              "launch_timeout: 30\n"
              "api:\n"
              "  port: %d\n"
+             /* every node, replica and this test share 127.0.0.1, one client to the rate limit,
+              * which test_ratelimit and the route walk check on their own: off here */
+             "  rate_limit: 0\n"
              "tokens:\n"
              "  node: node.token\n"
              "  job: job.token\n"
