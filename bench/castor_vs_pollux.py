@@ -17,7 +17,7 @@ cluster of that share; the same denominator serves both policies. p99 and max ar
 all traces of a load. Standard library only. Usage:
 
   bench/castor_vs_pollux.py [--castor build/castor] [--loads 0.5,1.0,1.5,2.0] [--jobs N]
-                            [--policies pollux,castor] [--json FILE]
+                            [--policies pollux,castor] [--json FILE] [--worst N]
 """
 import argparse
 import concurrent.futures
@@ -104,6 +104,8 @@ def main():
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                     help="simulations run in parallel")
     ap.add_argument("--json", help="write the figures here as JSON")
+    ap.add_argument("--worst", type=int, default=0, metavar="N",
+                    help="also list the N jobs of highest rho per load and policy")
     a = ap.parse_args()
     loads = a.loads.split(",")
     policies = a.policies.split(",")
@@ -135,7 +137,7 @@ def main():
         report[load] = {"authors_pollux_mean_avg_jct":
                         sum(authors) / len(authors) if len(authors) == len(names) else None}
         for pol in policies:
-            avgs, rhos, restarts, njobs = [], [], 0, 0
+            avgs, rhos, restarts, njobs, worst = [], [], 0, 0, []
             for t in traces(load):
                 rows = runs[(load, pol, t)].result()
                 spec = specs[t]
@@ -146,11 +148,15 @@ def main():
                     s = spec[name]
                     base = iso[(s["application"], s["num_replicas"], s["batch_size"], g)]
                     rhos.append(jct / base if jct >= 0 else float("inf"))
+                    worst.append((rhos[-1], os.path.basename(t), name, jct, base, rs))
                     restarts += rs
                     njobs += 1
             report[load][pol] = {"mean_avg_jct": sum(avgs) / len(avgs),
                                  "p99_rho": pct(rhos, 0.99), "max_rho": max(rhos),
                                  "restarts_per_job": restarts / njobs}
+            for w in sorted(worst, reverse=True)[:a.worst]:
+                print("worst %-4s %-7s rho %5.2f  %-15s %-16s JCT %8.0f alone %7.0f restarts %d"
+                      % ((load, pol) + w))
 
     print("castor vs pollux in castor simulate (16 x 4 GPUs; rho: JCT / JCT alone on a 1/J share)")
     hdr = "%-5s %-8s %12s %9s %9s %13s" % ("load", "policy", "mean avg JCT", "p99 rho", "max rho",

@@ -1,12 +1,13 @@
 /* castor.c: castor's own scheduling policy. Each job's replica count is chosen by a marginal-gain
  * greedy (a priority queue over jobs, so the cost grows about linearly with jobs and GPUs) on a
- * weighted utility of its goodput speedup over one GPU: jobs that have received little service
- * weigh more (least attained service, approximating shortest-remaining-first without an oracle),
- * and a change of allocation is priced by the progress its restart costs over the job's expected
- * horizon, with a hysteresis margin; GPUs nobody wants at that price are then offered without the
- * margin or the exploration limit. The counts are then placed: jobs that keep their count keep
- * their GPUs, the others are placed largest first, consolidated, one distributed job per node.
- * docs/scheduler.md describes the algorithm, its cost and what was measured. */
+ * weighted utility of its goodput speedup over one GPU: jobs with less work left weigh more
+ * (shortest remaining first, the work left read from the length the job declared and its goodput
+ * model; least attained service for a job that declared none), and a change of allocation is
+ * priced by the progress its restart costs over the job's remaining time, with a hysteresis
+ * margin; GPUs nobody wants at that price are then offered without the margin and with a wider
+ * exploration limit. The counts are then placed: jobs that keep their count keep their GPUs, the
+ * others are placed single-node jobs first, then largest first, consolidated, one distributed job
+ * per node. docs/scheduler.md describes the algorithm, its cost and what was measured. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,8 +21,11 @@
 struct castor {
     double p;               /* utility exponent (power mean) */
     double delta;           /* restart penalty, seconds */
-    double las_scale;       /* GPU-seconds: the unit of attained service in the weight */
-    double las_pow;         /* weight = (1 + attained / las_scale)^-las_pow */
+    double work_scale;      /* GPU-seconds: the unit of work left in the weight */
+    double work_pow;        /* weight = (1 + work left / work_scale)^-work_pow */
+    double las_scale;       /* GPU-seconds: the unit of attained service in the weight of a job
+                               that declared no length */
+    double las_pow;         /* its weight = (1 + attained / las_scale)^-las_pow */
     double min_horizon;     /* seconds: the shortest horizon a restart is priced over */
     double hysteresis;      /* relative gain a job's change must bring */
     double idle_hysteresis; /* the same, for GPUs that no job wants otherwise; <0: no idle phase */
@@ -35,6 +39,7 @@ struct castor_job {
     int maxr_idle;     /* replicas allowed for otherwise idle GPUs */
     double keepf_idle; /* keepf with the idle hysteresis */
     double base;       /* goodput on one GPU (speedup 1) */
+    double left;       /* work left: GPU-seconds on one GPU at today's goodput; <0: not known */
     double w;          /* weight */
     double keepf;      /* factor on the speedup when the job's GPUs change */
     int cur_r;         /* replicas held now */
@@ -53,12 +58,14 @@ static int castor_create(const struct policy_config *cfg, void **ctx)
         return ERR_NOMEM;
     c->p = cfg->p_mean != 0 ? cfg->p_mean : 1.0;
     c->delta = cfg->restart_penalty > 0 ? cfg->restart_penalty : 30.0;
+    c->work_scale = 20000.0;
+    c->work_pow = 1.0;
     c->las_scale = 3600.0;
     c->las_pow = 0.25;
     c->min_horizon = 300.0;
-    c->hysteresis = 0.2;
+    c->hysteresis = 0.15;
     c->idle_hysteresis = 0.0;
-    c->idle_explore = 0.0;
+    c->idle_explore = 4.0;
     c->avoid_interference = !cfg->no_interference_avoidance;
     *ctx = c;
     return 0;
@@ -140,7 +147,20 @@ static int castor_maxr(const struct snap_job *sj, double explore, int gpus)
     return policy_replica_limit(sj, cap, gpus);
 }
 
-static int castor_prepare(const struct castor *c, const struct snapshot *s, struct castor_job *cj)
+/* Job j's work left: GPU-seconds on one GPU at the goodput its model predicts now (the progress
+ * still to make, in iterations at M0, times M0 over the goodput on one GPU, in M0-equivalent
+ * samples per second); -1 when the job declared no length or has no model yet. */
+static double castor_left(const struct snap_job *sj, const struct castor_job *q)
+{
+    double left = sj->progress_target - sj->progress;
+
+    if (!(sj->progress_target > 0) || !sj->has_model || !(q->base > 0))
+        return -1.0;
+    return (left > 0 ? left : 0) * sj->lim.init_bsz / q->base;
+}
+
+static int castor_prepare(const struct castor *c, const struct snapshot *s, struct castor_job *cj,
+                          int gpn)
 {
     int gpus = snapshot_gpus(s);
 
@@ -163,17 +183,30 @@ static int castor_prepare(const struct castor *c, const struct snapshot *s, stru
         q->base = 0;
         if (sj->has_model)
             q->base = castor_goodput_at(sj, 1, 1);
-        q->w =
-            pow(1.0 + sj->attained_service / c->las_scale, -c->las_pow) * snapshot_job_weight(sj);
-        /* a restart loses delta seconds of the next `horizon`: the job's age, as the expected
-         * remaining time of a job that has run that long */
-        horizon = age > c->min_horizon ? age : c->min_horizon;
-        q->keepf = horizon > c->delta ? 1.0 - c->delta / horizon : 0.0;
-        q->keepf_idle = q->keepf / (1.0 + (c->idle_hysteresis > 0 ? c->idle_hysteresis : 0));
-        q->keepf /= 1.0 + c->hysteresis;
         q->cur_r = s->current->count[j];
         q->cur_n = alloc_nodes_used(s->current, j);
         q->count = 0;
+        q->left = castor_left(sj, q);
+        /* shortest remaining first where the work left is known, least attained service else */
+        if (q->left >= 0)
+            q->w = pow(1.0 + q->left / c->work_scale, -c->work_pow);
+        else
+            q->w = pow(1.0 + sj->attained_service / c->las_scale, -c->las_pow);
+        q->w *= snapshot_job_weight(sj);
+        /* a restart loses delta seconds of the time the job has left: its work left at its
+         * current speed where known, else its age (the expected remaining time of a job that
+         * has run that long); never less than min_horizon */
+        horizon = age;
+        if (q->left >= 0) {
+            double sp = q->cur_r > 0 ? castor_speedup(sj, q, gpn, q->cur_n, q->cur_r) : 1.0;
+
+            horizon = q->left / (sp > 1.0 ? sp : 1.0);
+        }
+        if (horizon < c->min_horizon)
+            horizon = c->min_horizon;
+        q->keepf = horizon > c->delta ? 1.0 - c->delta / horizon : 0.0;
+        q->keepf_idle = q->keepf / (1.0 + (c->idle_hysteresis > 0 ? c->idle_hysteresis : 0));
+        q->keepf /= 1.0 + c->hysteresis;
     }
     return 0;
 }
@@ -313,24 +346,29 @@ out:
     return rc;
 }
 
-static int castor_cmp_count_desc(const void *a, const void *b, const struct castor_job *cj)
+/* Placement order: jobs that fit on one node (gpn GPUs) first, they need their GPUs together
+ * while a multi-node job can spread over any node; then by count, largest first (they fragment
+ * most); then by index. */
+static int castor_cmp_place(int ja, int jb, const struct castor_job *cj, int gpn)
 {
-    int ja = *(const int *)a, jb = *(const int *)b;
+    int sa = cj[ja].count <= gpn, sb = cj[jb].count <= gpn;
 
+    if (sa != sb)
+        return sb - sa;
     if (cj[ja].count != cj[jb].count)
         return cj[jb].count - cj[ja].count;
     return ja - jb;
 }
 
-/* Stable descending sort of order[] by count (merge sort: O(J log J)). */
-static void castor_sort(int *order, int *tmp, int n, const struct castor_job *cj)
+/* Stable sort of order[] into placement order (merge sort: O(J log J)). */
+static void castor_sort(int *order, int *tmp, int n, const struct castor_job *cj, int gpn)
 {
     if (n < 2)
         return;
-    castor_sort(order, tmp, n / 2, cj);
-    castor_sort(order + n / 2, tmp, n - n / 2, cj);
+    castor_sort(order, tmp, n / 2, cj, gpn);
+    castor_sort(order + n / 2, tmp, n - n / 2, cj, gpn);
     for (int i = 0, a = 0, b = n / 2; i < n; i++) {
-        if (b >= n || (a < n / 2 && castor_cmp_count_desc(&order[a], &order[b], cj) <= 0))
+        if (b >= n || (a < n / 2 && castor_cmp_place(order[a], order[b], cj, gpn) <= 0))
             tmp[i] = order[a++];
         else
             tmp[i] = order[b++];
@@ -358,7 +396,8 @@ static int castor_allocate(void *ctx, const struct snapshot *s, uint64_t seed, s
         rc = ERR_NOMEM;
         goto out;
     }
-    if ((rc = castor_prepare(c, s, cj)) < 0 || (rc = castor_choose_counts(c, s, cj, gpus, gpn)) < 0)
+    if ((rc = castor_prepare(c, s, cj, gpn)) < 0 ||
+        (rc = castor_choose_counts(c, s, cj, gpus, gpn)) < 0)
         goto out;
     /* jobs that keep their count keep their GPUs (if that is their better use of them) */
     for (int i = 0; i < N; i++)
@@ -390,10 +429,10 @@ static int castor_allocate(void *ctx, const struct snapshot *s, uint64_t seed, s
         }
         q->placed = q->count;
     }
-    /* the others, largest first (they fragment most) */
+    /* the others: single-node jobs first, then largest first */
     for (int j = 0; j < J; j++)
         order[j] = j;
-    castor_sort(order, tmp, J, cj);
+    castor_sort(order, tmp, J, cj, gpn);
     for (int i = 0; i < J; i++) {
         int j = order[i];
 

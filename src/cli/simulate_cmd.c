@@ -25,6 +25,7 @@ struct sim_opts {
     const char *report;
     const char *model;
     int nodes, gpus_per_node, interval, quiet;
+    int unknown_lengths; /* 1: --job-lengths unknown */
     double interference;
     uint64_t seed;
     struct policy_config pcfg;
@@ -50,6 +51,9 @@ static void simulate_usage(FILE *f)
         "  --interference F      slowdown of distributed jobs sharing a node (default 0)\n"
         "  --p-mean P            pollux: the fitness power mean (default -1)\n"
         "  --tput-model NAME     how jobs model their throughput (default pollux)\n"
+        "  --job-lengths K       declared (default): jobs declare how much they train, as with\n"
+        "                        `samples` in a job spec; unknown: they do not, and castor's\n"
+        "                        policy falls back to least attained service\n"
         "  --profiles DIR        folder of measured profiles (default: bundled)\n"
         "  --out FILE            write the summary as JSON (jcts, avgs, mean; with several\n"
         "                        policies, one such object per policy name)\n"
@@ -67,6 +71,7 @@ static void simulate_usage(FILE *f)
         "  seed: N                          as --seed (0 to 2147483647)\n"
         "  interference: F                  as --interference (0 to 0.99)\n"
         "  tput_model: pollux|castor        as --tput-model\n"
+        "  job_lengths: declared|unknown    as --job-lengths\n"
         "  profiles: DIR                    as --profiles\n"
         "  out: FILE                        as --out\n"
         "  report: FILE                     as --report\n"
@@ -103,6 +108,9 @@ static int parse_double(const char *s, double lo, double hi, double *out)
     *out = v;
     return 0;
 }
+
+/* The values of --job-lengths and job_lengths, by sim_opts.unknown_lengths. */
+static const char *const sim_lengths[] = {"declared", "unknown", NULL};
 
 /* What a configuration file leaves behind: the document (whose strings sim_opts borrows) and
  * the paths made absolute, or relative to the current folder, from the file's folder. */
@@ -151,7 +159,8 @@ static int sim_conf_load(const char *path, struct sim_opts *o, struct sim_conf_m
 {
     static const char *const keys[] = {"workload", "policy",       "cluster",    "interval",
                                        "seed",     "interference", "tput_model", "profiles",
-                                       "out",      "report",       "pollux",     NULL};
+                                       "out",      "report",       "pollux",     "job_lengths",
+                                       NULL};
     static const char *const cluster_keys[] = {"nodes", "gpus_per_node", NULL};
     static const char *const pollux_keys[] = {"p_mean", "restart_penalty", NULL};
     const char *policies[8] = {NULL}, *models[8] = {NULL};
@@ -188,6 +197,10 @@ static int sim_conf_load(const char *path, struct sim_opts *o, struct sim_conf_m
         goto out;
     if (rc == 1)
         t.model = models[k];
+    if ((rc = conf_get_choice(root, "job_lengths", sim_lengths, &k, e)) < 0)
+        goto out;
+    if (rc == 1)
+        t.unknown_lengths = k;
     if (cluster && (rc = conf_get_long(cluster, "nodes", 1, 4096, &v, e)) != 0) {
         if (rc < 0)
             goto out;
@@ -278,7 +291,8 @@ static int simulate_one(const struct sim_opts *o, const char *path, const char *
                                         .gpus_per_node = o->gpus_per_node,
                                         .interference = o->interference,
                                         .profiles = o->profiles,
-                                        .model = tput_model_find(o->model)},
+                                        .model = tput_model_find(o->model),
+                                        .unknown_lengths = o->unknown_lengths},
                                 .policy = o->policy,
                                 .pcfg = &o->pcfg,
                                 .interval = o->interval,
@@ -472,7 +486,12 @@ int cli_simulate(int argc, char **argv, FILE *out, FILE *err)
             o.report = v;
         else if (strcmp(a, "--tput-model") == 0)
             o.model = v;
-        else if (strcmp(a, "--nodes") == 0)
+        else if (strcmp(a, "--job-lengths") == 0) {
+            bad = -1;
+            for (int k = 0; sim_lengths[k]; k++)
+                if (strcmp(v, sim_lengths[k]) == 0)
+                    o.unknown_lengths = k, bad = 0;
+        } else if (strcmp(a, "--nodes") == 0)
             bad = parse_int(v, 1, 4096, &o.nodes);
         else if (strcmp(a, "--gpus-per-node") == 0)
             bad = parse_int(v, 1, 64, &o.gpus_per_node);

@@ -477,7 +477,8 @@ int sim_world_observe(struct sim_world *w, const struct snapshot **out)
         sj->req_replicas = job->spec->num_replicas;
         sj->req_batch = job->spec->batch_size;
         sj->progress = job->progress;
-        sj->progress_target = app_progress_needed(job->app, job->app->max_epochs);
+        sj->progress_target =
+            w->cfg.unknown_lengths ? 0 : app_progress_needed(job->app, job->app->max_epochs);
         sj->checkpoint_s = job->checkpoint_s;
         sj->deadline = job->spec->deadline > 0 ? job->spec->submit_time + job->spec->deadline : 0;
         /* held replicas on nodes that are not schedulable (noticed) are not shown: the job

@@ -34,6 +34,9 @@ struct sim_config {
     const double *rate_prior;
     double checkpoint_s;     /* seconds between each job's checkpoints (0: only on restarts) */
     double batch_hysteresis; /* see sim_job.hysteresis (0: none) */
+    /* 1: the jobs do not declare their length (the snapshot's progress_target is 0), as jobs
+     * submitted without `samples`; 0: they do (the policies may see how much work is left) */
+    int unknown_lengths;
 };
 
 /* What renting cost, for a world with a market. */
@@ -46,10 +49,9 @@ struct sim_fleet_stats {
     double lost_work_s;    /* job-seconds of work lost to preemptions (since the last checkpoint) */
     double min_gpu_price;  /* lowest $/GPU-hour any offer had so far */
     double held_gpu_hours; /* GPU-hours held by jobs (restarts included) */
-    double mean_wait_s;
-    int deadlines;                                   /* jobs with a deadline */
-    int deadlines_met; /* of them, finished by it */ /* mean over started jobs of the wait from
-                                                        submission to first GPUs */
+    double mean_wait_s;    /* mean over started jobs of the wait from submission to first GPUs */
+    int deadlines;         /* jobs with a deadline */
+    int deadlines_met;     /* of them, finished by it */
 };
 
 struct sim_world;

@@ -70,6 +70,12 @@ castor_cli_test(config_unknown_policy 2 "unknown_policy.yaml:3:9: policy: unknow
   simulate --config ${CONF}/unknown_policy.yaml)
 castor_cli_test(config_unknown_model 2 "unknown_model.yaml:2:13: tput_model: unknown value \"amdahl\" (one of castor, pollux)"
   simulate --config ${CONF}/unknown_model.yaml)
+castor_cli_test(config_job_lengths 2 "job_lengths.yaml:2:14: job_lengths: unknown value \"maybe\" (one of declared, unknown)"
+  simulate --config ${CONF}/job_lengths.yaml)
+castor_cli_test(job_lengths_bad 2 "--job-lengths: bad value \"maybe\""
+  simulate --workload ${TINY} --policy castor --job-lengths maybe)
+castor_cli_test(job_lengths_unknown 0 "tiny castor: average JCT"
+  simulate --workload ${TINY} --policy castor --job-lengths unknown --quiet)
 castor_cli_test(config_not_mapping 2 "not_mapping.yaml:2:1: the document: expected a mapping (key: value lines), found a list"
   simulate --config ${CONF}/not_mapping.yaml)
 castor_cli_test(config_section_not_mapping 2 "section_not_mapping.yaml:2:10: cluster: expected a mapping (key: value lines), found \"8\""

@@ -1,7 +1,8 @@
-/* test_castor.c: the castor policy (least-attained-service weighted marginal-gain greedy over
- * replica counts, restart priced, then placement) on allocations worked out by hand on a tiny
- * cluster, and a property test: on thousands of random snapshots every answer respects node
- * capacity, the replica limits and the one-distributed-job-per-node rule, and is deterministic. */
+/* test_castor.c: the castor policy (marginal-gain greedy over replica counts, weighted by the
+ * work left or by least attained service, restart priced, then placement) on allocations worked out
+ * by hand on a tiny cluster, and a property test: on thousands of random snapshots every answer
+ * respects node capacity, the replica limits and the one-distributed-job-per-node rule, and is
+ * deterministic. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -34,8 +35,8 @@ static void castor_allocate__without_model_one_gpu_each(void **state)
 /* a scales perfectly (every GPU adds about one to its speedup), b is sync-bound (its second to
  * fourth GPUs lower its speedup), c has no model (one GPU at most). Equal weights: every job's
  * first GPU gains the same, b's and c's further steps gain nothing against a's, so a takes the
- * other 6. Placed largest first: a on the whole node 0 and 2 GPUs of node 1, then b and c on
- * node 1. */
+ * other 6. Placed single-node jobs first: b and c on node 0 (the tightest that holds them, the
+ * lowest on ties), then a on the whole node 1 and the 2 GPUs left on node 0. */
 static void castor_allocate__scaling_job_outgrows_sync_bound(void **state)
 {
     struct world *w = *state;
@@ -43,9 +44,9 @@ static void castor_allocate__scaling_job_outgrows_sync_bound(void **state)
     give_model(w, 0, &perfect);
     give_model(w, 1, &syncbound);
     assert_int_equal(decide(w), 0);
-    assert_row(w->out, 0, (int[]){0, 0, 0, 0, 1, 1}, 6);
-    assert_row(w->out, 1, (int[]){1}, 1);
-    assert_row(w->out, 2, (int[]){1}, 1);
+    assert_row(w->out, 0, (int[]){1, 1, 1, 1, 0, 0}, 6);
+    assert_row(w->out, 1, (int[]){0}, 1);
+    assert_row(w->out, 2, (int[]){0}, 1);
 }
 
 /* a and b scale perfectly and hold a node each, with the same attained service: any change
@@ -71,7 +72,8 @@ static void castor_allocate__hysteresis_keeps_balanced_jobs(void **state)
  * Least attained service: a (perfect) holds all 8 GPUs and has had 10^6 GPU-seconds (weight
  * (1 + 10^6 / 3600)^-1/4 = 0.244); c arrives with none (weight 1). c's first GPU gains 0.833
  * (the restart-priced speedup 1), a's 8 kept GPUs 0.244 each: c gets one, and a, unable to keep
- * its 8, is re-placed on 7 (whole node 0, then 3 on node 1); c on node 1.
+ * its 8, is re-placed on 7: c first (a single-node job) on node 0, then a on the whole node 1
+ * and the 3 GPUs left on node 0.
  */
 static void castor_allocate__newcomer_takes_from_long_served_job(void **state)
 {
@@ -83,7 +85,7 @@ static void castor_allocate__newcomer_takes_from_long_served_job(void **state)
     w->jobs[1].attained_service = 1e6;
     set_row(w->cur, 0, (int[]){0, 0, 0, 0, 1, 1, 1, 1}, 8);
     assert_int_equal(decide(w), 0);
-    assert_row(w->out, 2, (int[]){1}, 1);
+    assert_row(w->out, 2, (int[]){0}, 1);
     assert_int_equal(w->out->count[0] + w->out->count[1], 7);
     assert_true(w->out->count[0] >= 6);
 }
@@ -169,6 +171,40 @@ static void castor_allocate__weight_claims_more(void **state)
     assert_int_equal(decide_with("castor", &w->s, &w->cfg, 1, w->out), 0);
     assert_true(w->out->count[0] > before);
     assert_true(w->out->count[0] >= w->out->count[1] && w->out->count[0] >= w->out->count[2]);
+}
+
+/*
+ * Shortest remaining first: a and b scale perfectly (1,000 samples/s per GPU) and declared their
+ * lengths; a has 1,000 iterations of M0 = 840 left (840 GPU-seconds: weight (1 + 840 / 20000)^-1
+ * = 0.96), b 10^6 (840,000 GPU-seconds: weight 0.023); c declared none and has no model (one GPU,
+ * weight 1 by least attained service). c gets its GPU, a the other 7, b none; with the lengths
+ * swapped, b gets the 7. Without declared lengths (least attained service, equal for a and b) the
+ * two share the GPUs.
+ */
+static void castor_allocate__less_work_left_claims_more(void **state)
+{
+    struct world *w = *state;
+
+    give_model(w, 0, &perfect);
+    give_model(w, 1, &perfect);
+    w->jobs[0].max_profiled_replicas = w->jobs[1].max_profiled_replicas = 8;
+    w->jobs[0].progress_target = 2000, w->jobs[0].progress = 1000;
+    w->jobs[1].progress_target = 1e6, w->jobs[1].progress = 0;
+    assert_int_equal(decide(w), 0);
+    assert_int_equal(w->out->count[0], 7);
+    assert_int_equal(w->out->count[1], 0);
+    assert_int_equal(w->out->count[2], 1);
+
+    w->jobs[0].progress_target = 1e6, w->jobs[0].progress = 0;
+    w->jobs[1].progress_target = 2000, w->jobs[1].progress = 1000;
+    assert_int_equal(decide(w), 0);
+    assert_int_equal(w->out->count[0], 0);
+    assert_int_equal(w->out->count[1], 7);
+
+    w->jobs[0].progress_target = w->jobs[1].progress_target = 0;
+    assert_int_equal(decide(w), 0);
+    assert_true(w->out->count[0] > 0 && w->out->count[1] > 0);
+    assert_int_equal(w->out->count[0] + w->out->count[1], 7);
 }
 
 static void castor_allocate__random_snapshots_respect_constraints(void **state)
@@ -287,6 +323,7 @@ int main(void)
         WORLD_TEST(castor_allocate__no_jobs),
         WORLD_TEST(castor_allocate__gang_minimum_all_or_nothing),
         WORLD_TEST(castor_allocate__weight_claims_more),
+        WORLD_TEST(castor_allocate__less_work_left_claims_more),
         cmocka_unit_test(castor_allocate__random_snapshots_respect_constraints),
         cmocka_unit_test(policy_castor__ops),
     };
