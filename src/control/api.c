@@ -45,6 +45,7 @@ const char *const api_job_spec_keys[] = {"name",
                                          "min_replicas",
                                          "max_replicas",
                                          "checkpoint_interval",
+                                         "samples",
                                          "deadline",
                                          "priority",
                                          NULL};
@@ -1163,7 +1164,7 @@ static int ap_job_spec(struct ap_ctx *c, const char **name, struct jv **out)
     const char *const *keys = api_job_spec_keys;
     const struct jv *env = jv_get(c->body, "env");
     const char *workdir = NULL, *image = NULL;
-    double m0 = 0, maxb = 0, local = 0, ckpt = 600, deadline = NAN;
+    double m0 = 0, maxb = 0, local = 0, ckpt = 600, samples = NAN, deadline = NAN;
     long long minr = 1, maxr = 0, prio = 0;
     struct ap_env_check ec = {c, 0};
     struct jv *o;
@@ -1200,6 +1201,10 @@ static int ap_job_spec(struct ap_ctx *c, const char **name, struct jv **out)
     if (rc == 0)
         rc = ap_num(c, c->body, "", "checkpoint_interval", 0, 0.0, 0, &ckpt);
     if (rc == 0)
+        rc = ap_num(c, c->body, "", "samples", 0, 0.0, 0, &samples);
+    if (rc == 0 && samples > API_SAMPLES_MAX)
+        rc = ap_bad(c, "samples must be at most %g", API_SAMPLES_MAX);
+    if (rc == 0)
         rc = ap_num(c, c->body, "", "deadline", 0, 0.0, 0, &deadline);
     if (rc == 0)
         rc = ap_int(c, c->body, "", "priority", 0, -1000, 1000, &prio);
@@ -1217,6 +1222,7 @@ static int ap_job_spec(struct ap_ctx *c, const char **name, struct jv **out)
     ap_set(c, o, "min_replicas", jv_integer(minr));
     ap_set(c, o, "max_replicas", jv_integer(maxr));
     ap_set(c, o, "checkpoint_interval", jv_number(ckpt));
+    ap_set(c, o, "samples", jv_number(samples)); /* NAN (not given): null */
     ap_set(c, o, "deadline", jv_number(deadline));
     ap_set(c, o, "priority", jv_integer(prio));
     *out = o;

@@ -118,6 +118,9 @@ int api_set_metrics(struct api *a, const struct api_metrics *m);
 /* The keys of a job spec (POST /v1/jobs), NULL-terminated. */
 extern const char *const api_job_spec_keys[];
 
+/* The most samples a job spec may declare (its length: epochs x dataset size). */
+#define API_SAMPLES_MAX 1e15
+
 /* 1 when s is a name of a job or node: 1 to 128 of [A-Za-z0-9._-], starting with a letter or
  * digit; else 0 (NULL included). */
 int api_name_ok(const char *s);

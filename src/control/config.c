@@ -176,7 +176,7 @@ int config_job_spec(const struct conf_node *m, int in_template, char **json, cha
 {
     const char *const *keys = api_job_spec_keys;
     const char *nm = NULL, *workdir = NULL, *image = NULL;
-    double m0 = 0, maxb = 0, local = 0, ckpt = 600, deadline = NAN;
+    double m0 = 0, maxb = 0, local = 0, ckpt = 600, samples = NAN, deadline = NAN;
     long minr = 1, maxr = 0, prio = 0;
     struct jv *o = NULL, *cmd = NULL, *env = NULL;
     const struct conf_node *n;
@@ -220,6 +220,7 @@ int config_job_spec(const struct conf_node *m, int in_template, char **json, cha
         (rc = cf_required(m, "max_replicas", e)) < 0 ||
         (rc = conf_get_long(m, "max_replicas", minr, 100000, &maxr, e)) < 0 ||
         (rc = cf_positive(m, "checkpoint_interval", 1e7, &ckpt, e)) < 0 ||
+        (rc = cf_positive(m, "samples", API_SAMPLES_MAX, &samples, e)) < 0 ||
         (rc = cf_deadline(m, &deadline, e)) < 0 ||
         (rc = conf_get_long(m, "priority", -1000, 1000, &prio, e)) < 0)
         goto out;
@@ -242,6 +243,7 @@ int config_job_spec(const struct conf_node *m, int in_template, char **json, cha
     rc |= jv_set(o, "min_replicas", jv_integer(minr));
     rc |= jv_set(o, "max_replicas", jv_integer(maxr));
     rc |= jv_set(o, "checkpoint_interval", jv_number(ckpt));
+    rc |= jv_set(o, "samples", jv_number(samples)); /* NAN (not given): null, as the API */
     if (!in_template)
         rc |= jv_set(o, "deadline", jv_number(deadline));
     rc |= jv_set(o, "priority", jv_integer(prio));

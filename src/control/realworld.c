@@ -62,6 +62,7 @@ struct rw_job {
 /* A job's spec, as the decide step needs it. */
 struct rw_spec {
     double m0, max_bsz, max_local, checkpoint, deadline, weight;
+    double samples; /* the job's length in samples (0: unknown) */
     int min_replicas, max_replicas;
 };
 
@@ -582,6 +583,7 @@ static int rw_spec_parse(const char *text, struct rw_spec *out)
     out->max_bsz = rw_num(v, "max_batch_size", out->m0);
     out->max_local = rw_num(v, "max_local_bsz", 0);
     out->checkpoint = rw_num(v, "checkpoint_interval", 600);
+    out->samples = rw_num(v, "samples", 0); /* absent or null: unknown */
     out->deadline = rw_num(v, "deadline", NAN);
     out->min_replicas = (int)rw_num(v, "min_replicas", 1);
     out->max_replicas = (int)rw_num(v, "max_replicas", 0);
@@ -898,6 +900,7 @@ static int rw_observe_jobs(struct realworld *rw, int gpus, double now)
             .req_replicas = spec.min_replicas,
             .req_batch = spec.m0,
             .progress = sj->progress,
+            .progress_target = spec.samples > 0 ? spec.samples / spec.m0 : 0,
             .checkpoint_s = spec.checkpoint,
             .deadline = isfinite(spec.deadline) ? spec.deadline : 0,
             .weight = spec.weight,

@@ -186,10 +186,12 @@ static char *dump(struct fixture *f)
     return text;
 }
 
-#define JOB_SPEC(name)                                                                             \
+/* A job spec with more fields (",\"key\":value...") before its closing brace. */
+#define JOB_SPEC_WITH(name, more)                                                                  \
     "{\"name\":\"" name "\",\"command\":[\"python\",\"train.py\"],\"workdir\":\"/w\","             \
     "\"env\":{\"A\":\"1\"},\"init_batch_size\":128,\"max_batch_size\":4096,\"max_local_bsz\":256," \
-    "\"max_replicas\":8,\"priority\":2}"
+    "\"max_replicas\":8,\"priority\":2" more "}"
+#define JOB_SPEC(name) JOB_SPEC_WITH(name, "")
 
 #define REPORT                                                                                   \
     "{\"configs\":[{\"nodes\":1,\"replicas\":2,\"local_bsz\":64,\"accum_steps\":0,\"count\":10," \
@@ -500,6 +502,37 @@ static void api_jobs__submit_list_get_cancel(void **state)
     jv_free(v);
 }
 
+/* A job's length: samples given is stored as given, in the answer and in the state; not given, it
+ * is stored as null (unknown), not as a number. */
+static void api_jobs__samples_stored_or_null(void **state)
+{
+    struct fixture *f = *state;
+    struct state_job j;
+    struct jv *v = NULL, *stored = NULL;
+    double d = 0;
+
+    assert_int_equal(
+        call(f, "POST", "/v1/jobs", TOKEN_USER, JOB_SPEC_WITH("a", ",\"samples\":1.2e8"), &v), 201);
+    assert_int_equal(jv_number_value(jv_get(jv_get(v, "spec"), "samples"), &d), 0);
+    assert_true(d == 1.2e8);
+    jv_free(v);
+    assert_int_equal(state_job_get(f->st, "a", &j), 0);
+    assert_int_equal(jv_parse(j.spec, strlen(j.spec), &stored, NULL), 0);
+    d = 0;
+    assert_int_equal(jv_number_value(jv_get(stored, "samples"), &d), 0);
+    assert_true(d == 1.2e8);
+    jv_free(stored);
+    state_job_clear(&j);
+    /* without: present in the stored spec, and null */
+    assert_int_equal(call(f, "POST", "/v1/jobs", TOKEN_USER, JOB_SPEC("b"), &v), 201);
+    assert_non_null(jv_get(jv_get(v, "spec"), "samples"));
+    assert_int_equal(jv_type_of(jv_get(jv_get(v, "spec"), "samples")), JV_NULL);
+    jv_free(v);
+    assert_int_equal(state_job_get(f->st, "b", &j), 0);
+    assert_non_null(strstr(j.spec, "\"samples\":null"));
+    state_job_clear(&j);
+}
+
 /* Bad job requests are refused with a reason that names the problem and write nothing. */
 static void api_jobs__bad_input_writes_nothing(void **state)
 {
@@ -531,6 +564,11 @@ static void api_jobs__bad_input_writes_nothing(void **state)
         {"{\"name\":\"x\",\"command\":[\"a\"],\"image\":\"i\",\"init_batch_size\":64,"
          "\"max_batch_size\":64,\"max_local_bsz\":8,\"max_replicas\":2,\"priority\":1.5}",
          "priority must be an integer"},
+        {JOB_SPEC_WITH("x", ",\"samples\":0"), "samples must be a number > 0"},
+        {JOB_SPEC_WITH("x", ",\"samples\":-1"), "samples must be a number > 0"},
+        {JOB_SPEC_WITH("x", ",\"samples\":\"1e8\""), "samples must be a number > 0"},
+        {JOB_SPEC_WITH("x", ",\"samples\":null"), "samples must be a number > 0"},
+        {JOB_SPEC_WITH("x", ",\"samples\":1e16"), "samples must be at most 1e+15"},
         {"{\"name\":\"x\",\"commands\":[\"a\"]}", "unknown field commands"},
         {"{\"name\":\"x\",\"name\":\"y\"}", "malformed JSON"},
         {"\"x\"", "JSON object"},
@@ -1188,6 +1226,7 @@ int main(void)
         API_TEST(api_nodes__register_heartbeat_assignment_notice),
         API_TEST(api_nodes__bad_input_writes_nothing),
         API_TEST(api_jobs__submit_list_get_cancel),
+        API_TEST(api_jobs__samples_stored_or_null),
         API_TEST(api_jobs__bad_input_writes_nothing),
         API_TEST(api_reports__store_and_allocation),
         API_TEST(api_reports__bad_input_writes_nothing),

@@ -237,16 +237,22 @@ static void agent_register(struct fixture *f, const char *id, int gpus)
     assert_int_equal(call(f, "POST", "/v1/nodes", TOKEN_NODE, body, NULL), 201);
 }
 
-static void submit_job(struct fixture *f, const char *name, int max_replicas)
+/* A job of M0 64 submitted through the API, with more fields (", \"key\": value...") if any. */
+static void submit_job_with(struct fixture *f, const char *name, int max_replicas, const char *more)
 {
     char body[400];
 
     snprintf(body, sizeof(body),
              "{\"name\": \"%s\", \"command\": [\"train\"], \"workdir\": \"/w\", "
              "\"init_batch_size\": 64, \"max_batch_size\": 1024, \"max_local_bsz\": 128, "
-             "\"max_replicas\": %d}",
-             name, max_replicas);
+             "\"max_replicas\": %d%s}",
+             name, max_replicas, more);
     assert_int_equal(call(f, "POST", "/v1/jobs", TOKEN_USER, body, NULL), 201);
+}
+
+static void submit_job(struct fixture *f, const char *name, int max_replicas)
+{
+    submit_job_with(f, name, max_replicas, "");
 }
 
 static long long sql_int(struct fixture *f, const char *sql)
@@ -600,6 +606,24 @@ static void realworld_observe__reports_refit_the_model(void **state)
     assert_int_equal(s->jobs[0].has_model, 1);
 }
 
+/* A job's length reaches the decide step: the snapshot's progress_target is samples / M0 (in
+ * iterations at M0, as progress is), 0 (unknown) for a job that declares none. */
+static void realworld_observe__samples_become_the_progress_target(void **state)
+{
+    struct fixture *f = *state;
+    const struct snapshot *s;
+
+    assert_int_equal(make_loop(f, 1), 0);
+    submit_job_with(f, "a", 4, ", \"samples\": 1.28e8");
+    submit_job(f, "b", 4);
+    assert_int_equal(provider_observe(&f->prov, &s), 0);
+    assert_int_equal(s->njobs, 2); /* in submission order */
+    assert_string_equal(s->jobs[0].name, "a");
+    assert_true(s->jobs[0].progress_target == 2e6); /* 1.28e8 samples at M0 = 64 */
+    assert_string_equal(s->jobs[1].name, "b");
+    assert_true(s->jobs[1].progress_target == 0);
+}
+
 /* A job that reported one GPU only and its measured all-reduce time (sync_prior 0.3 s, slower
  * than its 0.2 s step): the controller's fit predicts two GPUs of a node to pay it, instead of
  * assuming synchronisation free. */
@@ -752,6 +776,8 @@ int main(void)
                                         rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_observe__reports_refit_the_model, rw_setup,
                                         rw_teardown),
+        cmocka_unit_test_setup_teardown(realworld_observe__samples_become_the_progress_target,
+                                        rw_setup, rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_observe__sync_prior_reaches_the_fit, rw_setup,
                                         rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_metrics__errors_by_operation_and_code, rw_setup,
