@@ -18,6 +18,7 @@ all traces of a load. Standard library only. Usage:
 
   bench/castor_vs_pollux.py [--castor build/castor] [--loads 0.5,1.0,1.5,2.0] [--jobs N]
                             [--policies pollux,castor] [--json FILE] [--worst N]
+                            [--job-lengths declared|unknown]
 """
 import argparse
 import concurrent.futures
@@ -104,6 +105,8 @@ def main():
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                     help="simulations run in parallel")
     ap.add_argument("--json", help="write the figures here as JSON")
+    ap.add_argument("--job-lengths", default="declared", choices=("declared", "unknown"),
+                    help="whether the jobs declare their length (castor simulate --job-lengths)")
     ap.add_argument("--worst", type=int, default=0, metavar="N",
                     help="also list the N jobs of highest rho per load and policy")
     a = ap.parse_args()
@@ -113,7 +116,8 @@ def main():
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs)
     if "pollux" not in policies:
         policies.insert(0, "pollux")
-    runs = {(load, pol, t): pool.submit(simulate, a.castor, t, pol)
+    extra = ["--job-lengths", a.job_lengths]
+    runs = {(load, pol, t): pool.submit(simulate, a.castor, t, pol, extra)
             for load in loads for t in traces(load) for pol in policies}
     specs = {t: read_trace(t) for load in loads for t in traces(load)}
     keys, share = set(), {}

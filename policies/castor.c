@@ -458,7 +458,8 @@ out:
 const struct policy_ops policy_castor = {
     .name = "castor",
     .adaptive_batch = 1,
-    .summary = "castor: least-attained-service weighted marginal-gain greedy, restart priced",
+    .summary = "castor: marginal-gain greedy weighted by work left (or attained service), restart "
+               "priced",
     .create = castor_create,
     .destroy = castor_destroy,
     .allocate = castor_allocate,
