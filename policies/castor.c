@@ -32,16 +32,21 @@ struct castor {
     double idle_explore;    /* the idle phase's exploration limit, times the replicas measured
                                (0: none; the batch, owner's and cluster limits still apply) */
     int avoid_interference;
+    int decides; /* count choices at most, each after the last one's jobs that could
+                    not be placed at their counts were capped at what was placed */
 };
 
 struct castor_job {
-    int maxr;          /* replicas allowed (owner's limit, exploration limit, batch limit) */
+    int maxr;          /* replicas allowed now (maxr_main, then maxr_idle in the idle phase) */
+    int maxr_main;     /* replicas allowed (owner's limit, exploration limit, batch limit) */
     int maxr_idle;     /* replicas allowed for otherwise idle GPUs */
+    double keepf_main; /* keepf with the main hysteresis */
     double keepf_idle; /* keepf with the idle hysteresis */
     double base;       /* goodput on one GPU (speedup 1) */
     double left;       /* work left: GPU-seconds on one GPU at today's goodput; <0: not known */
     double w;          /* weight */
-    double keepf;      /* factor on the speedup when the job's GPUs change */
+    double keepf;      /* factor on the speedup when the job's GPUs change (keepf_main, then
+                          keepf_idle in the idle phase) */
     int cur_r;         /* replicas held now */
     int cur_n;         /* nodes held now */
     double *good;      /* goodput on r replicas packed onto the fewest nodes; NAN = not computed */
@@ -67,6 +72,7 @@ static int castor_create(const struct policy_config *cfg, void **ctx)
     c->idle_hysteresis = 0.0;
     c->idle_explore = 4.0;
     c->avoid_interference = !cfg->no_interference_avoidance;
+    c->decides = 3;
     *ctx = c;
     return 0;
 }
@@ -173,7 +179,7 @@ static int castor_prepare(const struct castor *c, const struct snapshot *s, stru
 
         if (maxi < maxr)
             maxi = maxr;
-        q->maxr = maxr;
+        q->maxr = q->maxr_main = maxr;
         q->maxr_idle = maxi;
         q->good = malloc((size_t)(maxi + 1) * sizeof(double));
         if (!q->good)
@@ -207,6 +213,7 @@ static int castor_prepare(const struct castor *c, const struct snapshot *s, stru
         q->keepf = horizon > c->delta ? 1.0 - c->delta / horizon : 0.0;
         q->keepf_idle = q->keepf / (1.0 + (c->idle_hysteresis > 0 ? c->idle_hysteresis : 0));
         q->keepf /= 1.0 + c->hysteresis;
+        q->keepf_main = q->keepf;
     }
     return 0;
 }
@@ -302,6 +309,11 @@ static int castor_choose_counts(const struct castor *c, const struct snapshot *s
         rc = ERR_NOMEM;
         goto out;
     }
+    for (int j = 0; j < J; j++) {
+        cj[j].maxr = cj[j].maxr_main;
+        cj[j].keepf = cj[j].keepf_main;
+        cj[j].count = 0;
+    }
     for (int phase = 0; phase < 2 && free_gpus > 0; phase++) {
         if (phase == 1) {
             /* GPUs no job wanted at the full price: offer them with the idle hysteresis and
@@ -376,35 +388,24 @@ static void castor_sort(int *order, int *tmp, int n, const struct castor_job *cj
     memcpy(order, tmp, (size_t)n * sizeof(int));
 }
 
-static int castor_allocate(void *ctx, const struct snapshot *s, uint64_t seed, struct alloc *out)
+/* Place the counts into out (first a copy of the current allocation): jobs that keep their count
+ * keep their GPUs (if that is their better use of them), the others single-node jobs first, then
+ * largest first. free_gpus and dist (nnodes each), order and tmp (njobs each) are scratch. Returns
+ * how many jobs were placed short of their count (cj[].placed says how many each got), or an
+ * error from alloc_add. */
+static int castor_place(const struct castor *c, const struct snapshot *s, struct castor_job *cj,
+                        int gpn, int *free_gpus, int *dist, int *order, int *tmp, struct alloc *out)
 {
-    const struct castor *c = ctx;
-    struct castor_job *cj = NULL;
-    int J = s->njobs, N = s->nnodes, gpus = snapshot_gpus(s), gpn, rc = 0;
-    int *free_gpus = NULL, *dist = NULL, *order = NULL, *tmp = NULL;
+    int J = s->njobs, N = s->nnodes, nshort = 0, rc;
 
-    (void)seed;
-    if (J == 0 || N == 0)
-        return 0;
-    gpn = s->nodes[0].gpus > 0 ? s->nodes[0].gpus : 1;
-    cj = calloc((size_t)J, sizeof(*cj));
-    free_gpus = calloc((size_t)N, sizeof(int));
-    dist = calloc((size_t)N, sizeof(int));
-    order = calloc((size_t)J, sizeof(int));
-    tmp = calloc((size_t)J, sizeof(int));
-    if (!cj || !free_gpus || !dist || !order || !tmp) {
-        rc = ERR_NOMEM;
-        goto out;
-    }
-    if ((rc = castor_prepare(c, s, cj, gpn)) < 0 ||
-        (rc = castor_choose_counts(c, s, cj, gpus, gpn)) < 0)
-        goto out;
-    /* jobs that keep their count keep their GPUs (if that is their better use of them) */
+    alloc_copy(out, s->current);
     for (int i = 0; i < N; i++)
-        free_gpus[i] = s->nodes[i].gpus;
+        free_gpus[i] = s->nodes[i].gpus, dist[i] = 0;
+    /* jobs that keep their count keep their GPUs (if that is their better use of them) */
     for (int j = 0; j < J; j++) {
         struct castor_job *q = &cj[j];
 
+        q->placed = 0;
         q->keep = q->count > 0 && q->count == q->cur_r &&
                   castor_utility(c, &s->jobs[j], q, gpn, q->cur_n, q->cur_r, 0) >=
                       castor_utility(c, &s->jobs[j], q, gpn, 0, q->cur_r, 1);
@@ -440,9 +441,57 @@ static int castor_allocate(void *ctx, const struct snapshot *s, uint64_t seed, s
             continue;
         if ((rc = policy_place_shrinking(out, j, cj[j].count, s, free_gpus, dist,
                                          c->avoid_interference)) < 0)
-            goto out;
+            return rc;
         cj[j].placed = rc;
+    }
+    for (int j = 0; j < J; j++)
+        nshort += cj[j].placed < cj[j].count;
+    return nshort;
+}
+
+static int castor_allocate(void *ctx, const struct snapshot *s, uint64_t seed, struct alloc *out)
+{
+    const struct castor *c = ctx;
+    struct castor_job *cj = NULL;
+    int J = s->njobs, N = s->nnodes, gpus = snapshot_gpus(s), gpn, rc = 0;
+    int *free_gpus = NULL, *dist = NULL, *order = NULL, *tmp = NULL;
+
+    (void)seed;
+    if (J == 0 || N == 0)
+        return 0;
+    gpn = s->nodes[0].gpus > 0 ? s->nodes[0].gpus : 1;
+    cj = calloc((size_t)J, sizeof(*cj));
+    free_gpus = calloc((size_t)N, sizeof(int));
+    dist = calloc((size_t)N, sizeof(int));
+    order = calloc((size_t)J, sizeof(int));
+    tmp = calloc((size_t)J, sizeof(int));
+    if (!cj || !free_gpus || !dist || !order || !tmp) {
+        rc = ERR_NOMEM;
+        goto out;
+    }
+    if ((rc = castor_prepare(c, s, cj, gpn)) < 0)
+        goto out;
+    /* decide counts and place them; when some job cannot be placed at its count (its GPUs would
+     * not fit on the nodes left, or only across nodes that already hold a distributed job), cap
+     * it at what was placed and decide again, so that the GPUs it could not use go to someone
+     * who can use them instead of staying idle (and its donors do not restart for nothing) */
+    for (int round = 1;; round++) {
+        int nshort;
+
+        if ((rc = castor_choose_counts(c, s, cj, gpus, gpn)) < 0 ||
+            (rc = castor_place(c, s, cj, gpn, free_gpus, dist, order, tmp, out)) < 0)
+            goto out;
+        nshort = rc;
         rc = 0;
+        if (nshort == 0 || round >= c->decides)
+            break;
+        for (int j = 0; j < J; j++)
+            if (cj[j].placed < cj[j].count) {
+                if (cj[j].maxr_main > cj[j].placed)
+                    cj[j].maxr_main = cj[j].placed;
+                if (cj[j].maxr_idle > cj[j].placed)
+                    cj[j].maxr_idle = cj[j].placed;
+            }
     }
 out:
     for (int j = 0; cj && j < J; j++)

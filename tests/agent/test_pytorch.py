@@ -278,20 +278,30 @@ def run(t, torch, example):
     ends = [end0, end1, last]
     phase_of = [0 if s["step"] <= end0 else 1 if s["step"] <= end1 else 2 for s in steps]
 
-    # continuity at each restart: parameters bit for bit, loss, data position
+    # continuity at each restart: parameters bit for bit, loss, data position. One step's loss is
+    # one mini-batch's (it moved by 0.37 between two steps in a CI run), so the loss checks
+    # compare means over windows of up to W steps.
+    W = 5
+
+    def mean_loss(a, b):
+        xs = [s["loss"] for s in steps[max(a, 0):b]]
+        return sum(xs) / len(xs)
+
+    first = mean_loss(0, W)
     for k in (0, 1):
         before = steps[ends[k] - 1]
         after = steps[ends[k]]
         check(after["restored"] and not before["restored"], f"phase {k + 1} restored")
         check(after["params"] == before["params_after"],
               f"phase {k + 1} starts from the parameters phase {k} ended with")
-        check(abs(after["loss"] - before["loss"]) < 0.3,
-              f"the loss continues: {before['loss']} then {after['loss']}")
-    first = steps[0]["loss"]
-    check(steps[end0]["loss"] < 0.8 * first and steps[end1]["loss"] < 0.8 * first,
-          "the restarted replicas do not start over")
-    check(steps[-1]["loss"] < 0.5 * first, f"training makes progress: {first} -> "
-          f"{steps[-1]['loss']}")
+        m_before = mean_loss(ends[k] - W, ends[k])
+        m_after = mean_loss(ends[k], min(ends[k] + W, ends[k + 1]))
+        check(abs(m_after - m_before) < 0.3,
+              f"the loss continues: mean {m_before} over the last steps, then {m_after}")
+        check(m_after < 0.8 * first, f"restarted replicas do not start over: mean {first} at "
+              f"the start, {m_after} after restart {k + 1}")
+    check(mean_loss(len(steps) - W, len(steps)) < 0.5 * first,
+          f"training makes progress: {first} -> {mean_loss(len(steps) - W, len(steps))}")
 
     # the configuration each step ran at follows castor's decisions
     want = []

@@ -207,6 +207,32 @@ static void castor_allocate__less_work_left_claims_more(void **state)
     assert_int_equal(w->out->count[0] + w->out->count[1], 7);
 }
 
+/*
+ * A count that cannot be placed is decided again. a, distributed (2 GPUs on each node, its owner's
+ * limit 4), keeps its GPUs; b, a gang of 3 (and at most 3) weighted 8, is given the 3 free GPUs (2
+ * on node 0, 1 on node 1), but 3 GPUs on two nodes that both hold a distributed job cannot be
+ * placed. Capped at 0, the second decide offers the room to c (1 GPU on node 1, scaling perfectly):
+ * it is counted 4 but fits only 2 on one node; capped at 2, the third decide places it on 2 GPUs of
+ * node 0 (the tightest, lowest on ties). One decide left c on 1 GPU and 3 GPUs idle.
+ */
+static void castor_allocate__unplaceable_count_decided_again(void **state)
+{
+    struct world *w = *state;
+
+    for (int j = 0; j < JOBS; j++)
+        give_model(w, j, &perfect);
+    w->jobs[0].max_profiled_replicas = w->jobs[0].max_replicas = 4;
+    w->jobs[1].max_profiled_replicas = w->jobs[1].min_replicas = w->jobs[1].max_replicas = 3;
+    w->jobs[1].weight = 8;
+    w->jobs[2].max_profiled_replicas = 1;
+    set_row(w->cur, 0, (int[]){0, 0, 1, 1}, 4);
+    set_row(w->cur, 2, (int[]){1}, 1);
+    assert_int_equal(decide(w), 0);
+    assert_row(w->out, 0, (int[]){0, 0, 1, 1}, 4);
+    assert_int_equal(w->out->count[1], 0);
+    assert_row(w->out, 2, (int[]){0, 0}, 2);
+}
+
 static void castor_allocate__random_snapshots_respect_constraints(void **state)
 {
     struct snap_node nodes[PMAX_NODES];
@@ -324,6 +350,7 @@ int main(void)
         WORLD_TEST(castor_allocate__gang_minimum_all_or_nothing),
         WORLD_TEST(castor_allocate__weight_claims_more),
         WORLD_TEST(castor_allocate__less_work_left_claims_more),
+        WORLD_TEST(castor_allocate__unplaceable_count_decided_again),
         cmocka_unit_test(castor_allocate__random_snapshots_respect_constraints),
         cmocka_unit_test(policy_castor__ops),
     };
