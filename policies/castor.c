@@ -388,6 +388,48 @@ static void castor_sort(int *order, int *tmp, int n, const struct castor_job *cj
     memcpy(order, tmp, (size_t)n * sizeof(int));
 }
 
+/* Job j, placed afresh in out on as many GPUs as it holds now, goes back to the GPUs it holds if
+ * they are free (with the one-distributed-job rule) and keeping them is worth at least the fresh
+ * placement after its restart. free_gpus and dist are updated. Returns 1 when it went back, 0
+ * when not, or an error from alloc_add. */
+static int castor_stay(const struct castor *c, const struct snapshot *s, int j,
+                       struct castor_job *q, int gpn, int *free_gpus, int *dist, struct alloc *out)
+{
+    const int *row = s->current->node + (size_t)j * (size_t)s->current->width;
+    const int *orow = out->node + (size_t)j * (size_t)out->width;
+    int n = out->count[j], spread = alloc_nodes_used(out, j) > 1, ok = 1, rc;
+
+    if (castor_utility(c, &s->jobs[j], q, gpn, q->cur_n, q->cur_r, 0) <
+        castor_utility(c, &s->jobs[j], q, gpn, alloc_nodes_used(out, j), n, 1))
+        return 0;
+    /* lift the fresh placement, try the current one, put the fresh one back if it does not fit */
+    for (int k = 0; k < n; k++) {
+        free_gpus[orow[k]]++;
+        if (spread)
+            dist[orow[k]] = 0;
+    }
+    for (int k = 0; ok && k < q->cur_r; k++)
+        ok = free_gpus[row[k]] >= alloc_on_node(s->current, j, row[k]) &&
+             !(q->cur_n > 1 && c->avoid_interference && dist[row[k]]);
+    if (!ok) {
+        for (int k = 0; k < n; k++) {
+            free_gpus[orow[k]]--;
+            if (spread)
+                dist[orow[k]] = 1;
+        }
+        return 0;
+    }
+    alloc_clear_job(out, j);
+    for (int k = 0; k < q->cur_r; k++) {
+        if ((rc = alloc_add(out, j, row[k], 1)) < 0)
+            return rc;
+        free_gpus[row[k]]--;
+        if (q->cur_n > 1)
+            dist[row[k]] = 1;
+    }
+    return 1;
+}
+
 /* Place the counts into out (first a copy of the current allocation): jobs that keep their count
  * keep their GPUs (if that is their better use of them), the others single-node jobs first, then
  * largest first. free_gpus and dist (nnodes each), order and tmp (njobs each) are scratch. Returns
@@ -444,8 +486,16 @@ static int castor_place(const struct castor *c, const struct snapshot *s, struct
             return rc;
         cj[j].placed = rc;
     }
-    for (int j = 0; j < J; j++)
-        nshort += cj[j].placed < cj[j].count;
+    /* a job placed short on as many GPUs as it holds would restart for nothing: it keeps its GPUs
+     * where they are still free (and no better placement pays for the restart) */
+    for (int j = 0; j < J; j++) {
+        if (cj[j].placed >= cj[j].count)
+            continue;
+        nshort++;
+        if (cj[j].placed == cj[j].cur_r && cj[j].placed > 0 &&
+            (rc = castor_stay(c, s, j, &cj[j], gpn, free_gpus, dist, out)) < 0)
+            return rc;
+    }
     return nshort;
 }
 
