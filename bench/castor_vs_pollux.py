@@ -14,11 +14,14 @@ pollux (sum of the JCTs / the span from the first submission to the last complet
 law) so that both policies share one denominator; the share 64/J is rounded to whole GPUs (at least
 1; above one node, to whole nodes). The isolated JCT is measured by running the job alone (submitted at 0) under pollux on a
 cluster of that share; the same denominator serves both policies. p99 and max are over all jobs of
-all traces of a load. Standard library only. Usage:
+all traces of a load. --synthetic adds, per seed, four load-1.0 traces drawn as
+bench/fleet_compare.py draws them (the pooled job mix of workloads 1-4 at their rate, other jobs at
+other times): traces no tuning has seen, where castor's JCT must be no worse than pollux's.
+Standard library only. Usage:
 
   bench/castor_vs_pollux.py [--castor build/castor] [--loads 0.5,1.0,1.5,2.0] [--jobs N]
                             [--policies pollux,castor] [--json FILE] [--worst N]
-                            [--job-lengths declared|unknown]
+                            [--job-lengths declared|unknown] [--synthetic SEEDS]
 """
 import argparse
 import concurrent.futures
@@ -39,7 +42,12 @@ JCT_BAR = 2320.0  # issue 4: at most 10% below the published 2580 s, load 1.0
 LINE = re.compile(r"^(\S+)\s+(\S+)\s+submitted\s+(\S+)\s+jct\s+(\S+)\s+restarts\s+(\d+)$", re.M)
 
 
+SYNTHETIC = {}  # label (syn<seed>) -> folder of synthetic traces
+
+
 def folder(load):
+    if load in SYNTHETIC:
+        return SYNTHETIC[load]
     return os.path.join(ART, "workloads" if load == "1.0" else "workloads-" + load)
 
 
@@ -107,10 +115,22 @@ def main():
     ap.add_argument("--json", help="write the figures here as JSON")
     ap.add_argument("--job-lengths", default="declared", choices=("declared", "unknown"),
                     help="whether the jobs declare their length (castor simulate --job-lengths)")
+    ap.add_argument("--synthetic", default="", metavar="SEEDS",
+                    help="also 4 synthetic load-1.0 traces per seed (comma-separated), drawn as "
+                    "bench/fleet_compare.py draws them: traces no tuning has seen")
     ap.add_argument("--worst", type=int, default=0, metavar="N",
                     help="also list the N jobs of highest rho per load and policy")
     a = ap.parse_args()
     loads = a.loads.split(",")
+    tmp = tempfile.TemporaryDirectory()
+    for seed in filter(None, a.synthetic.split(",")):
+        sys.path.insert(0, HERE)
+        import fleet_compare
+        d = os.path.join(tmp.name, "syn" + seed)
+        os.makedirs(d)
+        fleet_compare.synthesize(os.path.join(HERE, "..", "data", "workloads"), d, 4, int(seed))
+        SYNTHETIC["syn" + seed] = d
+        loads.append("syn" + seed)
     policies = a.policies.split(",")
 
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs)
