@@ -7,7 +7,9 @@
  * margin; GPUs nobody wants at that price are then offered without the margin and with a wider
  * exploration limit. The counts are then placed: jobs that keep their count keep their GPUs, the
  * others are placed single-node jobs first, then largest first, consolidated, one distributed job
- * per node. docs/scheduler.md describes the algorithm, its cost and what was measured. */
+ * per node; a job that cannot be placed at its count is capped at what it got and the counts are
+ * chosen again (at most three times). docs/scheduler.md describes the algorithm, its cost and what
+ * was measured. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
