@@ -1,0 +1,40 @@
+/* pollux_internal.h: what pollux.c and pollux_search.c share (private; not installed). */
+#ifndef CASTOR_POLICIES_POLLUX_INTERNAL_H
+#define CASTOR_POLICIES_POLLUX_INTERNAL_H
+
+#include "plan/alloc.h"
+#include "plan/snapshot.h"
+#include "policies/policy.h"
+
+struct pollux {
+    double p;     /* power mean exponent */
+    double delta; /* restart penalty, seconds */
+    int avoid_interference;
+};
+
+struct pollux_job {
+    int maxr;         /* replicas allowed */
+    double base;      /* goodput of the fair share (speedup 1) */
+    int fair_r;       /* the fair share, replicas */
+    double penalty;   /* factor on the speedup when the job's GPUs change */
+    double scale;     /* nodes / GPUs of the cluster: the speedup's normaliser */
+    int cur_r, cur_n; /* what it holds now */
+    double *good;     /* goodput by (nodes, replicas), memoised; NAN = not computed */
+    int good_w;       /* row width of good: maxr + 1 */
+};
+/* pollux.c: the job's utility on (nodes, replicas): scaled speedup, with the restart penalty if
+ * changed. pj[j]'s goodput memo is filled as a side effect (the caller owns it). -HUGE_VAL when
+ * r is below the job's gang minimum (not an allocation); never an error. */
+double pollux_job_utility(const struct pollux *p, const struct snapshot *s, int j,
+                          struct pollux_job *pj, int nodes, int r, int changed);
+
+/* pollux_search.c: improve the feasible allocation a in place by local search over placements
+ * (moves of one or two jobs, whole-placement swaps when pairs_max > 0, three-job chains), then up
+ * to pairs_max exact two-node re-solves. dp_count is the dynamic program's count for each job (a
+ * move target); pj is prepared by the caller, who owns it, s and a. 0 on success; ERR_NOMEM if
+ * scratch cannot be had; ERR_RANGE or ERR_INVAL from alloc_add while rebuilding a's rows (a is
+ * then part-rebuilt). */
+int pollux_improve(const struct pollux *p, const struct snapshot *s, struct pollux_job *pj,
+                   const int *dp_count, int pairs_max, struct alloc *a);
+
+#endif

@@ -1,0 +1,767 @@
+/* pollux_search.c: Pollux's search over placements: local moves, chains, two-node re-solves. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policies/policy.h"
+#include "policies/pollux_internal.h"
+#include "util/error.h"
+
+#define POLLUX_CHAINS 8 /* three-job moves tried per decision, after the local search settles */
+
+/* Local search over placements: the counts step assumes every job sits on the fewest nodes, which
+ * fragmentation and the one-distributed-job-per-node rule can make impossible. Starting from the
+ * better of the placed counts and the current allocation, repeatedly apply the single best move
+ * that raises the objective: re-place one job at another count (in place, or consolidated afresh),
+ * or let one job take GPUs from another on a node. Each move is scored by the change in the two
+ * jobs' terms only. */
+struct pollux_ls {
+    const struct pollux *p;
+    const struct snapshot *s;
+    struct pollux_job *pj;
+    int J, N;
+    int *cnt;  /* J x N: replicas of each job on each node */
+    int *cur;  /* J x N: the current allocation's counts */
+    int *used; /* N */
+    int *dcnt; /* N: distributed jobs on each node */
+    double *u; /* J: each job's term */
+    int *row;  /* scratch rows, N each */
+    int *row2;
+};
+
+static int ls_nodes(const int *row, int N, int *r)
+{
+    int n = 0, t = 0;
+
+    for (int i = 0; i < N; i++) {
+        n += row[i] > 0;
+        t += row[i];
+    }
+    *r = t;
+    return n;
+}
+
+/* Job j's term if its counts were row. */
+static double ls_utility(struct pollux_ls *ls, int j, const int *row)
+{
+    int r, n = ls_nodes(row, ls->N, &r);
+    int changed = memcmp(row, ls->cur + (size_t)j * (size_t)ls->N, (size_t)ls->N * sizeof(int));
+
+    if (r > ls->pj[j].maxr)
+        return -HUGE_VAL;
+    return pollux_job_utility(ls->p, ls->s, j, &ls->pj[j], n, r, changed != 0);
+}
+
+/* 1 if replacing job j's row by rj (and job k's by rk, when k >= 0) keeps every node within its
+ * GPUs and at most one distributed job per node. */
+static int ls_feasible(struct pollux_ls *ls, int j, const int *rj, int k, const int *rk)
+{
+    const int *oj = ls->cnt + (size_t)j * (size_t)ls->N,
+              *ok = k >= 0 ? ls->cnt + (size_t)k * (size_t)ls->N : NULL;
+    int r, dj_old = ls_nodes(oj, ls->N, &r) > 1, dj_new = ls_nodes(rj, ls->N, &r) > 1;
+    int dk_old = 0, dk_new = 0;
+
+    if (k >= 0) {
+        dk_old = ls_nodes(ok, ls->N, &r) > 1;
+        dk_new = ls_nodes(rk, ls->N, &r) > 1;
+    }
+    for (int n = 0; n < ls->N; n++) {
+        int used = ls->used[n] - oj[n] + rj[n], d = ls->dcnt[n];
+
+        d += (dj_new && rj[n] > 0) - (dj_old && oj[n] > 0);
+        if (k >= 0) {
+            used += rk[n] - ok[n];
+            d += (dk_new && rk[n] > 0) - (dk_old && ok[n] > 0);
+        }
+        if (used > ls->s->nodes[n].gpus || (ls->p->avoid_interference && d > 1))
+            return 0;
+    }
+    return 1;
+}
+
+/* Score the two-job move in ls->row (job j) and ls->row2 (job k); if it is feasible and beats
+ * *best, remember it in *bj, *bk, brow and brow2. */
+static void ls_consider_pair(struct pollux_ls *ls, int j, int k, double *best, int *bj, int *bk,
+                             int *brow, int *brow2)
+{
+    double d;
+
+    if (!ls_feasible(ls, j, ls->row, k, ls->row2))
+        return;
+    d = ls_utility(ls, j, ls->row) + ls_utility(ls, k, ls->row2) - ls->u[j] - ls->u[k];
+    if (d > *best) {
+        *best = d, *bj = j, *bk = k;
+        memcpy(brow, ls->row, (size_t)ls->N * sizeof(int));
+        memcpy(brow2, ls->row2, (size_t)ls->N * sizeof(int));
+    }
+}
+
+static void ls_apply(struct pollux_ls *ls, int j, const int *row)
+{
+    int *o = ls->cnt + (size_t)j * (size_t)ls->N, r;
+    int d_old = ls_nodes(o, ls->N, &r) > 1, d_new = ls_nodes(row, ls->N, &r) > 1;
+
+    for (int n = 0; n < ls->N; n++) {
+        ls->used[n] += row[n] - o[n];
+        ls->dcnt[n] += (d_new && row[n] > 0) - (d_old && o[n] > 0);
+        o[n] = row[n];
+    }
+    ls->u[j] = ls_utility(ls, j, o);
+}
+
+/* Row for job j at count r: "in place" (grow on its nodes, then the tightest others; shrink from
+ * its smallest shares) when fresh is 0, else consolidated on free capacity as if j held nothing.
+ * Returns 0 when it cannot be done. */
+static int ls_make_row(struct pollux_ls *ls, int j, int r, int fresh, int *row)
+{
+    const int *o = ls->cnt + (size_t)j * (size_t)ls->N;
+    int N = ls->N, have = 0, need;
+
+    for (int n = 0; n < N; n++) {
+        row[n] = fresh ? 0 : o[n];
+        have += row[n];
+    }
+    if (have > r) { /* shrink from the smallest shares */
+        while (have > r) {
+            int pick = -1;
+
+            for (int n = 0; n < N; n++)
+                if (row[n] > 0 && (pick < 0 || row[n] < row[pick]))
+                    pick = n;
+            row[pick]--;
+            have--;
+        }
+        return 1;
+    }
+    need = r - have;
+    /* grow on nodes it already uses */
+    for (int n = 0; n < N && need > 0; n++) {
+        int free = ls->s->nodes[n].gpus - (ls->used[n] - o[n]) - row[n];
+
+        if (row[n] > 0 && free > 0) {
+            int t = free < need ? free : need;
+
+            row[n] += t;
+            need -= t;
+        }
+    }
+    while (need > 0) {
+        int pick = -1;
+
+        /* the tightest node that takes the rest, else the one with the most room */
+        for (int n = 0; n < N; n++) {
+            int free = ls->s->nodes[n].gpus - (ls->used[n] - o[n]) - row[n];
+
+            if (row[n] > 0 || free <= 0)
+                continue;
+            if (free >= need) {
+                if (pick < 0 ||
+                    free < ls->s->nodes[pick].gpus - (ls->used[pick] - o[pick]) - row[pick] ||
+                    ls->s->nodes[pick].gpus - (ls->used[pick] - o[pick]) - row[pick] < need)
+                    pick = n;
+            } else if (pick < 0 ||
+                       (ls->s->nodes[pick].gpus - (ls->used[pick] - o[pick]) - row[pick] < need &&
+                        free > ls->s->nodes[pick].gpus - (ls->used[pick] - o[pick]) - row[pick])) {
+                pick = n;
+            }
+        }
+        if (pick < 0)
+            return 0;
+        {
+            int free = ls->s->nodes[pick].gpus - (ls->used[pick] - o[pick]) - row[pick];
+            int t = free < need ? free : need;
+
+            row[pick] += t;
+            need -= t;
+        }
+    }
+    return 1;
+}
+
+/*
+ * When no one- or two-job move helps: a chain of three. Job j grows by one on a full node n it
+ * uses; job k moves its replica from n to a node m; job l gives up one replica on m to make room.
+ * Applies the best such chain that raises the objective; returns 1 if one was applied.
+ */
+static int pollux_chain(struct pollux_ls *ls, struct pollux_job *pj)
+{
+    int N = ls->N, *rl = ls->row + 4 * (size_t)N, *save = malloc((size_t)N * 3 * sizeof(int));
+    int *bj_row = save + N, *bk_row = save + 2 * N, bj = -1, bk = -1, bl = -1, r;
+    double best = 1e-12;
+
+    if (!save)
+        return 0;
+    for (int j = 0; j < ls->J; j++) {
+        const int *cj = ls->cnt + (size_t)j * N;
+
+        ls_nodes(cj, N, &r);
+        if (r == 0 || r >= pj[j].maxr)
+            continue;
+        for (int n = 0; n < N; n++) {
+            if (cj[n] == 0 || ls->used[n] < ls->s->nodes[n].gpus)
+                continue;
+            for (int k = 0; k < ls->J; k++) {
+                if (k == j || ls->cnt[(size_t)k * N + n] == 0)
+                    continue;
+                for (int m = 0; m < N; m++) {
+                    if (m == n || ls->used[m] < ls->s->nodes[m].gpus)
+                        continue;
+                    for (int l = 0; l < ls->J; l++) {
+                        const int *cl = ls->cnt + (size_t)l * N;
+                        double ul = ls->u[l], d;
+
+                        if (l == j || l == k || cl[m] == 0)
+                            continue;
+                        /* l gives one up on m, then j and k move as in the relocate move */
+                        memcpy(save, cl, (size_t)N * sizeof(int));
+                        memcpy(rl, cl, (size_t)N * sizeof(int));
+                        rl[m]--;
+                        ls_apply(ls, l, rl);
+                        memcpy(ls->row, cj, (size_t)N * sizeof(int));
+                        memcpy(ls->row2, ls->cnt + (size_t)k * N, (size_t)N * sizeof(int));
+                        ls->row[n]++;
+                        ls->row2[n]--;
+                        ls->row2[m]++;
+                        if (ls_feasible(ls, j, ls->row, k, ls->row2)) {
+                            d = ls_utility(ls, j, ls->row) + ls_utility(ls, k, ls->row2) -
+                                ls->u[j] - ls->u[k] + ls->u[l] - ul;
+                            if (d > best) {
+                                best = d, bj = j, bk = k, bl = l;
+                                memcpy(bj_row, ls->row, (size_t)N * sizeof(int));
+                                memcpy(bk_row, ls->row2, (size_t)N * sizeof(int));
+                            }
+                        }
+                        ls_apply(ls, l, save);
+                    }
+                }
+            }
+        }
+    }
+    if (bj >= 0) {
+        const int *cl = ls->cnt + (size_t)bl * N;
+        int m = -1;
+
+        for (int q = 0; q < N; q++)
+            if (bk_row[q] > ls->cnt[(size_t)bk * N + q])
+                m = q;
+        memcpy(rl, cl, (size_t)N * sizeof(int));
+        rl[m]--;
+        ls_apply(ls, bl, rl);
+        ls_apply(ls, bk, bk_row);
+        ls_apply(ls, bj, bj_row);
+    }
+    free(save);
+    return bj >= 0;
+}
+
+/*
+ * The last pass's move: re-solve two nodes exactly. Every GPU of nodes n1 and n2 is given back and
+ * shared out again among the jobs that hold GPUs there, the jobs that held GPUs there before this
+ * round (back where they were, they need no restart) and the jobs that one GPU or a node's worth
+ * there would help most (at most PX_JOBS jobs), each job's GPUs elsewhere kept. Branch and bound
+ * over each job's (GPUs on n1, GPUs on n2), best options first, bounded by a dynamic program over
+ * the jobs and the GPUs left (exact but for the one-distributed-job rule, which the search checks).
+ * On a two-node cluster with few jobs the answer is the optimum; on larger ones it moves up to
+ * PX_JOBS jobs at once, which no one-, two- or three-job move does (a job shrinking off a node so
+ * that another returns to what it held and a third grows there).
+ */
+#define PX_JOBS 6
+#define PX_OPTS 81       /* (GPUs + 1)^2 for nodes of up to 8 GPUs */
+#define PX_VISITS 200000 /* search nodes per pair at most (a bound on a pathological pair) */
+
+struct pollux_px {
+    struct pollux_ls *ls;
+    int n1, n2, g1, g2, A, nopt;
+    int job[PX_JOBS];
+    int outn[PX_JOBS];                          /* nodes the job uses outside the pair */
+    int was_dist[PX_JOBS];                      /* distributed now */
+    double u[PX_JOBS][PX_OPTS];                 /* the job's term per option; -inf: not allowed */
+    int order[PX_JOBS][PX_OPTS], nord[PX_JOBS]; /* allowed options, best first */
+    double rest[PX_JOBS + 1][PX_OPTS]; /* the best sum of jobs i.. within (a, b) GPUs left */
+    int pick[PX_JOBS], best_pick[PX_JOBS];
+    double best;
+    int used1, used2, d1, d2;
+    long visits;
+};
+
+/* 1 if the picked options keep nodes outside the pair at one distributed job each. */
+static int px_outside_ok(struct pollux_px *x)
+{
+    struct pollux_ls *ls = x->ls;
+    int N = ls->N;
+
+    if (!ls->p->avoid_interference)
+        return 1;
+    for (int i = 0; i < x->A; i++) {
+        const int *c = ls->cnt + (size_t)x->job[i] * N;
+        int a = x->pick[i] / (x->g2 + 1), b = x->pick[i] % (x->g2 + 1);
+        int now = x->outn[i] + (a > 0) + (b > 0) > 1;
+
+        if (x->outn[i] == 0 || now == x->was_dist[i] || !now)
+            continue;
+        /* job i becomes distributed: each outside node it uses must have no other */
+        for (int m = 0; m < N; m++) {
+            int d = ls->dcnt[m];
+
+            if (m == x->n1 || m == x->n2 || c[m] == 0)
+                continue;
+            for (int k = 0; k < x->A; k++) {
+                const int *ck = ls->cnt + (size_t)x->job[k] * N;
+                int ak = x->pick[k] / (x->g2 + 1), bk = x->pick[k] % (x->g2 + 1);
+
+                if (ck[m] > 0)
+                    d += (x->outn[k] + (ak > 0) + (bk > 0) > 1) - x->was_dist[k];
+            }
+            if (d > 1)
+                return 0;
+        }
+    }
+    return 1;
+}
+
+static void px_search(struct pollux_px *x, int i, double sum)
+{
+    int left = (x->g1 - x->used1) * (x->g2 + 1) + (x->g2 - x->used2);
+
+    /* what the rest could reach within the GPUs left, interference aside: an upper bound */
+    if (sum + x->rest[i][left] <= x->best || ++x->visits > PX_VISITS)
+        return;
+    if (i == x->A) {
+        if (px_outside_ok(x)) {
+            x->best = sum;
+            memcpy(x->best_pick, x->pick, sizeof(x->pick));
+        }
+        return;
+    }
+    for (int q = 0; q < x->nord[i]; q++) {
+        int o = x->order[i][q], a = o / (x->g2 + 1), b = o % (x->g2 + 1), dist;
+
+        if (sum + x->u[i][o] + x->rest[i + 1][x->nopt - 1] <= x->best)
+            break; /* options are sorted: none after this one can do better */
+        if (x->used1 + a > x->g1 || x->used2 + b > x->g2)
+            continue;
+        dist = x->ls->p->avoid_interference && x->outn[i] + (a > 0) + (b > 0) > 1;
+        if (dist && ((a > 0 && x->d1 > 0) || (b > 0 && x->d2 > 0)))
+            continue;
+        x->pick[i] = o;
+        x->used1 += a, x->used2 += b;
+        x->d1 += dist && a > 0, x->d2 += dist && b > 0;
+        px_search(x, i + 1, sum + x->u[i][o]);
+        x->used1 -= a, x->used2 -= b;
+        x->d1 -= dist && a > 0, x->d2 -= dist && b > 0;
+    }
+}
+
+/* Job j's term with r replicas on `nodes` nodes; -inf beyond its limit. */
+static double ls_term(const struct pollux_ls *ls, int j, int nodes, int r, int changed)
+{
+    if (r > ls->pj[j].maxr)
+        return -HUGE_VAL;
+    return pollux_job_utility(ls->p, ls->s, j, &ls->pj[j], nodes, r, changed);
+}
+
+/* Set up the pair (n1, n2): its jobs, their options and bounds. jr, jn and jdiff are each job's
+ * replicas, nodes, and nodes where it differs from the current allocation; jgain what one more
+ * node (one GPU or a node's worth) would add to its term. Returns 0 if the pair holds more jobs
+ * than a search can take. */
+static int px_setup(struct pollux_px *x, struct pollux_ls *ls, int n1, int n2, const int *jr,
+                    const int *jn, const int *jdiff, const double *jgain)
+{
+    int N = ls->N;
+    double gain[PX_JOBS];
+
+    memset(x, 0, sizeof(*x));
+    x->ls = ls, x->n1 = n1, x->n2 = n2;
+    x->g1 = ls->s->nodes[n1].gpus, x->g2 = ls->s->nodes[n2].gpus;
+    x->nopt = (x->g1 + 1) * (x->g2 + 1);
+    if (x->nopt > PX_OPTS)
+        return 0;
+    for (int j = 0; j < ls->J; j++) {
+        const int *c = ls->cnt + (size_t)j * N;
+
+        if (c[n1] == 0 && c[n2] == 0)
+            continue;
+        if (x->A == PX_JOBS)
+            return 0;
+        x->job[x->A++] = j;
+    }
+    /* then the jobs that held GPUs here before this round (back where they were, they need no
+     * restart), then the jobs that one GPU or a node's worth here would help most */
+    for (int j = 0, held = x->A; j < ls->J; j++) {
+        const int *cur = ls->cur + (size_t)j * N;
+        double g;
+        int slot;
+
+        if (ls->cnt[(size_t)j * N + n1] > 0 || ls->cnt[(size_t)j * N + n2] > 0 ||
+            ls->pj[j].maxr == 0)
+            continue;
+        if (cur[n1] > 0 || cur[n2] > 0) {
+            g = HUGE_VAL;
+        } else {
+            g = jgain[j];
+            if (!(g > 0))
+                continue;
+        }
+        slot = x->A;
+        if (x->A == PX_JOBS) { /* replace the weakest entrant if this one is better */
+            slot = -1;
+            for (int i = held; i < x->A; i++)
+                if (gain[i] < g && (slot < 0 || gain[i] < gain[slot]))
+                    slot = i;
+            if (slot < 0)
+                continue;
+        } else {
+            x->A++;
+        }
+        x->job[slot] = j;
+        gain[slot] = g;
+    }
+    for (int i = 0; i < x->A; i++) {
+        int j = x->job[i];
+        const int *c = ls->cnt + (size_t)j * N, *cur = ls->cur + (size_t)j * N;
+        int outr = jr[j] - c[n1] - c[n2];
+        int odiff = jdiff[j] - (c[n1] != cur[n1]) - (c[n2] != cur[n2]);
+
+        x->was_dist[i] = jn[j] > 1;
+        x->outn[i] = jn[j] - (c[n1] > 0) - (c[n2] > 0);
+        x->nord[i] = 0;
+        for (int o = 0; o < x->nopt; o++) {
+            int a = o / (x->g2 + 1), b = o % (x->g2 + 1), q;
+            double u = ls_term(ls, j, x->outn[i] + (a > 0) + (b > 0), outr + a + b,
+                               odiff > 0 || a != cur[n1] || b != cur[n2]);
+
+            x->u[i][o] = u;
+            if (u == -HUGE_VAL)
+                continue;
+            for (q = x->nord[i]; q > 0 && x->u[i][x->order[i][q - 1]] < u; q--)
+                x->order[i][q] = x->order[i][q - 1];
+            x->order[i][q] = o;
+            x->nord[i]++;
+        }
+        if (x->nord[i] == 0)
+            return 0;
+    }
+    /* rest[i][(c1, c2)]: the best sum of jobs i.. within c1 GPUs on n1 and c2 on n2, by dynamic
+     * programming over the jobs (exact but for the one-distributed-job rule) */
+    for (int o = 0; o < x->nopt; o++)
+        x->rest[x->A][o] = 0;
+    for (int i = x->A - 1; i >= 0; i--)
+        for (int c = 0; c < x->nopt; c++) {
+            int c1 = c / (x->g2 + 1), c2 = c % (x->g2 + 1);
+            double v = -HUGE_VAL;
+
+            for (int q = 0; q < x->nord[i]; q++) {
+                int o = x->order[i][q], a = o / (x->g2 + 1), b = o % (x->g2 + 1);
+
+                if (a <= c1 && b <= c2)
+                    v = fmax(v, x->u[i][o] + x->rest[i + 1][(c1 - a) * (x->g2 + 1) + (c2 - b)]);
+            }
+            x->rest[i][c] = v;
+        }
+    return 1;
+}
+
+static int pollux_pairs(struct pollux_ls *ls)
+{
+    struct pollux_px *x = malloc(sizeof(*x)), *bx = malloc(sizeof(*bx));
+    int *jr = malloc((size_t)ls->J * 3 * sizeof(int)), *jn = jr + ls->J, *jdiff = jn + ls->J;
+    double best = 1e-12, *jgain = malloc((size_t)ls->J * sizeof(double));
+    int N = ls->N, found = 0, gpn = ls->s->nodes[0].gpus;
+
+    if (!x || !bx || !jr || !jgain)
+        goto out;
+    for (int j = 0; j < ls->J; j++) {
+        const int *c = ls->cnt + (size_t)j * N, *cur = ls->cur + (size_t)j * N;
+        int more;
+
+        jn[j] = ls_nodes(c, N, &jr[j]);
+        jdiff[j] = 0;
+        for (int n = 0; n < N; n++)
+            jdiff[j] += c[n] != cur[n];
+        /* on a node it does not use (as an entrant of a pair it is not on) */
+        more = ls->pj[j].maxr - jr[j] < gpn ? ls->pj[j].maxr - jr[j] : gpn;
+        jgain[j] = more <= 0 ? -HUGE_VAL
+                             : fmax(ls_term(ls, j, jn[j] + 1, jr[j] + 1, 1),
+                                    ls_term(ls, j, jn[j] + 1, jr[j] + more, 1)) -
+                                   ls->u[j];
+    }
+    for (int n1 = 0; n1 < N; n1++)
+        for (int n2 = n1 + 1; n2 < N; n2++) {
+            double now = 0;
+
+            if (!px_setup(x, ls, n1, n2, jr, jn, jdiff, jgain))
+                continue;
+            for (int i = 0; i < x->A; i++)
+                now += ls->u[x->job[i]];
+            x->best = now + best;
+            px_search(x, 0, 0.0);
+            if (x->best > now + best) {
+                best = x->best - now;
+                memcpy(bx, x, sizeof(*x));
+                found = 1;
+            }
+        }
+    if (found) {
+        int *row = ls->row;
+
+        for (int i = 0; i < bx->A; i++) {
+            memcpy(row, ls->cnt + (size_t)bx->job[i] * N, (size_t)N * sizeof(int));
+            row[bx->n1] = bx->best_pick[i] / (bx->g2 + 1);
+            row[bx->n2] = bx->best_pick[i] % (bx->g2 + 1);
+            ls_apply(ls, bx->job[i], row);
+        }
+    }
+out:
+    free(x);
+    free(bx);
+    free(jr);
+    free(jgain);
+    return found;
+}
+
+int pollux_improve(const struct pollux *p, const struct snapshot *s, struct pollux_job *pj,
+                   const int *dp_count, int pairs_max, struct alloc *a)
+{
+    struct pollux_ls ls = {.p = p, .s = s, .pj = pj, .J = s->njobs, .N = s->nnodes};
+    size_t JN = (size_t)ls.J * (size_t)ls.N;
+    int rc = 0, gpn = s->nodes[0].gpus, chains = 0, pairs = 0;
+
+    ls.cnt = calloc(JN, sizeof(int));
+    ls.cur = calloc(JN, sizeof(int));
+    ls.used = calloc((size_t)ls.N, sizeof(int));
+    ls.dcnt = calloc((size_t)ls.N, sizeof(int));
+    ls.u = calloc((size_t)ls.J, sizeof(double));
+    /* scratch: row, row2, best, best2, saved, then one node list */
+    ls.row = calloc((size_t)ls.N * 5 + (size_t)a->width, sizeof(int));
+    if (!ls.cnt || !ls.cur || !ls.used || !ls.dcnt || !ls.u || !ls.row) {
+        rc = ERR_NOMEM;
+        goto out;
+    }
+    ls.row2 = ls.row + ls.N;
+    for (int j = 0; j < ls.J; j++) {
+        int r;
+
+        for (int n = 0; n < ls.N; n++) {
+            ls.cnt[(size_t)j * ls.N + n] = alloc_on_node(a, j, n);
+            ls.cur[(size_t)j * ls.N + n] = alloc_on_node(s->current, j, n);
+            ls.used[n] += ls.cnt[(size_t)j * ls.N + n];
+        }
+        if (ls_nodes(ls.cnt + (size_t)j * ls.N, ls.N, &r) > 1)
+            for (int n = 0; n < ls.N; n++)
+                ls.dcnt[n] += ls.cnt[(size_t)j * ls.N + n] > 0;
+        ls.u[j] = ls_utility(&ls, j, ls.cnt + (size_t)j * ls.N);
+    }
+    for (int iter = 0; iter < 4 * ls.J + 64; iter++) {
+        double best = 1e-12;
+        int bj = -1, bk = -1;
+        int *brow = ls.row + 2 * ls.N, *brow2 = ls.row + 3 * ls.N;
+
+        for (int j = 0; j < ls.J; j++) {
+            int r, cur_r, maxr = pj[j].maxr;
+            int targets[12], nt = 0;
+
+            ls_nodes(ls.cnt + (size_t)j * ls.N, ls.N, &r);
+            cur_r = pj[j].cur_r;
+            {
+                int cand[12] = {0,       r - 1,       r + 1,       r - 2, r + 2, r - gpn,
+                                r + gpn, r + 2 * gpn, dp_count[j], cur_r, maxr,  r};
+
+                for (int c = 0; c < 12; c++)
+                    if (cand[c] >= 0 && cand[c] <= maxr)
+                        targets[nt++] = cand[c];
+            }
+            /* back to the current allocation */
+            if (memcmp(ls.cnt + (size_t)j * ls.N, ls.cur + (size_t)j * ls.N,
+                       (size_t)ls.N * sizeof(int)) &&
+                ls_feasible(&ls, j, ls.cur + (size_t)j * ls.N, -1, NULL)) {
+                double d = ls_utility(&ls, j, ls.cur + (size_t)j * ls.N) - ls.u[j];
+
+                if (d > best) {
+                    best = d, bj = j, bk = -1;
+                    memcpy(brow, ls.cur + (size_t)j * ls.N, (size_t)ls.N * sizeof(int));
+                }
+            }
+            for (int t = 0; t < nt; t++) {
+                for (int fresh = 0; fresh < 2; fresh++) {
+                    double d;
+
+                    if (!ls_make_row(&ls, j, targets[t], fresh, ls.row) ||
+                        !memcmp(ls.row, ls.cnt + (size_t)j * ls.N, (size_t)ls.N * sizeof(int)) ||
+                        !ls_feasible(&ls, j, ls.row, -1, NULL))
+                        continue;
+                    d = ls_utility(&ls, j, ls.row) - ls.u[j];
+                    if (d > best) {
+                        best = d, bj = j, bk = -1;
+                        memcpy(brow, ls.row, (size_t)ls.N * sizeof(int));
+                    }
+                }
+            }
+            /* take up to a node's worth of GPUs from another job on one node */
+            if (r >= maxr)
+                continue;
+            for (int n = 0; n < ls.N; n++) {
+                for (int k = 0; k < ls.J; k++) {
+                    int have = ls.cnt[(size_t)k * ls.N + n], take;
+
+                    if (k == j || have == 0)
+                        continue;
+                    take = have < maxr - r ? have : maxr - r;
+                    memcpy(ls.row, ls.cnt + (size_t)j * ls.N, (size_t)ls.N * sizeof(int));
+                    memcpy(ls.row2, ls.cnt + (size_t)k * ls.N, (size_t)ls.N * sizeof(int));
+                    ls.row[n] += take;
+                    ls.row2[n] -= take;
+                    ls_consider_pair(&ls, j, k, &best, &bj, &bk, brow, brow2);
+                }
+            }
+        }
+        /* relocate: j grows by one on a node n it uses that is full; a job k with a replica on
+         * n moves that replica to a node with a free GPU (one of k's own if it can) */
+        for (int j = 0; j < ls.J; j++) {
+            const int *cj = ls.cnt + (size_t)j * ls.N;
+            int r;
+
+            ls_nodes(cj, ls.N, &r);
+            if (r == 0 || r >= pj[j].maxr)
+                continue;
+            for (int n = 0; n < ls.N; n++) {
+                if (cj[n] == 0 || ls.used[n] < s->nodes[n].gpus)
+                    continue;
+                for (int k = 0; k < ls.J; k++) {
+                    const int *ck = ls.cnt + (size_t)k * ls.N;
+                    int m = -1;
+
+                    if (k == j || ck[n] == 0)
+                        continue;
+                    for (int q = 0; q < ls.N; q++) {
+                        int room = s->nodes[q].gpus - ls.used[q];
+
+                        if (q == n || room <= 0)
+                            continue;
+                        /* prefer k's own nodes, then the tightest */
+                        if (m < 0 || (ck[q] > 0 && ck[m] == 0) ||
+                            ((ck[q] > 0) == (ck[m] > 0) && room < s->nodes[m].gpus - ls.used[m]))
+                            m = q;
+                    }
+                    if (m < 0)
+                        continue;
+                    memcpy(ls.row, cj, (size_t)ls.N * sizeof(int));
+                    memcpy(ls.row2, ck, (size_t)ls.N * sizeof(int));
+                    ls.row[n]++;
+                    ls.row2[n]--;
+                    ls.row2[m]++;
+                    ls_consider_pair(&ls, j, k, &best, &bj, &bk, brow, brow2);
+                }
+            }
+        }
+        /* swap, in the last pass only: two jobs trade their placements whole (node usage and the
+         * distributed jobs per node stay as they are, so the trade is always feasible) */
+        for (int j = 0; pairs_max > 0 && j < ls.J; j++) {
+            const int *cj = ls.cnt + (size_t)j * ls.N;
+
+            for (int k = j + 1; k < ls.J; k++) {
+                const int *ck = ls.cnt + (size_t)k * ls.N;
+                double d;
+
+                if (!memcmp(cj, ck, (size_t)ls.N * sizeof(int)))
+                    continue;
+                d = ls_utility(&ls, j, ck) + ls_utility(&ls, k, cj) - ls.u[j] - ls.u[k];
+                if (d > best) {
+                    best = d, bj = j, bk = k;
+                    memcpy(brow, ck, (size_t)ls.N * sizeof(int));
+                    memcpy(brow2, cj, (size_t)ls.N * sizeof(int));
+                }
+            }
+        }
+        /* exchange: one job gives d GPUs back (from its smallest shares), another grows by d,
+         * in place or afresh, on what that frees (worth it on small clusters: J^2 moves) */
+        for (int k = 0; ls.J <= 64 && k < ls.J; k++) {
+            int rk, *ok = ls.cnt + (size_t)k * ls.N, *save = ls.row + 4 * ls.N;
+
+            ls_nodes(ok, ls.N, &rk);
+            if (rk == 0)
+                continue;
+            for (int dd = 0; dd < 3; dd++) {
+                int d = dd == 0 ? 1 : dd == 1 ? gpn : rk;
+                double uk_old = ls.u[k], uk_new;
+
+                if (d > rk || (dd == 2 && (rk == 1 || rk == gpn)) || (dd == 1 && gpn == 1))
+                    continue;
+                if (!ls_make_row(&ls, k, rk - d, 0, ls.row2))
+                    continue;
+                memcpy(save, ok, (size_t)ls.N * sizeof(int));
+                ls_apply(&ls, k, ls.row2);
+                uk_new = ls.u[k];
+                for (int j = 0; j < ls.J; j++) {
+                    int r, tr;
+
+                    if (j == k)
+                        continue;
+                    ls_nodes(ls.cnt + (size_t)j * ls.N, ls.N, &r);
+                    tr = r + d < pj[j].maxr ? r + d : pj[j].maxr;
+                    if (tr <= r)
+                        continue;
+                    for (int fresh = 0; fresh < 2; fresh++) {
+                        double gain;
+
+                        if (!ls_make_row(&ls, j, tr, fresh, ls.row) ||
+                            !ls_feasible(&ls, j, ls.row, -1, NULL))
+                            continue;
+                        gain = ls_utility(&ls, j, ls.row) - ls.u[j] + uk_new - uk_old;
+                        if (gain > best) {
+                            best = gain, bj = j, bk = k;
+                            memcpy(brow, ls.row, (size_t)ls.N * sizeof(int));
+                            memcpy(brow2, ls.row2, (size_t)ls.N * sizeof(int));
+                        }
+                    }
+                }
+                ls_apply(&ls, k, save);
+            }
+        }
+        if (bj < 0 && chains < POLLUX_CHAINS && pollux_chain(&ls, pj))
+            chains++, iter--; /* a three-job move applied: search again */
+        else if (bj < 0 && pairs < pairs_max && pollux_pairs(&ls))
+            pairs++, iter--; /* two nodes re-solved: search again */
+        else if (bj < 0)
+            break;
+        else {
+            if (bk >= 0) /* apply k first (it gives GPUs up), then j */
+                ls_apply(&ls, bk, brow2);
+            ls_apply(&ls, bj, brow);
+        }
+    }
+    /* back to rows: unchanged jobs keep their node order, others list nodes in index order */
+    for (int j = 0; j < ls.J; j++) {
+        const int *c = ls.cnt + (size_t)j * ls.N;
+        int k0, *ord = ls.row + 5 * (size_t)ls.N;
+
+        if (!memcmp(c, ls.cur + (size_t)j * ls.N, (size_t)ls.N * sizeof(int))) {
+            alloc_clear_job(a, j);
+            for (int k = 0; k < s->current->count[j]; k++)
+                alloc_add(a, j, s->current->node[(size_t)j * s->current->width + k], 1);
+            continue;
+        }
+        /* nodes in the order the job's row had them, new ones after, in index order */
+        memcpy(ls.row, c, (size_t)ls.N * sizeof(int));
+        memcpy(ord, a->node + (size_t)j * (size_t)a->width, (size_t)a->count[j] * sizeof(int));
+        k0 = a->count[j];
+        alloc_clear_job(a, j);
+        for (int k = 0; k < k0; k++) {
+            int n = ord[k];
+
+            if (ls.row[n] > 0 && (rc = alloc_add(a, j, n, ls.row[n])) < 0)
+                goto out;
+            ls.row[n] = 0;
+        }
+        for (int n = 0; n < ls.N; n++)
+            if (ls.row[n] > 0 && (rc = alloc_add(a, j, n, ls.row[n])) < 0)
+                goto out;
+    }
+out:
+    free(ls.cnt);
+    free(ls.cur);
+    free(ls.used);
+    free(ls.dcnt);
+    free(ls.u);
+    free(ls.row);
+    return rc;
+}
