@@ -123,9 +123,9 @@ def main():
     a = ap.parse_args()
     loads = a.loads.split(",")
     tmp = tempfile.TemporaryDirectory()
+    sys.path.insert(0, HERE)
+    import fleet_compare
     for seed in filter(None, a.synthetic.split(",")):
-        sys.path.insert(0, HERE)
-        import fleet_compare
         d = os.path.join(tmp.name, "syn" + seed)
         os.makedirs(d)
         fleet_compare.synthesize(os.path.join(HERE, "..", "data", "workloads"), d, 4, int(seed))

@@ -390,6 +390,33 @@ static void castor_sort(int *order, int *tmp, int n, const struct castor_job *cj
     memcpy(order, tmp, (size_t)n * sizeof(int));
 }
 
+/* 1 when job j's current GPUs are all free in free_gpus and, if it spans nodes, none of its nodes
+ * holds another distributed job (dist); else 0. */
+static int castor_current_fits(const struct castor *c, const struct snapshot *s, int j,
+                               const struct castor_job *q, const int *free_gpus, const int *dist)
+{
+    const int *row = s->current->node + (size_t)j * (size_t)s->current->width;
+
+    for (int k = 0; k < q->cur_r; k++)
+        if (free_gpus[row[k]] < alloc_on_node(s->current, j, row[k]) ||
+            (q->cur_n > 1 && c->avoid_interference && dist[row[k]]))
+            return 0;
+    return 1;
+}
+
+/* Count job j's current GPUs as taken in free_gpus and dist (its row in out is the caller's). */
+static void castor_take_current(const struct snapshot *s, int j, const struct castor_job *q,
+                                int *free_gpus, int *dist)
+{
+    const int *row = s->current->node + (size_t)j * (size_t)s->current->width;
+
+    for (int k = 0; k < q->cur_r; k++) {
+        free_gpus[row[k]]--;
+        if (q->cur_n > 1)
+            dist[row[k]] = 1;
+    }
+}
+
 /* Job j, placed afresh in out on as many GPUs as it holds now, goes back to the GPUs it holds if
  * they are free (with the one-distributed-job rule) and keeping them is worth at least the fresh
  * placement after its restart. free_gpus and dist are updated. Returns 1 when it went back, 0
@@ -399,10 +426,10 @@ static int castor_stay(const struct castor *c, const struct snapshot *s, int j,
 {
     const int *row = s->current->node + (size_t)j * (size_t)s->current->width;
     const int *orow = out->node + (size_t)j * (size_t)out->width;
-    int n = out->count[j], spread = alloc_nodes_used(out, j) > 1, ok = 1, rc;
+    int n = out->count[j], nodes = alloc_nodes_used(out, j), spread = nodes > 1, rc;
 
     if (castor_utility(c, &s->jobs[j], q, gpn, q->cur_n, q->cur_r, 0) <
-        castor_utility(c, &s->jobs[j], q, gpn, alloc_nodes_used(out, j), n, 1))
+        castor_utility(c, &s->jobs[j], q, gpn, nodes, n, 1))
         return 0;
     /* lift the fresh placement, try the current one, put the fresh one back if it does not fit */
     for (int k = 0; k < n; k++) {
@@ -410,10 +437,7 @@ static int castor_stay(const struct castor *c, const struct snapshot *s, int j,
         if (spread)
             dist[orow[k]] = 0;
     }
-    for (int k = 0; ok && k < q->cur_r; k++)
-        ok = free_gpus[row[k]] >= alloc_on_node(s->current, j, row[k]) &&
-             !(q->cur_n > 1 && c->avoid_interference && dist[row[k]]);
-    if (!ok) {
+    if (!castor_current_fits(c, s, j, q, free_gpus, dist)) {
         for (int k = 0; k < n; k++) {
             free_gpus[orow[k]]--;
             if (spread)
@@ -422,13 +446,10 @@ static int castor_stay(const struct castor *c, const struct snapshot *s, int j,
         return 0;
     }
     alloc_clear_job(out, j);
-    for (int k = 0; k < q->cur_r; k++) {
+    for (int k = 0; k < q->cur_r; k++)
         if ((rc = alloc_add(out, j, row[k], 1)) < 0)
             return rc;
-        free_gpus[row[k]]--;
-        if (q->cur_n > 1)
-            dist[row[k]] = 1;
-    }
+    castor_take_current(s, j, q, free_gpus, dist);
     return 1;
 }
 
@@ -450,28 +471,16 @@ static int castor_place(const struct castor *c, const struct snapshot *s, struct
         struct castor_job *q = &cj[j];
 
         q->placed = 0;
+        /* (a current allocation that breaks capacity or the interference rule is not kept) */
         q->keep = q->count > 0 && q->count == q->cur_r &&
                   castor_utility(c, &s->jobs[j], q, gpn, q->cur_n, q->cur_r, 0) >=
-                      castor_utility(c, &s->jobs[j], q, gpn, 0, q->cur_r, 1);
-        /* (a current allocation that breaks capacity or the interference rule is not kept) */
-        for (int k = 0; q->keep && k < q->cur_r; k++) {
-            int node = s->current->node[(size_t)j * (size_t)s->current->width + (size_t)k];
-
-            if (free_gpus[node] < alloc_on_node(s->current, j, node) ||
-                (q->cur_n > 1 && c->avoid_interference && dist[node]))
-                q->keep = 0;
-        }
+                      castor_utility(c, &s->jobs[j], q, gpn, 0, q->cur_r, 1) &&
+                  castor_current_fits(c, s, j, q, free_gpus, dist);
         if (!q->keep) {
             alloc_clear_job(out, j);
             continue;
         }
-        for (int k = 0; k < q->cur_r; k++) {
-            int node = s->current->node[(size_t)j * (size_t)s->current->width + (size_t)k];
-
-            free_gpus[node]--;
-            if (q->cur_n > 1)
-                dist[node] = 1;
-        }
+        castor_take_current(s, j, q, free_gpus, dist);
         q->placed = q->count;
     }
     /* the others: single-node jobs first, then largest first */
