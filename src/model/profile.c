@@ -70,6 +70,40 @@ int profile_add(struct profile *p, const struct tput_point *x, double step_time,
     return 0;
 }
 
+int profile_merge(struct profile *dst, const struct profile *src)
+{
+    size_t add = 0, n;
+
+    for (size_t i = 0; i < src->n; i++) {
+        int have = 0;
+
+        for (size_t k = 0; k < dst->n && !have; k++)
+            have = profile_same(&dst->entries[k].x, &src->entries[i].x);
+        add += !have;
+    }
+    if (dst->n + add > dst->cap) {
+        size_t cap = dst->n + add;
+        struct profile_entry *grown = realloc(dst->entries, cap * sizeof(*grown));
+
+        if (!grown)
+            return ERR_NOMEM;
+        dst->entries = grown;
+        dst->cap = cap;
+    }
+    n = dst->n; /* only dst's own entries are compared: src has each configuration once */
+    for (size_t i = 0; i < src->n; i++) {
+        int have = 0;
+
+        for (size_t k = 0; k < n && !have; k++)
+            have = profile_same(&dst->entries[k].x, &src->entries[i].x);
+        if (!have)
+            dst->entries[dst->n++] = src->entries[i];
+    }
+    if (!(isfinite(dst->sync_prior) && dst->sync_prior > 0))
+        dst->sync_prior = src->sync_prior;
+    return 0;
+}
+
 void profile_coverage(const struct profile *p, struct tput_coverage *cov)
 {
     double sum = 0.0, distinct[2] = {0.0, 0.0};

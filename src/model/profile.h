@@ -42,6 +42,14 @@ void profile_free(struct profile *p);
  */
 int profile_add(struct profile *p, const struct tput_point *x, double step_time, double sync_time);
 
+/*
+ * Merge what another job measured: every configuration of src that dst has no entry for is
+ * appended as src summarised it (counts and spreads included); a configuration dst has keeps
+ * dst's own measurement. dst's sync_prior is kept unless it has none. src is not changed. Errors
+ * (dst unchanged): ERR_NOMEM.
+ */
+int profile_merge(struct profile *dst, const struct profile *src);
+
 /* What p covers, for the fit's priors. p may be empty (everything zero). */
 void profile_coverage(const struct profile *p, struct tput_coverage *cov);
 

@@ -98,12 +98,49 @@ static void profile_coverage__flags(void **state)
     profile_free(&p);
 }
 
+/* Merging another job's profile: its configurations that dst lacks come over with their whole
+ * summary (two observations at b: count 2, optim 0.3); the configuration both have keeps dst's own
+ * measurement (0.2 s, not src's 0.9 s); src is unchanged; the sync prior fills only a gap. */
+static void profile_merge__adds_only_what_is_missing(void **state)
+{
+    struct tput_point a = {.nodes = 1, .replicas = 2, .local_bsz = 32};
+    struct tput_point b = {.nodes = 2, .replicas = 8, .local_bsz = 32};
+    struct profile dst, src;
+
+    (void)state;
+    profile_init(&dst);
+    profile_init(&src);
+    assert_int_equal(profile_add(&dst, &a, 0.2, 0.05), 0);
+    assert_int_equal(profile_add(&src, &a, 0.9, 0.05), 0);
+    assert_int_equal(profile_add(&src, &b, 0.2, 0.1), 0);
+    assert_int_equal(profile_add(&src, &b, 0.4, 0.1), 0);
+    src.sync_prior = 0.01;
+    assert_int_equal(profile_merge(&dst, &src), 0);
+    assert_int_equal(dst.n, 2);
+    assert_float_equal(dst.entries[0].optim_time, 0.2, 1e-12);
+    assert_int_equal(dst.entries[0].count, 1);
+    assert_int_equal(dst.entries[1].x.replicas, 8);
+    assert_int_equal(dst.entries[1].count, 2);
+    assert_float_equal(dst.entries[1].optim_time, 0.3, 1e-12);
+    assert_float_equal(dst.entries[1].ss_optim, src.entries[1].ss_optim, 0);
+    assert_float_equal(dst.sync_prior, 0.01, 0);
+    assert_int_equal(src.n, 2);
+    /* merging again adds nothing; a prior of dst's own is kept */
+    dst.sync_prior = 0.02;
+    assert_int_equal(profile_merge(&dst, &src), 0);
+    assert_int_equal(dst.n, 2);
+    assert_float_equal(dst.sync_prior, 0.02, 0);
+    profile_free(&dst);
+    profile_free(&src);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(profile_add__averages_per_configuration),
         cmocka_unit_test(profile_add__rejects_bad_observations),
         cmocka_unit_test(profile_coverage__flags),
+        cmocka_unit_test(profile_merge__adds_only_what_is_missing),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
