@@ -21,7 +21,8 @@ Standard library only. Usage:
 
   bench/castor_vs_pollux.py [--castor build/castor] [--loads 0.5,1.0,1.5,2.0] [--jobs N]
                             [--policies pollux,castor] [--json FILE] [--worst N]
-                            [--job-lengths declared|unknown] [--synthetic SEEDS]
+                            [--job-lengths declared|unknown] [--families auto|on|off]
+                            [--synthetic SEEDS]
 """
 import argparse
 import concurrent.futures
@@ -115,6 +116,9 @@ def main():
     ap.add_argument("--json", help="write the figures here as JSON")
     ap.add_argument("--job-lengths", default="declared", choices=("declared", "unknown"),
                     help="whether the jobs declare their length (castor simulate --job-lengths)")
+    ap.add_argument("--families", default="auto", choices=("auto", "on", "off"),
+                    help="model families (castor simulate --families; auto: castor's on, "
+                    "pollux's off)")
     ap.add_argument("--synthetic", default="", metavar="SEEDS",
                     help="also 4 synthetic load-1.0 traces per seed (comma-separated), drawn as "
                     "bench/fleet_compare.py draws them: traces no tuning has seen")
@@ -136,7 +140,7 @@ def main():
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs)
     if "pollux" not in policies:
         policies.insert(0, "pollux")
-    extra = ["--job-lengths", a.job_lengths]
+    extra = ["--job-lengths", a.job_lengths, "--families", a.families]
     runs = {(load, pol, t): pool.submit(simulate, a.castor, t, pol, extra)
             for load in loads for t in traces(load) for pol in policies}
     specs = {t: read_trace(t) for load in loads for t in traces(load)}

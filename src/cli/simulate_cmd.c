@@ -26,6 +26,7 @@ struct sim_opts {
     const char *model;
     int nodes, gpus_per_node, interval, quiet;
     int unknown_lengths; /* 1: --job-lengths unknown */
+    int families;        /* sim_families index: auto, on, off */
     double interference;
     uint64_t seed;
     struct policy_config pcfg;
@@ -54,6 +55,11 @@ static void simulate_usage(FILE *f)
         "  --job-lengths K       declared (default): jobs declare how much they train, as with\n"
         "                        `samples` in a job spec; unknown: they do not, and castor's\n"
         "                        policy falls back to least attained service\n"
+        "  --families F          auto (default): on under castor, off under the published\n"
+        "                        policies; on: the jobs of one application are one model\n"
+        "                        family, as with `family` in a job spec, and a job starts from\n"
+        "                        what the earlier jobs of its family measured; off: each job\n"
+        "                        learns alone\n"
         "  --profiles DIR        folder of measured profiles (default: bundled)\n"
         "  --out FILE            write the summary as JSON (jcts, avgs, mean; with several\n"
         "                        policies, one such object per policy name)\n"
@@ -72,6 +78,7 @@ static void simulate_usage(FILE *f)
         "  interference: F                  as --interference (0 to 0.99)\n"
         "  tput_model: pollux|castor        as --tput-model\n"
         "  job_lengths: declared|unknown    as --job-lengths\n"
+        "  families: auto|on|off            as --families\n"
         "  profiles: DIR                    as --profiles\n"
         "  out: FILE                        as --out\n"
         "  report: FILE                     as --report\n"
@@ -111,6 +118,10 @@ static int parse_double(const char *s, double lo, double hi, double *out)
 
 /* The values of --job-lengths and job_lengths, by sim_opts.unknown_lengths. */
 static const char *const sim_lengths[] = {"declared", "unknown", NULL};
+
+/* The values of --families and families, by sim_opts.families. */
+enum { SIM_FAMILIES_AUTO, SIM_FAMILIES_ON, SIM_FAMILIES_OFF };
+static const char *const sim_families[] = {"auto", "on", "off", NULL};
 
 /* What a configuration file leaves behind: the document (whose strings sim_opts borrows) and
  * the paths made absolute, or relative to the current folder, from the file's folder. */
@@ -157,10 +168,9 @@ static int sim_conf_path(const char *conf_path, const char **path, char **keep, 
 static int sim_conf_load(const char *path, struct sim_opts *o, struct sim_conf_mem *mem,
                          struct error *e)
 {
-    static const char *const keys[] = {"workload", "policy",       "cluster",    "interval",
-                                       "seed",     "interference", "tput_model", "profiles",
-                                       "out",      "report",       "pollux",     "job_lengths",
-                                       NULL};
+    static const char *const keys[] = {
+        "workload", "policy", "cluster", "interval", "seed",        "interference", "tput_model",
+        "profiles", "out",    "report",  "pollux",   "job_lengths", "families",     NULL};
     static const char *const cluster_keys[] = {"nodes", "gpus_per_node", NULL};
     static const char *const pollux_keys[] = {"p_mean", "restart_penalty", NULL};
     const char *policies[8] = {NULL}, *models[8] = {NULL};
@@ -201,6 +211,10 @@ static int sim_conf_load(const char *path, struct sim_opts *o, struct sim_conf_m
         goto out;
     if (rc == 1)
         t.unknown_lengths = k;
+    if ((rc = conf_get_choice(root, "families", sim_families, &k, e)) < 0)
+        goto out;
+    if (rc == 1)
+        t.families = k;
     if (cluster && (rc = conf_get_long(cluster, "nodes", 1, 4096, &v, e)) != 0) {
         if (rc < 0)
             goto out;
@@ -285,18 +299,21 @@ static int on_tick(void *ctx, double now, const struct snapshot *s, const struct
 static int simulate_one(const struct sim_opts *o, const char *path, const char *const *apps,
                         int index, int count, struct sim_record **out, FILE *err)
 {
-    struct sim_run_spec spec = {.path = path,
-                                .apps = apps,
-                                .cfg = {.nodes = o->nodes,
-                                        .gpus_per_node = o->gpus_per_node,
-                                        .interference = o->interference,
-                                        .profiles = o->profiles,
-                                        .model = tput_model_find(o->model),
-                                        .unknown_lengths = o->unknown_lengths},
-                                .policy = o->policy,
-                                .pcfg = &o->pcfg,
-                                .interval = o->interval,
-                                .seed = o->seed};
+    struct sim_run_spec spec = {
+        .path = path,
+        .apps = apps,
+        .cfg = {.nodes = o->nodes,
+                .gpus_per_node = o->gpus_per_node,
+                .interference = o->interference,
+                .profiles = o->profiles,
+                .model = tput_model_find(o->model),
+                .unknown_lengths = o->unknown_lengths,
+                .families = o->families == SIM_FAMILIES_ON ||
+                            (o->families == SIM_FAMILIES_AUTO && strcmp(o->policy, "castor") == 0)},
+        .policy = o->policy,
+        .pcfg = &o->pcfg,
+        .interval = o->interval,
+        .seed = o->seed};
     struct sim_run run = {0};
     struct sim_record *rec = NULL;
     struct progress pr = {0};
@@ -491,6 +508,11 @@ int cli_simulate(int argc, char **argv, FILE *out, FILE *err)
             for (int k = 0; sim_lengths[k]; k++)
                 if (strcmp(v, sim_lengths[k]) == 0)
                     o.unknown_lengths = k, bad = 0;
+        } else if (strcmp(a, "--families") == 0) {
+            bad = -1;
+            for (int k = 0; sim_families[k]; k++)
+                if (strcmp(v, sim_families[k]) == 0)
+                    o.families = k, bad = 0;
         } else if (strcmp(a, "--nodes") == 0)
             bad = parse_int(v, 1, 4096, &o.nodes);
         else if (strcmp(a, "--gpus-per-node") == 0)

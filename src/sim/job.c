@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "model/bsz.h"
+#include "sim/family.h"
 #include "util/error.h"
 
 #define SIM_EPS 1e-8
@@ -160,6 +161,11 @@ static int sim_job_learn(struct sim_job *job, int r, double step, double sync, d
 
     job->grad.sqr = sqr;
     job->grad.var = var;
+    if (!job->reported) {
+        job->reported = 1;
+        if (job->family)
+            sim_family_start(job->family, &job->grad);
+    }
     for (size_t i = 0; i < job->prof.n; i++) {
         const struct tput_point *y = &job->prof.entries[i].x;
 
@@ -170,11 +176,33 @@ static int sim_job_learn(struct sim_job *job, int r, double step, double sync, d
         return rc;
     if (r > job->max_profiled)
         job->max_profiled = r;
+    if (job->family && (rc = sim_family_learn(job->family, &job->prof)) < 0)
+        return rc;
     if ((rc = fit_tput(job->model, &job->prof, &job->tput, NULL)) < 0)
         return rc;
     job->has_model = 1;
     job->fits++;
     return 0;
+}
+
+int sim_job_seed(struct sim_job *job)
+{
+    int rc;
+
+    if (!job->family || job->has_model || !sim_family_ready(job->family))
+        return 0;
+    if ((rc = profile_merge(&job->prof, &job->family->prof)) < 0)
+        return rc;
+    for (size_t i = 0; i < job->prof.n; i++)
+        if (job->prof.entries[i].x.replicas > job->max_profiled)
+            job->max_profiled = job->prof.entries[i].x.replicas;
+    if (!job->reported)
+        job->grad = job->family->start;
+    if ((rc = fit_tput(job->model, &job->prof, &job->tput, NULL)) < 0)
+        return rc;
+    job->has_model = 1;
+    job->fits++;
+    return 1;
 }
 
 int sim_job_rate(struct app *a, const int *place, int nplace, double local_bsz, int accum_steps,

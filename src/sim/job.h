@@ -9,6 +9,7 @@
 #include "model/goodput.h"
 #include "model/profile.h"
 #include "sim/app.h"
+#include "sim/family.h"
 #include "sim/workload.h"
 
 /* Seconds a job spends checkpointing and restarting after each reallocation. */
@@ -58,6 +59,10 @@ struct sim_job {
     struct grad_params grad;
     int max_profiled;
     long fits;
+    int reported; /* 1 once it has measured a step */
+    /* its model family (borrowed; NULL: none): it adds what it measures there and may start from
+     * what the family measured before (sim_job_seed) */
+    struct sim_family *family;
 };
 
 /* Set up job for spec with ground truth app (both borrowed). */
@@ -70,6 +75,15 @@ void sim_job_free(struct sim_job *job);
  * checkpoints, then restarts in SIM_RESTART_DELAY seconds unless it is the first start. Errors:
  * ERR_RANGE (too many nodes), what choosing the batch size returns. */
 int sim_job_place(struct sim_job *job, const int *place, int n);
+
+/*
+ * A job without a model of its own yet takes its family's: the family's measurements merged into
+ * its profile and fitted, its exploration limit from the replicas they cover, and, before its own
+ * first step, the family's start gradient statistics. Returns 1 when it took them, 0 when there
+ * was nothing to take (no family, a model already, the family not ready). Errors: ERR_NOMEM and
+ * what the fit returns (the job may then hold the merged measurements, without a model).
+ */
+int sim_job_seed(struct sim_job *job);
 
 /* Advance the job by seconds (whole seconds), slowed by the interference fraction. Errors: what
  * the ground truth or the fit return (the job is then left as it was at the failing step). */

@@ -344,15 +344,15 @@ int scenario_load(const char *path, struct scenario **out, struct error *e)
                                        "offers",   "compare",  "castor", NULL};
     static const char *const compare_keys[] = {"on_demand", "spot", "nodes",  "policy",
                                                "high",      "low",  "window", NULL};
-    static const char *const castor_keys[] = {"mode",     "value",  "budget",
-                                              "patience", "policy", NULL};
+    static const char *const castor_keys[] = {"mode",   "value",    "budget", "patience",
+                                              "policy", "families", NULL};
     static const char *const modes[] = {"efficiency", "budget", "deadline", NULL};
     const char *policies[16] = {NULL};
     struct scenario *s = calloc(1, sizeof(*s));
     struct scenario_mem *m = calloc(1, sizeof(*m));
     const struct conf_node *root, *offers, *cmp = NULL, *cas = NULL;
     const char *wl = NULL;
-    int rc, od = 0, sp = 0, k, mode = 0;
+    int rc, od = 0, sp = 0, k, mode = 0, families = 1;
     long v;
     struct fleet_config base = {0}, cast = {0};
 
@@ -443,6 +443,8 @@ int scenario_load(const char *path, struct scenario **out, struct error *e)
         goto out;
     if (cas && rc == 1)
         s->systems[3].policy = policies[k];
+    if (cas && (rc = conf_get_bool(cas, "families", &families, e)) < 0)
+        goto out;
     s->systems[0] = (struct scenario_system){.name = "fixed-on-demand",
                                              .fleet = "fixed",
                                              .policy = s->systems[0].policy,
@@ -467,7 +469,8 @@ int scenario_load(const char *path, struct scenario **out, struct error *e)
                                              .fleet = "castor",
                                              .policy = s->systems[3].policy,
                                              .fcfg = cast,
-                                             .initial_offer = sp >= 0 ? sp : 0};
+                                             .initial_offer = sp >= 0 ? sp : 0,
+                                             .families = families};
     rc = 0;
     s->mem = m;
     m = NULL;

@@ -22,6 +22,7 @@ struct scenario_system {
     int initial_offer; /* nodes ready at time 0: initial_nodes of this offer (-1: the scenario
                           has no offer of the market this system needs) */
     int initial_nodes;
+    int families; /* 1: the jobs of one application share their measurements (sim_config) */
 };
 
 struct scenario {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "sim/app.h"
+#include "sim/family.h"
 
 /* Settings the Pollux artifact gives particular models, whatever the policy: NCF trains at its
  * largest batch on one GPU (the artifact pins it; its step time barely depends on the batch). */
@@ -38,6 +39,7 @@ struct sim_world {
     struct app **apps; /* per workload job, borrowed from the distinct list below */
     struct app **distinct;
     int ndistinct;
+    struct sim_family *families; /* per distinct application, when cfg.families */
     struct sim_job *jobs;
     int njobs;
     struct alloc *held; /* njobs rows over node slots, workload order */
@@ -211,6 +213,7 @@ int sim_world_new(const struct sim_config *cfg, const struct workload *wl, struc
     width = w->nslots * maxgpn;
     w->apps = calloc(wl->n, sizeof(*w->apps));
     w->distinct = calloc(wl->n, sizeof(*w->distinct));
+    w->families = calloc(wl->n, sizeof(*w->families));
     w->jobs = calloc(wl->n, sizeof(*w->jobs));
     w->slots = calloc((size_t)w->nslots, sizeof(*w->slots));
     w->nodes = calloc((size_t)w->nslots, sizeof(*w->nodes));
@@ -223,9 +226,10 @@ int sim_world_new(const struct sim_config *cfg, const struct workload *wl, struc
     w->events = calloc((size_t)w->maxevents, sizeof(*w->events));
     w->sjobs = calloc(wl->n, sizeof(*w->sjobs));
     w->active = calloc(wl->n, sizeof(int));
-    if (!w->apps || !w->distinct || !w->jobs || !w->slots || !w->nodes || !w->snapslot ||
-        !w->bootslot || !w->booting || !w->offers || !w->unavail_until || !w->events || !w->sjobs ||
-        !w->active || alloc_new(w->njobs, w->nslots, width, &w->held) < 0) {
+    if (!w->apps || !w->distinct || !w->families || !w->jobs || !w->slots || !w->nodes ||
+        !w->snapslot || !w->bootslot || !w->booting || !w->offers || !w->unavail_until ||
+        !w->events || !w->sjobs || !w->active ||
+        alloc_new(w->njobs, w->nslots, width, &w->held) < 0) {
         rc = err_set(e, ERR_NOMEM, "", 0, 0, NULL);
         goto out;
     }
@@ -240,16 +244,19 @@ int sim_world_new(const struct sim_config *cfg, const struct workload *wl, struc
         const struct sim_quirk *q = sim_quirk_for(spec->application);
         struct app *a = NULL;
         double fixed;
+        int fam = 0;
 
         for (int k = 0; k < w->ndistinct && !a; k++)
             if (strcmp(w->distinct[k]->name, spec->application) == 0)
-                a = w->distinct[k];
+                a = w->distinct[fam = k];
         if (!a) {
             char dir[4096];
 
             snprintf(dir, sizeof(dir), "%s/%s", cfg->profiles, spec->application);
             if ((rc = app_load(dir, &a, e)) < 0)
                 goto out;
+            sim_family_init(&w->families[w->ndistinct]);
+            fam = w->ndistinct;
             w->distinct[w->ndistinct++] = a;
         }
         w->apps[i] = a;
@@ -269,6 +276,7 @@ int sim_world_new(const struct sim_config *cfg, const struct workload *wl, struc
                      q && !cfg->gang ? q->max_replicas : 0);
         w->jobs[i].checkpoint_s = cfg->checkpoint_s;
         w->jobs[i].hysteresis = cfg->batch_hysteresis;
+        w->jobs[i].family = cfg->families ? &w->families[fam] : NULL;
     }
     w->oracle.ctx = w;
     w->oracle.iterations_left = sim_oracle_iterations_left;
@@ -286,11 +294,14 @@ void sim_world_free(struct sim_world *w)
         return;
     for (int i = 0; w->jobs && i < w->njobs; i++)
         sim_job_free(&w->jobs[i]);
-    for (int k = 0; k < w->ndistinct; k++)
+    for (int k = 0; k < w->ndistinct; k++) {
         app_free(w->distinct[k]);
+        sim_family_free(&w->families[k]);
+    }
     market_free(w->mkt);
     free(w->apps);
     free(w->distinct);
+    free(w->families);
     free(w->jobs);
     free(w->slots);
     free(w->nodes);
@@ -427,11 +438,15 @@ static double sim_world_rate_estimate(struct sim_world *w, int o)
 
 int sim_world_observe(struct sim_world *w, const struct snapshot **out)
 {
-    int n = 0, nn = 0, nb = 0, gpus = 0;
+    int n = 0, nn = 0, nb = 0, gpus = 0, rc;
 
     for (int j = 0; j < w->njobs; j++)
-        if (w->now >= w->jobs[j].spec->submit_time && !sim_job_done(&w->jobs[j]))
+        if (w->now >= w->jobs[j].spec->submit_time && !sim_job_done(&w->jobs[j])) {
+            /* a job of a family starts from what its family measured (no-op without one) */
+            if ((rc = sim_job_seed(&w->jobs[j])) < 0)
+                return rc;
             w->active[n++] = j;
+        }
     for (int k = 0; k < w->nslots; k++) {
         const struct sim_slot *sl = &w->slots[k];
 

@@ -37,6 +37,9 @@ struct sim_config {
     /* 1: the jobs do not declare their length (the snapshot's progress_target is 0), as jobs
      * submitted without `samples`; 0: they do (the policies may see how much work is left) */
     int unknown_lengths;
+    /* 1: the jobs of one application are one model family (the controller's `family` key): a job
+     * starts from what the earlier jobs of its application measured (sim_job_seed) */
+    int families;
 };
 
 /* What renting cost, for a world with a market. */
@@ -75,7 +78,9 @@ int sim_app_max_replicas(const char *app);
 /* Let seconds pass: every job runs on what it holds. Errors: what emulation returns. */
 int sim_world_advance(struct sim_world *w, int seconds);
 
-/* The world as the decide step sees it; valid until the next call on w. Errors: ERR_NOMEM. */
+/* The world as the decide step sees it; valid until the next call on w. Jobs of a family that
+ * have no model yet take their family's first (sim_job_seed). Errors: ERR_NOMEM, what a seeding fit
+ * returns. */
 int sim_world_observe(struct sim_world *w, const struct snapshot **out);
 
 /* Apply an allocation for the jobs of the last snapshot (rows in its order): jobs whose GPUs

@@ -76,6 +76,12 @@ castor_cli_test(job_lengths_bad 2 "--job-lengths: bad value \"maybe\""
   simulate --workload ${TINY} --policy castor --job-lengths maybe)
 castor_cli_test(job_lengths_unknown 0 "tiny castor: average JCT"
   simulate --workload ${TINY} --policy castor --job-lengths unknown --quiet)
+castor_cli_test(config_families 2 "families.yaml:2:11: families: unknown value \"sometimes\" (one of auto, on, off)"
+  simulate --config ${CONF}/families.yaml)
+castor_cli_test(families_bad 2 "--families: bad value \"maybe\""
+  simulate --workload ${TINY} --policy castor --families maybe)
+castor_cli_test(families_on_pollux 0 "tiny pollux: average JCT"
+  simulate --workload ${TINY} --policy pollux --families on --quiet)
 castor_cli_test(config_not_mapping 2 "not_mapping.yaml:2:1: the document: expected a mapping (key: value lines), found a list"
   simulate --config ${CONF}/not_mapping.yaml)
 castor_cli_test(config_section_not_mapping 2 "section_not_mapping.yaml:2:10: cluster: expected a mapping (key: value lines), found \"8\""

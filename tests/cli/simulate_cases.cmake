@@ -87,5 +87,7 @@ castor_cli_test(scenario_compare_needs_spot 2 "--compare needs an on-demand and 
   simulate --scenario ${SCN}/typo_free_od_only.yaml --compare)
 castor_cli_test(scenario_past_deadline 1 "past_deadline.csv:4:16: deadline: seconds after the submission, must be positive"
   simulate --scenario ${SCN}/small.yaml --workload ${WBAD}/past_deadline.csv)
+castor_cli_test(scenario_families_not_bool 2 "families_not_bool.yaml:8:13: castor.families"
+  simulate --scenario ${SCN}/families_not_bool.yaml)
 castor_cli_test(scenario_missing_file 2 "no_such.yaml"
   simulate --scenario ${SCN}/no_such.yaml)

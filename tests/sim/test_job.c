@@ -209,10 +209,56 @@ static void sim_job_place__adaptive_batch(void **state)
     sim_job_free(&job);
 }
 
+/* A model family: the first job measures 2 GPUs (one configuration) and its first gradient
+ * statistics, which the family keeps; a second job of the family, before it runs, takes them: a
+ * model fitted to that configuration, an exploration limit of 2, the first job's statistics at its
+ * first step (the true ones at batch 512, epoch 0). A job of no family, or one that has a model
+ * already, takes nothing. */
+static void sim_job_seed__starts_from_the_family(void **state)
+{
+    struct sim_family fam;
+    struct sim_job a, b, alone;
+    int two[1] = {2};
+    double sqr, var;
+
+    (void)state;
+    sim_family_init(&fam);
+    sim_job_init(&a, &spec, cifar, &tput_model_pollux, 512, 0);
+    sim_job_init(&b, &spec, cifar, &tput_model_pollux, 512, 0);
+    sim_job_init(&alone, &spec, cifar, &tput_model_pollux, 512, 0);
+    a.family = &fam;
+    b.family = &fam;
+    assert_int_equal(sim_job_seed(&b), 0); /* the family has measured nothing yet */
+    assert_false(b.has_model);
+    assert_int_equal(sim_job_place(&a, two, 1), 0);
+    assert_int_equal(sim_job_step(&a, 60, 0.0), 0);
+    assert_int_equal(fam.prof.n, 1);
+    assert_int_equal(fam.nstart, 1);
+    assert_int_equal(app_grad_stats(cifar, 512, 0, &sqr, &var), 0);
+    assert_float_equal(fam.start.sqr, sqr, 1e-12);
+    assert_float_equal(fam.start.var, var, 1e-12);
+
+    assert_int_equal(sim_job_seed(&b), 1);
+    assert_true(b.has_model);
+    assert_int_equal(b.prof.n, 1);
+    assert_int_equal(b.max_profiled, 2);
+    assert_float_equal(b.grad.sqr, sqr, 1e-12);
+    assert_float_equal(b.grad.var, var, 1e-12);
+    assert_memory_equal(&b.tput, &a.tput, sizeof(b.tput)); /* the same fit of the same point */
+    assert_int_equal(sim_job_seed(&b), 0);                 /* it has a model now */
+    assert_int_equal(sim_job_seed(&alone), 0);
+    assert_false(alone.has_model);
+    sim_job_free(&a);
+    sim_job_free(&b);
+    sim_job_free(&alone);
+    sim_family_free(&fam);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(sim_job_place__fixed_batch_rule),
+        cmocka_unit_test(sim_job_seed__starts_from_the_family),
         cmocka_unit_test(sim_job_place__restarts_counted),
         cmocka_unit_test(sim_job_step__restart_delay),
         cmocka_unit_test(sim_job_step__interference),

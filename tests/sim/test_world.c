@@ -374,6 +374,48 @@ static void sim_world_fleet_stats__dollars_are_the_bill(void **state)
     sim_world_free(w);
 }
 
+/* Model families: two cifar10 jobs (the second submitted at 120 s) on one node of 4 GPUs; the
+ * first runs on 2 GPUs for 120 s. With families on, the second is seen with a model and an
+ * exploration limit of 2 before it ever ran; with families off it is seen with neither. */
+static void sim_world_observe__families_seed_later_jobs(void **state)
+{
+    struct workload *two = NULL;
+    struct error e;
+    static const char *const apps[] = {"cifar10", NULL};
+
+    (void)state;
+    assert_int_equal(workload_load(CASTOR_TEST_DATA "/workloads/two_cifar10.csv", apps, &two, &e),
+                     0);
+    for (int families = 0; families <= 1; families++) {
+        struct sim_config cfg = {.profiles = CASTOR_DATADIR "/profiles",
+                                 .model = &tput_model_pollux,
+                                 .adaptive_batch = 1,
+                                 .nodes = 1,
+                                 .gpus_per_node = 4,
+                                 .families = families};
+        struct sim_world *w = NULL;
+        const struct snapshot *s;
+        struct alloc *plan = NULL;
+
+        assert_int_equal(sim_world_new(&cfg, two, &w, &e), 0);
+        s = observe(w);
+        assert_int_equal(s->njobs, 1);
+        assert_int_equal(alloc_new(1, s->current->nnodes, s->current->width, &plan), 0);
+        assert_int_equal(alloc_add(plan, 0, 0, 2), 0);
+        assert_int_equal(sim_world_apply(w, plan), 0);
+        alloc_free(plan);
+        assert_int_equal(sim_world_advance(w, 120), 0);
+        s = observe(w);
+        assert_int_equal(s->njobs, 2);
+        assert_true(s->jobs[0].has_model);
+        assert_int_equal(s->jobs[1].has_model, families);
+        assert_int_equal(s->jobs[1].max_profiled_replicas, families ? 2 : 0);
+        assert_int_equal(s->jobs[1].grad.sqr > 0, families); /* NONE has sqr 0 */
+        sim_world_free(w);
+    }
+    workload_free(two);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -384,6 +426,7 @@ int main(void)
         cmocka_unit_test(sim_world_advance__periodic_checkpoints_bound_silent_loss),
         cmocka_unit_test(sim_world_resize__release_of_held_node_refused),
         cmocka_unit_test(sim_world_fleet_stats__dollars_are_the_bill),
+        cmocka_unit_test(sim_world_observe__families_seed_later_jobs),
     };
 
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
