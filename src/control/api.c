@@ -46,6 +46,7 @@ const char *const api_job_spec_keys[] = {"name",
                                          "max_replicas",
                                          "checkpoint_interval",
                                          "samples",
+                                         "family",
                                          "deadline",
                                          "priority",
                                          NULL};
@@ -478,21 +479,33 @@ static int ap_bad(struct ap_ctx *c, const char *fmt, ...)
     return ERR_INVAL;
 }
 
-int api_name_ok(const char *s)
+/* 1 when s is 1 to max bytes of letters, digits and the characters of punct, starting with a
+ * letter or digit when lead_alnum; else 0 (NULL included). */
+static int ap_word_ok(const char *s, size_t max, const char *punct, int lead_alnum)
 {
     size_t n = s ? strlen(s) : 0;
 
-    if (n == 0 || n > AP_NAME_MAX)
+    if (n == 0 || n > max)
         return 0;
     for (size_t i = 0; i < n; i++) {
         char ch = s[i];
         int alnum =
             (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
 
-        if (!alnum && (i == 0 || (ch != '.' && ch != '_' && ch != '-')))
+        if (!alnum && ((lead_alnum && i == 0) || !strchr(punct, ch)))
             return 0;
     }
     return 1;
+}
+
+int api_name_ok(const char *s)
+{
+    return ap_word_ok(s, AP_NAME_MAX, "._-", 1);
+}
+
+int api_family_ok(const char *s)
+{
+    return ap_word_ok(s, API_FAMILY_MAX, "._:/-", 0);
 }
 
 /* Parse the body as a JSON object into c->body (an empty body is {} when allow_empty). */
@@ -1163,7 +1176,7 @@ static int ap_job_spec(struct ap_ctx *c, const char **name, struct jv **out)
 {
     const char *const *keys = api_job_spec_keys;
     const struct jv *env = jv_get(c->body, "env");
-    const char *workdir = NULL, *image = NULL;
+    const char *workdir = NULL, *image = NULL, *family = NULL;
     double m0 = 0, maxb = 0, local = 0, ckpt = 600, samples = NAN, deadline = NAN;
     long long minr = 1, maxr = 0, prio = 0;
     struct ap_env_check ec = {c, 0};
@@ -1205,6 +1218,10 @@ static int ap_job_spec(struct ap_ctx *c, const char **name, struct jv **out)
     if (rc == 0 && samples > API_SAMPLES_MAX)
         rc = ap_bad(c, "samples must be at most %g", API_SAMPLES_MAX);
     if (rc == 0)
+        rc = ap_str(c, c->body, "", "family", 0, API_FAMILY_MAX, &family);
+    if (rc == 0 && family && !api_family_ok(family))
+        rc = ap_bad(c, "family must be letters, digits, '.', '_', ':', '/' or '-'");
+    if (rc == 0)
         rc = ap_num(c, c->body, "", "deadline", 0, 0.0, 0, &deadline);
     if (rc == 0)
         rc = ap_int(c, c->body, "", "priority", 0, -1000, 1000, &prio);
@@ -1223,6 +1240,7 @@ static int ap_job_spec(struct ap_ctx *c, const char **name, struct jv **out)
     ap_set(c, o, "max_replicas", jv_integer(maxr));
     ap_set(c, o, "checkpoint_interval", jv_number(ckpt));
     ap_set(c, o, "samples", jv_number(samples)); /* NAN (not given): null */
+    ap_set(c, o, "family", family ? jv_string(family) : jv_null());
     ap_set(c, o, "deadline", jv_number(deadline));
     ap_set(c, o, "priority", jv_integer(prio));
     *out = o;

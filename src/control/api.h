@@ -121,6 +121,13 @@ extern const char *const api_job_spec_keys[];
 /* The most samples a job spec may declare (its length: epochs x dataset size). */
 #define API_SAMPLES_MAX 1e15
 
+/* The longest model family a job spec may name, in bytes. */
+#define API_FAMILY_MAX 64
+
+/* 1 when s is a model family's name: 1 to API_FAMILY_MAX of [A-Za-z0-9._:/-]; else 0 (NULL
+ * included). */
+int api_family_ok(const char *s);
+
 /* 1 when s is a name of a job or node: 1 to 128 of [A-Za-z0-9._-], starting with a letter or
  * digit; else 0 (NULL included). */
 int api_name_ok(const char *s);

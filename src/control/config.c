@@ -175,7 +175,7 @@ int config_job_spec(const struct conf_node *m, int in_template, char **json, cha
                     struct error *e)
 {
     const char *const *keys = api_job_spec_keys;
-    const char *nm = NULL, *workdir = NULL, *image = NULL;
+    const char *nm = NULL, *workdir = NULL, *image = NULL, *family = NULL;
     double m0 = 0, maxb = 0, local = 0, ckpt = 600, samples = NAN, deadline = NAN;
     long minr = 1, maxr = 0, prio = 0;
     struct jv *o = NULL, *cmd = NULL, *env = NULL;
@@ -221,9 +221,14 @@ int config_job_spec(const struct conf_node *m, int in_template, char **json, cha
         (rc = conf_get_long(m, "max_replicas", minr, 100000, &maxr, e)) < 0 ||
         (rc = cf_positive(m, "checkpoint_interval", 1e7, &ckpt, e)) < 0 ||
         (rc = cf_positive(m, "samples", API_SAMPLES_MAX, &samples, e)) < 0 ||
+        (rc = cf_string(m, "family", API_FAMILY_MAX, &family, e)) < 0 ||
         (rc = cf_deadline(m, &deadline, e)) < 0 ||
         (rc = conf_get_long(m, "priority", -1000, 1000, &prio, e)) < 0)
         goto out;
+    if (family && !api_family_ok(family)) {
+        rc = cf_bad(conf_find(m, "family"), e, "letters, digits, '.', '_', ':', '/' or '-'");
+        goto out;
+    }
     rc = 0;
     if (!(o = jv_object())) {
         rc = ERR_NOMEM;
@@ -244,6 +249,7 @@ int config_job_spec(const struct conf_node *m, int in_template, char **json, cha
     rc |= jv_set(o, "max_replicas", jv_integer(maxr));
     rc |= jv_set(o, "checkpoint_interval", jv_number(ckpt));
     rc |= jv_set(o, "samples", jv_number(samples)); /* NAN (not given): null, as the API */
+    rc |= jv_set(o, "family", family ? jv_string(family) : jv_null());
     if (!in_template)
         rc |= jv_set(o, "deadline", jv_number(deadline));
     rc |= jv_set(o, "priority", jv_integer(prio));

@@ -52,6 +52,7 @@ struct rw_job {
     int has_model;
     struct tput_params tput;
     double fitted_for; /* the reported_at of the reports fitted (NAN: none) */
+    int family_fitted; /* a fit took its family's measurements (done once; then on its own) */
     int max_profiled;
     double attained; /* GPU-seconds held while this process watched */
     int refitted;    /* the model changed in this tick */
@@ -62,7 +63,8 @@ struct rw_job {
 /* A job's spec, as the decide step needs it. */
 struct rw_spec {
     double m0, max_bsz, max_local, checkpoint, deadline, weight;
-    double samples; /* the job's length in samples (0: unknown) */
+    double samples;                  /* the job's length in samples (0: unknown) */
+    char family[API_FAMILY_MAX + 1]; /* its model family ("": none) */
     int min_replicas, max_replicas;
 };
 
@@ -576,6 +578,7 @@ static double rw_num(const struct jv *o, const char *key, double dflt)
 static int rw_spec_parse(const char *text, struct rw_spec *out)
 {
     struct jv *v = NULL;
+    const char *family;
 
     if (jv_parse(text, strlen(text), &v, NULL) < 0)
         return ERR_CORRUPT;
@@ -584,6 +587,8 @@ static int rw_spec_parse(const char *text, struct rw_spec *out)
     out->max_local = rw_num(v, "max_local_bsz", 0);
     out->checkpoint = rw_num(v, "checkpoint_interval", 600);
     out->samples = rw_num(v, "samples", 0); /* absent or null: unknown */
+    family = jv_string_value(jv_get(v, "family"));
+    snprintf(out->family, sizeof(out->family), "%s", api_family_ok(family) ? family : "");
     out->deadline = rw_num(v, "deadline", NAN);
     out->min_replicas = (int)rw_num(v, "min_replicas", 1);
     out->max_replicas = (int)rw_num(v, "max_replicas", 0);
@@ -665,44 +670,80 @@ static void rw_model_store(struct realworld *rw, const struct rw_job *j, const s
     jv_free(g);
 }
 
+/* One pooled configuration into p as one observation (as Pollux weighs them); with
+ * accumulation, the step reported is (accum + 1) micro-batches of compute and one
+ * synchronisation. A row the profile refuses is left out. */
+static void rw_profile_add(struct profile *p, const struct state_report_config *c)
+{
+    struct tput_point x = {c->nodes, c->replicas, c->local_bsz};
+    double compute = (c->step_mean - c->sync_mean) / (c->accum_steps + 1);
+
+    (void)profile_add(p, &x, compute + c->sync_mean, c->sync_mean);
+}
+
+/* Merge the family's rows (state_family_configs: grouped by job) into prof job by job:
+ * profile_merge keeps prof's own measurements, then those of the jobs submitted first. */
+static int rw_family_merge(struct profile *prof, const struct state_family_config *rows, size_t n)
+{
+    int rc = 0;
+
+    for (size_t i = 0, k; rc == 0 && i < n; i = k) {
+        struct profile other;
+
+        profile_init(&other);
+        for (k = i; k < n && rows[k].job_id == rows[i].job_id; k++)
+            rw_profile_add(&other, &rows[k].config);
+        rc = profile_merge(prof, &other);
+        profile_free(&other);
+    }
+    return rc;
+}
+
 /*
- * Refit the job's throughput model when reports came since the last fit. Each pooled
- * configuration counts as one observation (as Pollux weighs them); with accumulation, the step
- * reported is (accum + 1) micro-batches of compute and one synchronisation.
+ * Refit the job's throughput model when reports came since the last fit, and once when it is
+ * first seen with a family whose other jobs have measurements (a job of a family with no reports
+ * of its own starts with the family's model). The profile fitted is the job's own pooled
+ * configurations plus, for a job of a family, the configurations of the family's other jobs that
+ * it has not measured itself.
  */
 static void rw_model_update(struct realworld *rw, struct rw_job *j, const struct state_job *sj,
-                            double now)
+                            const struct rw_spec *spec, double now)
 {
     struct state_report_config *rows = NULL;
+    struct state_family_config *frows = NULL;
     struct profile prof;
     struct tput_params fitted;
-    size_t n = 0;
-    int rc, maxr = 0;
+    size_t n = 0, nf = 0;
+    int rc, own, maxr = 0;
 
     j->refitted = 0;
-    if (!isfinite(sj->reported_at) || sj->reported_at == j->fitted_for)
-        return;
-    if (isnan(j->fitted_for) && !j->has_model) {
+    own = isfinite(sj->reported_at) && sj->reported_at != j->fitted_for;
+    if (own && isnan(j->fitted_for) && !j->has_model) {
         rw_model_restore(rw, j, sj);
-        if (j->has_model)
-            return;
+        own = !j->has_model;
     }
-    if (state_report_configs(rw->state, sj->name, &rows, &n) < 0)
+    if (spec->family[0] && (own || !j->family_fitted) &&
+        (rc = state_family_configs(rw->state, spec->family, sj->name, &frows, &nf)) < 0)
+        log_msg(rw->log, now, LOG_WARN, sj->name, NULL, "cannot read the family %s: %s",
+                spec->family, err_str(rc)); /* fitted on its own this time */
+    if ((!own && nf == 0) || state_report_configs(rw->state, sj->name, &rows, &n) < 0) {
+        free(frows);
         return;
+    }
     profile_init(&prof);
     if (isfinite(sj->sync_prior))
         prof.sync_prior = sj->sync_prior;
-    for (size_t i = 0; i < n; i++) {
-        struct tput_point x = {rows[i].nodes, rows[i].replicas, rows[i].local_bsz};
-        double compute = (rows[i].step_mean - rows[i].sync_mean) / (rows[i].accum_steps + 1);
-
-        if (profile_add(&prof, &x, compute + rows[i].sync_mean, rows[i].sync_mean) == 0 &&
-            rows[i].replicas > maxr)
-            maxr = rows[i].replicas;
-    }
+    for (size_t i = 0; i < n; i++)
+        rw_profile_add(&prof, &rows[i]);
     free(rows);
+    rc = rw_family_merge(&prof, frows, nf);
+    free(frows);
     j->fitted_for = sj->reported_at;
-    rc = prof.n > 0 ? fit_tput(rw->model, &prof, &fitted, NULL) : ERR_EMPTY;
+    j->family_fitted |= nf > 0;
+    for (size_t i = 0; i < prof.n; i++)
+        maxr = prof.entries[i].x.replicas > maxr ? prof.entries[i].x.replicas : maxr;
+    if (rc == 0)
+        rc = prof.n > 0 ? fit_tput(rw->model, &prof, &fitted, NULL) : ERR_EMPTY;
     profile_free(&prof);
     if (rc == ERR_EMPTY)
         return; /* gradient statistics only: nothing to fit yet */
@@ -718,11 +759,18 @@ static void rw_model_update(struct realworld *rw, struct rw_job *j, const struct
     rw_model_store(rw, j, sj, now);
 }
 
-static struct grad_params rw_grad(const struct state_job *sj)
+/* The job's gradient statistics: its own latest; before its first report of them, its family's
+ * start (the mean of the family's jobs' first statistics) when it has one; else none. */
+static struct grad_params rw_grad(struct realworld *rw, const struct state_job *sj,
+                                  const struct rw_spec *spec)
 {
+    struct grad_params g = GRAD_PARAMS_NONE;
+
     if (isfinite(sj->grad_sqr) && isfinite(sj->grad_var))
         return (struct grad_params){.sqr = sj->grad_sqr, .var = sj->grad_var};
-    return GRAD_PARAMS_NONE;
+    if (spec->family[0]) /* g is written only when the family has a start */
+        (void)state_family_start_grad(rw->state, spec->family, &g.sqr, &g.var);
+    return g;
 }
 
 /* ---- observe ---- */
@@ -876,7 +924,7 @@ static int rw_observe_jobs(struct realworld *rw, int gpus, double now)
         }
         if (!(j = rw_job_find(rw, sj->name, 1)))
             return ERR_NOMEM;
-        rw_model_update(rw, j, sj, now);
+        rw_model_update(rw, j, sj, &spec, now);
         rc = state_alloc_get(rw->state, sj->name, &rw->held[n], &rw->nheld[n]);
         if (rc < 0)
             return rc;
@@ -889,7 +937,7 @@ static int rw_observe_jobs(struct realworld *rw, int gpus, double now)
             .restarts = sj->restarts,
             .has_model = j->has_model,
             .tput = j->tput,
-            .grad = rw_grad(sj),
+            .grad = rw_grad(rw, sj, &spec),
             .lim = {.init_bsz = spec.m0,
                     .max_bsz = spec.max_bsz,
                     .max_local = spec.max_local,

@@ -128,6 +128,12 @@ static const char *const st_migrations[STATE_SCHEMA_VERSION] = {
      * where a node's replicas are reached, as its agent registered it */
     "ALTER TABLE jobs ADD COLUMN sync_prior REAL CHECK (sync_prior > 0);"
     "ALTER TABLE nodes ADD COLUMN address TEXT CHECK (length(address) BETWEEN 1 AND 255);",
+    /* v5: model families: the gradient statistics of each job's first report that carried any
+     * (its family's start for the next job; NULL for the jobs reported before: their first is
+     * not known), and the jobs by the family their spec names */
+    "ALTER TABLE jobs ADD COLUMN grad0_sqr REAL CHECK (grad0_sqr >= 0);"
+    "ALTER TABLE jobs ADD COLUMN grad0_var REAL CHECK (grad0_var >= 0);"
+    "CREATE INDEX jobs_by_family ON jobs (json_extract(spec, '$.family'));",
 };
 
 static const char *const st_job_states[STATE_JOB_NSTATES] = {
@@ -596,7 +602,8 @@ struct db *state_db(struct state *st)
 
 #define ST_JOB_COLUMNS                                                                             \
     "id, name, spec, state, submitted_at, progress, checkpoint_progress, checkpoint_at, restarts," \
-    " finished_at, local_bsz, accum_steps, lr_gain, grad_sqr, grad_var, reported_at, sync_prior"
+    " finished_at, local_bsz, accum_steps, lr_gain, grad_sqr, grad_var, reported_at, sync_prior,"  \
+    " grad0_sqr, grad0_var"
 
 static int st_read_job(struct db_stmt *s, void *item)
 {
@@ -626,6 +633,8 @@ static int st_read_job(struct db_stmt *s, void *item)
     j->grad_var = st_col_time(s, 14);
     j->reported_at = st_col_time(s, 15);
     j->sync_prior = st_col_time(s, 16);
+    j->grad0_sqr = st_col_time(s, 17);
+    j->grad0_var = st_col_time(s, 18);
     return 0;
 }
 
@@ -1417,9 +1426,13 @@ static int st_report_one(struct state *st, const char *job, const struct state_r
                     "inndnidddd", id, c->nodes, c->replicas, c->local_bsz, c->accum_steps, c->count,
                     c->step_mean, c->step_sd * c->step_sd, c->sync_mean, now);
     }
+    /* grad0: the first statistics, written by the report that brings the job's first (its
+     * grad_sqr still NULL: a job reported before version 5 never gets one) and kept after */
     if (rc == 0)
         rc = st_run(st->db,
-                    "UPDATE jobs SET grad_sqr = coalesce(?2, grad_sqr),"
+                    "UPDATE jobs SET grad0_sqr = iif(grad_sqr IS NULL, ?2, grad0_sqr),"
+                    " grad0_var = iif(grad_sqr IS NULL, ?3, grad0_var),"
+                    " grad_sqr = coalesce(?2, grad_sqr),"
                     " grad_var = coalesce(?3, grad_var), progress = coalesce(?4, progress),"
                     " reported_at = ?5, sync_prior = coalesce(?6, sync_prior) WHERE id = ?1",
                     "iddddd", id, r->grad_sqr, r->grad_var, r->progress, now,
@@ -1525,6 +1538,70 @@ int state_report_configs(struct state *st, const char *job, struct state_report_
     if (rc < 0)
         return rc;
     return st_collect(s, &st_report_rows, (void **)out, n);
+}
+
+/* ---- model families ---- */
+
+/* The family a job's spec names, as the index jobs_by_family has it (the same expression, so
+ * that the queries search the index). */
+#define ST_FAMILY "json_extract(spec, '$.family')"
+
+static int st_read_family_config(struct db_stmt *s, void *item)
+{
+    struct state_family_config *c = item;
+
+    c->job_id = db_column_int(s, 9); /* after the columns st_read_report reads */
+    return st_read_report(s, &c->config);
+}
+
+static const struct st_rows st_family_rows = {sizeof(struct state_family_config),
+                                              st_read_family_config, st_clear_nothing};
+
+int state_family_configs(struct state *st, const char *family, const char *except,
+                         struct state_family_config **out, size_t *n)
+{
+    struct db_stmt *s = NULL;
+    int rc;
+
+    if (!st_name_ok(family) || (except && !st_name_ok(except)))
+        return ERR_INVAL;
+    rc = st_prepare(st->db, &s,
+                    "SELECT r.nodes, r.replicas, r.local_bsz, r.accum_steps, r.count,"
+                    " r.step_mean, r.step_var, r.sync_mean, r.at, r.job_id"
+                    " FROM jobs j JOIN reports r ON r.job_id = j.id"
+                    " WHERE " ST_FAMILY " = ?1 AND j.name IS NOT ?2"
+                    " ORDER BY j.id, r.nodes, r.replicas, r.local_bsz, r.accum_steps",
+                    "tt", family, except);
+    if (rc < 0)
+        return rc;
+    return st_collect(s, &st_family_rows, (void **)out, n);
+}
+
+int state_family_start_grad(struct state *st, const char *family, double *sqr, double *var)
+{
+    struct db_stmt *s = NULL;
+    int rc;
+
+    if (!st_name_ok(family) || !sqr || !var)
+        return ERR_INVAL;
+    rc = st_prepare(st->db, &s,
+                    "SELECT count(*), avg(grad0_sqr), avg(grad0_var) FROM jobs"
+                    " WHERE " ST_FAMILY " = ?1 AND grad0_sqr IS NOT NULL",
+                    "t", family);
+    if (rc < 0)
+        return rc;
+    rc = db_step(s);
+    if (rc == DB_ROW && db_column_int(s, 0) > 0) {
+        *sqr = db_column_double(s, 1);
+        *var = db_column_double(s, 2);
+        rc = 0;
+    } else if (rc == DB_ROW) {
+        rc = ERR_NOENT;
+    } else if (rc == 0) {
+        rc = ERR_INTERNAL;
+    }
+    db_finalize(s);
+    return rc;
 }
 
 /* ---- the decision log and costs ---- */

@@ -20,7 +20,7 @@ struct state; /* an open state database; opaque */
 struct db;
 
 /* The schema version this build writes (PRAGMA user_version). */
-#define STATE_SCHEMA_VERSION 4
+#define STATE_SCHEMA_VERSION 5
 
 /* Longest name, instance id, token, provider, offer or zone, in bytes. */
 #define STATE_NAME_MAX 128
@@ -107,6 +107,11 @@ struct state_job {
     /* seconds one all-reduce of its gradients takes on two GPUs of one node, as its replicas
      * measured and reported (the throughput fit's prior, profile.h); NAN before one */
     double sync_prior;
+    /* the gradient statistics of the first report that carried any (the start of its training:
+     * its family's start, state_family_start_grad); written once; NAN before one, and for a job
+     * that reported statistics before schema version 5 (its first is not known) */
+    double grad0_sqr;
+    double grad0_var;
 };
 
 /* Submit a new pending job. spec is JSON text (ERR_INVAL when it is not valid JSON). A name
@@ -337,7 +342,8 @@ struct state_report_config {
 };
 
 /* A report: configurations, and the job's gradient statistics (sqr >= 0, var >= 0; both NAN when
- * the report has none) and progress (>= 0; NAN when it has none). */
+ * the report has none; the first that has them is also kept as the job's grad0) and progress
+ * (>= 0; NAN when it has none). */
 struct state_report {
     const struct state_report_config *configs;
     size_t nconfigs;
@@ -374,6 +380,32 @@ int state_report_store_many(struct state *st, struct state_report_item *items, s
  * owns n rows (free); ERR_UNKNOWN: no such job. Written only on success. */
 int state_report_configs(struct state *st, const char *job, struct state_report_config **out,
                          size_t *n);
+
+/* ---- model families: the jobs whose specs name the same "family" ---- */
+
+/* One pooled configuration of a job of a family. */
+struct state_family_config {
+    long long job_id; /* the job it belongs to: the rows of one job are adjacent */
+    struct state_report_config config;
+};
+
+/*
+ * The pooled report configurations of the jobs whose spec names family, except the job named
+ * except (NULL: none excepted; it need not exist), in any state (a finished job's measurements
+ * stay valid), ordered by job (in submission order) and then as state_report_configs orders
+ * them, so that the caller can merge them job by job. *out owns n rows (free; NULL when n is 0:
+ * no other job of the family, or none that reported). ERR_INVAL: family or except not a name
+ * (1 to STATE_NAME_MAX bytes). Written only on success.
+ */
+int state_family_configs(struct state *st, const char *family, const char *except,
+                         struct state_family_config **out, size_t *n);
+
+/*
+ * A family's start statistics: the means of grad0_sqr and of grad0_var (state_job: the gradient
+ * statistics each job reported first) over the jobs whose spec names family and that have them,
+ * in any state. ERR_NOENT: no such job (*sqr and *var untouched); ERR_INVAL: family not a name.
+ */
+int state_family_start_grad(struct state *st, const char *family, double *sqr, double *var);
 
 /* ---- the decision log and costs ---- */
 

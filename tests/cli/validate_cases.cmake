@@ -22,6 +22,8 @@ castor_cli_test(validate_missing 1 "no-such.yaml: cannot open" validate ${VD}/no
 castor_cli_test(validate_job 0 "job-good.yaml: ok" validate --kind job ${VD}/job-good.yaml)
 castor_cli_test(validate_job_bad 2 "job-bad.yaml:5:17: max_batch_size: 16 is outside"
   validate --kind job ${VD}/job-bad.yaml)
+castor_cli_test(validate_job_bad_family 2 "job-bad-family.yaml:8:9: family: letters, digits, '.', '_', ':', '/' or '-'"
+  validate --kind job ${VD}/job-bad-family.yaml)
 castor_cli_test(validate_bad_kind 2 "--kind takes config, job or cloud-init" validate --kind yaml ${VD}/job-good.yaml)
 castor_cli_test(validate_no_file 2 "a file is required" validate --cloud-init)
 

@@ -193,6 +193,9 @@ static char *dump(struct fixture *f)
     "\"max_replicas\":8,\"priority\":2" more "}"
 #define JOB_SPEC(name) JOB_SPEC_WITH(name, "")
 
+/* A family name one byte too long (65). */
+#define FAMILY_65 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+
 #define REPORT                                                                                   \
     "{\"configs\":[{\"nodes\":1,\"replicas\":2,\"local_bsz\":64,\"accum_steps\":0,\"count\":10," \
     "\"step_mean\":0.25,\"step_sd\":0.01,\"sync_mean\":0.05}],\"grad\":{\"sqr\":0.5,\"var\":2}," \
@@ -533,6 +536,43 @@ static void api_jobs__samples_stored_or_null(void **state)
     state_job_clear(&j);
 }
 
+/* The spec the state holds for the job, parsed (the caller frees it). */
+static struct jv *stored_spec(struct fixture *f, const char *name)
+{
+    struct state_job j;
+    struct jv *spec = NULL;
+
+    assert_int_equal(state_job_get(f->st, name, &j), 0);
+    assert_int_equal(jv_parse(j.spec, strlen(j.spec), &spec, NULL), 0);
+    state_job_clear(&j);
+    return spec;
+}
+
+/* A job's model family: given, it is stored as given, in the answer and in the state; not given,
+ * it is stored as null (no family), as samples is. */
+static void api_jobs__family_stored_or_null(void **state)
+{
+    static const char family[] = "resnet50-imagenet/t4:v1.2_x";
+    struct fixture *f = *state;
+    struct jv *v = NULL, *stored;
+
+    assert_int_equal(call(f, "POST", "/v1/jobs", TOKEN_USER,
+                          JOB_SPEC_WITH("a", ",\"family\":\"resnet50-imagenet/t4:v1.2_x\""), &v),
+                     201);
+    assert_string_equal(jv_string_value(jv_get(jv_get(v, "spec"), "family")), family);
+    jv_free(v);
+    stored = stored_spec(f, "a");
+    assert_string_equal(jv_string_value(jv_get(stored, "family")), family);
+    jv_free(stored);
+    assert_int_equal(call(f, "POST", "/v1/jobs", TOKEN_USER, JOB_SPEC("b"), &v), 201);
+    assert_int_equal(jv_type_of(jv_get(jv_get(v, "spec"), "family")), JV_NULL);
+    jv_free(v);
+    stored = stored_spec(f, "b");
+    assert_non_null(jv_get(stored, "family"));
+    assert_int_equal(jv_type_of(jv_get(stored, "family")), JV_NULL);
+    jv_free(stored);
+}
+
 /* Bad job requests are refused with a reason that names the problem and write nothing. */
 static void api_jobs__bad_input_writes_nothing(void **state)
 {
@@ -569,6 +609,15 @@ static void api_jobs__bad_input_writes_nothing(void **state)
         {JOB_SPEC_WITH("x", ",\"samples\":\"1e8\""), "samples must be a number > 0"},
         {JOB_SPEC_WITH("x", ",\"samples\":null"), "samples must be a number > 0"},
         {JOB_SPEC_WITH("x", ",\"samples\":1e16"), "samples must be at most 1e+15"},
+        {JOB_SPEC_WITH("x", ",\"family\":3"), "family must be a string of 1 to 64 bytes"},
+        {JOB_SPEC_WITH("x", ",\"family\":null"), "family must be a string of 1 to 64 bytes"},
+        {JOB_SPEC_WITH("x", ",\"family\":[\"a\"]"), "family must be a string of 1 to 64 bytes"},
+        {JOB_SPEC_WITH("x", ",\"family\":\"\""), "family must be a string of 1 to 64 bytes"},
+        {JOB_SPEC_WITH("x", ",\"family\":\"" FAMILY_65 "\""),
+         "family must be a string of 1 to 64 bytes"},
+        {JOB_SPEC_WITH("x", ",\"family\":\"resnet 50\""), "family must be letters, digits"},
+        {JOB_SPEC_WITH("x", ",\"family\":\"a*b\""), "family must be letters, digits"},
+        {JOB_SPEC_WITH("x", ",\"family\":\"caf\u00e9\""), "family must be letters, digits"},
         {"{\"name\":\"x\",\"commands\":[\"a\"]}", "unknown field commands"},
         {"{\"name\":\"x\",\"name\":\"y\"}", "malformed JSON"},
         {"\"x\"", "JSON object"},
@@ -1227,6 +1276,7 @@ int main(void)
         API_TEST(api_nodes__bad_input_writes_nothing),
         API_TEST(api_jobs__submit_list_get_cancel),
         API_TEST(api_jobs__samples_stored_or_null),
+        API_TEST(api_jobs__family_stored_or_null),
         API_TEST(api_jobs__bad_input_writes_nothing),
         API_TEST(api_reports__store_and_allocation),
         API_TEST(api_reports__bad_input_writes_nothing),

@@ -114,6 +114,7 @@ static void config_load__every_key(void **state)
     assert_true(num(spec, "max_local_bsz") == 256 && num(spec, "min_replicas") == 2);
     assert_true(num(spec, "max_replicas") == 16 && num(spec, "checkpoint_interval") == 300);
     assert_true(num(spec, "samples") == 1.2e8);
+    assert_string_equal(jv_string_value(get(spec, "family")), "resnet50-imagenet/t4");
     assert_true(num(spec, "deadline") == 1714651200.0); /* 2024-05-02T12:00:00Z */
     assert_true(num(spec, "priority") == 5);
     jv_free(spec);
@@ -122,6 +123,7 @@ static void config_load__every_key(void **state)
     assert_true(num(spec, "min_replicas") == 1 && num(spec, "checkpoint_interval") == 600);
     assert_true(num(spec, "deadline") == 1714650000.0 && num(spec, "priority") == 0);
     assert_int_equal(jv_type_of(get(spec, "samples")), JV_NULL); /* not given: unknown */
+    assert_int_equal(jv_type_of(get(spec, "family")), JV_NULL);  /* not given: none */
     assert_int_equal(jv_size(get(spec, "env")), 0);
     jv_free(spec);
     /* a template: no name, no deadline of its own */
@@ -169,6 +171,7 @@ static void config_template__job_name_and_spec(void **state)
     assert_true(num(spec, "deadline") == (double)at + 3600);
     assert_string_equal(jv_string_value(get(spec, "workdir")), "/eval");
     assert_true(num(spec, "samples") == 640000);
+    assert_string_equal(jv_string_value(get(spec, "family")), "eval:v1");
     jv_free(spec);
     free(json);
     config_free(c);
@@ -305,6 +308,15 @@ static const struct bad_case bad_cases[] = {
     {BASE JOB_HEAD JOB_CMD JOB_REST "    samples: 1e16\n", ERR_RANGE, 11, 14,
      "is outside [0, 1e+15]"},
     {BASE TMPL_HEAD TMPL_JOB "      samples: -5\n", ERR_RANGE, 13, 16, "templates[0].job.samples"},
+    {BASE JOB_HEAD JOB_CMD JOB_REST "    family: \"\"\n", ERR_PARSE, 11, 13,
+     "jobs[0].family: expected text"},
+    {BASE JOB_HEAD JOB_CMD JOB_REST "    family: resnet 50\n", ERR_PARSE, 11, 13,
+     "jobs[0].family: letters, digits"},
+    {BASE JOB_HEAD JOB_CMD JOB_REST "    family: [a]\n", ERR_PARSE, 11, 13, "jobs[0].family"},
+    {BASE JOB_HEAD JOB_CMD JOB_REST
+     "    family: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n",
+     ERR_RANGE, 11, 13, "jobs[0].family: at most 64 bytes"},
+    {BASE TMPL_HEAD TMPL_JOB "      family: a*b\n", ERR_PARSE, 13, 15, "templates[0].job.family"},
     {BASE JOB_HEAD JOB_CMD JOB_REST "    deadline: tomorrow\n", ERR_PARSE, 11, 15, "ISO 8601"},
     {BASE JOB_HEAD JOB_CMD JOB_REST "    priority: 2000\n", ERR_RANGE, 11, 15, "priority"},
     {BASE JOB_HEAD JOB_CMD JOB_REST "    gpu: 1\n", ERR_UNKNOWN, 11, 5, "jobs[0].gpu"},

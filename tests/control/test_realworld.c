@@ -4,7 +4,8 @@
  * registered its GPUs; a launch intent is committed before the cloud is asked; an instance found
  * by its tag is adopted by its token, a stray one terminated; an intent with no instance is given
  * up after the timeout and the planner launches once more, never twice for one intent; a gone
- * instance drops its jobs' allocations; a notice drains; reports refit the job's model. */
+ * instance drops its jobs' allocations; a notice drains; reports refit the job's model; a job of a
+ * model family starts from its family's model and gradient statistics. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -606,6 +607,70 @@ static void realworld_observe__reports_refit_the_model(void **state)
     assert_int_equal(s->jobs[0].has_model, 1);
 }
 
+/* A report of one configuration (nodes 1, replicas, local batch, step_mean, sync_mean) with
+ * gradient statistics sqr and var, posted for the job. */
+static void report_one(struct fixture *f, const char *job, int replicas, int local, double step,
+                       double sync, double sqr, double var)
+{
+    char path[64], body[320];
+
+    snprintf(path, sizeof(path), "/v1/jobs/%s/reports", job);
+    snprintf(body, sizeof(body),
+             "{\"configs\": [{\"nodes\": 1, \"replicas\": %d, \"local_bsz\": %d, "
+             "\"accum_steps\": 0, \"count\": 50, \"step_mean\": %g, \"step_sd\": 0.01, "
+             "\"sync_mean\": %g}], \"grad\": {\"sqr\": %g, \"var\": %g}}",
+             replicas, local, step, sync, sqr, var);
+    assert_int_equal(call(f, "POST", path, TOKEN_JOB, body, NULL), 200);
+}
+
+/* A job of a family that has not reported starts with the family's model (what its other jobs
+ * measured, a finished one's included: has_model, the largest replica count they ran) and the
+ * family's start statistics (their first, not their latest); a job of another family and one
+ * without a family start from nothing. Once the job reports, its own statistics and its own
+ * measurement of a configuration win, and the family's other configurations stay in its fit. */
+static void realworld_observe__a_family_shares_its_model(void **state)
+{
+    struct fixture *f = *state;
+    const struct snapshot *s;
+    const struct tput_point one = {1, 1, 64};
+
+    submit_job_with(f, "a", 8, ", \"family\": \"resnet50/t4\"");
+    report_one(f, "a", 1, 64, 0.2, 0.0, 0.5, 2.0);
+    report_one(f, "a", 4, 32, 0.14, 0.04, 0.9, 3.0); /* later statistics: not the start */
+    assert_int_equal(state_job_finish(f->st, "a", NAN, f->now), 0);
+    submit_job_with(f, "b", 8, ", \"family\": \"resnet50/t4\"");
+    submit_job_with(f, "c", 8, ", \"family\": \"resnet50/v100\"");
+    submit_job(f, "d", 8);
+    f->now += 10;
+    assert_int_equal(provider_observe(&f->prov, &s), 0);
+    assert_int_equal(s->njobs, 3);
+    assert_string_equal(s->jobs[0].name, "b");
+    assert_int_equal(s->jobs[0].has_model, 1);
+    assert_int_equal(s->jobs[0].max_profiled_replicas, 4);
+    assert_true(s->jobs[0].grad.sqr == 0.5 && s->jobs[0].grad.var == 2.0);
+    assert_float_equal(tput_step_time(&s->jobs[0].tput, &one, 0), 0.2, 0.03);
+    for (int k = 1; k < 3; k++) {
+        assert_int_equal(s->jobs[k].has_model, 0);
+        assert_int_equal(s->jobs[k].max_profiled_replicas, 0);
+        assert_true(s->jobs[k].grad.sqr == GRAD_PARAMS_NONE.sqr &&
+                    s->jobs[k].grad.var == GRAD_PARAMS_NONE.var);
+    }
+    /* a restarted world gives it the family's model again at once */
+    realworld_free(f->rw);
+    assert_int_equal(make_world(f), 0);
+    assert_int_equal(provider_observe(&f->prov, &s), 0);
+    assert_int_equal(s->jobs[0].has_model, 1);
+    assert_int_equal(s->jobs[0].max_profiled_replicas, 4);
+    /* b measures one GPU itself, slower than a did: its own figures win */
+    report_one(f, "b", 1, 64, 0.4, 0.0, 0.1, 0.4);
+    f->now += 10;
+    assert_int_equal(provider_observe(&f->prov, &s), 0);
+    assert_true(s->jobs[0].grad.sqr == 0.1 && s->jobs[0].grad.var == 0.4);
+    assert_int_equal(s->jobs[0].max_profiled_replicas, 4); /* a's four GPUs still in the fit */
+    /* nearer its own 0.4 s than a's 0.2 s at one GPU (a's four GPUs still pull the fit) */
+    assert_true(tput_step_time(&s->jobs[0].tput, &one, 0) > 0.3);
+}
+
 /* A job's length reaches the decide step: the snapshot's progress_target is samples / M0 (in
  * iterations at M0, as progress is), 0 (unknown) for a job that declares none. */
 static void realworld_observe__samples_become_the_progress_target(void **state)
@@ -779,6 +844,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(realworld_observe__samples_become_the_progress_target,
                                         rw_setup, rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_observe__sync_prior_reaches_the_fit, rw_setup,
+                                        rw_teardown),
+        cmocka_unit_test_setup_teardown(realworld_observe__a_family_shares_its_model, rw_setup,
                                         rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_metrics__errors_by_operation_and_code, rw_setup,
                                         rw_teardown),

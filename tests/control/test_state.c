@@ -1,4 +1,4 @@
-/* test_state.c: the controller's durable state: migrations (from nothing, from versions 1, 2 and 3,
+/* test_state.c: the controller's durable state: migrations (from nothing, from versions 1 to 4,
  * refusing newer and foreign files), the rules of each operation and that a refused one writes
  * nothing, atomic allocation replacement, foreign keys, and a writer SIGKILLed mid-run. */
 #include <math.h>
@@ -88,7 +88,7 @@ static void state_open__new_file_at_latest_version(void **state)
     static const char *const objects[] = {
         "jobs",          "nodes",          "allocations",   "models",         "decisions",
         "costs",         "launch_intents", "jobs_by_state", "nodes_by_state", "allocations_by_node",
-        "costs_by_node", "reports"};
+        "costs_by_node", "reports",        "jobs_by_family"};
     const struct tmpdb *t = *state;
     struct state *st = open_state(t);
     struct db_stmt *s = NULL;
@@ -784,7 +784,7 @@ static void state_open__migrates_v3_to_v4(void **state)
     state_close(st);
     st = open_state(t);
     assert_int_equal(state_version(st, &v), 0);
-    assert_int_equal(v, 4);
+    assert_int_equal(v, STATE_SCHEMA_VERSION);
     assert_int_equal(state_job_get(st, "bert", &job), 0);
     assert_true(job.progress == 2.0 && job.reported_at == 6.0 && isnan(job.sync_prior));
     state_job_clear(&job);
@@ -1037,6 +1037,169 @@ static void state_report_store_many__each_report_alone(void **state)
     state_close(st);
 }
 
+/* ---- version 5: model families ---- */
+
+/* The job's first gradient statistics are sqr and var (NAN: not known). */
+static void assert_grad0(struct state *st, const char *name, double sqr, double var)
+{
+    struct state_job job;
+
+    assert_int_equal(state_job_get(st, name, &job), 0);
+    assert_true(isnan(sqr) ? isnan(job.grad0_sqr) : job.grad0_sqr == sqr);
+    assert_true(isnan(var) ? isnan(job.grad0_var) : job.grad0_var == var);
+    state_job_clear(&job);
+}
+
+/* Close st and open its file again, migrated to the latest version; the new state. */
+static struct state *reopen_latest(const struct tmpdb *t, struct state *st)
+{
+    int v = 0;
+
+    state_close(st);
+    st = open_state(t);
+    assert_int_equal(state_version(st, &v), 0);
+    assert_int_equal(v, STATE_SCHEMA_VERSION);
+    return st;
+}
+
+/* The plan of the query for a family's jobs mentions want. */
+static void assert_family_plan(struct state *st, const char *want)
+{
+    static const char *const sql =
+        "EXPLAIN QUERY PLAN SELECT id FROM jobs WHERE json_extract(spec, '$.family') = 'x'";
+    char plan[256];
+
+    assert_non_null(strstr(query_plan(state_db(st), sql, plan, sizeof(plan)), want));
+}
+
+/* A version 4 database migrates to version 5: a job that reported gradient statistics before
+ * keeps them and never gets first statistics (its first are not known); a job that had reported
+ * none gets its next report's; the jobs are searched by family through the new index. */
+static void state_open__migrates_v4_to_v5(void **state)
+{
+    const struct tmpdb *t = *state;
+    struct state_report r = {NULL, 0, 0.5, 2.0, NAN, 0};
+    struct state *st = NULL;
+    struct state_job job;
+
+    assert_int_equal(state_open_version(t->path, 4, &st, NULL), 0);
+    assert_int_equal(state_job_submit(st, "old", "{\"family\": \"f\"}", 5.0), 0);
+    assert_int_equal(state_job_submit(st, "fresh", "{\"family\": \"f\"}", 5.0), 0);
+    /* version 4's report of statistics, as its code wrote it */
+    assert_int_equal(db_exec(state_db(st), "UPDATE jobs SET grad_sqr = 0.1, grad_var = 0.2,"
+                                           " reported_at = 6.0 WHERE name = 'old'"),
+                     0);
+    assert_family_plan(st, "SCAN jobs");
+    st = reopen_latest(t, st);
+    assert_family_plan(st, "INDEX jobs_by_family");
+    assert_grad0(st, "old", NAN, NAN);
+    assert_int_equal(state_report_store(st, "old", &r, 7.0), 0);
+    assert_int_equal(state_report_store(st, "fresh", &r, 7.0), 0);
+    assert_int_equal(state_job_get(st, "old", &job), 0);
+    assert_true(job.grad_sqr == 0.5 && isnan(job.grad0_sqr)); /* the latest only */
+    state_job_clear(&job);
+    assert_grad0(st, "fresh", 0.5, 2.0);
+    state_close(st);
+}
+
+/* A job's first gradient statistics are those of the first report that carries any, written by
+ * that report's transaction and kept through later reports (which replace the latest only); a
+ * refused report writes neither. */
+static void state_report_store__first_grad_written_once(void **state)
+{
+    const struct tmpdb *t = *state;
+    struct state *st = open_state(t);
+    const struct state_report_config c = {1, 1, 32.0, 0, 10, 1.0, 0.0, 0.0, 0};
+    struct state_report none = {&c, 1, NAN, NAN, 1.0, 0}, first = {NULL, 0, 0.5, 2.0, NAN, 0};
+    struct state_report later = {&c, 1, 0.25, 1.0, 2.0, 0}, bad = later;
+    struct state_job job;
+
+    bad.grad_var = -1;
+    assert_int_equal(state_job_submit(st, "j", "{}", 1.0), 0);
+    assert_int_equal(state_report_store(st, "j", &none, 2.0), 0);
+    assert_int_equal(state_report_store(st, "j", &bad, 2.5), ERR_INVAL);
+    assert_grad0(st, "j", NAN, NAN);
+    assert_int_equal(state_report_store(st, "j", &first, 3.0), 0);
+    assert_int_equal(state_report_store(st, "j", &later, 4.0), 0);
+    assert_int_equal(state_report_store(st, "j", &none, 5.0), 0);
+    assert_grad0(st, "j", 0.5, 2.0);
+    assert_int_equal(state_job_get(st, "j", &job), 0);
+    assert_true(job.grad_sqr == 0.25 && job.grad_var == 1.0);
+    state_job_clear(&job);
+    state_close(st);
+}
+
+/* Submit job name of family (NULL: none) and store one report of one configuration (replicas,
+ * step_mean) with first gradient statistics sqr and var. */
+static void family_job(struct state *st, const char *name, const char *family, int replicas,
+                       double step_mean, double sqr, double var)
+{
+    const struct state_report_config c = {1, replicas, 32.0, 0, 10, step_mean, 0.0, 0.0, 0};
+    const struct state_report r = {&c, 1, sqr, var, NAN, 0};
+    char spec[128];
+
+    if (family)
+        snprintf(spec, sizeof(spec), "{\"family\": \"%s\", \"samples\": null}", family);
+    else
+        snprintf(spec, sizeof(spec), "{\"family\": null}");
+    assert_int_equal(state_job_submit(st, name, spec, 1.0), 0);
+    assert_int_equal(state_report_store(st, name, &r, 2.0), 0);
+}
+
+/* A family's configurations are those of its other jobs, in any state (a finished one's
+ * included), grouped job by job in submission order; the job asking, other families and jobs
+ * without a family are left out. Its start statistics are the mean of its jobs' first ones;
+ * a family no job has reported statistics for has none. */
+static void state_family__configs_and_start_grad(void **state)
+{
+    const struct tmpdb *t = *state;
+    struct state *st = open_state(t);
+    const struct state_report_config more = {1, 4, 32.0, 0, 5, 0.6, 0.0, 0.1, 0};
+    const struct state_report r = {&more, 1, 9.0, 9.0, NAN, 0};
+    struct state_family_config *rows = NULL;
+    double sqr = -1, var = -1;
+    size_t n = 9;
+
+    family_job(st, "a", "resnet50/t4", 1, 1.0, 0.5, 2.0);
+    family_job(st, "other", "resnet50/v100", 1, 0.5, 7.0, 7.0);
+    family_job(st, "lone", NULL, 1, 0.7, 8.0, 8.0);
+    family_job(st, "b", "resnet50/t4", 2, 0.8, 1.5, 4.0);
+    family_job(st, "c", "resnet50/t4", 1, 0.9, 1.0, 3.0);
+    assert_int_equal(state_report_store(st, "a", &r, 3.0), 0); /* a second configuration */
+    assert_int_equal(state_job_set_state(st, "a", STATE_JOB_RUNNING, 4.0), 0);
+    assert_int_equal(state_job_finish(st, "a", NAN, 5.0), 0);
+    assert_int_equal(state_family_configs(st, "resnet50/t4", "c", &rows, &n), 0);
+    assert_int_equal(n, 3); /* a's two, then b's */
+    assert_true(rows[0].job_id == rows[1].job_id && rows[1].job_id < rows[2].job_id);
+    assert_true(rows[0].config.replicas == 1 && rows[0].config.step_mean == 1.0);
+    assert_true(rows[1].config.replicas == 4 && rows[1].config.sync_mean == 0.1);
+    assert_true(rows[2].config.replicas == 2 && rows[2].config.step_mean == 0.8);
+    free(rows);
+    assert_int_equal(state_family_configs(st, "resnet50/t4", NULL, &rows, &n), 0);
+    assert_int_equal(n, 4); /* c's too */
+    assert_true(rows[3].config.step_mean == 0.9);
+    free(rows);
+    assert_int_equal(state_family_configs(st, "resnet50/v100", "other", &rows, &n), 0);
+    assert_int_equal(n, 0);
+    assert_null(rows);
+    n = 9;
+    assert_int_equal(state_family_configs(st, "nobody", "c", &rows, &n), 0);
+    assert_int_equal(n, 0);
+    assert_int_equal(state_family_configs(st, "", "c", &rows, &n), ERR_INVAL);
+    /* the start: first statistics (a's later 9.0 is not its first) */
+    assert_int_equal(state_family_start_grad(st, "resnet50/t4", &sqr, &var), 0);
+    assert_float_equal(sqr, 1.0, 1e-12);
+    assert_float_equal(var, 3.0, 1e-12);
+    assert_int_equal(state_family_start_grad(st, "resnet50/v100", &sqr, &var), 0);
+    assert_true(sqr == 7.0 && var == 7.0);
+    assert_int_equal(state_job_submit(st, "quiet", "{\"family\": \"quiet\"}", 1.0), 0);
+    assert_int_equal(state_family_start_grad(st, "quiet", &sqr, &var), ERR_NOENT);
+    assert_int_equal(state_family_start_grad(st, "nobody", &sqr, &var), ERR_NOENT);
+    assert_true(sqr == 7.0 && var == 7.0); /* untouched */
+    assert_int_equal(state_family_start_grad(st, NULL, &sqr, &var), ERR_INVAL);
+    state_close(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1065,6 +1228,9 @@ int main(void)
         STATE_TEST(state_report_store__pools_configurations),
         STATE_TEST(state_report_store__bad_reports_write_nothing),
         STATE_TEST(state_report_store_many__each_report_alone),
+        STATE_TEST(state_open__migrates_v4_to_v5),
+        STATE_TEST(state_report_store__first_grad_written_once),
+        STATE_TEST(state_family__configs_and_start_grad),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
