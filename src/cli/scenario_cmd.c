@@ -1,6 +1,7 @@
 /* scenario_cmd.c: `castor simulate --scenario`: run a workload on a simulated market under castor's
  * fleet planner, or (--compare) under the four systems of the comparison, and report dollars,
  * completion times and preemptions side by side. */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@
 struct run_result {
     struct sim_fleet_stats fleet;
     double avg_jct, p99_jct, makespan, bound;
+    double jct_bound; /* the lowest average JCT possible on the GPU-hours billed (sim_bound) */
     int unfinished;
     double wall;
 };
@@ -122,6 +124,11 @@ static int run_system(const struct scenario *sc, const struct scenario_system *s
         fprintf(err, "castor simulate: %s: no lower bound: %s\n", path, err_str(rc));
         goto out;
     }
+    if ((rc = sim_world_jct_bound(run.w, sc->offers[sys->initial_offer].gpus, res->fleet.gpu_hours,
+                                  &res->jct_bound)) < 0) {
+        fprintf(err, "castor simulate: %s: no completion time bound: %s\n", path, err_str(rc));
+        goto out;
+    }
     res->wall = cli_wall_now() - t0;
     rec->wall_seconds = res->wall;
     if (recp) {
@@ -136,17 +143,18 @@ out:
 
 static void print_header(FILE *out)
 {
-    fprintf(out, "%-15s %-16s %9s %8s %8s %9s %7s %7s %7s %7s %7s\n", "workload", "system",
+    fprintf(out, "%-15s %-16s %9s %8s %8s %9s %7s %7s %7s %7s %7s %7s\n", "workload", "system",
             "dollars", "avg JCT", "p99 JCT", "makespan", "GPU-h", "preempt", "lost s", "wait s",
-            "$/bound");
+            "$/bound", "JCT/bnd");
 }
 
 static void print_row(FILE *out, const char *wl, const char *sys, const struct run_result *r)
 {
-    fprintf(out, "%-15s %-16s %9.2f %8.1f %8.0f %9.0f %7.1f %7ld %7.0f %7.1f %7.2f%s\n", wl, sys,
-            r->fleet.dollars, r->avg_jct, r->p99_jct, r->makespan, r->fleet.gpu_hours,
+    fprintf(out, "%-15s %-16s %9.2f %8.1f %8.0f %9.0f %7.1f %7ld %7.0f %7.1f %7.2f %7.2f%s\n", wl,
+            sys, r->fleet.dollars, r->avg_jct, r->p99_jct, r->makespan, r->fleet.gpu_hours,
             r->fleet.preemptions, r->fleet.lost_work_s, r->fleet.mean_wait_s,
-            r->bound > 0 ? r->fleet.dollars / r->bound : 0, r->unfinished ? " (unfinished)" : "");
+            r->bound > 0 ? r->fleet.dollars / r->bound : 0,
+            r->jct_bound > 0 ? r->avg_jct / r->jct_bound : 0, r->unfinished ? " (unfinished)" : "");
 }
 
 static struct jv *result_json(const struct run_result *r)
@@ -162,6 +170,9 @@ static struct jv *result_json(const struct run_result *r)
     jv_set(o, "lost_work_s", jv_number(r->fleet.lost_work_s));
     jv_set(o, "dollars_over_bound", jv_number(r->bound > 0 ? r->fleet.dollars / r->bound : 0));
     jv_set(o, "mean_wait_s", jv_number(r->fleet.mean_wait_s));
+    jv_set(o, "jct_bound_s", jv_number(isfinite(r->jct_bound) ? r->jct_bound : 0));
+    jv_set(o, "jct_over_bound",
+           jv_number(r->jct_bound > 0 && isfinite(r->jct_bound) ? r->avg_jct / r->jct_bound : 0));
     jv_set(o, "held_gpu_hours", jv_number(r->fleet.held_gpu_hours));
     jv_set(o, "deadlines", jv_integer(r->fleet.deadlines));
     jv_set(o, "deadlines_met", jv_integer(r->fleet.deadlines_met));
@@ -190,6 +201,7 @@ static void result_mean(const struct run_result *rs, int n, struct run_result *m
         m->p99_jct += rs[i].p99_jct / n;
         m->makespan += rs[i].makespan / n;
         m->bound += rs[i].bound / n;
+        m->jct_bound += rs[i].jct_bound / n;
         m->unfinished += rs[i].unfinished;
     }
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "sim/app.h"
+#include "sim/bound.h"
 #include "sim/family.h"
 
 /* Settings the Pollux artifact gives particular models, whatever the policy: NCF trains at its
@@ -688,6 +689,35 @@ int sim_world_cost_bound(struct sim_world *w, int gpn, double *dollars)
     }
     *dollars = gpu_s / 3600.0 * market_min_gpu_price(w->mkt, w->now);
     return 0;
+}
+
+int sim_world_jct_bound(struct sim_world *w, int gpn, double gpu_hours, double *avg_jct)
+{
+    const int kmax = SIM_MEASURED_REPLICAS;
+    double **best = calloc((size_t)w->ndistinct + 1, sizeof(double *));
+    int *count = calloc((size_t)w->ndistinct + 1, sizeof(int)), rc = 0;
+
+    if (!best || !count) {
+        rc = ERR_NOMEM;
+        goto out;
+    }
+    for (int k = 0; k < w->ndistinct; k++) {
+        if (!(best[k] = malloc((size_t)w->distinct[k]->max_epochs * kmax * sizeof(double)))) {
+            rc = ERR_NOMEM;
+            goto out;
+        }
+        sim_bound_goodputs(w->distinct[k], gpn, kmax, best[k]);
+        for (int j = 0; j < w->njobs; j++)
+            count[k] += w->apps[j] == w->distinct[k];
+    }
+    *avg_jct = sim_bound_avg_jct(w->ndistinct, (const struct app *const *)w->distinct,
+                                 (const double *const *)best, count, kmax, gpu_hours * 3600.0);
+out:
+    for (int k = 0; best && k < w->ndistinct; k++)
+        free(best[k]);
+    free(best);
+    free(count);
+    return rc;
 }
 
 int sim_world_fleet_nodes(const struct sim_world *w, int spot)

@@ -111,6 +111,14 @@ void sim_world_fleet_stats(const struct sim_world *w, struct sim_fleet_stats *ou
  */
 int sim_world_cost_bound(struct sim_world *w, int gpn, double *dollars);
 
+/*
+ * A lower bound on the average completion time of the workload's jobs for gpu_hours spent in all
+ * (sim_bound_avg_jct: every job at each epoch on the best trade of time against GPU-time, up to
+ * 64 GPUs on nodes of gpn, without restarts, boots or learning). On success writes *avg_jct
+ * (INFINITY when some job cannot run at all). Errors: ERR_NOMEM.
+ */
+int sim_world_jct_bound(struct sim_world *w, int gpn, double gpu_hours, double *avg_jct);
+
 /* Nodes alive now (booting, ready or noticed) of offers with spot set, or not (for reports). */
 int sim_world_fleet_nodes(const struct sim_world *w, int spot);
 

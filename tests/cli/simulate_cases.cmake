@@ -65,6 +65,10 @@ add_test(NAME cli_scenario_json COMMAND ${EXPECT_FILE}
   ${CMAKE_CURRENT_BINARY_DIR}/scenario.json "\"dollars_over_bound\""
   -- $<TARGET_FILE:castor> simulate --scenario ${SCN}/small.yaml --compare --quiet
   --json ${CMAKE_CURRENT_BINARY_DIR}/scenario.json)
+add_test(NAME cli_scenario_json_jct_bound COMMAND ${EXPECT_FILE}
+  ${CMAKE_CURRENT_BINARY_DIR}/scenario_bound.json "\"jct_over_bound\""
+  -- $<TARGET_FILE:castor> simulate --scenario ${SCN}/small.yaml --quiet
+  --json ${CMAKE_CURRENT_BINARY_DIR}/scenario_bound.json)
 castor_cli_test(scenario_castor_alone 0 "mean            castor"
   simulate --scenario ${SCN}/small.yaml)
 castor_cli_test(scenario_workload_override 0 "one_cifar10.csv"
