@@ -9,10 +9,13 @@
  *    without GPUDirect RDMA, is staged through host memory on the local GPUs' PCIe path.
  * Fitted like Pollux's (log-space loss, same regularisers); see docs/throughput-model.md. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "model/tput.h"
+#include "util/error.h"
 
+/* C_AN, C_BN, C_C2 and C_AR, C_BR are consecutive: castor_net relies on it */
 enum { C_AC, C_BC, C_AN, C_BN, C_C2, C_AR, C_BR, C_G, C_D, C_COUNT };
 
 #define TINY 1e-8
@@ -25,61 +28,271 @@ static const double castor_upper[C_COUNT] = {HUGE_VAL, HUGE_VAL, HUGE_VAL, HUGE_
                                              HUGE_VAL, HUGE_VAL, 10.0,     HUGE_VAL};
 static const unsigned char castor_time[C_COUNT] = {1, 1, 1, 1, 1, 1, 1, 0, 1};
 
-/* Points sharing (nodes, replicas): the synchronisation term and its logarithm once, then each
- * point's compute time and overlap. */
-static void castor_predict_group(const double *th, int nodes, int replicas, const double *m,
-                                 size_t n, double *log_acc, double *log_opt, double *d_acc,
-                                 double *d_opt)
+/* The coefficients of the synchronisation parameters at (nodes, replicas): coef[0..3) multiply
+ * theta[*ia], theta[*ia + 1] and (several nodes only) theta[C_C2]: 1, sqrt(r - 1) and, on two
+ * nodes, the extra GPUs per node. *ia is C_AN on several nodes, C_AR on one node with several
+ * GPUs, and -1 for one GPU, which does not synchronise. */
+static void castor_net_coef(int nodes, int replicas, double coef[3], int *ia)
 {
-    double k1 = (double)replicas / nodes - 1.0; /* extra GPUs per node */
-    double q = sqrt(replicas - 1.0);
-    double net, lnet;
-    int two = nodes == 2;
-
-    if (nodes > 1)
-        net = th[C_AN] + th[C_BN] * q + (two ? th[C_C2] * k1 : 0.0);
-    else if (replicas > 1)
-        net = th[C_AR] + th[C_BR] * q;
-    else
-        net = TINY;
-    lnet = log(net);
-    for (size_t i = 0; i < n; i++) {
-        double acc = th[C_AC] + th[C_BC] * m[i] + th[C_D] * k1, la = log(acc), dacc, dnet, dg;
-        double *da, *dop;
-
-        log_acc[i] = la;
-        log_opt[i] = tput_overlap_log(la, lnet, th[C_G], &dacc, &dnet, &dg);
-        if (!d_acc)
-            continue;
-        da = d_acc + i * C_COUNT;
-        dop = d_opt + i * C_COUNT;
-        dacc /= acc;
-        dnet /= net;
-        memset(da, 0, C_COUNT * sizeof(double));
-        memset(dop, 0, C_COUNT * sizeof(double));
-        da[C_AC] = 1.0 / acc;
-        da[C_BC] = m[i] / acc;
-        da[C_D] = k1 / acc;
-        dop[C_AC] = dacc;
-        dop[C_BC] = dacc * m[i];
-        dop[C_D] = dacc * k1;
-        if (nodes > 1) {
-            dop[C_AN] = dnet;
-            dop[C_BN] = dnet * q;
-            dop[C_C2] = two ? dnet * k1 : 0.0;
-        } else if (replicas > 1) {
-            dop[C_AR] = dnet;
-            dop[C_BR] = dnet * q;
-        }
-        dop[C_G] = dg;
-    }
+    coef[0] = 1.0;
+    coef[1] = sqrt(replicas - 1.0);
+    coef[2] = nodes == 2 ? (double)replicas / nodes - 1.0 : 0.0;
+    *ia = nodes > 1 ? C_AN : replicas > 1 ? C_AR : -1;
 }
 
+/* The synchronisation time for castor_net_coef's coef and ia (TINY for one GPU). */
+static double castor_net(const double *th, const double coef[3], int ia)
+{
+    if (ia == C_AN)
+        return th[C_AN] + th[C_BN] * coef[1] + th[C_C2] * coef[2];
+    return ia == C_AR ? th[C_AR] + th[C_BR] * coef[1] : TINY;
+}
+
+/* One point: compute time from the per-GPU batch and the extra GPUs per node k1, overlapped with
+ * the synchronisation term. */
 static void castor_predict(const double *th, const struct tput_point *x, double *log_acc,
                            double *log_opt, double *d_acc, double *d_opt)
 {
-    castor_predict_group(th, x->nodes, x->replicas, &x->local_bsz, 1, log_acc, log_opt, d_acc,
-                         d_opt);
+    double k1 = (double)x->replicas / x->nodes - 1.0; /* extra GPUs per node */
+    double coef[3], net, acc, la, dacc, dg;
+    int ia;
+
+    castor_net_coef(x->nodes, x->replicas, coef, &ia);
+    net = castor_net(th, coef, ia);
+    acc = th[C_AC] + th[C_BC] * x->local_bsz + th[C_D] * k1;
+    la = log(acc);
+    *log_acc = la;
+    *log_opt = tput_overlap_log_inline(la, log(net), th[C_G], &dacc, &dg);
+    if (!d_acc)
+        return;
+    memset(d_acc, 0, C_COUNT * sizeof(double));
+    memset(d_opt, 0, C_COUNT * sizeof(double));
+    d_acc[C_AC] = 1.0 / acc;
+    d_acc[C_BC] = x->local_bsz / acc;
+    d_acc[C_D] = k1 / acc;
+    d_opt[C_G] = dg;
+    /* chain rule: d log(acc) = d acc / acc, d log(net) = d net / net; the weights sum to 1 */
+    d_opt[C_AC] = dacc / acc;
+    d_opt[C_BC] = d_opt[C_AC] * x->local_bsz;
+    d_opt[C_D] = d_opt[C_AC] * k1;
+    if (ia >= 0) {
+        double dnet = (1.0 - dacc) / net;
+
+        d_opt[ia] = dnet;
+        d_opt[ia + 1] = dnet * coef[1];
+        if (ia == C_AN)
+            d_opt[C_C2] = dnet * coef[2];
+    }
+}
+
+/* One synchronisation group of a plan: the points sharing (nodes, replicas). */
+struct castor_group {
+    int nodes, replicas;
+    int ia;         /* castor_net_coef's */
+    double coef[3]; /* castor_net_coef's */
+    double net;     /* per evaluation: synchronisation time, */
+    double lnet;    /* its logarithm, */
+    double wsum;    /* and the sum of count * error * (sync's share of d log_opt) */
+};
+
+/*
+ * A profile prepared for castor's fit. Rows are sorted by compute configuration (local batch, extra
+ * GPUs per node k1), which fixes the compute time: one logarithm serves every row sharing it (a
+ * third of the rows in the measured profiles). Each row points at its synchronisation group, whose
+ * term is likewise computed once per evaluation. Only the counts and the target log-times are kept
+ * per row.
+ */
+struct castor_plan {
+    size_t nrows, nmk, ngroups;
+    double *mk_m, *mk_k1;            /* compute configuration j: local batch, k1 */
+    size_t *mk_end;                  /* its rows: [mk_end[j - 1], mk_end[j]) (from 0 for j = 0) */
+    size_t *row_g;                   /* row's group */
+    double *row_c, *row_ya, *row_yo; /* row's count and target log compute and step times */
+    struct castor_group *groups;
+};
+
+struct castor_key {
+    double k1, m;
+    int nodes, replicas;
+    size_t idx;
+};
+
+/* Order of rows in a plan: by k1, local batch, nodes, replicas, then input order. */
+static int castor_key_cmp(const void *a, const void *b)
+{
+    const struct castor_key *x = a, *y = b;
+
+    if (x->k1 != y->k1)
+        return x->k1 < y->k1 ? -1 : 1;
+    if (x->m != y->m)
+        return x->m < y->m ? -1 : 1;
+    if (x->nodes != y->nodes)
+        return x->nodes - y->nodes;
+    if (x->replicas != y->replicas)
+        return x->replicas - y->replicas;
+    return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+/* Releases a plan from castor_plan_new (NULL is fine). */
+static void castor_plan_free(void *plan)
+{
+    struct castor_plan *p = plan;
+
+    if (!p)
+        return;
+    free(p->mk_m);
+    free(p->mk_k1);
+    free(p->mk_end);
+    free(p->row_g);
+    free(p->row_c);
+    free(p->row_ya);
+    free(p->row_yo);
+    free(p->groups);
+    free(p);
+}
+
+/* Prepares rows[0..n) for castor_plan_sums. Errors: ERR_NOMEM (nothing allocated remains). */
+static int castor_plan_new(const struct tput_fit_row *rows, size_t n, void **plan)
+{
+    struct castor_plan *p = calloc(1, sizeof(*p));
+    struct castor_key *keys = malloc((n ? n : 1) * sizeof(*keys));
+    size_t nn = n ? n : 1, kstart = 0; /* first group of the current k1 */
+    int rc = 0;
+
+    if (!p || !keys) {
+        rc = ERR_NOMEM;
+        goto out;
+    }
+    p->mk_m = malloc(nn * sizeof(double));
+    p->mk_k1 = malloc(nn * sizeof(double));
+    p->mk_end = malloc(nn * sizeof(size_t));
+    p->row_g = malloc(nn * sizeof(size_t));
+    p->row_c = malloc(nn * sizeof(double));
+    p->row_ya = malloc(nn * sizeof(double));
+    p->row_yo = malloc(nn * sizeof(double));
+    p->groups = malloc(nn * sizeof(*p->groups));
+    if (!p->mk_m || !p->mk_k1 || !p->mk_end || !p->row_g || !p->row_c || !p->row_ya || !p->row_yo ||
+        !p->groups) {
+        rc = ERR_NOMEM;
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        keys[i].k1 = (double)rows[i].x.replicas / rows[i].x.nodes - 1.0;
+        keys[i].m = rows[i].x.local_bsz;
+        keys[i].nodes = rows[i].x.nodes;
+        keys[i].replicas = rows[i].x.replicas;
+        keys[i].idx = i;
+    }
+    qsort(keys, n, sizeof(*keys), castor_key_cmp);
+    p->nrows = n;
+    for (size_t i = 0; i < n; i++) {
+        const struct castor_key *k = &keys[i];
+        const struct tput_fit_row *r = &rows[k->idx];
+        size_t g;
+
+        if (i == 0 || k->k1 != keys[i - 1].k1)
+            kstart = p->ngroups;
+        if (i == 0 || k->k1 != keys[i - 1].k1 || k->m != keys[i - 1].m) {
+            p->mk_m[p->nmk] = k->m;
+            p->mk_k1[p->nmk] = k->k1;
+            p->nmk++;
+        }
+        p->mk_end[p->nmk - 1] = i + 1;
+        /* (nodes, replicas) fixes k1: its group, if any, began with this k1 */
+        for (g = kstart; g < p->ngroups; g++)
+            if (p->groups[g].nodes == k->nodes && p->groups[g].replicas == k->replicas)
+                break;
+        if (g == p->ngroups) {
+            struct castor_group *gr = &p->groups[p->ngroups++];
+
+            memset(gr, 0, sizeof(*gr));
+            gr->nodes = k->nodes;
+            gr->replicas = k->replicas;
+            castor_net_coef(k->nodes, k->replicas, gr->coef, &gr->ia);
+        }
+        p->row_g[i] = g;
+        p->row_c[i] = r->count;
+        p->row_ya[i] = r->log_acc;
+        p->row_yo[i] = r->log_opt;
+    }
+out:
+    free(keys);
+    if (rc < 0) {
+        castor_plan_free(p);
+        return rc;
+    }
+    *plan = p;
+    return 0;
+}
+
+/* The fit's sums (tput_model_ops.plan_sums) over a plan: the synchronisation term once per group,
+ * the compute term once per compute configuration, the overlap per row; gradients accumulated as
+ * a few sums per row and expanded to parameters per configuration and group. */
+static void castor_plan_sums(void *plan, const double *th, double *sa, double *so, double *ga,
+                             double *go)
+{
+    struct castor_plan *p = plan;
+    double g = th[C_G], sacc = 0.0, sopt = 0.0, sg = 0.0;
+    size_t i = 0;
+
+    for (size_t k = 0; k < p->ngroups; k++) {
+        struct castor_group *gr = &p->groups[k];
+
+        gr->net = castor_net(th, gr->coef, gr->ia);
+        gr->lnet = log(gr->net);
+        gr->wsum = 0.0;
+    }
+    if (ga) {
+        memset(ga, 0, C_COUNT * sizeof(double));
+        memset(go, 0, C_COUNT * sizeof(double));
+    }
+    for (size_t j = 0; j < p->nmk; j++) {
+        double m = p->mk_m[j], k1 = p->mk_k1[j];
+        double acc = th[C_AC] + th[C_BC] * m + th[C_D] * k1, la = log(acc), ua = 0.0, uo = 0.0;
+
+        for (; i < p->mk_end[j]; i++) {
+            struct castor_group *gr = &p->groups[p->row_g[i]];
+            double c = p->row_c[i], wa, dg, ea, eo;
+
+            ea = la - p->row_ya[i];
+            eo = tput_overlap_log_inline(la, gr->lnet, g, &wa, &dg) - p->row_yo[i];
+            sacc += c * ea * ea;
+            sopt += c * eo * eo;
+            if (!ga)
+                continue;
+            ua += c * ea;
+            uo += c * eo * wa;
+            gr->wsum += c * eo * (1.0 - wa);
+            sg += c * eo * dg;
+        }
+        if (!ga)
+            continue;
+        /* d log(acc) = d acc / acc */
+        ua /= acc;
+        uo /= acc;
+        ga[C_AC] += ua;
+        ga[C_BC] += ua * m;
+        ga[C_D] += ua * k1;
+        go[C_AC] += uo;
+        go[C_BC] += uo * m;
+        go[C_D] += uo * k1;
+    }
+    *sa = sacc;
+    *so = sopt;
+    if (!ga)
+        return;
+    go[C_G] = sg;
+    for (size_t k = 0; k < p->ngroups; k++) {
+        const struct castor_group *gr = &p->groups[k];
+        double w = gr->wsum / gr->net; /* d log(net) = d net / net */
+
+        if (gr->ia < 0)
+            continue;
+        go[gr->ia] += w;
+        go[gr->ia + 1] += w * gr->coef[1];
+        if (gr->ia == C_AN)
+            go[C_C2] += w * gr->coef[2];
+    }
 }
 
 /* As Pollux: gamma pulled towards no overlap, little growth of sync relative to its constant. */
@@ -141,7 +354,9 @@ const struct tput_model_ops tput_model_castor = {
     .upper = castor_upper,
     .time_param = castor_time,
     .predict = castor_predict,
-    .predict_group = castor_predict_group,
+    .plan_new = castor_plan_new,
+    .plan_sums = castor_plan_sums,
+    .plan_free = castor_plan_free,
     .regularizer = castor_regularizer,
     .pin = castor_pin,
     .post_fit = castor_post_fit,
