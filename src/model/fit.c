@@ -198,10 +198,15 @@ int fit_tput(const struct tput_model_ops *ops, const struct profile *prof, struc
         /* priors were set in seconds; the search works in units of the median step */
         if (pinned[k] && ops->time_param[k])
             c.full[k] /= unit;
-        if (pinned[k]) {
-            npinned++;
+        npinned += pinned[k];
+    }
+    if (npinned < ops->nparams && ops->plan_sums && (rc = fit_plan_new(&c)) < 0)
+        return rc;
+    if (c.plan && ops->plan_guess)
+        ops->plan_guess(c.plan, pinned, c.full);
+    for (int k = 0; k < ops->nparams; k++) {
+        if (pinned[k])
             continue;
-        }
         c.map[nfree] = k;
         c.logp[nfree] = ops->lower[k] > 0;
         x[nfree] = c.logp[nfree] ? log(c.full[k]) : c.full[k];
@@ -210,13 +215,9 @@ int fit_tput(const struct tput_model_ops *ops, const struct profile *prof, struc
         nfree++;
     }
     if (nfree > 0) {
-        if (ops->plan_sums && (rc = fit_plan_new(&c)) < 0)
-            return rc;
         rc = minimize_bounded(nfree, fit_thunk, &c, lo, hi, NULL, x, &fmin, &evals);
-        if (c.plan)
-            ops->plan_free(c.plan);
         if (rc < 0)
-            return rc;
+            goto out;
         for (int i = 0; i < nfree; i++)
             c.full[c.map[i]] = fit_to_param(&c, i, x[i]);
     }
@@ -234,5 +235,8 @@ int fit_tput(const struct tput_model_ops *ops, const struct profile *prof, struc
     memcpy(out->theta, c.full, (size_t)ops->nparams * sizeof(double));
     if (rep)
         *rep = r;
-    return 0;
+out:
+    if (c.plan)
+        ops->plan_free(c.plan);
+    return rc;
 }

@@ -80,6 +80,9 @@ struct tput_model_ops {
     void (*plan_sums)(void *plan, const double *theta, double *sa, double *so, double *ga,
                       double *go);
     void (*plan_free)(void *plan);
+    /* Optional, with a plan: a better initial point than init, from the plan's rows (in the fit's
+     * unit of time): overwrites theta[k] for the parameters not pinned, within the bounds. */
+    void (*plan_guess)(void *plan, const unsigned char *pinned, double *theta);
     /* The fit's regulariser at theta; adds its gradient into grad when not NULL. May be NULL. */
     double (*regularizer)(const double *theta, double *grad);
     /* Priors before the fit: for what cov says is unobserved, set pinned[i] = 1 and theta[i] to the

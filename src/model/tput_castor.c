@@ -295,6 +295,132 @@ static void castor_plan_sums(void *plan, const double *th, double *sa, double *s
     }
 }
 
+/* Solves the k x k system a x = b (k <= 3) by Gaussian elimination with partial pivoting; a and b
+ * are overwritten. Returns 0, or -1 when a is singular. */
+static int castor_solve(int k, double a[3][3], double b[3], double x[3])
+{
+    for (int c = 0; c < k; c++) {
+        int piv = c;
+
+        for (int r = c + 1; r < k; r++)
+            if (fabs(a[r][c]) > fabs(a[piv][c]))
+                piv = r;
+        if (!(fabs(a[piv][c]) > 1e-300))
+            return -1;
+        for (int j = 0; j < k; j++) {
+            double t = a[c][j];
+
+            a[c][j] = a[piv][j];
+            a[piv][j] = t;
+        }
+        {
+            double t = b[c];
+
+            b[c] = b[piv];
+            b[piv] = t;
+        }
+        for (int r = c + 1; r < k; r++) {
+            double f = a[r][c] / a[c][c];
+
+            for (int j = c; j < k; j++)
+                a[r][j] -= f * a[c][j];
+            b[r] -= f * b[c];
+        }
+    }
+    for (int c = k; c-- > 0;) {
+        double v = b[c];
+
+        for (int j = c + 1; j < k; j++)
+            v -= a[c][j] * x[j];
+        x[c] = v / a[c][c];
+    }
+    return 0;
+}
+
+/* A linear least-squares fit of up to three parameters idx[0..3) (those not pinned) to targets
+ * y = sum of theta[idx[j]] * f[j], relative error weighted by count: castor_lsq_add per row, then
+ * castor_lsq_solve. */
+struct castor_lsq {
+    int idx[3], free[3], k; /* free[j]: position of idx[j] among the unknowns, or -1 */
+    double a[3][3], b[3];
+};
+
+/* Starts an accumulation for the parameters idx[0..n) (-1: none), skipping pinned ones. */
+static void castor_lsq_init(struct castor_lsq *l, const int *idx, int n,
+                            const unsigned char *pinned)
+{
+    memset(l, 0, sizeof(*l));
+    for (int j = 0; j < 3; j++) {
+        l->idx[j] = j < n ? idx[j] : -1;
+        l->free[j] = l->idx[j] >= 0 && !pinned[l->idx[j]] ? l->k++ : -1;
+    }
+}
+
+/* Adds a row: target y (> 0), features f, count c; pinned parameters' part moves to the target. */
+static void castor_lsq_add(struct castor_lsq *l, const double *th, double y, const double f[3],
+                           double c)
+{
+    double w = c / (y * y), g[3] = {0}, t = y;
+
+    for (int j = 0; j < 3; j++) {
+        if (l->idx[j] < 0)
+            continue;
+        if (l->free[j] < 0)
+            t -= th[l->idx[j]] * f[j];
+        else
+            g[l->free[j]] = f[j];
+    }
+    for (int r = 0; r < l->k; r++) {
+        for (int q = 0; q < l->k; q++)
+            l->a[r][q] += w * g[r] * g[q];
+        l->b[r] += w * g[r] * t;
+    }
+}
+
+/* Writes the solution into th where it lies strictly inside the bounds (elsewhere, and when the
+ * system is singular, th keeps its value). */
+static void castor_lsq_solve(struct castor_lsq *l, double *th)
+{
+    double x[3];
+
+    if (l->k == 0 || castor_solve(l->k, l->a, l->b, x) < 0)
+        return;
+    for (int j = 0; j < 3; j++)
+        if (l->free[j] >= 0 && x[l->free[j]] > castor_lower[l->idx[j]] &&
+            x[l->free[j]] < castor_upper[l->idx[j]])
+            th[l->idx[j]] = x[l->free[j]];
+}
+
+/*
+ * The initial point (tput_model_ops.plan_guess): the free multi-node synchronisation parameters by
+ * linear least squares on step minus compute time (the model without overlap, gamma 1), relative
+ * errors weighted by count; a value outside the bounds keeps init. Measured profiles, the twelve
+ * fits of the benchmark: 1206 evaluations from init, 928 from this guess, the same minima to 1e-12.
+ * Not guessed: the one-node synchronisation (small beside compute and hidden by the overlap, its
+ * estimate starts the search in a flat valley where it stopped early, 2e-7 above the minimum on
+ * imagenet), and compute (a least-squares fit is exact on noise-free observations, where the
+ * RMSLE's square root has no gradient, and the search stopped at once).
+ */
+static void castor_plan_guess(void *plan, const unsigned char *pinned, double *th)
+{
+    static const int multi[3] = {C_AN, C_BN, C_C2};
+    struct castor_plan *p = plan;
+    struct castor_lsq ln;
+
+    castor_lsq_init(&ln, multi, 3, pinned);
+    for (size_t i = 0; i < p->nrows; i++) {
+        const struct castor_group *gr = &p->groups[p->row_g[i]];
+        double net;
+
+        if (gr->ia != C_AN)
+            continue;
+        net = exp(p->row_yo[i]) - exp(p->row_ya[i]);
+        if (net > 0)
+            castor_lsq_add(&ln, th, net, gr->coef, p->row_c[i]);
+    }
+    castor_lsq_solve(&ln, th);
+}
+
 /* As Pollux: gamma pulled towards no overlap, little growth of sync relative to its constant. */
 static double castor_regularizer(const double *th, double *grad)
 {
@@ -357,6 +483,7 @@ const struct tput_model_ops tput_model_castor = {
     .plan_new = castor_plan_new,
     .plan_sums = castor_plan_sums,
     .plan_free = castor_plan_free,
+    .plan_guess = castor_plan_guess,
     .regularizer = castor_regularizer,
     .pin = castor_pin,
     .post_fit = castor_post_fit,

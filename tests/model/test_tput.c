@@ -232,6 +232,52 @@ static void tput_plan_sums__match_predict(void **state)
     }
 }
 
+/* castor's initial guess: on rows from known parameters without overlap (gamma 1, so step minus
+ * compute time is the synchronisation time), the free multi-node synchronisation parameters are
+ * recovered exactly by the least squares; every other parameter, and a pinned one, is left as it
+ * was. */
+static void tput_castor_plan_guess__recovers_sync(void **state)
+{
+    const struct tput_model_ops *ops = &tput_model_castor;
+    /* alpha_c, beta_c, alpha_n, beta_n, gamma_2, alpha_r, beta_r, gamma, delta_k */
+    const double truth[9] = {0.02, 0.003, 0.04, 0.005, 0.006, 0.07, 0.008, 1.0, 0.01};
+    struct tput_fit_row rows[200];
+    size_t n = 0;
+    void *plan = NULL;
+
+    (void)state;
+    for (int nodes = 1; nodes <= 4; nodes++)
+        for (int r = nodes; r <= 4 * nodes; r++)
+            for (double m = 16; m <= 128; m *= 2) {
+                struct tput_point x = {nodes, r, m};
+                double la, lo;
+
+                ops->predict(truth, &x, &la, &lo, NULL, NULL);
+                rows[n] = (struct tput_fit_row){x, 1.0 + (double)(n % 3), la, lo};
+                n++;
+            }
+    assert_int_equal(ops->plan_new(rows, n, &plan), 0);
+    for (int pin_c2 = 0; pin_c2 < 2; pin_c2++) {
+        unsigned char pinned[9] = {0};
+        double th[9];
+
+        for (int i = 0; i < 9; i++)
+            th[i] = ops->init[i];
+        pinned[4] = (unsigned char)pin_c2;
+        if (pin_c2)
+            th[4] = truth[4]; /* pinned at the truth: the other two still come out exact */
+        ops->plan_guess(plan, pinned, th);
+        for (int i = 0; i < 9; i++) {
+            double want = i >= 2 && i <= 4 ? truth[i] : ops->init[i];
+
+            if (pin_c2 && i == 4)
+                want = truth[4];
+            assert_float_equal(th[i], want, 1e-9 * fabs(want));
+        }
+    }
+    ops->plan_free(plan);
+}
+
 static void tput_model_find__names(void **state)
 {
     (void)state;
@@ -267,6 +313,7 @@ int main(void)
         cmocka_unit_test(tput_castor__hand_computed),
         cmocka_unit_test(tput_predict__gradients_match_differences),
         cmocka_unit_test(tput_plan_sums__match_predict),
+        cmocka_unit_test(tput_castor_plan_guess__recovers_sync),
         cmocka_unit_test(tput_model_find__names),
         cmocka_unit_test(tput_exploration_limit__caps),
     };
