@@ -92,7 +92,8 @@ struct castor_group {
     double coef[3]; /* castor_net_coef's */
     double net;     /* per evaluation: synchronisation time, */
     double lnet;    /* its logarithm, */
-    double wsum;    /* and the sum of count * error * (sync's share of d log_opt) */
+    double wsum;    /* and the sum of count * error * (sync's share of d log_opt), */
+    double pw;      /* exp(g (lnet - s)): castor_plan_sums */
 };
 
 /*
@@ -106,6 +107,7 @@ struct castor_plan {
     size_t nrows, nmk, ngroups;
     double *mk_m, *mk_k1;            /* compute configuration j: local batch, k1 */
     size_t *mk_end;                  /* its rows: [mk_end[j - 1], mk_end[j]) (from 0 for j = 0) */
+    double *mk_acc, *mk_la;          /* per evaluation: its compute time and the logarithm */
     size_t *row_g;                   /* row's group */
     double *row_c, *row_ya, *row_yo; /* row's count and target log compute and step times */
     struct castor_group *groups;
@@ -143,6 +145,8 @@ static void castor_plan_free(void *plan)
     free(p->mk_m);
     free(p->mk_k1);
     free(p->mk_end);
+    free(p->mk_acc);
+    free(p->mk_la);
     free(p->row_g);
     free(p->row_c);
     free(p->row_ya);
@@ -166,13 +170,15 @@ static int castor_plan_new(const struct tput_fit_row *rows, size_t n, void **pla
     p->mk_m = malloc(nn * sizeof(double));
     p->mk_k1 = malloc(nn * sizeof(double));
     p->mk_end = malloc(nn * sizeof(size_t));
+    p->mk_acc = malloc(nn * sizeof(double));
+    p->mk_la = malloc(nn * sizeof(double));
     p->row_g = malloc(nn * sizeof(size_t));
     p->row_c = malloc(nn * sizeof(double));
     p->row_ya = malloc(nn * sizeof(double));
     p->row_yo = malloc(nn * sizeof(double));
     p->groups = malloc(nn * sizeof(*p->groups));
-    if (!p->mk_m || !p->mk_k1 || !p->mk_end || !p->row_g || !p->row_c || !p->row_ya || !p->row_yo ||
-        !p->groups) {
+    if (!p->mk_m || !p->mk_k1 || !p->mk_end || !p->mk_acc || !p->mk_la || !p->row_g || !p->row_c ||
+        !p->row_ya || !p->row_yo || !p->groups) {
         rc = ERR_NOMEM;
         goto out;
     }
@@ -225,15 +231,25 @@ out:
     return 0;
 }
 
-/* The fit's sums (tput_model_ops.plan_sums) over a plan: the synchronisation term once per group,
+/*
+ * The fit's sums (tput_model_ops.plan_sums) over a plan: the synchronisation term once per group,
  * the compute term once per compute configuration, the overlap per row; gradients accumulated as
- * a few sums per row and expanded to parameters per configuration and group. */
+ * a few sums per row and expanded to parameters per configuration and group.
+ *
+ * The overlap log((a^g + n^g)^(1/g)) is s + log(A + N) / g with A = exp(g (log a - s)) once per
+ * configuration and N = exp(g (log n - s)) once per group, s the largest of the log-times: no
+ * exponential per row, and nothing overflows. When the log-times span more than 600 / g the
+ * smallest terms could underflow, and each row takes tput_overlap_log_inline instead (the
+ * two agree to rounding).
+ */
 static void castor_plan_sums(void *plan, const double *th, double *sa, double *so, double *ga,
                              double *go)
 {
     struct castor_plan *p = plan;
-    double g = th[C_G], sacc = 0.0, sopt = 0.0, sg = 0.0;
+    double g = th[C_G], ig = 1.0 / g, sacc = 0.0, sopt = 0.0, sg = 0.0;
+    double lmax = -HUGE_VAL, lmin = HUGE_VAL;
     size_t i = 0;
+    int factored;
 
     for (size_t k = 0; k < p->ngroups; k++) {
         struct castor_group *gr = &p->groups[k];
@@ -241,21 +257,41 @@ static void castor_plan_sums(void *plan, const double *th, double *sa, double *s
         gr->net = castor_net(th, gr->coef, gr->ia);
         gr->lnet = log(gr->net);
         gr->wsum = 0.0;
+        lmax = fmax(lmax, gr->lnet);
+        lmin = fmin(lmin, gr->lnet);
     }
+    for (size_t j = 0; j < p->nmk; j++) {
+        p->mk_acc[j] = th[C_AC] + th[C_BC] * p->mk_m[j] + th[C_D] * p->mk_k1[j];
+        p->mk_la[j] = log(p->mk_acc[j]);
+        lmax = fmax(lmax, p->mk_la[j]);
+        lmin = fmin(lmin, p->mk_la[j]);
+    }
+    factored = g * (lmax - lmin) < 600.0;
+    if (factored)
+        for (size_t k = 0; k < p->ngroups; k++)
+            p->groups[k].pw = exp(g * (p->groups[k].lnet - lmax));
     if (ga) {
         memset(ga, 0, C_COUNT * sizeof(double));
         memset(go, 0, C_COUNT * sizeof(double));
     }
     for (size_t j = 0; j < p->nmk; j++) {
-        double m = p->mk_m[j], k1 = p->mk_k1[j];
-        double acc = th[C_AC] + th[C_BC] * m + th[C_D] * k1, la = log(acc), ua = 0.0, uo = 0.0;
+        double m = p->mk_m[j], k1 = p->mk_k1[j], acc = p->mk_acc[j], la = p->mk_la[j];
+        double pa = factored ? exp(g * (la - lmax)) : 0.0, ua = 0.0, uo = 0.0;
 
         for (; i < p->mk_end[j]; i++) {
             struct castor_group *gr = &p->groups[p->row_g[i]];
-            double c = p->row_c[i], wa, dg, ea, eo;
+            double c = p->row_c[i], wa, lt, dg, ea, eo;
 
+            if (factored) {
+                double sum = pa + gr->pw;
+
+                lt = lmax + log(sum) * ig;
+                wa = pa / sum;
+            } else {
+                lt = tput_overlap_log_inline(la, gr->lnet, g, &wa, &dg);
+            }
             ea = la - p->row_ya[i];
-            eo = tput_overlap_log_inline(la, gr->lnet, g, &wa, &dg) - p->row_yo[i];
+            eo = lt - p->row_yo[i];
             sacc += c * ea * ea;
             sopt += c * eo * eo;
             if (!ga)
@@ -263,7 +299,8 @@ static void castor_plan_sums(void *plan, const double *th, double *sa, double *s
             ua += c * ea;
             uo += c * eo * wa;
             gr->wsum += c * eo * (1.0 - wa);
-            sg += c * eo * dg;
+            /* d lt / d g, times g */
+            sg += c * eo * (wa * la + (1.0 - wa) * gr->lnet - lt);
         }
         if (!ga)
             continue;
@@ -281,7 +318,7 @@ static void castor_plan_sums(void *plan, const double *th, double *sa, double *s
     *so = sopt;
     if (!ga)
         return;
-    go[C_G] = sg;
+    go[C_G] = sg / g;
     for (size_t k = 0; k < p->ngroups; k++) {
         const struct castor_group *gr = &p->groups[k];
         double w = gr->wsum / gr->net; /* d log(net) = d net / net */
