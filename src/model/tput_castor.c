@@ -107,9 +107,10 @@ struct castor_plan {
     size_t nrows, nmk, ngroups;
     double *mk_m, *mk_k1;            /* compute configuration j: local batch, k1 */
     size_t *mk_end;                  /* its rows: [mk_end[j - 1], mk_end[j]) (from 0 for j = 0) */
-    double *mk_acc, *mk_la;          /* per evaluation: its compute time and the logarithm */
+    double *mk_acc, *mk_la, *mk_pa;  /* per evaluation: its compute time, the logarithm, A */
     size_t *row_g;                   /* row's group */
     double *row_c, *row_ya, *row_yo; /* row's count and target log compute and step times */
+    double *row_s, *row_l;           /* per evaluation: row's A + N and its logarithm */
     struct castor_group *groups;
 };
 
@@ -147,6 +148,9 @@ static void castor_plan_free(void *plan)
     free(p->mk_end);
     free(p->mk_acc);
     free(p->mk_la);
+    free(p->mk_pa);
+    free(p->row_s);
+    free(p->row_l);
     free(p->row_g);
     free(p->row_c);
     free(p->row_ya);
@@ -172,13 +176,16 @@ static int castor_plan_new(const struct tput_fit_row *rows, size_t n, void **pla
     p->mk_end = malloc(nn * sizeof(size_t));
     p->mk_acc = malloc(nn * sizeof(double));
     p->mk_la = malloc(nn * sizeof(double));
+    p->mk_pa = malloc(nn * sizeof(double));
+    p->row_s = malloc(nn * sizeof(double));
+    p->row_l = malloc(nn * sizeof(double));
     p->row_g = malloc(nn * sizeof(size_t));
     p->row_c = malloc(nn * sizeof(double));
     p->row_ya = malloc(nn * sizeof(double));
     p->row_yo = malloc(nn * sizeof(double));
     p->groups = malloc(nn * sizeof(*p->groups));
-    if (!p->mk_m || !p->mk_k1 || !p->mk_end || !p->mk_acc || !p->mk_la || !p->row_g || !p->row_c ||
-        !p->row_ya || !p->row_yo || !p->groups) {
+    if (!p->mk_m || !p->mk_k1 || !p->mk_end || !p->mk_acc || !p->mk_la || !p->mk_pa || !p->row_s ||
+        !p->row_l || !p->row_g || !p->row_c || !p->row_ya || !p->row_yo || !p->groups) {
         rc = ERR_NOMEM;
         goto out;
     }
@@ -257,36 +264,43 @@ static void castor_plan_sums(void *plan, const double *th, double *sa, double *s
         gr->net = castor_net(th, gr->coef, gr->ia);
         gr->lnet = log(gr->net);
         gr->wsum = 0.0;
-        lmax = fmax(lmax, gr->lnet);
-        lmin = fmin(lmin, gr->lnet);
+        lmax = gr->lnet > lmax ? gr->lnet : lmax; /* not fmax: a call */
+        lmin = gr->lnet < lmin ? gr->lnet : lmin;
     }
     for (size_t j = 0; j < p->nmk; j++) {
         p->mk_acc[j] = th[C_AC] + th[C_BC] * p->mk_m[j] + th[C_D] * p->mk_k1[j];
         p->mk_la[j] = log(p->mk_acc[j]);
-        lmax = fmax(lmax, p->mk_la[j]);
-        lmin = fmin(lmin, p->mk_la[j]);
+        lmax = p->mk_la[j] > lmax ? p->mk_la[j] : lmax;
+        lmin = p->mk_la[j] < lmin ? p->mk_la[j] : lmin;
     }
     factored = g * (lmax - lmin) < 600.0;
-    if (factored)
+    if (factored) {
         for (size_t k = 0; k < p->ngroups; k++)
             p->groups[k].pw = exp(g * (p->groups[k].lnet - lmax));
+        for (size_t j = 0, r = 0; j < p->nmk; j++) {
+            p->mk_pa[j] = exp(g * (p->mk_la[j] - lmax));
+            for (; r < p->mk_end[j]; r++)
+                p->row_s[r] = p->mk_pa[j] + p->groups[p->row_g[r]].pw;
+        }
+        /* the rows' logarithms in a loop of their own: nothing else is live across the calls */
+        for (size_t r = 0; r < p->nrows; r++)
+            p->row_l[r] = log(p->row_s[r]);
+    }
     if (ga) {
         memset(ga, 0, C_COUNT * sizeof(double));
         memset(go, 0, C_COUNT * sizeof(double));
     }
     for (size_t j = 0; j < p->nmk; j++) {
         double m = p->mk_m[j], k1 = p->mk_k1[j], acc = p->mk_acc[j], la = p->mk_la[j];
-        double pa = factored ? exp(g * (la - lmax)) : 0.0, ua = 0.0, uo = 0.0;
+        double pa = factored ? p->mk_pa[j] : 0.0, ua = 0.0, uo = 0.0;
 
         for (; i < p->mk_end[j]; i++) {
             struct castor_group *gr = &p->groups[p->row_g[i]];
             double c = p->row_c[i], wa, lt, dg, ea, eo;
 
             if (factored) {
-                double sum = pa + gr->pw;
-
-                lt = lmax + log(sum) * ig;
-                wa = pa / sum;
+                lt = lmax + p->row_l[i] * ig;
+                wa = pa / p->row_s[i];
             } else {
                 lt = tput_overlap_log_inline(la, gr->lnet, g, &wa, &dg);
             }
