@@ -225,8 +225,10 @@ int fit_tput(const struct tput_model_ops *ops, const struct profile *prof, struc
     for (int k = 0; k < ops->nparams; k++)
         if (ops->time_param[k])
             c.full[k] *= unit;
+    /* the report's figures take one more pass over the profile: only when asked for */
     memset(&r, 0, sizeof(r));
-    r.loss = fit_objective(ops, prof, c.full, NULL, &r.rmsle_acc, &r.rmsle_opt);
+    if (rep)
+        r.loss = fit_objective(ops, prof, c.full, NULL, &r.rmsle_acc, &r.rmsle_opt);
     r.evals = evals;
     r.pinned = npinned;
     if (ops->post_fit)
