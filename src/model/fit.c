@@ -15,117 +15,47 @@
  * count * (prediction - mean)^2 + the squared deviations, so the loss equals the fit on every
  * observation by itself.
  */
-/* The profile's entries ordered by (nodes, replicas), for models that predict a group of points
- * sharing them at once (predict_group), with the buffers that takes. */
-struct fit_groups {
-    size_t n;    /* entries */
-    size_t *idx; /* entry index, in group order */
-    double *m;   /* their per-GPU batches, in group order */
-    size_t ngroups;
-    size_t *start;    /* ngroups + 1 offsets into idx */
-    double *la, *lo;  /* n predictions */
-    double *da, *dop; /* n x nparams derivatives */
-};
-
-static void fit_groups_free(struct fit_groups *g)
+/* The loss from the sums over the profile: sa, so (sums of count * squared log error, spreads
+ * included), n observations, halved gradients ga, go of the sums (when grad is not NULL): the two
+ * RMSLEs plus the regulariser, its gradient into grad. */
+static double fit_finish(const struct tput_model_ops *ops, const double *theta, double sa,
+                         double so, double n, const double *ga, const double *go, double *grad,
+                         double *rmsle_acc, double *rmsle_opt)
 {
-    free(g->idx);
-    free(g->m);
-    free(g->start);
-    free(g->la);
-    free(g->lo);
-    free(g->da);
-    free(g->dop);
+    double ra = sqrt(sa / n), ro = sqrt(so / n), f = ra + ro;
+
+    if (grad) {
+        for (int k = 0; k < ops->nparams; k++)
+            grad[k] = (ra > 0 ? ga[k] / (n * ra) : 0.0) + (ro > 0 ? go[k] / (n * ro) : 0.0);
+    }
+    if (ops->regularizer)
+        f += ops->regularizer(theta, grad);
+    if (rmsle_acc)
+        *rmsle_acc = ra;
+    if (rmsle_opt)
+        *rmsle_opt = ro;
+    return f;
 }
 
-struct fit_key {
-    int nodes, replicas;
-    size_t idx;
-};
-
-static int fit_key_cmp(const void *a, const void *b)
-{
-    const struct fit_key *x = a, *y = b;
-
-    if (x->nodes != y->nodes)
-        return x->nodes - y->nodes;
-    if (x->replicas != y->replicas)
-        return x->replicas - y->replicas;
-    return (x->idx > y->idx) - (x->idx < y->idx);
-}
-
-/* Errors: ERR_NOMEM (g is then freed). */
-static int fit_groups_build(const struct profile *prof, int np, struct fit_groups *g)
-{
-    size_t n = prof->n;
-    struct fit_key *keys = malloc(n * sizeof(*keys));
-
-    memset(g, 0, sizeof(*g));
-    g->n = n;
-    g->idx = malloc(n * sizeof(size_t));
-    g->m = malloc(n * sizeof(double));
-    g->start = malloc((n + 1) * sizeof(size_t));
-    g->la = malloc(n * sizeof(double));
-    g->lo = malloc(n * sizeof(double));
-    g->da = malloc(n * (size_t)np * sizeof(double));
-    g->dop = malloc(n * (size_t)np * sizeof(double));
-    if (!keys || !g->idx || !g->m || !g->start || !g->la || !g->lo || !g->da || !g->dop) {
-        free(keys);
-        fit_groups_free(g);
-        return ERR_NOMEM;
-    }
-    for (size_t i = 0; i < n; i++) {
-        keys[i].nodes = prof->entries[i].x.nodes;
-        keys[i].replicas = prof->entries[i].x.replicas;
-        keys[i].idx = i;
-    }
-    qsort(keys, n, sizeof(*keys), fit_key_cmp);
-    for (size_t i = 0; i < n; i++) {
-        g->idx[i] = keys[i].idx;
-        g->m[i] = prof->entries[keys[i].idx].x.local_bsz;
-        if (i == 0 || keys[i].nodes != keys[i - 1].nodes ||
-            keys[i].replicas != keys[i - 1].replicas)
-            g->start[g->ngroups++] = i;
-    }
-    g->start[g->ngroups] = n;
-    free(keys);
-    return 0;
-}
-
+/*
+ * The loss at theta for times measured in units of exp(log_unit) seconds (0 for seconds), one
+ * prediction per profile entry. Each entry stands for `count` observations: the sum over them of
+ * (prediction - log y)^2 is count * (prediction - mean)^2 + the squared deviations, so the loss
+ * equals the fit on every observation by itself.
+ */
 static double fit_loss(const struct tput_model_ops *ops, const struct profile *prof,
-                       struct fit_groups *groups, const double *theta, double log_unit,
-                       double *grad, double *rmsle_acc, double *rmsle_opt)
+                       const double *theta, double log_unit, double *grad, double *rmsle_acc,
+                       double *rmsle_opt)
 {
     double sa = 0.0, so = 0.0, n = 0.0, ga[TPUT_MAX_PARAMS] = {0}, go[TPUT_MAX_PARAMS] = {0};
     double da[TPUT_MAX_PARAMS], dop[TPUT_MAX_PARAMS];
-    double ra, ro, f;
     int np = ops->nparams;
 
-    if (groups && ops->predict_group) {
-        for (size_t gi = 0; gi < groups->ngroups; gi++) {
-            size_t s0 = groups->start[gi], len = groups->start[gi + 1] - s0;
-            const struct tput_point *x = &prof->entries[groups->idx[s0]].x;
-
-            ops->predict_group(theta, x->nodes, x->replicas, groups->m + s0, len, groups->la + s0,
-                               groups->lo + s0, grad ? groups->da + s0 * (size_t)np : NULL,
-                               grad ? groups->dop + s0 * (size_t)np : NULL);
-        }
-    }
     for (size_t i = 0; i < prof->n; i++) {
-        size_t ei = groups && ops->predict_group ? groups->idx[i] : i;
-        const struct profile_entry *e = &prof->entries[ei];
+        const struct profile_entry *e = &prof->entries[i];
         double c = (double)e->count, lacc, lopt, ea, eo;
 
-        if (groups && ops->predict_group) {
-            lacc = groups->la[i];
-            lopt = groups->lo[i];
-            if (grad) {
-                memcpy(da, groups->da + i * (size_t)np, (size_t)np * sizeof(double));
-                memcpy(dop, groups->dop + i * (size_t)np, (size_t)np * sizeof(double));
-            }
-        } else {
-            ops->predict(theta, &e->x, &lacc, &lopt, grad ? da : NULL, grad ? dop : NULL);
-        }
+        ops->predict(theta, &e->x, &lacc, &lopt, grad ? da : NULL, grad ? dop : NULL);
         ea = lacc - (e->log_accum - log_unit);
         eo = lopt - (e->log_optim - log_unit);
         sa += c * ea * ea + e->ss_accum;
@@ -138,33 +68,23 @@ static double fit_loss(const struct tput_model_ops *ops, const struct profile *p
             }
         }
     }
-    ra = sqrt(sa / n);
-    ro = sqrt(so / n);
-    f = ra + ro;
-    if (grad) {
-        for (int k = 0; k < np; k++)
-            grad[k] = (ra > 0 ? ga[k] / (n * ra) : 0.0) + (ro > 0 ? go[k] / (n * ro) : 0.0);
-    }
-    if (ops->regularizer)
-        f += ops->regularizer(theta, grad);
-    if (rmsle_acc)
-        *rmsle_acc = ra;
-    if (rmsle_opt)
-        *rmsle_opt = ro;
-    return f;
+    return fit_finish(ops, theta, sa, so, n, ga, go, grad, rmsle_acc, rmsle_opt);
 }
 
 double fit_objective(const struct tput_model_ops *ops, const struct profile *prof,
                      const double *theta, double *grad, double *rmsle_acc, double *rmsle_opt)
 {
-    return fit_loss(ops, prof, NULL, theta, 0.0, grad, rmsle_acc, rmsle_opt);
+    return fit_loss(ops, prof, theta, 0.0, grad, rmsle_acc, rmsle_opt);
 }
 
 /* The minimiser sees only the free parameters; the pinned ones are filled in from full[]. */
 struct fit_ctx {
     const struct tput_model_ops *ops;
     const struct profile *prof;
-    struct fit_groups groups;
+    void *plan;    /* the model's, when it has plan_sums; else the loss predicts entry by entry */
+    double ss_acc; /* with a plan: the entries' summed spreads of log compute time, */
+    double ss_opt; /* of log step time, */
+    double nobs;   /* and the number of observations */
     double log_unit;
     double full[TPUT_MAX_PARAMS];
     int map[TPUT_MAX_PARAMS];            /* free index -> parameter index */
@@ -179,6 +99,8 @@ static double fit_to_param(const struct fit_ctx *c, int i, double x)
     return c->logp[i] ? exp(x) : x;
 }
 
+/* The objective as the minimiser sees it: the free parameters x (logarithms where logp says),
+ * the gradient by them. */
 static double fit_thunk(int n, const double *x, double *grad, void *data)
 {
     struct fit_ctx *c = data;
@@ -186,11 +108,46 @@ static double fit_thunk(int n, const double *x, double *grad, void *data)
 
     for (int i = 0; i < n; i++)
         c->full[c->map[i]] = fit_to_param(c, i, x[i]);
-    f = fit_loss(c->ops, c->prof, &c->groups, c->full, c->log_unit, grad ? g : NULL, NULL, NULL);
+    if (c->plan) {
+        double sa, so, ga[TPUT_MAX_PARAMS], go[TPUT_MAX_PARAMS];
+
+        c->ops->plan_sums(c->plan, c->full, &sa, &so, grad ? ga : NULL, grad ? go : NULL);
+        f = fit_finish(c->ops, c->full, sa + c->ss_acc, so + c->ss_opt, c->nobs, ga, go,
+                       grad ? g : NULL, NULL, NULL);
+    } else {
+        f = fit_loss(c->ops, c->prof, c->full, c->log_unit, grad ? g : NULL, NULL, NULL);
+    }
     if (grad)
         for (int i = 0; i < n; i++)
             grad[i] = g[c->map[i]] * (c->logp[i] ? c->full[c->map[i]] : 1.0);
     return f;
+}
+
+/* The model's plan for c's profile in the fit's unit of time, with the sums it leaves to the fit.
+ * Errors: ERR_NOMEM. */
+static int fit_plan_new(struct fit_ctx *c)
+{
+    const struct profile *prof = c->prof;
+    struct tput_fit_row *rows = malloc((prof->n ? prof->n : 1) * sizeof(*rows));
+    int rc;
+
+    if (!rows)
+        return ERR_NOMEM;
+    c->ss_acc = c->ss_opt = c->nobs = 0.0;
+    for (size_t i = 0; i < prof->n; i++) {
+        const struct profile_entry *e = &prof->entries[i];
+
+        rows[i].x = e->x;
+        rows[i].count = (double)e->count;
+        rows[i].log_acc = e->log_accum - c->log_unit;
+        rows[i].log_opt = e->log_optim - c->log_unit;
+        c->ss_acc += e->ss_accum;
+        c->ss_opt += e->ss_optim;
+        c->nobs += (double)e->count;
+    }
+    rc = c->ops->plan_new(rows, prof->n, &c->plan);
+    free(rows);
+    return rc;
 }
 
 /* The median step time, in log-seconds: the unit the fit measures time in, so that one initial
@@ -241,10 +198,15 @@ int fit_tput(const struct tput_model_ops *ops, const struct profile *prof, struc
         /* priors were set in seconds; the search works in units of the median step */
         if (pinned[k] && ops->time_param[k])
             c.full[k] /= unit;
-        if (pinned[k]) {
-            npinned++;
+        npinned += pinned[k];
+    }
+    if (npinned < ops->nparams && ops->plan_sums && (rc = fit_plan_new(&c)) < 0)
+        return rc;
+    if (c.plan && ops->plan_guess)
+        ops->plan_guess(c.plan, pinned, c.full);
+    for (int k = 0; k < ops->nparams; k++) {
+        if (pinned[k])
             continue;
-        }
         c.map[nfree] = k;
         c.logp[nfree] = ops->lower[k] > 0;
         x[nfree] = c.logp[nfree] ? log(c.full[k]) : c.full[k];
@@ -253,12 +215,9 @@ int fit_tput(const struct tput_model_ops *ops, const struct profile *prof, struc
         nfree++;
     }
     if (nfree > 0) {
-        if (ops->predict_group && (rc = fit_groups_build(prof, ops->nparams, &c.groups)) < 0)
-            return rc;
         rc = minimize_bounded(nfree, fit_thunk, &c, lo, hi, NULL, x, &fmin, &evals);
-        fit_groups_free(&c.groups);
         if (rc < 0)
-            return rc;
+            goto out;
         for (int i = 0; i < nfree; i++)
             c.full[c.map[i]] = fit_to_param(&c, i, x[i]);
     }
@@ -266,8 +225,10 @@ int fit_tput(const struct tput_model_ops *ops, const struct profile *prof, struc
     for (int k = 0; k < ops->nparams; k++)
         if (ops->time_param[k])
             c.full[k] *= unit;
+    /* the report's figures take one more pass over the profile: only when asked for */
     memset(&r, 0, sizeof(r));
-    r.loss = fit_objective(ops, prof, c.full, NULL, &r.rmsle_acc, &r.rmsle_opt);
+    if (rep)
+        r.loss = fit_objective(ops, prof, c.full, NULL, &r.rmsle_acc, &r.rmsle_opt);
     r.evals = evals;
     r.pinned = npinned;
     if (ops->post_fit)
@@ -276,5 +237,8 @@ int fit_tput(const struct tput_model_ops *ops, const struct profile *prof, struc
     memcpy(out->theta, c.full, (size_t)ops->nparams * sizeof(double));
     if (rep)
         *rep = r;
-    return 0;
+out:
+    if (c.plan)
+        ops->plan_free(c.plan);
+    return rc;
 }

@@ -62,22 +62,14 @@ double tput_throughput(const struct tput_params *p, const struct tput_point *x, 
 
 double tput_overlap_log(double la, double lb, double g, double *dla, double *dlb, double *dg)
 {
-    /* log t = hi + log1p(exp(-g |la - lb|)) / g, where hi is the larger of la and lb; the
-     * weights wa, wb (summing to 1) are the shares of a^g and b^g in the sum */
-    double hi = la > lb ? la : lb, lo = la > lb ? lb : la, d = g * (lo - hi);
-    /* below e^-40 the smaller term is lost to rounding: skip the exp and log (single GPUs, whose
-     * sync time is 1e-8 s, take this path) */
-    double q = d < -40.0 ? 0.0 : exp(d);
-    double lt = q > 0.0 ? hi + log(1.0 + q) / g : hi;
-    double wlo = q / (1.0 + q), whi = 1.0 - wlo;
-    double wa = la > lb ? whi : wlo, wb = 1.0 - wa;
+    double wa, dgv, lt = tput_overlap_log_inline(la, lb, g, &wa, &dgv);
 
     if (dla)
         *dla = wa;
     if (dlb)
-        *dlb = wb;
+        *dlb = 1.0 - wa;
     if (dg)
-        *dg = (wa * la + wb * lb - lt) / g;
+        *dg = dgv;
     return lt;
 }
 

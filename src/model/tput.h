@@ -4,6 +4,7 @@
 #ifndef CASTOR_MODEL_TPUT_H
 #define CASTOR_MODEL_TPUT_H
 
+#include <math.h>
 #include <stddef.h>
 
 #define TPUT_MAX_PARAMS 12
@@ -37,6 +38,15 @@ struct tput_coverage {
     double sync_prior;      /* the profile's sync_prior (seconds; 0: none) */
 };
 
+/* One configuration of a profile as a fit sees it: where, how many observations it stands for,
+ * and their mean log compute time and mean log step time (in the fit's unit of time). */
+struct tput_fit_row {
+    struct tput_point x;
+    double count;
+    double log_acc;
+    double log_opt;
+};
+
 struct tput_model_ops {
     const char *name;
     const char *summary;
@@ -58,13 +68,21 @@ struct tput_model_ops {
     void (*predict)(const double *theta, const struct tput_point *x, double *log_acc,
                     double *log_opt, double *d_acc, double *d_opt);
     /*
-     * Optional: predict n points that share nodes and replicas (per-GPU batches local_bsz[0..n)),
-     * writing n values to log_acc and log_opt and, when d_acc is not NULL, n x nparams
-     * derivatives (row-major) to d_acc and d_opt. Models whose synchronisation depends only on
-     * (nodes, replicas) compute it once per group; the fit uses this when present.
+     * Optional, together: the fit's sums over a profile, with what does not depend on the
+     * parameters worked out once per fit. plan_new prepares rows[0..n) (it need not keep rows) and
+     * returns 0 or ERR_NOMEM; plan_sums writes, at theta, *sa = sum of count * (log_acc -
+     * rows' log_acc)^2 and *so the same for log_opt and, when ga is not NULL, their halved
+     * gradients ga[k] = sum of count * (log_acc error) * d log_acc / d theta[k] and go likewise
+     * (nparams values each); plan_free releases the plan. The fit uses these when present and the
+     * sums from predict otherwise; both give the same values up to rounding.
      */
-    void (*predict_group)(const double *theta, int nodes, int replicas, const double *local_bsz,
-                          size_t n, double *log_acc, double *log_opt, double *d_acc, double *d_opt);
+    int (*plan_new)(const struct tput_fit_row *rows, size_t n, void **plan);
+    void (*plan_sums)(void *plan, const double *theta, double *sa, double *so, double *ga,
+                      double *go);
+    void (*plan_free)(void *plan);
+    /* Optional, with a plan: a better initial point than init, from the plan's rows (in the fit's
+     * unit of time): overwrites theta[k] for the parameters not pinned, within the bounds. */
+    void (*plan_guess)(void *plan, const unsigned char *pinned, double *theta);
     /* The fit's regulariser at theta; adds its gradient into grad when not NULL. May be NULL. */
     double (*regularizer)(const double *theta, double *grad);
     /* Priors before the fit: for what cov says is unobserved, set pinned[i] = 1 and theta[i] to the
@@ -123,5 +141,25 @@ double tput_sync_regularizer(const double *th, double *grad, int g, int an, int 
  * la = log a and lb = log b, returns log((a^g + b^g)^(1/g)), computed stably, and writes its
  * derivatives by la, lb and g when the pointers are not NULL. */
 double tput_overlap_log(double la, double lb, double g, double *dla, double *dlb, double *dg);
+
+/* tput_overlap_log for the fit's inner loops: the same arithmetic, inline; writes the derivative
+ * by la (the one by lb is 1 minus it) and by g. */
+static inline double tput_overlap_log_inline(double la, double lb, double g, double *dla,
+                                             double *dg)
+{
+    /* log t = hi + log1p(exp(-g |la - lb|)) / g, where hi is the larger of la and lb; the
+     * weights wa, wb (summing to 1) are the shares of a^g and b^g in the sum */
+    double hi = la > lb ? la : lb, lo = la > lb ? lb : la, d = g * (lo - hi);
+    /* below e^-40 the smaller term is lost to rounding: skip the exp and log (single GPUs, whose
+     * sync time is 1e-8 s, take this path) */
+    double q = d < -40.0 ? 0.0 : exp(d);
+    double lt = q > 0.0 ? hi + log(1.0 + q) / g : hi;
+    double wlo = q / (1.0 + q), whi = 1.0 - wlo;
+    double wa = la > lb ? whi : wlo, wb = 1.0 - wa;
+
+    *dla = wa;
+    *dg = (wa * la + wb * lb - lt) / g;
+    return lt;
+}
 
 #endif

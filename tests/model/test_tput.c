@@ -142,40 +142,159 @@ static void tput_predict__gradients_match_differences(void **state)
     }
 }
 
-/* A model's group prediction (points sharing nodes and replicas) equals its point prediction,
- * values and derivatives. */
-static void tput_predict_group__matches_predict(void **state)
+/* A deterministic pseudo-random number in [0, 1) (xorshift64*), so the test is repeatable. */
+static double test_uniform(unsigned long long *s)
 {
-    const double m[4] = {8, 32, 100, 700};
-    const int shapes[][2] = {{1, 1}, {1, 4}, {2, 6}, {3, 12}, {16, 64}};
+    *s ^= *s >> 12;
+    *s ^= *s << 25;
+    *s ^= *s >> 27;
+    return (double)((*s * 2685821657736338717ULL) >> 11) / 9007199254740992.0;
+}
+
+/* A model's plan (the fit's sums with per-profile work done once) agrees with the sums from its
+ * point prediction, values and gradients, to 1e-12 relative, at random parameters, on rows that
+ * share compute configurations across groups (k1 = 1 on (1, 2), (2, 4), (3, 6), ...), repeat
+ * groups, with counts above 1 and targets far from the prediction. */
+static void tput_plan_sums__match_predict(void **state)
+{
+    const double m[] = {8, 32, 100, 700};
+    const int shapes[][2] = {{1, 1},  {1, 2}, {1, 4}, {2, 2},  {2, 4},   {2, 6}, {3, 6},
+                             {3, 12}, {4, 6}, {4, 4}, {8, 16}, {16, 64}, {6, 6}};
+    enum { NSHAPES = sizeof(shapes) / sizeof(shapes[0]), NM = sizeof(m) / sizeof(m[0]) };
+    struct tput_fit_row rows[NSHAPES * NM];
+    unsigned long long seed = 0x9e3779b97f4a7c15ULL;
+    size_t n = 0;
 
     (void)state;
+    /* rows in an order unlike the plan's, with one compute configuration left out of a group */
+    for (size_t b = 0; b < NM; b++)
+        for (size_t sh = NSHAPES; sh-- > 0;) {
+            if (sh == 5 && b == 2)
+                continue;
+            rows[n].x = (struct tput_point){shapes[sh][0], shapes[sh][1], m[b]};
+            rows[n].count = 1 + (double)(n % 7);
+            rows[n].log_acc = 4.0 * test_uniform(&seed) - 2.0;
+            rows[n].log_opt = 4.0 * test_uniform(&seed) - 1.0;
+            n++;
+        }
     for (size_t k = 0; tput_models[k]; k++) {
         const struct tput_model_ops *ops = tput_models[k];
-        double th[TPUT_MAX_PARAMS];
+        void *plan = NULL;
 
-        if (!ops->predict_group)
+        if (!ops->plan_sums)
             continue;
-        for (int i = 0; i < ops->nparams; i++)
-            th[i] = ops->init[i] * (1.0 + 0.3 * i) + (ops->lower[i] == ops->init[i] ? 0.1 : 0.0);
-        for (size_t sh = 0; sh < sizeof(shapes) / sizeof(shapes[0]); sh++) {
-            double la[4], lo[4], da[4 * TPUT_MAX_PARAMS], dop[4 * TPUT_MAX_PARAMS];
+        assert_int_equal(ops->plan_new(rows, n, &plan), 0);
+        for (int trial = 0; trial < 200; trial++) {
+            double th[TPUT_MAX_PARAMS], sa = 0, so = 0, ga[TPUT_MAX_PARAMS] = {0},
+                                        go[TPUT_MAX_PARAMS] = {0};
+            double psa, pso, pga[TPUT_MAX_PARAMS], pgo[TPUT_MAX_PARAMS], nsa, nso;
 
-            ops->predict_group(th, shapes[sh][0], shapes[sh][1], m, 4, la, lo, da, dop);
-            for (int i = 0; i < 4; i++) {
-                struct tput_point x = {shapes[sh][0], shapes[sh][1], m[i]};
-                double a, o, pa[TPUT_MAX_PARAMS], po[TPUT_MAX_PARAMS];
+            /* times log-uniform from 1e-4 to 10 and, every other trial, from 1e-30 to 1e30 (log-
+             * times that span more than the exponential's range at gamma above 4: castor's plan
+             * then overlaps row by row); gamma anywhere in its bounds */
+            double lo10 = trial % 2 ? -30 : -4, hi10 = trial % 2 ? 30 : 1;
 
-                ops->predict(th, &x, &a, &o, pa, po);
-                assert_float_equal(la[i], a, 1e-14);
-                assert_float_equal(lo[i], o, 1e-14);
-                for (int q = 0; q < ops->nparams; q++) {
-                    assert_float_equal(da[i * ops->nparams + q], pa[q], 1e-14);
-                    assert_float_equal(dop[i * ops->nparams + q], po[q], 1e-14);
+            for (int i = 0; i < ops->nparams; i++)
+                th[i] = ops->upper[i] < HUGE_VAL
+                            ? ops->lower[i] + (ops->upper[i] - ops->lower[i]) * test_uniform(&seed)
+                            : pow(10.0, lo10 + (hi10 - lo10) * test_uniform(&seed));
+            for (size_t r = 0; r < n; r++) {
+                double la, lo, da[TPUT_MAX_PARAMS], dop[TPUT_MAX_PARAMS], ea, eo;
+
+                ops->predict(th, &rows[r].x, &la, &lo, da, dop);
+                ea = la - rows[r].log_acc;
+                eo = lo - rows[r].log_opt;
+                sa += rows[r].count * ea * ea;
+                so += rows[r].count * eo * eo;
+                for (int i = 0; i < ops->nparams; i++) {
+                    ga[i] += rows[r].count * ea * da[i];
+                    go[i] += rows[r].count * eo * dop[i];
                 }
             }
+            ops->plan_sums(plan, th, &psa, &pso, pga, pgo);
+            assert_float_equal(psa, sa, 1e-12 * sa);
+            assert_float_equal(pso, so, 1e-12 * so);
+            /* The gradients as the fit uses them, by the logarithm of each parameter (theta[i]
+             * times the derivative): terms cancel, so each is compared to the scale of its
+             * largest term; plus the rounding of the log-times (1e-14 of the largest, at least
+             * log 1e-8 for one GPU's sync) times the summed |errors|, which also covers the
+             * overlap shares below e^-40 that the point form drops and the plan keeps. */
+            double scale_a[TPUT_MAX_PARAMS] = {0}, scale_o[TPUT_MAX_PARAMS] = {0}, ltmax = 18.5,
+                   sum_e = 0;
+
+            for (size_t r = 0; r < n; r++) {
+                double la, lo, da[TPUT_MAX_PARAMS], dop[TPUT_MAX_PARAMS];
+
+                ops->predict(th, &rows[r].x, &la, &lo, da, dop);
+                ltmax = fmax(ltmax, fmax(fabs(la), fabs(lo)));
+                sum_e += rows[r].count * (fabs(la - rows[r].log_acc) + fabs(lo - rows[r].log_opt));
+                for (int i = 0; i < ops->nparams; i++) {
+                    scale_a[i] = fmax(scale_a[i],
+                                      fabs(rows[r].count * (la - rows[r].log_acc) * da[i] * th[i]));
+                    scale_o[i] = fmax(
+                        scale_o[i], fabs(rows[r].count * (lo - rows[r].log_opt) * dop[i] * th[i]));
+                }
+            }
+            for (int i = 0; i < ops->nparams; i++) {
+                double floor = 1e-14 * ltmax * sum_e;
+
+                assert_float_equal(pga[i] * th[i], ga[i] * th[i],
+                                   1e-12 * scale_a[i] * (double)n + floor);
+                assert_float_equal(pgo[i] * th[i], go[i] * th[i],
+                                   1e-12 * scale_o[i] * (double)n + floor);
+            }
+            /* without gradients: the same sums */
+            ops->plan_sums(plan, th, &nsa, &nso, NULL, NULL);
+            assert_true(nsa == psa && nso == pso);
+        }
+        ops->plan_free(plan);
+    }
+}
+
+/* castor's initial guess: on rows from known parameters without overlap (gamma 1, so step minus
+ * compute time is the synchronisation time), the free multi-node synchronisation parameters are
+ * recovered exactly by the least squares; every other parameter, and a pinned one, is left as it
+ * was. */
+static void tput_castor_plan_guess__recovers_sync(void **state)
+{
+    const struct tput_model_ops *ops = &tput_model_castor;
+    /* alpha_c, beta_c, alpha_n, beta_n, gamma_2, alpha_r, beta_r, gamma, delta_k */
+    const double truth[9] = {0.02, 0.003, 0.04, 0.005, 0.006, 0.07, 0.008, 1.0, 0.01};
+    struct tput_fit_row rows[200];
+    size_t n = 0;
+    void *plan = NULL;
+
+    (void)state;
+    for (int nodes = 1; nodes <= 4; nodes++)
+        for (int r = nodes; r <= 4 * nodes; r++)
+            for (double m = 16; m <= 128; m *= 2) {
+                struct tput_point x = {nodes, r, m};
+                double la, lo;
+
+                ops->predict(truth, &x, &la, &lo, NULL, NULL);
+                rows[n] = (struct tput_fit_row){x, 1.0 + (double)(n % 3), la, lo};
+                n++;
+            }
+    assert_int_equal(ops->plan_new(rows, n, &plan), 0);
+    for (int pin_c2 = 0; pin_c2 < 2; pin_c2++) {
+        unsigned char pinned[9] = {0};
+        double th[9];
+
+        for (int i = 0; i < 9; i++)
+            th[i] = ops->init[i];
+        pinned[4] = (unsigned char)pin_c2;
+        if (pin_c2)
+            th[4] = truth[4]; /* pinned at the truth: the other two still come out exact */
+        ops->plan_guess(plan, pinned, th);
+        for (int i = 0; i < 9; i++) {
+            double want = i >= 2 && i <= 4 ? truth[i] : ops->init[i];
+
+            if (pin_c2 && i == 4)
+                want = truth[4];
+            assert_float_equal(th[i], want, 1e-9 * fabs(want));
         }
     }
+    ops->plan_free(plan);
 }
 
 static void tput_model_find__names(void **state)
@@ -212,7 +331,8 @@ int main(void)
         cmocka_unit_test(tput_overlap__large_gamma_is_nearly_max),
         cmocka_unit_test(tput_castor__hand_computed),
         cmocka_unit_test(tput_predict__gradients_match_differences),
-        cmocka_unit_test(tput_predict_group__matches_predict),
+        cmocka_unit_test(tput_plan_sums__match_predict),
+        cmocka_unit_test(tput_castor_plan_guess__recovers_sync),
         cmocka_unit_test(tput_model_find__names),
         cmocka_unit_test(tput_exploration_limit__caps),
     };
