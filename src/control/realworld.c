@@ -769,7 +769,8 @@ static struct grad_params rw_grad(struct realworld *rw, const struct state_job *
     if (isfinite(sj->grad_sqr) && isfinite(sj->grad_var))
         return (struct grad_params){.sqr = sj->grad_sqr, .var = sj->grad_var};
     if (spec->family[0]) /* g is written only when the family has a start */
-        (void)state_family_start_grad(rw->state, spec->family, &g.sqr, &g.var);
+        (void)state_family_start_grad(rw->state, spec->family, spec->m0 > 0 ? spec->m0 : 1, &g.sqr,
+                                      &g.var);
     return g;
 }
 

@@ -1577,23 +1577,27 @@ int state_family_configs(struct state *st, const char *family, const char *excep
     return st_collect(s, &st_family_rows, (void **)out, n);
 }
 
-int state_family_start_grad(struct state *st, const char *family, double *sqr, double *var)
+int state_family_start_grad(struct state *st, const char *family, double m0, double *sqr,
+                            double *var)
 {
     struct db_stmt *s = NULL;
     int rc;
 
-    if (!st_name_ok(family) || !sqr || !var)
+    if (!st_name_ok(family) || !sqr || !var || !(m0 > 0) || !isfinite(m0))
         return ERR_INVAL;
+    /* grad_var is per M0-sized batch: times the job's own M0 it is the per-sample variance,
+     * which jobs of one model share whatever batch they start at */
     rc = st_prepare(st->db, &s,
-                    "SELECT count(*), avg(grad0_sqr), avg(grad0_var) FROM jobs"
-                    " WHERE " ST_FAMILY " = ?1 AND grad0_sqr IS NOT NULL",
-                    "t", family);
+                    "SELECT count(*), avg(grad0_sqr),"
+                    " avg(grad0_var * coalesce(json_extract(spec, '$.init_batch_size'), ?2))"
+                    " FROM jobs WHERE " ST_FAMILY " = ?1 AND grad0_sqr IS NOT NULL",
+                    "td", family, m0);
     if (rc < 0)
         return rc;
     rc = db_step(s);
     if (rc == DB_ROW && db_column_int(s, 0) > 0) {
         *sqr = db_column_double(s, 1);
-        *var = db_column_double(s, 2);
+        *var = db_column_double(s, 2) / m0;
         rc = 0;
     } else if (rc == DB_ROW) {
         rc = ERR_NOENT;

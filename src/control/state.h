@@ -401,11 +401,16 @@ int state_family_configs(struct state *st, const char *family, const char *excep
                          struct state_family_config **out, size_t *n);
 
 /*
- * A family's start statistics: the means of grad0_sqr and of grad0_var (state_job: the gradient
- * statistics each job reported first) over the jobs whose spec names family and that have them,
- * in any state. ERR_NOENT: no such job (*sqr and *var untouched); ERR_INVAL: family not a name.
+ * A family's start statistics for a job whose initial batch size is m0: the mean of grad0_sqr
+ * (state_job: the gradient statistics each job reported first), and the mean of grad0_var scaled
+ * to m0 (grad_var is a variance per batch of the job's own initial size, init_batch_size in its
+ * spec: times that size it is per sample, which the jobs of one model share; a spec without the
+ * key counts as m0), over the jobs whose spec names family and that have them, in any state.
+ * ERR_NOENT: no such job (*sqr and *var untouched); ERR_INVAL: family not a name, m0 not
+ * positive.
  */
-int state_family_start_grad(struct state *st, const char *family, double *sqr, double *var);
+int state_family_start_grad(struct state *st, const char *family, double m0, double *sqr,
+                            double *var);
 
 /* ---- the decision log and costs ---- */
 

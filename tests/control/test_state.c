@@ -1187,16 +1187,42 @@ static void state_family__configs_and_start_grad(void **state)
     assert_int_equal(n, 0);
     assert_int_equal(state_family_configs(st, "", "c", &rows, &n), ERR_INVAL);
     /* the start: first statistics (a's later 9.0 is not its first) */
-    assert_int_equal(state_family_start_grad(st, "resnet50/t4", &sqr, &var), 0);
+    assert_int_equal(state_family_start_grad(st, "resnet50/t4", 64, &sqr, &var), 0);
     assert_float_equal(sqr, 1.0, 1e-12);
     assert_float_equal(var, 3.0, 1e-12);
-    assert_int_equal(state_family_start_grad(st, "resnet50/v100", &sqr, &var), 0);
+    assert_int_equal(state_family_start_grad(st, "resnet50/v100", 64, &sqr, &var), 0);
     assert_true(sqr == 7.0 && var == 7.0);
     assert_int_equal(state_job_submit(st, "quiet", "{\"family\": \"quiet\"}", 1.0), 0);
-    assert_int_equal(state_family_start_grad(st, "quiet", &sqr, &var), ERR_NOENT);
-    assert_int_equal(state_family_start_grad(st, "nobody", &sqr, &var), ERR_NOENT);
+    assert_int_equal(state_family_start_grad(st, "quiet", 64, &sqr, &var), ERR_NOENT);
+    assert_int_equal(state_family_start_grad(st, "nobody", 64, &sqr, &var), ERR_NOENT);
     assert_true(sqr == 7.0 && var == 7.0); /* untouched */
-    assert_int_equal(state_family_start_grad(st, NULL, &sqr, &var), ERR_INVAL);
+    assert_int_equal(state_family_start_grad(st, NULL, 64, &sqr, &var), ERR_INVAL);
+    assert_int_equal(state_family_start_grad(st, "resnet50/t4", 0, &sqr, &var), ERR_INVAL);
+    state_close(st);
+}
+
+/* A sweep over initial batch sizes: grad_var is per batch of the job's own M0, so the family's
+ * start scales it: jobs at M0 64 (var 2.0) and 256 (var 1.0) have per-sample variances 128 and
+ * 256, mean 192: 1.5 for a job starting at 128, 0.75 at 256; sqr is the plain mean (3.0). */
+static void state_family_start_grad__scaled_to_the_initial_batch(void **state)
+{
+    const struct tmpdb *t = *state;
+    struct state *st = open_state(t);
+    const struct state_report_config c = {1, 1, 32.0, 0, 10, 0.5, 0.0, 0.0, 0};
+    const struct state_report small = {&c, 1, 2.0, 2.0, NAN, 0}, large = {&c, 1, 4.0, 1.0, NAN, 0};
+    double sqr = -1, var = -1;
+
+    assert_int_equal(
+        state_job_submit(st, "s64", "{\"family\": \"sweep\", \"init_batch_size\": 64}", 1.0), 0);
+    assert_int_equal(
+        state_job_submit(st, "s256", "{\"family\": \"sweep\", \"init_batch_size\": 256}", 1.0), 0);
+    assert_int_equal(state_report_store(st, "s64", &small, 2.0), 0);
+    assert_int_equal(state_report_store(st, "s256", &large, 2.0), 0);
+    assert_int_equal(state_family_start_grad(st, "sweep", 128, &sqr, &var), 0);
+    assert_float_equal(sqr, 3.0, 1e-12);
+    assert_float_equal(var, 1.5, 1e-12);
+    assert_int_equal(state_family_start_grad(st, "sweep", 256, &sqr, &var), 0);
+    assert_float_equal(var, 0.75, 1e-12);
     state_close(st);
 }
 
@@ -1231,6 +1257,7 @@ int main(void)
         STATE_TEST(state_open__migrates_v4_to_v5),
         STATE_TEST(state_report_store__first_grad_written_once),
         STATE_TEST(state_family__configs_and_start_grad),
+        STATE_TEST(state_family_start_grad__scaled_to_the_initial_batch),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
