@@ -5,7 +5,9 @@
  * model; least attained service for a job that declared none), and a change of allocation is
  * priced by the progress its restart costs over the job's remaining time, with a hysteresis
  * margin; GPUs nobody wants at that price are then offered without the margin and with a wider
- * exploration limit. The counts are then placed: jobs that keep their count keep their GPUs, the
+ * exploration limit. Before the greedy, a job whose work left is not known gets its smallest
+ * allocation (one GPU or its gang minimum) while GPUs last, so none is starved on a guess. The
+ * counts are then placed: jobs that keep their count keep their GPUs, the
  * others are placed single-node jobs first, then largest first, consolidated, one distributed job
  * per node; a job that cannot be placed at its count is capped at what it got and the counts are
  * chosen again (at most three times). docs/scheduler.md describes the algorithm, its cost and what
@@ -34,8 +36,10 @@ struct castor {
     double idle_explore;    /* the idle phase's exploration limit, times the replicas measured
                                (0: none; the batch, owner's and cluster limits still apply) */
     int avoid_interference;
-    int decides; /* count choices at most, each after the last one's jobs that could
-                    not be placed at their counts were capped at what was placed */
+    int floor_unknown; /* 1: a job whose work left is not known gets its smallest allocation
+                          before any job grows (while GPUs last) */
+    int decides;       /* count choices at most, each after the last one's jobs that could
+                          not be placed at their counts were capped at what was placed */
 };
 
 struct castor_job {
@@ -74,6 +78,7 @@ static int castor_create(const struct policy_config *cfg, void **ctx)
     c->idle_hysteresis = 0.0;
     c->idle_explore = 4.0;
     c->avoid_interference = !cfg->no_interference_avoidance;
+    c->floor_unknown = 1;
     c->decides = 3;
     *ctx = c;
     return 0;
@@ -298,7 +303,40 @@ static int castor_next(const struct castor *c, const struct snap_job *sj, struct
     return best;
 }
 
-/* Choose replica counts: repeatedly give the steepest step to its job. */
+/* The floor: every job whose work left is not known (least attained service weighs it) and that
+ * gains from GPUs gets its smallest allocation (one GPU, or its gang minimum) before any job
+ * grows, the steepest first while *free_gpus last. Without a length, starving a job on the
+ * strength of its attained service is a guess; a job left with nothing is also the term that
+ * dominates Pollux's objective (1 / (0 + 1e-3)). h is scratch (left empty). */
+static void castor_floor(const struct castor *c, const struct snapshot *s, struct castor_job *cj,
+                         int gpn, struct castor_heap *h, int *free_gpus)
+{
+    for (int j = 0; j < s->njobs; j++) {
+        const struct snap_job *sj = &s->jobs[j];
+        int m = sj->min_replicas > 1 ? sj->min_replicas : 1;
+        double k;
+
+        if (cj[j].left >= 0 || m > cj[j].maxr)
+            continue;
+        k = (castor_best_utility(c, sj, &cj[j], gpn, m) -
+             castor_best_utility(c, sj, &cj[j], gpn, 0)) /
+            m;
+        if (k > 0)
+            castor_heap_push(h, (struct castor_heap_item){k, j, m, 0});
+    }
+    while (h->n > 0 && *free_gpus > 0) {
+        struct castor_heap_item it = castor_heap_pop(h);
+
+        if (it.to <= *free_gpus) {
+            *free_gpus -= it.to;
+            cj[it.j].count = it.to;
+        }
+    }
+    h->n = 0;
+}
+
+/* Choose replica counts: the floor (jobs of unknown length), then repeatedly give the steepest
+ * step to its job. */
 static int castor_choose_counts(const struct castor *c, const struct snapshot *s,
                                 struct castor_job *cj, int gpus, int gpn)
 {
@@ -316,6 +354,8 @@ static int castor_choose_counts(const struct castor *c, const struct snapshot *s
         cj[j].keepf = cj[j].keepf_main;
         cj[j].count = 0;
     }
+    if (c->floor_unknown)
+        castor_floor(c, s, cj, gpn, &h, &free_gpus);
     for (int phase = 0; phase < 2 && free_gpus > 0; phase++) {
         if (phase == 1) {
             /* GPUs no job wanted at the full price: offer them with the idle hysteresis and

@@ -49,10 +49,30 @@ static void castor_allocate__scaling_job_outgrows_sync_bound(void **state)
     assert_row(w->out, 2, (int[]){0}, 1);
 }
 
-/* a and b scale perfectly and hold a node each, with the same attained service: any change
- * would cost a restart, and nothing gains enough to pay for it, so both keep their GPUs (c, whose
- * first GPU would need one of theirs, waits). */
+/* a, b and c scale perfectly and declared the same length (10^6 iterations left each, weight
+ * (1 + 840,000 / 20000)^-1 = 0.023); a and b hold a node each: any change would cost a restart,
+ * and nothing gains enough to pay for it (c's first GPU would cost a or b a restart for less than
+ * its fourth GPU's worth), so both keep their GPUs and c waits. */
 static void castor_allocate__hysteresis_keeps_balanced_jobs(void **state)
+{
+    struct world *w = *state;
+
+    for (int j = 0; j < JOBS; j++) {
+        give_model(w, j, &perfect);
+        w->jobs[j].progress_target = 1e6;
+    }
+    set_row(w->cur, 0, (int[]){0, 0, 0, 0}, 4);
+    set_row(w->cur, 1, (int[]){1, 1, 1, 1}, 4);
+    assert_int_equal(decide(w), 0);
+    assert_row(w->out, 0, (int[]){0, 0, 0, 0}, 4);
+    assert_row(w->out, 1, (int[]){1, 1, 1, 1}, 4);
+    assert_int_equal(w->out->count[2], 0);
+}
+
+/* The floor: as above, but no job declared its length (least attained service, 10^5 GPU-seconds
+ * each) and c has no model. A job of unknown length is not starved on a guess: c gets one GPU
+ * before anyone grows, and a and b share the other 7 (one of them restarts on 3). */
+static void castor_allocate__unknown_length_gets_one_gpu_first(void **state)
 {
     struct world *w = *state;
 
@@ -63,9 +83,8 @@ static void castor_allocate__hysteresis_keeps_balanced_jobs(void **state)
     set_row(w->cur, 0, (int[]){0, 0, 0, 0}, 4);
     set_row(w->cur, 1, (int[]){1, 1, 1, 1}, 4);
     assert_int_equal(decide(w), 0);
-    assert_row(w->out, 0, (int[]){0, 0, 0, 0}, 4);
-    assert_row(w->out, 1, (int[]){1, 1, 1, 1}, 4);
-    assert_int_equal(w->out->count[2], 0);
+    assert_int_equal(w->out->count[2], 1);
+    assert_int_equal(w->out->count[0] + w->out->count[1], 7);
 }
 
 /*
@@ -344,6 +363,7 @@ int main(void)
         WORLD_TEST(castor_allocate__without_model_one_gpu_each),
         WORLD_TEST(castor_allocate__scaling_job_outgrows_sync_bound),
         WORLD_TEST(castor_allocate__hysteresis_keeps_balanced_jobs),
+        WORLD_TEST(castor_allocate__unknown_length_gets_one_gpu_first),
         WORLD_TEST(castor_allocate__newcomer_takes_from_long_served_job),
         WORLD_TEST(castor_allocate__owner_and_exploration_limits_cap),
         WORLD_TEST(castor_allocate__no_jobs),
