@@ -148,13 +148,19 @@ static void print_header(FILE *out)
             "$/bound", "JCT/bnd");
 }
 
+/* value over its lower bound; 0 when the bound is not a positive finite number. */
+static double over_bound(double value, double bound)
+{
+    return bound > 0 && isfinite(bound) ? value / bound : 0;
+}
+
 static void print_row(FILE *out, const char *wl, const char *sys, const struct run_result *r)
 {
     fprintf(out, "%-15s %-16s %9.2f %8.1f %8.0f %9.0f %7.1f %7ld %7.0f %7.1f %7.2f %7.2f%s\n", wl,
             sys, r->fleet.dollars, r->avg_jct, r->p99_jct, r->makespan, r->fleet.gpu_hours,
             r->fleet.preemptions, r->fleet.lost_work_s, r->fleet.mean_wait_s,
-            r->bound > 0 ? r->fleet.dollars / r->bound : 0,
-            r->jct_bound > 0 ? r->avg_jct / r->jct_bound : 0, r->unfinished ? " (unfinished)" : "");
+            over_bound(r->fleet.dollars, r->bound), over_bound(r->avg_jct, r->jct_bound),
+            r->unfinished ? " (unfinished)" : "");
 }
 
 static struct jv *result_json(const struct run_result *r)
@@ -168,11 +174,10 @@ static struct jv *result_json(const struct run_result *r)
     jv_set(o, "gpu_hours", jv_number(r->fleet.gpu_hours));
     jv_set(o, "preemptions", jv_integer(r->fleet.preemptions));
     jv_set(o, "lost_work_s", jv_number(r->fleet.lost_work_s));
-    jv_set(o, "dollars_over_bound", jv_number(r->bound > 0 ? r->fleet.dollars / r->bound : 0));
+    jv_set(o, "dollars_over_bound", jv_number(over_bound(r->fleet.dollars, r->bound)));
     jv_set(o, "mean_wait_s", jv_number(r->fleet.mean_wait_s));
     jv_set(o, "jct_bound_s", jv_number(isfinite(r->jct_bound) ? r->jct_bound : 0));
-    jv_set(o, "jct_over_bound",
-           jv_number(r->jct_bound > 0 && isfinite(r->jct_bound) ? r->avg_jct / r->jct_bound : 0));
+    jv_set(o, "jct_over_bound", jv_number(over_bound(r->avg_jct, r->jct_bound)));
     jv_set(o, "held_gpu_hours", jv_number(r->fleet.held_gpu_hours));
     jv_set(o, "deadlines", jv_integer(r->fleet.deadlines));
     jv_set(o, "deadlines_met", jv_integer(r->fleet.deadlines_met));

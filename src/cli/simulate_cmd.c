@@ -116,6 +116,18 @@ static int parse_double(const char *s, double lo, double hi, double *out)
     return 0;
 }
 
+/* The index of s in the NULL-terminated names into *out: 0, or -1 (and *out unchanged) when s is
+ * none of them. */
+static int parse_choice(const char *s, const char *const *names, int *out)
+{
+    for (int k = 0; names[k]; k++)
+        if (strcmp(s, names[k]) == 0) {
+            *out = k;
+            return 0;
+        }
+    return -1;
+}
+
 /* The values of --job-lengths and job_lengths, by sim_opts.unknown_lengths. */
 static const char *const sim_lengths[] = {"declared", "unknown", NULL};
 
@@ -503,17 +515,11 @@ int cli_simulate(int argc, char **argv, FILE *out, FILE *err)
             o.report = v;
         else if (strcmp(a, "--tput-model") == 0)
             o.model = v;
-        else if (strcmp(a, "--job-lengths") == 0) {
-            bad = -1;
-            for (int k = 0; sim_lengths[k]; k++)
-                if (strcmp(v, sim_lengths[k]) == 0)
-                    o.unknown_lengths = k, bad = 0;
-        } else if (strcmp(a, "--families") == 0) {
-            bad = -1;
-            for (int k = 0; sim_families[k]; k++)
-                if (strcmp(v, sim_families[k]) == 0)
-                    o.families = k, bad = 0;
-        } else if (strcmp(a, "--nodes") == 0)
+        else if (strcmp(a, "--job-lengths") == 0)
+            bad = parse_choice(v, sim_lengths, &o.unknown_lengths);
+        else if (strcmp(a, "--families") == 0)
+            bad = parse_choice(v, sim_families, &o.families);
+        else if (strcmp(a, "--nodes") == 0)
             bad = parse_int(v, 1, 4096, &o.nodes);
         else if (strcmp(a, "--gpus-per-node") == 0)
             bad = parse_int(v, 1, 64, &o.gpus_per_node);

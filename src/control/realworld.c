@@ -714,7 +714,8 @@ static void rw_model_update(struct realworld *rw, struct rw_job *j, const struct
     struct profile prof;
     struct tput_params fitted;
     size_t n = 0, nf = 0;
-    int rc, own, maxr = 0;
+    struct tput_coverage cov;
+    int rc, own;
 
     j->refitted = 0;
     own = isfinite(sj->reported_at) && sj->reported_at != j->fitted_for;
@@ -740,8 +741,7 @@ static void rw_model_update(struct realworld *rw, struct rw_job *j, const struct
     free(frows);
     j->fitted_for = sj->reported_at;
     j->family_fitted |= nf > 0;
-    for (size_t i = 0; i < prof.n; i++)
-        maxr = prof.entries[i].x.replicas > maxr ? prof.entries[i].x.replicas : maxr;
+    profile_coverage(&prof, &cov);
     if (rc == 0)
         rc = prof.n > 0 ? fit_tput(rw->model, &prof, &fitted, NULL) : ERR_EMPTY;
     profile_free(&prof);
@@ -754,7 +754,7 @@ static void rw_model_update(struct realworld *rw, struct rw_job *j, const struct
     }
     j->tput = fitted;
     j->has_model = 1;
-    j->max_profiled = maxr;
+    j->max_profiled = cov.max_replicas;
     j->refitted = 1;
     rw_model_store(rw, j, sj, now);
 }
@@ -769,8 +769,7 @@ static struct grad_params rw_grad(struct realworld *rw, const struct state_job *
     if (isfinite(sj->grad_sqr) && isfinite(sj->grad_var))
         return (struct grad_params){.sqr = sj->grad_sqr, .var = sj->grad_var};
     if (spec->family[0]) /* g is written only when the family has a start */
-        (void)state_family_start_grad(rw->state, spec->family, spec->m0 > 0 ? spec->m0 : 1, &g.sqr,
-                                      &g.var);
+        (void)state_family_start_grad(rw->state, spec->family, spec->m0, &g.sqr, &g.var);
     return g;
 }
 

@@ -23,9 +23,36 @@ static int profile_same(const struct tput_point *a, const struct tput_point *b)
     return a->nodes == b->nodes && a->replicas == b->replicas && a->local_bsz == b->local_bsz;
 }
 
+/* Room for at least n entries in p (growing by doubling, from 32). ERR_NOMEM: p unchanged. */
+static int profile_reserve(struct profile *p, size_t n)
+{
+    size_t cap = p->cap ? p->cap : 32;
+    struct profile_entry *grown;
+
+    if (n <= p->cap)
+        return 0;
+    while (cap < n)
+        cap *= 2;
+    if (!(grown = realloc(p->entries, cap * sizeof(*grown))))
+        return ERR_NOMEM;
+    p->entries = grown;
+    p->cap = cap;
+    return 0;
+}
+
+/* p's entry for configuration x, or NULL; only the first n entries are looked at. */
+static struct profile_entry *profile_find(const struct profile *p, size_t n,
+                                          const struct tput_point *x)
+{
+    for (size_t i = 0; i < n; i++)
+        if (profile_same(&p->entries[i].x, x))
+            return &p->entries[i];
+    return NULL;
+}
+
 int profile_add(struct profile *p, const struct tput_point *x, double step_time, double sync_time)
 {
-    struct profile_entry *e = NULL;
+    struct profile_entry *e;
     double w, la, lo, d;
 
     if (x->nodes < 1 || x->replicas < x->nodes || !(x->local_bsz > 0) || !isfinite(x->local_bsz))
@@ -33,22 +60,9 @@ int profile_add(struct profile *p, const struct tput_point *x, double step_time,
     if (!isfinite(step_time) || !isfinite(sync_time) || !(step_time > 0) || sync_time < 0 ||
         sync_time >= step_time)
         return ERR_INVAL;
-    for (size_t i = 0; i < p->n; i++) {
-        if (profile_same(&p->entries[i].x, x)) {
-            e = &p->entries[i];
-            break;
-        }
-    }
-    if (!e) {
-        if (p->n == p->cap) {
-            size_t cap = p->cap ? 2 * p->cap : 32;
-            struct profile_entry *grown = realloc(p->entries, cap * sizeof(*grown));
-
-            if (!grown)
-                return ERR_NOMEM;
-            p->entries = grown;
-            p->cap = cap;
-        }
+    if (!(e = profile_find(p, p->n, x))) {
+        if (profile_reserve(p, p->n + 1) < 0)
+            return ERR_NOMEM;
         e = &p->entries[p->n++];
         memset(e, 0, sizeof(*e));
         e->x = *x;
@@ -72,33 +86,13 @@ int profile_add(struct profile *p, const struct tput_point *x, double step_time,
 
 int profile_merge(struct profile *dst, const struct profile *src)
 {
-    size_t add = 0, n;
+    size_t n = dst->n; /* only dst's own entries are compared: src has each configuration once */
 
-    for (size_t i = 0; i < src->n; i++) {
-        int have = 0;
-
-        for (size_t k = 0; k < dst->n && !have; k++)
-            have = profile_same(&dst->entries[k].x, &src->entries[i].x);
-        add += !have;
-    }
-    if (dst->n + add > dst->cap) {
-        size_t cap = dst->n + add;
-        struct profile_entry *grown = realloc(dst->entries, cap * sizeof(*grown));
-
-        if (!grown)
-            return ERR_NOMEM;
-        dst->entries = grown;
-        dst->cap = cap;
-    }
-    n = dst->n; /* only dst's own entries are compared: src has each configuration once */
-    for (size_t i = 0; i < src->n; i++) {
-        int have = 0;
-
-        for (size_t k = 0; k < n && !have; k++)
-            have = profile_same(&dst->entries[k].x, &src->entries[i].x);
-        if (!have)
+    if (profile_reserve(dst, dst->n + src->n) < 0)
+        return ERR_NOMEM;
+    for (size_t i = 0; i < src->n; i++)
+        if (!profile_find(dst, n, &src->entries[i].x))
             dst->entries[dst->n++] = src->entries[i];
-    }
     if (!(isfinite(dst->sync_prior) && dst->sync_prior > 0))
         dst->sync_prior = src->sync_prior;
     return 0;

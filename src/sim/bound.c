@@ -8,18 +8,21 @@
 /* Lambdas tried: 0, then a log grid from 1e-7 to 1e3 job-seconds per GPU-second. */
 #define BOUND_NLAMBDA 300
 
+/* The most nodes a placement of the table spans (more: left at 0, infeasible). */
+#define BOUND_MAX_NODES 64
+
 void sim_bound_goodputs(struct app *a, int gpn, int kmax, double *best)
 {
     for (int ep = 0; ep < a->max_epochs; ep++) {
         for (int k = 1; k <= kmax; k++) {
-            int nodes = (k + gpn - 1) / gpn, packed[64], spread[64];
+            int nodes = (k + gpn - 1) / gpn, packed[BOUND_MAX_NODES], spread[BOUND_MAX_NODES];
             double top = 0;
 
-            for (int n = 0; n < nodes; n++) {
+            for (int n = 0; n < nodes && nodes <= BOUND_MAX_NODES; n++) {
                 packed[n] = k - n * gpn < gpn ? k - n * gpn : gpn;
                 spread[n] = k / nodes + (n < k % nodes);
             }
-            for (int p = 0; p < 2; p++) {
+            for (int p = 0; p < 2 && nodes <= BOUND_MAX_NODES; p++) {
                 for (int i = 0; i <= 16; i++) {
                     double local =
                         floor(a->min_local * pow((double)a->max_local / a->min_local, i / 16.0));

@@ -12,7 +12,8 @@
  * GPUs: the most over local batch sizes on a grid of the measured range (17 points), 0 to 4
  * accumulation steps at the largest local batch, and two placements on nodes of gpn GPUs (packed on
  * the fewest nodes, and spread evenly over them). Writes a->max_epochs x kmax values, row by epoch,
- * into best (owned by the caller); 0 where no configuration is feasible. Cannot fail.
+ * into best (owned by the caller); 0 where no configuration is feasible or a placement would
+ * span more than 64 nodes. Cannot fail.
  */
 void sim_bound_goodputs(struct app *a, int gpn, int kmax, double *best);
 

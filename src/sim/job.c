@@ -187,15 +187,16 @@ static int sim_job_learn(struct sim_job *job, int r, double step, double sync, d
 
 int sim_job_seed(struct sim_job *job)
 {
+    struct tput_coverage cov;
     int rc;
 
     if (!job->family || job->has_model || !sim_family_ready(job->family))
         return 0;
     if ((rc = profile_merge(&job->prof, &job->family->prof)) < 0)
         return rc;
-    for (size_t i = 0; i < job->prof.n; i++)
-        if (job->prof.entries[i].x.replicas > job->max_profiled)
-            job->max_profiled = job->prof.entries[i].x.replicas;
+    profile_coverage(&job->prof, &cov);
+    if (cov.max_replicas > job->max_profiled)
+        job->max_profiled = cov.max_replicas;
     if (!job->reported)
         job->grad = job->family->start;
     if ((rc = fit_tput(job->model, &job->prof, &job->tput, NULL)) < 0)
