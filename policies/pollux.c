@@ -180,10 +180,14 @@ static int pollux_feasible(const struct pollux *p, const struct snapshot *s, con
 /*
  * Choose replica counts: maximise the sum of utilities with at most `gpus` replicas in all, by
  * dynamic programming over jobs and GPUs used. keep[j] says whether job j's best use of its
- * chosen count is to keep what it holds.
+ * chosen count is to keep what it holds. With whole set, a count of more than one node's worth
+ * must be whole nodes (or what the job holds now, kept): the dynamic program ignores the rule of
+ * one distributed job per node, and two jobs' partial nodes can make its best counts impossible
+ * to place; whole nodes leave no remainders to collide.
  */
 static int pollux_choose_counts(const struct pollux *p, const struct snapshot *s,
-                                struct pollux_job *pj, int gpus, int gpn, int *count, int *keep)
+                                struct pollux_job *pj, int gpus, int gpn, int whole, int *count,
+                                int *keep)
 {
     int J = s->njobs, rc = 0;
     size_t w = (size_t)gpus + 1;
@@ -219,6 +223,8 @@ static int pollux_choose_counts(const struct pollux *p, const struct snapshot *s
                     ukeep[r] = 1;
                 }
             }
+            if (whole && r > gpn && r % gpn != 0 && !ukeep[r])
+                u = -HUGE_VAL;
             util[r] = u;
         }
         for (size_t g = 0; g < w; g++) {
@@ -260,35 +266,22 @@ out:
     return rc;
 }
 
-static int pollux_allocate(void *ctx, const struct snapshot *s, uint64_t seed, struct alloc *out)
+/*
+ * Place counts: starting from the current allocation, the jobs that keep what they hold keep it,
+ * and the others are placed afresh, largest first (they fragment most), shrinking where they do
+ * not fit. cand is overwritten; free_gpus and dist (nnodes each) and order (njobs) are scratch.
+ * Returns 0, or ERR_NOMEM from the allocation rows.
+ */
+static int pollux_place_counts(const struct pollux *p, const struct snapshot *s, const int *count,
+                               const int *keep, struct alloc *cand, int *free_gpus, int *dist,
+                               int *order)
 {
-    const struct pollux *p = ctx;
-    struct pollux_job *pj = NULL;
-    struct alloc *cand = NULL, *alt = NULL;
-    int J = s->njobs, gpus = snapshot_gpus(s), gpn = s->nodes[0].gpus, rc;
-    int *count = NULL, *keep = NULL, *free_gpus = NULL, *dist = NULL, *order = NULL;
+    int J = s->njobs, rc;
 
-    (void)seed;
-    if (J == 0)
-        return 0;
-    pj = calloc((size_t)J, sizeof(*pj));
-    count = calloc((size_t)J, sizeof(int));
-    keep = calloc((size_t)J, sizeof(int));
-    order = calloc((size_t)J, sizeof(int));
-    free_gpus = calloc((size_t)s->nnodes, sizeof(int));
-    dist = calloc((size_t)s->nnodes, sizeof(int));
-    if (!pj || !count || !keep || !order || !free_gpus || !dist) {
-        rc = ERR_NOMEM;
-        goto out;
-    }
-    if ((rc = pollux_prepare(p, s, pj)) < 0 ||
-        (rc = alloc_new(J, s->nnodes, out->width, &cand)) < 0)
-        goto out;
-    if ((rc = pollux_choose_counts(p, s, pj, gpus, gpn, count, keep)) < 0)
-        goto out;
-    /* jobs that keep their GPUs first, then the others, largest first (they fragment most) */
-    for (int i = 0; i < s->nnodes; i++)
+    for (int i = 0; i < s->nnodes; i++) {
         free_gpus[i] = s->nodes[i].gpus;
+        dist[i] = 0;
+    }
     for (int j = 0; j < J; j++) {
         if (!keep[j] || count[j] == 0)
             continue;
@@ -320,46 +313,83 @@ static int pollux_allocate(void *ctx, const struct snapshot *s, uint64_t seed, s
             continue;
         if ((rc = policy_place_shrinking(cand, j, count[j], s, free_gpus, dist,
                                          p->avoid_interference)) < 0)
-            goto out;
+            return rc;
     }
-    /* improve both the placed counts and the current allocation; keep the fitter */
-    if ((rc = alloc_new(J, s->nnodes, out->width, &alt)) < 0)
+    return 0;
+}
+
+/* Improve alt (a start placed by the caller) and copy it into best if it is then fitter (or best is
+ * infeasible). An infeasible alt is left alone. Returns 0, or ERR_NOMEM. */
+static int pollux_try_start(const struct pollux *p, const struct snapshot *s, struct pollux_job *pj,
+                            const int *count, struct alloc *alt, struct alloc *best)
+{
+    int rc;
+
+    if (!pollux_feasible(p, s, alt))
+        return 0;
+    if ((rc = pollux_improve(p, s, pj, count, 0, alt)) < 0)
+        return rc;
+    if (!pollux_feasible(p, s, best) ||
+        (pollux_feasible(p, s, alt) && pollux_total(p, s, pj, alt) > pollux_total(p, s, pj, best)))
+        alloc_copy(best, alt);
+    return 0;
+}
+
+static int pollux_allocate(void *ctx, const struct snapshot *s, uint64_t seed, struct alloc *out)
+{
+    const struct pollux *p = ctx;
+    struct pollux_job *pj = NULL;
+    struct alloc *cand = NULL, *alt = NULL;
+    int J = s->njobs, gpus = snapshot_gpus(s), gpn = s->nodes[0].gpus, rc, differ = 0;
+    int *count = NULL, *keep = NULL, *wcount = NULL, *wkeep = NULL, *free_gpus = NULL, *dist = NULL,
+        *order = NULL;
+
+    (void)seed;
+    if (J == 0)
+        return 0;
+    pj = calloc((size_t)J, sizeof(*pj));
+    count = calloc((size_t)J * 4, sizeof(int));
+    order = calloc((size_t)J, sizeof(int));
+    free_gpus = calloc((size_t)s->nnodes, sizeof(int));
+    dist = calloc((size_t)s->nnodes, sizeof(int));
+    if (!pj || !count || !order || !free_gpus || !dist) {
+        rc = ERR_NOMEM;
         goto out;
-    alloc_copy(alt, s->current);
+    }
+    keep = count + J, wcount = count + 2 * J, wkeep = count + 3 * J;
+    if ((rc = pollux_prepare(p, s, pj)) < 0 ||
+        (rc = alloc_new(J, s->nnodes, out->width, &cand)) < 0 ||
+        (rc = alloc_new(J, s->nnodes, out->width, &alt)) < 0)
+        goto out;
+    /* the first start: the dynamic program's counts, placed */
+    if ((rc = pollux_choose_counts(p, s, pj, gpus, gpn, 0, count, keep)) < 0 ||
+        (rc = pollux_place_counts(p, s, count, keep, cand, free_gpus, dist, order)) < 0)
+        goto out;
     if (pollux_feasible(p, s, cand) && (rc = pollux_improve(p, s, pj, count, 0, cand)) < 0)
         goto out;
-    if (pollux_feasible(p, s, alt) && (rc = pollux_improve(p, s, pj, count, 0, alt)) < 0)
+    /* the second: the current allocation */
+    alloc_copy(alt, s->current);
+    if ((rc = pollux_try_start(p, s, pj, count, alt, cand)) < 0)
         goto out;
-    if (!pollux_feasible(p, s, cand) ||
-        (pollux_feasible(p, s, alt) && pollux_total(p, s, pj, alt) > pollux_total(p, s, pj, cand)))
-        alloc_copy(cand, alt);
     /* a third start: every job placed afresh with the counts it holds, largest first (a
      * defragmented cluster), improved the same way */
-    for (int i = 0; i < s->nnodes; i++) {
-        free_gpus[i] = s->nodes[i].gpus;
-        dist[i] = 0;
-    }
     for (int j = 0; j < J; j++) {
-        alloc_clear_job(alt, j);
-        order[j] = j;
+        wcount[j] = s->current->count[j];
+        wkeep[j] = 0;
     }
-    for (int a2 = 1; a2 < J; a2++)
-        for (int b2 = a2; b2 > 0 && s->current->count[order[b2]] > s->current->count[order[b2 - 1]];
-             b2--) {
-            int t = order[b2];
-
-            order[b2] = order[b2 - 1];
-            order[b2 - 1] = t;
-        }
-    for (int i = 0; i < J; i++)
-        if ((rc = policy_place_shrinking(alt, order[i], s->current->count[order[i]], s, free_gpus,
-                                         dist, p->avoid_interference)) < 0)
-            goto out;
-    if (pollux_feasible(p, s, alt) && (rc = pollux_improve(p, s, pj, count, 0, alt)) < 0)
+    if ((rc = pollux_place_counts(p, s, wcount, wkeep, alt, free_gpus, dist, order)) < 0 ||
+        (rc = pollux_try_start(p, s, pj, count, alt, cand)) < 0)
         goto out;
-    if (pollux_feasible(p, s, alt) && pollux_total(p, s, pj, alt) > pollux_total(p, s, pj, cand))
-        alloc_copy(cand, alt);
-    /* the best of the three, polished by re-solving pairs of nodes */
+    /* a fourth, where the first's counts need partial nodes: the best counts in whole nodes */
+    if ((rc = pollux_choose_counts(p, s, pj, gpus, gpn, 1, wcount, wkeep)) < 0)
+        goto out;
+    for (int j = 0; j < J; j++)
+        differ |= wcount[j] != count[j];
+    if (differ &&
+        ((rc = pollux_place_counts(p, s, wcount, wkeep, alt, free_gpus, dist, order)) < 0 ||
+         (rc = pollux_try_start(p, s, pj, wcount, alt, cand)) < 0))
+        goto out;
+    /* the best of the four, polished by re-solving pairs of nodes */
     if (pollux_feasible(p, s, cand) &&
         (rc = pollux_improve(p, s, pj, count, POLLUX_PAIRS, cand)) < 0)
         goto out;
@@ -370,7 +400,6 @@ out:
         free(pj[j].good);
     free(pj);
     free(count);
-    free(keep);
     free(order);
     free(free_gpus);
     free(dist);

@@ -519,6 +519,126 @@ static void pollux_allocate__random_worlds_feasible_and_optimal(void **state)
     }
 }
 
+/* Job j of a holds a node's worth (gpn GPUs) on each of nodes[0..n-1]. */
+static void set_whole_nodes(struct alloc *a, int j, const int *nodes, int n, int gpn)
+{
+    alloc_clear_job(a, j);
+    for (int i = 0; i < n; i++)
+        assert_int_equal(alloc_add(a, j, nodes[i], gpn), 0);
+}
+
+/*
+ * A snapshot of a simulation (workload 1 of job load 0.5, t = 18,060 s, 16 nodes of 4 GPUs, every
+ * node held; the models as fitted then). Two yolov3 jobs hold 6 and 7 whole nodes, cifar10-41 two
+ * and cifar10-43 one. The dynamic program's best counts are 24 (kept), 17, 15 and 8: two
+ * distributed jobs with partial nodes (17 = 4 x 4 + 1, 15 = 3 x 4 + 3), which the rule of one
+ * distributed job per node forbids to share the node their remainders need. From those counts
+ * placed, from the current allocation and from a defragmented one, the local search settled on
+ * yolov3-22 giving one node to cifar10-43 (fitness 0.186982). The best counts in whole nodes
+ * (24, 16, 16, 8) place exactly and are fitter: the reference-style GA found them
+ * (castor-bench-pollux-ga: 0.187671), and the policy's fourth start, the dynamic program held to
+ * whole nodes, does too.
+ */
+static void pollux_allocate__whole_nodes_where_partial_counts_cannot_be_placed(void **state)
+{
+    enum { N = 16, J = 4, GPN = 4 };
+    static const struct {
+        const char *name;
+        double theta[7], sqr, var;
+        struct bsz_limits lim;
+        double submit;
+        int restarts, profiled;
+    } in[J] = {
+        {"yolov3-21",
+         {0.29003562707937441, 0.0094766223002684304, 1.1542866308066082, 0.010258167398834258,
+          0.16293656726269456, 0.096776783332857941, 2.4558464172273307},
+         180.62669297240939,
+         21521.79715257962,
+         {8, 512, 4, 8, 1},
+         11382,
+         21,
+         42},
+        {"yolov3-22",
+         {0.28819409229935844, 0.010414708162834699, 1.1356929610426258, 0.0096246301192257685,
+          0.15989500798169784, 0.092210954037662787, 2.4147602297622268},
+         180.62669297240939,
+         21521.79715257962,
+         {8, 512, 4, 8, 1},
+         11528,
+         21,
+         36},
+        {"cifar10-41",
+         {0.017152833337678558, 0.0006921171436645436, 0.21451243272102632, 0.0010730236214775398,
+          0.039561924320809481, 0.003917605133887705, 3.0453301190805551},
+         0.10178876753506114,
+         5.2252838159811006,
+         {128, 4096, 32, 1024, 1},
+         17553,
+         3,
+         8},
+        {"cifar10-43",
+         {0.021669820660312204, 0.00064206676401457226, 0.031273183460642909, 0.0044798256866132296,
+          0.028430166782402639, 0.0040725688060120266, 2.3306177070518386},
+         0.1635515663590093,
+         2.3157432926897719,
+         {128, 4096, 32, 1024, 1},
+         17739,
+         2,
+         4},
+    };
+    struct snap_node nodes[N];
+    struct snap_job jobs[J];
+    struct alloc *cur, *out, *ga;
+    struct snapshot s = {.now = 18060, .nnodes = N, .nodes = nodes, .njobs = J, .jobs = jobs};
+    struct policy_config cfg = {0};
+    double got, ga_fit;
+
+    (void)state;
+    for (int i = 0; i < N; i++)
+        nodes[i].gpus = GPN;
+    memset(jobs, 0, sizeof(jobs));
+    for (int j = 0; j < J; j++) {
+        jobs[j].name = in[j].name;
+        jobs[j].has_model = 1;
+        jobs[j].tput.ops = &tput_model_pollux;
+        memcpy(jobs[j].tput.theta, in[j].theta, sizeof(in[j].theta));
+        jobs[j].grad = (struct grad_params){.sqr = in[j].sqr, .var = in[j].var};
+        jobs[j].lim = in[j].lim;
+        jobs[j].submit_time = in[j].submit;
+        jobs[j].restarts = in[j].restarts;
+        jobs[j].max_profiled_replicas = in[j].profiled;
+    }
+    assert_int_equal(alloc_new(J, N, N * GPN, &cur), 0);
+    assert_int_equal(alloc_new(J, N, N * GPN, &out), 0);
+    assert_int_equal(alloc_new(J, N, N * GPN, &ga), 0);
+    set_whole_nodes(cur, 0, (int[]){0, 1, 2, 3, 5, 11}, 6, GPN);
+    set_whole_nodes(cur, 1, (int[]){4, 6, 7, 8, 9, 10, 12}, 7, GPN);
+    set_whole_nodes(cur, 2, (int[]){14, 15}, 2, GPN);
+    set_whole_nodes(cur, 3, (int[]){13}, 1, GPN);
+    s.current = cur;
+    /* the GA's answer: yolov3-22 gives up three nodes, two to cifar10-41 and one to cifar10-43 */
+    alloc_copy(ga, cur);
+    set_whole_nodes(ga, 1, (int[]){6, 9, 10, 12}, 4, GPN);
+    set_whole_nodes(ga, 2, (int[]){4, 7, 14, 15}, 4, GPN);
+    set_whole_nodes(ga, 3, (int[]){8, 13}, 2, GPN);
+    ga_fit = policy_pollux_fitness(&cfg, &s, ga);
+    assert_true(isfinite(ga_fit));
+    assert_float_equal(ga_fit, 0.187671, 1e-6);
+
+    assert_int_equal(decide_with("pollux", &s, &cfg, 7, out), 0);
+    got = policy_pollux_fitness(&cfg, &s, out);
+    assert_true(got >= ga_fit - 1e-12);
+    assert_int_equal(out->count[0], 24);
+    assert_int_equal(out->count[1], 16);
+    assert_int_equal(out->count[2], 16);
+    assert_int_equal(out->count[3], 8);
+    for (int j = 1; j < J; j++)
+        assert_int_equal(alloc_nodes_used(out, j), out->count[j] / GPN);
+    alloc_free(cur);
+    alloc_free(out);
+    alloc_free(ga);
+}
+
 /* The registry entry is named and creates an instance. */
 static void policy_pollux__ops(void **state)
 {
@@ -552,6 +672,7 @@ int main(void)
         WORLD_TEST(pollux_fitness__infeasible_is_minus_inf),
         WORLD_TEST(pollux_allocate__deterministic),
         WORLD_TEST(pollux_allocate__random_worlds_feasible_and_optimal),
+        cmocka_unit_test(pollux_allocate__whole_nodes_where_partial_counts_cannot_be_placed),
         cmocka_unit_test(policy_pollux__ops),
     };
 
