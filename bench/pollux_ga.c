@@ -408,6 +408,8 @@ static void tiny_enumerate(struct ga_ref_problem *pr, int *x, int i, int *used, 
         }
         return;
     }
+    if (i >= TINY_MAX_JOBS) /* x holds TINY_MAX_JOBS rows; J never exceeds it */
+        return;
     for (int a = 0; a + used[0] <= TINY_GPN; a++)
         for (int b = 0; b + used[1] <= TINY_GPN; b++) {
             x[i * 2] = a;
