@@ -340,7 +340,7 @@ static int pollux_allocate(void *ctx, const struct snapshot *s, uint64_t seed, s
     const struct pollux *p = ctx;
     struct pollux_job *pj = NULL;
     struct alloc *cand = NULL, *alt = NULL;
-    int J = s->njobs, gpus = snapshot_gpus(s), gpn = s->nodes[0].gpus, rc, differ = 0;
+    int J = s->njobs, gpus = snapshot_gpus(s), gpn = s->nodes[0].gpus, rc, partial = 0, differ = 0;
     int *count = NULL, *keep = NULL, *wcount = NULL, *wkeep = NULL, *free_gpus = NULL, *dist = NULL,
         *order = NULL;
 
@@ -380,10 +380,14 @@ static int pollux_allocate(void *ctx, const struct snapshot *s, uint64_t seed, s
     if ((rc = pollux_place_counts(p, s, wcount, wkeep, alt, free_gpus, dist, order)) < 0 ||
         (rc = pollux_try_start(p, s, pj, count, alt, cand)) < 0)
         goto out;
-    /* a fourth, where the first's counts need partial nodes: the best counts in whole nodes */
-    if ((rc = pollux_choose_counts(p, s, pj, gpus, gpn, 1, wcount, wkeep)) < 0)
-        goto out;
+    /* a fourth, where the first's counts need partial nodes: the best counts in whole nodes.
+     * Where none does, the restricted program's best is the first's (its values are never
+     * higher, and equal along the first's choices), so it is not run. */
     for (int j = 0; j < J; j++)
+        partial |= count[j] > gpn && count[j] % gpn != 0 && !keep[j];
+    if (partial && (rc = pollux_choose_counts(p, s, pj, gpus, gpn, 1, wcount, wkeep)) < 0)
+        goto out;
+    for (int j = 0; partial && j < J; j++)
         differ |= wcount[j] != count[j];
     if (differ &&
         ((rc = pollux_place_counts(p, s, wcount, wkeep, alt, free_gpus, dist, order)) < 0 ||
