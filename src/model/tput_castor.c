@@ -101,7 +101,8 @@ struct castor_group {
  * GPUs per node k1), which fixes the compute time: one logarithm serves every row sharing it (a
  * third of the rows in the measured profiles). Each row points at its synchronisation group, whose
  * term is likewise computed once per evaluation. Only the counts and the target log-times are kept
- * per row.
+ * per row. The double arrays share one allocation (mk_m owns it), as do the two index arrays
+ * (mk_end owns it).
  */
 struct castor_plan {
     size_t nrows, nmk, ngroups;
@@ -143,21 +144,13 @@ static void castor_plan_free(void *plan)
 
     if (!p)
         return;
-    free(p->mk_m);
-    free(p->mk_k1);
-    free(p->mk_end);
-    free(p->mk_acc);
-    free(p->mk_la);
-    free(p->mk_pa);
-    free(p->row_s);
-    free(p->row_l);
-    free(p->row_g);
-    free(p->row_c);
-    free(p->row_ya);
-    free(p->row_yo);
+    free(p->mk_m);   /* the block of every double array */
+    free(p->mk_end); /* and of both index arrays */
     free(p->groups);
     free(p);
 }
+
+#define CASTOR_PLAN_DOUBLES 10 /* arrays of doubles in a plan, one element per row at most */
 
 /* Prepares rows[0..n) for castor_plan_sums. Errors: ERR_NOMEM (nothing allocated remains). */
 static int castor_plan_new(const struct tput_fit_row *rows, size_t n, void **plan)
@@ -171,24 +164,24 @@ static int castor_plan_new(const struct tput_fit_row *rows, size_t n, void **pla
         rc = ERR_NOMEM;
         goto out;
     }
-    p->mk_m = malloc(nn * sizeof(double));
-    p->mk_k1 = malloc(nn * sizeof(double));
-    p->mk_end = malloc(nn * sizeof(size_t));
-    p->mk_acc = malloc(nn * sizeof(double));
-    p->mk_la = malloc(nn * sizeof(double));
-    p->mk_pa = malloc(nn * sizeof(double));
-    p->row_s = malloc(nn * sizeof(double));
-    p->row_l = malloc(nn * sizeof(double));
-    p->row_g = malloc(nn * sizeof(size_t));
-    p->row_c = malloc(nn * sizeof(double));
-    p->row_ya = malloc(nn * sizeof(double));
-    p->row_yo = malloc(nn * sizeof(double));
+    /* every array has room for one element per row: one block of doubles, one of indices */
+    p->mk_m = malloc(CASTOR_PLAN_DOUBLES * nn * sizeof(double));
+    p->mk_end = malloc(2 * nn * sizeof(size_t));
     p->groups = malloc(nn * sizeof(*p->groups));
-    if (!p->mk_m || !p->mk_k1 || !p->mk_end || !p->mk_acc || !p->mk_la || !p->mk_pa || !p->row_s ||
-        !p->row_l || !p->row_g || !p->row_c || !p->row_ya || !p->row_yo || !p->groups) {
+    if (!p->mk_m || !p->mk_end || !p->groups) {
         rc = ERR_NOMEM;
         goto out;
     }
+    p->mk_k1 = p->mk_m + nn;
+    p->mk_acc = p->mk_m + 2 * nn;
+    p->mk_la = p->mk_m + 3 * nn;
+    p->mk_pa = p->mk_m + 4 * nn;
+    p->row_s = p->mk_m + 5 * nn;
+    p->row_l = p->mk_m + 6 * nn;
+    p->row_c = p->mk_m + 7 * nn;
+    p->row_ya = p->mk_m + 8 * nn;
+    p->row_yo = p->mk_m + 9 * nn;
+    p->row_g = p->mk_end + nn;
     for (size_t i = 0; i < n; i++) {
         keys[i].k1 = (double)rows[i].x.replicas / rows[i].x.nodes - 1.0;
         keys[i].m = rows[i].x.local_bsz;
