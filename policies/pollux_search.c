@@ -367,7 +367,7 @@ static double ls_term(const struct pollux_ls *ls, int j, int nodes, int r, int c
 static int px_setup(struct pollux_px *x, struct pollux_ls *ls, int n1, int n2, const int *jr,
                     const int *jn, const int *jdiff, const double *jgain)
 {
-    int N = ls->N;
+    int N = ls->N, oa[PX_OPTS], ob[PX_OPTS]; /* an option's GPUs on n1 and on n2 */
     double gain[PX_JOBS];
 
     memset(x, 0, sizeof(*x));
@@ -443,18 +443,26 @@ static int px_setup(struct pollux_px *x, struct pollux_ls *ls, int n1, int n2, c
     }
     /* rest[i][(c1, c2)]: the best sum of jobs i.. within c1 GPUs on n1 and c2 on n2, by dynamic
      * programming over the jobs (exact but for the one-distributed-job rule) */
-    for (int o = 0; o < x->nopt; o++)
+    for (int o = 0; o < x->nopt; o++) {
         x->rest[x->A][o] = 0;
+        oa[o] = o / (x->g2 + 1);
+        ob[o] = o % (x->g2 + 1);
+    }
     for (int i = x->A - 1; i >= 0; i--)
         for (int c = 0; c < x->nopt; c++) {
-            int c1 = c / (x->g2 + 1), c2 = c % (x->g2 + 1);
+            int c1 = oa[c], c2 = ob[c];
             double v = -HUGE_VAL;
 
             for (int q = 0; q < x->nord[i]; q++) {
-                int o = x->order[i][q], a = o / (x->g2 + 1), b = o % (x->g2 + 1);
+                int o = x->order[i][q];
+                double t;
 
-                if (a <= c1 && b <= c2)
-                    v = fmax(v, x->u[i][o] + x->rest[i + 1][(c1 - a) * (x->g2 + 1) + (c2 - b)]);
+                if (oa[o] > c1 || ob[o] > c2)
+                    continue;
+                /* no NaN here (terms are finite or -inf): a comparison is fmax without the call */
+                t = x->u[i][o] + x->rest[i + 1][c - o];
+                if (t > v)
+                    v = t;
             }
             x->rest[i][c] = v;
         }
