@@ -24,6 +24,8 @@ struct pollux_ls {
     int *cur;  /* J x N: the current allocation's counts */
     int *used; /* N */
     int *dcnt; /* N: distributed jobs on each node */
+    int *jn;   /* J: nodes each job's row in cnt uses */
+    int *fr;   /* N: scratch for ls_make_row (free GPUs per node) */
     double *u; /* J: each job's term */
     int *row;  /* scratch rows, N each */
     int *row2;
@@ -58,13 +60,14 @@ static int ls_feasible(struct pollux_ls *ls, int j, const int *rj, int k, const 
 {
     const int *oj = ls->cnt + (size_t)j * (size_t)ls->N,
               *ok = k >= 0 ? ls->cnt + (size_t)k * (size_t)ls->N : NULL;
-    int r, dj_old = ls_nodes(oj, ls->N, &r) > 1, dj_new = ls_nodes(rj, ls->N, &r) > 1;
-    int dk_old = 0, dk_new = 0;
+    int dj_old = ls->jn[j] > 1, dk_old = k >= 0 && ls->jn[k] > 1, nj = 0, nk = 0, dj_new, dk_new;
 
-    if (k >= 0) {
-        dk_old = ls_nodes(ok, ls->N, &r) > 1;
-        dk_new = ls_nodes(rk, ls->N, &r) > 1;
+    for (int n = 0; n < ls->N; n++) { /* the nodes the new rows use */
+        nj += rj[n] > 0;
+        nk += k >= 0 && rk[n] > 0;
     }
+    dj_new = nj > 1;
+    dk_new = nk > 1;
     for (int n = 0; n < ls->N; n++) {
         int used = ls->used[n] - oj[n] + rj[n], d = ls->dcnt[n];
 
@@ -98,14 +101,15 @@ static void ls_consider_pair(struct pollux_ls *ls, int j, int k, double *best, i
 
 static void ls_apply(struct pollux_ls *ls, int j, const int *row)
 {
-    int *o = ls->cnt + (size_t)j * (size_t)ls->N, r;
-    int d_old = ls_nodes(o, ls->N, &r) > 1, d_new = ls_nodes(row, ls->N, &r) > 1;
+    int *o = ls->cnt + (size_t)j * (size_t)ls->N, r, nn = ls_nodes(row, ls->N, &r);
+    int d_old = ls->jn[j] > 1, d_new = nn > 1;
 
     for (int n = 0; n < ls->N; n++) {
         ls->used[n] += row[n] - o[n];
         ls->dcnt[n] += (d_new && row[n] > 0) - (d_old && o[n] > 0);
         o[n] = row[n];
     }
+    ls->jn[j] = nn;
     ls->u[j] = ls_utility(ls, j, o);
 }
 
@@ -115,7 +119,7 @@ static void ls_apply(struct pollux_ls *ls, int j, const int *row)
 static int ls_make_row(struct pollux_ls *ls, int j, int r, int fresh, int *row)
 {
     const int *o = ls->cnt + (size_t)j * (size_t)ls->N;
-    int N = ls->N, have = 0, need;
+    int N = ls->N, have = 0, need, *fr = ls->fr;
 
     for (int n = 0; n < N; n++) {
         row[n] = fresh ? 0 : o[n];
@@ -134,46 +138,38 @@ static int ls_make_row(struct pollux_ls *ls, int j, int r, int fresh, int *row)
         return 1;
     }
     need = r - have;
+    for (int n = 0; n < N; n++) /* free GPUs on each node, j's own counted free */
+        fr[n] = ls->s->nodes[n].gpus - (ls->used[n] - o[n]) - row[n];
     /* grow on nodes it already uses */
     for (int n = 0; n < N && need > 0; n++) {
-        int free = ls->s->nodes[n].gpus - (ls->used[n] - o[n]) - row[n];
-
-        if (row[n] > 0 && free > 0) {
-            int t = free < need ? free : need;
+        if (row[n] > 0 && fr[n] > 0) {
+            int t = fr[n] < need ? fr[n] : need;
 
             row[n] += t;
+            fr[n] -= t;
             need -= t;
         }
     }
     while (need > 0) {
-        int pick = -1;
+        int pick = -1, t;
 
         /* the tightest node that takes the rest, else the one with the most room */
         for (int n = 0; n < N; n++) {
-            int free = ls->s->nodes[n].gpus - (ls->used[n] - o[n]) - row[n];
-
-            if (row[n] > 0 || free <= 0)
+            if (row[n] > 0 || fr[n] <= 0)
                 continue;
-            if (free >= need) {
-                if (pick < 0 ||
-                    free < ls->s->nodes[pick].gpus - (ls->used[pick] - o[pick]) - row[pick] ||
-                    ls->s->nodes[pick].gpus - (ls->used[pick] - o[pick]) - row[pick] < need)
+            if (fr[n] >= need) {
+                if (pick < 0 || fr[n] < fr[pick] || fr[pick] < need)
                     pick = n;
-            } else if (pick < 0 ||
-                       (ls->s->nodes[pick].gpus - (ls->used[pick] - o[pick]) - row[pick] < need &&
-                        free > ls->s->nodes[pick].gpus - (ls->used[pick] - o[pick]) - row[pick])) {
+            } else if (pick < 0 || (fr[pick] < need && fr[n] > fr[pick])) {
                 pick = n;
             }
         }
         if (pick < 0)
             return 0;
-        {
-            int free = ls->s->nodes[pick].gpus - (ls->used[pick] - o[pick]) - row[pick];
-            int t = free < need ? free : need;
-
-            row[pick] += t;
-            need -= t;
-        }
+        t = fr[pick] < need ? fr[pick] : need;
+        row[pick] += t;
+        fr[pick] -= t;
+        need -= t;
     }
     return 1;
 }
@@ -539,13 +535,15 @@ int pollux_improve(const struct pollux *p, const struct snapshot *s, struct poll
     ls.used = calloc((size_t)ls.N, sizeof(int));
     ls.dcnt = calloc((size_t)ls.N, sizeof(int));
     ls.u = calloc((size_t)ls.J, sizeof(double));
-    /* scratch: row, row2, best, best2, saved, then one node list */
-    ls.row = calloc((size_t)ls.N * 5 + (size_t)a->width, sizeof(int));
-    if (!ls.cnt || !ls.cur || !ls.used || !ls.dcnt || !ls.u || !ls.row) {
+    ls.jn = calloc((size_t)ls.J, sizeof(int));
+    /* scratch: row, row2, best, best2, saved, ls_make_row's, then one node list */
+    ls.row = calloc((size_t)ls.N * 6 + (size_t)a->width, sizeof(int));
+    if (!ls.cnt || !ls.cur || !ls.used || !ls.dcnt || !ls.u || !ls.jn || !ls.row) {
         rc = ERR_NOMEM;
         goto out;
     }
     ls.row2 = ls.row + ls.N;
+    ls.fr = ls.row + 5 * (size_t)ls.N;
     for (int j = 0; j < ls.J; j++) {
         int r;
 
@@ -554,7 +552,8 @@ int pollux_improve(const struct pollux *p, const struct snapshot *s, struct poll
             ls.cur[(size_t)j * ls.N + n] = alloc_on_node(s->current, j, n);
             ls.used[n] += ls.cnt[(size_t)j * ls.N + n];
         }
-        if (ls_nodes(ls.cnt + (size_t)j * ls.N, ls.N, &r) > 1)
+        ls.jn[j] = ls_nodes(ls.cnt + (size_t)j * ls.N, ls.N, &r);
+        if (ls.jn[j] > 1)
             for (int n = 0; n < ls.N; n++)
                 ls.dcnt[n] += ls.cnt[(size_t)j * ls.N + n] > 0;
         ls.u[j] = ls_utility(&ls, j, ls.cnt + (size_t)j * ls.N);
@@ -740,7 +739,7 @@ int pollux_improve(const struct pollux *p, const struct snapshot *s, struct poll
     /* back to rows: unchanged jobs keep their node order, others list nodes in index order */
     for (int j = 0; j < ls.J; j++) {
         const int *c = ls.cnt + (size_t)j * ls.N;
-        int k0, *ord = ls.row + 5 * (size_t)ls.N;
+        int k0, *ord = ls.row + 6 * (size_t)ls.N;
 
         if (!memcmp(c, ls.cur + (size_t)j * ls.N, (size_t)ls.N * sizeof(int))) {
             alloc_clear_job(a, j);
@@ -770,6 +769,7 @@ out:
     free(ls.used);
     free(ls.dcnt);
     free(ls.u);
+    free(ls.jn);
     free(ls.row);
     return rc;
 }
