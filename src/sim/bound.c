@@ -16,13 +16,16 @@ void sim_bound_goodputs(struct app *a, int gpn, int kmax, double *best)
     for (int ep = 0; ep < a->max_epochs; ep++) {
         for (int k = 1; k <= kmax; k++) {
             int nodes = (k + gpn - 1) / gpn, packed[BOUND_MAX_NODES], spread[BOUND_MAX_NODES];
-            double top = 0;
+            double top = 0, *cell = &best[(size_t)ep * (size_t)kmax + (size_t)(k - 1)];
 
-            for (int n = 0; n < nodes && nodes <= BOUND_MAX_NODES; n++) {
+            *cell = 0;
+            if (nodes > BOUND_MAX_NODES)
+                continue;
+            for (int n = 0; n < nodes; n++) {
                 packed[n] = k - n * gpn < gpn ? k - n * gpn : gpn;
                 spread[n] = k / nodes + (n < k % nodes);
             }
-            for (int p = 0; p < 2 && nodes <= BOUND_MAX_NODES; p++) {
+            for (int p = 0; p < 2; p++) {
                 for (int i = 0; i <= 16; i++) {
                     double local =
                         floor(a->min_local * pow((double)a->max_local / a->min_local, i / 16.0));
@@ -40,7 +43,7 @@ void sim_bound_goodputs(struct app *a, int gpn, int kmax, double *best)
                     }
                 }
             }
-            best[(size_t)ep * (size_t)kmax + (size_t)(k - 1)] = top;
+            *cell = top;
         }
     }
 }
