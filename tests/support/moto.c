@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "support/process.h"
 #include "support/world.h"
 #include "util/http_client.h"
 #include "util/sigv4.h"
@@ -174,8 +175,11 @@ int moto_start(const char *path, struct moto *m)
 void moto_stop(struct moto *m)
 {
     if (m->pid > 0) {
+        /* moto_server exits on SIGTERM by raising SystemExit, which then waits for its request
+         * threads: one still holding a connection can keep it alive, so it is SIGKILLed after
+         * 10 s (a bare waitpid hung a test until its 300 s timeout once) */
         kill(m->pid, SIGTERM);
-        waitpid(m->pid, NULL, 0);
+        proc_wait_exit(m->pid, 10);
     }
     m->pid = -1;
 }

@@ -22,7 +22,7 @@ int moto_find(const char *data_dir, char *buf, size_t size);
  * output goes to /dev/null unless CASTOR_MOTO_VERBOSE is set. */
 int moto_start(const char *path, struct moto *m);
 
-/* SIGTERM it and wait. */
+/* SIGTERM it and wait for it to exit, SIGKILLing it after 10 s. */
 void moto_stop(struct moto *m);
 
 /* Without moto: 1 (a failure) under CI (CI set), else 77 (skipped), with a line on stderr naming
