@@ -381,7 +381,7 @@ static int castor_solve(int k, double a[3][3], double b[3], double x[3])
     return 0;
 }
 
-/* A linear least-squares fit of up to three parameters idx[0..3) (those not pinned) to targets
+/* A linear least-squares fit of the three parameters idx[0..3) (those not pinned) to targets
  * y = sum of theta[idx[j]] * f[j], relative error weighted by count: castor_lsq_add per row, then
  * castor_lsq_solve. */
 struct castor_lsq {
@@ -389,14 +389,13 @@ struct castor_lsq {
     double a[3][3], b[3];
 };
 
-/* Starts an accumulation for the parameters idx[0..n) (-1: none), skipping pinned ones. */
-static void castor_lsq_init(struct castor_lsq *l, const int *idx, int n,
-                            const unsigned char *pinned)
+/* Starts an accumulation for the parameters idx[0..3), skipping pinned ones. */
+static void castor_lsq_init(struct castor_lsq *l, const int idx[3], const unsigned char *pinned)
 {
     memset(l, 0, sizeof(*l));
     for (int j = 0; j < 3; j++) {
-        l->idx[j] = j < n ? idx[j] : -1;
-        l->free[j] = l->idx[j] >= 0 && !pinned[l->idx[j]] ? l->k++ : -1;
+        l->idx[j] = idx[j];
+        l->free[j] = !pinned[idx[j]] ? l->k++ : -1;
     }
 }
 
@@ -407,8 +406,6 @@ static void castor_lsq_add(struct castor_lsq *l, const double *th, double y, con
     double w = c / (y * y), g[3] = {0}, t = y;
 
     for (int j = 0; j < 3; j++) {
-        if (l->idx[j] < 0)
-            continue;
         if (l->free[j] < 0)
             t -= th[l->idx[j]] * f[j];
         else
@@ -451,7 +448,7 @@ static void castor_plan_guess(void *plan, const unsigned char *pinned, double *t
     struct castor_plan *p = plan;
     struct castor_lsq ln;
 
-    castor_lsq_init(&ln, multi, 3, pinned);
+    castor_lsq_init(&ln, multi, pinned);
     for (size_t i = 0; i < p->nrows; i++) {
         const struct castor_group *gr = &p->groups[p->row_g[i]];
         double net;
