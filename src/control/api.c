@@ -1220,7 +1220,7 @@ static int ap_job_spec(struct ap_ctx *c, const char **name, struct jv **out)
     if (rc == 0)
         rc = ap_str(c, c->body, "", "family", 0, API_FAMILY_MAX, &family);
     if (rc == 0 && family && !api_family_ok(family))
-        rc = ap_bad(c, "family must be letters, digits, '.', '_', ':', '/' or '-'");
+        rc = ap_bad(c, "family must be " API_FAMILY_CHARS);
     if (rc == 0)
         rc = ap_num(c, c->body, "", "deadline", 0, 0.0, 0, &deadline);
     if (rc == 0)

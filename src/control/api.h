@@ -123,6 +123,8 @@ extern const char *const api_job_spec_keys[];
 
 /* The longest model family a job spec may name, in bytes. */
 #define API_FAMILY_MAX 64
+/* What a family's name may hold, as the API and the config file's errors say it. */
+#define API_FAMILY_CHARS "letters, digits, '.', '_', ':', '/' or '-'"
 
 /* 1 when s is a model family's name: 1 to API_FAMILY_MAX of [A-Za-z0-9._:/-]; else 0 (NULL
  * included). */

@@ -226,7 +226,7 @@ int config_job_spec(const struct conf_node *m, int in_template, char **json, cha
         (rc = conf_get_long(m, "priority", -1000, 1000, &prio, e)) < 0)
         goto out;
     if (family && !api_family_ok(family)) {
-        rc = cf_bad(conf_find(m, "family"), e, "letters, digits, '.', '_', ':', '/' or '-'");
+        rc = cf_bad(conf_find(m, "family"), e, API_FAMILY_CHARS);
         goto out;
     }
     rc = 0;
