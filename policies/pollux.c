@@ -2,9 +2,11 @@
  * their speedups over the fair share, with a penalty for restarting. The published policy searches
  * with a genetic algorithm; since the objective is a sum of per-job terms under capacity limits,
  * castor solves it exactly over replica counts by dynamic programming, then places the replicas
- * (consolidated, one distributed job per node), improves the placement by local search from three
+ * (consolidated, one distributed job per node), improves the placement by local search from four
  * starts, and polishes the best by re-solving pairs of nodes exactly. The search over placements
- * lives in pollux_search.c. */
+ * lives in pollux_search.c. Each job's goodput table (the batch-size optimisation for every
+ * (nodes, replicas) the search visits) is kept for the next decision while the job's model is
+ * unchanged: the same numbers, computed once. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,9 +34,85 @@ static int pollux_create(const struct policy_config *cfg, void **ctx)
     return 0;
 }
 
+static void pollux_memo_clear(struct pollux *p)
+{
+    for (int i = 0; i < p->nmemo; i++) {
+        free(p->memo[i].name);
+        free(p->memo[i].good);
+    }
+    free(p->memo);
+    p->memo = NULL;
+    p->nmemo = 0;
+}
+
 static void pollux_destroy(void *ctx)
 {
+    if (ctx)
+        pollux_memo_clear(ctx);
     free(ctx);
+}
+
+/* 1 when memo m was filled for exactly this model, these statistics and limits, and width w. */
+static int pollux_memo_fits(const struct pollux_memo *m, const struct snap_job *sj, int w)
+{
+    const struct bsz_limits *a = &m->lim, *b = &sj->lim;
+
+    return m->good_w == w && m->tput.ops == sj->tput.ops &&
+           memcmp(m->tput.theta, sj->tput.theta, sizeof(m->tput.theta)) == 0 &&
+           memcmp(&m->grad.sqr, &sj->grad.sqr, sizeof(double)) == 0 &&
+           memcmp(&m->grad.var, &sj->grad.var, sizeof(double)) == 0 &&
+           memcmp(&a->init_bsz, &b->init_bsz, sizeof(double)) == 0 &&
+           memcmp(&a->max_bsz, &b->max_bsz, sizeof(double)) == 0 &&
+           memcmp(&a->min_local, &b->min_local, sizeof(double)) == 0 &&
+           memcmp(&a->max_local, &b->max_local, sizeof(double)) == 0 &&
+           a->accumulation == b->accumulation;
+}
+
+/* The last decision's table for job sj if it still holds, handed over to the caller (the memo
+ * keeps no pointer to it); else NULL. *hint is where the search starts (jobs come in submission
+ * order in both decisions) and moves past a match. */
+static double *pollux_memo_take(struct pollux *p, const struct snap_job *sj, int w, int *hint)
+{
+    for (int k = 0; k < p->nmemo; k++) {
+        struct pollux_memo *m = &p->memo[(*hint + k) % p->nmemo];
+
+        if (m->good && strcmp(m->name, sj->name) == 0) {
+            double *good = pollux_memo_fits(m, sj, w) ? m->good : NULL;
+
+            if (good)
+                m->good = NULL;
+            *hint = (*hint + k + 1) % p->nmemo;
+            return good;
+        }
+    }
+    return NULL;
+}
+
+/* After a decision: the memo becomes the tables of the jobs with a model (moved from pj, which
+ * keeps none); the tables of jobs gone or changed are freed. Out of memory, the memo is only
+ * emptied. */
+static void pollux_memo_keep(struct pollux *p, const struct snapshot *s, struct pollux_job *pj)
+{
+    struct pollux_memo *m;
+    int n = 0;
+
+    pollux_memo_clear(p);
+    if (!(m = calloc((size_t)s->njobs, sizeof(*m))))
+        return;
+    for (int j = 0; j < s->njobs; j++) {
+        if (!pj[j].good || !s->jobs[j].has_model || !s->jobs[j].name ||
+            !(m[n].name = strdup(s->jobs[j].name)))
+            continue;
+        m[n].tput = s->jobs[j].tput;
+        m[n].grad = s->jobs[j].grad;
+        m[n].lim = s->jobs[j].lim;
+        m[n].good = pj[j].good;
+        m[n].good_w = pj[j].good_w;
+        pj[j].good = NULL;
+        n++;
+    }
+    p->memo = m;
+    p->nmemo = n;
 }
 
 /* The job's utility for scaled speedup s: the term of the power mean (a sum of these is to be
@@ -93,9 +171,11 @@ static int pollux_min_nodes(int r, int gpn)
     return (r + gpn - 1) / gpn;
 }
 
-static int pollux_prepare(const struct pollux *p, const struct snapshot *s, struct pollux_job *pj)
+/* Fills pj[0..J) for one decision; the goodput tables come from p's memo where they still hold.
+ * ERR_NOMEM (pj's tables so far are the caller's to free). */
+static int pollux_prepare(struct pollux *p, const struct snapshot *s, struct pollux_job *pj)
 {
-    int gpus = snapshot_gpus(s), J = s->njobs;
+    int gpus = snapshot_gpus(s), J = s->njobs, hint = 0;
     int fair_r = (gpus + J - 1) / J;
 
     for (int j = 0; j < J; j++) {
@@ -111,11 +191,14 @@ static int pollux_prepare(const struct pollux *p, const struct snapshot *s, stru
         q->scale = (double)s->nnodes / gpus;
         q->good_w = maxr + 1;
         cells = (size_t)(maxr + 1) * (size_t)(maxr + 1);
-        q->good = malloc(cells * sizeof(double));
-        if (!q->good)
-            return ERR_NOMEM;
-        for (size_t i = 0; i < cells; i++)
-            q->good[i] = NAN;
+        if (sj->has_model && (q->good = pollux_memo_take(p, sj, q->good_w, &hint)) != NULL) {
+            /* the last decision's numbers, still valid */
+        } else {
+            if (!(q->good = malloc(cells * sizeof(double))))
+                return ERR_NOMEM;
+            for (size_t i = 0; i < cells; i++)
+                q->good[i] = NAN;
+        }
         q->base = 0;
         if (sj->has_model) {
             struct bsz_choice c;
@@ -337,7 +420,7 @@ static int pollux_try_start(const struct pollux *p, const struct snapshot *s, st
 
 static int pollux_allocate(void *ctx, const struct snapshot *s, uint64_t seed, struct alloc *out)
 {
-    const struct pollux *p = ctx;
+    struct pollux *p = ctx;
     struct pollux_job *pj = NULL;
     struct alloc *cand = NULL, *alt = NULL;
     int J = s->njobs, gpus = snapshot_gpus(s), gpn = s->nodes[0].gpus, rc, partial = 0, differ = 0;
@@ -398,6 +481,7 @@ static int pollux_allocate(void *ctx, const struct snapshot *s, uint64_t seed, s
         (rc = pollux_improve(p, s, pj, count, POLLUX_PAIRS, cand)) < 0)
         goto out;
     alloc_copy(out, cand);
+    pollux_memo_keep(p, s, pj);
     rc = 0;
 out:
     for (int j = 0; pj && j < J; j++)

@@ -6,10 +6,25 @@
 #include "plan/snapshot.h"
 #include "policies/policy.h"
 
+/* A job's goodput table kept from one decision to the next (pollux.c): valid while the job's
+ * model, gradient statistics, batch limits and table width are bit for bit those it was filled
+ * with. */
+struct pollux_memo {
+    char *name; /* owned */
+    struct tput_params tput;
+    struct grad_params grad;
+    struct bsz_limits lim;
+    double *good; /* good_w x good_w cells, owned; NAN = not computed */
+    int good_w;
+};
+
 struct pollux {
     double p;     /* power mean exponent */
     double delta; /* restart penalty, seconds */
     int avoid_interference;
+    /* the last decision's goodput tables, one per job (NULL, 0 in a one-off fitness check) */
+    struct pollux_memo *memo;
+    int nmemo;
 };
 
 struct pollux_job {

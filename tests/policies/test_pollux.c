@@ -442,6 +442,40 @@ static void pollux_allocate__deterministic(void **state)
     assert_optimal(w);
 }
 
+/* One policy object decides twice: the goodput tables it keeps from the first decision must not
+ * survive a change of the jobs' models. First a scales perfectly and b is sync-bound (a takes 6
+ * GPUs, as above); then they trade models (and c gets one), so b must take a's place: the kept
+ * policy's answer is a fresh policy's, and not the first. */
+static void pollux_allocate__kept_tables_follow_model_changes(void **state)
+{
+    struct world *w = *state;
+    struct alloc *kept;
+    struct policy p;
+
+    assert_int_equal(alloc_new(JOBS, NODES, GPUS, &kept), 0);
+    assert_int_equal(policy_new("pollux", NULL, &p), 0);
+    give_model(w, 0, &perfect);
+    give_model(w, 1, &syncbound);
+    alloc_copy(kept, w->cur);
+    assert_int_equal(policy_allocate(&p, &w->s, 7, kept), 0);
+    assert_int_equal(kept->count[0], 6);
+    assert_int_equal(kept->count[1], 1);
+
+    give_model(w, 0, &syncbound);
+    give_model(w, 1, &perfect);
+    give_model(w, 2, &syncbound);
+    alloc_copy(kept, w->cur);
+    assert_int_equal(policy_allocate(&p, &w->s, 7, kept), 0);
+    assert_int_equal(decide(w), 0); /* a fresh policy */
+    for (int j = 0; j < JOBS; j++)
+        assert_true(alloc_job_equal(kept, j, w->out, j));
+    assert_int_equal(kept->count[0], 1);
+    assert_int_equal(kept->count[1], 6);
+    assert_optimal(w);
+    policy_free(&p);
+    alloc_free(kept);
+}
+
 /* A small deterministic generator for the random worlds below. */
 static double lcg_uniform(uint64_t *x)
 {
@@ -671,6 +705,7 @@ int main(void)
         WORLD_TEST(pollux_fitness__p_one_is_arithmetic_mean),
         WORLD_TEST(pollux_fitness__infeasible_is_minus_inf),
         WORLD_TEST(pollux_allocate__deterministic),
+        WORLD_TEST(pollux_allocate__kept_tables_follow_model_changes),
         WORLD_TEST(pollux_allocate__random_worlds_feasible_and_optimal),
         cmocka_unit_test(pollux_allocate__whole_nodes_where_partial_counts_cannot_be_placed),
         cmocka_unit_test(policy_pollux__ops),
