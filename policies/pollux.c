@@ -171,8 +171,8 @@ static int pollux_min_nodes(int r, int gpn)
     return (r + gpn - 1) / gpn;
 }
 
-/* Fills pj[0..J) for one decision; the goodput tables come from p's memo where they still hold.
- * ERR_NOMEM (pj's tables so far are the caller's to free). */
+/* Fills pj[0..J) for one decision; the goodput tables come from p's memo where they still hold,
+ * and the memo is emptied. ERR_NOMEM (pj's tables so far are the caller's to free). */
 static int pollux_prepare(struct pollux *p, const struct snapshot *s, struct pollux_job *pj)
 {
     int gpus = snapshot_gpus(s), J = s->njobs, hint = 0;
@@ -212,6 +212,9 @@ static int pollux_prepare(struct pollux *p, const struct snapshot *s, struct pol
         q->cur_r = s->current->count[j];
         q->cur_n = alloc_nodes_used(s->current, j);
     }
+    /* the tables not taken are of jobs gone or changed: freed now, so that a decision never holds
+     * more tables than its own */
+    pollux_memo_clear(p);
     return 0;
 }
 
