@@ -126,7 +126,8 @@ static double pollux_utility(const struct pollux *p, double s)
     return p->p < 0 ? -pow(s + POLLUX_EPS, p->p) : pow(s + POLLUX_EPS, p->p);
 }
 
-/* Best goodput of job j on (nodes, replicas): memoised per round. */
+/* Best goodput of job j on (nodes, replicas): memoised in pj's table, which outlives the round
+ * while the job's model is unchanged (pollux_memo_take). */
 static double pollux_goodput(const struct snap_job *sj, struct pollux_job *pj, int nodes, int r)
 {
     struct bsz_choice c;
