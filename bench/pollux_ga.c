@@ -4,7 +4,10 @@
  * maximising policy_pollux_fitness. The snapshots come from real simulations (the controller's
  * loop over the sim world, castor's pollux deciding), and from tiny random worlds where the best
  * allocation can be enumerated, which shows the GA can find what the DP misses. The GA is this
- * benchmark's own code; nothing else uses it. */
+ * benchmark's own code; nothing else uses it. --record writes the snapshots compared to a file and
+ * --replay compares those of such a file instead of simulating: a change of the search that
+ * changes its decisions would otherwise change the simulation, and so the snapshots it is judged
+ * on. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <math.h>
@@ -25,6 +28,7 @@
 #include "util/json.h"
 
 #include "ga_ref.h"
+#include "snapshot_file.h"
 
 #define TOL 1e-9            /* fitness differences below this are ties */
 #define MAX_WINS_PRINTED 20 /* snapshots printed where a GA beat castor (the JSON has all) */
@@ -259,20 +263,19 @@ struct sim_ctx {
     long tick;
     struct tally *t;
     int verbose;
+    FILE *record; /* --record: the snapshots compared are appended here */
 };
 
-static int on_tick(void *ctx, double now, const struct snapshot *s, const struct alloc *plan)
+/* Compares castor and the GA on one snapshot (the GA's seeds derived from tick) and tallies it. */
+static int compare_and_tally(struct sim_ctx *sc, const struct snapshot *s, const char *workload,
+                             long tick)
 {
-    struct sim_ctx *sc = ctx;
     struct cmp c;
     int rc;
 
-    (void)plan;
-    if (++sc->tick % sc->every != 0 || s->njobs < 3)
-        return 0;
-    if ((rc = compare_one(sc->cfg, s, sc->nseeds, (uint64_t)sc->tick, &c)) < 0)
+    if ((rc = compare_one(sc->cfg, s, sc->nseeds, (uint64_t)tick, &c)) < 0)
         return rc;
-    if ((rc = tally_add(sc->t, &c, sc->nseeds, sc->workload, now)) < 0)
+    if ((rc = tally_add(sc->t, &c, sc->nseeds, workload, s->now)) < 0)
         return rc;
     if (sc->verbose) {
         double best = -HUGE_VAL;
@@ -280,9 +283,58 @@ static int on_tick(void *ctx, double now, const struct snapshot *s, const struct
         for (int k = 0; k < sc->nseeds; k++)
             best = fmax(best, c.ga[k]);
         fprintf(stderr, "%s t=%6.0f jobs %2d current %.6f castor %.6f ga %.6f ga+dp %.6f\n",
-                sc->workload, now, s->njobs, c.current, c.castor, best, c.ga_dp);
+                workload, s->now, s->njobs, c.current, c.castor, best, c.ga_dp);
     }
     return 0;
+}
+
+static int on_tick(void *ctx, double now, const struct snapshot *s, const struct alloc *plan)
+{
+    struct sim_ctx *sc = ctx;
+    int rc;
+
+    (void)now;
+    (void)plan;
+    if (++sc->tick % sc->every != 0 || s->njobs < 3)
+        return 0;
+    if (sc->record && (rc = snapfile_write(sc->record, s, sc->workload, sc->tick)) < 0)
+        return rc;
+    return compare_and_tally(sc, s, sc->workload, sc->tick);
+}
+
+/* --replay: every snapshot of the file at path, in its order. 0, or -1 after saying why. */
+static int replay_file(const char *path, struct sim_ctx *sc)
+{
+    FILE *f = fopen(path, "r");
+    char *line = NULL, buf[768];
+    size_t cap = 0;
+    ssize_t n;
+    int lineno = 0, rc = 0;
+
+    if (!f) {
+        fprintf(stderr, "castor-bench-pollux-ga: %s: cannot open\n", path);
+        return -1;
+    }
+    while (rc == 0 && (n = getline(&line, &cap, f)) > 0) {
+        struct snapfile_snap sn;
+        struct error e = {0};
+
+        lineno++;
+        if ((rc = snapfile_read(line, (size_t)n, path, lineno, &sn, &e)) < 0) {
+            fprintf(stderr, "castor-bench-pollux-ga: %s\n", err_format(&e, buf, sizeof(buf)));
+            break;
+        }
+        if ((rc = compare_and_tally(sc, &sn.s, sn.label, sn.tick)) < 0)
+            fprintf(stderr, "castor-bench-pollux-ga: %s:%d: %s\n", path, lineno, err_str(rc));
+        snapfile_free(&sn);
+    }
+    if (rc == 0 && ferror(f)) {
+        fprintf(stderr, "castor-bench-pollux-ga: %s: read error\n", path);
+        rc = -1;
+    }
+    free(line);
+    fclose(f);
+    return rc < 0 ? -1 : 0;
 }
 
 static int run_workload(const char *path, const char *profiles, const char *const *apps,
@@ -484,17 +536,21 @@ static int win_cmp(const void *a, const void *b)
     return gx > gy ? -1 : gx < gy;
 }
 
-static void print_report(const struct tally *t, const struct tiny_tally *tt, int nseeds, int every)
+static void print_report(const struct tally *t, const struct tiny_tally *tt, int nseeds, int every,
+                         const char *replay)
 {
     printf("castor-bench-pollux-ga: castor's pollux (DP + placement) against a GA in the style of "
            "the reference\n(population %d, %d generations, seeded with the current allocation; "
            "%d seeds per snapshot)\n\n",
            GA_POP, GA_GENS, nseeds);
-    printf("simulated snapshots (16 nodes x 4 GPUs, every %d%s tick with >= 3 jobs)\n", every,
-           every == 1   ? "st"
-           : every == 2 ? "nd"
-           : every == 3 ? "rd"
-                        : "th");
+    if (replay)
+        printf("snapshots replayed from %s\n", replay);
+    else
+        printf("simulated snapshots (16 nodes x 4 GPUs, every %d%s tick with >= 3 jobs)\n", every,
+               every == 1   ? "st"
+               : every == 2 ? "nd"
+               : every == 3 ? "rd"
+                            : "th");
     printf("  snapshots                         %d (jobs: mean %.1f, max %d)\n", t->snapshots,
            t->snapshots ? t->jobs_sum / t->snapshots : 0.0, t->jobs_max);
     printf("  castor >= GA (tol %.0e), per run   %d / %d (%.1f%%)\n", TOL, t->castor_ge_pairs,
@@ -615,12 +671,15 @@ static void usage(FILE *f)
     fprintf(f, "usage: castor-bench-pollux-ga [--json FILE] [--workload CSV]... [--every N]\n"
                "                              [--seeds K] [--tiny N] [--profiles DIR] "
                "[--verbose] [--explain]\n"
+               "                              [--record FILE | --replay FILE]\n"
                "  --workload CSV   a trace to simulate (repeatable; default: the Pollux "
                "artifact's\n"
                "                   workload-1.csv and workload-2.csv under /work/shared/data)\n"
                "  --every N        compare every N-th tick (default 10)\n"
                "  --seeds K        GA runs per snapshot (default 3)\n"
-               "  --tiny N         tiny worlds checked by enumeration (default 300)\n");
+               "  --tiny N         tiny worlds checked by enumeration (default 300)\n"
+               "  --record FILE    also write the snapshots compared to FILE (JSON lines)\n"
+               "  --replay FILE    compare the snapshots of FILE instead of simulating\n");
 }
 
 int main(int argc, char **argv)
@@ -629,6 +688,8 @@ int main(int argc, char **argv)
         "/work/shared/data/pollux-artifact/simulator/workloads/workload-1.csv",
         "/work/shared/data/pollux-artifact/simulator/workloads/workload-2.csv"};
     const char *workloads[16], *json_path = NULL, *profiles = CASTOR_DATADIR "/profiles";
+    const char *record_path = NULL, *replay_path = NULL;
+    FILE *record = NULL;
     int nworkloads = 0, every = 10, nseeds = 3, ntiny = 300, verbose = 0, status = 1;
     struct policy_config cfg = {0};
     struct tally *t = calloc(1, sizeof(*t));
@@ -663,10 +724,18 @@ int main(int argc, char **argv)
             nseeds = atoi(v);
         else if (strcmp(a, "--tiny") == 0 && atoi(v) >= 0)
             ntiny = atoi(v);
+        else if (strcmp(a, "--record") == 0)
+            record_path = v;
+        else if (strcmp(a, "--replay") == 0)
+            replay_path = v;
         else {
             usage(stderr);
             return 2;
         }
+    }
+    if (record_path && replay_path) {
+        usage(stderr);
+        return 2;
     }
     if (nworkloads == 0)
         for (nworkloads = 0; nworkloads < 2; nworkloads++)
@@ -676,24 +745,47 @@ int main(int argc, char **argv)
         fprintf(stderr, "castor-bench-pollux-ga: %s: no profiles\n", profiles);
         goto out;
     }
-    for (int i = 0; i < nworkloads; i++) {
+    if (record_path && !(record = fopen(record_path, "w"))) {
+        fprintf(stderr, "castor-bench-pollux-ga: %s: cannot create\n", record_path);
+        goto out;
+    }
+    if (replay_path) {
         struct sim_ctx sc = {
             .cfg = &cfg, .every = every, .nseeds = nseeds, .t = t, .verbose = verbose};
+
+        if (replay_file(replay_path, &sc) < 0)
+            goto out;
+    }
+    for (int i = 0; !replay_path && i < nworkloads; i++) {
+        struct sim_ctx sc = {.cfg = &cfg,
+                             .every = every,
+                             .nseeds = nseeds,
+                             .t = t,
+                             .verbose = verbose,
+                             .record = record};
 
         if (run_workload(workloads[i], profiles, (const char *const *)apps, &sc) < 0)
             goto out;
     }
+    if (record && fclose(record) != 0) {
+        record = NULL;
+        fprintf(stderr, "castor-bench-pollux-ga: %s: cannot write\n", record_path);
+        goto out;
+    }
+    record = NULL;
     if (run_tiny(ntiny, &cfg, &tt) < 0) {
         fprintf(stderr, "castor-bench-pollux-ga: the tiny worlds failed\n");
         goto out;
     }
-    print_report(t, &tt, nseeds, every);
+    print_report(t, &tt, nseeds, every, replay_path);
     if (json_path && write_json(json_path, t, &tt, nseeds) < 0) {
         fprintf(stderr, "castor-bench-pollux-ga: cannot write %s\n", json_path);
         goto out;
     }
     status = 0;
 out:
+    if (record)
+        fclose(record);
     app_list_free(apps);
     if (t)
         free(t->wins);
