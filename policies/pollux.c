@@ -3,7 +3,8 @@
  * with a genetic algorithm; since the objective is a sum of per-job terms under capacity limits,
  * castor solves it exactly over replica counts by dynamic programming, then places the replicas
  * (consolidated, one distributed job per node), improves the placement by local search from four
- * starts, and polishes the best by re-solving pairs of nodes exactly. The search over placements
+ * starts, polishes the best by re-solving pairs of nodes exactly, and tries undoing the moves of
+ * its large jobs. The search over placements
  * lives in pollux_search.c. Each job's goodput table (the batch-size optimisation for every
  * (nodes, replicas) the search visits) is kept for the next decision while the job's model is
  * unchanged: the same numbers, computed once. */
@@ -20,6 +21,7 @@
 #define POLLUX_EPS 1e-3
 #define POLLUX_MAX_NODES_PER_JOB 16
 #define POLLUX_PAIRS 8 /* two-node re-solves per decision, after the search's chains */
+#define POLLUX_UNDOS 8 /* moves of large jobs undone and searched again, after the polish */
 
 static int pollux_create(const struct policy_config *cfg, void **ctx)
 {
@@ -422,6 +424,79 @@ static int pollux_try_start(const struct pollux *p, const struct snapshot *s, st
     return 0;
 }
 
+/*
+ * After the polish: for each of up to POLLUX_UNDOS jobs that held at least a node's worth (gpn)
+ * and that best moves or resizes (largest held first), undo that: the job back on what it holds,
+ * the jobs in its way (over a node's capacity, or distributed where it is distributed) cleared,
+ * and the search run again with the pair re-solves; best becomes the result where that is fitter.
+ * It reaches rearrangements where keeping one large job in place and moving others beats the
+ * search's answer, which restarted it. alt is scratch. 0, or ERR_NOMEM.
+ */
+static int pollux_undo_moves(const struct pollux *p, const struct snapshot *s,
+                             struct pollux_job *pj, const int *count, int gpn, struct alloc *alt,
+                             struct alloc *best)
+{
+    const struct alloc *cur = s->current;
+    int J = s->njobs, n = 0, rc = 0;
+    int *order = calloc((size_t)J + 1, sizeof(int)), *used = calloc((size_t)s->nnodes, sizeof(int));
+
+    if (!order || !used) {
+        rc = ERR_NOMEM;
+        goto out;
+    }
+    for (int j = 0; j < J; j++)
+        if (cur->count[j] >= gpn && !alloc_job_equal(best, j, cur, j))
+            order[n++] = j;
+    for (int a = 0; a < n; a++) /* largest held first, then job order: a selection sort */
+        for (int b = a + 1; b < n; b++)
+            if (cur->count[order[b]] > cur->count[order[a]]) {
+                int t = order[a];
+
+                order[a] = order[b];
+                order[b] = t;
+            }
+    for (int i = 0; i < n && i < POLLUX_UNDOS; i++) {
+        int j = order[i], dist = alloc_nodes_used(cur, j) > 1;
+        const int *row = cur->node + (size_t)j * (size_t)cur->width;
+
+        if (alloc_job_equal(best, j, cur, j)) /* an earlier undo put it back */
+            continue;
+        alloc_copy(alt, best);
+        alloc_clear_job(alt, j);
+        alloc_node_usage(alt, used);
+        for (int r = 0; r < cur->count[j]; r++)
+            used[row[r]]++;
+        for (int k = 0; k < J; k++) {
+            int clash = 0;
+
+            for (int r = 0; k != j && r < cur->count[j] && !clash; r++)
+                clash = alloc_on_node(alt, k, row[r]) > 0 &&
+                        (used[row[r]] > s->nodes[row[r]].gpus ||
+                         (p->avoid_interference && dist && alloc_nodes_used(alt, k) > 1));
+            if (!clash)
+                continue;
+            for (int node = 0; node < s->nnodes; node++)
+                used[node] -= alloc_on_node(alt, k, node);
+            alloc_clear_job(alt, k);
+        }
+        for (int r = 0; r < cur->count[j] && rc == 0; r++)
+            rc = alloc_add(alt, j, row[r], 1);
+        if (rc < 0)
+            goto out;
+        if (!pollux_feasible(p, s, alt))
+            continue;
+        if ((rc = pollux_improve(p, s, pj, count, POLLUX_PAIRS, alt)) < 0)
+            goto out;
+        if (pollux_feasible(p, s, alt) &&
+            pollux_total(p, s, pj, alt) > pollux_total(p, s, pj, best))
+            alloc_copy(best, alt);
+    }
+out:
+    free(order);
+    free(used);
+    return rc;
+}
+
 static int pollux_allocate(void *ctx, const struct snapshot *s, uint64_t seed, struct alloc *out)
 {
     struct pollux *p = ctx;
@@ -480,9 +555,10 @@ static int pollux_allocate(void *ctx, const struct snapshot *s, uint64_t seed, s
         ((rc = pollux_place_counts(p, s, wcount, wkeep, alt, free_gpus, dist, order)) < 0 ||
          (rc = pollux_try_start(p, s, pj, wcount, alt, cand)) < 0))
         goto out;
-    /* the best of the four, polished by re-solving pairs of nodes */
+    /* the best of the four, polished by re-solving pairs of nodes; then large jobs' moves undone */
     if (pollux_feasible(p, s, cand) &&
-        (rc = pollux_improve(p, s, pj, count, POLLUX_PAIRS, cand)) < 0)
+        ((rc = pollux_improve(p, s, pj, count, POLLUX_PAIRS, cand)) < 0 ||
+         (rc = pollux_undo_moves(p, s, pj, count, gpn, alt, cand)) < 0))
         goto out;
     alloc_copy(out, cand);
     pollux_memo_keep(p, s, pj);
