@@ -446,15 +446,15 @@ static void castor_node__restarts_changed_replicas_sigterm_then_sigkill(void **s
         int rank = file_exists(f->work, "rank-%ld-%ld.env", 0, old.pids[i]) ? 0 : 1;
 
         assert_true(file_exists(f->work, "rank-%ld-%ld.term", rank, old.pids[i]));
-        assert_false(proc_alive(old.pids[i]));
-        assert_false(proc_alive(old.children[i])); /* killed with its process group */
+        assert_true(proc_wait_gone(old.pids[i], 5));
+        assert_true(proc_wait_gone(old.children[i], 5)); /* killed with its process group */
         assert_true(now.pids[i] != old.pids[0] && now.pids[i] != old.pids[1]);
         assert_true(proc_alive(now.pids[i]));
     }
     stop_node(f);
     for (int i = 0; i < 2; i++) {
-        assert_false(proc_alive(now.pids[i]));
-        assert_false(proc_alive(now.children[i]));
+        assert_true(proc_wait_gone(now.pids[i], 5));
+        assert_true(proc_wait_gone(now.children[i], 5));
     }
 }
 
@@ -521,8 +521,8 @@ static void castor_node__sigterm_stops_replicas_and_leaves_no_orphan(void **stat
     stop_node(f);
     assert_true(proc_now() - t0 >= GRACE_S - 0.05); /* they ignored SIGTERM: SIGKILL after it */
     for (int i = 0; i < 2; i++) {
-        assert_false(proc_alive(r.pids[i]));
-        assert_false(proc_alive(r.children[i]));
+        assert_true(proc_wait_gone(r.pids[i], 5));
+        assert_true(proc_wait_gone(r.children[i], 5));
     }
 }
 

@@ -61,6 +61,20 @@ static inline int proc_wait_for(int (*cond)(void *ctx), void *ctx, double timeou
     return cond(ctx);
 }
 
+/* 1 once pid is gone (or a zombie), within timeout_s; 0 if it is still alive then. For processes
+ * that were sent SIGKILL: on a loaded machine one may take a moment to be scheduled and die. */
+static inline int proc_wait_gone(pid_t pid, double timeout_s)
+{
+    double end = proc_now() + timeout_s;
+
+    while (proc_alive(pid)) {
+        if (proc_now() >= end)
+            return 0;
+        proc_sleep(0.01);
+    }
+    return 1;
+}
+
 /* waitpid with a deadline: the exit status (as waitpid's), or -1 when it did not end in time
  * (it is then SIGKILLed and reaped). */
 static inline int proc_wait_exit(pid_t pid, double timeout_s)
