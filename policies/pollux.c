@@ -194,9 +194,9 @@ static int pollux_prepare(struct pollux *p, const struct snapshot *s, struct pol
         q->scale = (double)s->nnodes / gpus;
         q->good_w = maxr + 1;
         cells = (size_t)(maxr + 1) * (size_t)(maxr + 1);
-        if (sj->has_model && (q->good = pollux_memo_take(p, sj, q->good_w, &hint)) != NULL) {
-            /* the last decision's numbers, still valid */
-        } else {
+        /* the last decision's numbers where they still hold, else a table to fill */
+        q->good = sj->has_model ? pollux_memo_take(p, sj, q->good_w, &hint) : NULL;
+        if (!q->good) {
             if (!(q->good = malloc(cells * sizeof(double))))
                 return ERR_NOMEM;
             for (size_t i = 0; i < cells; i++)
@@ -407,16 +407,17 @@ static int pollux_place_counts(const struct pollux *p, const struct snapshot *s,
     return 0;
 }
 
-/* Improve alt (a start placed by the caller) and copy it into best if it is then fitter (or best is
- * infeasible). An infeasible alt is left alone. Returns 0, or ERR_NOMEM. */
+/* Improve alt (a start placed by the caller; with pairs two-node re-solves) and copy it into best
+ * if it is then fitter (or best is infeasible). An infeasible alt is left alone. Returns 0, or
+ * ERR_NOMEM. */
 static int pollux_try_start(const struct pollux *p, const struct snapshot *s, struct pollux_job *pj,
-                            const int *count, struct alloc *alt, struct alloc *best)
+                            const int *count, int pairs, struct alloc *alt, struct alloc *best)
 {
     int rc;
 
     if (!pollux_feasible(p, s, alt))
         return 0;
-    if ((rc = pollux_improve(p, s, pj, count, 0, alt)) < 0)
+    if ((rc = pollux_improve(p, s, pj, count, pairs, alt)) < 0)
         return rc;
     if (!pollux_feasible(p, s, best) ||
         (pollux_feasible(p, s, alt) && pollux_total(p, s, pj, alt) > pollux_total(p, s, pj, best)))
@@ -447,7 +448,8 @@ static int pollux_undo_moves(const struct pollux *p, const struct snapshot *s,
     for (int j = 0; j < J; j++)
         if (cur->count[j] >= gpn && !alloc_job_equal(best, j, cur, j))
             order[n++] = j;
-    for (int a = 0; a < n; a++) /* largest held first, then job order: a selection sort */
+    /* largest held first (a selection sort: ties in the order its swaps leave them) */
+    for (int a = 0; a < n; a++)
         for (int b = a + 1; b < n; b++)
             if (cur->count[order[b]] > cur->count[order[a]]) {
                 int t = order[a];
@@ -475,21 +477,14 @@ static int pollux_undo_moves(const struct pollux *p, const struct snapshot *s,
                          (p->avoid_interference && dist && alloc_nodes_used(alt, k) > 1));
             if (!clash)
                 continue;
-            for (int node = 0; node < s->nnodes; node++)
-                used[node] -= alloc_on_node(alt, k, node);
+            for (int r = 0; r < alt->count[k]; r++)
+                used[alt->node[(size_t)k * (size_t)alt->width + (size_t)r]]--;
             alloc_clear_job(alt, k);
         }
         for (int r = 0; r < cur->count[j] && rc == 0; r++)
             rc = alloc_add(alt, j, row[r], 1);
-        if (rc < 0)
+        if (rc < 0 || (rc = pollux_try_start(p, s, pj, count, POLLUX_PAIRS, alt, best)) < 0)
             goto out;
-        if (!pollux_feasible(p, s, alt))
-            continue;
-        if ((rc = pollux_improve(p, s, pj, count, POLLUX_PAIRS, alt)) < 0)
-            goto out;
-        if (pollux_feasible(p, s, alt) &&
-            pollux_total(p, s, pj, alt) > pollux_total(p, s, pj, best))
-            alloc_copy(best, alt);
     }
 out:
     free(order);
@@ -531,7 +526,7 @@ static int pollux_allocate(void *ctx, const struct snapshot *s, uint64_t seed, s
         goto out;
     /* the second: the current allocation */
     alloc_copy(alt, s->current);
-    if ((rc = pollux_try_start(p, s, pj, count, alt, cand)) < 0)
+    if ((rc = pollux_try_start(p, s, pj, count, 0, alt, cand)) < 0)
         goto out;
     /* a third start: every job placed afresh with the counts it holds, largest first (a
      * defragmented cluster), improved the same way */
@@ -540,7 +535,7 @@ static int pollux_allocate(void *ctx, const struct snapshot *s, uint64_t seed, s
         wkeep[j] = 0;
     }
     if ((rc = pollux_place_counts(p, s, wcount, wkeep, alt, free_gpus, dist, order)) < 0 ||
-        (rc = pollux_try_start(p, s, pj, count, alt, cand)) < 0)
+        (rc = pollux_try_start(p, s, pj, count, 0, alt, cand)) < 0)
         goto out;
     /* a fourth, where the first's counts need partial nodes: the best counts in whole nodes.
      * Where none does, the restricted program's best is the first's (its values are never
@@ -553,7 +548,7 @@ static int pollux_allocate(void *ctx, const struct snapshot *s, uint64_t seed, s
         differ |= wcount[j] != count[j];
     if (differ &&
         ((rc = pollux_place_counts(p, s, wcount, wkeep, alt, free_gpus, dist, order)) < 0 ||
-         (rc = pollux_try_start(p, s, pj, wcount, alt, cand)) < 0))
+         (rc = pollux_try_start(p, s, pj, wcount, 0, alt, cand)) < 0))
         goto out;
     /* the best of the four, polished by re-solving pairs of nodes; then large jobs' moves undone */
     if (pollux_feasible(p, s, cand) &&
