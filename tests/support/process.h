@@ -61,18 +61,17 @@ static inline int proc_wait_for(int (*cond)(void *ctx), void *ctx, double timeou
     return cond(ctx);
 }
 
+/* A proc_wait_for condition: 1 when the process *(pid_t *)pid is gone (or a zombie). */
+static inline int proc_gone(void *pid)
+{
+    return !proc_alive(*(pid_t *)pid);
+}
+
 /* 1 once pid is gone (or a zombie), within timeout_s; 0 if it is still alive then. For processes
  * that were sent SIGKILL: on a loaded machine one may take a moment to be scheduled and die. */
 static inline int proc_wait_gone(pid_t pid, double timeout_s)
 {
-    double end = proc_now() + timeout_s;
-
-    while (proc_alive(pid)) {
-        if (proc_now() >= end)
-            return 0;
-        proc_sleep(0.01);
-    }
-    return 1;
+    return proc_wait_for(proc_gone, &pid, timeout_s);
 }
 
 /* waitpid with a deadline: the exit status (as waitpid's), or -1 when it did not end in time
