@@ -125,7 +125,7 @@ static int compare_one(const struct policy_config *cfg, const struct snapshot *s
         c->castor_kept &= alloc_job_equal(out, j, s->current, j);
     memcpy(seeds, pr.base_x, (size_t)width * sizeof(int));
     ga_ref_problem_encode(&pr, out, seeds + width);
-    for (int k = 0; k <= nseeds; k++) {
+    for (int k = 0; nseeds > 0 && k <= nseeds; k++) {
         struct ga_ref_stats st;
         double f;
 
@@ -177,6 +177,7 @@ struct tally {
     double rel_best_worst;             /* the same against the best seed */
     double dp_seeded_gain_max;         /* (GA from castor's answer - castor) / |castor| */
     double castor_s_sum, ga_s_sum;     /* seconds */
+    double castor_sum;                 /* castor's fitness, summed over snapshots */
     double castor_s_max, ga_s_max;
     double jobs_sum;
     int jobs_max;
@@ -200,6 +201,7 @@ static int tally_add(struct tally *t, const struct cmp *c, int nseeds, const cha
     if (c->jobs > t->jobs_max)
         t->jobs_max = c->jobs;
     t->castor_s_sum += c->castor_s;
+    t->castor_sum += c->castor;
     t->ga_s_sum += c->ga_s;
     t->castor_s_max = fmax(t->castor_s_max, c->castor_s);
     t->ga_s_max = fmax(t->ga_s_max, c->ga_s);
@@ -553,6 +555,13 @@ static void print_report(const struct tally *t, const struct tiny_tally *tt, int
                             : "th");
     printf("  snapshots                         %d (jobs: mean %.1f, max %d)\n", t->snapshots,
            t->snapshots ? t->jobs_sum / t->snapshots : 0.0, t->jobs_max);
+    printf("  castor's fitness, mean            %.9f\n",
+           t->snapshots ? t->castor_sum / t->snapshots : 0.0);
+    if (nseeds == 0) { /* castor alone: its fitness and its time */
+        printf("  time per decision, castor         mean %.3f ms, max %.3f ms\n",
+               t->snapshots ? 1e3 * t->castor_s_sum / t->snapshots : 0.0, 1e3 * t->castor_s_max);
+        return;
+    }
     printf("  castor >= GA (tol %.0e), per run   %d / %d (%.1f%%)\n", TOL, t->castor_ge_pairs,
            t->pairs, t->pairs ? 100.0 * t->castor_ge_pairs / t->pairs : 0.0);
     printf("  castor >= best of %d GA seeds      %d / %d (%.1f%%)\n", nseeds, t->castor_ge_best,
@@ -620,6 +629,8 @@ static int write_json(const char *path, const struct tally *t, const struct tiny
     jv_set(sim, "snapshots", jv_integer(t->snapshots));
     jv_set(sim, "jobs_mean", jv_number(t->snapshots ? t->jobs_sum / t->snapshots : 0.0));
     jv_set(sim, "jobs_max", jv_integer(t->jobs_max));
+    jv_set(sim, "castor_fitness_mean",
+           jv_number(t->snapshots ? t->castor_sum / t->snapshots : 0.0));
     jv_set(sim, "runs", jv_integer(t->pairs));
     jv_set(sim, "castor_at_least_ga_runs", jv_integer(t->castor_ge_pairs));
     jv_set(sim, "castor_at_least_best_ga_snapshots", jv_integer(t->castor_ge_best));
@@ -676,7 +687,7 @@ static void usage(FILE *f)
                "artifact's\n"
                "                   workload-1.csv and workload-2.csv under /work/shared/data)\n"
                "  --every N        compare every N-th tick (default 10)\n"
-               "  --seeds K        GA runs per snapshot (default 3)\n"
+               "  --seeds K        GA runs per snapshot (default 3; 0: castor alone, timed)\n"
                "  --tiny N         tiny worlds checked by enumeration (default 300)\n"
                "  --record FILE    also write the snapshots compared to FILE (JSON lines)\n"
                "  --replay FILE    compare the snapshots of FILE instead of simulating\n");
@@ -720,7 +731,7 @@ int main(int argc, char **argv)
             profiles = v;
         else if (strcmp(a, "--every") == 0 && atoi(v) >= 1)
             every = atoi(v);
-        else if (strcmp(a, "--seeds") == 0 && atoi(v) >= 1 && atoi(v) <= MAX_SEEDS)
+        else if (strcmp(a, "--seeds") == 0 && atoi(v) >= 0 && atoi(v) <= MAX_SEEDS)
             nseeds = atoi(v);
         else if (strcmp(a, "--tiny") == 0 && atoi(v) >= 0)
             ntiny = atoi(v);
@@ -733,6 +744,8 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    if (nseeds == 0) /* castor alone: the tiny worlds are a comparison with the GA */
+        ntiny = 0;
     if (record_path && replay_path) {
         usage(stderr);
         return 2;

@@ -45,11 +45,13 @@ double pollux_job_utility(const struct pollux *p, const struct snapshot *s, int 
 
 /* pollux_search.c: improve the feasible allocation a in place by local search over placements
  * (moves of one or two jobs, whole-placement swaps when pairs_max > 0, three-job chains), then up
- * to pairs_max exact two-node re-solves. dp_count is the dynamic program's count for each job (a
- * move target); pj is prepared by the caller, who owns it, s and a. 0 on success; ERR_NOMEM if
- * scratch cannot be had; ERR_RANGE or ERR_INVAL from alloc_add while rebuilding a's rows (a is
- * then part-rebuilt). */
+ * to pairs_max exact two-node re-solves and up to triples_max three-node ones. With triples_max >
+ * 0 the caller says a is already where chains and pair re-solves find nothing: they are tried
+ * again only after a move. dp_count is the dynamic program's count for each job (a move target);
+ * pj is prepared by the caller, who owns it, s and a. 0 on success; ERR_NOMEM if scratch cannot
+ * be had; ERR_RANGE or ERR_INVAL from alloc_add while rebuilding a's rows (a is then
+ * part-rebuilt). */
 int pollux_improve(const struct pollux *p, const struct snapshot *s, struct pollux_job *pj,
-                   const int *dp_count, int pairs_max, struct alloc *a);
+                   const int *dp_count, int pairs_max, int triples_max, struct alloc *a);
 
 #endif

@@ -251,36 +251,52 @@ static int pollux_chain(struct pollux_ls *ls, struct pollux_job *pj)
 }
 
 /*
- * The last pass's move: re-solve two nodes exactly. Every GPU of nodes n1 and n2 is given back and
- * shared out again among the jobs that hold GPUs there, the jobs that held GPUs there before this
- * round (back where they were, they need no restart) and the jobs that one GPU or a node's worth
- * there would help most (at most PX_JOBS jobs), each job's GPUs elsewhere kept. Branch and bound
- * over each job's (GPUs on n1, GPUs on n2), best options first, bounded by a dynamic program over
- * the jobs and the GPUs left (exact but for the one-distributed-job rule, which the search checks).
- * On a two-node cluster with few jobs the answer is the optimum; on larger ones it moves up to
- * PX_JOBS jobs at once, which no one-, two- or three-job move does (a job shrinking off a node so
- * that another returns to what it held and a third grows there).
+ * The last pass's move: re-solve two nodes (or three) exactly. Every GPU of the nodes is given back
+ * and shared out again among the jobs that hold GPUs there, the jobs that held GPUs there before
+ * this round (back where they were, they need no restart) and the jobs that one GPU or a node's
+ * worth there would help most (at most PX_JOBS jobs), each job's GPUs elsewhere kept. Branch and
+ * bound over each job's GPUs on each of the nodes (an option), best options first, bounded by a
+ * dynamic program over the jobs and the GPUs left (exact but for the one-distributed-job rule,
+ * which the search checks). On a two-node cluster with few jobs the answer is the optimum; on
+ * larger ones it moves up to PX_JOBS jobs at once, which no one-, two- or three-job move does (a
+ * job shrinking off a node so that another returns to what it held and a third grows there).
  */
 #define PX_JOBS 6
-#define PX_OPTS 81       /* (GPUs + 1)^2 for nodes of up to 8 GPUs */
-#define PX_VISITS 200000 /* search nodes per pair at most (a bound on a pathological pair) */
+#define PX_NODES 3       /* nodes re-solved at once, at most */
+#define PX_OPTS 125      /* options per job: pairs of nodes of up to 8 GPUs, triples of up to 4 */
+#define PX_TRIPLES 2000  /* triples of nodes set up per scan at most */
+#define PX_GPUS 16       /* GPUs on the set up to which a job's terms are memoised */
+#define PX_VISITS 200000 /* search nodes per set of nodes at most (a bound on a pathological one) \
+                          */
 
 struct pollux_px {
     struct pollux_ls *ls;
-    int n1, n2, g1, g2, A, nopt;
+    int K, A, nopt;
+    int n[PX_NODES], g[PX_NODES], stride[PX_NODES]; /* the nodes; option o = sum of GPUs x stride */
+    unsigned char od[PX_NODES][PX_OPTS];            /* GPUs option o puts on each node */
+    unsigned char oin[PX_OPTS];                     /* nodes of the set option o uses */
     int job[PX_JOBS];
-    int outn[PX_JOBS];                          /* nodes the job uses outside the pair */
-    int was_dist[PX_JOBS];                      /* distributed now */
-    double u[PX_JOBS][PX_OPTS];                 /* the job's term per option; -inf: not allowed */
-    int order[PX_JOBS][PX_OPTS], nord[PX_JOBS]; /* allowed options, best first */
-    double rest[PX_JOBS + 1][PX_OPTS]; /* the best sum of jobs i.. within (a, b) GPUs left */
+    int outn[PX_JOBS];             /* nodes the job uses outside the set */
+    int was_dist[PX_JOBS];         /* distributed now */
+    double u[PX_JOBS][PX_OPTS];    /* the job's term per option; -inf: none */
+    short order[PX_JOBS][PX_OPTS]; /* allowed options, best first */
+    int nord[PX_JOBS];
+    double rest[PX_JOBS + 1][PX_OPTS]; /* the best sum of jobs i.. within the GPUs left */
     int pick[PX_JOBS], best_pick[PX_JOBS];
     double best;
-    int used1, used2, d1, d2;
+    int used[PX_NODES], dist[PX_NODES];
     long visits;
 };
 
-/* 1 if the picked options keep nodes outside the pair at one distributed job each. */
+static int px_member(const struct pollux_px *x, int m)
+{
+    for (int d = 0; d < x->K; d++)
+        if (x->n[d] == m)
+            return 1;
+    return 0;
+}
+
+/* 1 if the picked options keep nodes outside the set at one distributed job each. */
 static int px_outside_ok(struct pollux_px *x)
 {
     struct pollux_ls *ls = x->ls;
@@ -290,8 +306,7 @@ static int px_outside_ok(struct pollux_px *x)
         return 1;
     for (int i = 0; i < x->A; i++) {
         const int *c = ls->cnt + (size_t)x->job[i] * N;
-        int a = x->pick[i] / (x->g2 + 1), b = x->pick[i] % (x->g2 + 1);
-        int now = x->outn[i] + (a > 0) + (b > 0) > 1;
+        int now = x->outn[i] + x->oin[x->pick[i]] > 1;
 
         if (x->outn[i] == 0 || now == x->was_dist[i] || !now)
             continue;
@@ -299,15 +314,11 @@ static int px_outside_ok(struct pollux_px *x)
         for (int m = 0; m < N; m++) {
             int d = ls->dcnt[m];
 
-            if (m == x->n1 || m == x->n2 || c[m] == 0)
+            if (c[m] == 0 || px_member(x, m))
                 continue;
-            for (int k = 0; k < x->A; k++) {
-                const int *ck = ls->cnt + (size_t)x->job[k] * N;
-                int ak = x->pick[k] / (x->g2 + 1), bk = x->pick[k] % (x->g2 + 1);
-
-                if (ck[m] > 0)
-                    d += (x->outn[k] + (ak > 0) + (bk > 0) > 1) - x->was_dist[k];
-            }
+            for (int k = 0; k < x->A; k++)
+                if (ls->cnt[(size_t)x->job[k] * N + m] > 0)
+                    d += (x->outn[k] + x->oin[x->pick[k]] > 1) - x->was_dist[k];
             if (d > 1)
                 return 0;
         }
@@ -317,8 +328,10 @@ static int px_outside_ok(struct pollux_px *x)
 
 static void px_search(struct pollux_px *x, int i, double sum)
 {
-    int left = (x->g1 - x->used1) * (x->g2 + 1) + (x->g2 - x->used2);
+    int left = 0;
 
+    for (int d = 0; d < x->K; d++)
+        left += (x->g[d] - x->used[d]) * x->stride[d];
     /* what the rest could reach within the GPUs left, interference aside: an upper bound */
     if (sum + x->rest[i][left] <= x->best || ++x->visits > PX_VISITS)
         return;
@@ -330,21 +343,26 @@ static void px_search(struct pollux_px *x, int i, double sum)
         return;
     }
     for (int q = 0; q < x->nord[i]; q++) {
-        int o = x->order[i][q], a = o / (x->g2 + 1), b = o % (x->g2 + 1), dist;
+        int o = x->order[i][q], fits = 1, dist;
 
         if (sum + x->u[i][o] + x->rest[i + 1][x->nopt - 1] <= x->best)
             break; /* options are sorted: none after this one can do better */
-        if (x->used1 + a > x->g1 || x->used2 + b > x->g2)
-            continue;
-        dist = x->ls->p->avoid_interference && x->outn[i] + (a > 0) + (b > 0) > 1;
-        if (dist && ((a > 0 && x->d1 > 0) || (b > 0 && x->d2 > 0)))
+        dist = x->ls->p->avoid_interference && x->outn[i] + x->oin[o] > 1;
+        for (int d = 0; d < x->K; d++)
+            fits &=
+                x->used[d] + x->od[d][o] <= x->g[d] && !(dist && x->od[d][o] > 0 && x->dist[d] > 0);
+        if (!fits)
             continue;
         x->pick[i] = o;
-        x->used1 += a, x->used2 += b;
-        x->d1 += dist && a > 0, x->d2 += dist && b > 0;
+        for (int d = 0; d < x->K; d++) {
+            x->used[d] += x->od[d][o];
+            x->dist[d] += dist && x->od[d][o] > 0;
+        }
         px_search(x, i + 1, sum + x->u[i][o]);
-        x->used1 -= a, x->used2 -= b;
-        x->d1 -= dist && a > 0, x->d2 -= dist && b > 0;
+        for (int d = 0; d < x->K; d++) {
+            x->used[d] -= x->od[d][o];
+            x->dist[d] -= dist && x->od[d][o] > 0;
+        }
     }
 }
 
@@ -356,26 +374,75 @@ static double ls_term(const struct pollux_ls *ls, int j, int nodes, int r, int c
     return pollux_job_utility(ls->p, ls->s, j, &ls->pj[j], nodes, r, changed);
 }
 
-/* Set up the pair (n1, n2): its jobs, their options and bounds. jr, jn and jdiff are each job's
- * replicas, nodes, and nodes where it differs from the current allocation; jgain what one more
- * node (one GPU or a node's worth) would add to its term. Returns 0 if the pair holds more jobs
- * than a search can take. */
-static int px_setup(struct pollux_px *x, struct pollux_ls *ls, int n1, int n2, const int *jr,
-                    const int *jn, const int *jdiff, const double *jgain)
+/* rest[i][c] for every capacity c (each node's GPUs within the set's): the best sum of jobs i..
+ * by dynamic programming over the jobs, each option o within c adding u[i][o] to rest[i + 1] of
+ * what is left (c - o, digit by digit). */
+static void px_bound(struct pollux_px *x)
 {
-    int N = ls->N, oa[PX_OPTS], ob[PX_OPTS]; /* an option's GPUs on n1 and on n2 */
-    double gain[PX_JOBS];
+    int g0 = x->g[0], g1 = x->K > 1 ? x->g[1] : 0, g2 = x->K > 2 ? x->g[2] : 0;
+    int s0 = x->stride[0], s1 = x->K > 1 ? x->stride[1] : 0, s2 = x->K > 2 ? x->stride[2] : 0;
 
-    memset(x, 0, sizeof(*x));
-    x->ls = ls, x->n1 = n1, x->n2 = n2;
-    x->g1 = ls->s->nodes[n1].gpus, x->g2 = ls->s->nodes[n2].gpus;
-    x->nopt = (x->g1 + 1) * (x->g2 + 1);
-    if (x->nopt > PX_OPTS)
-        return 0;
+    for (int o = 0; o < x->nopt; o++)
+        x->rest[x->A][o] = 0;
+    for (int i = x->A - 1; i >= 0; i--) {
+        const double *u = x->u[i], *next = x->rest[i + 1];
+
+        for (int c0 = 0; c0 <= g0; c0++)
+            for (int c1 = 0; c1 <= g1; c1++)
+                for (int c2 = 0; c2 <= g2; c2++) {
+                    int c = c0 * s0 + c1 * s1 + c2 * s2;
+                    double v = -HUGE_VAL;
+
+                    for (int a0 = 0; a0 <= c0; a0++)
+                        for (int a1 = 0; a1 <= c1; a1++)
+                            for (int a2 = 0; a2 <= c2; a2++) {
+                                int o = a0 * s0 + a1 * s1 + a2 * s2;
+                                /* no NaN here (terms are finite or -inf): a comparison is fmax
+                                 * without the call */
+                                double t = u[o] + next[c - o];
+
+                                if (t > v)
+                                    v = t;
+                            }
+                    x->rest[i][c] = v;
+                }
+    }
+}
+
+/* Set up the set of K nodes: its jobs, their options and bounds. jr, jn and jdiff are each job's
+ * replicas, nodes, and nodes where it differs from the current allocation; jgain what one more
+ * node (one GPU or a node's worth) would add to its term. Returns 0 if the set holds more jobs
+ * than a search can take, or its nodes more options. */
+static int px_setup(struct pollux_px *x, struct pollux_ls *ls, int K, const int *nodes,
+                    const int *jr, const int *jn, const int *jdiff, const double *jgain)
+{
+    int N = ls->N;
+    double gain[PX_JOBS], memo[PX_NODES + 1][PX_GPUS + 1][2];
+
+    x->ls = ls, x->K = K, x->A = 0, x->nopt = 1, x->visits = 0;
+    for (int d = K - 1; d >= 0; d--) {
+        x->n[d] = nodes[d];
+        x->g[d] = ls->s->nodes[nodes[d]].gpus;
+        x->stride[d] = x->nopt;
+        x->nopt *= x->g[d] + 1;
+        x->used[d] = x->dist[d] = 0;
+        if (x->nopt > PX_OPTS)
+            return 0;
+    }
+    for (int o = 0; o < x->nopt; o++) {
+        x->oin[o] = 0;
+        for (int d = 0; d < K; d++) {
+            x->od[d][o] = (unsigned char)(o / x->stride[d] % (x->g[d] + 1));
+            x->oin[o] += x->od[d][o] > 0;
+        }
+    }
     for (int j = 0; j < ls->J; j++) {
         const int *c = ls->cnt + (size_t)j * N;
+        int on = 0;
 
-        if (c[n1] == 0 && c[n2] == 0)
+        for (int d = 0; d < K; d++)
+            on |= c[nodes[d]] > 0;
+        if (!on)
             continue;
         if (x->A == PX_JOBS)
             return 0;
@@ -384,14 +451,17 @@ static int px_setup(struct pollux_px *x, struct pollux_ls *ls, int n1, int n2, c
     /* then the jobs that held GPUs here before this round (back where they were, they need no
      * restart), then the jobs that one GPU or a node's worth here would help most */
     for (int j = 0, held = x->A; j < ls->J; j++) {
-        const int *cur = ls->cur + (size_t)j * N;
+        const int *c = ls->cnt + (size_t)j * N, *cur = ls->cur + (size_t)j * N;
+        int on = 0, was = 0, slot;
         double g;
-        int slot;
 
-        if (ls->cnt[(size_t)j * N + n1] > 0 || ls->cnt[(size_t)j * N + n2] > 0 ||
-            ls->pj[j].maxr == 0)
+        for (int d = 0; d < K; d++) {
+            on |= c[nodes[d]] > 0;
+            was |= cur[nodes[d]] > 0;
+        }
+        if (on || ls->pj[j].maxr == 0)
             continue;
-        if (cur[n1] > 0 || cur[n2] > 0) {
+        if (was) {
             g = HUGE_VAL;
         } else {
             g = jgain[j];
@@ -413,66 +483,112 @@ static int px_setup(struct pollux_px *x, struct pollux_ls *ls, int n1, int n2, c
         gain[slot] = g;
     }
     for (int i = 0; i < x->A; i++) {
-        int j = x->job[i];
+        int j = x->job[i], outr = jr[j], odiff = jdiff[j];
         const int *c = ls->cnt + (size_t)j * N, *cur = ls->cur + (size_t)j * N;
-        int outr = jr[j] - c[n1] - c[n2];
-        int odiff = jdiff[j] - (c[n1] != cur[n1]) - (c[n2] != cur[n2]);
 
         x->was_dist[i] = jn[j] > 1;
-        x->outn[i] = jn[j] - (c[n1] > 0) - (c[n2] > 0);
+        x->outn[i] = jn[j];
+        for (int d = 0; d < K; d++) {
+            outr -= c[nodes[d]];
+            odiff -= c[nodes[d]] != cur[nodes[d]];
+            x->outn[i] -= c[nodes[d]] > 0;
+        }
         x->nord[i] = 0;
+        for (int q = 0; q < (int)(sizeof(memo) / sizeof(memo[0][0][0])); q++)
+            (&memo[0][0][0])[q] = NAN;
         for (int o = 0; o < x->nopt; o++) {
-            int a = o / (x->g2 + 1), b = o % (x->g2 + 1), q;
-            double u = ls_term(ls, j, x->outn[i] + (a > 0) + (b > 0), outr + a + b,
-                               odiff > 0 || a != cur[n1] || b != cur[n2]);
+            int here = 0, changed = odiff > 0, q;
+            double u, *m;
 
+            for (int d = 0; d < K; d++) {
+                here += x->od[d][o];
+                changed |= x->od[d][o] != cur[nodes[d]];
+            }
+            /* the term depends on the nodes used, the GPUs and whether they changed: many
+             * options share one (a triple's 125 options, at most 2 x 4 x 13 terms) */
+            if (here > PX_GPUS) {
+                u = ls_term(ls, j, x->outn[i] + x->oin[o], outr + here, changed);
+            } else {
+                m = &memo[x->oin[o]][here][changed];
+                if (isnan(*m))
+                    *m = ls_term(ls, j, x->outn[i] + x->oin[o], outr + here, changed);
+                u = *m;
+            }
             x->u[i][o] = u;
             if (u == -HUGE_VAL)
                 continue;
             for (q = x->nord[i]; q > 0 && x->u[i][x->order[i][q - 1]] < u; q--)
                 x->order[i][q] = x->order[i][q - 1];
-            x->order[i][q] = o;
+            x->order[i][q] = (short)o;
             x->nord[i]++;
         }
         if (x->nord[i] == 0)
             return 0;
     }
-    /* rest[i][(c1, c2)]: the best sum of jobs i.. within c1 GPUs on n1 and c2 on n2, by dynamic
-     * programming over the jobs (exact but for the one-distributed-job rule) */
-    for (int o = 0; o < x->nopt; o++) {
-        x->rest[x->A][o] = 0;
-        oa[o] = o / (x->g2 + 1);
-        ob[o] = o % (x->g2 + 1);
-    }
-    for (int i = x->A - 1; i >= 0; i--)
-        for (int c = 0; c < x->nopt; c++) {
-            int c1 = oa[c], c2 = ob[c];
-            double v = -HUGE_VAL;
-
-            for (int q = 0; q < x->nord[i]; q++) {
-                int o = x->order[i][q];
-                double t;
-
-                if (oa[o] > c1 || ob[o] > c2)
-                    continue;
-                /* no NaN here (terms are finite or -inf): a comparison is fmax without the call */
-                t = x->u[i][o] + x->rest[i + 1][c - o];
-                if (t > v)
-                    v = t;
-            }
-            x->rest[i][c] = v;
-        }
+    px_bound(x);
     return 1;
 }
 
-static int pollux_pairs(struct pollux_ls *ls)
+/* Search the set of nodes set up in x; if its best beats the best so far (*best, the gain over
+ * what the set's jobs have now), keep it in bx. 1 if it did. */
+static int px_try(struct pollux_px *x, struct pollux_px *bx, double *best)
+{
+    double now = 0;
+
+    for (int i = 0; i < x->A; i++)
+        now += x->ls->u[x->job[i]];
+    x->best = now + *best;
+    px_search(x, 0, 0.0);
+    if (x->best <= now + *best)
+        return 0;
+    *best = x->best - now;
+    bx->K = x->K, bx->A = x->A;
+    memcpy(bx->n, x->n, sizeof(x->n));
+    memcpy(bx->stride, x->stride, sizeof(x->stride));
+    memcpy(bx->g, x->g, sizeof(x->g));
+    memcpy(bx->job, x->job, sizeof(x->job));
+    memcpy(bx->best_pick, x->best_pick, sizeof(x->best_pick));
+    return 1;
+}
+
+/* 1 if node n has free GPUs or a job whose GPUs there differ from the current allocation's. */
+static int ls_touched(const struct pollux_ls *ls, int n)
+{
+    if (ls->used[n] < ls->s->nodes[n].gpus)
+        return 1;
+    for (int j = 0; j < ls->J; j++)
+        if (ls->cnt[(size_t)j * ls->N + n] != ls->cur[(size_t)j * ls->N + n])
+            return 1;
+    return 0;
+}
+
+/* 1 if some job holds, or held before this round, GPUs on both nodes a and b. */
+static int ls_linked(const struct pollux_ls *ls, int a, int b)
+{
+    for (int j = 0; j < ls->J; j++) {
+        const int *c = ls->cnt + (size_t)j * ls->N, *cur = ls->cur + (size_t)j * ls->N;
+
+        if ((c[a] > 0 || cur[a] > 0) && (c[b] > 0 || cur[b] > 0))
+            return 1;
+    }
+    return 0;
+}
+
+/*
+ * Re-solve every pair of nodes (K = 2), or up to PX_TRIPLES triples (K = 3), and apply the best
+ * that raises the objective. 1 if one was applied. A triple is two touched nodes (free GPUs, or a
+ * job moved there) and a third that is touched too or shares a job with one of them: the
+ * rearrangements a pair cannot make move jobs between nodes that are linked that way.
+ */
+static int pollux_resolve(struct pollux_ls *ls, int K)
 {
     struct pollux_px *x = malloc(sizeof(*x)), *bx = malloc(sizeof(*bx));
     int *jr = malloc((size_t)ls->J * 3 * sizeof(int)), *jn = jr + ls->J, *jdiff = jn + ls->J;
+    int *touched = malloc((size_t)ls->N * 2 * sizeof(int)), *tl = touched + ls->N;
     double best = 1e-12, *jgain = malloc((size_t)ls->J * sizeof(double));
-    int N = ls->N, found = 0, gpn = ls->s->nodes[0].gpus;
+    int N = ls->N, found = 0, gpn = ls->s->nodes[0].gpus, set[PX_NODES], nt = 0, sets = 0;
 
-    if (!x || !bx || !jr || !jgain)
+    if (!x || !bx || !jr || !jgain || !touched)
         goto out;
     for (int j = 0; j < ls->J; j++) {
         const int *c = ls->cnt + (size_t)j * N, *cur = ls->cur + (size_t)j * N;
@@ -482,36 +598,44 @@ static int pollux_pairs(struct pollux_ls *ls)
         jdiff[j] = 0;
         for (int n = 0; n < N; n++)
             jdiff[j] += c[n] != cur[n];
-        /* on a node it does not use (as an entrant of a pair it is not on) */
+        /* on a node it does not use (as an entrant of a set it is not on) */
         more = ls->pj[j].maxr - jr[j] < gpn ? ls->pj[j].maxr - jr[j] : gpn;
         jgain[j] = more <= 0 ? -HUGE_VAL
                              : fmax(ls_term(ls, j, jn[j] + 1, jr[j] + 1, 1),
                                     ls_term(ls, j, jn[j] + 1, jr[j] + more, 1)) -
                                    ls->u[j];
     }
-    for (int n1 = 0; n1 < N; n1++)
-        for (int n2 = n1 + 1; n2 < N; n2++) {
-            double now = 0;
-
-            if (!px_setup(x, ls, n1, n2, jr, jn, jdiff, jgain))
-                continue;
-            for (int i = 0; i < x->A; i++)
-                now += ls->u[x->job[i]];
-            x->best = now + best;
-            px_search(x, 0, 0.0);
-            if (x->best > now + best) {
-                best = x->best - now;
-                memcpy(bx, x, sizeof(*x));
-                found = 1;
+    if (K == 2) {
+        for (set[0] = 0; set[0] < N; set[0]++)
+            for (set[1] = set[0] + 1; set[1] < N; set[1]++)
+                if (px_setup(x, ls, 2, set, jr, jn, jdiff, jgain))
+                    found |= px_try(x, bx, &best);
+        goto apply;
+    }
+    for (int n = 0; n < N; n++) {
+        touched[n] = ls_touched(ls, n);
+        if (touched[n])
+            tl[nt++] = n;
+    }
+    for (int a = 0; a < nt; a++)
+        for (int b = a + 1; b < nt; b++)
+            for (int n = 0; n < N && sets < PX_TRIPLES; n++) {
+                if (n == tl[a] || n == tl[b] || (touched[n] && n < tl[b]) ||
+                    (!touched[n] && !ls_linked(ls, n, tl[a]) && !ls_linked(ls, n, tl[b])))
+                    continue;
+                set[0] = tl[a], set[1] = tl[b], set[2] = n;
+                sets++;
+                if (px_setup(x, ls, 3, set, jr, jn, jdiff, jgain))
+                    found |= px_try(x, bx, &best);
             }
-        }
+apply:
     if (found) {
         int *row = ls->row;
 
         for (int i = 0; i < bx->A; i++) {
             memcpy(row, ls->cnt + (size_t)bx->job[i] * N, (size_t)N * sizeof(int));
-            row[bx->n1] = bx->best_pick[i] / (bx->g2 + 1);
-            row[bx->n2] = bx->best_pick[i] % (bx->g2 + 1);
+            for (int d = 0; d < bx->K; d++)
+                row[bx->n[d]] = bx->best_pick[i] / bx->stride[d] % (bx->g[d] + 1);
             ls_apply(ls, bx->job[i], row);
         }
     }
@@ -520,15 +644,17 @@ out:
     free(bx);
     free(jr);
     free(jgain);
+    free(touched);
     return found;
 }
 
 int pollux_improve(const struct pollux *p, const struct snapshot *s, struct pollux_job *pj,
-                   const int *dp_count, int pairs_max, struct alloc *a)
+                   const int *dp_count, int pairs_max, int triples_max, struct alloc *a)
 {
     struct pollux_ls ls = {.p = p, .s = s, .pj = pj, .J = s->njobs, .N = s->nnodes};
     size_t JN = (size_t)ls.J * (size_t)ls.N;
-    int rc = 0, gpn = s->nodes[0].gpus, chains = 0, pairs = 0;
+    int rc = 0, gpn = s->nodes[0].gpus, chains = 0, pairs = 0, triples = 0;
+    int settled = triples_max > 0; /* chains and pairs found nothing here (the caller's word) */
 
     ls.cnt = calloc(JN, sizeof(int));
     ls.cur = calloc(JN, sizeof(int));
@@ -724,16 +850,19 @@ int pollux_improve(const struct pollux *p, const struct snapshot *s, struct poll
                 ls_apply(&ls, k, save);
             }
         }
-        if (bj < 0 && chains < POLLUX_CHAINS && pollux_chain(&ls, pj))
+        if (bj < 0 && !settled && chains < POLLUX_CHAINS && pollux_chain(&ls, pj))
             chains++, iter--; /* a three-job move applied: search again */
-        else if (bj < 0 && pairs < pairs_max && pollux_pairs(&ls))
+        else if (bj < 0 && !settled && pairs < pairs_max && pollux_resolve(&ls, 2))
             pairs++, iter--; /* two nodes re-solved: search again */
+        else if (bj < 0 && triples < triples_max && pollux_resolve(&ls, 3))
+            triples++, iter--, settled = 0; /* three nodes re-solved: search again */
         else if (bj < 0)
             break;
         else {
             if (bk >= 0) /* apply k first (it gives GPUs up), then j */
                 ls_apply(&ls, bk, brow2);
             ls_apply(&ls, bj, brow);
+            settled = 0;
         }
     }
     /* back to rows: unchanged jobs keep their node order, others list nodes in index order */
