@@ -254,20 +254,23 @@ static int pollux_chain(struct pollux_ls *ls, struct pollux_job *pj)
  * The last pass's move: re-solve two nodes (or three) exactly. Every GPU of the nodes is given back
  * and shared out again among the jobs that hold GPUs there, the jobs that held GPUs there before
  * this round (back where they were, they need no restart) and the jobs that one GPU or a node's
- * worth there would help most (at most PX_JOBS jobs), each job's GPUs elsewhere kept. Branch and
- * bound over each job's GPUs on each of the nodes (an option), best options first, bounded by a
- * dynamic program over the jobs and the GPUs left (exact but for the one-distributed-job rule,
- * which the search checks). On a two-node cluster with few jobs the answer is the optimum; on
- * larger ones it moves up to PX_JOBS jobs at once, which no one-, two- or three-job move does (a
- * job shrinking off a node so that another returns to what it held and a third grows there).
+ * worth there would help most (at most six jobs for a pair, ten for a triple), each job's GPUs
+ * elsewhere kept. Branch and bound over each job's GPUs on each of the nodes (an option), best
+ * options first, bounded by a dynamic program over the jobs and the GPUs left (exact but for the
+ * one-distributed-job rule, which the search checks). On a two-node cluster with few jobs the
+ * answer is the optimum; on larger ones it moves that many jobs at once, which no one-, two- or
+ * three-job move does (a job shrinking off a node so that another returns to what it held and a
+ * third grows there).
  */
-#define PX_JOBS 6
-#define PX_NODES 3       /* nodes re-solved at once, at most */
-#define PX_OPTS 125      /* options per job: pairs of nodes of up to 8 GPUs, triples of up to 4 */
-#define PX_TRIPLES 2000  /* triples of nodes set up per scan at most */
-#define PX_GPUS 16       /* GPUs on the set up to which a job's terms are memoised */
-#define PX_VISITS 200000 /* search nodes per set of nodes at most (a bound on a pathological one) \
-                          */
+#define PX_PAIR_JOBS 6    /* jobs in a pair's search at most */
+#define PX_TRIPLE_JOBS 10 /* jobs in a triple's search at most */
+#define PX_JOBS 10        /* the larger of the two */
+#define PX_NODES 3        /* nodes re-solved at once, at most */
+#define PX_OPTS 125       /* options per job: pairs of nodes of up to 8 GPUs, triples of up to 4 */
+#define PX_TRIPLES 2000   /* triples of nodes set up per scan at most */
+#define PX_GAINERS 4      /* jobs whose nodes may be third nodes of a triple, those gaining most */
+#define PX_GPUS 16        /* GPUs on the set up to which a job's terms are memoised */
+#define PX_VISITS 200000  /* search nodes per set at most (a bound on a pathological one) */
 
 struct pollux_px {
     struct pollux_ls *ls;
@@ -418,6 +421,7 @@ static int px_setup(struct pollux_px *x, struct pollux_ls *ls, int K, const int 
 {
     int N = ls->N;
     double gain[PX_JOBS], memo[PX_NODES + 1][PX_GPUS + 1][2];
+    int cap = K == 2 ? PX_PAIR_JOBS : PX_TRIPLE_JOBS;
 
     x->ls = ls, x->K = K, x->A = 0, x->nopt = 1, x->visits = 0;
     for (int d = K - 1; d >= 0; d--) {
@@ -444,7 +448,7 @@ static int px_setup(struct pollux_px *x, struct pollux_ls *ls, int K, const int 
             on |= c[nodes[d]] > 0;
         if (!on)
             continue;
-        if (x->A == PX_JOBS)
+        if (x->A == cap)
             return 0;
         x->job[x->A++] = j;
     }
@@ -469,7 +473,7 @@ static int px_setup(struct pollux_px *x, struct pollux_ls *ls, int K, const int 
                 continue;
         }
         slot = x->A;
-        if (x->A == PX_JOBS) { /* replace the weakest entrant if this one is better */
+        if (x->A == cap) { /* replace the weakest entrant if this one is better */
             slot = -1;
             for (int i = held; i < x->A; i++)
                 if (gain[i] < g && (slot < 0 || gain[i] < gain[slot]))
@@ -577,18 +581,20 @@ static int ls_linked(const struct pollux_ls *ls, int a, int b)
 /*
  * Re-solve every pair of nodes (K = 2), or up to PX_TRIPLES triples (K = 3), and apply the best
  * that raises the objective. 1 if one was applied. A triple is two touched nodes (free GPUs, or a
- * job moved there) and a third that is touched too or shares a job with one of them: the
- * rearrangements a pair cannot make move jobs between nodes that are linked that way.
+ * job moved there) and a third that is touched too, shares a job with one of them, or holds one
+ * of the PX_GAINERS jobs that one more node would help most: the rearrangements a pair cannot
+ * make move jobs between nodes that are linked in one of those ways.
  */
 static int pollux_resolve(struct pollux_ls *ls, int K)
 {
     struct pollux_px *x = malloc(sizeof(*x)), *bx = malloc(sizeof(*bx));
-    int *jr = malloc((size_t)ls->J * 3 * sizeof(int)), *jn = jr + ls->J, *jdiff = jn + ls->J;
-    int *touched = malloc((size_t)ls->N * 2 * sizeof(int)), *tl = touched + ls->N;
+    int *jr = calloc((size_t)ls->J * 4, sizeof(int)), *jn = jr + ls->J, *jdiff = jn + ls->J;
+    int *picked = jdiff + ls->J;
+    int *role = malloc((size_t)ls->N * 2 * sizeof(int)), *tl = role + ls->N;
     double best = 1e-12, *jgain = malloc((size_t)ls->J * sizeof(double));
     int N = ls->N, found = 0, gpn = ls->s->nodes[0].gpus, set[PX_NODES], nt = 0, sets = 0;
 
-    if (!x || !bx || !jr || !jgain || !touched)
+    if (!x || !bx || !jr || !jgain || !role)
         goto out;
     for (int j = 0; j < ls->J; j++) {
         const int *c = ls->cnt + (size_t)j * N, *cur = ls->cur + (size_t)j * N;
@@ -613,15 +619,30 @@ static int pollux_resolve(struct pollux_ls *ls, int K)
         goto apply;
     }
     for (int n = 0; n < N; n++) {
-        touched[n] = ls_touched(ls, n);
-        if (touched[n])
+        role[n] = ls_touched(ls, n);
+        if (role[n])
             tl[nt++] = n;
+    }
+    /* the nodes of the PX_GAINERS jobs that one more node would help most may be third nodes too
+     * (role 2): such a job moves into a touched node and another grows where it was */
+    for (int e = 0; e < PX_GAINERS; e++) {
+        int g = -1;
+
+        for (int j = 0; j < ls->J; j++)
+            if (jgain[j] > 0 && !picked[j] && (g < 0 || jgain[j] > jgain[g]))
+                g = j;
+        if (g < 0)
+            break;
+        picked[g] = 1;
+        for (int n = 0; n < N; n++)
+            if (ls->cnt[(size_t)g * N + n] > 0 && !role[n])
+                role[n] = 2;
     }
     for (int a = 0; a < nt; a++)
         for (int b = a + 1; b < nt; b++)
             for (int n = 0; n < N && sets < PX_TRIPLES; n++) {
-                if (n == tl[a] || n == tl[b] || (touched[n] && n < tl[b]) ||
-                    (!touched[n] && !ls_linked(ls, n, tl[a]) && !ls_linked(ls, n, tl[b])))
+                if (n == tl[a] || n == tl[b] || (role[n] == 1 && n < tl[b]) ||
+                    (!role[n] && !ls_linked(ls, n, tl[a]) && !ls_linked(ls, n, tl[b])))
                     continue;
                 set[0] = tl[a], set[1] = tl[b], set[2] = n;
                 sets++;
@@ -644,7 +665,7 @@ out:
     free(bx);
     free(jr);
     free(jgain);
-    free(touched);
+    free(role);
     return found;
 }
 

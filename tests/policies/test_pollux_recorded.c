@@ -1,7 +1,7 @@
 /* test_pollux_recorded.c: the pollux policy on snapshots recorded from simulations where the
  * reference-style GA once found fitter allocations (tests/data/snapshots/README.md): each must now
  * be at least as fit as the GA's. The first two need the undo step (moves of large jobs undone),
- * the other two the three-node re-solves. */
+ * the others the three-node re-solves. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -109,6 +109,31 @@ static void pollux_recorded__three_nodes_keep_two_jobs_in_place(void **state)
     assert_true(fit >= 0.1796628025 - 1e-9);
 }
 
+/* Forty jobs on the load-1.5 workload 4: the search moved three one-GPU jobs between nodes 11, 13
+ * and 15, two of them onto a second GPU (0.188586786); the GA grew one of those three in place and
+ * moved a fourth to node 13 onto two GPUs, two restarts instead of three (0.1886754945). Nine jobs
+ * sit on the three nodes: more than a pair's search takes, so a triple's takes ten. */
+static void pollux_recorded__three_crowded_nodes(void **state)
+{
+    double fit = decide_fitness(HELD_OUT, 3, "workloads-1.5/workload-4", 21120);
+
+    (void)state;
+    assert_true(fit >= 0.1886754945 - 1e-9);
+}
+
+/* Thirty-nine jobs on the load-1.5 workload 3: the search grew a yolov3 job on its node by moving
+ * another to node 4 onto two GPUs (0.1938734428); the GA kept both and moved a bert job from node
+ * 12, untouched and sharing no job with the others, to node 4 with a second GPU, a cifar10 job
+ * growing where it was (0.1938953014): node 12 enters the triple as the node of a job that one more
+ * node would help. */
+static void pollux_recorded__a_third_node_from_a_gaining_job(void **state)
+{
+    double fit = decide_fitness(HELD_OUT, 4, "workloads-1.5/workload-3", 24120);
+
+    (void)state;
+    assert_true(fit >= 0.1938953014 - 1e-9);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -116,6 +141,8 @@ int main(void)
         cmocka_unit_test(pollux_recorded__growing_in_place_instead_of_moving),
         cmocka_unit_test(pollux_recorded__three_nodes_rearranged),
         cmocka_unit_test(pollux_recorded__three_nodes_keep_two_jobs_in_place),
+        cmocka_unit_test(pollux_recorded__three_crowded_nodes),
+        cmocka_unit_test(pollux_recorded__a_third_node_from_a_gaining_job),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
