@@ -623,13 +623,14 @@ static int pollux_resolve(struct pollux_ls *ls, int K)
         if (role[n])
             tl[nt++] = n;
     }
-    /* the nodes of the PX_GAINERS jobs that one more node would help most may be third nodes too
-     * (role 2): such a job moves into a touched node and another grows where it was */
+    /* the nodes of the PX_GAINERS jobs holding GPUs that one more node would help most may be
+     * third nodes too (role 2): such a job moves into a touched node and another grows where it
+     * was */
     for (int e = 0; e < PX_GAINERS; e++) {
         int g = -1;
 
         for (int j = 0; j < ls->J; j++)
-            if (jgain[j] > 0 && !picked[j] && (g < 0 || jgain[j] > jgain[g]))
+            if (jn[j] > 0 && jgain[j] > 0 && !picked[j] && (g < 0 || jgain[j] > jgain[g]))
                 g = j;
         if (g < 0)
             break;
