@@ -268,9 +268,11 @@ static int pollux_chain(struct pollux_ls *ls, struct pollux_job *pj)
 #define PX_NODES 3        /* nodes re-solved at once, at most */
 #define PX_OPTS 125       /* options per job: pairs of nodes of up to 8 GPUs, triples of up to 4 */
 #define PX_TRIPLES 2000   /* triples of nodes set up per scan at most */
-#define PX_GAINERS 4      /* jobs whose nodes may be third nodes of a triple, those gaining most */
-#define PX_GPUS 16        /* GPUs on the set up to which a job's terms are memoised */
-#define PX_VISITS 200000  /* search nodes per set at most (a bound on a pathological one) */
+#define PX_TRIPLE_STEPS 200000 /* (pair, third node) candidates looked at per scan at most */
+#define PX_TRIPLE_GPUS 4       /* GPUs of a node in a triple at most (5^3 options fill PX_OPTS) */
+#define PX_GAINERS 4     /* jobs whose nodes may be third nodes of a triple, those gaining most */
+#define PX_GPUS 16       /* GPUs on the set up to which a job's terms are memoised */
+#define PX_VISITS 200000 /* search nodes per set at most (a bound on a pathological one) */
 
 struct pollux_px {
     struct pollux_ls *ls;
@@ -593,6 +595,7 @@ static int pollux_resolve(struct pollux_ls *ls, int K)
     int *role = malloc((size_t)ls->N * 2 * sizeof(int)), *tl = role + ls->N;
     double best = 1e-12, *jgain = malloc((size_t)ls->J * sizeof(double));
     int N = ls->N, found = 0, gpn = ls->s->nodes[0].gpus, set[PX_NODES], nt = 0, sets = 0;
+    long steps = 0;
 
     if (!x || !bx || !jr || !jgain || !role)
         goto out;
@@ -618,9 +621,9 @@ static int pollux_resolve(struct pollux_ls *ls, int K)
                     found |= px_try(x, bx, &best);
         goto apply;
     }
-    for (int n = 0; n < N; n++) {
-        role[n] = ls_touched(ls, n);
-        if (role[n])
+    for (int n = 0; n < N; n++) { /* role -1: too many GPUs to be in a triple */
+        role[n] = ls->s->nodes[n].gpus > PX_TRIPLE_GPUS ? -1 : ls_touched(ls, n);
+        if (role[n] == 1)
             tl[nt++] = n;
     }
     /* the nodes of the PX_GAINERS jobs holding GPUs that one more node would help most may be
@@ -636,13 +639,15 @@ static int pollux_resolve(struct pollux_ls *ls, int K)
             break;
         picked[g] = 1;
         for (int n = 0; n < N; n++)
-            if (ls->cnt[(size_t)g * N + n] > 0 && !role[n])
+            if (ls->cnt[(size_t)g * N + n] > 0 && role[n] == 0)
                 role[n] = 2;
     }
     for (int a = 0; a < nt; a++)
         for (int b = a + 1; b < nt; b++)
-            for (int n = 0; n < N && sets < PX_TRIPLES; n++) {
-                if (n == tl[a] || n == tl[b] || (role[n] == 1 && n < tl[b]) ||
+            for (int n = 0; n < N; n++) {
+                if (sets == PX_TRIPLES || ++steps > PX_TRIPLE_STEPS)
+                    goto apply;
+                if (n == tl[a] || n == tl[b] || role[n] < 0 || (role[n] == 1 && n < tl[b]) ||
                     (!role[n] && !ls_linked(ls, n, tl[a]) && !ls_linked(ls, n, tl[b])))
                     continue;
                 set[0] = tl[a], set[1] = tl[b], set[2] = n;
