@@ -535,9 +535,17 @@ static int px_setup(struct pollux_px *x, struct pollux_ls *ls, int K, const int 
     return 1;
 }
 
+/* The best re-solve of a scan: its nodes, jobs and their GPUs on each node. */
+struct px_best {
+    int K, A;
+    int n[PX_NODES];
+    int job[PX_JOBS];
+    int gpus[PX_JOBS][PX_NODES];
+};
+
 /* Search the set of nodes set up in x; if its best beats the best so far (*best, the gain over
  * what the set's jobs have now), keep it in bx. 1 if it did. */
-static int px_try(struct pollux_px *x, struct pollux_px *bx, double *best)
+static int px_try(struct pollux_px *x, struct px_best *bx, double *best)
 {
     double now = 0;
 
@@ -550,10 +558,10 @@ static int px_try(struct pollux_px *x, struct pollux_px *bx, double *best)
     *best = x->best - now;
     bx->K = x->K, bx->A = x->A;
     memcpy(bx->n, x->n, sizeof(x->n));
-    memcpy(bx->stride, x->stride, sizeof(x->stride));
-    memcpy(bx->g, x->g, sizeof(x->g));
     memcpy(bx->job, x->job, sizeof(x->job));
-    memcpy(bx->best_pick, x->best_pick, sizeof(x->best_pick));
+    for (int i = 0; i < x->A; i++)
+        for (int d = 0; d < x->K; d++)
+            bx->gpus[i][d] = x->od[d][x->best_pick[i]];
     return 1;
 }
 
@@ -589,7 +597,8 @@ static int ls_linked(const struct pollux_ls *ls, int a, int b)
  */
 static int pollux_resolve(struct pollux_ls *ls, int K)
 {
-    struct pollux_px *x = malloc(sizeof(*x)), *bx = malloc(sizeof(*bx));
+    struct pollux_px *x = malloc(sizeof(*x));
+    struct px_best *bx = malloc(sizeof(*bx));
     int *jr = calloc((size_t)ls->J * 4, sizeof(int)), *jn = jr + ls->J, *jdiff = jn + ls->J;
     int *picked = jdiff + ls->J;
     int *role = malloc((size_t)ls->N * 2 * sizeof(int)), *tl = role + ls->N;
@@ -662,7 +671,7 @@ apply:
         for (int i = 0; i < bx->A; i++) {
             memcpy(row, ls->cnt + (size_t)bx->job[i] * N, (size_t)N * sizeof(int));
             for (int d = 0; d < bx->K; d++)
-                row[bx->n[d]] = bx->best_pick[i] / bx->stride[d] % (bx->g[d] + 1);
+                row[bx->n[d]] = bx->gpus[i][d];
             ls_apply(ls, bx->job[i], row);
         }
     }
