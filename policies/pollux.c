@@ -20,9 +20,10 @@
 
 #define POLLUX_EPS 1e-3
 #define POLLUX_MAX_NODES_PER_JOB 16
-#define POLLUX_PAIRS 8   /* two-node re-solves per decision, after the search's chains */
-#define POLLUX_UNDOS 8   /* moves of large jobs undone and searched again, after the polish */
-#define POLLUX_TRIPLES 4 /* three-node re-solves per decision, last */
+#define POLLUX_PAIRS 8    /* two-node re-solves per decision, after the search's chains */
+#define POLLUX_UNDOS 8    /* moves of large jobs undone and searched again, after the polish */
+#define POLLUX_TRIPLES 4  /* three-node re-solves per decision, last */
+#define POLLUX_RESPLITS 2 /* re-splits of two distributed jobs per decision, after the triples */
 
 static int pollux_create(const struct policy_config *cfg, void **ctx)
 {
@@ -414,11 +415,12 @@ static int pollux_place_counts(const struct pollux *p, const struct snapshot *s,
 static int pollux_try_start(const struct pollux *p, const struct snapshot *s, struct pollux_job *pj,
                             const int *count, int pairs, struct alloc *alt, struct alloc *best)
 {
+    struct pollux_passes passes = {.pairs = pairs};
     int rc;
 
     if (!pollux_feasible(p, s, alt))
         return 0;
-    if ((rc = pollux_improve(p, s, pj, count, pairs, 0, alt)) < 0)
+    if ((rc = pollux_improve(p, s, pj, count, &passes, alt)) < 0)
         return rc;
     if (!pollux_feasible(p, s, best) ||
         (pollux_feasible(p, s, alt) && pollux_total(p, s, pj, alt) > pollux_total(p, s, pj, best)))
@@ -495,6 +497,11 @@ out:
 
 static int pollux_allocate(void *ctx, const struct snapshot *s, uint64_t seed, struct alloc *out)
 {
+    static const struct pollux_passes first = {0}, polish = {.pairs = POLLUX_PAIRS},
+                                      last = {.pairs = POLLUX_PAIRS,
+                                              .triples = POLLUX_TRIPLES,
+                                              .resplits = POLLUX_RESPLITS,
+                                              .settled = 1};
     struct pollux *p = ctx;
     struct pollux_job *pj = NULL;
     struct alloc *cand = NULL, *alt = NULL;
@@ -523,7 +530,7 @@ static int pollux_allocate(void *ctx, const struct snapshot *s, uint64_t seed, s
     if ((rc = pollux_choose_counts(p, s, pj, gpus, gpn, 0, count, keep)) < 0 ||
         (rc = pollux_place_counts(p, s, count, keep, cand, free_gpus, dist, order)) < 0)
         goto out;
-    if (pollux_feasible(p, s, cand) && (rc = pollux_improve(p, s, pj, count, 0, 0, cand)) < 0)
+    if (pollux_feasible(p, s, cand) && (rc = pollux_improve(p, s, pj, count, &first, cand)) < 0)
         goto out;
     /* the second: the current allocation */
     alloc_copy(alt, s->current);
@@ -552,11 +559,12 @@ static int pollux_allocate(void *ctx, const struct snapshot *s, uint64_t seed, s
          (rc = pollux_try_start(p, s, pj, wcount, 0, alt, cand)) < 0))
         goto out;
     /* the best of the four, polished by re-solving pairs of nodes; then large jobs' moves undone;
-     * last, triples of nodes re-solved where pairs found nothing */
+     * last, triples of nodes re-solved where pairs found nothing, then pairs of distributed jobs
+     * re-split over their nodes where triples find nothing */
     if (pollux_feasible(p, s, cand) &&
-        ((rc = pollux_improve(p, s, pj, count, POLLUX_PAIRS, 0, cand)) < 0 ||
+        ((rc = pollux_improve(p, s, pj, count, &polish, cand)) < 0 ||
          (rc = pollux_undo_moves(p, s, pj, count, gpn, alt, cand)) < 0 ||
-         (rc = pollux_improve(p, s, pj, count, POLLUX_PAIRS, POLLUX_TRIPLES, cand)) < 0))
+         (rc = pollux_improve(p, s, pj, count, &last, cand)) < 0))
         goto out;
     alloc_copy(out, cand);
     pollux_memo_keep(p, s, pj);

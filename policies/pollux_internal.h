@@ -43,15 +43,23 @@ struct pollux_job {
 double pollux_job_utility(const struct pollux *p, const struct snapshot *s, int j,
                           struct pollux_job *pj, int nodes, int r, int changed);
 
+/* How far pollux_improve looks beyond its moves of one and two jobs (zero everywhere: the local
+ * search and its chains only). */
+struct pollux_passes {
+    int pairs;    /* exact two-node re-solves at most; > 0 also tries whole-placement swaps */
+    int triples;  /* exact three-node re-solves at most */
+    int resplits; /* re-splits of two distributed jobs over their nodes at most */
+    int settled;  /* 1: the caller's word that chains and pair re-solves find nothing in a as it
+                   * is (they are tried again only after a move) */
+};
+
 /* pollux_search.c: improve the feasible allocation a in place by local search over placements
- * (moves of one or two jobs, whole-placement swaps when pairs_max > 0, three-job chains), then up
- * to pairs_max exact two-node re-solves and up to triples_max three-node ones. With triples_max >
- * 0 the caller says a is already where chains and pair re-solves find nothing: they are tried
- * again only after a move. dp_count is the dynamic program's count for each job (a move target);
- * pj is prepared by the caller, who owns it, s and a. 0 on success; ERR_NOMEM if scratch cannot
- * be had; ERR_RANGE or ERR_INVAL from alloc_add while rebuilding a's rows (a is then
- * part-rebuilt). */
+ * (moves of one or two jobs, whole-placement swaps when passes->pairs > 0, three-job chains),
+ * then the re-solves and re-splits that passes allows, each followed by the local search again.
+ * dp_count is the dynamic program's count for each job (a move target); pj is prepared by the
+ * caller, who owns it, s, passes and a. 0 on success; ERR_NOMEM if scratch cannot be had;
+ * ERR_RANGE or ERR_INVAL from alloc_add while rebuilding a's rows (a is then part-rebuilt). */
 int pollux_improve(const struct pollux *p, const struct snapshot *s, struct pollux_job *pj,
-                   const int *dp_count, int pairs_max, int triples_max, struct alloc *a);
+                   const int *dp_count, const struct pollux_passes *passes, struct alloc *a);
 
 #endif

@@ -684,13 +684,336 @@ out:
     return found;
 }
 
+/*
+ * The re-split, after the triples: two distributed jobs share the nodes they use (at most
+ * RS_NODES) anew. Each node of the union goes whole to one of the two (the GPUs the other jobs
+ * there leave), or to neither, where a third job may then grow (onto it, or in place). On nodes
+ * of several GPUs, one node more for one job and one fewer for the other is often worth a restart
+ * of both that no move of one or two jobs and no re-solve of two or three nodes reaches: with the
+ * nodes other jobs share, the re-split spans four nodes or more. Every split is scored by the two
+ * jobs' terms (each at its best count on the nodes it gets, or as it is when it keeps exactly its
+ * nodes) plus an estimate of the best third job's gain on a node left to neither; the best
+ * RS_CANDS are applied in turn, the third job's move found exactly, and the first whose exact gain
+ * is positive is kept.
+ */
+#define RS_NODES 8 /* nodes of the two jobs at most */
+#define RS_CAP 64  /* GPUs of those nodes at most */
+#define RS_JOBS 16 /* distributed jobs looked at, at most */
+#define RS_CANDS 4 /* splits verified per scan, best estimate first */
+#define RS_GPN 8   /* GPUs per node up to which a third job's gain is estimated */
+
+/* A distributed job's term on n nodes (of the union) holding all C GPUs there that it may use,
+ * computed when first asked (NAN until then): the goodputs behind it are costly to fill. */
+struct rs_job {
+    int j;
+    double t[RS_NODES + 1][RS_CAP + 1];
+};
+
+/* One split of a pair: the union's nodes, which go to the first job (mask a) and to the second
+ * (mask b), whether each keeps its row as it is, and the estimated gain. */
+struct rs_cand {
+    int x, y, ns, keep_a, keep_b;
+    unsigned a, b;
+    int node[RS_NODES], f[RS_NODES];
+    double est;
+};
+
+struct rs_scan {
+    struct pollux_ls *ls;
+    struct rs_job *ja, *jb;
+    int x, y, ns;
+    int node[RS_NODES], f[RS_NODES];
+    unsigned now_a, now_b;
+    double base, third[RS_GPN + 1]; /* base: the two terms now; third: the best gain by GPUs */
+    double here[RS_NODES];          /* the best gain of a job on node i growing there */
+    struct rs_cand cand[RS_CANDS];
+    int ncand;
+};
+
+/* Job q's count on n nodes with C GPUs: all it may use of them; -1 if it cannot have n nodes. */
+static int rs_count(const struct pollux_ls *ls, const struct rs_job *q, int n, int C)
+{
+    int r = C < ls->pj[q->j].maxr ? C : ls->pj[q->j].maxr;
+
+    return n == 0 ? 0 : r >= n ? r : -1;
+}
+
+/* Job q's term on n nodes with C GPUs (rs_job), filled in when first asked. */
+static double rs_term(const struct pollux_ls *ls, struct rs_job *q, int n, int C)
+{
+    int r = rs_count(ls, q, n, C);
+
+    if (r < 0)
+        return -HUGE_VAL;
+    if (isnan(q->t[n][C]))
+        q->t[n][C] = ls_term(ls, q->j, n, r, 1);
+    return q->t[n][C];
+}
+
+/* Keep the split (a, b) if its estimate is among the best RS_CANDS so far. */
+static void rs_offer(struct rs_scan *sc, unsigned a, unsigned b, int na, int ca, int nb, int cb,
+                     double bonus)
+{
+    struct pollux_ls *ls = sc->ls;
+    double va = rs_term(ls, sc->ja, na, ca), vb = rs_term(ls, sc->jb, nb, cb), est;
+    int keep_a = 0, keep_b = 0, q;
+
+    if (a == sc->now_a && ls->u[sc->ja->j] >= va)
+        va = ls->u[sc->ja->j], keep_a = 1;
+    if (b == sc->now_b && ls->u[sc->jb->j] >= vb)
+        vb = ls->u[sc->jb->j], keep_b = 1;
+    est = va + vb - sc->base + bonus;
+    if (!(est > 1e-12) || (keep_a && keep_b))
+        return;
+    if (sc->ncand == RS_CANDS && !(est > sc->cand[RS_CANDS - 1].est))
+        return;
+    q = sc->ncand < RS_CANDS ? sc->ncand++ : RS_CANDS - 1;
+    for (; q > 0 && sc->cand[q - 1].est < est; q--)
+        sc->cand[q] = sc->cand[q - 1];
+    sc->cand[q] = (struct rs_cand){.x = sc->x,
+                                   .y = sc->y,
+                                   .ns = sc->ns,
+                                   .a = a,
+                                   .b = b,
+                                   .keep_a = keep_a,
+                                   .keep_b = keep_b,
+                                   .est = est};
+    memcpy(sc->cand[q].node, sc->node, sizeof(sc->node));
+    memcpy(sc->cand[q].f, sc->f, sizeof(sc->f));
+}
+
+/* Every split of the union's nodes i.. among the first job, the second and neither; a job that
+ * has all the GPUs it may use gets no node more (a node more, no GPU more: only sync to pay). */
+static void rs_enumerate(struct rs_scan *sc, int i, unsigned a, int ca, unsigned b, int cb,
+                         double bonus)
+{
+    int f = sc->f[i < sc->ns ? i : 0];
+
+    if (i == sc->ns) {
+        rs_offer(sc, a, b, __builtin_popcount(a), ca, __builtin_popcount(b), cb, bonus);
+        return;
+    }
+    if (ca < sc->ls->pj[sc->ja->j].maxr)
+        rs_enumerate(sc, i + 1, a | 1u << i, ca + f, b, cb, bonus);
+    if (cb < sc->ls->pj[sc->jb->j].maxr)
+        rs_enumerate(sc, i + 1, a, ca, b | 1u << i, cb + f, bonus);
+    rs_enumerate(sc, i + 1, a, ca, b, cb,
+                 bonus + fmax(sc->third[f < RS_GPN ? f : RS_GPN], sc->here[i]));
+}
+
+/* Job j's row on the union's nodes in mask (their free GPUs f), r GPUs: one on each, the rest on
+ * the nodes with the most room first. */
+static void rs_row(const struct rs_cand *c, unsigned mask, int r, int N, int *row)
+{
+    int left = r - __builtin_popcount(mask), done[RS_NODES] = {0};
+
+    memset(row, 0, (size_t)N * sizeof(int));
+    for (int i = 0; i < c->ns; i++)
+        if (mask >> i & 1)
+            row[c->node[i]] = 1;
+    while (left > 0) {
+        int pick = -1, t;
+
+        for (int i = 0; i < c->ns; i++)
+            if ((mask >> i & 1) && !done[i] && (pick < 0 || c->f[i] > c->f[pick]))
+                pick = i;
+        done[pick] = 1;
+        t = c->f[pick] - 1 < left ? c->f[pick] - 1 : left;
+        row[c->node[pick]] += t;
+        left -= t;
+    }
+}
+
+/* The best move of one job other than j and k onto the free GPUs of a node of the union (a node
+ * it does not use, or in place; elsewhere nothing changed): its gain, and the job and row in *e
+ * and erow; -1 in *e when none gains. */
+static double rs_third(struct pollux_ls *ls, const struct rs_cand *c, int j, int k, int *e,
+                       int *erow)
+{
+    double best = 1e-12;
+
+    *e = -1;
+    for (int i = 0; i < c->ns; i++) {
+        int m = c->node[i], room = ls->s->nodes[m].gpus - ls->used[m];
+
+        for (int q = 0; room > 0 && q < ls->J; q++) {
+            int r;
+
+            if (q == j || q == k)
+                continue;
+            ls_nodes(ls->cnt + (size_t)q * ls->N, ls->N, &r);
+            for (int g = 1; g <= room && r + g <= ls->pj[q].maxr; g++) {
+                double d;
+
+                memcpy(ls->row, ls->cnt + (size_t)q * ls->N, (size_t)ls->N * sizeof(int));
+                ls->row[m] += g;
+                if (!ls_feasible(ls, q, ls->row, -1, NULL))
+                    continue;
+                d = ls_utility(ls, q, ls->row) - ls->u[q];
+                if (d > best) {
+                    best = d, *e = q;
+                    memcpy(erow, ls->row, (size_t)ls->N * sizeof(int));
+                }
+            }
+        }
+    }
+    return *e >= 0 ? best : 0.0;
+}
+
+/* Apply candidate c exactly: the two jobs' rows, then, node by node, the best third job's move
+ * while one gains. 1 if the whole is a gain (kept), else everything is put back and 0. save holds
+ * (4 + RS_NODES) x N ints. */
+static int rs_apply(struct pollux_ls *ls, const struct rs_job *rj, const struct rs_cand *c,
+                    int *save)
+{
+    int N = ls->N, j = rj[c->x].j, k = rj[c->y].j, ca = 0, cb = 0, nthird = 0;
+    int *sj = save, *sk = save + N, *rowj = save + 2 * N, *rowk = save + 3 * N, third[RS_NODES];
+    double before = ls->u[j] + ls->u[k], gain;
+
+    for (int i = 0; i < c->ns; i++) {
+        ca += (c->a >> i & 1) ? c->f[i] : 0;
+        cb += (c->b >> i & 1) ? c->f[i] : 0;
+    }
+    memcpy(sj, ls->cnt + (size_t)j * N, (size_t)N * sizeof(int));
+    memcpy(sk, ls->cnt + (size_t)k * N, (size_t)N * sizeof(int));
+    if (c->keep_a)
+        memcpy(rowj, sj, (size_t)N * sizeof(int));
+    else
+        rs_row(c, c->a, rs_count(ls, &rj[c->x], __builtin_popcount(c->a), ca), N, rowj);
+    if (c->keep_b)
+        memcpy(rowk, sk, (size_t)N * sizeof(int));
+    else
+        rs_row(c, c->b, rs_count(ls, &rj[c->y], __builtin_popcount(c->b), cb), N, rowk);
+    memset(ls->row2, 0, (size_t)N * sizeof(int));
+    ls_apply(ls, j, ls->row2); /* both off first: their nodes are disjoint after */
+    ls_apply(ls, k, ls->row2);
+    ls_apply(ls, j, rowj);
+    ls_apply(ls, k, rowk);
+    gain = ls->u[j] + ls->u[k] - before;
+    while (nthird < RS_NODES) {
+        int *old = save + (size_t)(4 + nthird) * N, e;
+        double g = rs_third(ls, c, j, k, &e, rowj);
+
+        if (e < 0)
+            break;
+        memcpy(old, ls->cnt + (size_t)e * N, (size_t)N * sizeof(int));
+        third[nthird++] = e;
+        ls_apply(ls, e, rowj);
+        gain += g;
+    }
+    if (gain > 1e-12)
+        return 1;
+    while (nthird > 0) { /* put back in the reverse order */
+        nthird--;
+        ls_apply(ls, third[nthird], save + (size_t)(4 + nthird) * N);
+    }
+    ls_apply(ls, j, ls->row2);
+    ls_apply(ls, k, ls->row2);
+    ls_apply(ls, j, sj);
+    ls_apply(ls, k, sk);
+    return 0;
+}
+
+/* Re-split the best pair of distributed jobs where that gains (see above). 1 if one was applied;
+ * 0 if none gains or scratch cannot be had (the search then ends as it would have). */
+static int pollux_resplit(struct pollux_ls *ls)
+{
+    int N = ls->N, nd = 0, found = 0, gmax = 0;
+    struct rs_job *rj = malloc(RS_JOBS * sizeof(*rj));
+    struct rs_scan *sc = malloc(sizeof(*sc));
+    double *gain = malloc((size_t)ls->J * (RS_GPN + 1) * sizeof(double));
+    int *save = malloc((size_t)N * (4 + RS_NODES) * sizeof(int));
+
+    if (!rj || !sc || !gain || !save || !ls->p->avoid_interference)
+        goto out;
+    for (int j = 0; j < ls->J && nd < RS_JOBS; j++) {
+        if (ls->jn[j] < 2 || ls->jn[j] > RS_NODES)
+            continue;
+        rj[nd].j = j;
+        for (int q = 0; q < (int)(sizeof(rj[nd].t) / sizeof(double)); q++)
+            (&rj[nd].t[0][0])[q] = NAN;
+        nd++;
+    }
+    if (nd < 2)
+        goto out;
+    /* each job's gain from c more GPUs on a node it does not use (its estimate as a third), up
+     * to the largest node's GPUs */
+    for (int m = 0; m < N; m++)
+        gmax = ls->s->nodes[m].gpus > gmax ? ls->s->nodes[m].gpus : gmax;
+    for (int q = 0; q < ls->J; q++) {
+        int r, n = ls_nodes(ls->cnt + (size_t)q * N, N, &r);
+        double *g = gain + (size_t)q * (RS_GPN + 1);
+
+        g[0] = 0.0;
+        for (int c = 1; c <= RS_GPN; c++)
+            g[c] = c > gmax ? g[c - 1] : fmax(g[c - 1], ls_term(ls, q, n + 1, r + c, 1) - ls->u[q]);
+    }
+    sc->ls = ls;
+    sc->ncand = 0;
+    for (int x = 0; x < nd; x++)
+        for (int y = x + 1; y < nd; y++) {
+            const int *cj = ls->cnt + (size_t)rj[x].j * N, *ck = ls->cnt + (size_t)rj[y].j * N;
+            int cap = 0, ok = 1;
+
+            sc->ja = &rj[x], sc->jb = &rj[y], sc->x = x, sc->y = y, sc->ns = 0;
+            sc->now_a = sc->now_b = 0;
+            for (int m = 0; m < N && ok; m++) {
+                if (cj[m] == 0 && ck[m] == 0)
+                    continue;
+                if (sc->ns == RS_NODES || (cj[m] > 0 && ck[m] > 0)) {
+                    ok = 0;
+                    break;
+                }
+                sc->now_a |= (unsigned)(cj[m] > 0) << sc->ns;
+                sc->now_b |= (unsigned)(ck[m] > 0) << sc->ns;
+                sc->node[sc->ns] = m;
+                sc->f[sc->ns] = ls->s->nodes[m].gpus - ls->used[m] + cj[m] + ck[m];
+                cap += sc->f[sc->ns++];
+            }
+            if (!ok || cap > RS_CAP)
+                continue;
+            /* the best third job's gain by the GPUs it would get */
+            for (int c = 0; c <= RS_GPN; c++) {
+                sc->third[c] = 0.0;
+                for (int q = 0; q < ls->J; q++)
+                    if (q != rj[x].j && q != rj[y].j)
+                        sc->third[c] = fmax(sc->third[c], gain[(size_t)q * (RS_GPN + 1) + c]);
+            }
+            /* and of a job already on a node of the union, growing there */
+            for (int i = 0; i < sc->ns; i++) {
+                int m = sc->node[i];
+
+                sc->here[i] = 0.0;
+                for (int q = 0; q < ls->J; q++) {
+                    int r, n;
+
+                    if (q == rj[x].j || q == rj[y].j || ls->cnt[(size_t)q * N + m] == 0)
+                        continue;
+                    n = ls_nodes(ls->cnt + (size_t)q * N, N, &r);
+                    for (int c = 1; c <= sc->f[i] && r + c <= ls->pj[q].maxr; c++)
+                        sc->here[i] = fmax(sc->here[i], ls_term(ls, q, n, r + c, 1) - ls->u[q]);
+                }
+            }
+            sc->base = ls->u[rj[x].j] + ls->u[rj[y].j];
+            rs_enumerate(sc, 0, 0, 0, 0, 0, 0.0);
+        }
+    for (int i = 0; i < sc->ncand && !found; i++)
+        found = rs_apply(ls, rj, &sc->cand[i], save);
+out:
+    free(rj);
+    free(sc);
+    free(gain);
+    free(save);
+    return found;
+}
+
 int pollux_improve(const struct pollux *p, const struct snapshot *s, struct pollux_job *pj,
-                   const int *dp_count, int pairs_max, int triples_max, struct alloc *a)
+                   const int *dp_count, const struct pollux_passes *passes, struct alloc *a)
 {
     struct pollux_ls ls = {.p = p, .s = s, .pj = pj, .J = s->njobs, .N = s->nnodes};
     size_t JN = (size_t)ls.J * (size_t)ls.N;
-    int rc = 0, gpn = s->nodes[0].gpus, chains = 0, pairs = 0, triples = 0;
-    int settled = triples_max > 0; /* chains and pairs found nothing here (the caller's word) */
+    int rc = 0, gpn = s->nodes[0].gpus, chains = 0, pairs = 0, triples = 0, resplits = 0;
+    int settled = passes->settled; /* chains and pairs found nothing here */
 
     ls.cnt = calloc(JN, sizeof(int));
     ls.cur = calloc(JN, sizeof(int));
@@ -824,7 +1147,7 @@ int pollux_improve(const struct pollux *p, const struct snapshot *s, struct poll
         }
         /* swap, in the last pass only: two jobs trade their placements whole (node usage and the
          * distributed jobs per node stay as they are, so the trade is always feasible) */
-        for (int j = 0; pairs_max > 0 && j < ls.J; j++) {
+        for (int j = 0; passes->pairs > 0 && j < ls.J; j++) {
             const int *cj = ls.cnt + (size_t)j * ls.N;
 
             for (int k = j + 1; k < ls.J; k++) {
@@ -888,10 +1211,12 @@ int pollux_improve(const struct pollux *p, const struct snapshot *s, struct poll
         }
         if (bj < 0 && !settled && chains < POLLUX_CHAINS && pollux_chain(&ls, pj))
             chains++, iter--; /* a three-job move applied: search again */
-        else if (bj < 0 && !settled && pairs < pairs_max && pollux_resolve(&ls, 2))
+        else if (bj < 0 && !settled && pairs < passes->pairs && pollux_resolve(&ls, 2))
             pairs++, iter--; /* two nodes re-solved: search again */
-        else if (bj < 0 && triples < triples_max && pollux_resolve(&ls, 3))
+        else if (bj < 0 && triples < passes->triples && pollux_resolve(&ls, 3))
             triples++, iter--, settled = 0; /* three nodes re-solved: search again */
+        else if (bj < 0 && resplits < passes->resplits && pollux_resplit(&ls))
+            resplits++, iter--, settled = 0; /* two distributed jobs re-split: search again */
         else if (bj < 0)
             break;
         else {
