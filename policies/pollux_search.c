@@ -1,4 +1,4 @@
-/* pollux_search.c: Pollux's search over placements: local moves, chains, two-node re-solves. */
+/* pollux_search.c: Pollux's search over placements: local moves, chains, re-solves, re-splits. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -687,14 +687,16 @@ out:
 /*
  * The re-split, after the triples: two distributed jobs share the nodes they use (at most
  * RS_NODES) anew. Each node of the union goes whole to one of the two (the GPUs the other jobs
- * there leave), or to neither, where a third job may then grow (onto it, or in place). On nodes
- * of several GPUs, one node more for one job and one fewer for the other is often worth a restart
- * of both that no move of one or two jobs and no re-solve of two or three nodes reaches: with the
+ * there leave), or to neither, where other jobs may then grow (onto it, or in place). On nodes of
+ * several GPUs, one node more for one job and one fewer for the other is often worth a restart of
+ * both that no move of one or two jobs and no re-solve of two or three nodes reaches: with the
  * nodes other jobs share, the re-split spans four nodes or more. Every split is scored by the two
- * jobs' terms (each at its best count on the nodes it gets, or as it is when it keeps exactly its
- * nodes) plus an estimate of the best third job's gain on a node left to neither; the best
- * RS_CANDS are applied in turn, the third job's move found exactly, and the first whose exact gain
- * is positive is kept.
+ * jobs' terms (each with all it may use of the GPUs on the nodes it gets, or as it is when it
+ * keeps exactly its nodes) plus, for each node left to neither, an estimate of the best gain of a
+ * third job there; the best RS_CANDS are applied in turn, the third jobs' moves found exactly
+ * (node by node, while one gains), and the first whose exact gain is positive is kept. Only under
+ * the one-distributed-job-per-node rule (the two jobs' nodes are then disjoint, and no other
+ * distributed job shares them).
  */
 #define RS_NODES 8 /* nodes of the two jobs at most */
 #define RS_CAP 64  /* GPUs of those nodes at most */
