@@ -76,4 +76,8 @@ uint16_t gradstats_float_to_f16(float f);
 float gradstats_bf16_to_float(uint16_t b);
 uint16_t gradstats_float_to_bf16(float f);
 
+/* Writes v as element i of buf, a buffer of dtype (the 16-bit types rounded to nearest even), for
+ * tests and tools that make gradient buffers; an unknown dtype writes nothing. */
+void gradstats_store(void *buf, size_t i, enum gradstats_dtype dtype, float v);
+
 #endif

@@ -79,6 +79,21 @@ uint16_t gradstats_float_to_bf16(float f)
     return (uint16_t)(round_shift(u & 0x7fffffffu, 16) | ((u >> 16) & 0x8000u));
 }
 
+void gradstats_store(void *buf, size_t i, enum gradstats_dtype dtype, float v)
+{
+    switch (dtype) {
+    case GRADSTATS_F32:
+        ((float *)buf)[i] = v;
+        break;
+    case GRADSTATS_BF16:
+        ((uint16_t *)buf)[i] = gradstats_float_to_bf16(v);
+        break;
+    case GRADSTATS_F16:
+        ((uint16_t *)buf)[i] = gradstats_float_to_f16(v);
+        break;
+    }
+}
+
 static double element(const void *buf, size_t j, enum gradstats_dtype dtype)
 {
     switch (dtype) {

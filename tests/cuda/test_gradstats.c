@@ -259,6 +259,31 @@ static int have_cuda_device(void)
     return 1;
 }
 
+/* gradstats_store writes the element it is given, rounded as the conversions round, at its index
+ * only: 1 + 2^-11 is a tie in fp16 (to even: 0x3C00) and 1 + 3 * 2^-11 rounds up (0x3C02); in
+ * bf16 1 + 2^-8 is a tie (0x3F80) and 1 + 3 * 2^-8 rounds up (0x3F82); an unknown type writes
+ * nothing. */
+static void gradstats_store__rounds_and_places(void **state)
+{
+    float f[3] = {0};
+    uint16_t h[3] = {0};
+
+    (void)state;
+    gradstats_store(f, 1, GRADSTATS_F32, 1.0f + 0x1p-23f);
+    assert_true(f[0] == 0.0f && f[1] == 1.0f + 0x1p-23f && f[2] == 0.0f);
+    gradstats_store(h, 0, GRADSTATS_F16, 1.0f + 0x1p-11f);
+    gradstats_store(h, 2, GRADSTATS_F16, 1.0f + 3 * 0x1p-11f);
+    assert_int_equal(h[0], 0x3C00);
+    assert_int_equal(h[1], 0);
+    assert_int_equal(h[2], 0x3C02);
+    gradstats_store(h, 0, GRADSTATS_BF16, 1.0f + 0x1p-8f);
+    gradstats_store(h, 1, GRADSTATS_BF16, 1.0f + 3 * 0x1p-8f);
+    assert_int_equal(h[0], 0x3F80);
+    assert_int_equal(h[1], 0x3F82);
+    gradstats_store(h, 2, (enum gradstats_dtype)7, 2.0f);
+    assert_int_equal(h[2], 0x3C02);
+}
+
 /* A seeded buffer of len elements of dtype, with values of a few sizes and signs. */
 static void *random_buffer(size_t len, enum gradstats_dtype dtype, uint64_t seed)
 {
@@ -270,13 +295,7 @@ static void *random_buffer(size_t len, enum gradstats_dtype dtype, uint64_t seed
         seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
         float v = (float)((int64_t)(seed >> 11) - (1LL << 52)) / (float)(1LL << 52);
         v *= (j % 7 == 0) ? 30.0f : 0.01f;
-        if (dtype == GRADSTATS_F32)
-            memcpy(p + 4 * j, &v, 4);
-        else {
-            uint16_t h =
-                dtype == GRADSTATS_F16 ? gradstats_float_to_f16(v) : gradstats_float_to_bf16(v);
-            memcpy(p + 2 * j, &h, 2);
-        }
+        gradstats_store(p, j, dtype, v);
     }
     return p;
 }
@@ -387,6 +406,7 @@ int main(void)
         cmocka_unit_test(gradstats_float_to_f16__rounding_and_edges),
         cmocka_unit_test(gradstats_bf16__rounding_and_edges),
         cmocka_unit_test(gradstats_conversions__round_trip_all_patterns),
+        cmocka_unit_test(gradstats_store__rounds_and_places),
         cmocka_unit_test(gradstats_gpu__matches_cpu),
         cmocka_unit_test(gradstats_gpu__non_finite_and_empty),
         cmocka_unit_test(gradstats_gpu__no_device_is_nodev),
