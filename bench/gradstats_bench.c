@@ -20,8 +20,8 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Host buffer of len elements of dtype, values about N(0, 1e-3) from a fixed generator (xorshift),
- * so that every run sees the same gradients. NULL when out of memory. */
+/* Host buffer of len elements of dtype, uniform in [-1.75e-3, 1.75e-3) from a fixed generator
+ * (xorshift), so that every run sees the same gradients. NULL when out of memory. */
 static void *make_buffer(size_t len, enum gradstats_dtype dtype, uint64_t seed)
 {
     size_t size = dtype == GRADSTATS_F32 ? 4 : 2;
