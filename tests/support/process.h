@@ -140,16 +140,20 @@ static inline pid_t proc_spawn(const char *bin, char *const argv[], const char *
     }
 }
 
-/* With CASTOR_TEST_VERBOSE set: the file at path on stderr under a title. */
-static inline void proc_dump_log(const char *title, const char *path)
+/* The file at path on stderr under a title. */
+static inline void proc_print_log(const char *title, const char *path)
 {
-    char *text;
+    char *text = proc_slurp(path);
 
-    if (!getenv("CASTOR_TEST_VERBOSE"))
-        return;
-    text = proc_slurp(path);
     fprintf(stderr, "---- %s ----\n%s\n", title, text ? text : "(none)");
     free(text);
+}
+
+/* With CASTOR_TEST_VERBOSE set: proc_print_log. */
+static inline void proc_dump_log(const char *title, const char *path)
+{
+    if (getenv("CASTOR_TEST_VERBOSE"))
+        proc_print_log(title, path);
 }
 
 #endif
