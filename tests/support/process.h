@@ -14,6 +14,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/env.h"
+
+extern char **environ;
+
 /* 1 when pid names a process that is not a zombie. */
 static inline int proc_alive(pid_t pid)
 {
@@ -110,34 +114,43 @@ static inline char *proc_slurp(const char *path)
 
 /* Fork and exec bin with argv in folder dir (NULL: this one), stdout and stderr appended to
  * log, and "NAME=VALUE" settings added to the environment (NULL-terminated lists, either may be
- * NULL). The child's pid; the child exits 126 or 127 when it cannot start. */
+ * NULL; env2's over env1's over this process's). The child's pid, or -1 (a setting without '=',
+ * out of memory, fork failed); the child exits 126 or 127 when it cannot start.
+ * The environment is built here, before fork: the tests fork from processes with threads (the
+ * API server's), and a child may only make async-signal-safe calls until it execs. setenv in the
+ * child (what this did before) mallocs, and under ASan (GCC 12's libasan does not take its
+ * allocator's locks around fork) a child forked while another thread held an allocator lock
+ * waited on it forever: castor-node never started, with an empty log. */
 static inline pid_t proc_spawn(const char *bin, char *const argv[], const char *dir,
                                const char *log, const char *const *env1, const char *const *env2)
 {
-    pid_t pid = fork();
+    const char *const *envs[2] = {env1, env2};
+    struct env_list l = {0};
+    char **env;
+    pid_t pid;
 
-    if (pid != 0)
-        return pid;
-    {
+    if (env_list_put_all(&l, (const char *const *)environ, NULL) < 0)
+        goto fail;
+    for (int k = 0; k < 2; k++)
+        for (size_t i = 0; envs[k] && envs[k][i]; i++)
+            if (env_list_put(&l, envs[k][i]) < 0)
+                goto fail;
+    if (!(env = env_list_take(&l)))
+        return -1;
+    pid = fork();
+    if (pid == 0) { /* async-signal-safe calls only */
         int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-        const char *const *envs[2] = {env1, env2};
 
         if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0 || (dir && chdir(dir) != 0))
             _exit(126);
-        for (int k = 0; k < 2; k++) {
-            for (size_t i = 0; envs[k] && envs[k][i]; i++) {
-                char name[128];
-                const char *eq = strchr(envs[k][i], '=');
-
-                if (!eq)
-                    _exit(126);
-                snprintf(name, sizeof(name), "%.*s", (int)(eq - envs[k][i]), envs[k][i]);
-                setenv(name, eq + 1, 1);
-            }
-        }
-        execv(bin, argv);
+        execve(bin, argv, env);
         _exit(127);
     }
+    env_free(env);
+    return pid;
+fail:
+    env_list_clear(&l);
+    return -1;
 }
 
 /* The file at path on stderr under a title. */
