@@ -284,7 +284,7 @@ static int compare_and_tally(struct sim_ctx *sc, const struct snapshot *s, const
 
         for (int k = 0; k < sc->nseeds; k++)
             best = fmax(best, c.ga[k]);
-        fprintf(stderr, "%s t=%6.0f jobs %2d current %.6f castor %.6f ga %.6f ga+dp %.6f\n",
+        fprintf(stderr, "%s t=%6.0f jobs %2d current %.9f castor %.9f ga %.9f ga+dp %.9f\n",
                 workload, s->now, s->njobs, c.current, c.castor, best, c.ga_dp);
     }
     return 0;

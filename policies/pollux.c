@@ -2,12 +2,13 @@
  * their speedups over the fair share, with a penalty for restarting. The published policy searches
  * with a genetic algorithm; since the objective is a sum of per-job terms under capacity limits,
  * castor solves it exactly over replica counts by dynamic programming, then places the replicas
- * (consolidated, one distributed job per node), improves the placement by local search from four
- * starts, polishes the best by re-solving pairs of nodes exactly, and tries undoing the moves of
- * its large jobs. The search over placements
- * lives in pollux_search.c. Each job's goodput table (the batch-size optimisation for every
- * (nodes, replicas) the search visits) is kept for the next decision while the job's model is
- * unchanged: the same numbers, computed once. */
+ * (consolidated, one distributed job per node), improves the placement by local search from five
+ * starts (the last after an ejection chain from free GPUs), polishes the best by re-solving pairs
+ * of nodes exactly, tries undoing the moves of its large jobs, then re-solves triples of nodes and
+ * re-splits pairs of distributed jobs. The search over placements lives in pollux_search.c. Each
+ * job's goodput table (the batch-size optimisation for every (nodes, replicas) the search visits)
+ * is kept for the next decision while the job's model is unchanged: the same numbers, computed
+ * once. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,9 @@
 #define POLLUX_UNDOS 8    /* moves of large jobs undone and searched again, after the polish */
 #define POLLUX_TRIPLES 4  /* three-node re-solves per decision, last */
 #define POLLUX_RESPLITS 2 /* re-splits of two distributed jobs per decision, after the triples */
+#ifndef POLLUX_EJECT_ALWAYS
+#define POLLUX_EJECT_ALWAYS 0
+#endif
 
 static int pollux_create(const struct policy_config *cfg, void **ctx)
 {
@@ -409,19 +413,28 @@ static int pollux_place_counts(const struct pollux *p, const struct snapshot *s,
     return 0;
 }
 
-/* Improve alt (a start placed by the caller; with pairs two-node re-solves) and copy it into best
- * if it is then fitter (or best is infeasible). An infeasible alt is left alone. Returns 0, or
- * ERR_NOMEM. */
+/* The search's passes: a start's (moves and chains only); an ejection chain first (a start from
+ * the current allocation); the polish (pair re-solves); the last (triples and re-splits). */
+static const struct pollux_passes first = {0}, eject = {.eject = 1},
+                                  polish = {.pairs = POLLUX_PAIRS},
+                                  last = {.pairs = POLLUX_PAIRS,
+                                          .triples = POLLUX_TRIPLES,
+                                          .resplits = POLLUX_RESPLITS,
+                                          .settled = 1};
+
+/* Improve alt (a start placed by the caller) with passes and copy it into best if it is then
+ * fitter (or best is infeasible). An infeasible alt, or one where passes->eject finds no chain, is
+ * left alone. Returns 0, or ERR_NOMEM. */
 static int pollux_try_start(const struct pollux *p, const struct snapshot *s, struct pollux_job *pj,
-                            const int *count, int pairs, struct alloc *alt, struct alloc *best)
+                            const int *count, const struct pollux_passes *passes, struct alloc *alt,
+                            struct alloc *best)
 {
-    struct pollux_passes passes = {.pairs = pairs};
     int rc;
 
     if (!pollux_feasible(p, s, alt))
         return 0;
-    if ((rc = pollux_improve(p, s, pj, count, &passes, alt)) < 0)
-        return rc;
+    if ((rc = pollux_improve(p, s, pj, count, passes, alt)) != 0)
+        return rc < 0 ? rc : 0;
     if (!pollux_feasible(p, s, best) ||
         (pollux_feasible(p, s, alt) && pollux_total(p, s, pj, alt) > pollux_total(p, s, pj, best)))
         alloc_copy(best, alt);
@@ -486,7 +499,7 @@ static int pollux_undo_moves(const struct pollux *p, const struct snapshot *s,
         }
         for (int r = 0; r < cur->count[j] && rc == 0; r++)
             rc = alloc_add(alt, j, row[r], 1);
-        if (rc < 0 || (rc = pollux_try_start(p, s, pj, count, POLLUX_PAIRS, alt, best)) < 0)
+        if (rc < 0 || (rc = pollux_try_start(p, s, pj, count, &polish, alt, best)) < 0)
             goto out;
     }
 out:
@@ -495,16 +508,28 @@ out:
     return rc;
 }
 
+/* Polish a feasible start a: two-node re-solves; then the moves of large jobs undone (alt is
+ * scratch); last, three-node re-solves where pairs find nothing, then re-splits of two
+ * distributed jobs where triples find nothing. An infeasible a is left alone. 0, or ERR_NOMEM. */
+static int pollux_polish(const struct pollux *p, const struct snapshot *s, struct pollux_job *pj,
+                         const int *count, int gpn, struct alloc *alt, struct alloc *a)
+{
+    int rc;
+
+    if (!pollux_feasible(p, s, a))
+        return 0;
+    if ((rc = pollux_improve(p, s, pj, count, &polish, a)) < 0 ||
+        (rc = pollux_undo_moves(p, s, pj, count, gpn, alt, a)) < 0 ||
+        (rc = pollux_improve(p, s, pj, count, &last, a)) < 0)
+        return rc;
+    return 0;
+}
+
 static int pollux_allocate(void *ctx, const struct snapshot *s, uint64_t seed, struct alloc *out)
 {
-    static const struct pollux_passes first = {0}, polish = {.pairs = POLLUX_PAIRS},
-                                      last = {.pairs = POLLUX_PAIRS,
-                                              .triples = POLLUX_TRIPLES,
-                                              .resplits = POLLUX_RESPLITS,
-                                              .settled = 1};
     struct pollux *p = ctx;
     struct pollux_job *pj = NULL;
-    struct alloc *cand = NULL, *alt = NULL;
+    struct alloc *cand = NULL, *alt = NULL, *chain = NULL;
     int J = s->njobs, gpus = snapshot_gpus(s), gpn = s->nodes[0].gpus, rc, partial = 0, differ = 0;
     int *count = NULL, *keep = NULL, *wcount = NULL, *wkeep = NULL, *free_gpus = NULL, *dist = NULL,
         *order = NULL;
@@ -524,7 +549,8 @@ static int pollux_allocate(void *ctx, const struct snapshot *s, uint64_t seed, s
     keep = count + J, wcount = count + 2 * J, wkeep = count + 3 * J;
     if ((rc = pollux_prepare(p, s, pj)) < 0 ||
         (rc = alloc_new(J, s->nnodes, out->width, &cand)) < 0 ||
-        (rc = alloc_new(J, s->nnodes, out->width, &alt)) < 0)
+        (rc = alloc_new(J, s->nnodes, out->width, &alt)) < 0 ||
+        (rc = alloc_new(J, s->nnodes, out->width, &chain)) < 0)
         goto out;
     /* the first start: the dynamic program's counts, placed */
     if ((rc = pollux_choose_counts(p, s, pj, gpus, gpn, 0, count, keep)) < 0 ||
@@ -534,7 +560,7 @@ static int pollux_allocate(void *ctx, const struct snapshot *s, uint64_t seed, s
         goto out;
     /* the second: the current allocation */
     alloc_copy(alt, s->current);
-    if ((rc = pollux_try_start(p, s, pj, count, 0, alt, cand)) < 0)
+    if ((rc = pollux_try_start(p, s, pj, count, &first, alt, cand)) < 0)
         goto out;
     /* a third start: every job placed afresh with the counts it holds, largest first (a
      * defragmented cluster), improved the same way */
@@ -543,7 +569,7 @@ static int pollux_allocate(void *ctx, const struct snapshot *s, uint64_t seed, s
         wkeep[j] = 0;
     }
     if ((rc = pollux_place_counts(p, s, wcount, wkeep, alt, free_gpus, dist, order)) < 0 ||
-        (rc = pollux_try_start(p, s, pj, count, 0, alt, cand)) < 0)
+        (rc = pollux_try_start(p, s, pj, count, &first, alt, cand)) < 0)
         goto out;
     /* a fourth, where the first's counts need partial nodes: the best counts in whole nodes.
      * Where none does, the restricted program's best is the first's (its values are never
@@ -556,16 +582,27 @@ static int pollux_allocate(void *ctx, const struct snapshot *s, uint64_t seed, s
         differ |= wcount[j] != count[j];
     if (differ &&
         ((rc = pollux_place_counts(p, s, wcount, wkeep, alt, free_gpus, dist, order)) < 0 ||
-         (rc = pollux_try_start(p, s, pj, wcount, 0, alt, cand)) < 0))
+         (rc = pollux_try_start(p, s, pj, wcount, &first, alt, cand)) < 0))
         goto out;
-    /* the best of the four, polished by re-solving pairs of nodes; then large jobs' moves undone;
-     * last, triples of nodes re-solved where pairs found nothing, then pairs of distributed jobs
-     * re-split over their nodes where triples find nothing */
-    if (pollux_feasible(p, s, cand) &&
-        ((rc = pollux_improve(p, s, pj, count, &polish, cand)) < 0 ||
-         (rc = pollux_undo_moves(p, s, pj, count, gpn, alt, cand)) < 0 ||
-         (rc = pollux_improve(p, s, pj, count, &last, cand)) < 0))
+    /* a fifth: the current allocation after the best ejection chain, where one beats every
+     * single move. The best start is polished (pair re-solves, large jobs' moves undone, triples,
+     * re-splits); where the chain's start is the fitter, both are polished and the fitter kept:
+     * a polish that starts higher may end lower. */
+    alloc_copy(chain, s->current);
+    if (pollux_feasible(p, s, chain) && (rc = pollux_improve(p, s, pj, count, &eject, chain)) < 0)
         goto out;
+    if (rc == 0 && pollux_feasible(p, s, chain) &&
+        (POLLUX_EJECT_ALWAYS || !pollux_feasible(p, s, cand) ||
+         pollux_total(p, s, pj, chain) > pollux_total(p, s, pj, cand))) {
+        if ((rc = pollux_polish(p, s, pj, count, gpn, alt, chain)) < 0 ||
+            (rc = pollux_polish(p, s, pj, count, gpn, alt, cand)) < 0)
+            goto out;
+        if (!pollux_feasible(p, s, cand) ||
+            pollux_total(p, s, pj, chain) > pollux_total(p, s, pj, cand))
+            alloc_copy(cand, chain);
+    } else if ((rc = pollux_polish(p, s, pj, count, gpn, alt, cand)) < 0) {
+        goto out;
+    }
     alloc_copy(out, cand);
     pollux_memo_keep(p, s, pj);
     rc = 0;
@@ -579,6 +616,7 @@ out:
     free(dist);
     alloc_free(cand);
     alloc_free(alt);
+    alloc_free(chain);
     return rc;
 }
 

@@ -49,6 +49,8 @@ struct pollux_passes {
     int pairs;    /* exact two-node re-solves at most; > 0 also tries whole-placement swaps */
     int triples;  /* exact three-node re-solves at most */
     int resplits; /* re-splits of two distributed jobs over their nodes at most */
+    int eject;    /* 1: begin with the best ejection chain from free GPUs; where none beats a
+                   * single move, stop at once (a unchanged, and the result 1) */
     int settled;  /* 1: the caller's word that chains and pair re-solves find nothing in a as it
                    * is (they are tried again only after a move) */
 };
@@ -57,7 +59,8 @@ struct pollux_passes {
  * (moves of one or two jobs, whole-placement swaps when passes->pairs > 0, three-job chains),
  * then the re-solves and re-splits that passes allows, each followed by the local search again.
  * dp_count is the dynamic program's count for each job (a move target); pj is prepared by the
- * caller, who owns it, s, passes and a. 0 on success; ERR_NOMEM if scratch cannot be had;
+ * caller, who owns it, s, passes and a. 0 on success; 1 when passes->eject finds no chain (a
+ * unchanged); ERR_NOMEM if scratch cannot be had;
  * ERR_RANGE or ERR_INVAL from alloc_add while rebuilding a's rows (a is then part-rebuilt). */
 int pollux_improve(const struct pollux *p, const struct snapshot *s, struct pollux_job *pj,
                    const int *dp_count, const struct pollux_passes *passes, struct alloc *a);

@@ -1009,6 +1009,161 @@ out:
     return found;
 }
 
+/*
+ * Ejection chains from free GPUs (passes->eject), tried before the first move from a start: job a
+ * takes free GPUs on a node (growing there, or moving there whole), job b takes GPUs that a's move
+ * freed, job c GPUs that b's freed. A greedy search never makes the middle step when it loses on
+ * its own (a job consolidating where another left, so that a third grows where it was). EJ_BEAM
+ * partial chains, the best by summed gain, are kept at each step; the best chain of two steps or
+ * more is applied when its gain beats every chain of one step (a move the search makes anyway).
+ */
+#define EJ_BEAM 8  /* partial chains kept per step */
+#define EJ_DEPTH 3 /* steps of a chain at most */
+
+struct ej_chain {
+    int n;             /* steps */
+    int job[EJ_DEPTH]; /* the job each step moves */
+    double gain;       /* summed gain of the steps */
+    int *rows;         /* EJ_DEPTH x N: each step's new row */
+};
+
+struct ej_scan {
+    struct pollux_ls *ls;
+    struct ej_chain beam[2][EJ_BEAM], best;
+    int nbeam[2];
+    double best1; /* the best chain of one step */
+};
+
+/* Offer the chain base + (job q to row), gain g in all, to the next beam (kept if among the
+ * EJ_BEAM best), and as the best chain. */
+static void ej_offer(struct ej_scan *e, int nb, const struct ej_chain *base, int q, const int *row,
+                     double g)
+{
+    struct pollux_ls *ls = e->ls;
+    struct ej_chain *next = e->beam[nb];
+    int N = ls->N, d = base ? base->n : 0, at;
+    int *tmp;
+
+    if (d == 0 && g > e->best1)
+        e->best1 = g;
+    if (d > 0 && g > e->best.gain) {
+        e->best.n = d + 1;
+        e->best.gain = g;
+        memcpy(e->best.job, base->job, sizeof(base->job));
+        e->best.job[d] = q;
+        memcpy(e->best.rows, base->rows, (size_t)d * (size_t)N * sizeof(int));
+        memcpy(e->best.rows + (size_t)d * N, row, (size_t)N * sizeof(int));
+    }
+    if (d + 1 >= EJ_DEPTH)
+        return;
+    if (e->nbeam[nb] == EJ_BEAM && !(g > next[EJ_BEAM - 1].gain))
+        return;
+    at = e->nbeam[nb] < EJ_BEAM ? e->nbeam[nb]++ : EJ_BEAM - 1;
+    tmp = next[at].rows; /* the slot falling out lends its rows to the new chain */
+    for (; at > 0 && next[at - 1].gain < g; at--)
+        next[at] = next[at - 1];
+    next[at].rows = tmp;
+    next[at].n = d + 1;
+    next[at].gain = g;
+    if (base) {
+        memcpy(next[at].job, base->job, sizeof(base->job));
+        memcpy(tmp, base->rows, (size_t)d * (size_t)N * sizeof(int));
+    }
+    next[at].job[d] = q;
+    memcpy(tmp + (size_t)d * N, row, (size_t)N * sizeof(int));
+}
+
+/* Every move of a job not yet in chain base onto the free GPUs of node m (growing there by 1 or
+ * more, or moving there whole at any count that fits), offered with the chain's gain so far. */
+static void ej_extend(struct ej_scan *e, int nb, const struct ej_chain *base, int m)
+{
+    struct pollux_ls *ls = e->ls;
+    int N = ls->N, room = ls->s->nodes[m].gpus - ls->used[m];
+    double g0 = base ? base->gain : 0.0;
+
+    for (int q = 0; room > 0 && q < ls->J; q++) {
+        const int *cq = ls->cnt + (size_t)q * N;
+        int r, in = 0;
+
+        for (int i = 0; base && i < base->n; i++)
+            in |= base->job[i] == q;
+        ls_nodes(cq, N, &r);
+        if (in || ls->pj[q].maxr <= 0)
+            continue;
+        for (int g = 1; g <= room && r + g <= ls->pj[q].maxr; g++) { /* grow onto m */
+            memcpy(ls->row, cq, (size_t)N * sizeof(int));
+            ls->row[m] += g;
+            if (ls_feasible(ls, q, ls->row, -1, NULL))
+                ej_offer(e, nb, base, q, ls->row, g0 + ls_utility(ls, q, ls->row) - ls->u[q]);
+        }
+        for (int g = 1; r > 0 && g <= room + cq[m] && g <= ls->pj[q].maxr; g++) { /* move */
+            if (cq[m] == r) /* all of it on m already: that is growing, above */
+                break;
+            memset(ls->row, 0, (size_t)N * sizeof(int));
+            ls->row[m] = g;
+            if (ls_feasible(ls, q, ls->row, -1, NULL))
+                ej_offer(e, nb, base, q, ls->row, g0 + ls_utility(ls, q, ls->row) - ls->u[q]);
+        }
+    }
+}
+
+/* Find the best ejection chain and apply it where it beats every single step. 1 if applied; 0 if
+ * none does or scratch cannot be had (a is then as it was). */
+static int pollux_eject(struct pollux_ls *ls)
+{
+    int N = ls->N, cur = 0, applied = 0;
+    size_t rows = (size_t)EJ_DEPTH * (size_t)N;
+    int *mem = malloc((2 * EJ_BEAM + 2) * rows * sizeof(int));
+    struct ej_scan *e = malloc(sizeof(*e));
+
+    if (!mem || !e)
+        goto out;
+    for (int b = 0; b < 2; b++)
+        for (int i = 0; i < EJ_BEAM; i++)
+            e->beam[b][i].rows = mem + (size_t)(b * EJ_BEAM + i) * rows;
+    e->best.rows = mem + 2 * EJ_BEAM * rows;
+    e->best.n = 0;
+    e->best.gain = -HUGE_VAL;
+    e->best1 = -HUGE_VAL;
+    e->ls = ls;
+    e->nbeam[0] = e->nbeam[1] = 0;
+    for (int m = 0; m < N; m++)
+        ej_extend(e, cur, NULL, m);
+    for (int d = 1; d < EJ_DEPTH && e->nbeam[cur] > 0; d++) {
+        int nb = 1 - cur;
+        int *save = mem + (2 * EJ_BEAM + 1) * rows; /* the rows the chain's jobs had */
+
+        e->nbeam[nb] = 0;
+        for (int i = 0; i < e->nbeam[cur]; i++) {
+            const struct ej_chain *c = &e->beam[cur][i];
+            const int *last = c->rows + (size_t)(c->n - 1) * N;
+            const int *was;
+
+            for (int k = 0; k < c->n; k++) {
+                memcpy(save + (size_t)k * N, ls->cnt + (size_t)c->job[k] * N,
+                       (size_t)N * sizeof(int));
+                ls_apply(ls, c->job[k], c->rows + (size_t)k * N);
+            }
+            was = save + (size_t)(c->n - 1) * N;
+            for (int m = 0; m < N; m++) /* the nodes the last step freed GPUs on */
+                if (last[m] < was[m])
+                    ej_extend(e, nb, c, m);
+            for (int k = c->n - 1; k >= 0; k--)
+                ls_apply(ls, c->job[k], save + (size_t)k * N);
+        }
+        cur = nb;
+    }
+    if (e->best.n >= 2 && e->best.gain > 1e-12 && e->best.gain > e->best1 + 1e-12) {
+        for (int k = 0; k < e->best.n; k++)
+            ls_apply(ls, e->best.job[k], e->best.rows + (size_t)k * N);
+        applied = 1;
+    }
+out:
+    free(mem);
+    free(e);
+    return applied;
+}
+
 int pollux_improve(const struct pollux *p, const struct snapshot *s, struct pollux_job *pj,
                    const int *dp_count, const struct pollux_passes *passes, struct alloc *a)
 {
@@ -1044,6 +1199,10 @@ int pollux_improve(const struct pollux *p, const struct snapshot *s, struct poll
             for (int n = 0; n < ls.N; n++)
                 ls.dcnt[n] += ls.cnt[(size_t)j * ls.N + n] > 0;
         ls.u[j] = ls_utility(&ls, j, ls.cnt + (size_t)j * ls.N);
+    }
+    if (passes->eject && !pollux_eject(&ls)) {
+        rc = 1; /* no chain: a is left as it is */
+        goto out;
     }
     for (int iter = 0; iter < 4 * ls.J + 64; iter++) {
         double best = 1e-12;
