@@ -3,7 +3,6 @@
 #include "support/moto.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -129,9 +128,17 @@ int moto_find(const char *data_dir, char *buf, size_t size)
     return access(buf, X_OK) == 0;
 }
 
+/* moto_server is started with proc_spawn, which builds its environment before fork and makes only
+ * async-signal-safe calls in the child: setenv there (what this did before) mallocs, and a child
+ * forked while another thread of the test held a lock of the allocator (GCC 12's libasan takes
+ * none around fork) would wait on it forever. Today's callers start moto before any thread, but
+ * this is shared. The log is this process's stdout and stderr when CASTOR_MOTO_VERBOSE is set,
+ * else /dev/null; the caller owns m->pid. */
 int moto_start(const char *path, struct moto *m)
 {
+    static const char *const env[] = {"INITIAL_NO_AUTH_ACTION_COUNT=" BOOTSTRAP_ACTIONS, NULL};
     char port_s[16];
+    char *argv[] = {(char *)path, "-H", "127.0.0.1", "-p", port_s, NULL};
     int port = world_free_port();
 
     memset(m, 0, sizeof(*m));
@@ -140,20 +147,10 @@ int moto_start(const char *path, struct moto *m)
         return -1;
     snprintf(port_s, sizeof(port_s), "%d", port);
     snprintf(m->url, sizeof(m->url), "http://127.0.0.1:%d", port);
-    m->pid = fork();
+    m->pid =
+        proc_spawn(path, argv, NULL, getenv("CASTOR_MOTO_VERBOSE") ? NULL : "/dev/null", env, NULL);
     if (m->pid < 0)
         return -1;
-    if (m->pid == 0) {
-        int null = open("/dev/null", O_WRONLY);
-
-        if (!getenv("CASTOR_MOTO_VERBOSE") && null >= 0) {
-            dup2(null, 1);
-            dup2(null, 2);
-        }
-        setenv("INITIAL_NO_AUTH_ACTION_COUNT", BOOTSTRAP_ACTIONS, 1);
-        execl(path, path, "-H", "127.0.0.1", "-p", port_s, (char *)NULL);
-        _exit(127);
-    }
     for (int i = 0; i < 300 && !moto_listening(port); i++) {
         int status;
 

@@ -113,14 +113,14 @@ static inline char *proc_slurp(const char *path)
 }
 
 /* Fork and exec bin with argv in folder dir (NULL: this one), stdout and stderr appended to
- * log, and "NAME=VALUE" settings added to the environment (NULL-terminated lists, either may be
- * NULL; env2's over env1's over this process's). The child's pid, or -1 (a setting without '=',
- * out of memory, fork failed); the child exits 126 or 127 when it cannot start.
- * The environment is built here, before fork: the tests fork from processes with threads (the
- * API server's), and a child may only make async-signal-safe calls until it execs. setenv in the
- * child (what this did before) mallocs, and under ASan (GCC 12's libasan does not take its
- * allocator's locks around fork) a child forked while another thread held an allocator lock
- * waited on it forever: castor-node never started, with an empty log. */
+ * log (NULL: this process's kept), and "NAME=VALUE" settings added to the environment
+ * (NULL-terminated lists, either may be NULL; env2's over env1's over this process's). The child's
+ * pid, or -1 (a setting without '=', out of memory, fork failed); the child exits 126 or 127 when
+ * it cannot start. The environment is built here, before fork: the tests fork from processes with
+ * threads (the API server's), and a child may only make async-signal-safe calls until it execs.
+ * setenv in the child (what this did before) mallocs, and under ASan (GCC 12's libasan does not
+ * take its allocator's locks around fork) a child forked while another thread held an allocator
+ * lock waited on it forever: castor-node never started, with an empty log. */
 static inline pid_t proc_spawn(const char *bin, char *const argv[], const char *dir,
                                const char *log, const char *const *env1, const char *const *env2)
 {
@@ -139,9 +139,9 @@ static inline pid_t proc_spawn(const char *bin, char *const argv[], const char *
         return -1;
     pid = fork();
     if (pid == 0) { /* async-signal-safe calls only */
-        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+        int fd = log ? open(log, O_WRONLY | O_CREAT | O_APPEND, 0600) : -1;
 
-        if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0 || (dir && chdir(dir) != 0))
+        if ((log && (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)) || (dir && chdir(dir) != 0))
             _exit(126);
         execve(bin, argv, env);
         _exit(127);
