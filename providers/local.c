@@ -418,12 +418,13 @@ static int local_claim(struct local *l, struct lrec *r, const struct lrec *recs,
 }
 
 /* Between fork and exec: a session of its own (the instance), plain signals, the log as output,
- * no descriptor of the controller's. Async-signal-safe calls only. */
-static void local_child(const char *bin, char **env, int in, int log)
+ * no descriptor of the controller's (those below max_fd, which the parent worked out). The
+ * controller has threads (the API server's), so only async-signal-safe calls: local_spawn built
+ * env and asked sysconf (not on POSIX's list) before fork. */
+static void local_child(const char *bin, char **env, int in, int log, long max_fd)
 {
     static const int sigs[] = {SIGPIPE, SIGHUP, SIGTERM, SIGINT, SIGUSR1, SIGCHLD};
     char *const argv[] = {"castor-node", NULL};
-    long max = sysconf(_SC_OPEN_MAX);
     sigset_t none;
 
     setsid();
@@ -433,7 +434,7 @@ static void local_child(const char *bin, char **env, int in, int log)
     sigprocmask(SIG_SETMASK, &none, NULL);
     if (dup2(in, 0) < 0 || dup2(log, 1) < 0 || dup2(log, 2) < 0)
         _exit(126);
-    for (long fd = 3; fd < (max > 0 && max < 65536 ? max : 65536); fd++)
+    for (long fd = 3; fd < max_fd; fd++)
         close((int)fd);
     execve(bin, argv, env);
     _exit(127);
@@ -494,12 +495,14 @@ static int local_node_env(const struct local *l, const struct local_offer *o, co
     return (*out = env_list_take(&e)) ? 0 : ERR_NOMEM;
 }
 
-/* Fork and exec the node of r, recording its pid and start time. */
+/* Fork and exec the node of r, recording its pid and start time. What the child needs (its
+ * environment, descriptors, how many descriptors to close) is made here, before fork: the child
+ * makes only async-signal-safe calls (local_child). */
 static int local_spawn(struct local *l, const struct local_offer *o, struct lrec *r)
 {
     char path[4096], **env = NULL, st;
     int in = -1, log = -1, rc;
-    long session;
+    long session, max = sysconf(_SC_OPEN_MAX);
     pid_t pid;
 
     if ((rc = local_node_env(l, o, r, &env)) < 0)
@@ -513,7 +516,7 @@ static int local_spawn(struct local *l, const struct local_offer *o, struct lrec
     }
     pid = fork();
     if (pid == 0)
-        local_child(l->node_bin, env, in, log);
+        local_child(l->node_bin, env, in, log, max > 0 && max < 65536 ? max : 65536);
     if (pid < 0) {
         rc = errno == EAGAIN ? ERR_AGAIN : ERR_IO;
         goto out;
