@@ -116,6 +116,10 @@ struct crash_result {
  * (never when kill_after < 0), wait delay_us microseconds and SIGKILL it, wherever it is (it may
  * also kill itself). Returns 0 and fills *out, or -1 when the child could not be run, failed
  * otherwise, or reported out of order.
+ * The child runs C (SQLite, malloc) without exec, which is safe only in a process with one thread
+ * when it forks: a lock another thread held then (the allocator's under ASan) stays held in the
+ * child for ever. Call it from tests that start no thread (test_db, test_state), never with an
+ * API server or a libcastor handle running.
  */
 static inline int crash_run(crash_child_fn fn, void *ctx, long kill_after, long delay_us,
                             struct crash_result *out)
