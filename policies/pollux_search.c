@@ -1012,10 +1012,12 @@ out:
 /*
  * Ejection chains from free GPUs (passes->eject), tried before the first move from a start: job a
  * takes free GPUs on a node (growing there, or moving there whole), job b takes GPUs that a's move
- * freed, job c GPUs that b's freed. A greedy search never makes the middle step when it loses on
- * its own (a job consolidating where another left, so that a third grows where it was). EJ_BEAM
- * partial chains, the best by summed gain, are kept at each step; the best chain of two steps or
- * more is applied when its gain beats every chain of one step (a move the search makes anyway).
+ * freed, job c GPUs that a's or b's freed. A greedy search never makes the middle step when it
+ * loses on its own (a job consolidating where another left, so that a third grows where it was),
+ * nor, when one job without GPUs gains far more from any GPU than all else, the move that frees
+ * GPUs for it. EJ_BEAM partial chains that freed GPUs, the best by summed gain, are kept at each
+ * step; the best chain of two steps or more is applied when its gain beats every chain of one step
+ * (a move the search makes anyway).
  */
 #define EJ_BEAM 8  /* partial chains kept per step */
 #define EJ_DEPTH 3 /* steps of a chain at most */
@@ -1033,6 +1035,15 @@ struct ej_scan {
     int nbeam[2];
     double best1; /* the best chain of one step */
 };
+
+/* 1 if row leaves GPUs free on a node where was has them. */
+static int ej_frees(const int *was, const int *row, int N)
+{
+    for (int m = 0; m < N; m++)
+        if (row[m] < was[m])
+            return 1;
+    return 0;
+}
 
 /* Offer the chain base + (job q to row), gain g in all, to the next beam (kept if among the
  * EJ_BEAM best), and as the best chain. */
@@ -1054,8 +1065,8 @@ static void ej_offer(struct ej_scan *e, int nb, const struct ej_chain *base, int
         memcpy(e->best.rows, base->rows, (size_t)d * (size_t)N * sizeof(int));
         memcpy(e->best.rows + (size_t)d * N, row, (size_t)N * sizeof(int));
     }
-    if (d + 1 >= EJ_DEPTH)
-        return;
+    if (d + 1 >= EJ_DEPTH || !ej_frees(ls->cnt + (size_t)q * N, row, N))
+        return; /* a chain goes on only into GPUs a step freed */
     if (e->nbeam[nb] == EJ_BEAM && !(g > next[EJ_BEAM - 1].gain))
         return;
     at = e->nbeam[nb] < EJ_BEAM ? e->nbeam[nb]++ : EJ_BEAM - 1;
@@ -1136,18 +1147,20 @@ static int pollux_eject(struct pollux_ls *ls)
         e->nbeam[nb] = 0;
         for (int i = 0; i < e->nbeam[cur]; i++) {
             const struct ej_chain *c = &e->beam[cur][i];
-            const int *last = c->rows + (size_t)(c->n - 1) * N;
-            const int *was;
 
             for (int k = 0; k < c->n; k++) {
                 memcpy(save + (size_t)k * N, ls->cnt + (size_t)c->job[k] * N,
                        (size_t)N * sizeof(int));
                 ls_apply(ls, c->job[k], c->rows + (size_t)k * N);
             }
-            was = save + (size_t)(c->n - 1) * N;
-            for (int m = 0; m < N; m++) /* the nodes the last step freed GPUs on */
-                if (last[m] < was[m])
+            for (int m = 0; m < N; m++) { /* the nodes the chain's steps freed GPUs on */
+                int freed = 0;
+
+                for (int k = 0; k < c->n && !freed; k++)
+                    freed = c->rows[(size_t)k * N + m] < save[(size_t)k * N + m];
+                if (freed)
                     ej_extend(e, nb, c, m);
+            }
             for (int k = c->n - 1; k >= 0; k--)
                 ls_apply(ls, c->job[k], save + (size_t)k * N);
         }

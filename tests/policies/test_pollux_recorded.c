@@ -148,6 +148,19 @@ static void pollux_recorded__an_ejection_chain_from_free_gpus(void **state)
     assert_at_least_ga(HELD_OUT, 6, "workloads-1.5/workload-3", 24120, 0.1883553664);
 }
 
+/* Nineteen jobs on the realistic workload 3, ncf-158 without a GPU on a full cluster but for node
+ * 11's four: the search gave ncf one of node 11's GPUs and deepspeech2-152 (one GPU on each of
+ * nodes 7, 9 and 12) three more there (0.174348736); the GA moved 152 whole onto node 11 and gave
+ * the GPUs it freed to bert-153 (node 12) and ncf (node 7) (0.174369216). One step, a GPU for ncf,
+ * outweighs all others, so only chains that free GPUs may go on: the chain found moves yolov3-72
+ * onto node 11, 152 whole onto node 9 where 72 was, and ncf onto node 7 where 152 was; searched
+ * on from there, 0.174409913. */
+static void pollux_recorded__chains_that_free_gpus_for_a_starved_job(void **state)
+{
+    (void)state;
+    assert_at_least_ga(HELD_OUT, 7, "workloads-realistic/workload-3", 28440, 0.174369216);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -159,6 +172,7 @@ int main(void)
         cmocka_unit_test(pollux_recorded__a_third_node_from_a_gaining_job),
         cmocka_unit_test(pollux_recorded__two_distributed_jobs_re_split),
         cmocka_unit_test(pollux_recorded__an_ejection_chain_from_free_gpus),
+        cmocka_unit_test(pollux_recorded__chains_that_free_gpus_for_a_starved_job),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
