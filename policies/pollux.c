@@ -25,9 +25,6 @@
 #define POLLUX_UNDOS 8    /* moves of large jobs undone and searched again, after the polish */
 #define POLLUX_TRIPLES 4  /* three-node re-solves per decision, last */
 #define POLLUX_RESPLITS 2 /* re-splits of two distributed jobs per decision, after the triples */
-#ifndef POLLUX_EJECT_ALWAYS
-#define POLLUX_EJECT_ALWAYS 0
-#endif
 
 static int pollux_create(const struct policy_config *cfg, void **ctx)
 {
@@ -592,7 +589,7 @@ static int pollux_allocate(void *ctx, const struct snapshot *s, uint64_t seed, s
     if (pollux_feasible(p, s, chain) && (rc = pollux_improve(p, s, pj, count, &eject, chain)) < 0)
         goto out;
     if (rc == 0 && pollux_feasible(p, s, chain) &&
-        (POLLUX_EJECT_ALWAYS || !pollux_feasible(p, s, cand) ||
+        (!pollux_feasible(p, s, cand) ||
          pollux_total(p, s, pj, chain) > pollux_total(p, s, pj, cand))) {
         if ((rc = pollux_polish(p, s, pj, count, gpn, alt, chain)) < 0 ||
             (rc = pollux_polish(p, s, pj, count, gpn, alt, cand)) < 0)
