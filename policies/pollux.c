@@ -419,6 +419,14 @@ static const struct pollux_passes first = {0}, eject = {.eject = 1},
                                           .resplits = POLLUX_RESPLITS,
                                           .settled = 1};
 
+/* 1 when a is feasible and b is not, or both are and a is the fitter. */
+static int pollux_fitter(const struct pollux *p, const struct snapshot *s, struct pollux_job *pj,
+                         const struct alloc *a, const struct alloc *b)
+{
+    return pollux_feasible(p, s, a) &&
+           (!pollux_feasible(p, s, b) || pollux_total(p, s, pj, a) > pollux_total(p, s, pj, b));
+}
+
 /* Improve alt (a start placed by the caller) with passes and copy it into best if it is then
  * fitter (or best is infeasible). An infeasible alt, or one where passes->eject finds no chain, is
  * left alone. Returns 0, or ERR_NOMEM. */
@@ -432,8 +440,7 @@ static int pollux_try_start(const struct pollux *p, const struct snapshot *s, st
         return 0;
     if ((rc = pollux_improve(p, s, pj, count, passes, alt)) != 0)
         return rc < 0 ? rc : 0;
-    if (!pollux_feasible(p, s, best) ||
-        (pollux_feasible(p, s, alt) && pollux_total(p, s, pj, alt) > pollux_total(p, s, pj, best)))
+    if (pollux_fitter(p, s, pj, alt, best))
         alloc_copy(best, alt);
     return 0;
 }
@@ -527,7 +534,8 @@ static int pollux_allocate(void *ctx, const struct snapshot *s, uint64_t seed, s
     struct pollux *p = ctx;
     struct pollux_job *pj = NULL;
     struct alloc *cand = NULL, *alt = NULL, *chain = NULL;
-    int J = s->njobs, gpus = snapshot_gpus(s), gpn = s->nodes[0].gpus, rc, partial = 0, differ = 0;
+    int J = s->njobs, gpus = snapshot_gpus(s), gpn = s->nodes[0].gpus, rc, partial = 0, differ = 0,
+        chained;
     int *count = NULL, *keep = NULL, *wcount = NULL, *wkeep = NULL, *free_gpus = NULL, *dist = NULL,
         *order = NULL;
 
@@ -586,16 +594,16 @@ static int pollux_allocate(void *ctx, const struct snapshot *s, uint64_t seed, s
      * re-splits); where the chain's start is the fitter, both are polished and the fitter kept:
      * a polish that starts higher may end lower. */
     alloc_copy(chain, s->current);
-    if (pollux_feasible(p, s, chain) && (rc = pollux_improve(p, s, pj, count, &eject, chain)) < 0)
+    chained = pollux_feasible(p, s, chain) ? pollux_improve(p, s, pj, count, &eject, chain) : 1;
+    if (chained < 0) {
+        rc = chained;
         goto out;
-    if (rc == 0 && pollux_feasible(p, s, chain) &&
-        (!pollux_feasible(p, s, cand) ||
-         pollux_total(p, s, pj, chain) > pollux_total(p, s, pj, cand))) {
+    }
+    if (chained == 0 && pollux_fitter(p, s, pj, chain, cand)) {
         if ((rc = pollux_polish(p, s, pj, count, gpn, alt, chain)) < 0 ||
             (rc = pollux_polish(p, s, pj, count, gpn, alt, cand)) < 0)
             goto out;
-        if (!pollux_feasible(p, s, cand) ||
-            pollux_total(p, s, pj, chain) > pollux_total(p, s, pj, cand))
+        if (pollux_fitter(p, s, pj, chain, cand))
             alloc_copy(cand, chain);
     } else if ((rc = pollux_polish(p, s, pj, count, gpn, alt, cand)) < 0) {
         goto out;
