@@ -85,7 +85,7 @@ int ga_ref_problem_init(struct ga_ref_problem *pr, const struct policy_config *c
     pr->J = J;
     pr->N = N;
     pr->G = G;
-    pr->p = cfg->p_mean != 0 ? cfg->p_mean : -1.0;
+    pr->p = policy_p_mean(cfg, -1.0);
     pr->delta = cfg->restart_penalty > 0 ? cfg->restart_penalty : 30.0;
     pr->avoid = !cfg->no_interference_avoidance;
     pr->fair_r = (G + J - 1) / J;

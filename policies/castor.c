@@ -67,7 +67,7 @@ static int castor_create(const struct policy_config *cfg, void **ctx)
 
     if (!c)
         return ERR_NOMEM;
-    c->p = cfg->p_mean != 0 ? cfg->p_mean : 1.0;
+    c->p = policy_p_mean(cfg, 1.0);
     c->delta = cfg->restart_penalty > 0 ? cfg->restart_penalty : 30.0;
     c->work_scale = 20000.0;
     c->work_pow = 1.0;

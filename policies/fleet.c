@@ -44,6 +44,15 @@ void fleet_free(struct fleet_policy *p)
         p->ops->destroy(p->ctx);
 }
 
+void fleet_policy_defaults(const char *fleet, const char *policy, struct policy_config *pcfg)
+{
+    if (pcfg->p_mean_set || !fleet || !policy || strcmp(fleet, "castor") != 0 ||
+        strcmp(policy, "pollux") != 0)
+        return;
+    pcfg->p_mean = FLEET_CASTOR_P_MEAN;
+    pcfg->p_mean_set = 1;
+}
+
 int fleet_allocate_part(const struct snapshot *s, const unsigned char *keep_nodes,
                         const unsigned char *keep_jobs, struct policy *pol, uint64_t seed,
                         struct alloc *a)

@@ -12,7 +12,11 @@
 #include "policies/policy.h"
 
 /* castor's default value of an hour of a job's completion time, dollars (docs/fleet.md). */
-#define FLEET_DEFAULT_VALUE 1.2
+#define FLEET_DEFAULT_VALUE 1.5
+
+/* pollux's power mean where castor's planner rents the fleet: the geometric mean, whose terms
+ * do not depend on a fair share of a fixed cluster (docs/fleet.md). */
+#define FLEET_CASTOR_P_MEAN 0.0
 
 enum fleet_mode {
     FLEET_EFFICIENCY, /* grow while the next node buys enough goodput per dollar */
@@ -58,6 +62,11 @@ struct fleet_policy {
     const struct fleet_ops *ops;
     void *ctx;
 };
+
+/* The allocation policy's settings that fleet planner `fleet` implies where pcfg leaves them to
+ * the default: under castor's planner, pollux's power mean is FLEET_CASTOR_P_MEAN. pcfg is the
+ * caller's; a p_mean already given is kept. */
+void fleet_policy_defaults(const char *fleet, const char *policy, struct policy_config *pcfg);
 
 extern const struct fleet_ops fleet_fixed;
 extern const struct fleet_ops fleet_pollux;

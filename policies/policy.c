@@ -16,6 +16,11 @@ const struct policy_ops *policy_find(const char *name)
     return NULL;
 }
 
+double policy_p_mean(const struct policy_config *cfg, double dflt)
+{
+    return cfg && cfg->p_mean_set ? cfg->p_mean : dflt;
+}
+
 int policy_new(const char *name, const struct policy_config *cfg, struct policy *out)
 {
     const struct policy_ops *ops = policy_find(name);

@@ -8,9 +8,11 @@
 #include "plan/alloc.h"
 #include "plan/snapshot.h"
 
-/* Settings a policy may read; zero means the policy's default. */
+/* Settings a policy may read; zero means the policy's default (p_mean: when p_mean_set is 0). */
 struct policy_config {
-    double p_mean;                 /* pollux: the fitness power mean p (default -1) */
+    double p_mean;                 /* pollux, castor: the fitness power mean p (pollux's default
+                                      -1, castor's 1); 0 is the geometric mean */
+    int p_mean_set;                /* 1: p_mean was given; 0: the policy's default */
     double restart_penalty;        /* pollux: delta, seconds of the restart penalty (default 30) */
     int no_interference_avoidance; /* pollux: allow two distributed jobs on one node */
 };
@@ -37,6 +39,9 @@ struct policy {
     const struct policy_ops *ops;
     void *ctx;
 };
+
+/* cfg's power mean p if it was given, else dflt. */
+double policy_p_mean(const struct policy_config *cfg, double dflt);
 
 extern const struct policy_ops policy_pollux;
 extern const struct policy_ops policy_optimus;

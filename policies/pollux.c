@@ -32,7 +32,7 @@ static int pollux_create(const struct policy_config *cfg, void **ctx)
 
     if (!p)
         return ERR_NOMEM;
-    p->p = cfg->p_mean != 0 ? cfg->p_mean : -1.0;
+    p->p = policy_p_mean(cfg, -1.0);
     p->delta = cfg->restart_penalty > 0 ? cfg->restart_penalty : 30.0;
     p->avoid_interference = !cfg->no_interference_avoidance;
     *ctx = p;
@@ -628,7 +628,7 @@ out:
 double policy_pollux_fitness(const struct policy_config *cfg, const struct snapshot *s,
                              const struct alloc *a)
 {
-    struct pollux p = {.p = cfg->p_mean != 0 ? cfg->p_mean : -1.0,
+    struct pollux p = {.p = policy_p_mean(cfg, -1.0),
                        .delta = cfg->restart_penalty > 0 ? cfg->restart_penalty : 30.0,
                        .avoid_interference = !cfg->no_interference_avoidance};
     struct pollux_job *pj;

@@ -85,6 +85,7 @@ static int run_system(const struct scenario *sc, const struct scenario_system *s
                                         .model = tput_model_find("pollux"),
                                         .families = sys->families},
                                 .policy = sys->policy,
+                                .pcfg = &sys->pcfg,
                                 .fleet = sys->fleet,
                                 .fcfg = &sys->fcfg,
                                 .interval = sc->interval,

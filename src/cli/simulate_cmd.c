@@ -249,9 +249,11 @@ static int sim_conf_load(const char *path, struct sim_opts *o, struct sim_conf_m
     }
     if ((rc = conf_get_double(root, "interference", 0, 0.99, &t.interference, e)) < 0)
         goto out;
-    if (pollux && ((rc = conf_get_double(pollux, "p_mean", -100, 100, &t.pcfg.p_mean, e)) < 0 ||
-                   (rc = conf_get_double(pollux, "restart_penalty", 1, 3600,
-                                         &t.pcfg.restart_penalty, e)) < 0))
+    if (pollux && (rc = conf_get_double(pollux, "p_mean", -100, 100, &t.pcfg.p_mean, e)) < 0)
+        goto out;
+    t.pcfg.p_mean_set |= pollux && rc == 1;
+    if (pollux &&
+        (rc = conf_get_double(pollux, "restart_penalty", 1, 3600, &t.pcfg.restart_penalty, e)) < 0)
         goto out;
     rc = 0;
     *o = t;
@@ -527,9 +529,10 @@ int cli_simulate(int argc, char **argv, FILE *out, FILE *err)
             bad = parse_int(v, 1, 86400, &o.interval);
         else if (strcmp(a, "--interference") == 0)
             bad = parse_double(v, 0, 0.99, &o.interference);
-        else if (strcmp(a, "--p-mean") == 0)
+        else if (strcmp(a, "--p-mean") == 0) {
             bad = parse_double(v, -100, 100, &o.pcfg.p_mean);
-        else if (strcmp(a, "--seed") == 0) {
+            o.pcfg.p_mean_set = 1;
+        } else if (strcmp(a, "--seed") == 0) {
             int s = 0;
 
             bad = parse_int(v, 0, 2147483647, &s);

@@ -382,9 +382,10 @@ static int cf_policy(struct config *c, const struct conf_node *root, struct erro
         return ERR_NOMEM;
     if ((rc = conf_get_section(root, "pollux", pollux_keys, &s, e)) < 0)
         return rc;
-    if (s &&
-        ((rc = conf_get_double(s, "p_mean", -100, 100, &c->pcfg.p_mean, e)) < 0 ||
-         (rc = conf_get_double(s, "restart_penalty", 1, 3600, &c->pcfg.restart_penalty, e)) < 0))
+    if (s && (rc = conf_get_double(s, "p_mean", -100, 100, &c->pcfg.p_mean, e)) < 0)
+        return rc;
+    c->pcfg.p_mean_set = s && rc == 1;
+    if (s && (rc = conf_get_double(s, "restart_penalty", 1, 3600, &c->pcfg.restart_penalty, e)) < 0)
         return rc;
     return 0;
 }
@@ -596,6 +597,7 @@ static int cf_read(struct config *c, struct error *e)
         (rc = cf_offers(c, root, e)) < 0 || (rc = cf_jobs(c, root, e)) < 0 ||
         (rc = cf_templates(c, root, e)) < 0 || (rc = cf_faults(c, root, e)) < 0)
         return rc;
+    fleet_policy_defaults(c->fleet, c->policy, &c->pcfg);
     return 0;
 }
 

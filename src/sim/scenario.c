@@ -345,7 +345,7 @@ int scenario_load(const char *path, struct scenario **out, struct error *e)
     static const char *const compare_keys[] = {"on_demand", "spot", "nodes",  "policy",
                                                "high",      "low",  "window", NULL};
     static const char *const castor_keys[] = {"mode",   "value",    "budget", "patience",
-                                              "policy", "families", NULL};
+                                              "policy", "families", "p_mean", NULL};
     static const char *const modes[] = {"efficiency", "budget", "deadline", NULL};
     const char *policies[16] = {NULL};
     struct scenario *s = calloc(1, sizeof(*s));
@@ -355,6 +355,7 @@ int scenario_load(const char *path, struct scenario **out, struct error *e)
     int rc, od = 0, sp = 0, k, mode = 0, families = 1;
     long v;
     struct fleet_config base = {0}, cast = {0};
+    struct policy_config cast_pcfg = {0};
 
     if (!s || !m || !(m->path = strdup(path))) {
         rc = err_set(e, ERR_NOMEM, path, 0, 0, NULL);
@@ -445,6 +446,10 @@ int scenario_load(const char *path, struct scenario **out, struct error *e)
         s->systems[3].policy = policies[k];
     if (cas && (rc = conf_get_bool(cas, "families", &families, e)) < 0)
         goto out;
+    if (cas && (rc = conf_get_double(cas, "p_mean", -100, 100, &cast_pcfg.p_mean, e)) < 0)
+        goto out;
+    cast_pcfg.p_mean_set = cas && rc == 1;
+    fleet_policy_defaults("castor", s->systems[3].policy, &cast_pcfg);
     s->systems[0] = (struct scenario_system){.name = "fixed-on-demand",
                                              .fleet = "fixed",
                                              .policy = s->systems[0].policy,
@@ -470,7 +475,8 @@ int scenario_load(const char *path, struct scenario **out, struct error *e)
                                              .policy = s->systems[3].policy,
                                              .fcfg = cast,
                                              .initial_offer = sp >= 0 ? sp : 0,
-                                             .families = families};
+                                             .families = families,
+                                             .pcfg = cast_pcfg};
     rc = 0;
     s->mem = m;
     m = NULL;

@@ -23,6 +23,8 @@ struct scenario_system {
                           has no offer of the market this system needs) */
     int initial_nodes;
     int families; /* 1: the jobs of one application share their measurements (sim_config) */
+    struct policy_config pcfg; /* the allocation policy's settings (castor's: castor.p_mean, else
+                                  what its planner implies; the others: the published ones) */
 };
 
 struct scenario {

@@ -86,7 +86,7 @@ static void config_load__every_key(void **state)
     assert_string_equal(c->token_files[API_ROLE_USER], "/etc/castor/user.token");
     assert_null(c->token_files[API_ROLE_METRICS]);
     assert_string_equal(c->policy, "castor");
-    assert_true(c->pcfg.p_mean == -2 && c->pcfg.restart_penalty == 60);
+    assert_true(c->pcfg.p_mean == -2 && c->pcfg.p_mean_set && c->pcfg.restart_penalty == 60);
     assert_string_equal(c->fleet, "fixed");
     assert_int_equal(c->fcfg.mode, FLEET_BUDGET);
     assert_true(c->fcfg.value == 2.5 && c->fcfg.budget == 12);
@@ -449,6 +449,39 @@ static void config_load__api_transport_and_limits(void **state)
     config_free(c);
 }
 
+/* pollux's power mean: as given, 0 included (the geometric mean, not "unset"); not given, the
+ * geometric mean when castor's planner rents the fleet (FLEET_CASTOR_P_MEAN) and pollux's own
+ * default otherwise. */
+static void config_load__pollux_power_mean(void **state)
+{
+    static const struct {
+        const char *yaml;
+        int set;
+        double p;
+    } cases[] = {
+        {BASE "pollux:\n  p_mean: 0\nfleet:\n  planner: fixed\n", 1, 0.0},
+        {BASE "pollux:\n  p_mean: -1\n", 1, -1.0},
+        {BASE, 1, FLEET_CASTOR_P_MEAN},
+        {BASE "pollux:\n  restart_penalty: 60\n", 1, FLEET_CASTOR_P_MEAN},
+        {BASE "fleet:\n  planner: fixed\n", 0, 0.0},
+        {BASE "policy: castor\n", 0, 0.0},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct config *c = NULL;
+        struct error e = {0};
+        char buf[600];
+
+        if (load_text(cases[i].yaml, &c, &e, NULL) < 0)
+            fail_msg("case %zu: %s", i, err_format(&e, buf, sizeof(buf)));
+        if (c->pcfg.p_mean_set != cases[i].set || c->pcfg.p_mean != cases[i].p)
+            fail_msg("case %zu: p_mean %g (set %d), expected %g (set %d)", i, c->pcfg.p_mean,
+                     c->pcfg.p_mean_set, cases[i].p, cases[i].set);
+        config_free(c);
+    }
+}
+
 static void config_load__missing_file(void **state)
 {
     struct config *c = NULL;
@@ -472,6 +505,7 @@ int main(void)
         cmocka_unit_test(config_load__every_bad_key_located),
         cmocka_unit_test(config_load__api_transport_and_limits),
         cmocka_unit_test(config_load__missing_file),
+        cmocka_unit_test(config_load__pollux_power_mean),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

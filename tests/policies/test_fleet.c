@@ -892,6 +892,28 @@ static void fleet_policies__random_fleets_follow_the_rules(void **state)
     }
 }
 
+/* What a planner implies for the allocation policy: under castor's planner pollux splits with
+ * the geometric mean unless a p_mean was given; other planners and policies keep their defaults. */
+static void fleet_policy_defaults__castor_planner_pollux_geometric(void **state)
+{
+    struct policy_config c = {0};
+
+    (void)state;
+    fleet_policy_defaults("castor", "pollux", &c);
+    assert_true(c.p_mean_set && c.p_mean == FLEET_CASTOR_P_MEAN && FLEET_CASTOR_P_MEAN == 0);
+    assert_true(policy_p_mean(&c, -1.0) == 0);
+    c = (struct policy_config){.p_mean = -2, .p_mean_set = 1};
+    fleet_policy_defaults("castor", "pollux", &c);
+    assert_true(c.p_mean == -2);
+    c = (struct policy_config){0};
+    fleet_policy_defaults("pollux-autoscale", "pollux", &c);
+    fleet_policy_defaults("fixed", "pollux", &c);
+    fleet_policy_defaults("castor", "castor", &c);
+    fleet_policy_defaults(NULL, "pollux", &c);
+    assert_false(c.p_mean_set);
+    assert_true(policy_p_mean(&c, -1.0) == -1 && policy_p_mean(NULL, 1.0) == 1);
+}
+
 #define FW(f) cmocka_unit_test_setup_teardown(f, fw_setup, fw_teardown)
 
 int main(void)
@@ -915,6 +937,7 @@ int main(void)
         FW(pollux_fleet__scales_to_zero_and_back),
         FW(plan_decide_fleet__rejects_bad_answers),
         FW(fleet_policies__random_fleets_follow_the_rules),
+        cmocka_unit_test(fleet_policy_defaults__castor_planner_pollux_geometric),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -376,9 +376,25 @@ static void pollux_fitness__p_one_is_arithmetic_mean(void **state)
 
     fitness_world(w);
     w->cfg.p_mean = 1;
+    w->cfg.p_mean_set = 1;
     assert_float_equal(policy_pollux_fitness(&w->cfg, &w->s, w->out), 1.0 / 9, 1e-12);
     alloc_clear_job(w->out, 2);
     assert_float_equal(policy_pollux_fitness(&w->cfg, &w->s, w->out), 1.0 / 12, 1e-12);
+}
+
+/* p = 0 is the geometric mean, not the default: (1/6 x 1/12 x 1/12)^(1/3) = 864^(-1/3) =
+ * 0.104993; unset, the same p_mean of 0 means the default, the harmonic mean (0.10008). */
+static void pollux_fitness__p_zero_is_geometric_mean(void **state)
+{
+    struct world *w = *state;
+
+    fitness_world(w);
+    w->cfg.p_mean = 0;
+    w->cfg.p_mean_set = 1;
+    assert_float_equal(policy_pollux_fitness(&w->cfg, &w->s, w->out), pow(864.0, -1.0 / 3), 1e-12);
+    w->cfg.p_mean_set = 0;
+    assert_float_equal(policy_pollux_fitness(&w->cfg, &w->s, w->out),
+                       3.0 / (1.0 / (1.0 / 6 + EPS) + 2.0 / (1.0 / 12 + EPS)) - EPS, 1e-12);
 }
 
 /* Allocations that break a rule are -inf: 5 GPUs on a 4-GPU node; b (at most 1 replica) given 2,
@@ -703,6 +719,7 @@ int main(void)
         WORLD_TEST(pollux_fitness__harmonic_mean_by_hand),
         WORLD_TEST(pollux_fitness__restart_penalty_by_hand),
         WORLD_TEST(pollux_fitness__p_one_is_arithmetic_mean),
+        WORLD_TEST(pollux_fitness__p_zero_is_geometric_mean),
         WORLD_TEST(pollux_fitness__infeasible_is_minus_inf),
         WORLD_TEST(pollux_allocate__deterministic),
         WORLD_TEST(pollux_allocate__kept_tables_follow_model_changes),

@@ -1,0 +1,115 @@
+/* test_scenario.c: what scenario_load makes of the systems' allocation policy settings: castor's
+ * system splits its rented fleet with pollux's geometric mean unless castor.p_mean says otherwise,
+ * the three systems it is compared with keep the published harmonic mean, and a bad p_mean is
+ * refused at its line and column. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "sim/scenario.h"
+#include "util/error.h"
+
+#define OFFERS                                                                             \
+    "offers:\n  - name: od\n    gpus: 4\n    price: 4\n  - name: spot\n    market: spot\n" \
+    "    gpus: 4\n    price: 1.4\n"
+
+/* Load text as a scenario file; the file is removed before returning. */
+static int load(const char *text, struct scenario **s, struct error *e)
+{
+    char path[] = "/tmp/castor-test-scenario-XXXXXX";
+    int fd = mkstemp(path), rc;
+    FILE *f;
+
+    assert_true(fd >= 0);
+    f = fdopen(fd, "w");
+    assert_non_null(f);
+    assert_int_equal(fputs(text, f) >= 0, 1);
+    assert_int_equal(fclose(f), 0);
+    rc = scenario_load(path, s, e);
+    unlink(path);
+    return rc;
+}
+
+static struct scenario *load_ok(const char *text)
+{
+    struct scenario *s = NULL;
+    struct error e = {0};
+    char buf[600];
+
+    if (load(text, &s, &e) < 0)
+        fail_msg("%s", err_format(&e, buf, sizeof(buf)));
+    assert_non_null(s);
+    return s;
+}
+
+/* castor under pollux: p = 0 (FLEET_CASTOR_P_MEAN) set; the other three: nothing set, so pollux's
+ * own -1. */
+static void scenario_load__castor_splits_with_the_geometric_mean(void **state)
+{
+    struct scenario *s = load_ok(OFFERS "castor:\n  policy: pollux\n");
+
+    (void)state;
+    assert_string_equal(s->systems[3].name, "castor");
+    assert_string_equal(s->systems[3].policy, "pollux");
+    assert_true(s->systems[3].pcfg.p_mean_set && s->systems[3].pcfg.p_mean == 0);
+    for (int i = 0; i < 3; i++) {
+        assert_string_equal(s->systems[i].policy, "pollux");
+        assert_false(s->systems[i].pcfg.p_mean_set);
+        assert_true(policy_p_mean(&s->systems[i].pcfg, -1.0) == -1);
+    }
+    scenario_free(s);
+}
+
+/* castor.p_mean given: kept as given (the published -1 here); with castor's own policy and no
+ * p_mean, that policy keeps its default. */
+static void scenario_load__castor_p_mean_as_given(void **state)
+{
+    struct scenario *s = load_ok(OFFERS "castor:\n  policy: pollux\n  p_mean: -1\n");
+
+    (void)state;
+    assert_true(s->systems[3].pcfg.p_mean_set && s->systems[3].pcfg.p_mean == -1);
+    scenario_free(s);
+    s = load_ok(OFFERS "castor:\n  policy: castor\n");
+    assert_false(s->systems[3].pcfg.p_mean_set);
+    scenario_free(s);
+}
+
+/* Out of range or not a number: refused at the value, nothing loaded. */
+static void scenario_load__bad_p_mean_located(void **state)
+{
+    static const struct {
+        const char *text;
+        int code, line, column;
+    } bad[] = {
+        {OFFERS "castor:\n  p_mean: 200\n", ERR_RANGE, 10, 11},
+        {OFFERS "castor:\n  policy: pollux\n  p_mean: often\n", ERR_PARSE, 11, 11},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct scenario *s = NULL;
+        struct error e = {0};
+        int rc = load(bad[i].text, &s, &e);
+
+        if (rc != bad[i].code || e.line != bad[i].line || e.column != bad[i].column ||
+            !strstr(e.msg, "castor.p_mean"))
+            fail_msg("case %zu: %s at %d:%d \"%s\"", i, err_name(rc), e.line, e.column, e.msg);
+        assert_null(s);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(scenario_load__castor_splits_with_the_geometric_mean),
+        cmocka_unit_test(scenario_load__castor_p_mean_as_given),
+        cmocka_unit_test(scenario_load__bad_p_mean_located),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
