@@ -164,15 +164,15 @@ static double castor_fleet_rate(const struct castor_round *rd, int split)
 
 /* Deadline mode: the fewest GPUs that finish job j by its deadline, on spot if it can (od[j] 0),
  * else on on-demand (od[j] 1; the most it may use if even that is late). 1 without a deadline or
- * a model. */
+ * a model. The count may exceed what the job's exploration allows yet (twice the replicas it has
+ * been measured on): the fleet is sized for its whole need, so that nodes boot while its
+ * exploration ramps up, and the split gives it what its exploration allows. */
 static int castor_fleet_deadline(const struct fleet_castor_state *st, struct castor_round *rd,
                                  int j, double ckpt)
 {
     const struct snapshot *s = rd->s;
     const struct snap_job *sj = &s->jobs[j];
-    int lim =
-        policy_replica_limit(sj, sj->max_profiled_replicas > 0 ? 2 * sj->max_profiled_replicas : 1,
-                             st->max_nodes * rd->gpn);
+    int lim = policy_replica_limit(sj, st->max_nodes * rd->gpn, st->max_nodes * rd->gpn);
     double left = sj->progress_target - sj->progress,
            m0 = sj->lim.init_bsz > 0 ? sj->lim.init_bsz : 1;
 

@@ -341,6 +341,26 @@ static void castor_fleet__budget_never_exceeded_by_packing(void **state)
     }
 }
 
+/* One deadline-mode round for the perfect job below (measured on `profiled` replicas, at most
+ * maxr, 0: no limit; deadline due seconds away) on a spot ($2, 0.6 preemptions per node-hour) and
+ * an on-demand ($4) offer of 4-GPU nodes booting in 170 s: the nodes launched must be want. */
+static void deadline_round(struct fw *w, int profiled, int maxr, double due, const int *want)
+{
+    struct fleet_config cfg = {.mode = FLEET_DEADLINE};
+
+    offer(w, 0, 1, 2.0, 0.6);
+    offer(w, 1, 0, 4.0, 0);
+    w->offers[0].boot_s = w->offers[1].boot_s = 170;
+    job(w, 0, &perfect, profiled);
+    w->jobs[0].max_replicas = maxr;
+    w->jobs[0].checkpoint_s = 600;
+    w->jobs[0].progress_target = 1190.476;
+    w->jobs[0].deadline = NOW + due;
+    fw_ready(w, 2, 0, 0, 1);
+    assert_int_equal(decide_once(w, "castor", &cfg, "pollux"), 0);
+    assert_launch(w, want);
+}
+
 /*
  * Deadline mode. The perfect job trains at 1000 samples/s per GPU with M0 = 840: 1000 / 840
  * iterations/s per GPU; 1190.476 iterations left take 1000 s on one GPU. Its deadline is 1460 s
@@ -356,24 +376,27 @@ static void castor_fleet__budget_never_exceeded_by_packing(void **state)
 static void castor_fleet__deadline_picks_the_market(void **state)
 {
     struct fw *w = *state;
-    struct fleet_config cfg = {.mode = FLEET_DEADLINE};
-    const int maxr[3] = {2, 1, 1};
-    const double due[3] = {1460, 1460, -10};
-    const int *want[3] = {(int[]){1, 0}, (int[]){0, 1}, (int[]){0, 1}};
 
-    for (int i = 0; i < 3; i++) {
-        offer(w, 0, 1, 2.0, 0.6);
-        offer(w, 1, 0, 4.0, 0);
-        w->offers[0].boot_s = w->offers[1].boot_s = 170;
-        job(w, 0, &perfect, 4);
-        w->jobs[0].max_replicas = maxr[i];
-        w->jobs[0].checkpoint_s = 600;
-        w->jobs[0].progress_target = 1190.476;
-        w->jobs[0].deadline = NOW + due[i];
-        fw_ready(w, 2, 0, 0, 1);
-        assert_int_equal(decide_once(w, "castor", &cfg, "pollux"), 0);
-        assert_launch(w, want[i]);
-    }
+    deadline_round(w, 4, 2, 1460, (int[]){1, 0});
+    deadline_round(w, 4, 1, 1460, (int[]){0, 1});
+    deadline_round(w, 4, 1, -10, (int[]){0, 1});
+}
+
+/*
+ * Deadline mode sizes the fleet for a job's whole need, beyond what its exploration allows yet.
+ * The perfect job of the test above, measured on 1 replica only (its exploration allows 2): r
+ * spot GPUs take 1000 / (0.945 r) s, on-demand ones 1000 / r s. Deadline 575 s away: the plan may
+ * count on (575 - 200) x 0.8 = 300 s, which 4 spot GPUs make (264.6 s) and 3 do not (352.7 s): one
+ * spot node. Deadline 375 s away: 140 s, which 8 spot GPUs make (132.3 s), 7 not (151.2 s): two
+ * spot nodes. Counting only up to its exploration's 2 GPUs, it would be late everywhere and get an
+ * on-demand node for the 2 it may use now.
+ */
+static void castor_fleet__deadline_sizes_beyond_exploration(void **state)
+{
+    struct fw *w = *state;
+
+    deadline_round(w, 1, 0, 575, (int[]){1, 0});
+    deadline_round(w, 1, 0, 375, (int[]){2, 0});
 }
 
 /* The newest booting instances are cancelled first, within the market asked for: launched 5, 20
@@ -924,6 +947,7 @@ int main(void)
         FW(castor_fleet__efficiency_sizes_by_gain),
         FW(castor_fleet__value_decides_sublinear_growth),
         FW(castor_fleet__deadline_picks_the_market),
+        FW(castor_fleet__deadline_sizes_beyond_exploration),
         FW(fleet_cancel_newest__by_launch_time_and_market),
         FW(castor_fleet__steady_world_no_moves),
         FW(castor_fleet__counts_ready_and_booting),
