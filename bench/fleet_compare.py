@@ -4,7 +4,7 @@ and a fixed spot cluster, on the Pollux workloads 1 to 4 and on seeded synthetic
 tuning has seen, with the targets of issue 5 checked side by side.
 
   bench/fleet_compare.py [--castor build/castor] [--scenario config/scenarios/t4.yaml]
-                         [--synthetic 4] [--seed 7] [--skip-real]
+                         [--synthetic 4] [--seed 7] [--skip-real] [--values 1.2,1.5,2,4,8,12]
 
 The synthetic traces draw 160 jobs each from the pooled rows of data/workloads/*.csv (model,
 requested GPUs and batch) with exponential inter-arrival times at the pooled traces' own rate, so
@@ -13,6 +13,8 @@ they have the same job mix and load as workloads 1 to 4 but other jobs at other 
 its, and at least 25% fewer dollars than pollux-autoscale at no worse average JCT. JCT/bnd: each
 system's average JCT over the lowest possible on the GPU-hours it billed (src/sim/bound.c: every
 job at each epoch on its best trade of time against GPU-time, no restarts, boots or learning).
+--values runs castor's system alone at each value of castor.value (`castor simulate --value`) on
+the same traces and prints its trade of dollars against completion time beside the two targets.
 """
 import argparse
 import csv
@@ -53,14 +55,33 @@ def synthesize(src_dir, out_dir, count, seed):
     return paths
 
 
-def compare(castor, scenario, workload):
+def compare(castor, scenario, workload, value=None):
+    """The four systems side by side, or castor's alone at castor.value = value."""
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "c.json")
-        subprocess.run([castor, "simulate", "--scenario", scenario, "--compare", "--quiet",
-                        "--workload", workload, "--json", out], check=True,
-                       stdout=subprocess.DEVNULL)
+        cmd = [castor, "simulate", "--scenario", scenario, "--quiet", "--workload", workload,
+               "--json", out]
+        cmd += ["--compare"] if value is None else ["--value", value]
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
         with open(out) as f:
             return json.load(f)
+
+
+def frontier(castor, scenario, workload, res, values):
+    """castor alone at each value, against res's fixed-on-demand and pollux-autoscale."""
+    a, b = res["fixed-on-demand"], res["pollux-autoscale"]
+    print("  castor alone by castor.value (targets: <= 35%% of fixed-on-demand's dollars at <= x1.1 "
+          "its JCT; >= 25%% fewer than pollux-autoscale's at <= x1 its JCT)")
+    print("  %7s %9s %8s %9s %8s %11s %11s %8s" % ("value", "dollars", "% fixed", "avg JCT",
+                                                   "x fixed", "% fewer b", "x autoscale",
+                                                   "JCT/bnd"))
+    for v in values:
+        c = compare(castor, scenario, workload, v)["castor"]
+        print("  %7s %9.2f %7.1f%% %9.1f %8.3f %10.1f%% %11.3f %8.2f" % (
+            v, c["dollars"], 100 * c["dollars"] / a["dollars"], c["avg_jct_s"],
+            c["avg_jct_s"] / a["avg_jct_s"], 100 * (1 - c["dollars"] / b["dollars"]),
+            c["avg_jct_s"] / b["avg_jct_s"], c["jct_over_bound"]))
+    print()
 
 
 def report(title, res):
@@ -94,16 +115,25 @@ def main():
     ap.add_argument("--synthetic", type=int, default=4)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--skip-real", action="store_true")
+    ap.add_argument("--values", default="",
+                    help="comma-separated values of castor.value to run castor alone at")
     args = ap.parse_args()
+    values = [v for v in args.values.split(",") if v]
     workloads = os.path.join(root, "data", "workloads")
     if not args.skip_real:
+        res = compare(args.castor, args.scenario, workloads)
         report("Pollux workloads 1-4 (mean over the four), %s" % os.path.basename(args.scenario),
-               compare(args.castor, args.scenario, workloads))
+               res)
+        if values:
+            frontier(args.castor, args.scenario, workloads, res, values)
     if args.synthetic > 0:
         with tempfile.TemporaryDirectory() as tmp:
             synthesize(workloads, tmp, args.synthetic, args.seed)
+            res = compare(args.castor, args.scenario, tmp)
             report("%d synthetic traces at the same load (seed %d), never used for tuning" % (
-                args.synthetic, args.seed), compare(args.castor, args.scenario, tmp))
+                args.synthetic, args.seed), res)
+            if values:
+                frontier(args.castor, args.scenario, tmp, res, values)
     return 0
 
 

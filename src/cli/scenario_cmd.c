@@ -40,6 +40,8 @@ static void scenario_usage(FILE *f)
             "                    fixed-spot (16 spot nodes, replaced when preempted), castor;\n"
             "                    without it, castor alone\n"
             "  --workload PATH   replaces the scenario's workload (a trace or a folder of them)\n"
+            "  --value V         replaces castor.value: dollars an hour of a job's completion\n"
+            "                    time is worth to castor's planner (0.001 to 1e6)\n"
             "  --profiles DIR    folder of measured profiles (default: bundled)\n"
             "  --json FILE       write the comparison as JSON\n"
             "  --report FILE     write a self-contained HTML report\n"
@@ -214,7 +216,7 @@ static void result_mean(const struct run_result *rs, int n, struct run_result *m
 
 int cli_simulate_scenario(int argc, char **argv, FILE *out, FILE *err)
 {
-    const char *path = NULL, *workload = NULL, *json = NULL, *report = NULL;
+    const char *path = NULL, *workload = NULL, *json = NULL, *report = NULL, *value = NULL;
     const char *profiles = CASTOR_DATADIR "/profiles";
     int compare = 0, quiet = 0, status = 2, nfiles = 0, first, nsys, nrecs = 0;
     struct scenario *sc = NULL;
@@ -238,6 +240,8 @@ int cli_simulate_scenario(int argc, char **argv, FILE *out, FILE *err)
             path = argv[++i];
         } else if (i + 1 < argc && strcmp(a, "--workload") == 0) {
             workload = argv[++i];
+        } else if (i + 1 < argc && strcmp(a, "--value") == 0) {
+            value = argv[++i];
         } else if (i + 1 < argc && strcmp(a, "--profiles") == 0) {
             profiles = argv[++i];
         } else if (i + 1 < argc && strcmp(a, "--json") == 0) {
@@ -261,6 +265,17 @@ int cli_simulate_scenario(int argc, char **argv, FILE *out, FILE *err)
     }
     if (workload)
         sc->workload = workload;
+    if (value) {
+        char *end = NULL;
+        double v = strtod(value, &end);
+
+        if (!end || end == value || *end || !(v >= 0.001 && v <= 1e6)) {
+            fprintf(err, "castor simulate: --value \"%s\": dollars per job-hour, 0.001 to 1e6\n",
+                    value);
+            goto out;
+        }
+        sc->systems[SCENARIO_SYSTEMS - 1].fcfg.value = v;
+    }
     if (!sc->workload) {
         fprintf(err, "castor simulate: %s: no workload (a workload key, or --workload)\n", path);
         goto out;
