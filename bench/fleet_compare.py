@@ -70,8 +70,8 @@ def compare(castor, scenario, workload, value=None):
 def frontier(castor, scenario, workload, res, values):
     """castor alone at each value, against res's fixed-on-demand and pollux-autoscale."""
     a, b = res["fixed-on-demand"], res["pollux-autoscale"]
-    print("  castor alone by castor.value (targets: <= 35%% of fixed-on-demand's dollars at <= x1.1 "
-          "its JCT; >= 25%% fewer than pollux-autoscale's at <= x1 its JCT)")
+    print("  castor alone by castor.value; the targets: <= 35% of fixed-on-demand's dollars at")
+    print("  <= x1.1 its JCT, and >= 25% fewer dollars than pollux-autoscale (b) at <= x1 its JCT")
     print("  %7s %9s %8s %9s %8s %11s %11s %8s" % ("value", "dollars", "% fixed", "avg JCT",
                                                    "x fixed", "% fewer b", "x autoscale",
                                                    "JCT/bnd"))
