@@ -180,13 +180,21 @@ class World:
                 pass
 
     def tail(self):
+        """Each log's first 40 lines (the submission and the first decisions), its warnings and
+        errors (at most 40), and its last 20 lines: what a failure report needs."""
         out = []
         for root, _, files in os.walk(self.tmp):
             for name in sorted(files):
                 if name.endswith(".log"):
                     path = os.path.join(root, name)
                     with open(path, errors="replace") as f:
-                        out.append(f"--- {path}\n" + "".join(f.readlines()[-20:]))
+                        lines = f.readlines()
+                    bad = [ln for ln in lines[40:-20]
+                           if '"level":"warn"' in ln or '"level":"error"' in ln][:40]
+                    out.append(f"--- {path} ({len(lines)} lines)\n" + "".join(lines[:40]) +
+                               ("... warnings and errors after those:\n" + "".join(bad)
+                                if bad else "") +
+                               ("...\n" + "".join(lines[-20:]) if len(lines) > 40 else ""))
         return "\n".join(out)
 
 
