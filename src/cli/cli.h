@@ -41,6 +41,10 @@ int cli_list_workloads(const char *path, char ***out, int *n, FILE *err);
 /* Seconds on a monotonic clock, for wall times. */
 double cli_wall_now(void);
 
+/* A command-line number: s whole as a decimal number from lo to hi into *out. 0, or -1 (and
+ * *out unchanged) when s is empty, has anything after the number, or is out of range. */
+int cli_parse_double(const char *s, double lo, double hi, double *out);
+
 /* castor with no arguments: the embedded default (fit and summarise the bundled profiles). */
 int cli_default(FILE *out, FILE *err);
 

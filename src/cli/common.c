@@ -1,4 +1,4 @@
-/* common.c: what the castor subcommands share: finding workload files, wall time. */
+/* common.c: what the castor subcommands share: finding workload files, wall time, numbers. */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,4 +70,15 @@ double cli_wall_now(void)
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int cli_parse_double(const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+
+    if (*s == '\0' || *end != '\0' || !(v >= lo && v <= hi))
+        return -1;
+    *out = v;
+    return 0;
 }

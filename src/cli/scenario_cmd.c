@@ -265,16 +265,12 @@ int cli_simulate_scenario(int argc, char **argv, FILE *out, FILE *err)
     }
     if (workload)
         sc->workload = workload;
-    if (value) {
-        char *end = NULL;
-        double v = strtod(value, &end);
-
-        if (!end || end == value || *end || !(v >= 0.001 && v <= 1e6)) {
-            fprintf(err, "castor simulate: --value \"%s\": dollars per job-hour, 0.001 to 1e6\n",
-                    value);
-            goto out;
-        }
-        sc->systems[SCENARIO_SYSTEMS - 1].fcfg.value = v;
+    /* castor's system is the last (scenario.h) */
+    if (value &&
+        cli_parse_double(value, 0.001, 1e6, &sc->systems[SCENARIO_SYSTEMS - 1].fcfg.value)) {
+        fprintf(err, "castor simulate: --value \"%s\": dollars per job-hour, 0.001 to 1e6\n",
+                value);
+        goto out;
     }
     if (!sc->workload) {
         fprintf(err, "castor simulate: %s: no workload (a workload key, or --workload)\n", path);

@@ -105,17 +105,6 @@ static int parse_int(const char *s, int lo, int hi, int *out)
     return 0;
 }
 
-static int parse_double(const char *s, double lo, double hi, double *out)
-{
-    char *end;
-    double v = strtod(s, &end);
-
-    if (*s == '\0' || *end != '\0' || !(v >= lo && v <= hi))
-        return -1;
-    *out = v;
-    return 0;
-}
-
 /* The index of s in the NULL-terminated names into *out: 0, or -1 (and *out unchanged) when s is
  * none of them. */
 static int parse_choice(const char *s, const char *const *names, int *out)
@@ -528,9 +517,9 @@ int cli_simulate(int argc, char **argv, FILE *out, FILE *err)
         else if (strcmp(a, "--interval") == 0)
             bad = parse_int(v, 1, 86400, &o.interval);
         else if (strcmp(a, "--interference") == 0)
-            bad = parse_double(v, 0, 0.99, &o.interference);
+            bad = cli_parse_double(v, 0, 0.99, &o.interference);
         else if (strcmp(a, "--p-mean") == 0) {
-            bad = parse_double(v, -100, 100, &o.pcfg.p_mean);
+            bad = cli_parse_double(v, -100, 100, &o.pcfg.p_mean);
             o.pcfg.p_mean_set = 1;
         } else if (strcmp(a, "--seed") == 0) {
             int s = 0;
