@@ -152,6 +152,13 @@ int emu_checkpoint_read(const char *path, const char *app, struct emu_state *out
         rc = err_set(e, ERR_PARSE, path, 0, 0, "a checkpoint needs progress, epoch and emulated_s");
         goto out;
     }
+    /* written since the checkpoints were numbered; older ones count as number 0 */
+    s.number = 0;
+    if (jv_get(v, "number") &&
+        (jv_integer_value(jv_get(v, "number"), &s.number) < 0 || s.number < 0)) {
+        rc = err_set(e, ERR_PARSE, path, 0, 0, "a checkpoint's number is a count of checkpoints");
+        goto out;
+    }
     s.epoch = (int)epoch;
     *out = s;
 out:
@@ -160,7 +167,7 @@ out:
     return rc;
 }
 
-/* {"app", "progress", "epoch", "emulated_s"} as text (free). */
+/* {"app", "progress", "epoch", "emulated_s", "number"} as text (free). */
 static int emu_state_text(const char *app, const struct emu_state *s, char **out)
 {
     struct jv *o = jv_object();
@@ -174,6 +181,8 @@ static int emu_state_text(const char *app, const struct emu_state *s, char **out
         rc = jv_set(o, "epoch", jv_integer(s->epoch));
     if (rc == 0)
         rc = jv_set(o, "emulated_s", jv_number(s->emulated_s));
+    if (rc == 0)
+        rc = jv_set(o, "number", jv_integer(s->number));
     if (rc == 0)
         rc = jv_dump(o, out);
     jv_free(o);
@@ -386,13 +395,15 @@ static int emu_checkpoint(struct emu *m, const char *why)
 
     if (m->cfg->rank != 0)
         return 0;
+    m->s.number++;
     rc = emu_checkpoint_write(m->ckpt, m->cfg->app->name, &m->s, &e);
     if (rc < 0) {
+        m->s.number--;
         emu_log(m, LOG_ERROR, "checkpoint failed: %s", e.msg);
         return rc;
     }
-    emu_log(m, LOG_INFO, "checkpoint (%s): progress %.6f, epoch %d", why, m->s.progress,
-            m->s.epoch);
+    emu_log(m, LOG_INFO, "checkpoint (%s): progress %.6f, epoch %d, number %lld", why,
+            m->s.progress, m->s.epoch, m->s.number);
     if (emu_reports(m) && (status = emu_post_progress(m, "checkpoint", m->s.progress, &e)) != 200)
         emu_log(m, LOG_WARN, "checkpoint not recorded by the controller: %s",
                 status < 0 ? e.msg : "refused");
@@ -484,9 +495,9 @@ static int emu_start(struct emu *m)
     }
     emu_log(m, LOG_INFO,
             "start: progress %.6f, epoch %d of %d; %d replicas on %d nodes, local batch %g, "
-            "%d accumulation steps, speed x%g",
+            "%d accumulation steps, speed x%g, from checkpoint number %lld",
             m->s.progress, m->s.epoch, m->epochs, m->u.replicas, m->u.nplace, m->u.local_bsz,
-            m->u.accum_steps, c->speed);
+            m->u.accum_steps, c->speed, m->s.number);
     return 0;
 }
 

@@ -22,6 +22,7 @@ struct emu_state {
     double progress;   /* iterations at the initial batch size (the profile's progress unit) */
     int epoch;         /* completed epochs */
     double emulated_s; /* emulated seconds of training, over every start */
+    long long number;  /* checkpoints written over every start; this one's number (0: none) */
 };
 
 /* The placement and configuration a replica runs at. */

@@ -111,7 +111,11 @@ static void emu_advance__progress_by_goodput_across_epochs(void **state)
 static void emu_checkpoint__round_trip_and_refusals(void **state)
 {
     char dir[] = "/tmp/castor-test-emu-XXXXXX", path[128], bad[128];
-    struct emu_state s = {.progress = 1234.5678901234567, .epoch = 7, .emulated_s = 99.25}, back;
+    struct emu_state s = {.progress = 1234.5678901234567,
+                          .epoch = 7,
+                          .emulated_s = 99.25,
+                          .number = 12},
+                     back;
     struct emu_state untouched = {.epoch = -5};
     FILE *f;
 
@@ -123,12 +127,26 @@ static void emu_checkpoint__round_trip_and_refusals(void **state)
     assert_int_equal(emu_checkpoint_write(path, "cifar10", &s, NULL), 0);
     assert_int_equal(emu_checkpoint_read(path, "cifar10", &back, NULL), 0);
     assert_true(back.progress == s.progress && back.epoch == 7 && back.emulated_s == 99.25);
+    assert_int_equal(back.number, 12);
     assert_int_equal(emu_checkpoint_read(path, "bert", &untouched, NULL), ERR_PARSE);
     f = fopen(bad, "w");
     assert_non_null(f);
     fputs("{\"app\":\"cifar10\",\"progress\":-1,\"epoch\":0,\"emulated_s\":0}", f);
     fclose(f);
     assert_int_equal(emu_checkpoint_read(bad, "cifar10", &untouched, NULL), ERR_PARSE);
+    /* a negative number is refused; one written before checkpoints were numbered reads as 0 */
+    f = fopen(bad, "w");
+    assert_non_null(f);
+    fputs("{\"app\":\"cifar10\",\"progress\":1,\"epoch\":0,\"emulated_s\":0,\"number\":-2}", f);
+    fclose(f);
+    assert_int_equal(emu_checkpoint_read(bad, "cifar10", &untouched, NULL), ERR_PARSE);
+    f = fopen(bad, "w");
+    assert_non_null(f);
+    fputs("{\"app\":\"cifar10\",\"progress\":1,\"epoch\":0,\"emulated_s\":0}", f);
+    fclose(f);
+    back.number = 5;
+    assert_int_equal(emu_checkpoint_read(bad, "cifar10", &back, NULL), 0);
+    assert_int_equal(back.number, 0);
     assert_int_equal(untouched.epoch, -5);
     unlink(path);
     unlink(bad);
@@ -319,10 +337,13 @@ static void emulator__sigterm_checkpoints_and_the_restart_continues(void **state
     assert_true(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0);
     read_state(f, EMU_CKPT_FILE, &mid); /* written at SIGTERM (no periodic one in this run) */
     assert_true(mid.progress > 0 && mid.epoch < 6);
+    assert_int_equal(mid.number, 1);
     status = proc_wait_exit(spawn_emulator(f, "term", env), 20);
     assert_true(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0);
     read_state(f, EMU_DONE_FILE, &done);
     assert_int_equal(done.epoch, 6);
+    /* numbered on from the checkpoint it resumed: the last one is the second written */
+    assert_int_equal(done.number, 2);
     /* continued from the checkpoint: the emulated time over both runs is one run's */
     assert_float_equal(done.emulated_s, total_time(f, 6), 1e-6);
 }
