@@ -367,12 +367,17 @@ faults:
     # ---- the figures ----
 
     def work_lost(self):
-        """Per job, from rank 0's log lines (the nodes' logs): each start's progress beside the
-        progress last reported before it; and the progress between consecutive checkpoints."""
-        events = {}
-        for fname in os.listdir(self.run_dir):
+        """Per job, from rank 0's log lines (the nodes' logs): each restart's progress beside the
+        most the run it replaced had reached, and the progress between consecutive checkpoints.
+        Checkpoints are numbered over a job's life and each start names the one it resumed from,
+        so nothing here orders lines that different nodes stamped: a run is a start and the lines
+        after it in the same log, and the run a restart replaced is the one that wrote the
+        checkpoint the restart names (or the last that resumed from it and wrote none)."""
+        runs = {}  # job -> [run]; a run: {"from", "at", "high", "ckpts": {number: progress}}
+        for fname in sorted(os.listdir(self.run_dir)):
             if not fname.endswith(".log"):
                 continue
+            current = {}  # job -> its run in progress in this log
             with open(os.path.join(self.run_dir, fname), errors="replace") as f:
                 for line in f:
                     if '"job":"' not in line:
@@ -385,34 +390,45 @@ faults:
                     if not msg.startswith("rank 0: "):
                         continue
                     body = msg[len("rank 0: "):]
-                    kind = None
                     if body.startswith("start: progress "):
-                        kind, val = "start", body.split()[2].rstrip(",")
+                        number = int(body.rsplit("checkpoint number ", 1)[1].split()[0])
+                        at = float(body.split()[2].rstrip(","))
+                        current[job] = {"from": number, "at": at, "high": at, "ckpts": {},
+                                        "t": rec.get("time", "")}
+                        runs.setdefault(job, []).append(current[job])
+                        continue
+                    run = current.get(job)
+                    if run is None:
+                        continue
+                    if body.startswith("checkpoint (") and "number " in body:
+                        val = float(body.split("progress ")[1].split(",")[0])
+                        run["ckpts"][int(body.rsplit("number ", 1)[1].split()[0])] = val
+                        run["high"] = max(run["high"], val)
                     elif body.startswith("reported ") and "progress " in body:
-                        kind, val = "seen", body.rsplit("progress ", 1)[1].split()[0]
-                    elif body.startswith("checkpoint ("):
-                        kind, val = "ckpt", body.split("progress ")[1].split(",")[0]
+                        run["high"] = max(run["high"],
+                                          float(body.rsplit("progress ", 1)[1].split()[0]))
                     elif body.startswith("stopped by a signal at progress "):
-                        kind, val = "seen", body.rsplit(" ", 1)[1]
-                    if kind:
-                        events.setdefault(job, []).append((rec["time"], kind, float(val)))
+                        run["high"] = max(run["high"], float(body.rsplit(" ", 1)[1]))
         lost, intervals, restarts = [], [], 0
-        for job, evs in events.items():
-            evs.sort()
-            high, last_ckpt = 0.0, None
-            for _, kind, v in evs:
-                if kind == "start":
-                    if v > 0 or high > 0:
-                        restarts += 1
-                        lost.append(max(0.0, high - v))
-                    high = v
-                elif kind == "ckpt":
-                    if last_ckpt is not None and v > last_ckpt:
-                        intervals.append(v - last_ckpt)
-                    last_ckpt = v
-                    high = max(high, v)
-                else:
-                    high = max(high, v)
+        for job, rs in runs.items():
+            ckpts = {}
+            for r in rs:
+                ckpts.update(r["ckpts"])
+            numbers = sorted(ckpts)
+            for a, b in zip(numbers, numbers[1:]):
+                if b == a + 1 and ckpts[b] > ckpts[a]:
+                    intervals.append(ckpts[b] - ckpts[a])
+            for r in rs:
+                # the run it replaced: the last one before it that resumed from the same checkpoint
+                # and wrote none (those starts are a restart apart: their stamps order them), else
+                # the one that wrote that checkpoint
+                same = [q for q in rs if q is not r and q["from"] == r["from"] and not q["ckpts"]
+                        and q["t"] < r["t"]]
+                wrote = [q for q in rs if r["from"] in q["ckpts"]]
+                pred = max(same, key=lambda q: q["t"]) if same else wrote[0] if wrote else None
+                if r["at"] > 0 or pred:
+                    restarts += 1
+                    lost.append(max(0.0, pred["high"] - r["at"]) if pred else 0.0)
         return lost, intervals, restarts
 
     def tick_gaps(self):
