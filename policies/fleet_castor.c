@@ -33,10 +33,14 @@ struct castor_round {
     int best[2];       /* the cheapest available offer per market (0 on-demand, 1 spot), or -1 */
     double price[2];   /* its dollars per useful GPU-hour */
     int any;           /* the market of the two whose best offer is cheaper */
+    int uniform;       /* 1: every job checkpoints at the same interval (one price per market) */
+    int mixed;         /* 1: by their checkpoints, some jobs run on spot and some on on-demand */
+    double *ckpt;      /* per job: its checkpoint interval for the loss (3600 s when it has none) */
+    double *spot;      /* per job: dollars per useful GPU-hour on the best spot offer, its loss */
     int *want;         /* GPUs per job */
     int *to;           /* the next count the greedy would move each job to */
     double *key;       /* hours of completion time saved per GPU-hour added by that move */
-    unsigned char *od; /* 1: the job must run on on-demand nodes (deadline mode) */
+    unsigned char *od; /* 1: the job runs on on-demand nodes (its deadline, or its checkpoints) */
 };
 
 static int castor_fleet_create(const struct fleet_config *cfg, void **ctx)
@@ -162,13 +166,46 @@ static double castor_fleet_rate(const struct castor_round *rd, int split)
     return r;
 }
 
+/*
+ * Each job's market by its own checkpoint interval: spot at the best spot offer's price over what
+ * its preemptions leave of the job's time (rd->spot[j]), or on-demand where that is dearer (od[j]).
+ * With one interval for every job the market is rd->any for all, as priced. rd->mixed: the jobs run
+ * on both markets, which are then sized and split apart.
+ */
+static void castor_fleet_markets(const struct fleet_castor_state *st, struct castor_round *rd)
+{
+    const struct snapshot *s = rd->s;
+    int n_od = 0;
+
+    for (int j = 0; j < s->njobs; j++) {
+        const int o = rd->best[1];
+
+        rd->spot[j] = rd->price[1];
+        if (rd->uniform || o < 0)
+            continue;
+        rd->spot[j] = s->offers[o].price / s->offers[o].gpus /
+                      (1.0 - castor_fleet_loss(st, &s->offers[o], rd->ckpt[j]));
+        rd->od[j] = rd->best[0] >= 0 && rd->price[0] < rd->spot[j];
+        n_od += rd->od[j];
+    }
+    rd->mixed = !rd->uniform && n_od > 0 && n_od < s->njobs;
+    if (!rd->mixed) {
+        /* one market for all: the cheapest for them */
+        if (!rd->uniform && n_od == s->njobs)
+            rd->any = 0;
+        else if (!rd->uniform && n_od == 0 && rd->best[1] >= 0)
+            rd->any = 1;
+        memset(rd->od, 0, (size_t)s->njobs);
+    }
+}
+
 /* Deadline mode: the fewest GPUs that finish job j by its deadline, on spot if it can (od[j] 0),
  * else on on-demand (od[j] 1; the most it may use if even that is late). 1 without a deadline or
  * a model. The count may exceed what the job's exploration allows yet (twice the replicas it has
  * been measured on): the fleet is sized for its whole need, so that nodes boot while its
  * exploration ramps up, and the split gives it what its exploration allows. */
 static int castor_fleet_deadline(const struct fleet_castor_state *st, struct castor_round *rd,
-                                 int j, double ckpt)
+                                 int j)
 {
     const struct snapshot *s = rd->s;
     const struct snap_job *sj = &s->jobs[j];
@@ -176,16 +213,15 @@ static int castor_fleet_deadline(const struct fleet_castor_state *st, struct cas
     double left = sj->progress_target - sj->progress,
            m0 = sj->lim.init_bsz > 0 ? sj->lim.init_bsz : 1;
 
-    rd->od[j] = 0;
     if (!(sj->deadline > 0) || !sj->has_model || !(left > 0) || !(sj->progress_target > 0))
-        return 1;
+        return 1; /* on the market its checkpoints chose */
     for (int m = 1; m >= 0; m--) {
         const int o = rd->best[m];
         double loss, slack;
 
         if (o < 0)
             continue;
-        loss = m ? castor_fleet_loss(st, &s->offers[o], ckpt) : 0;
+        loss = m ? castor_fleet_loss(st, &s->offers[o], rd->ckpt[j]) : 0;
         slack =
             (sj->deadline - s->now - st->restart_s - s->offers[o].boot_s) * CASTOR_DEADLINE_MARGIN;
         for (int r = 1; r <= lim; r++) {
@@ -202,17 +238,37 @@ static int castor_fleet_deadline(const struct fleet_castor_state *st, struct cas
     return lim;
 }
 
+/* Dollars per useful GPU-hour where job j runs: on-demand, its own spot price, or (every job at one
+ * interval) the price of the market they share. */
+static double castor_fleet_job_price(const struct castor_round *rd, int j, int split)
+{
+    if (rd->od[j] || rd->best[1] < 0)
+        return rd->price[0];
+    if (rd->uniform)
+        return rd->price[rd->any];
+    return split || rd->any == 1 ? rd->spot[j] : rd->price[0];
+}
+
+/* What orders the greedy's moves: job j's key, over its price when jobs run at different prices
+ * (efficiency and deadline modes; a budget buys the most goodput per GPU whatever it costs). */
+static double castor_fleet_score(const struct castor_round *rd, int j, int split,
+                                 enum fleet_mode mode)
+{
+    if (rd->uniform || mode == FLEET_BUDGET)
+        return rd->key[j];
+    return rd->key[j] / castor_fleet_job_price(rd, j, split);
+}
+
 /* Size every job: the deadline minimums, then the greedy. ERR_NOMEM. */
-static int castor_fleet_size(const struct fleet_castor_state *st, struct castor_round *rd,
-                             double ckpt)
+static int castor_fleet_size(const struct fleet_castor_state *st, struct castor_round *rd)
 {
     const struct snapshot *s = rd->s;
-    int maxgpus = st->max_nodes * rd->gpn, total = 0, split = st->mode == FLEET_DEADLINE;
-    double gpu_price = rd->price[rd->any];
+    int maxgpus = st->max_nodes * rd->gpn, total = 0,
+        split = st->mode == FLEET_DEADLINE || rd->mixed;
 
     for (int j = 0; j < s->njobs; j++) {
         if (st->mode == FLEET_DEADLINE)
-            rd->want[j] = castor_fleet_deadline(st, rd, j, ckpt);
+            rd->want[j] = castor_fleet_deadline(st, rd, j);
         else
             rd->want[j] = st->mode == FLEET_BUDGET ? 0 : 1;
         if (s->jobs[j].min_replicas > rd->want[j])
@@ -223,15 +279,19 @@ static int castor_fleet_size(const struct fleet_castor_state *st, struct castor_
     while (total < maxgpus) {
         int bj = -1, was;
 
+        /* the best move: the most hours saved per GPU-hour, or (jobs on different prices) per
+         * dollar */
         for (int j = 0; j < s->njobs; j++)
-            if (rd->to[j] > rd->want[j] && (bj < 0 || rd->key[j] > rd->key[bj] + 1e-12))
+            if (rd->to[j] > rd->want[j] &&
+                (bj < 0 || castor_fleet_score(rd, j, split, st->mode) >
+                               castor_fleet_score(rd, bj, split, st->mode) + 1e-12))
                 bj = j;
         if (bj < 0)
             break;
         /* efficiency and deadline: the hours saved must pay for the GPU-hours */
         if (st->mode != FLEET_BUDGET &&
             rd->key[bj] * st->value * snapshot_job_weight(&s->jobs[bj]) <
-                (rd->od[bj] ? rd->price[0] : gpu_price))
+                castor_fleet_job_price(rd, bj, split))
             break;
         was = rd->want[bj];
         rd->want[bj] = rd->to[bj];
@@ -259,8 +319,17 @@ static int castor_fleet_have(const struct snapshot *s, int m)
     return n;
 }
 
-/* Deadline mode with jobs bound to on-demand: the on-demand nodes go to them, the rest to the
- * others (and to those that found no on-demand node yet). */
+/* Whether market m (0 on-demand, 1 spot) has an offer at all, available now or not. */
+static int castor_fleet_offered(const struct snapshot *s, int m)
+{
+    for (int o = 0; o < s->noffers; o++)
+        if (!!s->offers[o].spot == m)
+            return 1;
+    return 0;
+}
+
+/* Jobs bound to on-demand (a deadline, or checkpoints too rare for spot): the on-demand nodes go
+ * to them, the rest to the others (and to those that found no on-demand node yet). */
 static int castor_fleet_split_allocate(const struct castor_round *rd, const unsigned char *keep,
                                        struct policy *pol, uint64_t seed, struct alloc *a)
 {
@@ -302,8 +371,22 @@ static int castor_fleet_plan(void *ctx, const struct snapshot *s, struct policy 
         st->surplus_rounds = 0;
         return fleet_shrink_to(s, pol, seed, 0, a, f);
     }
-    for (int j = 0; j < s->njobs; j++)
-        ckpt += (s->jobs[j].checkpoint_s > 0 ? s->jobs[j].checkpoint_s : 3600.0) / s->njobs;
+    rd.ckpt = calloc((size_t)s->njobs, sizeof(double));
+    rd.spot = calloc((size_t)s->njobs, sizeof(double));
+    rd.od = calloc((size_t)s->njobs, 1);
+    if (!rd.ckpt || !rd.spot || !rd.od) {
+        rc = ERR_NOMEM;
+        goto out;
+    }
+    rd.uniform = 1;
+    for (int j = 0; j < s->njobs; j++) {
+        rd.ckpt[j] = s->jobs[j].checkpoint_s > 0 ? s->jobs[j].checkpoint_s : 3600.0;
+        rd.uniform &= rd.ckpt[j] == rd.ckpt[0];
+        ckpt += rd.ckpt[j] / s->njobs;
+    }
+    if (rd.uniform) /* the very figure each offer is priced at */
+        for (int j = 0; j < s->njobs; j++)
+            rd.ckpt[j] = ckpt;
     for (int o = 0; o < s->noffers; o++) {
         int m = !!s->offers[o].spot;
         double p = s->offers[o].price / s->offers[o].gpus /
@@ -316,22 +399,24 @@ static int castor_fleet_plan(void *ctx, const struct snapshot *s, struct policy 
     }
     /* the cheapest of the two markets: where jobs without a deadline run */
     rd.any = rd.best[1] >= 0 && (rd.best[0] < 0 || rd.price[1] <= rd.price[0]) ? 1 : 0;
+    castor_fleet_markets(st, &rd);
     rd.gpn = rd.best[rd.any] >= 0 ? s->offers[rd.best[rd.any]].gpus
              : s->nnodes > 0      ? s->nodes[0].gpus
                                   : 1;
     rd.want = calloc((size_t)s->njobs, sizeof(int));
     rd.to = calloc((size_t)s->njobs, sizeof(int));
     rd.key = calloc((size_t)s->njobs, sizeof(double));
-    rd.od = calloc((size_t)s->njobs, 1);
     keep = malloc((size_t)s->nnodes + 1);
-    if (!rd.want || !rd.to || !rd.key || !rd.od || !keep) {
+    if (!rd.want || !rd.to || !rd.key || !keep) {
         rc = ERR_NOMEM;
         goto out;
     }
-    if ((rc = castor_fleet_size(st, &rd, ckpt)) < 0)
+    if ((rc = castor_fleet_size(st, &rd)) < 0)
         goto out;
     for (int j = 0; j < s->njobs; j++)
         split |= rd.od[j];
+    if (!castor_fleet_offered(s, 0) || !castor_fleet_offered(s, 1))
+        split = 0; /* one market to rent from: every job runs there */
     if (!split) {
         /* one market: the cheapest offer */
         int have = castor_fleet_have(s, -1), best = rd.best[rd.any];
@@ -358,13 +443,17 @@ static int castor_fleet_plan(void *ctx, const struct snapshot *s, struct policy 
         rc = fleet_allocate_kept(s, keep, pol, seed, a);
         goto out;
     }
-    /* deadline jobs bound to on-demand: each market sized on its own; no release this round
-     * unless a market has been in surplus for `patience` rounds */
+    /* jobs bound to on-demand (deadlines, checkpoints): each market sized on its own; no release
+     * this round unless a market has been in surplus for `patience` rounds */
     memset(keep, 1, (size_t)s->nnodes + 1);
     {
         int surplus = 0, want[2], have[2];
 
-        /* each market's packing and nodes, once: the release below uses the same figures */
+        int room = st->max_nodes - castor_fleet_have(s, -1);
+
+        /* each market's packing and nodes, once: the release below uses the same figures;
+         * launches within max_nodes, on-demand's first (its jobs are there for a deadline or
+         * for checkpoints that spot would cost too much) */
         for (int m = 0; m < 2; m++) {
             want[m] = castor_fleet_pack(&rd, m);
             have[m] = castor_fleet_have(s, m);
@@ -372,10 +461,16 @@ static int castor_fleet_plan(void *ctx, const struct snapshot *s, struct policy 
                 rc = ERR_NOMEM;
                 goto out;
             }
-            if (want[m] > have[m] && rd.best[m] >= 0)
-                f->launch[rd.best[m]] += want[m] - have[m];
             if (want[m] < have[m])
                 surplus = 1;
+        }
+        for (int m = 0; m < 2; m++) {
+            int n = want[m] - have[m] < room ? want[m] - have[m] : room;
+
+            if (n > 0 && rd.best[m] >= 0) {
+                f->launch[rd.best[m]] += n;
+                room -= n;
+            }
         }
         st->surplus_rounds = surplus ? st->surplus_rounds + 1 : 0;
         if (surplus && st->surplus_rounds >= st->patience) {
@@ -412,6 +507,8 @@ out:
     free(rd.to);
     free(rd.key);
     free(rd.od);
+    free(rd.ckpt);
+    free(rd.spot);
     free(keep);
     return rc;
 }

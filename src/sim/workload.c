@@ -46,7 +46,7 @@ int workload_load(const char *path, const char *const *known, struct workload **
 {
     struct csv_table *t = NULL;
     struct workload *w = NULL;
-    size_t cname, ctime, capp, crep, cbsz, cdl = (size_t)-1;
+    size_t cname, ctime, capp, crep, cbsz, cdl = (size_t)-1, cck = (size_t)-1;
     int rc;
 
     if ((rc = csv_load(path, &t, e)) < 0)
@@ -60,6 +60,8 @@ int workload_load(const char *path, const char *const *known, struct workload **
     for (size_t c = 0; c < t->ncols; c++)
         if (strcmp(t->header[c].text, "deadline") == 0)
             cdl = c;
+        else if (strcmp(t->header[c].text, "checkpoint") == 0)
+            cck = c;
     w = calloc(1, sizeof(*w));
     if (!w || !(w->jobs = calloc(t->nrows, sizeof(*w->jobs))) ||
         !(w->name = workload_base_name(path)) || !(w->path = strdup(path))) {
@@ -106,6 +108,19 @@ int workload_load(const char *path, const char *const *known, struct workload **
                              "deadline: seconds after the submission, must be positive (a "
                              "deadline at or before the submission is already past), found %g",
                              j->deadline);
+                goto out;
+            }
+        }
+        j->checkpoint_s = -1;
+        if (cck != (size_t)-1 && csv_cell_at(t, i, cck)->text[0] != '\0') {
+            c = csv_cell_at(t, i, cck);
+            if ((rc = csv_get_double(t, i, cck, &j->checkpoint_s, e)) < 0)
+                goto out;
+            if (!(j->checkpoint_s >= 0 && j->checkpoint_s <= 86400)) {
+                rc = err_set(e, ERR_PARSE, t->name, c->line, c->column,
+                             "checkpoint: seconds between the job's checkpoints, 0 (only at "
+                             "restarts and notices) to 86400, found %g",
+                             j->checkpoint_s);
                 goto out;
             }
         }

@@ -14,6 +14,8 @@ struct workload_job {
     int num_replicas;     /* the GPUs the baselines give it (Tiresias) */
     double batch_size;    /* the total batch the baselines use (Optimus, Tiresias) */
     double deadline;      /* seconds after submission by which it should finish; 0: none */
+    double checkpoint_s;  /* seconds between its checkpoints (0: only at restarts and notices);
+                           * < 0: the world's interval */
     int line;             /* its line in the trace, for messages */
 };
 
@@ -27,13 +29,15 @@ struct workload {
 
 /*
  * Load a trace. An optional column `deadline` gives each job the seconds after its submission by
- * which it should finish (empty: none). known is a NULL-terminated list of application names the
- * caller can emulate; a job naming another is an error. Errors name file, line and column in *e
- * (nothing is returned): a missing column, ERR_EMPTY for a trace with no jobs, ERR_PARSE for a
- * negative or non-numeric time, a time earlier than the row before (traces are sorted), an empty or
- * over-long name, a duplicate name, num_replicas not a whole number >= 1, batch_size not positive,
- * a deadline that is not a positive number of seconds (one at or before the submission), and
- * ERR_UNKNOWN for an unknown application.
+ * which it should finish (empty: none); an optional column `checkpoint` the seconds between its
+ * checkpoints, 0 to 86400 (0: only at restarts and notices; empty: the world's interval). known is
+ * a NULL-terminated list of application names the caller can emulate; a job naming another is an
+ * error. Errors name file, line and column in *e (nothing is returned): a missing column, ERR_EMPTY
+ * for a trace with no jobs, ERR_PARSE for a negative or non-numeric time, a time earlier than the
+ * row before (traces are sorted), an empty or over-long name, a duplicate name, num_replicas not a
+ * whole number >= 1, batch_size not positive, a deadline that is not a positive number of seconds
+ * (one at or before the submission), a checkpoint interval that is not a number of seconds from 0
+ * to 86400, and ERR_UNKNOWN for an unknown application.
  */
 int workload_load(const char *path, const char *const *known, struct workload **out,
                   struct error *e);

@@ -275,7 +275,8 @@ int sim_world_new(const struct sim_config *cfg, const struct workload *wl, struc
         /* a gang scheduler gives a job the GPUs it asked for: no other limit applies */
         sim_job_init(&w->jobs[i], spec, a, cfg->model, fixed,
                      q && !cfg->gang ? q->max_replicas : 0);
-        w->jobs[i].checkpoint_s = cfg->checkpoint_s;
+        /* the trace's own interval for the job, else the world's */
+        w->jobs[i].checkpoint_s = spec->checkpoint_s >= 0 ? spec->checkpoint_s : cfg->checkpoint_s;
         w->jobs[i].hysteresis = cfg->batch_hysteresis;
         w->jobs[i].family = cfg->families ? &w->families[fam] : NULL;
     }

@@ -399,6 +399,79 @@ static void castor_fleet__deadline_sizes_beyond_exploration(void **state)
     deadline_round(w, 1, 0, 375, (int[]){2, 0});
 }
 
+/*
+ * Each job's market by its own checkpoint interval (no notice is credited: a preemption loses the
+ * restart and half an interval). Spot $2 per 4-GPU node at 2 preemptions per node-hour, on-demand
+ * $4 ($1 per GPU-hour). Job 0 checkpoints every 60 s: spot loses 2 x (30 + 30) / 3600 = 3.3% and
+ * costs 0.5 / 0.967 = $0.517 per useful GPU-hour: spot. Job 1 every 3000 s: 2 x (30 + 1500) / 3600
+ * = 85%, $3.33: on-demand. Each may use 4 GPUs (one node): one launch on each market (priced at
+ * their mean interval, 1530 s: 44%, $0.90, both would have gone to spot). With the nodes ready,
+ * job 1 runs on the on-demand node and job 0 on the spot one. At one interval for both, 60 s or
+ * 3000 s, both go to the same market: two spot nodes, or two on-demand nodes.
+ */
+static void castor_fleet__checkpoints_choose_each_jobs_market(void **state)
+{
+    struct fw *w = *state;
+    struct fleet_config cfg = {.mode = FLEET_EFFICIENCY};
+    const double ckpt[3][2] = {{60, 3000}, {60, 60}, {3000, 3000}};
+    const int launch[3][2] = {{1, 1}, {2, 0}, {0, 2}};
+
+    for (int i = 0; i < 3; i++) {
+        offer(w, 0, 1, 2.0, 2.0);
+        offer(w, 1, 0, 4.0, 0);
+        for (int j = 0; j < 2; j++) {
+            job(w, j, &perfect, 4);
+            w->jobs[j].max_replicas = 4;
+            w->jobs[j].checkpoint_s = ckpt[i][j];
+        }
+        fw_ready(w, 2, 0, 0, 2);
+        assert_int_equal(decide_once(w, "castor", &cfg, "pollux"), 0);
+        assert_launch(w, launch[i]);
+    }
+    /* the nodes of the first case, ready: each job on its market's node */
+    for (int j = 0; j < 2; j++)
+        w->jobs[j].checkpoint_s = ckpt[0][j];
+    node(w, 0, 0, OLD);
+    node(w, 1, 1, OLD);
+    fw_ready(w, 2, 2, 0, 2);
+    assert_int_equal(decide_once(w, "castor", &cfg, "pollux"), 0);
+    assert_int_equal(w->out->count[0], 4);
+    assert_int_equal(w->out->count[1], 4);
+    assert_int_equal(alloc_on_node(w->out, 0, 0), 4); /* job 0 on spot */
+    assert_int_equal(alloc_on_node(w->out, 1, 1), 4); /* job 1 on on-demand */
+    assert_launch(w, (int[]){0, 0});
+}
+
+/*
+ * Deadline mode where only on-demand can be rented: a job without a deadline runs beside the
+ * deadline job's (the spot nodes a split would send it to do not exist). Two on-demand nodes
+ * ready, the deadline job of deadline_round (one GPU makes it on on-demand) allowed 4 GPUs, and a
+ * job without a deadline allowed 4: both run, nothing is launched or released.
+ */
+static void castor_fleet__deadline_with_one_market_runs_every_job(void **state)
+{
+    struct fw *w = *state;
+    struct fleet_config cfg = {.mode = FLEET_DEADLINE};
+
+    offer(w, 0, 0, 4.0, 0);
+    w->offers[0].boot_s = 170;
+    for (int j = 0; j < 2; j++) {
+        job(w, j, &perfect, 4);
+        w->jobs[j].max_replicas = 4;
+        w->jobs[j].checkpoint_s = 600;
+    }
+    w->jobs[0].progress_target = 1190.476;
+    w->jobs[0].deadline = NOW + 1460;
+    node(w, 0, 0, OLD);
+    node(w, 1, 0, OLD);
+    fw_ready(w, 1, 2, 0, 2);
+    assert_int_equal(decide_once(w, "castor", &cfg, "pollux"), 0);
+    assert_true(w->out->count[0] > 0);
+    assert_true(w->out->count[1] > 0);
+    assert_launch(w, (int[]){0});
+    assert_release(w, (int[]){0, 0});
+}
+
 /* The newest booting instances are cancelled first, within the market asked for: launched 5, 20
  * and 1 s ago (spot, spot, on-demand): one spot cancel takes the 5 s one; two of any market take
  * the 1 s one (on-demand) and then the 5 s one; asking for more than there are stops at none left.
@@ -948,6 +1021,8 @@ int main(void)
         FW(castor_fleet__value_decides_sublinear_growth),
         FW(castor_fleet__deadline_picks_the_market),
         FW(castor_fleet__deadline_sizes_beyond_exploration),
+        FW(castor_fleet__checkpoints_choose_each_jobs_market),
+        FW(castor_fleet__deadline_with_one_market_runs_every_job),
         FW(fleet_cancel_newest__by_launch_time_and_market),
         FW(castor_fleet__steady_world_no_moves),
         FW(castor_fleet__counts_ready_and_booting),

@@ -48,6 +48,28 @@ static void workload_load__deadlines(void **state)
     workload_free(w);
 }
 
+/* The optional checkpoint column: each job's seconds between checkpoints (0: only at restarts and
+ * notices), empty for the world's interval (-1). */
+static void workload_load__checkpoints(void **state)
+{
+    struct workload *w = NULL;
+    struct error e;
+
+    (void)state;
+    assert_int_equal(workload_load(CASTOR_TEST_DATA "/workloads/checkpoints.csv", known, &w, &e),
+                     0);
+    assert_int_equal(w->n, 3);
+    assert_float_equal(w->jobs[0].checkpoint_s, 120, 0);
+    assert_float_equal(w->jobs[1].checkpoint_s, -1, 0);
+    assert_float_equal(w->jobs[2].checkpoint_s, 0, 0);
+    workload_free(w);
+    /* a trace without the column: the world's interval for every job */
+    assert_int_equal(workload_load(CASTOR_TEST_DATA "/workloads/ten.csv", known, &w, &e), 0);
+    for (size_t i = 0; i < w->n; i++)
+        assert_float_equal(w->jobs[i].checkpoint_s, -1, 0);
+    workload_free(w);
+}
+
 /* Each bad trace: the code, the line and column of the offending cell, and *out untouched. */
 static void expect_bad(const char *file, int code, int line, int column, const char *words)
 {
@@ -77,6 +99,10 @@ static void workload_load__bad_traces(void **state)
     expect_bad(BAD "no_such_file.csv", ERR_NOENT, 0, 0, "cannot open");
     /* "c,20,bert,2,12,0": a deadline at the submission is already past */
     expect_bad(BAD "past_deadline.csv", ERR_PARSE, 4, 16, "already past");
+    /* "b,10,ncf,1,256,-5": the interval starts at column 16 of line 3 */
+    expect_bad(BAD "negative_checkpoint.csv", ERR_PARSE, 3, 16, "0 (only at restarts");
+    expect_bad(BAD "long_checkpoint.csv", ERR_PARSE, 2, 19, "found 90000");
+    expect_bad(BAD "word_checkpoint.csv", ERR_PARSE, 2, 19, "checkpoint");
 }
 
 int main(void)
@@ -85,6 +111,7 @@ int main(void)
         cmocka_unit_test(workload_load__ten_jobs),
         cmocka_unit_test(workload_load__bad_traces),
         cmocka_unit_test(workload_load__deadlines),
+        cmocka_unit_test(workload_load__checkpoints),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -35,25 +35,31 @@ static const struct mkt_offer_spec offers[NOFFERS] = {
                 .ntrace = 2},
 };
 
-static struct workload *wl;
+static struct workload *wl, *wl_ckpt;
 
 static int group_setup(void **state)
 {
     struct error e;
 
     (void)state;
-    return workload_load(CASTOR_TEST_DATA "/workloads/one_cifar10.csv", known, &wl, &e);
+    if (workload_load(CASTOR_TEST_DATA "/workloads/one_cifar10.csv", known, &wl, &e) < 0)
+        return -1;
+    return workload_load(CASTOR_TEST_DATA "/workloads/one_cifar10_checkpoint.csv", known, &wl_ckpt,
+                         &e);
 }
 
 static int group_teardown(void **state)
 {
     (void)state;
     workload_free(wl);
+    workload_free(wl_ckpt);
     return 0;
 }
 
-/* A world renting from the market above: `nodes` ready nodes of offer `initial` at time 0. */
-static struct sim_world *market_world(int nodes, int initial, double checkpoint_s)
+/* A world of trace t renting from the market above: `nodes` ready nodes of offer `initial` at
+ * time 0, jobs checkpointing every checkpoint_s unless the trace says otherwise. */
+static struct sim_world *market_world_of(const struct workload *t, int nodes, int initial,
+                                         double checkpoint_s)
 {
     struct sim_config cfg = {.profiles = CASTOR_DATADIR "/profiles",
                              .model = &tput_model_pollux,
@@ -69,8 +75,13 @@ static struct sim_world *market_world(int nodes, int initial, double checkpoint_
     struct sim_world *w = NULL;
     struct error e;
 
-    assert_int_equal(sim_world_new(&cfg, wl, &w, &e), 0);
+    assert_int_equal(sim_world_new(&cfg, t, &w, &e), 0);
     return w;
+}
+
+static struct sim_world *market_world(int nodes, int initial, double checkpoint_s)
+{
+    return market_world_of(wl, nodes, initial, checkpoint_s);
 }
 
 static const struct snapshot *observe(struct sim_world *w)
@@ -302,6 +313,25 @@ static void sim_world_advance__periodic_checkpoints_bound_silent_loss(void **sta
     sim_world_free(w);
 }
 
+/*
+ * The job's own interval from the trace (its `checkpoint` column, 250 s) wins over the world's
+ * (100 s): it runs from 30 and checkpoints at 280, 530 and 780, so the silent preemption at 1000
+ * costs it 220 s of running; the snapshot shows the planner its 250 s.
+ */
+static void sim_world_advance__the_traces_interval_per_job(void **state)
+{
+    struct sim_world *w = market_world_of(wl_ckpt, 1, SILENT, 100);
+    const struct sim_job *job = sim_world_job(w, 0);
+
+    (void)state;
+    assert_float_equal(observe(w)->jobs[0].checkpoint_s, 250, 0);
+    place_job(w, 4);
+    assert_int_equal(sim_world_advance(w, 1000), 0);
+    assert_int_equal(job->preemptions, 1);
+    assert_float_equal(job->lost_s, 220, 0);
+    sim_world_free(w);
+}
+
 /* Releasing the node the job holds is ERR_INVAL and changes nothing: the launch in the same plan
  * does not happen, the node stays, the job keeps its GPUs. Once the job is off it, the same
  * release goes through. */
@@ -424,6 +454,7 @@ int main(void)
         cmocka_unit_test(sim_world_resize__capacity_marks_offer_unavailable),
         cmocka_unit_test(sim_world_advance__notice_checkpoints_preemption_rolls_back),
         cmocka_unit_test(sim_world_advance__periodic_checkpoints_bound_silent_loss),
+        cmocka_unit_test(sim_world_advance__the_traces_interval_per_job),
         cmocka_unit_test(sim_world_resize__release_of_held_node_refused),
         cmocka_unit_test(sim_world_fleet_stats__dollars_are_the_bill),
         cmocka_unit_test(sim_world_observe__families_seed_later_jobs),
