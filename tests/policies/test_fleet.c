@@ -405,7 +405,8 @@ static void castor_fleet__deadline_sizes_beyond_exploration(void **state)
  * $4 ($1 per GPU-hour). Job 0 checkpoints every 60 s: spot loses 2 x (30 + 30) / 3600 = 3.3% and
  * costs 0.5 / 0.967 = $0.517 per useful GPU-hour: spot. Job 1 every 3000 s: 2 x (30 + 1500) / 3600
  * = 85%, $3.33: on-demand. Each may use 4 GPUs (one node): one launch on each market (priced at
- * their mean interval, 1530 s: 44%, $0.90, both would have gone to spot). With the nodes ready,
+ * their mean interval, 1530 s: 44%, $0.90, both would have gone to spot); with room for one node
+ * only (max_nodes 1), the on-demand one, whose job spot would cost too much. With the nodes ready,
  * job 1 runs on the on-demand node and job 0 on the spot one. At one interval for both, 60 s or
  * 3000 s, both go to the same market: two spot nodes, or two on-demand nodes.
  */
@@ -428,6 +429,14 @@ static void castor_fleet__checkpoints_choose_each_jobs_market(void **state)
         assert_int_equal(decide_once(w, "castor", &cfg, "pollux"), 0);
         assert_launch(w, launch[i]);
     }
+    /* the first case within max_nodes 1: the on-demand launch goes first */
+    cfg.max_nodes = 1;
+    for (int j = 0; j < 2; j++)
+        w->jobs[j].checkpoint_s = ckpt[0][j];
+    fw_ready(w, 2, 0, 0, 2);
+    assert_int_equal(decide_once(w, "castor", &cfg, "pollux"), 0);
+    assert_launch(w, (int[]){0, 1});
+    cfg.max_nodes = 0;
     /* the nodes of the first case, ready: each job on its market's node */
     for (int j = 0; j < 2; j++)
         w->jobs[j].checkpoint_s = ckpt[0][j];
