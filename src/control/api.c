@@ -277,6 +277,8 @@ struct api {
     struct log *log;
     api_clock_fn clock;
     void *clock_ctx;
+    api_changed_fn changed;
+    void *changed_ctx;
     unsigned char digest[API_NROLES][CRYPTO_SHA256_LEN];
     int has[API_NROLES];
     pthread_mutex_t mu; /* the state's connection, the metrics and the counts */
@@ -340,6 +342,8 @@ int api_new(const struct api_config *cfg, struct api **out, struct error *e)
     a->log = cfg->log;
     a->clock = cfg->clock;
     a->clock_ctx = cfg->clock_ctx;
+    a->changed = cfg->changed;
+    a->changed_ctx = cfg->changed_ctx;
     a->qtail = &a->queue;
     *out = a;
     return 0;
@@ -1688,24 +1692,25 @@ struct ap_route {
     unsigned roles;
     void (*fn)(struct ap_ctx *c);
     int own_locking; /* fn takes the state's lock itself (else it runs under it) */
+    int changes;     /* a 2xx answer changed what the decide step sees: api_config.changed */
 };
 
 static const struct ap_route ap_routes[] = {
-    {"POST", "/v1/nodes", AP_R(API_ROLE_NODE), ap_node_register, 0},
-    {"POST", "/v1/nodes/*/heartbeat", AP_R(API_ROLE_NODE), ap_node_heartbeat, 0},
-    {"GET", "/v1/nodes/*/assignment", AP_R(API_ROLE_NODE), ap_node_assignment, 0},
-    {"POST", "/v1/nodes/*/notice", AP_R(API_ROLE_NODE), ap_node_notice, 0},
-    {"POST", "/v1/jobs/*/reports", AP_R(API_ROLE_JOB), ap_job_report, 1},
-    {"POST", "/v1/jobs/*/checkpoint", AP_R(API_ROLE_JOB), ap_job_checkpoint, 0},
-    {"POST", "/v1/jobs/*/finished", AP_R(API_ROLE_JOB), ap_job_finished, 0},
-    {"GET", "/v1/jobs/*/allocation", AP_R(API_ROLE_JOB) | AP_R(API_ROLE_USER), ap_job_allocation,
+    {"POST", "/v1/nodes", AP_R(API_ROLE_NODE), ap_node_register, 0, 1},
+    {"POST", "/v1/nodes/*/heartbeat", AP_R(API_ROLE_NODE), ap_node_heartbeat, 0, 0},
+    {"GET", "/v1/nodes/*/assignment", AP_R(API_ROLE_NODE), ap_node_assignment, 0, 0},
+    {"POST", "/v1/nodes/*/notice", AP_R(API_ROLE_NODE), ap_node_notice, 0, 1},
+    {"POST", "/v1/jobs/*/reports", AP_R(API_ROLE_JOB), ap_job_report, 1, 0},
+    {"POST", "/v1/jobs/*/checkpoint", AP_R(API_ROLE_JOB), ap_job_checkpoint, 0, 0},
+    {"POST", "/v1/jobs/*/finished", AP_R(API_ROLE_JOB), ap_job_finished, 0, 1},
+    {"GET", "/v1/jobs/*/allocation", AP_R(API_ROLE_JOB) | AP_R(API_ROLE_USER), ap_job_allocation, 0,
      0},
-    {"POST", "/v1/jobs", AP_R(API_ROLE_USER), ap_job_submit, 0},
-    {"GET", "/v1/jobs", AP_R(API_ROLE_USER), ap_job_list, 0},
-    {"GET", "/v1/jobs/*", AP_R(API_ROLE_USER), ap_job_get, 0},
-    {"DELETE", "/v1/jobs/*", AP_R(API_ROLE_USER), ap_job_cancel, 0},
-    {"GET", "/v1/fleet", AP_R(API_ROLE_USER), ap_fleet, 0},
-    {"GET", "/metrics", AP_R(API_ROLE_METRICS), ap_metrics_text, 0},
+    {"POST", "/v1/jobs", AP_R(API_ROLE_USER), ap_job_submit, 0, 1},
+    {"GET", "/v1/jobs", AP_R(API_ROLE_USER), ap_job_list, 0, 0},
+    {"GET", "/v1/jobs/*", AP_R(API_ROLE_USER), ap_job_get, 0, 0},
+    {"DELETE", "/v1/jobs/*", AP_R(API_ROLE_USER), ap_job_cancel, 0, 1},
+    {"GET", "/v1/fleet", AP_R(API_ROLE_USER), ap_fleet, 0, 0},
+    {"GET", "/metrics", AP_R(API_ROLE_METRICS), ap_metrics_text, 0, 0},
 };
 
 size_t api_route_count(void)
@@ -1770,7 +1775,8 @@ static int ap_auth(const struct api *a, const struct http_request *req, int *rol
 }
 
 /* Route an authenticated request and answer it. */
-static void ap_route(struct ap_ctx *c, char *param, size_t size)
+/* Routes the request; the route taken, or NULL (answered with an error). */
+static const struct ap_route *ap_route(struct ap_ctx *c, char *param, size_t size)
 {
     const struct ap_route *route = NULL;
     int path_known = 0;
@@ -1785,11 +1791,11 @@ static void ap_route(struct ap_ctx *c, char *param, size_t size)
     }
     if (!path_known) {
         ap_fail(c, 404, "no such endpoint");
-        return;
+        return NULL;
     }
     if (!route) {
         ap_fail(c, 405, "%s is not allowed on this path", c->req->method);
-        return;
+        return NULL;
     }
     roles = route->roles;
     if (route->fn == ap_metrics_text && !c->a->has[API_ROLE_METRICS])
@@ -1797,28 +1803,30 @@ static void ap_route(struct ap_ctx *c, char *param, size_t size)
     if (!(roles & AP_R(c->role))) {
         ap_fail(c, 403, "a %s token may not %s %s", ap_role_names[c->role], route->method,
                 route->path);
-        return;
+        return NULL;
     }
     if (strchr(route->path, '*')) {
         if (!api_name_ok(param)) {
             ap_fail(c, 404, "no such %s", strncmp(route->path, "/v1/nodes", 9) ? "job" : "node");
-            return;
+            return NULL;
         }
         c->param = param;
     }
     if (route->own_locking) {
         route->fn(c);
-        return;
+        return route;
     }
     pthread_mutex_lock(&c->a->mu);
     route->fn(c);
     pthread_mutex_unlock(&c->a->mu);
+    return route;
 }
 
 void api_handle(void *api, const struct http_request *req, struct http_response *resp)
 {
     struct api *a = api;
     struct ap_ctx c = {.a = a, .req = req, .resp = resp, .role = -1};
+    const struct ap_route *route = NULL;
     char param[AP_NAME_MAX + 2];
     const char *job = NULL, *node = NULL;
     int rc, status;
@@ -1830,9 +1838,11 @@ void api_handle(void *api, const struct http_request *req, struct http_response 
         resp->headers[0] = (struct http_pair){"WWW-Authenticate", "Bearer"};
         resp->nheaders = 1;
     } else {
-        ap_route(&c, param, sizeof(param));
+        route = ap_route(&c, param, sizeof(param));
     }
     status = resp->status;
+    if (route && route->changes && status >= 200 && status < 300 && a->changed)
+        a->changed(a->changed_ctx);
     if (c.param && strncmp(req->path, "/v1/jobs", 8) == 0)
         job = c.param;
     else if (c.param && strncmp(req->path, "/v1/nodes", 9) == 0)

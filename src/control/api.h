@@ -92,11 +92,19 @@ int api_metrics_observe_decide(struct api_metrics *m, double seconds);
 /* The time, seconds since the Unix epoch, from the daemon layer (the API reads no clock). */
 typedef double (*api_clock_fn)(void *ctx);
 
+/* Told, from the request's thread, that a request changed what the decide step sees. */
+typedef void (*api_changed_fn)(void *ctx);
+
 struct api_config {
     struct state *state; /* borrowed; the API serialises its use */
     struct log *log;     /* borrowed; NULL: no request log */
     api_clock_fn clock;  /* the time of records and log lines */
     void *clock_ctx;
+    /* NULL, or called after each 2xx answer that changed what the decide step sees (a node
+     * registered or noticed, a job submitted, finished or cancelled): the daemon decides at once
+     * rather than at its next interval */
+    api_changed_fn changed;
+    void *changed_ctx;
     const struct api_tokens *tokens; /* read at api_new (only their digests are kept) */
 };
 

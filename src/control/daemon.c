@@ -50,6 +50,9 @@ struct daemon {
     struct api_metrics metrics; /* the decide histogram lives here */
     sigset_t sigs;
     int stop, reload;
+    pthread_t main;   /* the loop's thread: the API's requests wake it (SIGUSR2) */
+    int changed;      /* a request changed what the decide step sees: decide soon */
+    double last_tick; /* when the loop last decided (monotonic clock) */
     long long tick;   /* the number of the next decision recorded */
     double cost_from; /* costs are recorded up to this time */
     struct dm_cron *cron;
@@ -57,6 +60,10 @@ struct daemon {
 };
 
 #define DM_OFFER_TRIES 10 /* asking the cloud's offers at start: about 30 s of backoff */
+
+/* The least time between two decisions that requests bring forward (a burst of submissions makes
+ * one decision, not one each). */
+#define DM_CHANGE_GAP_S 1.0
 
 /* ---- clocks ---- */
 
@@ -111,25 +118,49 @@ static int dm_wait_signal(struct daemon *d, double until)
         d->stop = 1;
         return 1;
     }
+    if (sig == SIGUSR2) {
+        d->changed = 1;
+        return 1;
+    }
     return 0; /* timed out (EAGAIN) or interrupted (EINTR): look at the clock again */
 }
 
-/* The real world's sleep: until `until`, but back early (ERR_AGAIN) for a signal or a template
- * that is due. */
+/* The real world's sleep: until `until`, but back early with ERR_AGAIN for a stop, a reload or a
+ * template that is due, and with 0 (decide now) once a request has changed what the decide step
+ * sees, at least DM_CHANGE_GAP_S after the last decision. */
 static int dm_sleep(void *ctx, double until)
 {
     struct daemon *d = ctx;
 
     for (;;) {
-        double now = dm_clock(NULL), cron = dm_next_cron(d);
+        double now = dm_clock(NULL), cron = dm_next_cron(d), wake = until;
 
         if (d->stop || d->reload || cron <= now)
             return ERR_AGAIN;
-        if (dm_wait_signal(d, cron < until ? cron : until))
-            return ERR_AGAIN;
-        if (dm_clock(NULL) >= until)
+        if (now >= until) {
+            d->changed = 0; /* this decision sees the change */
             return 0;
+        }
+        if (d->changed) {
+            double soon = now + (d->last_tick + DM_CHANGE_GAP_S - dm_timer(NULL));
+
+            if (soon <= now) {
+                d->changed = 0;
+                return 0;
+            }
+            if (soon < wake)
+                wake = soon;
+        }
+        dm_wait_signal(d, cron < wake ? cron : wake);
     }
+}
+
+/* api_config.changed: from a request's thread, wake the loop's. */
+static void dm_changed(void *ctx)
+{
+    struct daemon *d = ctx;
+
+    pthread_kill(d->main, SIGUSR2);
 }
 
 /* ---- jobs: the configuration's and the templates' ---- */
@@ -502,6 +533,8 @@ static int dm_start_api(struct daemon *d, struct error *e)
     ac.state = d->st_api;
     ac.log = d->log;
     ac.clock = dm_clock;
+    ac.changed = dm_changed;
+    ac.changed_ctx = d;
     ac.tokens = &tokens;
     rc = api_new(&ac, &d->api, e);
     api_tokens_clear(&tokens);
@@ -657,7 +690,9 @@ int daemon_run(const char *config_path, FILE *logf)
     sigaddset(&d.sigs, SIGTERM);
     sigaddset(&d.sigs, SIGINT);
     sigaddset(&d.sigs, SIGHUP);
+    sigaddset(&d.sigs, SIGUSR2);
     pthread_sigmask(SIG_BLOCK, &d.sigs, NULL); /* before any thread: they all inherit it */
+    d.main = pthread_self();
     now = dm_clock(NULL);
     d.cost_from = now;
     if ((rc = dm_start(&d, &e)) < 0) {
@@ -682,6 +717,7 @@ int daemon_run(const char *config_path, FILE *logf)
         rc = loop_tick(&d.loop);
         now = dm_clock(NULL);
         if (rc == 0) {
+            d.last_tick = dm_timer(NULL);
             d.loop.interval = d.cfg->interval;
             dm_costs(&d, now);
             dm_metrics(&d);

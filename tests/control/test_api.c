@@ -42,6 +42,7 @@ struct fixture {
     struct log *log;
     double now;
     char base[64];
+    int changes; /* api_config.changed calls (from the server's threads: atomics) */
 };
 
 static double fake_clock(void *ctx)
@@ -49,6 +50,18 @@ static double fake_clock(void *ctx)
     struct fixture *f = ctx;
 
     return f->now;
+}
+
+static void count_change(void *ctx)
+{
+    struct fixture *f = ctx;
+
+    __atomic_fetch_add(&f->changes, 1, __ATOMIC_SEQ_CST);
+}
+
+static int changes(struct fixture *f)
+{
+    return __atomic_load_n(&f->changes, __ATOMIC_SEQ_CST);
 }
 
 static int api_setup(void **state)
@@ -73,6 +86,8 @@ static int api_setup(void **state)
     cfg.log = f->log;
     cfg.clock = fake_clock;
     cfg.clock_ctx = f;
+    cfg.changed = count_change;
+    cfg.changed_ctx = f;
     cfg.tokens = &tokens;
     if (api_new(&cfg, &f->api, NULL) < 0)
         return -1;
@@ -409,6 +424,44 @@ static void api_nodes__register_heartbeat_assignment_notice(void **state)
     assert_int_equal(state_node_get(f->st, "i-1", &node), 0);
     assert_true(node.notice_at == f->now && node.notice_deadline == 1714565000.0);
     state_node_clear(&node);
+}
+
+/* The daemon is told of what changes the decide step's view, once per 2xx answer: a node
+ * registered or noticed, a job submitted, finished or cancelled; not of reads, heartbeats,
+ * reports, checkpoints, refusals or requests without the right token. */
+static void api_handle__changes_told_for_the_decide_step(void **state)
+{
+    struct fixture *f = *state;
+
+    assert_int_equal(call(f, "POST", "/v1/jobs", TOKEN_USER, JOB_SPEC("a"), NULL), 201);
+    assert_int_equal(changes(f), 1);
+    assert_int_equal(call(f, "POST", "/v1/jobs", TOKEN_USER, JOB_SPEC("a"), NULL), 409);
+    assert_int_equal(call(f, "POST", "/v1/jobs", TOKEN_WRONG, JOB_SPEC("z"), NULL), 401);
+    assert_int_equal(call(f, "GET", "/v1/jobs", TOKEN_USER, NULL, NULL), 200);
+    assert_int_equal(call(f, "GET", "/v1/jobs/a", TOKEN_USER, NULL, NULL), 200);
+    assert_int_equal(changes(f), 1);
+    assert_int_equal(
+        call(f, "POST", "/v1/nodes", TOKEN_NODE, "{\"instance_id\":\"i-1\",\"gpus\":4}", NULL),
+        201);
+    assert_int_equal(changes(f), 2);
+    assert_int_equal(call(f, "POST", "/v1/nodes/i-1/heartbeat", TOKEN_NODE, "{}", NULL), 200);
+    assert_int_equal(call(f, "GET", "/v1/nodes/i-1/assignment", TOKEN_NODE, NULL, NULL), 200);
+    assert_int_equal(call(f, "GET", "/v1/fleet", TOKEN_USER, NULL, NULL), 200);
+    assert_int_equal(state_job_set_state(f->st, "a", STATE_JOB_RUNNING, f->now), 0);
+    assert_int_equal(call(f, "POST", "/v1/jobs/a/checkpoint", TOKEN_JOB, "{\"progress\":1}", NULL),
+                     200);
+    assert_int_equal(changes(f), 2);
+    assert_int_equal(call(f, "POST", "/v1/nodes/i-1/notice", TOKEN_NODE, "{}", NULL), 200);
+    assert_int_equal(changes(f), 3);
+    assert_int_equal(call(f, "POST", "/v1/jobs/a/finished", TOKEN_JOB, "{\"progress\":2}", NULL),
+                     200);
+    assert_int_equal(changes(f), 4);
+    assert_int_equal(call(f, "POST", "/v1/jobs", TOKEN_USER, JOB_SPEC("b"), NULL), 201);
+    assert_int_equal(call(f, "DELETE", "/v1/jobs/b", TOKEN_USER, NULL, NULL), 200);
+    assert_int_equal(changes(f), 6);
+    assert_int_equal(call(f, "DELETE", "/v1/jobs/nope", TOKEN_USER, NULL, NULL), 404);
+    assert_int_equal(call(f, "POST", "/v1/nodes/nope/notice", TOKEN_NODE, "{}", NULL), 404);
+    assert_int_equal(changes(f), 6);
 }
 
 /* Bad node requests are refused with their reason and write nothing: a second registration,
@@ -1273,6 +1326,7 @@ int main(void)
         API_TEST(api_handle__every_endpoint_needs_a_token),
         API_TEST(api_handle__roles_kept_apart),
         API_TEST(api_nodes__register_heartbeat_assignment_notice),
+        API_TEST(api_handle__changes_told_for_the_decide_step),
         API_TEST(api_nodes__bad_input_writes_nothing),
         API_TEST(api_jobs__submit_list_get_cancel),
         API_TEST(api_jobs__samples_stored_or_null),

@@ -62,8 +62,9 @@ static void nap(int ms)
     "  - name: " name "\n    command: [train]\n    workdir: /w\n    init_batch_size: 64\n" \
     "    max_batch_size: 1024\n    max_local_bsz: 128\n    max_replicas: 2\n"
 
-/* The configuration, with jobs as given (YAML list items) and more top-level keys after them. */
-static void write_config_more(struct run *r, const char *jobs, const char *more)
+/* The configuration deciding every `interval` seconds, with jobs as given (YAML list items) and
+ * more top-level keys after them. */
+static void write_config_every(struct run *r, int interval, const char *jobs, const char *more)
 {
     FILE *f = fopen(r->config, "w");
 
@@ -77,7 +78,7 @@ static void write_config_more(struct run *r, const char *jobs, const char *more)
             "    - name: box/on-demand\n"
             "      gpus: 2\n"
             "      price: 3.6\n"
-            "interval: 1\n"
+            "interval: %d\n"
             "state: state.db\n"
             "launch_timeout: 60\n"
             "api:\n"
@@ -87,8 +88,13 @@ static void write_config_more(struct run *r, const char *jobs, const char *more)
             "  planner: fixed\n"
             "  nodes: 2\n"
             "jobs:\n%s%s",
-            jobs, more);
+            interval, jobs, more);
     fclose(f);
+}
+
+static void write_config_more(struct run *r, const char *jobs, const char *more)
+{
+    write_config_every(r, 1, jobs, more);
 }
 
 static void write_config(struct run *r, const char *jobs)
@@ -210,6 +216,23 @@ static int client(struct run *r, char **out, const char *a1, const char *a2, con
         *out = slurp(outpath);
     unlink(outpath);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* `castor submit` of a job spec named name (2 replicas at most); the client's exit status. */
+static int submit(struct run *r, char **out, const char *name)
+{
+    char path[160];
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/job.yaml", r->dir);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f,
+            "name: %s\ncommand: [train]\nworkdir: /w\ninit_batch_size: 32\nmax_batch_size: 256\n"
+            "max_local_bsz: 64\nmax_replicas: 2\n",
+            name);
+    fclose(f);
+    return client(r, out, "submit", path, NULL);
 }
 
 /* A fake node agent: one request to the API with the node token. */
@@ -351,7 +374,7 @@ static void register_nodes(struct run *r, char ids[8][64], int n)
 static void daemon_run__signals_restart_and_no_double_launch(void **state)
 {
     struct run *r = *state;
-    char ids[8][64], *out = NULL, path[160];
+    char ids[8][64], *out = NULL;
     int nlive = 0, unique;
     struct state *st = NULL;
     struct state_job *jobs = NULL;
@@ -370,14 +393,7 @@ static void daemon_run__signals_restart_and_no_double_launch(void **state)
     assert_true(job_wait(r, "alpha", "running"));
     assert_true(job_wait(r, "beta", "running"));
     /* a job submitted with the client command, then listed */
-    snprintf(path, sizeof(path), "%s/job.yaml", r->dir);
-    f = fopen(path, "w");
-    assert_non_null(f);
-    fputs("name: gamma\ncommand: [train]\nworkdir: /w\ninit_batch_size: 32\nmax_batch_size: 256\n"
-          "max_local_bsz: 64\nmax_replicas: 2\n",
-          f);
-    fclose(f);
-    assert_int_equal(client(r, &out, "submit", path, NULL), 0);
+    assert_int_equal(submit(r, &out, "gamma"), 0);
     assert_non_null(strstr(out, "submitted gamma (pending)"));
     free(out);
     assert_int_equal(client(r, &out, "status", NULL, NULL), 0);
@@ -435,6 +451,29 @@ static void daemon_run__signals_restart_and_no_double_launch(void **state)
         assert_true(dollars > 0);
     }
     state_close(st);
+}
+
+/*
+ * What a request changes is decided at once, not at the next interval (here 600 s, far beyond
+ * WAIT_S): the first decision, at start, launches the fixed fleet's two nodes; their registration
+ * places the configuration's job, and a job submitted later is placed beside it (each decision at
+ * least a second after the one before).
+ */
+static void daemon_run__requests_decide_at_once(void **state)
+{
+    struct run *r = *state;
+    char ids[8][64], *out = NULL;
+    int nlive = 0;
+
+    write_config_every(r, 600, JOB("first"), "");
+    start(r);
+    assert_int_equal(wait_launched(r, 2, ids, &nlive), 2);
+    register_nodes(r, ids, nlive);
+    assert_true(job_wait(r, "first", "running"));
+    assert_int_equal(submit(r, &out, "second"), 0);
+    free(out);
+    assert_true(job_wait(r, "second", "running"));
+    assert_int_equal(stop(r, SIGTERM), 0);
 }
 
 /* The name of template t's job at time at (UTC, whole minutes). */
@@ -526,6 +565,8 @@ static void daemon_run__bad_configuration_exits_2(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(daemon_run__requests_decide_at_once, daemon_setup,
+                                        daemon_teardown),
         cmocka_unit_test_setup_teardown(daemon_run__signals_restart_and_no_double_launch,
                                         daemon_setup, daemon_teardown),
         cmocka_unit_test_setup_teardown(daemon_run__a_missed_template_runs_once, daemon_setup,
