@@ -53,6 +53,7 @@ struct daemon {
     pthread_t main;   /* the loop's thread: the API's requests wake it (SIGUSR2) */
     int changed;      /* a request changed what the decide step sees: decide soon */
     double last_tick; /* when the loop last decided (monotonic clock) */
+    int failing;      /* ticks in a row whose decide step failed */
     long long tick;   /* the number of the next decision recorded */
     double cost_from; /* costs are recorded up to this time */
     struct dm_cron *cron;
@@ -716,6 +717,15 @@ int daemon_run(const char *config_path, FILE *logf)
     while (!d.stop) {
         rc = loop_tick(&d.loop);
         now = dm_clock(NULL);
+        if (rc == 0 && d.loop.policy_err < 0 && d.failing++ == 0)
+            log_msg(d.log, now, LOG_WARN, NULL, NULL,
+                    "the decide step failed (%s): the current allocation stays until it works",
+                    err_str(d.loop.policy_err));
+        else if (rc == 0 && d.loop.policy_err == 0 && d.failing > 0) {
+            log_msg(d.log, now, LOG_INFO, NULL, NULL,
+                    "the decide step works again, after %d failed ticks", d.failing);
+            d.failing = 0;
+        }
         if (rc == 0) {
             d.last_tick = dm_timer(NULL);
             d.loop.interval = d.cfg->interval;

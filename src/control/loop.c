@@ -12,6 +12,7 @@ int loop_tick(struct loop *l)
     int rc, fleet;
     double t0;
 
+    l->policy_err = 0;
     if ((rc = provider_wait(l->provider, l->interval)) < 0 ||
         (rc = provider_observe(l->provider, &s)) < 0)
         return rc;
@@ -26,11 +27,15 @@ int loop_tick(struct loop *l)
     if (fleet) {
         if ((rc = fleet_plan_new(s, &f)) < 0)
             goto out;
-        if (plan_decide_fleet(s, l->fleet, l->policy, l->seed + (uint64_t)l->ticks, plan, f) < 0)
-            l->policy_errs++;
-    } else if (plan_decide(s, l->policy, l->seed + (uint64_t)l->ticks, plan) < 0) {
-        l->policy_errs++;
+        l->policy_err =
+            plan_decide_fleet(s, l->fleet, l->policy, l->seed + (uint64_t)l->ticks, plan, f);
+    } else {
+        l->policy_err = plan_decide(s, l->policy, l->seed + (uint64_t)l->ticks, plan);
     }
+    if (l->policy_err < 0)
+        l->policy_errs++;
+    else
+        l->policy_err = 0;
     l->decide_s = l->timer ? l->timer(l->timer_ctx) - t0 : 0;
     /* the jobs move first, so that the nodes the plan lets go are free */
     if ((rc = provider_apply(l->provider, plan)) < 0)

@@ -27,6 +27,7 @@ struct loop {
     long ticks;      /* ticks done */
     long decisions;  /* ticks with jobs to decide for */
     int policy_errs; /* decisions that kept the current allocation because the policy failed */
+    int policy_err;  /* the last such failure's error code (0: the last decision did not fail) */
     int resize_errs; /* fleet changes the world refused */
     /* Optional: a monotonic clock (seconds) to time the decide step with; NULL: not timed. */
     double (*timer)(void *ctx);

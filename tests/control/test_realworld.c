@@ -540,6 +540,53 @@ static void realworld_observe__a_gone_instance_drops_its_jobs(void **state)
     state_job_clear(&j);
 }
 
+static void report_one(struct fixture *f, const char *job, int replicas, int local, double step,
+                       double sync, double sqr, double var);
+
+/*
+ * A gang of 2 on two 1-GPU nodes (the PyTorch world's shape): it is placed once both register; one
+ * node gets a notice and goes; the fixed fleet replaces it, and once the new node registers the
+ * gang runs again on the old node and the new one, with or without a model from its reports.
+ */
+static void realworld_observe__a_gang_moves_to_the_replacement_node(void **state)
+{
+    struct fixture *f = *state;
+    char ids[8][CLOUD_ID_MAX], keep[2][CLOUD_ID_MAX];
+    struct state_alloc *rows = NULL;
+    size_t n = 0;
+
+    assert_int_equal(make_loop(f, 2), 0);
+    submit_job_with(f, "g", 2, ", \"min_replicas\": 2");
+    tick(f, 0);
+    assert_int_equal(live_instances(f, ids), 2);
+    agent_register(f, ids[0], 1);
+    agent_register(f, ids[1], 1);
+    tick(f, 1);
+    assert_int_equal(state_alloc_get(f->st, "g", &rows, &n), 0);
+    assert_int_equal(n, 2);
+    state_allocs_free(rows, n);
+    report_one(f, "g", 2, 32, 0.2, 0.05, 0.5, 2.0);
+    tick(f, 1);
+    memcpy(keep[0], ids[0], CLOUD_ID_MAX);
+    memcpy(keep[1], ids[1], CLOUD_ID_MAX);
+    assert_int_equal(cloud_fake_set_state(&f->fake, ids[1], CLOUD_NOTICED, f->now + 2), 0);
+    tick(f, 1);
+    /* the replacement registers while the noticed node still drains */
+    assert_int_equal(live_instances(f, ids), 3);
+    for (int i = 0; i < 3; i++)
+        if (strcmp(ids[i], keep[0]) != 0 && strcmp(ids[i], keep[1]) != 0)
+            agent_register(f, ids[i], 1);
+    tick(f, 1);
+    assert_int_equal(cloud_fake_set_state(&f->fake, keep[1], CLOUD_GONE, 0), 0);
+    for (int i = 0; i < 3; i++)
+        tick(f, 1);
+    assert_int_equal(f->loop.policy_errs, 0);
+    assert_int_equal(state_alloc_get(f->st, "g", &rows, &n), 0);
+    if (n != 2)
+        fail_msg("the gang holds %zu nodes after the replacement registered", n);
+    state_allocs_free(rows, n);
+}
+
 static void realworld_observe__a_noticed_node_drains(void **state)
 {
     struct fixture *f = *state;
@@ -837,6 +884,8 @@ int main(void)
                                         rw_setup, rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_observe__a_gone_instance_drops_its_jobs, rw_setup,
                                         rw_teardown),
+        cmocka_unit_test_setup_teardown(realworld_observe__a_gang_moves_to_the_replacement_node,
+                                        rw_setup, rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_observe__a_noticed_node_drains, rw_setup,
                                         rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_observe__reports_refit_the_model, rw_setup,

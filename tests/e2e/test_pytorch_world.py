@@ -179,9 +179,13 @@ class World:
             except ProcessLookupError:
                 pass
 
+    # the polls that fill a controller's log while nothing happens
+    NOISE = ("/heartbeat -> ", "/assignment -> ", "GET /v1/jobs/")
+
     def tail(self):
-        """Each log's first 40 lines (the submission and the first decisions), its warnings and
-        errors (at most 40), and its last 20 lines: what a failure report needs."""
+        """Each log's first 40 lines (the submission and the first decisions), then its lines
+        other than polls (launches, registrations, notices, allocations, warnings and errors; at
+        most 150), and its last 20 lines: what a failure report needs."""
         out = []
         for root, _, files in os.walk(self.tmp):
             for name in sorted(files):
@@ -189,11 +193,11 @@ class World:
                     path = os.path.join(root, name)
                     with open(path, errors="replace") as f:
                         lines = f.readlines()
-                    bad = [ln for ln in lines[40:-20]
-                           if '"level":"warn"' in ln or '"level":"error"' in ln][:40]
+                    told = [ln for ln in lines[40:-20]
+                            if not any(n in ln for n in self.NOISE)][:150]
                     out.append(f"--- {path} ({len(lines)} lines)\n" + "".join(lines[:40]) +
-                               ("... warnings and errors after those:\n" + "".join(bad)
-                                if bad else "") +
+                               ("... the lines other than polls after those:\n" + "".join(told)
+                                if told else "") +
                                ("...\n" + "".join(lines[-20:]) if len(lines) > 40 else ""))
         return "\n".join(out)
 

@@ -222,6 +222,40 @@ static void pollux_allocate__gang_minimum_all_or_nothing(void **state)
 }
 
 /*
+ * A gang that lost one of its nodes: two nodes of 1 GPU, the job (a gang of 2, measured on 2) holds
+ * 1 replica on node 0 after node 1 was replaced by a new one. Below its minimum its current
+ * allocation is no allocation; the only one there is, a replica on each node, is taken, whatever
+ * the seed, with or without a model.
+ */
+static void pollux_allocate__gang_below_its_minimum_is_placed_again(void **state)
+{
+    struct world *w = *state;
+    struct alloc *cur = NULL, *out = NULL;
+
+    for (int i = 0; i < NODES; i++)
+        w->nodes[i].gpus = 1;
+    assert_int_equal(alloc_new(1, NODES, NODES, &cur), 0);
+    assert_int_equal(alloc_new(1, NODES, NODES, &out), 0);
+    assert_int_equal(alloc_add(cur, 0, 0, 1), 0);
+    w->s.njobs = 1;
+    w->s.current = cur;
+    w->jobs[0].min_replicas = 2;
+    for (int model = 0; model < 2; model++)
+        for (uint64_t seed = 1; seed <= 20; seed++) {
+            if (model)
+                give_model(w, 0, &perfect);
+            w->jobs[0].max_profiled_replicas = 2;
+            assert_int_equal(decide_with("pollux", &w->s, &w->cfg, seed, out), 0);
+            if (out->count[0] != 2)
+                fail_msg("model %d, seed %llu: %d replicas", model, (unsigned long long)seed,
+                         out->count[0]);
+        }
+    w->s.current = w->cur;
+    alloc_free(cur);
+    alloc_free(out);
+}
+
+/*
  * Priority weights. Three perfectly scaling jobs (speedup r / 3) on 8 GPUs; with the harmonic mean
  * the objective is the sum of -w_j / s_j, so the best split minimises 4 / r_a + 1 / r_b + 1 / r_c
  * for a weight 4 on a (priority 20): r proportional to sqrt(w), 2 : 1 : 1, that is 4, 2, 2 (4/4 +
@@ -712,6 +746,7 @@ int main(void)
         WORLD_TEST(pollux_allocate__owner_max_replicas_caps),
         WORLD_TEST(pollux_allocate__owner_limit_shrinks_held_job),
         WORLD_TEST(pollux_allocate__gang_minimum_all_or_nothing),
+        WORLD_TEST(pollux_allocate__gang_below_its_minimum_is_placed_again),
         WORLD_TEST(pollux_allocate__weight_claims_more),
         WORLD_TEST(pollux_allocate__same_count_on_other_nodes_is_a_restart),
         WORLD_TEST(pollux_allocate__placement_splits_the_job_that_minds_least),
