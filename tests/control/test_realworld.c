@@ -587,6 +587,44 @@ static void realworld_observe__a_gang_moves_to_the_replacement_node(void **state
     state_allocs_free(rows, n);
 }
 
+/* A policy that fails every decision, as a broken one would. */
+static int failing_allocate(void *ctx, const struct snapshot *s, uint64_t seed, struct alloc *out)
+{
+    (void)ctx;
+    (void)s;
+    (void)seed;
+    (void)out;
+    return ERR_INTERNAL;
+}
+
+static const struct policy_ops failing_ops = {.name = "failing", .allocate = failing_allocate};
+
+/* A failing decide step keeps the current allocation and is told (loop.policy_err, counted in
+ * policy_errs); the next decision that works clears it. */
+static void loop_tick__a_failing_decide_step_is_told(void **state)
+{
+    struct fixture *f = *state;
+    char ids[8][CLOUD_ID_MAX];
+    const struct policy_ops *works;
+    struct state_alloc *rows = NULL;
+    size_t n = 0;
+
+    one_node_running(f, ids);
+    works = f->policy.ops;
+    f->policy.ops = &failing_ops;
+    submit_job(f, "b", 4);
+    tick(f, 1);
+    assert_int_equal(f->loop.policy_err, ERR_INTERNAL);
+    assert_int_equal(f->loop.policy_errs, 1);
+    assert_int_equal(state_alloc_get(f->st, "b", &rows, &n), 0);
+    assert_int_equal(n, 0); /* the current allocation stayed: b has nothing */
+    state_allocs_free(rows, n);
+    f->policy.ops = works;
+    tick(f, 1);
+    assert_int_equal(f->loop.policy_err, 0);
+    assert_int_equal(f->loop.policy_errs, 1);
+}
+
 static void realworld_observe__a_noticed_node_drains(void **state)
 {
     struct fixture *f = *state;
@@ -886,6 +924,8 @@ int main(void)
                                         rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_observe__a_gang_moves_to_the_replacement_node,
                                         rw_setup, rw_teardown),
+        cmocka_unit_test_setup_teardown(loop_tick__a_failing_decide_step_is_told, rw_setup,
+                                        rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_observe__a_noticed_node_drains, rw_setup,
                                         rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_observe__reports_refit_the_model, rw_setup,
