@@ -216,6 +216,12 @@ static int pollux_prepare(struct pollux *p, const struct snapshot *s, struct pol
         }
         q->penalty = fmax(age - sj->restarts * p->delta, 0.0) / (age + p->delta);
         q->cur_r = s->current->count[j];
+        /* a gang below its minimum that ran before (it lost a node) restarts whatever is
+         * chosen: no change of it is voluntary, so none is penalised (else a young gang that
+         * restarted once would wait out its age against restarts x delta on GPUs left idle) */
+        if (sj->min_replicas > 1 && q->cur_r < sj->min_replicas &&
+            (q->cur_r > 0 || sj->restarts > 0))
+            q->penalty = 1.0;
         q->cur_n = alloc_nodes_used(s->current, j);
     }
     /* the tables not taken are of jobs gone or changed: freed now, so that a decision never holds

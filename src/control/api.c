@@ -807,6 +807,10 @@ static struct jv *ap_assignment_job(struct ap_ctx *c, const struct state_node_jo
     ap_set(c, o, "world_size", jv_integer(world));
     ap_set(c, o, "master", jv_string(n > 0 ? rows[0].node : c->param));
     ap_set_master_addr(c, o, n > 0 ? rows[0].node : c->param);
+    /* when the job was placed as it is: every re-placement changes it on every node, so that all
+     * replicas restart into the new world, those on nodes it kept included */
+    if (n > 0 && isfinite(rows[0].since))
+        ap_set(c, o, "placed_at", jv_number(rows[0].since));
     ap_set_config(c, o, &j);
     ap_set(c, o, "spec", ap_spec(&j));
     state_allocs_free(rows, n);

@@ -426,6 +426,44 @@ static void api_nodes__register_heartbeat_assignment_notice(void **state)
     state_node_clear(&node);
 }
 
+/*
+ * An assignment names when the job was placed as it is, so that an agent restarts every replica
+ * of a job moved elsewhere, on the nodes it kept too: job a on i-1 alone, then on i-1 and i-2
+ * (i-1's rank 0, world 2) and then on i-1 and i-3 at a later time: i-1's entry is the same but for
+ * placed_at, which changes.
+ */
+static void api_nodes__assignment_names_the_placement(void **state)
+{
+    struct fixture *f = *state;
+    struct state_alloc two[] = {{"i-1", 1, 0}, {"i-2", 1, 0}},
+                       other[] = {{"i-1", 1, 0}, {"i-3", 1, 0}};
+    struct jv *v = NULL;
+    double first = 0, second = 0;
+    long long x = 0;
+
+    populate(f);
+    for (int i = 2; i <= 3; i++) {
+        char body[96];
+
+        snprintf(body, sizeof(body), "{\"instance_id\":\"i-%d\",\"gpus\":1}", i);
+        assert_int_equal(call(f, "POST", "/v1/nodes", TOKEN_NODE, body, NULL), 201);
+    }
+    f->now += 10;
+    assert_int_equal(state_alloc_replace(f->st, "a", two, 2, f->now), 0);
+    assert_int_equal(call(f, "GET", "/v1/nodes/i-1/assignment", TOKEN_NODE, NULL, &v), 200);
+    assert_int_equal(jv_number_value(jv_get(jv_at(jv_get(v, "jobs"), 0), "placed_at"), &first), 0);
+    assert_true(first == f->now);
+    jv_free(v);
+    f->now += 10;
+    assert_int_equal(state_alloc_replace(f->st, "a", other, 2, f->now), 0);
+    assert_int_equal(call(f, "GET", "/v1/nodes/i-1/assignment", TOKEN_NODE, NULL, &v), 200);
+    assert_int_equal(jv_number_value(jv_get(jv_at(jv_get(v, "jobs"), 0), "placed_at"), &second), 0);
+    assert_true(second == f->now && second > first);
+    assert_int_equal(jv_integer_value(jv_get(jv_at(jv_get(v, "jobs"), 0), "world_size"), &x), 0);
+    assert_int_equal(x, 2);
+    jv_free(v);
+}
+
 /* The daemon is told of what changes the decide step's view, once per 2xx answer: a node
  * registered or noticed, a job submitted, finished or cancelled; not of reads, heartbeats,
  * reports, checkpoints, refusals or requests without the right token. */
@@ -1327,6 +1365,7 @@ int main(void)
         API_TEST(api_handle__roles_kept_apart),
         API_TEST(api_nodes__register_heartbeat_assignment_notice),
         API_TEST(api_handle__changes_told_for_the_decide_step),
+        API_TEST(api_nodes__assignment_names_the_placement),
         API_TEST(api_nodes__bad_input_writes_nothing),
         API_TEST(api_jobs__submit_list_get_cancel),
         API_TEST(api_jobs__samples_stored_or_null),

@@ -544,9 +544,10 @@ static void report_one(struct fixture *f, const char *job, int replicas, int loc
                        double sync, double sqr, double var);
 
 /*
- * A gang of 2 on two 1-GPU nodes (the PyTorch world's shape): it is placed once both register; one
- * node gets a notice and goes; the fixed fleet replaces it, and once the new node registers the
- * gang runs again on the old node and the new one, with or without a model from its reports.
+ * A gang of 2 on two 1-GPU nodes (the PyTorch world's shape): it is placed once both register and
+ * has restarted once; one node gets a notice and goes; the fixed fleet replaces it, and once the
+ * new node registers the gang runs again on the old node and the new one, within seconds of its
+ * submission (before the fix it held nothing until its age passed 30 s).
  */
 static void realworld_observe__a_gang_moves_to_the_replacement_node(void **state)
 {
@@ -567,6 +568,9 @@ static void realworld_observe__a_gang_moves_to_the_replacement_node(void **state
     state_allocs_free(rows, n);
     report_one(f, "g", 2, 32, 0.2, 0.05, 0.5, 2.0);
     tick(f, 1);
+    /* it restarted once already (a new batch size, say): young, it may not restart again for
+     * Pollux's penalty until its age passes restarts x 30 s, but a gang that lost a node must */
+    assert_int_equal(state_job_restarted(f->st, "g"), 0);
     memcpy(keep[0], ids[0], CLOUD_ID_MAX);
     memcpy(keep[1], ids[1], CLOUD_ID_MAX);
     assert_int_equal(cloud_fake_set_state(&f->fake, ids[1], CLOUD_NOTICED, f->now + 2), 0);

@@ -225,7 +225,8 @@ static void pollux_allocate__gang_minimum_all_or_nothing(void **state)
  * A gang that lost one of its nodes: two nodes of 1 GPU, the job (a gang of 2, measured on 2) holds
  * 1 replica on node 0 after node 1 was replaced by a new one. Below its minimum its current
  * allocation is no allocation; the only one there is, a replica on each node, is taken, whatever
- * the seed, with or without a model.
+ * the seed, with or without a model; and so it is when the gang holds nothing, young and
+ * restarted once.
  */
 static void pollux_allocate__gang_below_its_minimum_is_placed_again(void **state)
 {
@@ -250,6 +251,18 @@ static void pollux_allocate__gang_below_its_minimum_is_placed_again(void **state
                 fail_msg("model %d, seed %llu: %d replicas", model, (unsigned long long)seed,
                          out->count[0]);
         }
+    /* young (5 s), restarted once and holding nothing after its node went: Pollux's penalty,
+     * max(5 - 30, 0) / (5 + 30) = 0, would make every placement worth nothing and leave it idle;
+     * a gang that ran before is not penalised, so it is placed at once */
+    alloc_clear_job(cur, 0);
+    w->jobs[0].submit_time = NOW - 5;
+    w->jobs[0].restarts = 1;
+    for (uint64_t seed = 1; seed <= 20; seed++) {
+        assert_int_equal(decide_with("pollux", &w->s, &w->cfg, seed, out), 0);
+        if (out->count[0] != 2)
+            fail_msg("restarted young gang, seed %llu: %d replicas", (unsigned long long)seed,
+                     out->count[0]);
+    }
     w->s.current = w->cur;
     alloc_free(cur);
     alloc_free(out);
