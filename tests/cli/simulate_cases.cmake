@@ -73,6 +73,12 @@ castor_cli_test(scenario_castor_alone 0 "mean            castor"
   simulate --scenario ${SCN}/small.yaml)
 castor_cli_test(scenario_workload_override 0 "one_cifar10.csv"
   simulate --scenario ${SCN}/small.yaml --workload ${CASTOR_TEST_DATA}/workloads/one_cifar10.csv)
+# every shipped scenario loads and runs the four systems (on the ten-job trace, to stay short)
+foreach(scn t4 heavy-preemption deadline no-notice)
+  castor_cli_test(scenario_shipped_${scn} 0 "castor against pollux-autoscale: dollars"
+    simulate --scenario ${CMAKE_SOURCE_DIR}/config/scenarios/${scn}.yaml --compare
+    --workload ${CASTOR_TEST_DATA}/workloads/ten.csv)
+endforeach()
 castor_cli_test(scenario_no_offers 2 "no_offers.yaml:2:9: the scenario needs a list of offers"
   simulate --scenario ${SCN}/no_offers.yaml)
 castor_cli_test(scenario_negative_price 2 "negative_price.yaml:5:12: offers[0].price: -3.9 is outside"
