@@ -190,6 +190,7 @@ struct ap_metrics {
     size_t njobs;
     long long decide_counts[API_DECIDE_NBUCKETS + 1];
     double decide_sum;
+    long long decide_failures;
     struct api_call_metrics *calls;
     size_t ncalls;
     struct api_call_metrics *errors;
@@ -264,6 +265,7 @@ static int ap_metrics_copy(const struct api_metrics *m, struct ap_metrics *out)
     c.nerrors = m->nerrors;
     memcpy(c.decide_counts, m->decide_counts, sizeof(c.decide_counts));
     c.decide_sum = m->decide_sum;
+    c.decide_failures = m->decide_failures;
     *out = c;
     return 0;
 }
@@ -1629,6 +1631,10 @@ static void ap_metrics_daemon(const struct ap_metrics *m, FILE *f)
     }
     ap_sample(f, "castor_decide_latency_seconds_sum", NULL, NULL, NULL, NULL, m->decide_sum);
     ap_sample(f, "castor_decide_latency_seconds_count", NULL, NULL, NULL, NULL, (double)cum);
+    ap_family(f, "castor_decide_failures_total", "counter",
+              "Decide steps whose policy failed, the allocation kept as it was.");
+    ap_sample(f, "castor_decide_failures_total", NULL, NULL, NULL, NULL,
+              (double)m->decide_failures);
     ap_family(f, "castor_provider_calls_total", "counter", "Calls to the provider, by operation.");
     for (size_t i = 0; i < m->ncalls; i++)
         ap_sample(f, "castor_provider_calls_total", "op", m->calls[i].op, NULL, NULL,

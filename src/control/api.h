@@ -77,7 +77,8 @@ struct api_metrics {
     size_t njobs;
     long long decide_counts[API_DECIDE_NBUCKETS + 1]; /* per bucket (not cumulative); last: +Inf */
     double decide_sum;                                /* seconds, over all decides */
-    const struct api_call_metrics *calls;             /* provider calls by op (code unused) */
+    long long decide_failures;            /* decides whose policy failed (the allocation stayed) */
+    const struct api_call_metrics *calls; /* provider calls by op (code unused) */
     size_t ncalls;
     const struct api_call_metrics *errors; /* provider errors by op and code */
     size_t nerrors;

@@ -375,6 +375,7 @@ static int dm_record(void *ctx, double now, const struct snapshot *s, const stru
 
     realworld_last_actions(d->rw, &a);
     api_metrics_observe_decide(&d->metrics, d->loop.decide_s);
+    d->metrics.decide_failures = d->loop.policy_errs;
     for (int j = 0; j < plan->njobs; j++)
         rc |= jv_set(jobs, s->jobs[j].name, jv_integer(plan->count[j]));
     rc |= jv_set(o, "jobs", jobs);

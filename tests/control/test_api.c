@@ -1156,7 +1156,13 @@ static void api_metrics__prometheus_text(void **state)
     const struct api_job_metrics jobs[] = {{"a", 812.5, 3.25, 512}, {"b", NAN, NAN, 64}};
     const struct api_call_metrics calls[] = {{"launch", NULL, 7}, {"terminate", NULL, 2}};
     const struct api_call_metrics errors[] = {{"launch", "Insufficient\"Capacity\\\n", 3}};
-    struct api_metrics m = {jobs, 2, {0}, 0, calls, 2, errors, 1};
+    struct api_metrics m = {.jobs = jobs,
+                            .njobs = 2,
+                            .decide_failures = 4,
+                            .calls = calls,
+                            .ncalls = 2,
+                            .errors = errors,
+                            .nerrors = 1};
     struct http_client_request req = {.method = "GET"};
     struct http_client_response r = {0};
     char url[96], auth[96], name[128], labels[256], family[128] = "";
@@ -1207,6 +1213,7 @@ static void api_metrics__prometheus_text(void **state)
     assert_float_equal(sample_value(r.body, "castor_decide_latency_seconds_bucket{le=\"+Inf\"}"), 3,
                        0);
     assert_float_equal(sample_value(r.body, "castor_decide_latency_seconds_sum"), 100.203, 1e-9);
+    assert_float_equal(sample_value(r.body, "castor_decide_failures_total"), 4, 0);
     assert_float_equal(sample_value(r.body, "castor_provider_calls_total{op=\"launch\"}"), 7, 0);
     assert_float_equal(
         sample_value(
