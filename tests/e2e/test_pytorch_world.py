@@ -210,11 +210,17 @@ def run(w):
     first_world = recs[-1]["world"]
     print(f"test_pytorch_world: {len(recs)} steps, world {first_world}", flush=True)
 
-    # the notice: the node running the last rank gets SIGUSR1, then dies as a cloud takes it
+    # the notice: the node running the last rank gets SIGUSR1, then dies as a cloud takes it.
+    # The replica to notice is the one running now: the record read may be of one that a new
+    # configuration (the first reports' batch size) is just restarting, whose parent has reaped it
     victim_rank = first_world - 1
-    rec = w.records(victim_rank)[-1]
-    node_pid = ppid_of(rec["pid"])
-    check(node_pid in w.live_node_pids(), f"rank {victim_rank}'s parent is a castor-node")
+
+    def running_victim():
+        rec = w.records(victim_rank)[-1]
+        pid = ppid_of(rec["pid"]) if alive(rec["pid"]) else None
+        return (rec, pid) if pid in w.live_node_pids() else None
+
+    rec, node_pid = w.wait(running_victim, f"rank {victim_rank} running under a castor-node", 60)
     before = len(recs)
     os.kill(node_pid, signal.SIGUSR1)
     w.wait(lambda: not alive(rec["pid"]), "the noticed replica to checkpoint and exit", 60)
