@@ -48,6 +48,7 @@ struct fixture {
     struct cloud cloud; /* the spy in front of it, which the world uses */
     int spy_checked;    /* launches whose intent the spy found committed */
     int tried[2];       /* launches asked of the fake: [0] on-demand, [1] spot */
+    int register_gpus;  /* > 0: each launched instance's agent registers during the launch */
     struct realworld *rw;
     struct provider prov;
     struct policy policy;
@@ -74,18 +75,24 @@ static int spy_list(void *ctx, const char *cluster, struct cloud_instance **out,
     return cloud_list(&((struct fixture *)ctx)->fake, cluster, out, n);
 }
 
+static void agent_register(struct fixture *f, const char *id, int gpus);
+
 static int spy_launch(void *ctx, const char *offer, const char *cluster, const char *token,
                       char *id)
 {
     struct fixture *f = ctx;
     char sql[256];
+    int rc;
 
     /* read through a third connection: only what was committed is there */
     snprintf(sql, sizeof(sql), "SELECT count(*) FROM launch_intents WHERE token = '%s'", token);
     assert_int_equal(one_int(state_db(f->st_spy), sql), 1);
     f->spy_checked++;
     f->tried[strcmp(offer, OFFER_SPOT) == 0]++;
-    return cloud_launch(&f->fake, offer, cluster, token, id);
+    rc = cloud_launch(&f->fake, offer, cluster, token, id);
+    if (rc == 0 && f->register_gpus > 0) /* an agent faster than the launch's record */
+        agent_register(f, id, f->register_gpus);
+    return rc;
 }
 
 static int spy_terminate(void *ctx, const char *cluster, const char *id)
@@ -605,6 +612,35 @@ static const struct policy_ops failing_ops = {.name = "failing", .allocate = fai
 
 /* A failing decide step keeps the current allocation and is told (loop.policy_err, counted in
  * policy_errs); the next decision that works clears it. */
+/*
+ * The agents of a fixed fleet's two 1-GPU nodes register while the launch is still being recorded
+ * (a local cloud starts them at once): each node is first a static node, then the launched one.
+ * A gang of 2 submitted before is placed on the two at the next decision.
+ */
+static void realworld_observe__agents_faster_than_the_launch_record(void **state)
+{
+    struct fixture *f = *state;
+    struct state_alloc *rows = NULL;
+    const struct snapshot *s;
+    size_t n = 0;
+
+    assert_int_equal(make_loop(f, 2), 0);
+    submit_job_with(f, "g", 2, ", \"min_replicas\": 2");
+    f->register_gpus = 1;
+    tick(f, 0);
+    f->register_gpus = 0;
+    assert_int_equal(sql_int(f, "SELECT count(*) FROM nodes WHERE state = 'ready'"), 2);
+    for (int i = 0; i < 3; i++)
+        tick(f, 1);
+    f->now += 1;
+    assert_int_equal(provider_observe(&f->prov, &s), 0);
+    assert_int_equal(s->nnodes, 2);
+    assert_int_equal(state_alloc_get(f->st, "g", &rows, &n), 0);
+    if (n != 2)
+        fail_msg("the gang holds %zu nodes", n);
+    state_allocs_free(rows, n);
+}
+
 static void loop_tick__a_failing_decide_step_is_told(void **state)
 {
     struct fixture *f = *state;
@@ -930,6 +966,8 @@ int main(void)
                                         rw_setup, rw_teardown),
         cmocka_unit_test_setup_teardown(loop_tick__a_failing_decide_step_is_told, rw_setup,
                                         rw_teardown),
+        cmocka_unit_test_setup_teardown(realworld_observe__agents_faster_than_the_launch_record,
+                                        rw_setup, rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_observe__a_noticed_node_drains, rw_setup,
                                         rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_observe__reports_refit_the_model, rw_setup,
