@@ -16,14 +16,17 @@ starts again on the old and the new node. The test checks that
 * the controller heard of the checkpoints (checkpoint progress > 0) and a restart was counted;
 * at the end (fleet: 0 nodes through a reload, then SIGTERM) no process of the run is left.
 
-Run by ctest with /usr/bin/python3.11 (Debian's python3-torch). Without torch it is skipped (exit
+On failure it prints the logs and the state database; with CASTOR_TEST_KEEP=DIR it also copies
+the run's tree under DIR. Run by ctest with /usr/bin/python3.11 (Debian's python3-torch). Without torch it is skipped (exit
 77), saying so, unless CI is set: then it fails."""
 
 import argparse
 import json
 import os
 import secrets
+import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -199,6 +202,31 @@ class World:
                                ("... the lines other than polls after those:\n" + "".join(told)
                                 if told else "") +
                                ("...\n" + "".join(lines[-20:]) if len(lines) > 40 else ""))
+        out.append(self.state())
+        return "\n".join(out)
+
+    def state(self):
+        """What the controller's state database holds: jobs, nodes, allocations and the last
+        decisions (each tick's plan), the record of what the decide step saw and chose."""
+        path = os.path.join(self.tmp, "state.db")
+        if not os.path.exists(path):
+            return "--- no state database"
+        out = [f"--- {path}"]
+        try:
+            db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+            for title, sql in (
+                    ("jobs", "SELECT id, name, state, progress, checkpoint_progress, restarts,"
+                     " local_bsz, accum_steps, reported_at FROM jobs"),
+                    ("nodes", "SELECT id, instance_id, state, gpus, launched_at, ready_at,"
+                     " terminated_at, heartbeat_at, notice_at, address FROM nodes"),
+                    ("allocations", "SELECT * FROM allocations"),
+                    ("decisions", "SELECT tick, at, summary FROM decisions"
+                     " ORDER BY id DESC LIMIT 8")):
+                out.append(f"{title}:")
+                out.extend("  " + repr(row) for row in db.execute(sql))
+            db.close()
+        except sqlite3.Error as e:
+            out.append(f"  unreadable: {e}")
         return "\n".join(out)
 
 
@@ -298,6 +326,11 @@ def main():
             print(f"test_pytorch_world: FAILED: {e}")
             if w:
                 print(w.tail())
+                keep = os.environ.get("CASTOR_TEST_KEEP")
+                if keep:  # the whole run's tree, for a closer look (logs, traces, state)
+                    w.stop()
+                    shutil.copytree(tmp, os.path.join(keep, os.path.basename(tmp)),
+                                    ignore_dangling_symlinks=True)
             return 1
         finally:
             if w:
