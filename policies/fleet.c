@@ -46,8 +46,10 @@ void fleet_free(struct fleet_policy *p)
 
 void fleet_policy_defaults(const char *fleet, const char *policy, struct policy_config *pcfg)
 {
-    if (pcfg->p_mean_set || !fleet || !policy || strcmp(fleet, "castor") != 0 ||
-        strcmp(policy, "pollux") != 0)
+    if (!fleet || !policy || strcmp(fleet, "castor") != 0 || strcmp(policy, "pollux") != 0)
+        return;
+    pcfg->deadline_start = 1;
+    if (pcfg->p_mean_set)
         return;
     pcfg->p_mean = FLEET_CASTOR_P_MEAN;
     pcfg->p_mean_set = 1;

@@ -64,8 +64,9 @@ struct fleet_policy {
 };
 
 /* The allocation policy's settings that fleet planner `fleet` implies where pcfg leaves them to
- * the default: under castor's planner, pollux's power mean is FLEET_CASTOR_P_MEAN. pcfg is the
- * caller's; a p_mean already given is kept. */
+ * the default: under castor's planner, pollux's power mean is FLEET_CASTOR_P_MEAN, and a job with
+ * a deadline may start on the replicas its owner asked for (deadline_start). pcfg is the caller's;
+ * a p_mean already given is kept. */
 void fleet_policy_defaults(const char *fleet, const char *policy, struct policy_config *pcfg);
 
 extern const struct fleet_ops fleet_fixed;

@@ -200,10 +200,13 @@ static void castor_fleet_markets(const struct fleet_castor_state *st, struct cas
 }
 
 /* Deadline mode: the fewest GPUs that finish job j by its deadline, on spot if it can (od[j] 0),
- * else on on-demand (od[j] 1; the most it may use if even that is late). 1 without a deadline or
- * a model. The count may exceed what the job's exploration allows yet (twice the replicas it has
- * been measured on): the fleet is sized for its whole need, so that nodes boot while its
- * exploration ramps up, and the split gives it what its exploration allows. */
+ * else on on-demand (od[j] 1; the most it may use if even that is late). 1 without a deadline. A
+ * job with a deadline and no model yet gets what its owner asked for (req_replicas), on
+ * on-demand where there is one: nothing says what it needs, and a preemption before its first
+ * measurement would cost it a start. The count may exceed what the job's exploration allows yet
+ * (twice the replicas it has been measured on): the fleet is sized for its whole need, so that
+ * nodes boot while its exploration ramps up, and the split gives it what its exploration allows
+ * (with deadline_start, at least what its owner asked for until measured there). */
 static int castor_fleet_deadline(const struct fleet_castor_state *st, struct castor_round *rd,
                                  int j)
 {
@@ -213,6 +216,10 @@ static int castor_fleet_deadline(const struct fleet_castor_state *st, struct cas
     double left = sj->progress_target - sj->progress,
            m0 = sj->lim.init_bsz > 0 ? sj->lim.init_bsz : 1;
 
+    if (sj->deadline > 0 && !sj->has_model && sj->req_replicas > 1) {
+        rd->od[j] = rd->best[0] >= 0;
+        return sj->req_replicas < lim ? sj->req_replicas : lim;
+    }
     if (!(sj->deadline > 0) || !sj->has_model || !(left > 0) || !(sj->progress_target > 0))
         return 1; /* on the market its checkpoints chose */
     for (int m = 1; m >= 0; m--) {

@@ -15,6 +15,9 @@ struct policy_config {
     int p_mean_set;                /* 1: p_mean was given; 0: the policy's default */
     double restart_penalty;        /* pollux: delta, seconds of the restart penalty (default 30) */
     int no_interference_avoidance; /* pollux: allow two distributed jobs on one node */
+    int deadline_start;            /* pollux: a job with a deadline may use the replicas its owner
+                                      asked for (snap_job.req_replicas) until measured there, beyond
+                                      the exploration limit (castor's fleet planner sets it) */
 };
 
 struct policy_ops {

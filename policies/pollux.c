@@ -35,6 +35,7 @@ static int pollux_create(const struct policy_config *cfg, void **ctx)
     p->p = policy_p_mean(cfg, -1.0);
     p->delta = cfg->restart_penalty > 0 ? cfg->restart_penalty : 30.0;
     p->avoid_interference = !cfg->no_interference_avoidance;
+    p->deadline_start = cfg->deadline_start;
     *ctx = p;
     return 0;
 }
@@ -188,9 +189,17 @@ static int pollux_prepare(struct pollux *p, const struct snapshot *s, struct pol
         const struct snap_job *sj = &s->jobs[j];
         struct pollux_job *q = &pj[j];
         double age = s->now - sj->submit_time;
-        /* Pollux's exploration limit: twice the replicas measured */
-        int maxr = policy_replica_limit(sj, 2 * sj->max_profiled_replicas, gpus);
+        /* Pollux's exploration limit: twice the replicas measured; with deadline_start, a job
+         * with a deadline may use what its owner asked for until it has been measured there (a
+         * job starts without a model, and a doubling per round can be too slow for its deadline) */
+        int explore = 2 * sj->max_profiled_replicas;
+        int maxr;
         size_t cells;
+
+        if (p->deadline_start && sj->deadline > 0 && sj->max_profiled_replicas < sj->req_replicas &&
+            sj->req_replicas > explore)
+            explore = sj->req_replicas;
+        maxr = policy_replica_limit(sj, explore, gpus);
 
         q->maxr = maxr;
         q->fair_r = fair_r;
@@ -636,7 +645,8 @@ double policy_pollux_fitness(const struct policy_config *cfg, const struct snaps
 {
     struct pollux p = {.p = policy_p_mean(cfg, -1.0),
                        .delta = cfg->restart_penalty > 0 ? cfg->restart_penalty : 30.0,
-                       .avoid_interference = !cfg->no_interference_avoidance};
+                       .avoid_interference = !cfg->no_interference_avoidance,
+                       .deadline_start = cfg->deadline_start};
     struct pollux_job *pj;
     double sum = -HUGE_VAL, mean;
 

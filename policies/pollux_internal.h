@@ -22,6 +22,7 @@ struct pollux {
     double p;     /* power mean exponent */
     double delta; /* restart penalty, seconds */
     int avoid_interference;
+    int deadline_start; /* policy_config.deadline_start */
     /* the last decision's goodput tables, one per job (NULL, 0 in a one-off fitness check) */
     struct pollux_memo *memo;
     int nmemo;

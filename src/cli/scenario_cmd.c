@@ -13,6 +13,7 @@
 #include "policies/fleet.h"
 #include "policies/policy.h"
 #include "sim/app.h"
+#include "sim/job.h"
 #include "sim/record.h"
 #include "sim/report.h"
 #include "sim/scenario.h"
@@ -20,8 +21,16 @@
 #include "util/json.h"
 
 /* What one system did on one workload. */
+/* The deadlines missed that a run lists by name (the count is in fleet.deadlines_met). */
+#define SC_MISSED_MAX 6
+
 struct run_result {
     struct sim_fleet_stats fleet;
+    struct {
+        char name[64];
+        double deadline, jct; /* seconds from submission; jct -1: unfinished */
+    } missed[SC_MISSED_MAX];
+    int nmissed; /* listed in missed (the first SC_MISSED_MAX in submission order) */
     double avg_jct, p99_jct, makespan, bound;
     double jct_bound; /* the lowest average JCT possible on the GPU-hours billed (sim_bound) */
     int unfinished;
@@ -67,6 +76,44 @@ static int on_tick(void *ctx, double now, const struct snapshot *s, const struct
 
 /* Run system sys of scenario sc on one workload. On success *res is filled and *recp (when not
  * NULL) holds the record. */
+/* The first SC_MISSED_MAX jobs of w that missed their deadline, into res. */
+static void note_missed(const struct sim_world *w, struct run_result *res)
+{
+    for (int i = 0; i < sim_world_njobs(w) && res->nmissed < SC_MISSED_MAX; i++) {
+        const struct sim_job *job = sim_world_job(w, i);
+        double jct = sim_job_done(job) ? job->completion - job->spec->submit_time : -1;
+
+        if (!(job->spec->deadline > 0) || (jct >= 0 && jct <= job->spec->deadline))
+            continue;
+        snprintf(res->missed[res->nmissed].name, sizeof(res->missed[0].name), "%s",
+                 job->spec->name);
+        res->missed[res->nmissed].deadline = job->spec->deadline;
+        res->missed[res->nmissed].jct = jct;
+        res->nmissed++;
+    }
+}
+
+/* Under a row: the deadlines r missed, by name, time taken and deadline. */
+static void print_missed(FILE *out, const struct run_result *r)
+{
+    int more = r->fleet.deadlines - r->fleet.deadlines_met - r->nmissed;
+
+    if (r->nmissed == 0)
+        return;
+    fprintf(out, "%-15s %-16s missed:", "", "");
+    for (int i = 0; i < r->nmissed; i++) {
+        if (r->missed[i].jct >= 0)
+            fprintf(out, "%s %s (%.0f s of %.0f)", i ? "," : "", r->missed[i].name,
+                    r->missed[i].jct, r->missed[i].deadline);
+        else
+            fprintf(out, "%s %s (unfinished, %.0f s)", i ? "," : "", r->missed[i].name,
+                    r->missed[i].deadline);
+    }
+    if (more > 0)
+        fprintf(out, ", and %d more", more);
+    fputc('\n', out);
+}
+
 static int run_system(const struct scenario *sc, const struct scenario_system *sys,
                       const char *profiles, const char *path, const char *const *apps,
                       struct run_result *res, struct sim_record **recp, FILE *err)
@@ -122,6 +169,7 @@ static int run_system(const struct scenario *sc, const struct scenario_system *s
     memset(res, 0, sizeof(*res));
     res->unfinished = rc == ERR_AGAIN;
     sim_world_fleet_stats(run.w, &res->fleet);
+    note_missed(run.w, res);
     sim_record_stats(rec, &res->avg_jct, &res->p99_jct, &res->makespan);
     if ((rc = sim_world_cost_bound(run.w, sc->offers[sys->initial_offer].gpus, &res->bound)) < 0) {
         fprintf(err, "castor simulate: %s: no lower bound: %s\n", path, err_str(rc));
@@ -315,6 +363,7 @@ int cli_simulate_scenario(int argc, char **argv, FILE *out, FILE *err)
                 const char *slash = strrchr(files[i], '/');
 
                 print_row(out, slash ? slash + 1 : files[i], sys->name, r);
+                print_missed(out, r);
                 fflush(out);
             }
         }

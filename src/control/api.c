@@ -44,6 +44,7 @@ const char *const api_job_spec_keys[] = {"name",
                                          "max_local_bsz",
                                          "min_replicas",
                                          "max_replicas",
+                                         "replicas",
                                          "checkpoint_interval",
                                          "samples",
                                          "family",
@@ -1188,7 +1189,7 @@ static int ap_job_spec(struct ap_ctx *c, const char **name, struct jv **out)
     const struct jv *env = jv_get(c->body, "env");
     const char *workdir = NULL, *image = NULL, *family = NULL;
     double m0 = 0, maxb = 0, local = 0, ckpt = 600, samples = NAN, deadline = NAN;
-    long long minr = 1, maxr = 0, prio = 0;
+    long long minr = 1, maxr = 0, reqr = 1, prio = 0;
     struct ap_env_check ec = {c, 0};
     struct jv *o;
     int rc;
@@ -1221,6 +1222,9 @@ static int ap_job_spec(struct ap_ctx *c, const char **name, struct jv **out)
         rc = ap_int(c, c->body, "", "min_replicas", 0, 1, 100000, &minr);
     if (rc == 0)
         rc = ap_int(c, c->body, "", "max_replicas", 1, minr, 100000, &maxr);
+    reqr = minr;
+    if (rc == 0)
+        rc = ap_int(c, c->body, "", "replicas", 0, minr, maxr, &reqr);
     if (rc == 0)
         rc = ap_num(c, c->body, "", "checkpoint_interval", 0, 0.0, 0, &ckpt);
     if (rc == 0)
@@ -1248,6 +1252,7 @@ static int ap_job_spec(struct ap_ctx *c, const char **name, struct jv **out)
     ap_set(c, o, "max_local_bsz", jv_number(local));
     ap_set(c, o, "min_replicas", jv_integer(minr));
     ap_set(c, o, "max_replicas", jv_integer(maxr));
+    ap_set(c, o, "replicas", jv_integer(reqr));
     ap_set(c, o, "checkpoint_interval", jv_number(ckpt));
     ap_set(c, o, "samples", jv_number(samples)); /* NAN (not given): null */
     ap_set(c, o, "family", family ? jv_string(family) : jv_null());

@@ -177,7 +177,7 @@ int config_job_spec(const struct conf_node *m, int in_template, char **json, cha
     const char *const *keys = api_job_spec_keys;
     const char *nm = NULL, *workdir = NULL, *image = NULL, *family = NULL;
     double m0 = 0, maxb = 0, local = 0, ckpt = 600, samples = NAN, deadline = NAN;
-    long minr = 1, maxr = 0, prio = 0;
+    long minr = 1, maxr = 0, reqr = 0, prio = 0;
     struct jv *o = NULL, *cmd = NULL, *env = NULL;
     const struct conf_node *n;
     char *text = NULL, *name_copy = NULL;
@@ -219,6 +219,7 @@ int config_job_spec(const struct conf_node *m, int in_template, char **json, cha
         (rc = conf_get_long(m, "min_replicas", 1, 100000, &minr, e)) < 0 ||
         (rc = cf_required(m, "max_replicas", e)) < 0 ||
         (rc = conf_get_long(m, "max_replicas", minr, 100000, &maxr, e)) < 0 ||
+        (rc = conf_get_long(m, "replicas", minr, maxr, &reqr, e)) < 0 ||
         (rc = cf_positive(m, "checkpoint_interval", 1e7, &ckpt, e)) < 0 ||
         (rc = cf_positive(m, "samples", API_SAMPLES_MAX, &samples, e)) < 0 ||
         (rc = cf_string(m, "family", API_FAMILY_MAX, &family, e)) < 0 ||
@@ -230,6 +231,8 @@ int config_job_spec(const struct conf_node *m, int in_template, char **json, cha
         goto out;
     }
     rc = 0;
+    if (reqr == 0) /* not given: the gang minimum */
+        reqr = minr;
     if (!(o = jv_object())) {
         rc = ERR_NOMEM;
         goto out;
@@ -247,6 +250,7 @@ int config_job_spec(const struct conf_node *m, int in_template, char **json, cha
     rc |= jv_set(o, "max_local_bsz", jv_number(local));
     rc |= jv_set(o, "min_replicas", jv_integer(minr));
     rc |= jv_set(o, "max_replicas", jv_integer(maxr));
+    rc |= jv_set(o, "replicas", jv_integer(reqr));
     rc |= jv_set(o, "checkpoint_interval", jv_number(ckpt));
     rc |= jv_set(o, "samples", jv_number(samples)); /* NAN (not given): null, as the API */
     rc |= jv_set(o, "family", family ? jv_string(family) : jv_null());

@@ -65,7 +65,7 @@ struct rw_spec {
     double m0, max_bsz, max_local, checkpoint, deadline, weight;
     double samples;                  /* the job's length in samples (0: unknown) */
     char family[API_FAMILY_MAX + 1]; /* its model family ("": none) */
-    int min_replicas, max_replicas;
+    int min_replicas, max_replicas, req_replicas;
 };
 
 struct rw_error_count {
@@ -592,6 +592,8 @@ static int rw_spec_parse(const char *text, struct rw_spec *out)
     out->deadline = rw_num(v, "deadline", NAN);
     out->min_replicas = (int)rw_num(v, "min_replicas", 1);
     out->max_replicas = (int)rw_num(v, "max_replicas", 0);
+    /* what the owner asked for (specs stored before the field: the gang minimum) */
+    out->req_replicas = (int)rw_num(v, "replicas", out->min_replicas);
     out->weight = pow(2.0, rw_num(v, "priority", 0) / 10.0);
     jv_free(v);
     return out->m0 > 0 && out->max_local > 0 ? 0 : ERR_CORRUPT;
@@ -945,7 +947,7 @@ static int rw_observe_jobs(struct realworld *rw, int gpus, double now)
             .min_replicas = spec.min_replicas,
             .max_replicas = spec.max_replicas,
             .max_profiled_replicas = j->max_profiled,
-            .req_replicas = spec.min_replicas,
+            .req_replicas = spec.req_replicas,
             .req_batch = spec.m0,
             .progress = sj->progress,
             .progress_target = spec.samples > 0 ? spec.samples / spec.m0 : 0,

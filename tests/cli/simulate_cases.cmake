@@ -73,6 +73,11 @@ castor_cli_test(scenario_castor_alone 0 "mean            castor"
   simulate --scenario ${SCN}/small.yaml)
 castor_cli_test(scenario_workload_override 0 "one_cifar10.csv"
   simulate --scenario ${SCN}/small.yaml --workload ${CASTOR_TEST_DATA}/workloads/one_cifar10.csv)
+# the deadlines a system missed, by name, time taken and deadline (an imagenet job cannot train in
+# 900 s; the cifar10 job has a day)
+castor_cli_test(scenario_deadline_missed 0 "missed: late ("
+  simulate --scenario ${CMAKE_SOURCE_DIR}/config/scenarios/deadline.yaml
+  --workload ${CASTOR_TEST_DATA}/workloads/deadline_missed.csv)
 # every shipped scenario loads and runs the four systems (on the ten-job trace, to stay short)
 foreach(scn t4 heavy-preemption deadline no-notice)
   castor_cli_test(scenario_shipped_${scn} 0 "castor against pollux-autoscale: dollars"

@@ -563,6 +563,9 @@ static void api_jobs__submit_list_get_cancel(void **state)
     assert_string_equal(jv_string_value(jv_get(v, "state")), "pending");
     assert_int_equal(jv_integer_value(jv_get(jv_get(v, "spec"), "min_replicas"), &x), 0);
     assert_int_equal(x, 1);
+    /* the GPUs asked for: the gang minimum unless given */
+    assert_int_equal(jv_integer_value(jv_get(jv_get(v, "spec"), "replicas"), &x), 0);
+    assert_int_equal(x, 1);
     assert_int_equal(jv_number_value(jv_get(jv_get(v, "spec"), "checkpoint_interval"), &d), 0);
     assert_true(d == 600);
     jv_free(v);
@@ -570,7 +573,11 @@ static void api_jobs__submit_list_get_cancel(void **state)
     assert_true(j.submitted_at == f->now);
     assert_non_null(strstr(j.spec, "\"priority\":2"));
     state_job_clear(&j);
-    assert_int_equal(call(f, "POST", "/v1/jobs", TOKEN_USER, JOB_SPEC("b"), NULL), 201);
+    assert_int_equal(
+        call(f, "POST", "/v1/jobs", TOKEN_USER, JOB_SPEC_WITH("b", ",\"replicas\":4"), NULL), 201);
+    assert_int_equal(state_job_get(f->st, "b", &j), 0);
+    assert_non_null(strstr(j.spec, "\"replicas\":4"));
+    state_job_clear(&j);
 
     assert_int_equal(call(f, "GET", "/v1/jobs", TOKEN_USER, NULL, &v), 200);
     assert_int_equal(jv_size(jv_get(v, "jobs")), 2);
@@ -696,6 +703,9 @@ static void api_jobs__bad_input_writes_nothing(void **state)
          "\"max_batch_size\":64,\"max_local_bsz\":8,\"max_replicas\":2,\"priority\":1.5}",
          "priority must be an integer"},
         {JOB_SPEC_WITH("x", ",\"samples\":0"), "samples must be a number > 0"},
+        {JOB_SPEC_WITH("x", ",\"replicas\":9"), "replicas must be an integer from 1 to 8"},
+        {JOB_SPEC_WITH("x", ",\"min_replicas\":2,\"replicas\":1"),
+         "replicas must be an integer from 2 to 8"},
         {JOB_SPEC_WITH("x", ",\"samples\":-1"), "samples must be a number > 0"},
         {JOB_SPEC_WITH("x", ",\"samples\":\"1e8\""), "samples must be a number > 0"},
         {JOB_SPEC_WITH("x", ",\"samples\":null"), "samples must be a number > 0"},

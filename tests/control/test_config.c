@@ -113,6 +113,7 @@ static void config_load__every_key(void **state)
     assert_true(num(spec, "init_batch_size") == 128 && num(spec, "max_batch_size") == 4096);
     assert_true(num(spec, "max_local_bsz") == 256 && num(spec, "min_replicas") == 2);
     assert_true(num(spec, "max_replicas") == 16 && num(spec, "checkpoint_interval") == 300);
+    assert_true(num(spec, "replicas") == 8);
     assert_true(num(spec, "samples") == 1.2e8);
     assert_string_equal(jv_string_value(get(spec, "family")), "resnet50-imagenet/t4");
     assert_true(num(spec, "deadline") == 1714651200.0); /* 2024-05-02T12:00:00Z */
@@ -121,6 +122,7 @@ static void config_load__every_key(void **state)
     assert_int_equal(jv_parse(c->jobs[1].spec, strlen(c->jobs[1].spec), &spec, NULL), 0);
     assert_int_equal(jv_type_of(get(spec, "workdir")), JV_NULL);
     assert_true(num(spec, "min_replicas") == 1 && num(spec, "checkpoint_interval") == 600);
+    assert_true(num(spec, "replicas") == 1); /* not given: the gang minimum */
     assert_true(num(spec, "deadline") == 1714650000.0 && num(spec, "priority") == 0);
     assert_int_equal(jv_type_of(get(spec, "samples")), JV_NULL); /* not given: unknown */
     assert_int_equal(jv_type_of(get(spec, "family")), JV_NULL);  /* not given: none */
@@ -299,6 +301,8 @@ static const struct bad_case bad_cases[] = {
      ERR_PARSE, 4, 5, "max_local_bsz is required"},
     {BASE JOB_HEAD JOB_CMD JOB_REST "    min_replicas: 0\n", ERR_RANGE, 11, 19, "min_replicas"},
     {BASE JOB_HEAD JOB_CMD JOB_REST "    min_replicas: 3\n", ERR_RANGE, 10, 19, "max_replicas"},
+    {BASE JOB_HEAD JOB_CMD JOB_REST "    replicas: 3\n", ERR_RANGE, 11, 15, "jobs[0].replicas"},
+    {BASE JOB_HEAD JOB_CMD JOB_REST "    replicas: 0\n", ERR_RANGE, 11, 15, "jobs[0].replicas"},
     {BASE JOB_HEAD JOB_CMD JOB_REST "    checkpoint_interval: 0\n", ERR_RANGE, 11, 26,
      "must be above 0"},
     {BASE JOB_HEAD JOB_CMD JOB_REST "    samples: 0\n", ERR_RANGE, 11, 14,

@@ -814,6 +814,24 @@ static void realworld_observe__samples_become_the_progress_target(void **state)
     assert_true(s->jobs[1].progress_target == 0);
 }
 
+/* What the owner asked for reaches the decide step: req_replicas is the spec's `replicas` (the
+ * gang minimum when not given), with the deadline beside it (0: none). */
+static void realworld_observe__requested_replicas_reach_the_snapshot(void **state)
+{
+    struct fixture *f = *state;
+    const struct snapshot *s;
+
+    assert_int_equal(make_loop(f, 1), 0);
+    submit_job_with(f, "a", 8, ", \"replicas\": 6, \"deadline\": 1.9e9");
+    submit_job_with(f, "b", 8, ", \"min_replicas\": 3");
+    assert_int_equal(provider_observe(&f->prov, &s), 0);
+    assert_int_equal(s->njobs, 2);
+    assert_int_equal(s->jobs[0].req_replicas, 6);
+    assert_true(s->jobs[0].deadline == 1.9e9);
+    assert_int_equal(s->jobs[1].req_replicas, 3);
+    assert_true(s->jobs[1].deadline == 0);
+}
+
 /* A job that reported one GPU only and its measured all-reduce time (sync_prior 0.3 s, slower
  * than its 0.2 s step): the controller's fit predicts two GPUs of a node to pay it, instead of
  * assuming synchronisation free. */
@@ -972,6 +990,8 @@ int main(void)
                                         rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_observe__reports_refit_the_model, rw_setup,
                                         rw_teardown),
+        cmocka_unit_test_setup_teardown(realworld_observe__requested_replicas_reach_the_snapshot,
+                                        rw_setup, rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_observe__samples_become_the_progress_target,
                                         rw_setup, rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_observe__sync_prior_reaches_the_fit, rw_setup,

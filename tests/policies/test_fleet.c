@@ -400,6 +400,31 @@ static void castor_fleet__deadline_sizes_beyond_exploration(void **state)
 }
 
 /*
+ * A job with a deadline and no model yet: nothing says what it needs, so deadline mode rents what
+ * its owner asked for (6 GPUs: two 4-GPU nodes) on on-demand, where no preemption can cost it a
+ * start before it is measured, though spot is cheaper (the markets of deadline_round). Asking for
+ * one GPU, it gets the one GPU of a job without a model, on the cheaper market: one spot node.
+ */
+static void castor_fleet__deadline_unmeasured_job_gets_its_request(void **state)
+{
+    struct fw *w = *state;
+    struct fleet_config cfg = {.mode = FLEET_DEADLINE};
+
+    for (int req = 6; req >= 1; req -= 5) {
+        offer(w, 0, 1, 2.0, 0.6);
+        offer(w, 1, 0, 4.0, 0);
+        job(w, 0, &perfect, 0);
+        w->jobs[0].has_model = 0;
+        w->jobs[0].req_replicas = req;
+        w->jobs[0].checkpoint_s = 600;
+        w->jobs[0].deadline = NOW + 1460;
+        fw_ready(w, 2, 0, 0, 1);
+        assert_int_equal(decide_once(w, "castor", &cfg, "pollux"), 0);
+        assert_launch(w, req == 6 ? (int[]){0, 2} : (int[]){1, 0});
+    }
+}
+
+/*
  * Each job's market by its own checkpoint interval (no notice is credited: a preemption loses the
  * restart and half an interval). Spot $2 per 4-GPU node at 2 preemptions per node-hour, on-demand
  * $4 ($1 per GPU-hour). Job 0 checkpoints every 60 s: spot loses 2 x (30 + 30) / 3600 = 3.3% and
@@ -1007,15 +1032,17 @@ static void fleet_policy_defaults__castor_planner_pollux_geometric(void **state)
     fleet_policy_defaults("castor", "pollux", &c);
     assert_true(c.p_mean_set && c.p_mean == FLEET_CASTOR_P_MEAN && FLEET_CASTOR_P_MEAN == 0);
     assert_true(policy_p_mean(&c, -1.0) == 0);
+    assert_true(c.deadline_start);
     c = (struct policy_config){.p_mean = -2, .p_mean_set = 1};
     fleet_policy_defaults("castor", "pollux", &c);
-    assert_true(c.p_mean == -2);
+    assert_true(c.p_mean == -2 && c.deadline_start);
     c = (struct policy_config){0};
     fleet_policy_defaults("pollux-autoscale", "pollux", &c);
     fleet_policy_defaults("fixed", "pollux", &c);
     fleet_policy_defaults("castor", "castor", &c);
     fleet_policy_defaults(NULL, "pollux", &c);
     assert_false(c.p_mean_set);
+    assert_false(c.deadline_start);
     assert_true(policy_p_mean(&c, -1.0) == -1 && policy_p_mean(NULL, 1.0) == 1);
 }
 
@@ -1030,6 +1057,7 @@ int main(void)
         FW(castor_fleet__value_decides_sublinear_growth),
         FW(castor_fleet__deadline_picks_the_market),
         FW(castor_fleet__deadline_sizes_beyond_exploration),
+        FW(castor_fleet__deadline_unmeasured_job_gets_its_request),
         FW(castor_fleet__checkpoints_choose_each_jobs_market),
         FW(castor_fleet__deadline_with_one_market_runs_every_job),
         FW(fleet_cancel_newest__by_launch_time_and_market),

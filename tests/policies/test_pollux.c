@@ -180,6 +180,44 @@ static void pollux_allocate__distributed_jobs_never_share_a_node(void **state)
 /* a and b scale perfectly, but a's owner allows 2 replicas: a 2, c 1, b the other 5. Largest
  * first: b takes the whole node 0 and 1 on node 1 (the tightest with room), a 2 on node 1, c the
  * last. */
+/*
+ * deadline_start (castor's planner sets it): a job with a deadline and no measurement yet may use
+ * the replicas its owner asked for, beyond Pollux's exploration limit (twice the replicas
+ * measured: 1 here). a (deadline, asked for 6) takes them: without a model its speedup is r / 3,
+ * so more is better; b asked for 6 too but has no deadline, c has a deadline and asked for 1: one
+ * GPU each. Without the setting all three get one (the published policy).
+ */
+static void pollux_allocate__deadline_starts_at_the_owners_request(void **state)
+{
+    struct world *w = *state;
+
+    w->jobs[0].deadline = NOW + 3600;
+    w->jobs[0].req_replicas = 6;
+    w->jobs[1].req_replicas = 6;
+    w->jobs[2].deadline = NOW + 3600;
+    w->jobs[2].req_replicas = 1;
+    assert_int_equal(decide(w), 0);
+    for (int j = 0; j < JOBS; j++)
+        assert_int_equal(w->out->count[j], 1);
+
+    w->cfg.deadline_start = 1;
+    assert_int_equal(decide(w), 0);
+    assert_int_equal(w->out->count[0], 6);
+    assert_int_equal(w->out->count[1], 1);
+    assert_int_equal(w->out->count[2], 1);
+    assert_optimal(w);
+
+    /* measured on 6 (what it asked for): Pollux's limit again, twice that, the whole cluster
+     * here; the others' single GPUs keep it at 6 */
+    w->jobs[0].max_profiled_replicas = 6;
+    assert_int_equal(decide(w), 0);
+    assert_int_equal(w->out->count[0], 6);
+    /* measured on 2 of the 6: twice that is 4, but it may still reach what it asked for */
+    w->jobs[0].max_profiled_replicas = 2;
+    assert_int_equal(decide(w), 0);
+    assert_int_equal(w->out->count[0], 6);
+}
+
 static void pollux_allocate__owner_max_replicas_caps(void **state)
 {
     struct world *w = *state;
@@ -757,6 +795,7 @@ int main(void)
         WORLD_TEST(pollux_allocate__restart_penalty_keeps_young_job),
         WORLD_TEST(pollux_allocate__distributed_jobs_never_share_a_node),
         WORLD_TEST(pollux_allocate__owner_max_replicas_caps),
+        WORLD_TEST(pollux_allocate__deadline_starts_at_the_owners_request),
         WORLD_TEST(pollux_allocate__owner_limit_shrinks_held_job),
         WORLD_TEST(pollux_allocate__gang_minimum_all_or_nothing),
         WORLD_TEST(pollux_allocate__gang_below_its_minimum_is_placed_again),
