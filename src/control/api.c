@@ -1299,6 +1299,16 @@ static void ap_job_submit(struct ap_ctx *c)
 }
 
 /* A job's summary, as listed. */
+/* When job name is predicted to finish, from what the daemon last gave (NAN: not known). The
+ * caller holds a->mu. */
+static double ap_job_eta(const struct api *a, const char *name)
+{
+    for (size_t i = 0; i < a->metrics.njobs; i++)
+        if (strcmp(a->metrics.jobs[i].job, name) == 0)
+            return a->metrics.jobs[i].eta > 0 ? a->metrics.jobs[i].eta : NAN;
+    return NAN;
+}
+
 static struct jv *ap_job_summary(struct ap_ctx *c, const struct state_job *j)
 {
     struct jv *o = jv_object();
@@ -1310,6 +1320,7 @@ static struct jv *ap_job_summary(struct ap_ctx *c, const struct state_job *j)
     ap_set(c, o, "progress", jv_number(j->progress));
     ap_set(c, o, "checkpoint_progress", jv_number(j->checkpoint_progress));
     ap_set(c, o, "restarts", jv_integer(j->restarts));
+    ap_set(c, o, "eta", jv_number(ap_job_eta(c->a, j->name)));
     return o;
 }
 
@@ -1600,25 +1611,44 @@ static int ap_metrics_jobs(struct ap_ctx *c, FILE *f)
     return 0;
 }
 
-/* What the daemon filled: goodput, speedup and batch size per job (where known), the decide
- * latency histogram, provider calls and errors. */
+/* Job figure k of the daemon's job gauges (ap_metrics_daemon's names): NAN where not known. */
+static double ap_job_figure(const struct api_job_metrics *j, int k)
+{
+    switch (k) {
+    case 0:
+        return j->goodput;
+    case 1:
+        return j->speedup;
+    case 2:
+        return j->batch_size;
+    case 3:
+        return j->eta > 0 ? j->eta : NAN;
+    default:
+        return j->eta > 0 && j->deadline > 0 ? j->deadline - j->eta : NAN;
+    }
+}
+
+/* What the daemon filled: goodput, speedup, batch size, predicted finish and deadline slack per
+ * job (where known), the decide latency histogram, provider calls and errors. */
 static void ap_metrics_daemon(const struct ap_metrics *m, FILE *f)
 {
-    static const char *const names[3] = {"castor_job_goodput", "castor_job_speedup",
-                                         "castor_job_batch_size"};
-    static const char *const helps[3] = {
+    static const char *const names[5] = {
+        "castor_job_goodput", "castor_job_speedup", "castor_job_batch_size",
+        "castor_job_finish_timestamp_seconds", "castor_job_deadline_slack_seconds"};
+    static const char *const helps[5] = {
         "Goodput of each job at its configuration, samples per second at full efficiency.",
         "Speedup of each job over one GPU at its initial batch size.",
-        "Total batch size of each job."};
+        "Total batch size of each job.",
+        "When each job that declares its samples is predicted to finish at its configuration, "
+        "seconds since the epoch.",
+        "Each job's deadline minus its predicted finish: below 0, late at its configuration."};
     long long cum = 0;
     char le[32];
 
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 5; k++) {
         ap_family(f, names[k], "gauge", helps[k]);
         for (size_t i = 0; i < m->njobs; i++) {
-            double v = k == 0   ? m->jobs[i].goodput
-                       : k == 1 ? m->jobs[i].speedup
-                                : m->jobs[i].batch_size;
+            double v = ap_job_figure(&m->jobs[i], k);
 
             if (!isnan(v))
                 ap_sample(f, names[k], "job", m->jobs[i].job, NULL, NULL, v);

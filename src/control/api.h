@@ -62,6 +62,9 @@ struct api_job_metrics {
     double goodput;    /* samples per second at the current configuration; NAN: not known */
     double speedup;    /* goodput over that of one GPU at the job's initial batch; NAN: not known */
     double batch_size; /* total batch size; NAN: not known */
+    double eta;        /* when the job is predicted to finish at its configuration (its `samples`
+                          left at that goodput), seconds since the epoch; NAN or <= 0: not known */
+    double deadline;   /* its spec's deadline, seconds since the epoch; NAN or <= 0: none */
 };
 
 struct api_call_metrics {

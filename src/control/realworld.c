@@ -58,6 +58,8 @@ struct rw_job {
     int refitted;    /* the model changed in this tick */
     /* the figures of its current configuration, for the metrics */
     double goodput, speedup, batch;
+    double eta; /* when it is predicted to finish there, seconds since the epoch (NAN: unknown) */
+    int late;   /* 1 while that is after its deadline (told once, and again when it is not) */
 };
 
 /* A job's spec, as the decide step needs it. */
@@ -614,6 +616,7 @@ static struct rw_job *rw_job_find(struct realworld *rw, const char *name, int cr
         return NULL;
     grown[rw->njobs].fitted_for = NAN;
     grown[rw->njobs].goodput = grown[rw->njobs].speedup = grown[rw->njobs].batch = NAN;
+    grown[rw->njobs].eta = NAN;
     tput_params_init(&grown[rw->njobs].tput, rw->model);
     return &rw->jobs[rw->njobs++];
 }
@@ -1089,8 +1092,41 @@ static void rw_config(const struct snap_job *sj, int nodes, int replicas, double
                    : NAN;
 }
 
+/* When job sj is predicted to finish at goodput (samples per second at full efficiency): its work
+ * left (iterations at M0 to its target) at that rate from now. NAN without a declared length or a
+ * goodput. */
+static double rw_eta(const struct snap_job *sj, double goodput, double now)
+{
+    double left = sj->progress_target - sj->progress;
+
+    if (!(sj->progress_target > 0) || !(goodput > 0) || !isfinite(goodput))
+        return NAN;
+    return now + (left > 0 ? left : 0) * sj->lim.init_bsz / goodput;
+}
+
+/* Tell the log when job's predicted finish crosses its deadline: a warning when it moves after
+ * it, once, and a note when it is back before it. */
+static void rw_tell_deadline(struct realworld *rw, const struct snap_job *sj, struct rw_job *job,
+                             double now)
+{
+    if (!(sj->deadline > 0) || isnan(job->eta))
+        return;
+    if (job->eta > sj->deadline && !job->late) {
+        job->late = 1;
+        log_msg(rw->log, now, LOG_WARN, sj->name, NULL,
+                "predicted to finish %.0f s after its deadline at this configuration (in %.0f s; "
+                "the deadline is in %.0f s)",
+                job->eta - sj->deadline, job->eta - now, sj->deadline - now);
+    } else if (job->eta <= sj->deadline && job->late) {
+        job->late = 0;
+        log_msg(rw->log, now, LOG_INFO, sj->name, NULL,
+                "predicted to finish %.0f s before its deadline again (in %.0f s)",
+                sj->deadline - job->eta, job->eta - now);
+    }
+}
+
 /* Write job j's configuration for its new allocation, or a better one for the same (by the
- * hysteresis), and its figures for the metrics. */
+ * hysteresis), and its figures for the metrics: goodput, speedup, batch, predicted finish. */
 static void rw_apply_config(struct realworld *rw, int j, int moved, int nodes, int replicas,
                             double now)
 {
@@ -1100,7 +1136,7 @@ static void rw_apply_config(struct realworld *rw, int j, int moved, int nodes, i
     double local = st->local_bsz, goodput, one, l1, g1;
     int accum = st->accum_steps, a1;
 
-    job->goodput = job->speedup = job->batch = NAN;
+    job->goodput = job->speedup = job->batch = job->eta = NAN;
     if (replicas == 0)
         return;
     if (moved || !isfinite(local) || !(local > 0)) {
@@ -1133,6 +1169,8 @@ static void rw_apply_config(struct realworld *rw, int j, int moved, int nodes, i
     rw_config(sj, 1, 1, &l1, &a1, &g1);
     one = g1;
     job->speedup = isfinite(goodput) && isfinite(one) && one > 0 ? goodput / one : NAN;
+    job->eta = rw_eta(sj, goodput, now);
+    rw_tell_deadline(rw, sj, job, now);
 }
 
 static int rw_apply(void *ctx, const struct alloc *plan)
@@ -1393,10 +1431,13 @@ int realworld_metrics(struct realworld *rw, struct api_metrics *m)
     for (size_t j = 0; j < nj; j++) {
         const struct rw_job *job = &rw->jobs[rw->sjob_rw[j]];
 
-        rw->job_rows[j] = (struct api_job_metrics){.job = job->name,
-                                                   .goodput = job->goodput,
-                                                   .speedup = job->speedup,
-                                                   .batch_size = job->batch};
+        rw->job_rows[j] = (struct api_job_metrics){
+            .job = job->name,
+            .goodput = job->goodput,
+            .speedup = job->speedup,
+            .batch_size = job->batch,
+            .eta = job->eta,
+            .deadline = rw->sjobs[j].deadline > 0 ? rw->sjobs[j].deadline : NAN};
     }
     m->jobs = rw->job_rows;
     m->njobs = nj;

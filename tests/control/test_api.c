@@ -1163,11 +1163,15 @@ static double sample_value(const char *text, const char *name_and_labels)
 static void api_metrics__prometheus_text(void **state)
 {
     struct fixture *f = *state;
-    const struct api_job_metrics jobs[] = {{"a", 812.5, 3.25, 512}, {"b", NAN, NAN, 64}};
+    /* a: predicted to finish 600 s before its deadline; b: nothing known; c: a finish, no
+     * deadline */
+    const struct api_job_metrics jobs[] = {{"a", 812.5, 3.25, 512, 2e9, 2e9 + 600},
+                                           {"b", NAN, NAN, 64, NAN, NAN},
+                                           {"c", 10, 1, 8, 1.9e9, 0}};
     const struct api_call_metrics calls[] = {{"launch", NULL, 7}, {"terminate", NULL, 2}};
     const struct api_call_metrics errors[] = {{"launch", "Insufficient\"Capacity\\\n", 3}};
     struct api_metrics m = {.jobs = jobs,
-                            .njobs = 2,
+                            .njobs = 3,
                             .decide_failures = 4,
                             .calls = calls,
                             .ncalls = 2,
@@ -1215,6 +1219,14 @@ static void api_metrics__prometheus_text(void **state)
     assert_float_equal(sample_value(r.body, "castor_job_restarts_total{job=\"a\"}"), 0, 0);
     assert_float_equal(sample_value(r.body, "castor_job_goodput{job=\"a\"}"), 812.5, 0);
     assert_true(isnan(sample_value(r.body, "castor_job_goodput{job=\"b\"}")));
+    assert_float_equal(sample_value(r.body, "castor_job_finish_timestamp_seconds{job=\"a\"}"), 2e9,
+                       0);
+    assert_float_equal(sample_value(r.body, "castor_job_deadline_slack_seconds{job=\"a\"}"), 600,
+                       0);
+    assert_true(isnan(sample_value(r.body, "castor_job_finish_timestamp_seconds{job=\"b\"}")));
+    assert_float_equal(sample_value(r.body, "castor_job_finish_timestamp_seconds{job=\"c\"}"),
+                       1.9e9, 0);
+    assert_true(isnan(sample_value(r.body, "castor_job_deadline_slack_seconds{job=\"c\"}")));
     assert_float_equal(sample_value(r.body, "castor_job_batch_size{job=\"b\"}"), 64, 0);
     assert_float_equal(sample_value(r.body, "castor_decide_latency_seconds_bucket{le=\"0.005\"}"),
                        1, 0);
@@ -1260,6 +1272,23 @@ static void api_metrics__prometheus_text(void **state)
     }
     assert_true(samples >= 20);
     http_client_response_clear(&r);
+
+    /* the predicted finish in the job's description too; null where not known */
+    {
+        struct jv *v = NULL;
+        double eta = 0;
+
+        assert_int_equal(call(f, "GET", "/v1/jobs/a", TOKEN_USER, NULL, &v), 200);
+        assert_int_equal(jv_number_value(jv_get(v, "eta"), &eta), 0);
+        assert_true(eta == 2e9);
+        jv_free(v);
+        m.jobs = jobs + 1;
+        m.njobs = 1;
+        assert_int_equal(api_set_metrics(f->api, &m), 0);
+        assert_int_equal(call(f, "GET", "/v1/jobs/a", TOKEN_USER, NULL, &v), 200);
+        assert_int_equal(jv_type_of(jv_get(v, "eta")), JV_NULL);
+        jv_free(v);
+    }
 }
 
 /* No line of the log holds a token, whatever the requests did (good, refused, wrong token,

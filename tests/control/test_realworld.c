@@ -26,6 +26,7 @@
 #include "util/http_client.h"
 #include "util/http_server.h"
 #include "util/json.h"
+#include "util/log.h"
 
 #define TOKEN_NODE "node-token-0123456789abcdef"
 #define TOKEN_JOB "job-token-0123456789abcdef"
@@ -110,7 +111,8 @@ static const struct cloud_ops spy_ops = {
 
 /* ---- setup ---- */
 
-static int make_world(struct fixture *f)
+/* The world over the fixture's state and cloud, telling log (NULL: no log). */
+static int make_world_logged(struct fixture *f, struct log *log)
 {
     struct realworld_offer meta[1] = {
         {.name = OFFER_SPOT, .zone = "zone-a", .boot_s = 30, .preempt_rate = NAN}};
@@ -121,12 +123,18 @@ static int make_world(struct fixture *f)
                                   .clock_ctx = f,
                                   .launch_timeout = TIMEOUT,
                                   .offers = meta,
-                                  .noffers = 1};
+                                  .noffers = 1,
+                                  .log = log};
 
     if (realworld_new(&rc, &f->rw, NULL) < 0)
         return -1;
     realworld_provider(f->rw, &f->prov);
     return 0;
+}
+
+static int make_world(struct fixture *f)
+{
+    return make_world_logged(f, NULL);
 }
 
 /* A loop over the world: the fleet planner called fleet (`nodes` nodes of offer for "fixed")
@@ -944,6 +952,62 @@ static void realworld_resize__quota_released_by_a_termination_in_its_market(void
     assert_int_equal(counts(f).launched, 2);
 }
 
+/* A job that declares its samples gets a predicted finish: its iterations left (samples / M0 -
+ * progress) at its goodput over M0, from now. With a deadline, the log warns once when that is
+ * after it (on its one GPU, 64 000 samples at its goodput, about 430 a second, take 150 s; the
+ * deadline is 100 s from the submission) and tells when it is before it again (990 of its 1000
+ * iterations reported done). */
+static void realworld_metrics__predicted_finish_and_deadline(void **state)
+{
+    struct fixture *f = *state;
+    char ids[8][CLOUD_ID_MAX], body[256], *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    struct log *log = NULL;
+    struct api_metrics m = {0};
+
+    assert_non_null(mem);
+    assert_int_equal(log_new(mem, LOG_INFO, &log), 0);
+    realworld_free(f->rw);
+    assert_int_equal(make_world_logged(f, log), 0);
+    assert_int_equal(make_loop(f, 1), 0);
+    snprintf(body, sizeof(body), ", \"samples\": 64000, \"deadline\": %.0f", f->now + 100);
+    submit_job_with(f, "a", 1, body);
+    tick(f, 0);
+    assert_int_equal(live_instances(f, ids), 1);
+    agent_register(f, ids[0], 4);
+    tick(f, 10);
+    report_one(f, "a", 1, 64, 0.2, 0.0, 0.0, 1.0);
+    tick(f, 10);
+    assert_int_equal(realworld_metrics(f->rw, &m), 0);
+    assert_int_equal(m.njobs, 1);
+    assert_true(m.jobs[0].goodput > 0);
+    assert_float_equal(m.jobs[0].eta, f->now + 1000 * 64 / m.jobs[0].goodput, 1e-6);
+    assert_true(m.jobs[0].eta > T0 + 100); /* late */
+    assert_true(m.jobs[0].deadline == T0 + 100);
+    tick(f, 10); /* still late: told once */
+    assert_int_equal(call(f, "POST", "/v1/jobs/a/reports", TOKEN_JOB,
+                          "{\"configs\": [], \"progress\": 990}", NULL),
+                     200);
+    tick(f, 10);
+    assert_int_equal(realworld_metrics(f->rw, &m), 0);
+    assert_float_equal(m.jobs[0].eta, f->now + 10 * 64 / m.jobs[0].goodput, 1e-6);
+    assert_int_equal(fflush(mem), 0);
+    {
+        const char *late = strstr(text, "after its deadline");
+
+        assert_non_null(late);
+        assert_null(strstr(late + 1, "after its deadline"));
+        assert_non_null(strstr(late, "before its deadline again"));
+    }
+    realworld_free(f->rw);
+    f->rw = NULL;
+    assert_int_equal(make_world(f), 0);
+    log_free(log);
+    fclose(mem);
+    free(text);
+}
+
 static void realworld_metrics__errors_by_operation_and_code(void **state)
 {
     struct fixture *f = *state;
@@ -997,6 +1061,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(realworld_observe__sync_prior_reaches_the_fit, rw_setup,
                                         rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_observe__a_family_shares_its_model, rw_setup,
+                                        rw_teardown),
+        cmocka_unit_test_setup_teardown(realworld_metrics__predicted_finish_and_deadline, rw_setup,
                                         rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_metrics__errors_by_operation_and_code, rw_setup,
                                         rw_teardown),
