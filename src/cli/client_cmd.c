@@ -328,6 +328,13 @@ static int cl_submit(struct cl_conn *c, const char *file, int json, FILE *out, F
         rc = jv_write(v, out) < 0;
     else
         fprintf(out, "submitted %s (%s)\n", name, cl_str(v, "state"));
+    if (st == 201 && !json) { /* what the controller cannot do for it */
+        const struct jv *w = jv_get(v, "warnings");
+
+        for (size_t i = 0; i < jv_size(w); i++)
+            if (jv_string_value(jv_at(w, i)))
+                fprintf(err, "castor submit: warning: %s\n", jv_string_value(jv_at(w, i)));
+    }
     jv_free(v);
     free(spec);
     free(name);

@@ -1262,10 +1262,26 @@ static int ap_job_spec(struct ap_ctx *c, const char **name, struct jv **out)
     return 0;
 }
 
+const char *api_job_spec_warning(const char *spec)
+{
+    struct jv *v = NULL;
+    double deadline = NAN, samples = NAN;
+
+    if (!spec || jv_parse(spec, strlen(spec), &v, NULL) < 0)
+        return NULL;
+    jv_number_value(jv_get(v, "deadline"), &deadline);
+    jv_number_value(jv_get(v, "samples"), &samples);
+    jv_free(v);
+    if (isfinite(deadline) && !isfinite(samples))
+        return "a deadline without samples (the job's length): castor cannot tell how much work is "
+               "left, so it neither plans for the deadline nor predicts the job's finish";
+    return NULL;
+}
+
 static void ap_job_submit(struct ap_ctx *c)
 {
     struct jv *spec = NULL, *o;
-    const char *name = NULL;
+    const char *name = NULL, *warning;
     char *text = NULL;
     int rc = ap_parse_body(c, 0);
 
@@ -1282,6 +1298,7 @@ static void ap_job_submit(struct ap_ctx *c)
         return;
     }
     rc = state_job_submit(c->a->state, name, text, c->now);
+    warning = rc == 0 ? api_job_spec_warning(text) : NULL;
     free(text);
     if (rc < 0) {
         jv_free(spec);
@@ -1295,10 +1312,16 @@ static void ap_job_submit(struct ap_ctx *c)
     ap_set(c, o, "name", jv_string(name));
     ap_set(c, o, "state", jv_string("pending"));
     ap_set(c, o, "spec", spec);
+    if (warning) {
+        struct jv *w = jv_array();
+
+        ap_push(c, w, jv_string(warning));
+        ap_set(c, o, "warnings", w);
+        log_msg(c->a->log, c->now, LOG_WARN, name, NULL, "%s", warning);
+    }
     ap_reply(c, 201, o);
 }
 
-/* A job's summary, as listed. */
 /* When job name is predicted to finish, from what the daemon last gave (NAN: not known). The
  * caller holds a->mu. */
 static double ap_job_eta(const struct api *a, const char *name)
@@ -1309,6 +1332,7 @@ static double ap_job_eta(const struct api *a, const char *name)
     return NAN;
 }
 
+/* A job's summary, as listed. */
 static struct jv *ap_job_summary(struct ap_ctx *c, const struct state_job *j)
 {
     struct jv *o = jv_object();
@@ -1320,7 +1344,11 @@ static struct jv *ap_job_summary(struct ap_ctx *c, const struct state_job *j)
     ap_set(c, o, "progress", jv_number(j->progress));
     ap_set(c, o, "checkpoint_progress", jv_number(j->checkpoint_progress));
     ap_set(c, o, "restarts", jv_integer(j->restarts));
-    ap_set(c, o, "eta", jv_number(ap_job_eta(c->a, j->name)));
+    /* (only jobs pending or running have one: the lookup stays within the daemon's jobs) */
+    ap_set(c, o, "eta",
+           jv_number(j->state == STATE_JOB_PENDING || j->state == STATE_JOB_RUNNING
+                         ? ap_job_eta(c->a, j->name)
+                         : NAN));
     return o;
 }
 

@@ -138,6 +138,12 @@ extern const char *const api_job_spec_keys[];
 /* What a family's name may hold, as the API and the config file's errors say it. */
 #define API_FAMILY_CHARS "letters, digits, '.', '_', ':', '/' or '-'"
 
+/* What a stored job spec (JSON text) asks that castor cannot do, as a sentence for its owner: a
+ * deadline without `samples` (castor plans a deadline from the work left, and predicts no finish
+ * without the job's length). NULL when nothing (or the text does not parse). The string is
+ * static. */
+const char *api_job_spec_warning(const char *spec);
+
 /* 1 when s is a model family's name: 1 to API_FAMILY_MAX of [A-Za-z0-9._:/-]; else 0 (NULL
  * included). */
 int api_family_ok(const char *s);

@@ -170,9 +170,12 @@ static void dm_submit(struct daemon *d, const char *name, const char *spec, doub
                       const char *why)
 {
     int rc = state_job_submit(d->st, name, spec, now);
+    const char *warning = rc == 0 ? api_job_spec_warning(spec) : NULL;
 
     if (rc == 0)
         log_msg(d->log, now, LOG_INFO, name, NULL, "job submitted (%s)", why);
+    if (warning)
+        log_msg(d->log, now, LOG_WARN, name, NULL, "%s", warning);
     else if (rc != ERR_CONFLICT) /* a job of that name exists: submitted before */
         log_msg(d->log, now, LOG_ERROR, name, NULL, "cannot submit the job: %s", err_str(rc));
 }

@@ -549,6 +549,35 @@ static void api_nodes__bad_input_writes_nothing(void **state)
     expect_error(f, "POST", "/v1/nodes/i-1/heartbeat", TOKEN_NODE, NULL, 409, "terminated");
 }
 
+/* A deadline without samples is taken (201) with a warning in the answer and the log: castor
+ * cannot tell how much work is left. With samples, or without a deadline, no warning. */
+static void api_jobs__deadline_without_samples_is_warned(void **state)
+{
+    struct fixture *f = *state;
+    struct jv *v = NULL;
+    const char *w;
+
+    assert_int_equal(
+        call(f, "POST", "/v1/jobs", TOKEN_USER, JOB_SPEC_WITH("d", ",\"deadline\":1.9e9"), &v),
+        201);
+    assert_int_equal(jv_size(jv_get(v, "warnings")), 1);
+    w = jv_string_value(jv_at(jv_get(v, "warnings"), 0));
+    assert_non_null(w);
+    assert_non_null(strstr(w, "a deadline without samples"));
+    jv_free(v);
+    fflush(f->logf);
+    assert_non_null(strstr(f->logtext, "a deadline without samples"));
+    assert_non_null(api_job_spec_warning("{\"deadline\":1.9e9,\"samples\":null}"));
+    assert_null(api_job_spec_warning("{\"deadline\":1.9e9,\"samples\":1e6}"));
+    assert_null(api_job_spec_warning("{\"deadline\":null,\"samples\":null}"));
+    assert_null(api_job_spec_warning("not json"));
+    assert_int_equal(call(f, "POST", "/v1/jobs", TOKEN_USER,
+                          JOB_SPEC_WITH("s", ",\"deadline\":1.9e9,\"samples\":1e6"), &v),
+                     201);
+    assert_null(jv_get(v, "warnings"));
+    jv_free(v);
+}
+
 /* A user submits a job (201, the stored spec with defaults), lists, filters, describes and
  * cancels it. */
 static void api_jobs__submit_list_get_cancel(void **state)
@@ -1414,6 +1443,7 @@ int main(void)
         API_TEST(api_nodes__assignment_names_the_placement),
         API_TEST(api_nodes__bad_input_writes_nothing),
         API_TEST(api_jobs__submit_list_get_cancel),
+        API_TEST(api_jobs__deadline_without_samples_is_warned),
         API_TEST(api_jobs__samples_stored_or_null),
         API_TEST(api_jobs__family_stored_or_null),
         API_TEST(api_jobs__bad_input_writes_nothing),

@@ -415,11 +415,13 @@ static void daemon_run__signals_restart_and_no_double_launch(void **state)
     assert_non_null(strstr(out, "alpha"));
     assert_non_null(strstr(out, "ETA")); /* the predicted finish's column ("-": not known) */
     free(out);
-    /* SIGHUP with a good one: reloaded, its new job submitted */
-    write_config(r, JOB("alpha") JOB("beta") JOB("delta"));
+    /* SIGHUP with a good one: reloaded, its new job submitted (delta has a deadline and no
+     * samples: taken, with a warning that castor cannot plan for it) */
+    write_config(r, JOB("alpha") JOB("beta") JOB("delta") "    deadline: 2100-01-01T00:00:00Z\n");
     kill(r->pid, SIGHUP);
     assert_true(log_wait(r, "configuration reloaded", 1));
     assert_true(job_wait(r, "delta", "pending") || job_wait(r, "delta", "running"));
+    assert_true(log_wait(r, "a deadline without samples", 1));
     /* SIGKILL in the middle of its ticks; the restarted daemon launches nothing twice */
     nap(700);
     assert_int_equal(stop(r, SIGKILL), 128 + SIGKILL);
