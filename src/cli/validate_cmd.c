@@ -24,7 +24,9 @@ static void validate_usage(FILE *f)
            "\n"
            "Check files without starting anything and without the network; print \"FILE: ok\"\n"
            "or each fault as file:line:column: reason. Exit status 0 when every file is good,\n"
-           "2 when one is not, 1 when one cannot be read.\n"
+           "2 when one is not, 1 when one cannot be read. A job that castor cannot do all of\n"
+           "what it asks (a deadline without samples) is good, with a warning on stderr as\n"
+           "file:line:column: warning: reason.\n"
            "\n"
            "  config      a controller configuration (`castor run -c`; the default): every key,\n"
            "              the cloud's own section through that cloud's constructor (its key\n"
@@ -80,8 +82,25 @@ static int validate_offer(const struct config *cfg, struct cloud *cloud, struct 
     return 0;
 }
 
-/* What `castor run` checks before it starts, short of the state, the API and the network. */
-static int validate_config(const char *path, struct error *e)
+/* A warning on warn for job m (its spec as stored) when castor cannot do what it asks
+ * (api_job_spec_warning), at its deadline's line and column. Nothing else changes: the job is
+ * valid. */
+static void validate_warn(FILE *warn, const struct conf_node *m, const char *spec)
+{
+    const char *w = api_job_spec_warning(spec);
+    const struct conf_node *d = w ? conf_find(m, "deadline") : NULL;
+
+    if (!w)
+        return;
+    if (!d)
+        d = m;
+    fprintf(warn, "%s:%d:%d: warning: %s%s%s\n", d->file, d->line, d->column, d->path,
+            d->path[0] ? ": " : "", w);
+}
+
+/* What `castor run` checks before it starts, short of the state, the API and the network; the
+ * jobs castor cannot do all of what they ask are told on warn. */
+static int validate_config(const char *path, FILE *warn, struct error *e)
 {
     struct config *cfg = NULL;
     struct cloud cloud = {0};
@@ -95,6 +114,12 @@ static int validate_config(const char *path, struct error *e)
 
     if ((rc = config_load(path, &cfg, e)) < 0)
         return rc;
+    {
+        const struct conf_node *jobs = conf_find(cfg->doc->root, "jobs");
+
+        for (size_t i = 0; jobs && i < jobs->n && i < cfg->njobs; i++)
+            validate_warn(warn, jobs->items[i], cfg->jobs[i].spec);
+    }
     if (cfg->token_files[API_ROLE_NODE] &&
         (rc = api_tokens_from_files(cfg->token_files[API_ROLE_NODE], cfg->token_files[API_ROLE_JOB],
                                     cfg->token_files[API_ROLE_USER],
@@ -126,7 +151,7 @@ cleanup:
     return rc;
 }
 
-static int validate_job(const char *path, struct error *e)
+static int validate_job(const char *path, FILE *warn, struct error *e)
 {
     struct conf *doc = NULL;
     char *spec = NULL, *name = NULL;
@@ -135,6 +160,8 @@ static int validate_job(const char *path, struct error *e)
     if ((rc = conf_load(path, &doc, e)) < 0)
         return rc;
     rc = config_job_spec(doc->root, 0, &spec, &name, e);
+    if (rc == 0)
+        validate_warn(warn, doc->root, spec);
     free(spec);
     free(name);
     conf_free(doc);
@@ -179,9 +206,9 @@ int cli_validate(int argc, char **argv, FILE *out, FILE *err)
         int rc;
 
         if (strcmp(kind, "config") == 0)
-            rc = validate_config(argv[i], &e);
+            rc = validate_config(argv[i], err, &e);
         else if (strcmp(kind, "job") == 0)
-            rc = validate_job(argv[i], &e);
+            rc = validate_job(argv[i], err, &e);
         else
             rc = cli_cloud_init_check(argv[i], &e);
         if (rc == 0) {

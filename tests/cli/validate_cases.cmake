@@ -24,6 +24,10 @@ castor_cli_test(validate_job_bad 2 "job-bad.yaml:5:17: max_batch_size: 16 is out
   validate --kind job ${VD}/job-bad.yaml)
 castor_cli_test(validate_job_bad_family 2 "job-bad-family.yaml:8:9: family: letters, digits, '.', '_', ':', '/' or '-'"
   validate --kind job ${VD}/job-bad-family.yaml)
+# a deadline without samples is valid, with a warning at the deadline: nothing to plan it from
+castor_cli_test(validate_job_deadline_no_samples 0
+  "job-deadline-no-samples.yaml:8:11: warning: deadline: a deadline without samples"
+  validate --kind job ${VD}/job-deadline-no-samples.yaml)
 castor_cli_test(validate_bad_kind 2 "--kind takes config, job or cloud-init" validate --kind yaml ${VD}/job-good.yaml)
 castor_cli_test(validate_no_file 2 "a file is required" validate --cloud-init)
 
