@@ -1,0 +1,322 @@
+/* api_metrics.c: the metrics the daemon fills (the decide-latency histogram, the API's copy of
+ * them) and GET /metrics in the Prometheus text format. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "control/api_internal.h"
+#include "control/state.h"
+
+const double api_decide_buckets[API_DECIDE_NBUCKETS] = {0.001, 0.005, 0.01, 0.05,
+                                                        0.1,   0.5,   1.0,  5.0};
+
+/* ---- metrics the daemon fills ---- */
+
+int api_metrics_observe_decide(struct api_metrics *m, double seconds)
+{
+    int b = 0;
+
+    if (!m || !isfinite(seconds) || seconds < 0)
+        return ERR_INVAL;
+    while (b < API_DECIDE_NBUCKETS && seconds > api_decide_buckets[b])
+        b++;
+    m->decide_counts[b]++;
+    m->decide_sum += seconds;
+    return 0;
+}
+
+void ap_metrics_free(struct ap_metrics *m)
+{
+    free(m->jobs);
+    free(m->calls);
+    free(m->errors);
+    free(m->strings);
+    memset(m, 0, sizeof(*m));
+}
+
+/* Copy s into the string block at *pos; returns the copy. */
+static const char *ap_put(char *block, size_t *pos, const char *s)
+{
+    char *at = block + *pos;
+    size_t n = strlen(s) + 1;
+
+    memcpy(at, s, n);
+    *pos += n;
+    return at;
+}
+
+int ap_metrics_copy(const struct api_metrics *m, struct ap_metrics *out)
+{
+    struct ap_metrics c = {0};
+    size_t size = 1, pos = 0;
+
+    for (size_t i = 0; i < m->njobs; i++)
+        if (!m->jobs[i].job)
+            return ERR_INVAL;
+        else
+            size += strlen(m->jobs[i].job) + 1;
+    for (size_t i = 0; i < m->ncalls; i++)
+        if (!m->calls[i].op)
+            return ERR_INVAL;
+        else
+            size += strlen(m->calls[i].op) + 1;
+    for (size_t i = 0; i < m->nerrors; i++)
+        if (!m->errors[i].op || !m->errors[i].code)
+            return ERR_INVAL;
+        else
+            size += strlen(m->errors[i].op) + strlen(m->errors[i].code) + 2;
+    c.strings = malloc(size);
+    c.jobs = calloc(m->njobs + 1, sizeof(*c.jobs));
+    c.calls = calloc(m->ncalls + 1, sizeof(*c.calls));
+    c.errors = calloc(m->nerrors + 1, sizeof(*c.errors));
+    if (!c.strings || !c.jobs || !c.calls || !c.errors) {
+        ap_metrics_free(&c);
+        return ERR_NOMEM;
+    }
+    for (size_t i = 0; i < m->njobs; i++) {
+        c.jobs[i] = m->jobs[i];
+        c.jobs[i].job = ap_put(c.strings, &pos, m->jobs[i].job);
+    }
+    for (size_t i = 0; i < m->ncalls; i++) {
+        c.calls[i].op = ap_put(c.strings, &pos, m->calls[i].op);
+        c.calls[i].code = "";
+        c.calls[i].count = m->calls[i].count;
+    }
+    for (size_t i = 0; i < m->nerrors; i++) {
+        c.errors[i].op = ap_put(c.strings, &pos, m->errors[i].op);
+        c.errors[i].code = ap_put(c.strings, &pos, m->errors[i].code);
+        c.errors[i].count = m->errors[i].count;
+    }
+    c.njobs = m->njobs;
+    c.ncalls = m->ncalls;
+    c.nerrors = m->nerrors;
+    memcpy(c.decide_counts, m->decide_counts, sizeof(c.decide_counts));
+    c.decide_sum = m->decide_sum;
+    c.decide_failures = m->decide_failures;
+    *out = c;
+    return 0;
+}
+
+/* ---- metrics ---- */
+
+/* A label value with Prometheus's escapes (backslash, double quote, newline). */
+static void ap_label(FILE *f, const char *v)
+{
+    for (; *v; v++) {
+        if (*v == '\\' || *v == '"')
+            fputc('\\', f);
+        if (*v == '\n')
+            fputs("\\n", f);
+        else
+            fputc(*v, f);
+    }
+}
+
+static void ap_family(FILE *f, const char *name, const char *type, const char *help)
+{
+    fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* name{label="value"[,label2="value2"]} v */
+static void ap_sample(FILE *f, const char *name, const char *l1, const char *v1, const char *l2,
+                      const char *v2, double v)
+{
+    fputs(name, f);
+    if (l1) {
+        fprintf(f, "{%s=\"", l1);
+        ap_label(f, v1);
+        if (l2) {
+            fprintf(f, "\",%s=\"", l2);
+            ap_label(f, v2);
+        }
+        fputs("\"}", f);
+    }
+    if (isnan(v))
+        fputs(" NaN\n", f);
+    else if (isinf(v))
+        fputs(v > 0 ? " +Inf\n" : " -Inf\n", f);
+    else
+        fprintf(f, " %.17g\n", v);
+}
+
+/* The fleet by market and offer: nodes, GPUs and dollars per hour of every node not terminated. */
+static int ap_metrics_fleet(struct ap_ctx *c, FILE *f)
+{
+    static const char *const names[3] = {"castor_fleet_nodes", "castor_fleet_gpus",
+                                         "castor_fleet_cost_rate_dollars_per_hour"};
+    static const char *const helps[3] = {
+        "Nodes held (not terminated), by market and offer.",
+        "GPUs on the nodes held, by market and offer.",
+        "What the nodes held cost, in dollars per hour, by market and offer."};
+    struct state_node *nodes = NULL;
+    size_t n = 0;
+    int rc = state_nodes_list(c->a->state, AP_LIVE_NODES, &nodes, &n);
+
+    if (rc < 0)
+        return rc;
+    for (int k = 0; k < 3; k++) {
+        ap_family(f, names[k], "gauge", helps[k]);
+        for (size_t i = 0; i < n; i++) {
+            double sum = 0;
+            int first = 1;
+
+            for (size_t j = 0; j < n && first; j++) /* one line per (market, offer), at its first */
+                if (j < i && nodes[j].market == nodes[i].market &&
+                    strcmp(nodes[j].offer, nodes[i].offer) == 0)
+                    first = 0;
+            if (!first)
+                continue;
+            for (size_t j = i; j < n; j++)
+                if (nodes[j].market == nodes[i].market &&
+                    strcmp(nodes[j].offer, nodes[i].offer) == 0)
+                    sum += k == 0 ? 1.0 : k == 1 ? nodes[j].gpus : nodes[j].price;
+            ap_sample(f, names[k], "market", ap_market_name(nodes[i].market), "offer",
+                      nodes[i].offer, sum);
+        }
+    }
+    state_nodes_free(nodes, n);
+    return 0;
+}
+
+/* Jobs by state, and each live job's restarts, from the state. */
+static int ap_metrics_jobs(struct ap_ctx *c, FILE *f)
+{
+    struct state_job *jobs = NULL;
+    long long count[STATE_JOB_NSTATES] = {0};
+    size_t n = 0;
+    int rc = state_jobs_list(c->a->state, (1u << STATE_JOB_NSTATES) - 1, &jobs, &n);
+
+    if (rc < 0)
+        return rc;
+    for (size_t i = 0; i < n; i++)
+        count[jobs[i].state]++;
+    ap_family(f, "castor_jobs", "gauge", "Jobs by state.");
+    for (int s = 0; s < STATE_JOB_NSTATES; s++)
+        ap_sample(f, "castor_jobs", "state", state_job_state_name((enum state_job_state)s), NULL,
+                  NULL, (double)count[s]);
+    ap_family(f, "castor_job_restarts_total", "counter",
+              "Restarts of each pending or running job.");
+    for (size_t i = 0; i < n; i++)
+        if (jobs[i].state == STATE_JOB_PENDING || jobs[i].state == STATE_JOB_RUNNING)
+            ap_sample(f, "castor_job_restarts_total", "job", jobs[i].name, NULL, NULL,
+                      jobs[i].restarts);
+    state_jobs_free(jobs, n);
+    return 0;
+}
+
+/* Job figure k of the daemon's job gauges (ap_metrics_daemon's names): NAN where not known. */
+static double ap_job_figure(const struct api_job_metrics *j, int k)
+{
+    switch (k) {
+    case 0:
+        return j->goodput;
+    case 1:
+        return j->speedup;
+    case 2:
+        return j->batch_size;
+    case 3:
+        return j->eta > 0 ? j->eta : NAN;
+    default:
+        return j->eta > 0 && j->deadline > 0 ? j->deadline - j->eta : NAN;
+    }
+}
+
+/* What the daemon filled: goodput, speedup, batch size, predicted finish and deadline slack per
+ * job (where known), the decide latency histogram, provider calls and errors. */
+static void ap_metrics_daemon(const struct ap_metrics *m, FILE *f)
+{
+    static const char *const names[5] = {
+        "castor_job_goodput", "castor_job_speedup", "castor_job_batch_size",
+        "castor_job_finish_timestamp_seconds", "castor_job_deadline_slack_seconds"};
+    static const char *const helps[5] = {
+        "Goodput of each job at its configuration, samples per second at full efficiency.",
+        "Speedup of each job over one GPU at its initial batch size.",
+        "Total batch size of each job.",
+        "When each job that declares its samples is predicted to finish at its configuration, "
+        "seconds since the epoch.",
+        "Each job's deadline minus its predicted finish: below 0, late at its configuration."};
+    long long cum = 0;
+    char le[32];
+
+    for (int k = 0; k < 5; k++) {
+        ap_family(f, names[k], "gauge", helps[k]);
+        for (size_t i = 0; i < m->njobs; i++) {
+            double v = ap_job_figure(&m->jobs[i], k);
+
+            if (!isnan(v))
+                ap_sample(f, names[k], "job", m->jobs[i].job, NULL, NULL, v);
+        }
+    }
+    ap_family(f, "castor_decide_latency_seconds", "histogram",
+              "Time taken by each decide step, in seconds.");
+    for (int b = 0; b <= API_DECIDE_NBUCKETS; b++) {
+        cum += m->decide_counts[b];
+        if (b < API_DECIDE_NBUCKETS)
+            snprintf(le, sizeof(le), "%g", api_decide_buckets[b]);
+        else
+            snprintf(le, sizeof(le), "+Inf");
+        ap_sample(f, "castor_decide_latency_seconds_bucket", "le", le, NULL, NULL, (double)cum);
+    }
+    ap_sample(f, "castor_decide_latency_seconds_sum", NULL, NULL, NULL, NULL, m->decide_sum);
+    ap_sample(f, "castor_decide_latency_seconds_count", NULL, NULL, NULL, NULL, (double)cum);
+    ap_family(f, "castor_decide_failures_total", "counter",
+              "Decide steps whose policy failed, the allocation kept as it was.");
+    ap_sample(f, "castor_decide_failures_total", NULL, NULL, NULL, NULL,
+              (double)m->decide_failures);
+    ap_family(f, "castor_provider_calls_total", "counter", "Calls to the provider, by operation.");
+    for (size_t i = 0; i < m->ncalls; i++)
+        ap_sample(f, "castor_provider_calls_total", "op", m->calls[i].op, NULL, NULL,
+                  (double)m->calls[i].count);
+    ap_family(f, "castor_provider_errors_total", "counter",
+              "Errors the provider answered, by operation and code.");
+    for (size_t i = 0; i < m->nerrors; i++)
+        ap_sample(f, "castor_provider_errors_total", "op", m->errors[i].op, "code",
+                  m->errors[i].code, (double)m->errors[i].count);
+}
+
+void ap_metrics_text(struct ap_ctx *c)
+{
+    char *text = NULL, code[8];
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    int rc;
+
+    if (!f) {
+        ap_fail(c, 500, "out of memory");
+        return;
+    }
+    rc = ap_metrics_fleet(c, f);
+    if (rc == 0)
+        rc = ap_metrics_jobs(c, f);
+    if (rc == 0) {
+        ap_metrics_daemon(&c->a->metrics, f);
+        ap_family(f, "castor_api_report_commits_total", "counter",
+                  "Transactions that stored reports (several reports share one under load).");
+        ap_sample(f, "castor_api_report_commits_total", NULL, NULL, NULL, NULL,
+                  (double)c->a->batches);
+        ap_family(f, "castor_api_reports_committed_total", "counter",
+                  "Reports those transactions held, stored or refused.");
+        ap_sample(f, "castor_api_reports_committed_total", NULL, NULL, NULL, NULL,
+                  (double)c->a->batched);
+        ap_family(f, "castor_api_requests_total", "counter",
+                  "Requests the API answered, by status (this one not yet counted).");
+        for (int s = 0; s < AP_STATUS_MAX; s++)
+            if (c->a->answered[s] > 0) {
+                snprintf(code, sizeof(code), "%d", s);
+                ap_sample(f, "castor_api_requests_total", "code", code, NULL, NULL,
+                          (double)c->a->answered[s]);
+            }
+    }
+    if (fclose(f) != 0 && rc == 0)
+        rc = ERR_NOMEM;
+    if (rc < 0) {
+        free(text);
+        ap_state_fail(c, rc, "metrics");
+        return;
+    }
+    c->resp->status = 200;
+    c->resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
+    c->resp->body = text;
+    c->resp->body_len = len;
+}

@@ -1,0 +1,246 @@
+/* api_nodes.c: the node agents' endpoints: registration, heartbeats, preemption notices and
+ * each node's assignment (its jobs' ranks, world, master, configuration and spec). */
+#include <math.h>
+#include <string.h>
+
+#include "control/api_internal.h"
+#include "control/state.h"
+#include "util/json.h"
+
+/* An address a node's peers can dial: an IPv4 or IPv6 address or a host name. */
+static int ap_address_ok(const char *s)
+{
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+              *s == '.' || *s == '-' || *s == ':'))
+            return 0;
+    return 1;
+}
+
+void ap_node_register(struct ap_ctx *c)
+{
+    static const char *const keys[] = {"instance_id", "gpus", "gpu_memory_mib", "provider",
+                                       "offer",       "zone", "market",         "price",
+                                       "address",     NULL};
+    const char *id = NULL, *market = "on-demand", *address = NULL;
+    long long gpus = 0, mem = 0;
+    struct state_node n = {0};
+    int rc;
+
+    n.provider = "static";
+    n.offer = "static";
+    n.zone = "local";
+    n.price = 0;
+    rc = ap_parse_body(c, 0);
+    if (rc == 0)
+        rc = ap_keys(c, c->body, "", keys);
+    if (rc == 0)
+        rc = ap_str(c, c->body, "", "instance_id", 1, AP_NAME_MAX, &id);
+    if (rc == 0 && !api_name_ok(id))
+        rc = ap_bad(c, "instance_id must be letters, digits, '.', '_' or '-'");
+    if (rc == 0)
+        rc = ap_int(c, c->body, "", "gpus", 1, 1, 1024, &gpus);
+    if (rc == 0)
+        rc = ap_int(c, c->body, "", "gpu_memory_mib", 0, 0, 16 * 1024 * 1024, &mem);
+    if (rc == 0)
+        rc = ap_str(c, c->body, "", "provider", 0, STATE_NAME_MAX, (const char **)&n.provider);
+    if (rc == 0)
+        rc = ap_str(c, c->body, "", "offer", 0, STATE_NAME_MAX, (const char **)&n.offer);
+    if (rc == 0)
+        rc = ap_str(c, c->body, "", "zone", 0, STATE_NAME_MAX, (const char **)&n.zone);
+    if (rc == 0)
+        rc = ap_str(c, c->body, "", "market", 0, 16, &market);
+    if (rc == 0 && strcmp(market, "spot") != 0 && strcmp(market, "on-demand") != 0)
+        rc = ap_bad(c, "market must be \"spot\" or \"on-demand\"");
+    if (rc == 0)
+        rc = ap_num(c, c->body, "", "price", 0, 0.0, 1, &n.price);
+    if (rc == 0)
+        rc = ap_str(c, c->body, "", "address", 0, 255, &address);
+    if (rc == 0 && address && !ap_address_ok(address))
+        rc = ap_bad(c, "address must be an IP address or a host name (letters, digits, '.', "
+                       "'-', ':')");
+    if (rc < 0) {
+        ap_fail(c, 400, "%s", c->reason);
+        return;
+    }
+    n.instance_id = (char *)id;
+    n.address = (char *)address;
+    n.market = strcmp(market, "spot") == 0 ? STATE_MARKET_SPOT : STATE_MARKET_ON_DEMAND;
+    n.gpus = (int)gpus;
+    n.gpu_memory_mib = (int)mem;
+    n.state = STATE_NODE_READY;
+    n.launched_at = c->now;
+    n.ready_at = n.terminated_at = NAN;
+    c->param = id;
+    rc = state_node_register(c->a->state, &n, c->now);
+    if (rc == ERR_CONFLICT) {
+        ap_fail(c, 409, "node %s is already registered", id);
+    } else if (rc < 0) {
+        ap_state_fail(c, rc, "node");
+    } else {
+        struct jv *o = jv_object();
+
+        ap_set(c, o, "instance_id", jv_string(id));
+        ap_set(c, o, "state", jv_string("ready"));
+        ap_reply(c, 201, o);
+    }
+}
+
+/* Answer {"instance_id", "state"} for the node of the path after an update. */
+static void ap_node_state_reply(struct ap_ctx *c)
+{
+    struct state_node n;
+    struct jv *o;
+    int rc = state_node_get(c->a->state, c->param, &n);
+
+    if (rc < 0) {
+        ap_state_fail(c, rc, "such node");
+        return;
+    }
+    o = jv_object();
+    ap_set(c, o, "instance_id", jv_string(n.instance_id));
+    ap_set(c, o, "state", jv_string(state_node_state_name(n.state)));
+    state_node_clear(&n);
+    ap_reply(c, 200, o);
+}
+
+void ap_node_heartbeat(struct ap_ctx *c)
+{
+    static const char *const keys[] = {NULL};
+    int rc = ap_parse_body(c, 1);
+
+    if (rc == 0)
+        rc = ap_keys(c, c->body, "", keys);
+    if (rc < 0) {
+        ap_fail(c, 400, "%s", c->reason);
+        return;
+    }
+    rc = state_node_heartbeat(c->a->state, c->param, c->now);
+    if (rc == ERR_CONFLICT)
+        ap_fail(c, 409, "node %s is terminated", c->param);
+    else if (rc < 0)
+        ap_state_fail(c, rc, "such node");
+    else
+        ap_node_state_reply(c);
+}
+
+void ap_node_notice(struct ap_ctx *c)
+{
+    static const char *const keys[] = {"deadline", NULL};
+    double deadline = NAN;
+    int rc = ap_parse_body(c, 1);
+
+    if (rc == 0)
+        rc = ap_keys(c, c->body, "", keys);
+    if (rc == 0)
+        rc = ap_num(c, c->body, "", "deadline", 0, 0.0, 1, &deadline);
+    if (rc < 0) {
+        ap_fail(c, 400, "%s", c->reason);
+        return;
+    }
+    if (deadline < c->now) /* a deadline already past (clocks differ): it is now */
+        deadline = c->now;
+    rc = state_node_notice(c->a->state, c->param, c->now, deadline);
+    if (rc == ERR_CONFLICT)
+        ap_fail(c, 409, "node %s is terminated", c->param);
+    else if (rc < 0)
+        ap_state_fail(c, rc, "such node");
+    else
+        ap_node_state_reply(c);
+}
+
+struct jv *ap_spec(const struct state_job *j)
+{
+    struct jv *v = NULL;
+
+    return jv_parse(j->spec, strlen(j->spec), &v, NULL) == 0 ? v : NULL;
+}
+
+void ap_set_config(struct ap_ctx *c, struct jv *o, const struct state_job *j)
+{
+    ap_set(c, o, "local_bsz", jv_number(j->local_bsz));
+    ap_set(c, o, "accum_steps", isnan(j->local_bsz) ? jv_null() : jv_integer(j->accum_steps));
+    ap_set(c, o, "lr_gain", jv_number(j->lr_gain));
+}
+
+/* o's "master_addr": where node (the master) is reached, when its agent said so. */
+static void ap_set_master_addr(struct ap_ctx *c, struct jv *o, const char *node)
+{
+    struct state_node m;
+
+    if (state_node_get(c->a->state, node, &m) < 0)
+        return;
+    if (m.address)
+        ap_set(c, o, "master_addr", jv_string(m.address));
+    state_node_clear(&m);
+}
+
+/* One job's part of a node's assignment: its replicas there, ranks, world size, master (the
+ * first node by instance id) and where it is reached (when its agent said), configuration and
+ * spec. */
+static struct jv *ap_assignment_job(struct ap_ctx *c, const struct state_node_job *nj)
+{
+    struct state_alloc *rows = NULL;
+    struct state_job j;
+    size_t n = 0;
+    long long world = 0, offset = -1;
+    struct jv *o;
+
+    if (state_job_get(c->a->state, nj->job, &j) < 0)
+        return NULL;
+    if (state_alloc_get(c->a->state, nj->job, &rows, &n) < 0) {
+        state_job_clear(&j);
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(rows[i].node, c->param) == 0)
+            offset = world;
+        world += rows[i].replicas;
+    }
+    o = jv_object();
+    ap_set(c, o, "job", jv_string(j.name));
+    ap_set(c, o, "replicas", jv_integer(nj->replicas));
+    ap_set(c, o, "rank_offset", jv_integer(offset));
+    ap_set(c, o, "world_size", jv_integer(world));
+    ap_set(c, o, "master", jv_string(n > 0 ? rows[0].node : c->param));
+    ap_set_master_addr(c, o, n > 0 ? rows[0].node : c->param);
+    /* when the job was placed as it is: every re-placement changes it on every node, so that all
+     * replicas restart into the new world, those on nodes it kept included */
+    if (n > 0 && isfinite(rows[0].since))
+        ap_set(c, o, "placed_at", jv_number(rows[0].since));
+    ap_set_config(c, o, &j);
+    ap_set(c, o, "spec", ap_spec(&j));
+    state_allocs_free(rows, n);
+    state_job_clear(&j);
+    return o;
+}
+
+void ap_node_assignment(struct ap_ctx *c)
+{
+    struct state_node_job *jobs = NULL;
+    struct jv *o, *arr;
+    struct state_node node;
+    size_t n = 0;
+    int rc = state_node_get(c->a->state, c->param, &node);
+
+    if (rc < 0) {
+        ap_state_fail(c, rc, "such node");
+        return;
+    }
+    rc = state_node_jobs(c->a->state, c->param, &jobs, &n);
+    if (rc < 0) {
+        state_node_clear(&node);
+        ap_state_fail(c, rc, "such node");
+        return;
+    }
+    o = jv_object();
+    arr = jv_array();
+    ap_set(c, o, "instance_id", jv_string(node.instance_id));
+    ap_set(c, o, "state", jv_string(state_node_state_name(node.state)));
+    for (size_t i = 0; i < n; i++)
+        ap_push(c, arr, ap_assignment_job(c, &jobs[i]));
+    ap_set(c, o, "jobs", arr);
+    state_node_jobs_free(jobs, n);
+    state_node_clear(&node);
+    ap_reply(c, 200, o);
+}
