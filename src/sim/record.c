@@ -31,6 +31,11 @@ int sim_record_new(const struct sim_world *w, const char *workload, const char *
     for (int i = 0; i < n; i++) {
         const struct sim_job *j = sim_world_job(w, i);
 
+        if (j->spec->deadline > 0 && !r->deadline &&
+            !(r->deadline = calloc((size_t)n, sizeof(double))))
+            goto fail;
+        if (r->deadline)
+            r->deadline[i] = j->spec->deadline > 0 ? j->spec->deadline : 0;
         r->names[i] = strdup(j->spec->name);
         r->apps[i] = strdup(j->spec->application);
         if (!r->names[i] || !r->apps[i])
@@ -60,6 +65,7 @@ void sim_record_free(struct sim_record *r)
     free(r->submit);
     free(r->jct);
     free(r->restarts);
+    free(r->deadline);
     free(r->times);
     free(r->held);
     free(r->spot_nodes);

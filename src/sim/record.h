@@ -12,12 +12,14 @@ struct sim_record {
     char *workload; /* the workload's name (owned) */
     char *policy;   /* (owned) */
     int njobs;
-    int gpus;       /* cluster GPUs */
-    char **names;   /* njobs job names (owned) */
-    char **apps;    /* njobs application names (owned) */
-    double *submit; /* njobs submission times */
-    double *jct;    /* njobs completion minus submission times; -1 if unfinished */
-    int *restarts;  /* njobs */
+    int gpus;         /* cluster GPUs */
+    char **names;     /* njobs job names (owned) */
+    char **apps;      /* njobs application names (owned) */
+    double *submit;   /* njobs submission times */
+    double *jct;      /* njobs completion minus submission times; -1 if unfinished */
+    int *restarts;    /* njobs */
+    double *deadline; /* njobs: the seconds from submission each must finish in, 0: none; NULL:
+                         no job has one */
     /* timeline: ntimes samples of (time, GPUs of each job) */
     size_t ntimes, cap;
     double *times;

@@ -899,14 +899,25 @@ static void sim_report_cost_chart(FILE *f, struct sim_record *const *recs, int n
     fputs("</svg>\n", f);
 }
 
-/* The fleet runs of group's workload as a table: peak nodes, node-hours by market, dollars. */
+/* Whether job j of r finished within its deadline (r->deadline[j] > 0). */
+static int sim_report_met(const struct sim_record *r, int j)
+{
+    return r->jct[j] >= 0 && r->jct[j] <= r->deadline[j];
+}
+
+/* The fleet runs of group's workload as a table: peak nodes, node-hours by market, dollars, and
+ * the deadlines met where jobs have them. */
 static void sim_report_fleet_table(FILE *f, struct sim_record *const *recs, int n,
                                    const struct sim_record *group)
 {
+    int deadlines = 0;
+
+    for (int i = 0; i < n; i++)
+        deadlines |= sim_report_in_group(recs[i], group) && recs[i]->deadline;
     fputs("<table><thead><tr><th></th><th class=\"l\">policy</th><th>peak nodes</th>"
-          "<th>on-demand node-h</th><th>spot node-h</th><th>spot share</th><th>cost ($)</th>"
-          "</tr></thead><tbody>\n",
+          "<th>on-demand node-h</th><th>spot node-h</th><th>spot share</th><th>cost ($)</th>",
           f);
+    fputs(deadlines ? "<th>deadlines met</th></tr></thead><tbody>\n" : "</tr></thead><tbody>\n", f);
     for (int i = 0; i < n; i++) {
         const struct sim_record *r = recs[i];
         struct sim_report_fleet_sum sum;
@@ -927,9 +938,20 @@ static void sim_report_fleet_table(FILE *f, struct sim_record *const *recs, int 
         else
             fputs("<td>\xe2\x80\x94</td>", f);
         if (isfinite(d))
-            fprintf(f, "<td>%.2f</td></tr>\n", d);
+            fprintf(f, "<td>%.2f</td>", d);
         else
-            fputs("<td>\xe2\x80\x94</td></tr>\n", f);
+            fputs("<td>\xe2\x80\x94</td>", f);
+        if (deadlines) {
+            int due = 0, met = 0;
+
+            for (int j = 0; r->deadline && j < r->njobs; j++)
+                if (r->deadline[j] > 0) {
+                    due++;
+                    met += sim_report_met(r, j);
+                }
+            fprintf(f, "<td>%d of %d</td>", met, due);
+        }
+        fputs("</tr>\n", f);
     }
     fputs("</tbody></table>\n", f);
 }
@@ -1065,8 +1087,9 @@ static void sim_report_jobs(FILE *f, const struct sim_record *r)
     fprintf(f, "<details><summary>%d jobs of ", r->njobs);
     sim_report_run_name(f, r);
     fputs("</summary><table><thead><tr><th></th><th class=\"l\">job</th><th class=\"l\">"
-          "application</th><th>submitted (h)</th><th>JCT (h)</th><th>restarts</th></tr></thead>"
-          "<tbody>\n",
+          "application</th><th>submitted (h)</th><th>JCT (h)</th><th>restarts</th>",
+          f);
+    fputs(r->deadline ? "<th>deadline (h)</th></tr></thead><tbody>\n" : "</tr></thead><tbody>\n",
           f);
     for (int j = 0; j < r->njobs; j++) {
         char colour[32];
@@ -1083,7 +1106,13 @@ static void sim_report_jobs(FILE *f, const struct sim_record *r)
             fprintf(f, "<td>%.2f</td>", r->jct[j] / 3600);
         else
             fputs("<td>unfinished</td>", f);
-        fprintf(f, "<td>%d</td></tr>\n", r->restarts[j]);
+        fprintf(f, "<td>%d</td>", r->restarts[j]);
+        if (r->deadline && r->deadline[j] > 0)
+            fprintf(f, "<td>%.2f (%s)</td>", r->deadline[j] / 3600,
+                    sim_report_met(r, j) ? "met" : "missed");
+        else if (r->deadline)
+            fputs("<td>\xe2\x80\x94</td>", f);
+        fputs("</tr>\n", f);
     }
     fputs("</tbody></table></details>\n", f);
 }

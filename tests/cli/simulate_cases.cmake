@@ -78,6 +78,11 @@ castor_cli_test(scenario_workload_override 0 "one_cifar10.csv"
 castor_cli_test(scenario_deadline_missed 0 "missed: late ("
   simulate --scenario ${CMAKE_SOURCE_DIR}/config/scenarios/deadline.yaml
   --workload ${CASTOR_TEST_DATA}/workloads/deadline_missed.csv)
+add_test(NAME cli_scenario_deadline_report COMMAND ${EXPECT_FILE}
+  ${CMAKE_CURRENT_BINARY_DIR}/deadlines.html "<td>0.25 (missed)</td>"
+  -- $<TARGET_FILE:castor> simulate --scenario ${CMAKE_SOURCE_DIR}/config/scenarios/deadline.yaml
+  --workload ${CASTOR_TEST_DATA}/workloads/deadline_missed.csv --quiet
+  --report ${CMAKE_CURRENT_BINARY_DIR}/deadlines.html)
 # every shipped scenario loads and runs the four systems (on the ten-job trace, to stay short)
 foreach(scn t4 heavy-preemption deadline no-notice)
   castor_cli_test(scenario_shipped_${scn} 0 "castor against pollux-autoscale: dollars"

@@ -381,6 +381,41 @@ static void sim_report_write__fleet_sections(void **state)
     sim_record_free(recs[1]);
 }
 
+/* Deadlines: the jobs table of a run whose jobs have them gains their deadline and whether it was
+ * met (job 0, JCT 100 s, has 0.05 h = 180 s: met; job 1, JCT 200 s, has 0.04 h = 144 s: missed;
+ * job 2 has none: a dash), and the fleet table the count met (1 of 2). Runs without deadlines
+ * keep their tables as they were. */
+static void sim_report_write__deadlines(void **state)
+{
+    struct sim_record *recs[2] = {make_fleet("cloud", "castor", 10),
+                                  make_fleet("cloud", "fixed-spot", 5)};
+    char dir[256], path[300];
+    char *html;
+
+    (void)state;
+    recs[0]->deadline = calloc(3, sizeof(double));
+    assert_non_null(recs[0]->deadline);
+    recs[0]->deadline[0] = 180;
+    recs[0]->deadline[1] = 144;
+    make_dir(dir, sizeof(dir));
+    snprintf(path, sizeof(path), "%s/deadlines.html", dir);
+    assert_int_equal(sim_report_write(recs, 2, path), 0);
+    html = slurp(path);
+    expect_self_contained(html);
+    assert_non_null(strstr(html, "<th>cost ($)</th><th>deadlines met</th>"));
+    assert_non_null(strstr(html, "<td>10.00</td><td>1 of 2</td></tr>"));
+    assert_non_null(strstr(html, "<td>5.00</td><td>0 of 0</td></tr>"));
+    assert_int_equal(count(html, "<th>deadline (h)</th>"), 1);
+    assert_non_null(strstr(html, "<td>0.05 (met)</td>"));
+    assert_non_null(strstr(html, "<td>0.04 (missed)</td>"));
+    assert_int_equal(count(html, "<td>2</td><td>\xe2\x80\x94</td></tr>"), 1);
+    free(html);
+    unlink(path);
+    rmdir(dir);
+    sim_record_free(recs[0]);
+    sim_record_free(recs[1]);
+}
+
 /* A fixed cluster beside fleets of two workloads: the utilisation chart stays, with a note that
  * fleets are left out; the fixed run's cost is a dash; each workload gets its own heading and
  * dollars chart, in order of first appearance, its legend naming only its own runs. */
@@ -487,6 +522,7 @@ int main(void)
         cmocka_unit_test(sim_report_write__invalid),
         cmocka_unit_test(sim_report_write__large_runs_stay_small),
         cmocka_unit_test(sim_report_write__fleet_sections),
+        cmocka_unit_test(sim_report_write__deadlines),
         cmocka_unit_test(sim_report_write__fleet_and_fixed),
         cmocka_unit_test(sim_report_write__fleet_degenerate),
         cmocka_unit_test(sim_report_write__fleet_without_arrays),
