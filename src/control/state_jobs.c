@@ -1,0 +1,240 @@
+/* state_jobs.c: the jobs in the controller's state: submitted, moved from state to state,
+ * finished, their progress, checkpoints, restarts and configuration from the plan; read one by name
+ * or listed by state. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "control/state.h"
+#include "control/state_internal.h"
+#include "util/db.h"
+
+static const char *const st_job_states[STATE_JOB_NSTATES] = {
+    [STATE_JOB_PENDING] = "pending",   [STATE_JOB_RUNNING] = "running",
+    [STATE_JOB_FINISHED] = "finished", [STATE_JOB_CANCELLED] = "cancelled",
+    [STATE_JOB_FAILED] = "failed",
+};
+
+const char *state_job_state_name(enum state_job_state s)
+{
+    return (int)s >= 0 && (int)s < STATE_JOB_NSTATES ? st_job_states[s] : NULL;
+}
+
+int st_job_find(struct db *db, const char *name, long long *id, enum state_job_state *state)
+{
+    int v = 0, rc;
+
+    rc = st_find(db, "SELECT id, state FROM jobs WHERE name = ?1", name, st_job_states,
+                 STATE_JOB_NSTATES, id, &v);
+    if (rc == 0)
+        *state = (enum state_job_state)v;
+    return rc;
+}
+
+#define ST_JOB_COLUMNS                                                                             \
+    "id, name, spec, state, submitted_at, progress, checkpoint_progress, checkpoint_at, restarts," \
+    " finished_at, local_bsz, accum_steps, lr_gain, grad_sqr, grad_var, reported_at, sync_prior,"  \
+    " grad0_sqr, grad0_var"
+
+static int st_read_job(struct db_stmt *s, void *item)
+{
+    struct state_job *j = item;
+    int rc;
+
+    j->id = db_column_int(s, 0);
+    rc = db_column_text_dup(s, 1, &j->name);
+    if (rc == 0)
+        rc = db_column_text_dup(s, 2, &j->spec);
+    if (rc < 0)
+        return rc;
+    rc = st_col_enum(s, 3, st_job_states, STATE_JOB_NSTATES);
+    if (rc < 0)
+        return rc;
+    j->state = (enum state_job_state)rc;
+    j->submitted_at = db_column_double(s, 4);
+    j->progress = db_column_double(s, 5);
+    j->checkpoint_progress = db_column_double(s, 6);
+    j->checkpoint_at = st_col_time(s, 7);
+    j->restarts = (int)db_column_int(s, 8);
+    j->finished_at = st_col_time(s, 9);
+    j->local_bsz = st_col_time(s, 10);
+    j->accum_steps = (int)db_column_int(s, 11);
+    j->lr_gain = st_col_time(s, 12);
+    j->grad_sqr = st_col_time(s, 13);
+    j->grad_var = st_col_time(s, 14);
+    j->reported_at = st_col_time(s, 15);
+    j->sync_prior = st_col_time(s, 16);
+    j->grad0_sqr = st_col_time(s, 17);
+    j->grad0_var = st_col_time(s, 18);
+    return 0;
+}
+
+static void st_clear_job(void *item)
+{
+    state_job_clear(item);
+}
+
+static const struct st_rows st_job_rows = {sizeof(struct state_job), st_read_job, st_clear_job};
+
+int st_job_final(enum state_job_state s)
+{
+    return s == STATE_JOB_FINISHED || s == STATE_JOB_CANCELLED || s == STATE_JOB_FAILED;
+}
+
+static int st_job_move_ok(enum state_job_state from, enum state_job_state to)
+{
+    switch (from) {
+    case STATE_JOB_PENDING:
+        return to == STATE_JOB_RUNNING || to == STATE_JOB_CANCELLED || to == STATE_JOB_FAILED;
+    case STATE_JOB_RUNNING:
+        return to == STATE_JOB_PENDING || st_job_final(to);
+    default:
+        return 0;
+    }
+}
+
+int state_job_submit(struct state *st, const char *name, const char *spec, double now)
+{
+    if (!st_name_ok(name) || !spec || !st_time_ok(now))
+        return ERR_INVAL;
+    /* one statement: the UNIQUE name makes a duplicate fail whole (ERR_CONFLICT) */
+    return st_run(st->db,
+                  "INSERT INTO jobs (name, spec, state, submitted_at) VALUES (?1, ?2, ?3, ?4)",
+                  "tttd", name, spec, st_job_states[STATE_JOB_PENDING], now);
+}
+
+int state_job_set_state(struct state *st, const char *name, enum state_job_state to, double now)
+{
+    enum state_job_state from = STATE_JOB_PENDING;
+    long long id = 0;
+    int rc;
+
+    if (!st_name_ok(name) || !state_job_state_name(to) || !st_time_ok(now))
+        return ERR_INVAL;
+    rc = db_begin(st->db);
+    if (rc < 0)
+        return rc;
+    rc = st_job_find(st->db, name, &id, &from);
+    if (rc < 0 || from == to)
+        goto out;
+    if (!st_job_move_ok(from, to)) {
+        rc = ERR_CONFLICT;
+        goto out;
+    }
+    rc = st_run(st->db, "UPDATE jobs SET state = ?2, finished_at = ?3 WHERE id = ?1", "itd", id,
+                st_job_states[to], st_job_final(to) ? now : NAN);
+    if (rc == 0 && st_job_final(to))
+        rc = st_run(st->db, "DELETE FROM allocations WHERE job_id = ?1", "i", id);
+out:
+    return st_end(st, rc);
+}
+
+int state_job_finish(struct state *st, const char *name, double progress, double now)
+{
+    enum state_job_state from = STATE_JOB_PENDING;
+    long long id = 0;
+    int rc;
+
+    if (!st_name_ok(name) || !st_time_ok(now) || (!isnan(progress) && !(progress >= 0)) ||
+        isinf(progress))
+        return ERR_INVAL;
+    rc = db_begin(st->db);
+    if (rc < 0)
+        return rc;
+    rc = st_job_find(st->db, name, &id, &from);
+    if (rc < 0 || from == STATE_JOB_FINISHED)
+        goto out;
+    if (from != STATE_JOB_PENDING && from != STATE_JOB_RUNNING) {
+        rc = ERR_CONFLICT;
+        goto out;
+    }
+    rc = st_run(st->db, "UPDATE jobs SET state = ?2, finished_at = ?3 WHERE id = ?1", "itd", id,
+                st_job_states[STATE_JOB_FINISHED], now);
+    if (rc == 0 && !isnan(progress))
+        rc = st_run(st->db,
+                    "UPDATE jobs SET progress = ?2, checkpoint_progress = ?2, checkpoint_at = ?3"
+                    " WHERE id = ?1",
+                    "idd", id, progress, now);
+    if (rc == 0)
+        rc = st_run(st->db, "DELETE FROM allocations WHERE job_id = ?1", "i", id);
+out:
+    return st_end(st, rc);
+}
+
+int state_job_progress(struct state *st, const char *name, double progress)
+{
+    if (!st_name_ok(name) || !st_time_ok(progress) || progress < 0)
+        return ERR_INVAL;
+    return st_update(st, "UPDATE jobs SET progress = ?2 WHERE name = ?1", "td", name, progress);
+}
+
+int state_job_checkpoint(struct state *st, const char *name, double progress, double now)
+{
+    if (!st_name_ok(name) || !st_time_ok(progress) || progress < 0 || !st_time_ok(now))
+        return ERR_INVAL;
+    return st_update(st,
+                     "UPDATE jobs SET checkpoint_progress = ?2, checkpoint_at = ?3,"
+                     " progress = max(progress, ?2) WHERE name = ?1",
+                     "tdd", name, progress, now);
+}
+
+int state_job_restarted(struct state *st, const char *name)
+{
+    if (!st_name_ok(name))
+        return ERR_INVAL;
+    return st_update(st, "UPDATE jobs SET restarts = restarts + 1 WHERE name = ?1", "t", name);
+}
+
+int state_job_set_config(struct state *st, const char *name, double local_bsz, int accum_steps,
+                         double lr_gain)
+{
+    enum state_job_state cur = STATE_JOB_PENDING;
+    long long id = 0;
+    int rc;
+
+    if (!st_name_ok(name) || !st_time_ok(local_bsz) || local_bsz <= 0 || accum_steps < 0 ||
+        !st_time_ok(lr_gain) || lr_gain <= 0)
+        return ERR_INVAL;
+    rc = db_begin(st->db);
+    if (rc < 0)
+        return rc;
+    rc = st_job_find(st->db, name, &id, &cur);
+    if (rc == 0 && st_job_final(cur))
+        rc = ERR_CONFLICT;
+    if (rc == 0)
+        rc = st_run(st->db,
+                    "UPDATE jobs SET local_bsz = ?2, accum_steps = ?3, lr_gain = ?4 WHERE id = ?1",
+                    "idnd", id, local_bsz, accum_steps, lr_gain);
+    return st_end(st, rc);
+}
+
+int state_job_get(struct state *st, const char *name, struct state_job *out)
+{
+    return st_get_one(st->db, "SELECT " ST_JOB_COLUMNS " FROM jobs WHERE name = ?1", name,
+                      &st_job_rows, out);
+}
+
+int state_jobs_list(struct state *st, unsigned states, struct state_job **out, size_t *n)
+{
+    return st_list_by_state(st->db,
+                            "SELECT " ST_JOB_COLUMNS " FROM jobs"
+                            " WHERE state IN (?1, ?2, ?3, ?4, ?5) ORDER BY id",
+                            st_job_states, STATE_JOB_NSTATES, states, &st_job_rows, (void **)out,
+                            n);
+}
+
+void state_job_clear(struct state_job *j)
+{
+    if (!j)
+        return;
+    free(j->name);
+    free(j->spec);
+    j->name = NULL;
+    j->spec = NULL;
+}
+
+void state_jobs_free(struct state_job *jobs, size_t n)
+{
+    for (size_t i = 0; jobs && i < n; i++)
+        state_job_clear(&jobs[i]);
+    free(jobs);
+}
