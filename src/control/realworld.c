@@ -267,15 +267,16 @@ int realworld_offer_index(struct realworld *rw, const char *name, int *index)
 /*
  * Record instance id of offer o launched under token (an intent of this controller): a node
  * booting, or, when the node's agent registered before the launch was recorded (a static node
- * then), that node with the launch's provider, offer, token and price.
+ * then, ready), that node with the launch's provider, offer, token and price: the state keeps
+ * what the agent registered in the same transaction (state_node_upsert), so that a registration
+ * landing at any moment of this record is kept.
  */
 static int rw_node_record(struct realworld *rw, const char *id, const char *offer,
                           const char *token, double launched, double now)
 {
     const struct realworld_offer *meta = rw_meta(rw, offer);
     int o = rw_offer_find(rw, offer);
-    struct state_node n = {0}, old = {0};
-    int rc, have = state_node_get(rw->state, id, &old) == 0;
+    struct state_node n = {0};
 
     n.instance_id = (char *)id;
     n.provider = (char *)rw->cloud->ops->name;
@@ -290,16 +291,7 @@ static int rw_node_record(struct realworld *rw, const char *id, const char *offe
     n.ready_at = NAN;
     n.terminated_at = NAN;
     n.price = o >= 0 && isfinite(rw->offers[o].price) ? rw->offers[o].price : 0;
-    if (have && old.state != STATE_NODE_TERMINATED) {
-        /* what its agent reported stays */
-        n.state = old.state;
-        n.gpus = old.gpus;
-        n.ready_at = old.ready_at;
-    }
-    rc = state_node_upsert(rw->state, &n);
-    if (have)
-        state_node_clear(&old);
-    return rc;
+    return state_node_upsert(rw->state, &n);
 }
 
 /* An instance of market spot (1 spot, 0 on-demand, -1 not known) is gone: the offers of that

@@ -223,7 +223,10 @@ struct state_node {
  * Insert the node, or update every field of the node with its instance id (id is ignored;
  * ready_at and terminated_at may be NAN). A launch token names a recorded intent (ERR_CONFLICT
  * when none has it) and an index below its count (ERR_RANGE); another node holding the same
- * (token, index): ERR_CONFLICT. A terminated node cannot come back: ERR_CONFLICT. Strings are
+ * (token, index): ERR_CONFLICT. A terminated node cannot come back: ERR_CONFLICT. A node that is
+ * ready or draining (its agent registered) is not moved back by a launching or booting record:
+ * only the record's provider, offer, market, zone, launch token and index, launch time and price
+ * are written (the launch recorded after its agent registered, in one transaction). Strings are
  * copied.
  */
 int state_node_upsert(struct state *st, const struct state_node *node);

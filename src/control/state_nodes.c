@@ -229,6 +229,20 @@ int state_node_upsert(struct state *st, const struct state_node *n)
         if (rc < 0)
             goto out;
     }
+    if (id > 0 && (cur == STATE_NODE_READY || cur == STATE_NODE_DRAINING) &&
+        n->state < STATE_NODE_READY) {
+        /* the record of a launch whose agent registered first: the launch's identity is
+         * written, what the agent registered (state, GPUs, when ready) stays, so that no node
+         * goes back to booting with its agent registered and never registering again */
+        rc = st_run(st->db,
+                    "UPDATE nodes SET provider = ?2, offer = ?3, market = ?4, zone = ?5,"
+                    " launch_token = ?6, launch_index = ?7, launched_at = ?8, price = ?9"
+                    " WHERE id = ?1",
+                    "itttttxdd", id, n->provider, n->offer, st_markets[n->market], n->zone,
+                    n->launch_token, n->launch_token ? (long long)n->launch_index : -1LL,
+                    n->launched_at, n->price);
+        goto out;
+    }
     rc = st_run(st->db,
                 "INSERT INTO nodes (instance_id, provider, offer, market, zone, gpus, state,"
                 " launch_token, launch_index, launched_at, ready_at, terminated_at, price)"

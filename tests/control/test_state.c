@@ -845,6 +845,54 @@ static void state_node_register__launched_static_duplicate(void **state)
     state_close(st);
 }
 
+/* An agent can register before the controller has recorded the launch that made its instance
+ * (the cloud started it, the record is on its way): the node is then a static one, ready. The
+ * launch's record that follows writes the launch's identity (offer, token, price, launch time)
+ * and keeps what the agent registered: ready, its GPUs, its ready time and address. Without
+ * that the node went back to booting, and its agent, registered, never registered again: the
+ * PyTorch world's stall. A draining node keeps draining the same way; a booting one is written
+ * whole. */
+static void state_node_upsert__launch_recorded_after_registration(void **state)
+{
+    const struct tmpdb *t = *state;
+    struct state *st = open_state(t);
+    struct state_node node = node_of("i-1", 1, NULL, 0), got;
+
+    assert_int_equal(state_intent_record(st, "tok", "box.1gpu/spot", 2, 90.0), 0);
+    node.address = (char *)"10.0.0.9";
+    node.offer = "unknown";
+    node.price = 0;
+    assert_int_equal(state_node_register(st, &node, 95.0), 0);
+    node = node_of("i-1", 4, "tok", 0); /* the record: booting, the offer's 4 GPUs, not ready */
+    node.offer = "box.1gpu/spot";
+    node.price = 0.5;
+    assert_int_equal(state_node_upsert(st, &node), 0);
+    assert_int_equal(state_node_get(st, "i-1", &got), 0);
+    assert_int_equal(got.state, STATE_NODE_READY);
+    assert_int_equal(got.gpus, 1);
+    assert_true(got.ready_at == 95.0 && got.launched_at == 100.0 && got.price == 0.5);
+    assert_string_equal(got.offer, "box.1gpu/spot");
+    assert_string_equal(got.launch_token, "tok");
+    assert_string_equal(got.address, "10.0.0.9");
+    state_node_clear(&got);
+
+    assert_int_equal(state_node_notice(st, "i-1", 110.0, 230.0), 0);
+    assert_int_equal(state_node_upsert(st, &node), 0);
+    assert_int_equal(state_node_get(st, "i-1", &got), 0);
+    assert_int_equal(got.state, STATE_NODE_DRAINING);
+    state_node_clear(&got);
+
+    node = node_of("i-2", 4, "tok", 1); /* not registered: booting, written whole */
+    assert_int_equal(state_node_upsert(st, &node), 0);
+    node.gpus = 8;
+    assert_int_equal(state_node_upsert(st, &node), 0);
+    assert_int_equal(state_node_get(st, "i-2", &got), 0);
+    assert_int_equal(got.state, STATE_NODE_BOOTING);
+    assert_int_equal(got.gpus, 8);
+    state_node_clear(&got);
+    state_close(st);
+}
+
 /* Heartbeats are recorded; a notice moves the node to draining, keeps the first notice's time and
  * the latest deadline; a terminated node refuses both; an unknown one is ERR_UNKNOWN. */
 static void state_node_heartbeat_notice__rules(void **state)
@@ -1249,6 +1297,7 @@ int main(void)
         STATE_TEST(state_open__migrates_v2_to_v3),
         STATE_TEST(state_open__migrates_v3_to_v4),
         STATE_TEST(state_node_register__launched_static_duplicate),
+        STATE_TEST(state_node_upsert__launch_recorded_after_registration),
         STATE_TEST(state_node_heartbeat_notice__rules),
         STATE_TEST(state_node_jobs__allocations_on_a_node),
         STATE_TEST(state_report_store__pools_configurations),
