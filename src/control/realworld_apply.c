@@ -1,0 +1,274 @@
+/* realworld_apply.c: the real world's apply (each job's allocation and configuration, with its
+ * predicted finish, written to the state) and resize (releases, cancellations, and launches each
+ * after its intent is committed). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "control/realworld.h"
+#include "control/realworld_internal.h"
+#include "control/state.h"
+#include "model/bsz.h"
+#include "model/goodput.h"
+#include "util/crypto.h"
+#include "util/log.h"
+
+#define RW_HYSTERESIS 1.05 /* a new batch size without a new placement must gain 5% goodput */
+
+/* ---- apply ---- */
+
+static int rw_alloc_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct state_alloc *)a)->node, ((const struct state_alloc *)b)->node);
+}
+
+/* 1 when two allocations (both sorted by instance id) are the same. */
+static int rw_alloc_same(const struct state_alloc *a, size_t na, const struct state_alloc *b,
+                         size_t nb)
+{
+    if (na != nb)
+        return 0;
+    for (size_t i = 0; i < na; i++)
+        if (strcmp(a[i].node, b[i].node) != 0 || a[i].replicas != b[i].replicas)
+            return 0;
+    return 1;
+}
+
+/*
+ * The configuration for job j on (nodes, replicas): the goodput-optimal batch from its model, or
+ * without one (or where nothing fits its limits) its initial batch split over the replicas, with
+ * accumulation where a replica's share is over its limit.
+ */
+static void rw_config(const struct snap_job *sj, int nodes, int replicas, double *local, int *accum,
+                      double *goodput)
+{
+    struct bsz_choice c;
+    double share;
+    int s;
+
+    if (sj->has_model && bsz_optimize(&sj->tput, &sj->grad, &sj->lim, nodes, replicas, &c) == 0) {
+        *local = c.local_bsz;
+        *accum = c.accum_steps;
+        *goodput = c.goodput;
+        return;
+    }
+    share = ceil(sj->lim.init_bsz / replicas);
+    s = (int)ceil(share / sj->lim.max_local) - 1;
+    if (s < 0)
+        s = 0;
+    *accum = s;
+    *local = ceil(share / (s + 1));
+    *goodput = sj->has_model
+                   ? bsz_goodput(&sj->tput, &sj->grad, sj->lim.init_bsz, nodes, replicas, *local, s)
+                   : NAN;
+}
+
+/* When job sj is predicted to finish at goodput (samples per second at full efficiency): its work
+ * left (iterations at M0 to its target) at that rate from now. NAN without a declared length or a
+ * goodput. */
+static double rw_eta(const struct snap_job *sj, double goodput, double now)
+{
+    double left = sj->progress_target - sj->progress;
+
+    if (!(sj->progress_target > 0) || !(goodput > 0) || !isfinite(goodput))
+        return NAN;
+    return now + (left > 0 ? left : 0) * sj->lim.init_bsz / goodput;
+}
+
+/* Tell the log when job's predicted finish crosses its deadline: a warning when it moves after
+ * it, once, and a note when it is back before it. */
+static void rw_tell_deadline(struct realworld *rw, const struct snap_job *sj, struct rw_job *job,
+                             double now)
+{
+    if (!(sj->deadline > 0) || isnan(job->eta))
+        return;
+    if (job->eta > sj->deadline && !job->late) {
+        job->late = 1;
+        log_msg(rw->log, now, LOG_WARN, sj->name, NULL,
+                "predicted to finish %.0f s after its deadline at this configuration (in %.0f s; "
+                "the deadline is in %.0f s)",
+                job->eta - sj->deadline, job->eta - now, sj->deadline - now);
+    } else if (job->eta <= sj->deadline && job->late) {
+        job->late = 0;
+        log_msg(rw->log, now, LOG_INFO, sj->name, NULL,
+                "predicted to finish %.0f s before its deadline again (in %.0f s)",
+                sj->deadline - job->eta, job->eta - now);
+    }
+}
+
+/* Write job j's configuration for its new allocation, or a better one for the same (by the
+ * hysteresis), and its figures for the metrics: goodput, speedup, batch, predicted finish. */
+static void rw_apply_config(struct realworld *rw, int j, int moved, int nodes, int replicas,
+                            double now)
+{
+    const struct snap_job *sj = &rw->sjobs[j];
+    const struct state_job *st = &rw->sjob_state[j];
+    struct rw_job *job = &rw->jobs[rw->sjob_rw[j]];
+    double local = st->local_bsz, goodput, one, l1, g1;
+    int accum = st->accum_steps, a1;
+
+    job->goodput = job->speedup = job->batch = job->eta = NAN;
+    if (replicas == 0)
+        return;
+    if (moved || !isfinite(local) || !(local > 0)) {
+        rw_config(sj, nodes, replicas, &local, &accum, &goodput);
+    } else {
+        double cur = sj->has_model ? bsz_goodput(&sj->tput, &sj->grad, sj->lim.init_bsz, nodes,
+                                                 replicas, local, accum)
+                                   : NAN;
+
+        rw_config(sj, nodes, replicas, &l1, &a1, &goodput);
+        if (job->refitted && isfinite(cur) && goodput >= RW_HYSTERESIS * cur) {
+            local = l1;
+            accum = a1;
+        } else {
+            goodput = cur;
+        }
+    }
+    if (local != st->local_bsz || accum != st->accum_steps || moved) {
+        double batch = local * replicas * (accum + 1);
+        double gain = goodput_gain(&sj->grad, batch / sj->lim.init_bsz);
+
+        if (state_job_set_config(rw->state, sj->name, local, accum, gain > 0 ? gain : 1.0) == 0)
+            log_msg(rw->log, now, LOG_INFO, sj->name, NULL,
+                    "configuration: %d replicas on %d nodes, local batch %.0f, %d accumulation "
+                    "steps, learning-rate gain %.3f",
+                    replicas, nodes, local, accum, gain > 0 ? gain : 1.0);
+    }
+    job->batch = local * replicas * (accum + 1);
+    job->goodput = goodput;
+    rw_config(sj, 1, 1, &l1, &a1, &g1);
+    one = g1;
+    job->speedup = isfinite(goodput) && isfinite(one) && one > 0 ? goodput / one : NAN;
+    job->eta = rw_eta(sj, goodput, now);
+    rw_tell_deadline(rw, sj, job, now);
+}
+
+int rw_apply(void *ctx, const struct alloc *plan)
+{
+    struct realworld *rw = ctx;
+    double now = rw_now(rw);
+
+    if (!rw->observed || plan->njobs != rw->snap.njobs || plan->nnodes != rw->current->nnodes)
+        return ERR_INVAL;
+    for (int j = 0; j < plan->njobs; j++) {
+        const struct state_job *st = &rw->sjob_state[j];
+        struct state_alloc rows[64];
+        int place[64], nodes = 0, replicas = plan->count[j], moved, r;
+
+        if (replicas > 0 && alloc_nodes_used(plan, j) > 64)
+            return ERR_RANGE;
+        nodes = replicas > 0 ? alloc_placement(plan, j, place) : 0;
+        /* the row's runs, node by node, as the state keeps them (by instance id) */
+        for (int k = 0, at = 0; k < nodes; k++) {
+            int sn = plan->node[(size_t)j * (size_t)plan->width + (size_t)at];
+
+            if (sn < 0 || sn >= rw->snap.nnodes)
+                return ERR_INVAL;
+            rows[k] = (struct state_alloc){.node = rw->live[rw->snode_live[sn]].instance_id,
+                                           .replicas = place[k]};
+            at += place[k];
+        }
+        qsort(rows, (size_t)nodes, sizeof(rows[0]), rw_alloc_cmp);
+        moved = !rw_alloc_same(rows, (size_t)nodes, rw->held[j], rw->nheld[j]);
+        if (moved) {
+            if ((r = state_alloc_replace(rw->state, st->name, rows, (size_t)nodes, now)) < 0) {
+                /* this job keeps what it had; the others go on */
+                log_msg(rw->log, now, LOG_ERROR, st->name, NULL, "cannot write the allocation: %s",
+                        err_str(r));
+                continue;
+            }
+            if (replicas > 0 && (rw->nheld[j] > 0 || st->state == STATE_JOB_RUNNING ||
+                                 st->progress > 0 || isfinite(st->checkpoint_at)))
+                state_job_restarted(rw->state, st->name);
+            state_job_set_state(rw->state, st->name,
+                                replicas > 0 ? STATE_JOB_RUNNING : STATE_JOB_PENDING, now);
+            log_msg(rw->log, now, LOG_INFO, st->name, NULL, "allocation: %d replicas on %d nodes",
+                    replicas, nodes);
+        }
+        rw_apply_config(rw, j, moved, nodes, replicas, now);
+    }
+    return 0;
+}
+
+/* ---- resize ---- */
+
+static int rw_token_new(struct realworld *rw, char *out, size_t size)
+{
+    unsigned char raw[8];
+    char hex[17];
+    int rc = crypto_random(raw, sizeof(raw));
+
+    if (rc < 0)
+        return rc;
+    crypto_hex(raw, sizeof(raw), hex);
+    snprintf(out, size, "%s-%s", rw->cluster, hex);
+    return 0;
+}
+
+int rw_resize(void *ctx, const struct fleet_plan *f)
+{
+    struct realworld *rw = ctx;
+    double now = rw_now(rw);
+    int rc = 0, r;
+
+    memset(&rw->actions, 0, sizeof(rw->actions));
+    if (!rw->observed || f->noffers != rw->snap.noffers || f->nnodes != rw->snap.nnodes ||
+        f->nbooting != rw->snap.nbooting)
+        return ERR_INVAL;
+    for (int k = 0; k < f->nnodes; k++) {
+        const struct state_node *n = &rw->live[rw->snode_live[k]];
+
+        if (!f->release[k])
+            continue;
+        if (!n->launch_token) {
+            log_msg(rw->log, now, LOG_INFO, NULL, n->instance_id,
+                    "a static node is not released: it was not launched by castor");
+            continue;
+        }
+        if ((r = rw_node_terminate(rw, n->instance_id, rw_node_spot(n), now,
+                                   "released by the plan")) < 0)
+            rc = rc ? rc : r;
+        else
+            rw->actions.released++;
+    }
+    for (int b = 0; b < f->nbooting; b++) {
+        if (!f->cancel[b])
+            continue;
+        if (rw->boot_live[b] >= 0) {
+            const struct state_node *n = &rw->live[rw->boot_live[b]];
+
+            r = rw_node_terminate(rw, n->instance_id, rw_node_spot(n), now,
+                                  "cancelled by the plan while booting");
+        } else {
+            /* an intent with no instance yet: given up; an instance of it later is a stray */
+            r = state_intent_resolve(rw->state, rw->boot_token[b], STATE_INTENT_FAILED, now);
+        }
+        if (r < 0)
+            rc = rc ? rc : r;
+        else
+            rw->actions.cancelled++;
+    }
+    for (int o = 0; o < f->noffers; o++)
+        for (int i = 0; i < f->launch[o]; i++) {
+            char token[CLOUD_ID_MAX];
+
+            if (now < rw->offers[o].unavailable_until)
+                break;
+            if ((r = rw_token_new(rw, token, sizeof(token))) < 0 ||
+                (r = state_intent_record(rw->state, token, rw->offers[o].name, 1, now)) < 0) {
+                rc = rc ? rc : r;
+                break;
+            }
+            /* the intent is committed: a crash from here on is reconciled by its token */
+            if ((r = rw_launch_token(rw, o, token, now)) < 0) {
+                rw->actions.launch_failed++;
+                rc = rc ? rc : r;
+                break;
+            }
+            rw->actions.launched++;
+        }
+    rw->observed = 0; /* the fleet changed: the next plan needs a new look */
+    return rc;
+}

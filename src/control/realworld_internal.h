@@ -1,0 +1,201 @@
+/* realworld_internal.h: what realworld.c and the provider's other files (realworld_reconcile.c,
+ * realworld_jobs.c, realworld_observe.c, realworld_apply.c) share (private; not installed). */
+#ifndef CASTOR_CONTROL_REALWORLD_INTERNAL_H
+#define CASTOR_CONTROL_REALWORLD_INTERNAL_H
+
+#include <stddef.h>
+
+#include "control/api.h"
+#include "control/realworld.h"
+#include "control/state.h"
+#include "model/goodput.h"
+#include "model/tput.h"
+#include "plan/alloc.h"
+#include "plan/fleet.h"
+#include "plan/snapshot.h"
+
+#define RW_CLUSTER_MAX 40 /* the longest cluster id */
+#define RW_NOPS 4         /* the kinds of cloud calls counted */
+
+/* The cloud calls counted, by their index in the names of the metrics (realworld.c). */
+enum { RW_OP_OFFERS, RW_OP_LIST, RW_OP_LAUNCH, RW_OP_TERMINATE };
+
+/* Every node not terminated; every node. */
+#define RW_LIVE_NODES                                                    \
+    (STATE_MASK(STATE_NODE_LAUNCHING) | STATE_MASK(STATE_NODE_BOOTING) | \
+     STATE_MASK(STATE_NODE_READY) | STATE_MASK(STATE_NODE_DRAINING))
+#define RW_ALL_NODES (RW_LIVE_NODES | STATE_MASK(STATE_NODE_TERMINATED))
+
+/* An offer the cloud has shown; it keeps its index for the world's life. */
+struct rw_offer {
+    char *name;
+    int gpus;
+    int spot;
+    double price;
+    int present; /* in the cloud's last answer */
+    double unavailable_until;
+    int quota_held; /* unavailable for a quota: released early by a termination in its market */
+};
+
+/* What is kept of a job between ticks. */
+struct rw_job {
+    char *name;
+    int has_model;
+    struct tput_params tput;
+    double fitted_for; /* the reported_at of the reports fitted (NAN: none) */
+    int family_fitted; /* a fit took its family's measurements (done once; then on its own) */
+    int max_profiled;
+    double attained; /* GPU-seconds held while this process watched */
+    int refitted;    /* the model changed in this tick */
+    /* the figures of its current configuration, for the metrics */
+    double goodput, speedup, batch;
+    double eta; /* when it is predicted to finish there, seconds since the epoch (NAN: unknown) */
+    int late;   /* 1 while that is after its deadline (told once, and again when it is not) */
+};
+
+/* A job's spec, as the decide step needs it. */
+struct rw_spec {
+    double m0, max_bsz, max_local, checkpoint, deadline, weight;
+    double samples;                  /* the job's length in samples (0: unknown) */
+    char family[API_FAMILY_MAX + 1]; /* its model family ("": none) */
+    int min_replicas, max_replicas, req_replicas;
+};
+
+struct rw_error_count; /* the failures of one cloud call with one error code (realworld.c) */
+
+/* A real world (realworld_new): its state, cloud, clock and options, what it keeps across ticks,
+ * and the snapshot of its last observe with what the snapshot's rows stand for. */
+struct realworld {
+    struct state *state;
+    struct cloud *cloud;
+    struct log *log;
+    char cluster[RW_CLUSTER_MAX + 1];
+    realworld_clock_fn clock;
+    realworld_sleep_fn sleep;
+    void *clock_ctx;
+    double launch_timeout;
+    struct realworld_offer *meta; /* strings owned */
+    size_t nmeta;
+    const struct tput_model_ops *model;
+    double wake_at; /* the deadline of the wait in progress (NAN: none) */
+    double last_observe;
+    /* offers, jobs and counts kept across ticks */
+    struct rw_offer *offers;
+    size_t noffers;
+    struct rw_job *jobs;
+    size_t njobs;
+    long long calls[RW_NOPS];
+    struct rw_error_count *errors;
+    size_t nerrors;
+    struct api_call_metrics *call_rows, *error_rows;
+    struct api_job_metrics *job_rows;
+    struct realworld_actions actions;
+    /* the snapshot of the last observe and what its rows stand for */
+    int observed;
+    struct snapshot snap;
+    struct state_node *live; /* nodes not terminated */
+    size_t nlive;
+    struct snap_node *snodes;
+    int *snode_live; /* snapshot node -> index in live */
+    struct snap_booting *booting;
+    int *boot_live;    /* booting entry -> index in live, or -1 for an intent */
+    char **boot_token; /* booting entry -> the intent's token (borrowed from intents) */
+    struct state_intent *intents;
+    size_t nintents;
+    struct state_job *sjob_state; /* the jobs as read */
+    size_t nsjobs;
+    struct snap_job *sjobs;
+    int *sjob_rw; /* snapshot job -> index in jobs */
+    struct rw_spec *specs;
+    struct state_alloc **held; /* per snapshot job: the state's allocation */
+    size_t *nheld;
+    struct alloc *current;
+    struct snap_offer *soffers;
+};
+
+/* ---- small helpers and offers (realworld.c) ---- */
+
+/* realworld.c: the world's clock, seconds since the Unix epoch. */
+double rw_now(struct realworld *rw);
+
+/* realworld.c: count a cloud call (op: RW_OP_*) and, when it failed (rc < 0), its error. */
+void rw_count(struct realworld *rw, int op, int rc);
+
+/* realworld.c: what the configuration says of the offer named offer, or NULL. */
+const struct realworld_offer *rw_meta(const struct realworld *rw, const char *offer);
+
+/* realworld.c: the index in rw->offers of the offer named name, or -1 (also for NULL). */
+int rw_offer_find(const struct realworld *rw, const char *name);
+
+/* realworld.c: fetch the cloud's offers into rw->offers: known ones keep their index, new ones
+ * are appended, those no longer offered stay, marked absent (unavailable). */
+int rw_offers_refresh(struct realworld *rw);
+
+/* ---- nodes in the state and reconciliation (realworld_reconcile.c) ---- */
+
+/* realworld_reconcile.c: 1 when the state's node is spot, 0 when on-demand. */
+int rw_node_spot(const struct state_node *n);
+
+/* realworld_reconcile.c: terminate the node (its instance first; spot: its market as
+ * rw_quota_freed takes it); an instance the cloud no longer knows is gone. */
+int rw_node_terminate(struct realworld *rw, const char *id, int spot, double now, const char *why);
+
+/* realworld_reconcile.c: launch one instance of offer o under token (an intent already
+ * committed). */
+int rw_launch_token(struct realworld *rw, int o, const char *token, double now);
+
+/* realworld_reconcile.c: 1 when one of the n nodes was launched under token. */
+int rw_token_has_node(const struct state_node *nodes, size_t n, const char *token);
+
+/* realworld_reconcile.c: read the pending intents into rw->intents (replacing the last ones). */
+int rw_intents_read(struct realworld *rw);
+
+/* ---- jobs: specs and models (realworld_jobs.c) ---- */
+
+/* realworld_jobs.c: the job's stored spec (JSON text) into *out, absent fields at their defaults;
+ * ERR_CORRUPT when it cannot be parsed or lacks an initial batch size or a local limit. */
+int rw_spec_parse(const char *text, struct rw_spec *out);
+
+/* realworld_jobs.c: what is kept of the job named name; when there is none, a new one (no model
+ * yet) if create, else NULL. NULL when out of memory. */
+struct rw_job *rw_job_find(struct realworld *rw, const char *name, int create);
+
+/*
+ * realworld_jobs.c: refit the job's throughput model when reports came since the last fit, and
+ * once when it is first seen with a family whose other jobs have measurements (a job of a family
+ * with no reports of its own starts with the family's model). The profile fitted is the job's own
+ * pooled configurations plus, for a job of a family, the configurations of the family's other
+ * jobs that it has not measured itself.
+ */
+void rw_model_update(struct realworld *rw, struct rw_job *j, const struct state_job *sj,
+                     const struct rw_spec *spec, double now);
+
+/* realworld_jobs.c: the job's gradient statistics: its own latest; before its first report of
+ * them, its family's start (the mean of the family's jobs' first statistics) when it has one;
+ * else none. */
+struct grad_params rw_grad(struct realworld *rw, const struct state_job *sj,
+                           const struct rw_spec *spec);
+
+/* ---- observe (realworld_observe.c) ---- */
+
+/* realworld_observe.c: free the snapshot of the last observe and what its rows stand for; the
+ * world is no longer observed. */
+void rw_snapshot_free(struct realworld *rw);
+
+/* realworld_observe.c: the provider's observe: reconcile the state with the cloud, then build
+ * the snapshot (offers, nodes and booting ones, jobs with their models and what they hold) into
+ * *out, valid until the next observe. */
+int rw_observe(void *ctx, const struct snapshot **out);
+
+/* ---- apply and resize (realworld_apply.c) ---- */
+
+/* realworld_apply.c: the provider's apply: write each job's allocation in the plan (one made on
+ * the last snapshot, else ERR_INVAL) to the state, and its configuration. */
+int rw_apply(void *ctx, const struct alloc *plan);
+
+/* realworld_apply.c: the provider's resize: release nodes, cancel booting ones and launch offers
+ * as the plan (one made on the last snapshot, else ERR_INVAL) says, each launch's intent
+ * committed first; counted in rw->actions. Returns the first error. */
+int rw_resize(void *ctx, const struct fleet_plan *f);
+
+#endif

@@ -1,0 +1,218 @@
+/* realworld_jobs.c: the real world's jobs: their specs as the decide step needs them, what is
+ * kept of each between ticks, and their throughput models (restored from the state, refitted when
+ * reports arrive, on the measurements of the job's family too, and stored) and gradient
+ * statistics (the family's start before the job's own). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "control/realworld.h"
+#include "control/realworld_internal.h"
+#include "control/state.h"
+#include "model/fit.h"
+#include "model/goodput.h"
+#include "model/profile.h"
+#include "util/json.h"
+#include "util/log.h"
+
+/* ---- jobs: specs and models ---- */
+
+static double rw_num(const struct jv *o, const char *key, double dflt)
+{
+    double v;
+
+    return jv_number_value(jv_get(o, key), &v) == 0 ? v : dflt;
+}
+
+int rw_spec_parse(const char *text, struct rw_spec *out)
+{
+    struct jv *v = NULL;
+    const char *family;
+
+    if (jv_parse(text, strlen(text), &v, NULL) < 0)
+        return ERR_CORRUPT;
+    out->m0 = rw_num(v, "init_batch_size", 0);
+    out->max_bsz = rw_num(v, "max_batch_size", out->m0);
+    out->max_local = rw_num(v, "max_local_bsz", 0);
+    out->checkpoint = rw_num(v, "checkpoint_interval", 600);
+    out->samples = rw_num(v, "samples", 0); /* absent or null: unknown */
+    family = jv_string_value(jv_get(v, "family"));
+    snprintf(out->family, sizeof(out->family), "%s", api_family_ok(family) ? family : "");
+    out->deadline = rw_num(v, "deadline", NAN);
+    out->min_replicas = (int)rw_num(v, "min_replicas", 1);
+    out->max_replicas = (int)rw_num(v, "max_replicas", 0);
+    /* what the owner asked for (specs stored before the field: the gang minimum) */
+    out->req_replicas = (int)rw_num(v, "replicas", out->min_replicas);
+    out->weight = pow(2.0, rw_num(v, "priority", 0) / 10.0);
+    jv_free(v);
+    return out->m0 > 0 && out->max_local > 0 ? 0 : ERR_CORRUPT;
+}
+
+struct rw_job *rw_job_find(struct realworld *rw, const char *name, int create)
+{
+    struct rw_job *grown;
+
+    for (size_t i = 0; i < rw->njobs; i++)
+        if (strcmp(rw->jobs[i].name, name) == 0)
+            return &rw->jobs[i];
+    if (!create || !(grown = realloc(rw->jobs, (rw->njobs + 1) * sizeof(*grown))))
+        return NULL;
+    rw->jobs = grown;
+    memset(&grown[rw->njobs], 0, sizeof(grown[0]));
+    if (!(grown[rw->njobs].name = strdup(name)))
+        return NULL;
+    grown[rw->njobs].fitted_for = NAN;
+    grown[rw->njobs].goodput = grown[rw->njobs].speedup = grown[rw->njobs].batch = NAN;
+    grown[rw->njobs].eta = NAN;
+    tput_params_init(&grown[rw->njobs].tput, rw->model);
+    return &rw->jobs[rw->njobs++];
+}
+
+/* The model stored for the job, when it was fitted to the reports the job has now. */
+static void rw_model_restore(struct realworld *rw, struct rw_job *j, const struct state_job *sj)
+{
+    struct state_model m = {0};
+    struct jv *v = NULL;
+    const struct jv *theta;
+    const char *name;
+    double fitted_for = NAN, mp = 0;
+
+    if (state_model_get(rw->state, sj->name, &m) < 0)
+        return;
+    if (jv_parse(m.params, strlen(m.params), &v, NULL) == 0 &&
+        (name = jv_string_value(jv_get(v, "model"))) && strcmp(name, rw->model->name) == 0 &&
+        jv_number_value(jv_get(v, "reported_at"), &fitted_for) == 0 &&
+        fitted_for == sj->reported_at && (theta = jv_get(v, "theta")) &&
+        jv_size(theta) == (size_t)rw->model->nparams) {
+        for (int i = 0; i < rw->model->nparams; i++)
+            if (jv_number_value(jv_at(theta, (size_t)i), &j->tput.theta[i]) < 0)
+                goto out;
+        j->tput.ops = rw->model;
+        jv_number_value(jv_get(v, "max_profiled"), &mp);
+        j->max_profiled = (int)mp;
+        j->fitted_for = fitted_for;
+        j->has_model = 1;
+    }
+out:
+    jv_free(v);
+    state_model_clear(&m);
+}
+
+/* Store the job's fitted model (for a restart, and for people). */
+static void rw_model_store(struct realworld *rw, const struct rw_job *j, const struct state_job *sj,
+                           double now)
+{
+    struct jv *p = jv_object(), *theta = jv_array(), *g = jv_object();
+    char *ptext = NULL, *gtext = NULL;
+    int rc = 0;
+
+    for (int i = 0; i < rw->model->nparams; i++)
+        rc |= jv_push(theta, jv_number(j->tput.theta[i]));
+    rc |= jv_set(p, "model", jv_string(rw->model->name));
+    rc |= jv_set(p, "theta", theta);
+    rc |= jv_set(p, "reported_at", jv_number(j->fitted_for));
+    rc |= jv_set(p, "max_profiled", jv_integer(j->max_profiled));
+    rc |= jv_set(g, "sqr", jv_number(sj->grad_sqr));
+    rc |= jv_set(g, "var", jv_number(sj->grad_var));
+    if (rc == 0 && jv_dump(p, &ptext) == 0 && jv_dump(g, &gtext) == 0)
+        state_model_store(rw->state, sj->name, ptext, gtext, now);
+    free(ptext);
+    free(gtext);
+    jv_free(p);
+    jv_free(g);
+}
+
+/* One pooled configuration into p as one observation (as Pollux weighs them); with
+ * accumulation, the step reported is (accum + 1) micro-batches of compute and one
+ * synchronisation. A row the profile refuses is left out. */
+static void rw_profile_add(struct profile *p, const struct state_report_config *c)
+{
+    struct tput_point x = {c->nodes, c->replicas, c->local_bsz};
+    double compute = (c->step_mean - c->sync_mean) / (c->accum_steps + 1);
+
+    (void)profile_add(p, &x, compute + c->sync_mean, c->sync_mean);
+}
+
+/* Merge the family's rows (state_family_configs: grouped by job) into prof job by job:
+ * profile_merge keeps prof's own measurements, then those of the jobs submitted first. */
+static int rw_family_merge(struct profile *prof, const struct state_family_config *rows, size_t n)
+{
+    int rc = 0;
+
+    for (size_t i = 0, k; rc == 0 && i < n; i = k) {
+        struct profile other;
+
+        profile_init(&other);
+        for (k = i; k < n && rows[k].job_id == rows[i].job_id; k++)
+            rw_profile_add(&other, &rows[k].config);
+        rc = profile_merge(prof, &other);
+        profile_free(&other);
+    }
+    return rc;
+}
+
+void rw_model_update(struct realworld *rw, struct rw_job *j, const struct state_job *sj,
+                     const struct rw_spec *spec, double now)
+{
+    struct state_report_config *rows = NULL;
+    struct state_family_config *frows = NULL;
+    struct profile prof;
+    struct tput_params fitted;
+    size_t n = 0, nf = 0;
+    struct tput_coverage cov;
+    int rc, own;
+
+    j->refitted = 0;
+    own = isfinite(sj->reported_at) && sj->reported_at != j->fitted_for;
+    if (own && isnan(j->fitted_for) && !j->has_model) {
+        rw_model_restore(rw, j, sj);
+        own = !j->has_model;
+    }
+    if (spec->family[0] && (own || !j->family_fitted) &&
+        (rc = state_family_configs(rw->state, spec->family, sj->name, &frows, &nf)) < 0)
+        log_msg(rw->log, now, LOG_WARN, sj->name, NULL, "cannot read the family %s: %s",
+                spec->family, err_str(rc)); /* fitted on its own this time */
+    if ((!own && nf == 0) || state_report_configs(rw->state, sj->name, &rows, &n) < 0) {
+        free(frows);
+        return;
+    }
+    profile_init(&prof);
+    if (isfinite(sj->sync_prior))
+        prof.sync_prior = sj->sync_prior;
+    for (size_t i = 0; i < n; i++)
+        rw_profile_add(&prof, &rows[i]);
+    free(rows);
+    rc = rw_family_merge(&prof, frows, nf);
+    free(frows);
+    j->fitted_for = sj->reported_at;
+    j->family_fitted |= nf > 0;
+    profile_coverage(&prof, &cov);
+    if (rc == 0)
+        rc = prof.n > 0 ? fit_tput(rw->model, &prof, &fitted, NULL) : ERR_EMPTY;
+    profile_free(&prof);
+    if (rc == ERR_EMPTY)
+        return; /* gradient statistics only: nothing to fit yet */
+    if (rc < 0) {
+        log_msg(rw->log, now, LOG_WARN, sj->name, NULL, "cannot fit the throughput model: %s",
+                err_str(rc));
+        return;
+    }
+    j->tput = fitted;
+    j->has_model = 1;
+    j->max_profiled = cov.max_replicas;
+    j->refitted = 1;
+    rw_model_store(rw, j, sj, now);
+}
+
+struct grad_params rw_grad(struct realworld *rw, const struct state_job *sj,
+                           const struct rw_spec *spec)
+{
+    struct grad_params g = GRAD_PARAMS_NONE;
+
+    if (isfinite(sj->grad_sqr) && isfinite(sj->grad_var))
+        return (struct grad_params){.sqr = sj->grad_sqr, .var = sj->grad_var};
+    if (spec->family[0]) /* g is written only when the family has a start */
+        (void)state_family_start_grad(rw->state, spec->family, spec->m0, &g.sqr, &g.var);
+    return g;
+}

@@ -1,0 +1,279 @@
+/* realworld_observe.c: the real world's observe: reconciliation, then the snapshot from the
+ * offers, the state's nodes (schedulable once registered), booting nodes and intents, and the jobs
+ * with their specs, models and what they hold. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "control/realworld.h"
+#include "control/realworld_internal.h"
+#include "control/state.h"
+#include "util/log.h"
+
+#define RW_MIN_BILLED_S 60.0 /* a node is billed for at least this long */
+
+/* ---- observe ---- */
+
+void rw_snapshot_free(struct realworld *rw)
+{
+    state_nodes_free(rw->live, rw->nlive);
+    state_jobs_free(rw->sjob_state, rw->nsjobs);
+    for (size_t i = 0; rw->held && i < rw->nsjobs; i++)
+        state_allocs_free(rw->held[i], rw->nheld[i]);
+    free(rw->held);
+    free(rw->nheld);
+    free(rw->snodes);
+    free(rw->snode_live);
+    free(rw->booting);
+    free(rw->boot_live);
+    free(rw->boot_token);
+    free(rw->sjobs);
+    free(rw->sjob_rw);
+    free(rw->specs);
+    free(rw->soffers);
+    alloc_free(rw->current);
+    rw->live = NULL;
+    rw->nlive = 0;
+    rw->sjob_state = NULL;
+    rw->nsjobs = 0;
+    rw->held = NULL;
+    rw->nheld = NULL;
+    rw->snodes = NULL;
+    rw->snode_live = NULL;
+    rw->booting = NULL;
+    rw->boot_live = NULL;
+    rw->boot_token = NULL;
+    rw->sjobs = NULL;
+    rw->sjob_rw = NULL;
+    rw->specs = NULL;
+    rw->soffers = NULL;
+    rw->current = NULL;
+    rw->observed = 0;
+}
+
+/* The nodes: ready ones are schedulable; launching and booting ones, and the pending intents
+ * without a node, are booting. */
+static int rw_observe_nodes(struct realworld *rw, int *gpus)
+{
+    size_t nb = 0, nn = 0, nboot;
+    int rc = state_nodes_list(rw->state, RW_LIVE_NODES, &rw->live, &rw->nlive);
+
+    if (rc < 0)
+        return rc;
+    nboot = rw->nlive + rw->nintents + 1;
+    rw->snodes = calloc(rw->nlive + 1, sizeof(*rw->snodes));
+    rw->snode_live = calloc(rw->nlive + 1, sizeof(int));
+    rw->booting = calloc(nboot, sizeof(*rw->booting));
+    rw->boot_live = calloc(nboot, sizeof(int));
+    rw->boot_token = calloc(nboot, sizeof(char *));
+    if (!rw->snodes || !rw->snode_live || !rw->booting || !rw->boot_live || !rw->boot_token)
+        return ERR_NOMEM;
+    *gpus = 0;
+    for (size_t i = 0; i < rw->nlive; i++) {
+        const struct state_node *n = &rw->live[i];
+        int o = rw_offer_find(rw, n->offer);
+
+        if (n->state == STATE_NODE_READY && n->gpus > 0) {
+            rw->snodes[nn] = (struct snap_node){.gpus = n->gpus,
+                                                .preemptible = n->market == STATE_MARKET_SPOT,
+                                                .offer = n->launch_token ? o : -1,
+                                                .launched = n->launched_at};
+            rw->snode_live[nn++] = (int)i;
+            *gpus += n->gpus;
+        } else if ((n->state == STATE_NODE_LAUNCHING || n->state == STATE_NODE_BOOTING) &&
+                   n->launch_token && o >= 0) {
+            rw->booting[nb] = (struct snap_booting){.offer = o, .launched = n->launched_at};
+            rw->boot_live[nb] = (int)i;
+            rw->boot_token[nb++] = NULL;
+        }
+    }
+    for (size_t i = 0; i < rw->nintents; i++) {
+        const struct state_intent *it = &rw->intents[i];
+        int o = rw_offer_find(rw, it->offer);
+
+        if (o < 0 || rw_token_has_node(rw->live, rw->nlive, it->token))
+            continue;
+        rw->booting[nb] = (struct snap_booting){.offer = o, .launched = it->created_at};
+        rw->boot_live[nb] = -1;
+        rw->boot_token[nb++] = it->token;
+    }
+    rw->snap.nnodes = (int)nn;
+    rw->snap.nodes = rw->snodes;
+    rw->snap.nbooting = (int)nb;
+    rw->snap.booting = rw->booting;
+    return 0;
+}
+
+/* The snapshot node of instance id, or -1. */
+static int rw_snode(const struct realworld *rw, const char *id)
+{
+    for (int k = 0; k < rw->snap.nnodes; k++)
+        if (strcmp(rw->live[rw->snode_live[k]].instance_id, id) == 0)
+            return k;
+    return -1;
+}
+
+/* Forget the jobs that are not among the snapshot's n (they ended), keeping the rows' links. */
+static void rw_jobs_prune(struct realworld *rw, size_t n)
+{
+    size_t kept = 0;
+
+    for (size_t i = 0; i < rw->njobs; i++) {
+        int used = -1;
+
+        for (size_t j = 0; j < n && used < 0; j++)
+            used = rw->sjob_rw[j] == (int)i ? (int)j : -1;
+        if (used < 0) {
+            free(rw->jobs[i].name);
+            continue;
+        }
+        for (size_t j = 0; j < n; j++)
+            if (rw->sjob_rw[j] == (int)i)
+                rw->sjob_rw[j] = (int)kept;
+        rw->jobs[kept++] = rw->jobs[i];
+    }
+    rw->njobs = kept;
+}
+
+static int rw_observe_jobs(struct realworld *rw, int gpus, double now)
+{
+    size_t n = 0;
+    int rc =
+        state_jobs_list(rw->state, STATE_MASK(STATE_JOB_PENDING) | STATE_MASK(STATE_JOB_RUNNING),
+                        &rw->sjob_state, &rw->nsjobs);
+
+    if (rc < 0)
+        return rc;
+    rw->sjobs = calloc(rw->nsjobs + 1, sizeof(*rw->sjobs));
+    rw->sjob_rw = calloc(rw->nsjobs + 1, sizeof(int));
+    rw->specs = calloc(rw->nsjobs + 1, sizeof(*rw->specs));
+    rw->held = calloc(rw->nsjobs + 1, sizeof(*rw->held));
+    rw->nheld = calloc(rw->nsjobs + 1, sizeof(size_t));
+    if (!rw->sjobs || !rw->sjob_rw || !rw->specs || !rw->held || !rw->nheld)
+        return ERR_NOMEM;
+    /* rows for every job read (those with a spec that cannot be read are left out) */
+    for (size_t i = 0; i < rw->nsjobs; i++) {
+        const struct state_job *sj = &rw->sjob_state[i];
+        struct rw_spec spec;
+        struct rw_job *j;
+
+        if (rw_spec_parse(sj->spec, &spec) < 0) {
+            log_msg(rw->log, now, LOG_ERROR, sj->name, NULL, "the job's spec cannot be read");
+            continue;
+        }
+        if (!(j = rw_job_find(rw, sj->name, 1)))
+            return ERR_NOMEM;
+        rw_model_update(rw, j, sj, &spec, now);
+        rc = state_alloc_get(rw->state, sj->name, &rw->held[n], &rw->nheld[n]);
+        if (rc < 0)
+            return rc;
+        rw->specs[n] = spec;
+        rw->sjob_rw[n] = (int)(j - rw->jobs);
+        rw->sjobs[n] = (struct snap_job){
+            .name = j->name,
+            .submit_time = sj->submitted_at,
+            .attained_service = j->attained,
+            .restarts = sj->restarts,
+            .has_model = j->has_model,
+            .tput = j->tput,
+            .grad = rw_grad(rw, sj, &spec),
+            .lim = {.init_bsz = spec.m0,
+                    .max_bsz = spec.max_bsz,
+                    .max_local = spec.max_local,
+                    .accumulation = 1},
+            .min_replicas = spec.min_replicas,
+            .max_replicas = spec.max_replicas,
+            .max_profiled_replicas = j->max_profiled,
+            .req_replicas = spec.req_replicas,
+            .req_batch = spec.m0,
+            .progress = sj->progress,
+            .progress_target = spec.samples > 0 ? spec.samples / spec.m0 : 0,
+            .checkpoint_s = spec.checkpoint,
+            .deadline = isfinite(spec.deadline) ? spec.deadline : 0,
+            .weight = spec.weight,
+        };
+        /* keep the state's row i at row n */
+        if (n != i) {
+            struct state_job tmp = rw->sjob_state[n];
+
+            rw->sjob_state[n] = rw->sjob_state[i];
+            rw->sjob_state[i] = tmp;
+            rw->sjobs[n].name = rw->jobs[rw->sjob_rw[n]].name;
+        }
+        n++;
+    }
+    rw_jobs_prune(rw, n);
+    if ((rc = alloc_new((int)n, rw->snap.nnodes > 0 ? rw->snap.nnodes : 1, gpus > 0 ? gpus : 1,
+                        &rw->current)) < 0)
+        return rc;
+    /* what each job holds on schedulable nodes; a job with a replica elsewhere holds nothing it
+     * can keep */
+    for (size_t j = 0; j < n; j++)
+        for (size_t r = 0; r < rw->nheld[j]; r++) {
+            int k = rw_snode(rw, rw->held[j][r].node);
+
+            if (k < 0 || alloc_add(rw->current, (int)j, k, rw->held[j][r].replicas) < 0) {
+                alloc_clear_job(rw->current, (int)j);
+                break;
+            }
+        }
+    rw->snap.njobs = (int)n;
+    rw->snap.jobs = rw->sjobs;
+    rw->snap.current = rw->current;
+    return 0;
+}
+
+static int rw_observe_offers(struct realworld *rw, double now)
+{
+    if (!(rw->soffers = calloc(rw->noffers + 1, sizeof(*rw->soffers))))
+        return ERR_NOMEM;
+    for (size_t o = 0; o < rw->noffers; o++) {
+        const struct rw_offer *of = &rw->offers[o];
+        const struct realworld_offer *meta = rw_meta(rw, of->name);
+        double rate = meta && isfinite(meta->preempt_rate) ? meta->preempt_rate
+                      : of->spot                           ? 0.05
+                                                           : 0.0;
+
+        rw->soffers[o] = (struct snap_offer){
+            .name = of->name,
+            .gpus = of->gpus > 0 ? of->gpus : 1,
+            .spot = of->spot,
+            .price = isfinite(of->price) ? of->price : 0,
+            .preempt_rate = rate,
+            .boot_s = meta && meta->boot_s > 0 ? meta->boot_s : 180,
+            .unavailable = !of->present || now < of->unavailable_until,
+        };
+    }
+    rw->snap.noffers = (int)rw->noffers;
+    rw->snap.offers = rw->soffers;
+    return 0;
+}
+
+int rw_observe(void *ctx, const struct snapshot **out)
+{
+    struct realworld *rw = ctx;
+    double now = rw_now(rw);
+    int rc, gpus = 0;
+
+    /* GPU-seconds held since the last look, by what each job held then */
+    if (rw->observed && now > rw->last_observe)
+        for (int j = 0; j < rw->snap.njobs; j++)
+            rw->jobs[rw->sjob_rw[j]].attained += rw->current->count[j] * (now - rw->last_observe);
+    rw_snapshot_free(rw);
+    memset(&rw->actions, 0, sizeof(rw->actions));
+    realworld_reconcile(rw); /* a cloud that cannot list now: the state as it is */
+    if (rw_offers_refresh(rw) < 0)
+        log_msg(rw->log, now, LOG_WARN, NULL, NULL, "cannot read the offers: prices as before");
+    memset(&rw->snap, 0, sizeof(rw->snap));
+    if ((rc = rw_intents_read(rw)) < 0 || (rc = rw_observe_nodes(rw, &gpus)) < 0 ||
+        (rc = rw_observe_jobs(rw, gpus, now)) < 0 || (rc = rw_observe_offers(rw, now)) < 0) {
+        rw_snapshot_free(rw);
+        return rc;
+    }
+    rw->snap.now = now;
+    rw->snap.min_billed_s = RW_MIN_BILLED_S;
+    rw->last_observe = now;
+    rw->observed = 1;
+    *out = &rw->snap;
+    return 0;
+}

@@ -1,0 +1,319 @@
+/* realworld_reconcile.c: the real world's nodes in the state (recorded at launch, terminated,
+ * launched under an intent's token) and the reconciliation of the state with the cloud:
+ * instances adopted by their launch token, strays terminated, notices drained, gone instances'
+ * nodes terminated, pending intents asked again by their token or given up after a timeout. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "control/realworld.h"
+#include "control/realworld_internal.h"
+#include "control/state.h"
+#include "util/log.h"
+
+#define RW_UNAVAILABLE_S \
+    600.0 /* an offer that refused a launch for capacity is avoided this long */
+/* An offer refused for a quota (ERR_QUOTA: AWS's VcpuLimitExceeded, MaxSpotInstanceCountExceeded)
+ * is avoided until the quota may have changed: an instance of the cluster in the same market
+ * terminates (its vCPUs go back to the quota), or this long passes (an increase granted). */
+#define RW_QUOTA_HOLD_S 3600.0
+
+/* ---- nodes in the state ---- */
+
+/*
+ * Record instance id of offer o launched under token (an intent of this controller): a node
+ * booting, or, when the node's agent registered before the launch was recorded (a static node
+ * then, ready), that node with the launch's provider, offer, token and price: the state keeps
+ * what the agent registered in the same transaction (state_node_upsert), so that a registration
+ * landing at any moment of this record is kept.
+ */
+static int rw_node_record(struct realworld *rw, const char *id, const char *offer,
+                          const char *token, double launched, double now)
+{
+    const struct realworld_offer *meta = rw_meta(rw, offer);
+    int o = rw_offer_find(rw, offer);
+    struct state_node n = {0};
+
+    n.instance_id = (char *)id;
+    n.provider = (char *)rw->cloud->ops->name;
+    n.offer = (char *)offer;
+    n.market = o >= 0 && rw->offers[o].spot ? STATE_MARKET_SPOT : STATE_MARKET_ON_DEMAND;
+    n.zone = (char *)(meta && meta->zone ? meta->zone : "default");
+    n.gpus = o >= 0 ? rw->offers[o].gpus : 0;
+    n.state = STATE_NODE_BOOTING;
+    n.launch_token = (char *)token;
+    n.launch_index = 0;
+    n.launched_at = launched > 0 ? launched : now;
+    n.ready_at = NAN;
+    n.terminated_at = NAN;
+    n.price = o >= 0 && isfinite(rw->offers[o].price) ? rw->offers[o].price : 0;
+    return state_node_upsert(rw->state, &n);
+}
+
+/* An instance of market spot (1 spot, 0 on-demand, -1 not known) is gone: the offers of that
+ * market held for a quota may launch again. */
+static void rw_quota_freed(struct realworld *rw, int spot, double now)
+{
+    for (size_t o = 0; spot >= 0 && o < rw->noffers; o++)
+        if (rw->offers[o].quota_held && rw->offers[o].spot == spot) {
+            rw->offers[o].quota_held = 0;
+            rw->offers[o].unavailable_until = 0;
+            log_msg(rw->log, now, LOG_INFO, NULL, NULL,
+                    "an instance of the %s market is gone: %s may launch again (quota)",
+                    spot ? "spot" : "on-demand", rw->offers[o].name);
+        }
+}
+
+int rw_node_spot(const struct state_node *n)
+{
+    return n->market == STATE_MARKET_SPOT;
+}
+
+int rw_node_terminate(struct realworld *rw, const char *id, int spot, double now, const char *why)
+{
+    int rc = cloud_terminate(rw->cloud, rw->cluster, id);
+
+    rw_count(rw, RW_OP_TERMINATE, rc);
+    if (rc < 0 && rc != ERR_UNKNOWN) {
+        log_msg(rw->log, now, LOG_WARN, NULL, id, "cannot terminate the instance (%s): %s", why,
+                err_str(rc));
+        return rc;
+    }
+    rw_quota_freed(rw, spot, now);
+    rc = state_node_set_state(rw->state, id, STATE_NODE_TERMINATED, now);
+    if (rc == ERR_UNKNOWN)
+        rc = 0; /* an instance the state never knew */
+    log_msg(rw->log, now, LOG_INFO, NULL, id, "instance terminated: %s", why);
+    return rc;
+}
+
+/* Log each job that held replicas on the node, before the node goes. */
+static void rw_log_lost_jobs(struct realworld *rw, const char *id, double now)
+{
+    struct state_node_job *jobs = NULL;
+    size_t n = 0;
+
+    if (state_node_jobs(rw->state, id, &jobs, &n) < 0)
+        return;
+    for (size_t i = 0; i < n; i++)
+        log_msg(rw->log, now, LOG_WARN, jobs[i].job, id,
+                "the node is gone: the job restarts from its last checkpoint");
+    state_node_jobs_free(jobs, n);
+}
+
+int rw_launch_token(struct realworld *rw, int o, const char *token, double now)
+{
+    char id[CLOUD_ID_MAX] = "";
+    const char *offer = rw->offers[o].name;
+    int rc = cloud_launch(rw->cloud, offer, rw->cluster, token, id);
+
+    rw_count(rw, RW_OP_LAUNCH, rc);
+    if (rc == 0) {
+        if ((rc = rw_node_record(rw, id, offer, token, now, now)) == 0)
+            rc = state_intent_resolve(rw->state, token, STATE_INTENT_LAUNCHED, now);
+        if (rc == 0)
+            log_msg(rw->log, now, LOG_INFO, NULL, id, "launched an instance of %s", offer);
+        return rc;
+    }
+    if (rc == ERR_CAPACITY || rc == ERR_QUOTA || rc == ERR_UNKNOWN || rc == ERR_INVAL) {
+        /* refused: nothing was made */
+        log_msg(rw->log, now, LOG_WARN, NULL, NULL, "the cloud refused a launch of %s: %s", offer,
+                err_str(rc));
+        rw->offers[o].quota_held = rc == ERR_QUOTA;
+        rw->offers[o].unavailable_until =
+            now + (rc == ERR_QUOTA ? RW_QUOTA_HOLD_S : RW_UNAVAILABLE_S);
+        state_intent_resolve(rw->state, token, STATE_INTENT_FAILED, now);
+        return rc;
+    }
+    /* the answer is unknown (ERR_AGAIN, ERR_IO): the intent stays pending, asked again later */
+    log_msg(rw->log, now, LOG_WARN, NULL, NULL, "a launch of %s has no answer yet: %s", offer,
+            err_str(rc));
+    return rc;
+}
+
+/* ---- reconciliation ---- */
+
+static const struct state_intent *rw_intent(const struct realworld *rw, const char *token)
+{
+    for (size_t i = 0; token && token[0] && i < rw->nintents; i++)
+        if (strcmp(rw->intents[i].token, token) == 0)
+            return &rw->intents[i];
+    return NULL;
+}
+
+static const struct cloud_instance *rw_instance(const struct cloud_instance *in, size_t n,
+                                                const char *id)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(in[i].id, id) == 0)
+            return &in[i];
+    return NULL;
+}
+
+static const struct state_node *rw_node_by_id(const struct state_node *nodes, size_t n,
+                                              const char *id)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(nodes[i].instance_id, id) == 0)
+            return &nodes[i];
+    return NULL;
+}
+
+int rw_token_has_node(const struct state_node *nodes, size_t n, const char *token)
+{
+    for (size_t i = 0; i < n; i++)
+        if (nodes[i].launch_token && strcmp(nodes[i].launch_token, token) == 0)
+            return 1;
+    return 0;
+}
+
+/* The instances listed: adopt, terminate, notice. */
+static void rw_reconcile_instances(struct realworld *rw, const struct cloud_instance *in, size_t n,
+                                   const struct state_node *nodes, size_t nn, double now)
+{
+    for (size_t i = 0; i < n; i++) {
+        const struct state_node *node = rw_node_by_id(nodes, nn, in[i].id);
+        const struct state_intent *intent;
+        int o;
+
+        if (in[i].state == CLOUD_GONE)
+            continue;
+        if (node && node->launch_token) {
+            if (node->state == STATE_NODE_TERMINATED) {
+                rw_node_terminate(rw, in[i].id, rw_node_spot(node), now, "its node was terminated");
+                continue;
+            }
+            if (node->state == STATE_NODE_LAUNCHING)
+                state_node_set_state(rw->state, in[i].id, STATE_NODE_BOOTING, now);
+            if (in[i].state == CLOUD_NOTICED && node->state != STATE_NODE_DRAINING) {
+                double deadline = in[i].ends > now ? in[i].ends : now;
+
+                if (state_node_notice(rw->state, in[i].id, now, deadline) == 0)
+                    log_msg(rw->log, now, LOG_WARN, NULL, in[i].id,
+                            "preemption notice: the node drains");
+            }
+            continue;
+        }
+        intent = rw_intent(rw, in[i].token);
+        if (intent && !rw_token_has_node(nodes, nn, intent->token) &&
+            rw_node_record(rw, in[i].id, intent->offer, intent->token, in[i].launched, now) == 0 &&
+            state_intent_resolve(rw->state, intent->token, STATE_INTENT_LAUNCHED, now) == 0) {
+            log_msg(rw->log, now, LOG_INFO, NULL, in[i].id,
+                    "adopted an instance of %s found by its launch token", intent->offer);
+            continue;
+        }
+        if (node)
+            rw_log_lost_jobs(rw, in[i].id, now);
+        o = rw_offer_find(rw, in[i].offer);
+        rw_node_terminate(rw, in[i].id,
+                          node     ? rw_node_spot(node)
+                          : o >= 0 ? rw->offers[o].spot
+                                   : -1,
+                          now,
+                          "an instance with the cluster's tag that no open launch intent explains");
+    }
+}
+
+/* The nodes the state holds: terminate those whose instance is gone. */
+static void rw_reconcile_nodes(struct realworld *rw, const struct cloud_instance *in, size_t n,
+                               const struct state_node *nodes, size_t nn, double now)
+{
+    for (size_t k = 0; k < nn; k++) {
+        const struct state_node *node = &nodes[k];
+        const struct cloud_instance *inst;
+        int gone;
+
+        if (!node->launch_token || node->state == STATE_NODE_TERMINATED)
+            continue;
+        inst = rw_instance(in, n, node->instance_id);
+        gone = inst ? inst->state == CLOUD_GONE
+                    : node->state == STATE_NODE_READY || node->state == STATE_NODE_DRAINING ||
+                          now - node->launched_at > rw->launch_timeout;
+        if (!gone)
+            continue;
+        rw_log_lost_jobs(rw, node->instance_id, now);
+        rw_quota_freed(rw, rw_node_spot(node), now);
+        if (state_node_set_state(rw->state, node->instance_id, STATE_NODE_TERMINATED, now) == 0)
+            log_msg(rw->log, now, LOG_WARN, NULL, node->instance_id,
+                    "the instance is gone: the node is terminated");
+    }
+}
+
+/* The pending intents: resolved, asked again, or failed after the timeout. */
+static void rw_reconcile_intents(struct realworld *rw, const struct cloud_instance *in, size_t n,
+                                 const struct state_node *nodes, size_t nn, double now)
+{
+    for (size_t i = 0; i < rw->nintents; i++) {
+        const struct state_intent *it = &rw->intents[i];
+        int live = 0, gone = 0, o;
+
+        for (size_t k = 0; k < n; k++)
+            if (strcmp(in[k].token, it->token) == 0) {
+                live |= in[k].state != CLOUD_GONE;
+                gone |= in[k].state == CLOUD_GONE;
+            }
+        if (rw_token_has_node(nodes, nn, it->token)) {
+            state_intent_resolve(rw->state, it->token, STATE_INTENT_LAUNCHED, now);
+        } else if (live) {
+            continue; /* its instance was dealt with above */
+        } else if (gone || now - it->created_at > rw->launch_timeout) {
+            if (state_intent_resolve(rw->state, it->token, STATE_INTENT_FAILED, now) == 0)
+                log_msg(rw->log, now, LOG_WARN, NULL, NULL,
+                        "a launch of %s made no instance in %.0f s: given up", it->offer,
+                        rw->launch_timeout);
+        } else if ((o = rw_offer_find(rw, it->offer)) >= 0) {
+            rw_launch_token(rw, o, it->token, now); /* the same token: at most one instance */
+        }
+    }
+}
+
+int rw_intents_read(struct realworld *rw)
+{
+    struct state_intent *in = NULL;
+    size_t n = 0;
+    int rc = state_intents_pending(rw->state, &in, &n);
+
+    if (rc < 0)
+        return rc;
+    state_intents_free(rw->intents, rw->nintents);
+    rw->intents = in;
+    rw->nintents = n;
+    return 0;
+}
+
+int realworld_reconcile(struct realworld *rw)
+{
+    struct cloud_instance *in = NULL;
+    struct state_node *nodes = NULL;
+    size_t n = 0, nn = 0;
+    double now = rw_now(rw);
+    int rc;
+
+    rw->observed = 0; /* the snapshot's rows may no longer hold */
+    rc = cloud_list(rw->cloud, rw->cluster, &in, &n);
+    rw_count(rw, RW_OP_LIST, rc);
+    if (rc < 0) {
+        log_msg(rw->log, now, LOG_WARN, NULL, NULL, "cannot list the cluster's instances: %s",
+                err_str(rc));
+        return rc;
+    }
+    if (rw->noffers == 0)
+        rw_offers_refresh(rw);
+    if ((rc = rw_intents_read(rw)) < 0 ||
+        (rc = state_nodes_list(rw->state, RW_ALL_NODES, &nodes, &nn)) < 0)
+        goto out;
+    rw_reconcile_instances(rw, in, n, nodes, nn, now);
+    state_nodes_free(nodes, nn);
+    nodes = NULL;
+    /* read again: adoptions and terminations changed the nodes */
+    if ((rc = rw_intents_read(rw)) < 0 ||
+        (rc = state_nodes_list(rw->state, RW_ALL_NODES, &nodes, &nn)) < 0)
+        goto out;
+    rw_reconcile_nodes(rw, in, n, nodes, nn, now);
+    rw_reconcile_intents(rw, in, n, nodes, nn, now);
+    rc = rw_intents_read(rw);
+out:
+    state_nodes_free(nodes, nn);
+    free(in);
+    return rc;
+}
