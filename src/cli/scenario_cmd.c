@@ -52,9 +52,10 @@ static void scenario_usage(FILE *f)
             "  --value V         replaces castor.value: dollars an hour of a job's completion\n"
             "                    time is worth to castor's planner (0.001 to 1e6)\n"
             "  --profiles DIR    folder of measured profiles (default: bundled)\n"
-            "  --json FILE       write the comparison as JSON\n"
+            "  --json FILE       write the comparison as JSON (per system the means, and where\n"
+            "                    jobs have deadlines the ones missed: deadlines_missed)\n"
             "  --report FILE     write a self-contained HTML report\n"
-            "  --quiet           no per-workload lines\n"
+            "  --quiet           no per-workload lines (nor the deadlines missed under them)\n"
             "\n"
             "Exit status: 0 done, 1 the run failed, 2 a bad command line or scenario file.\n");
 }
@@ -238,6 +239,30 @@ static struct jv *result_json(const struct run_result *r)
     return o;
 }
 
+/* The deadlines one system missed on each of the n workloads files[] (rs[i] the run on files[i];
+ * the first SC_MISSED_MAX of each), as a JSON list of {workload, job, deadline_s, jct_s}, jct_s
+ * null for a job left unfinished. */
+static struct jv *missed_json(const struct run_result *rs, int n, char *const *files)
+{
+    struct jv *list = jv_array();
+
+    for (int i = 0; i < n; i++) {
+        const char *slash = strrchr(files[i], '/');
+
+        for (int k = 0; k < rs[i].nmissed; k++) {
+            struct jv *o = jv_object();
+
+            jv_set(o, "workload", jv_string(slash ? slash + 1 : files[i]));
+            jv_set(o, "job", jv_string(rs[i].missed[k].name));
+            jv_set(o, "deadline_s", jv_number(rs[i].missed[k].deadline));
+            jv_set(o, "jct_s",
+                   rs[i].missed[k].jct >= 0 ? jv_number(rs[i].missed[k].jct) : jv_null());
+            jv_push(list, o);
+        }
+    }
+    return list;
+}
+
 /* Mean of the per-workload results of one system (sums for counts, means for the rest). */
 static void result_mean(const struct run_result *rs, int n, struct run_result *m)
 {
@@ -381,6 +406,8 @@ int cli_simulate_scenario(int argc, char **argv, FILE *out, FILE *err)
             fprintf(out, "%-15s %-16s deadlines met: %d of %d\n", "", sc->systems[first + k].name,
                     m.fleet.deadlines_met, m.fleet.deadlines);
         o = result_json(&m);
+        if (m.fleet.deadlines > 0)
+            jv_set(o, "deadlines_missed", missed_json(&res[k * nfiles], nfiles, files));
         jv_set(root, sc->systems[first + k].name, o);
     }
     if (compare) {

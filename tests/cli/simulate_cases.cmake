@@ -78,6 +78,11 @@ castor_cli_test(scenario_workload_override 0 "one_cifar10.csv"
 castor_cli_test(scenario_deadline_missed 0 "missed: late ("
   simulate --scenario ${CMAKE_SOURCE_DIR}/config/scenarios/deadline.yaml
   --workload ${CASTOR_TEST_DATA}/workloads/deadline_missed.csv)
+add_test(NAME cli_scenario_deadline_json COMMAND ${EXPECT_FILE}
+  ${CMAKE_CURRENT_BINARY_DIR}/deadlines.json "\"job\": \"late\""
+  -- $<TARGET_FILE:castor> simulate --scenario ${CMAKE_SOURCE_DIR}/config/scenarios/deadline.yaml
+  --workload ${CASTOR_TEST_DATA}/workloads/deadline_missed.csv --quiet
+  --json ${CMAKE_CURRENT_BINARY_DIR}/deadlines.json)
 add_test(NAME cli_scenario_deadline_report COMMAND ${EXPECT_FILE}
   ${CMAKE_CURRENT_BINARY_DIR}/deadlines.html "<td>0.25 (missed)</td>"
   -- $<TARGET_FILE:castor> simulate --scenario ${CMAKE_SOURCE_DIR}/config/scenarios/deadline.yaml
