@@ -192,7 +192,7 @@ static int na_job(const struct jv *o, size_t i, struct node_job *j, struct error
 {
     int rc;
 
-    j->local_bsz = j->lr_gain = j->ckpt_s = NAN;
+    j->local_bsz = j->lr_gain = j->ckpt_s = j->placed_at = NAN;
     if (jv_type_of(o) != JV_OBJECT)
         return err_set(e, ERR_PARSE, NULL, 0, 0, "jobs[%zu] must be an object", i);
     if ((rc = na_str(o, "job", &j->name, i, e)) < 0 ||
@@ -204,6 +204,9 @@ static int na_job(const struct jv *o, size_t i, struct node_job *j, struct error
         (rc = na_int(o, "accum_steps", 0, 1000000, 1, -1, &j->accum_steps, i, e)) < 0 ||
         (rc = na_pos(o, "lr_gain", &j->lr_gain, i, e)) < 0)
         return rc;
+    /* only the master port's draw reads it: a value that is not a number leaves the name's */
+    if (jv_number_value(jv_get(o, "placed_at"), &j->placed_at) < 0 || !isfinite(j->placed_at))
+        j->placed_at = NAN;
     if ((long long)j->rank_offset + j->replicas > j->world_size)
         return err_set(e, ERR_PARSE, NULL, 0, 0,
                        "jobs[%zu]: rank_offset + replicas is more than world_size", i);
@@ -257,12 +260,15 @@ out:
 
 /* ---- a replica's environment ---- */
 
-int node_master_port(const char *job)
+int node_master_port(const char *job, double placed_at)
 {
-    uint32_t h = 2166136261u; /* FNV-1a */
+    uint32_t h = 2166136261u; /* FNV-1a, over the name and then the time's milliseconds */
+    long long ms = isfinite(placed_at) ? llround(placed_at * 1000) : 0;
 
     for (const unsigned char *p = (const unsigned char *)job; *p; p++)
         h = (h ^ *p) * 16777619u;
+    for (int b = 0; b < 8 && isfinite(placed_at); b++)
+        h = (h ^ (uint32_t)((unsigned long long)ms >> (8 * b) & 0xff)) * 16777619u;
     return 29500 + (int)(h % 1000);
 }
 
@@ -297,7 +303,7 @@ int node_replica_env(const struct node_job *j, int local, const struct node_env_
                           : in->master_addr                            ? in->master_addr
                           : j->master_addr                             ? j->master_addr
                                                                        : j->master);
-    PUT("CASTOR_MASTER_PORT", "%d", node_master_port(j->name));
+    PUT("CASTOR_MASTER_PORT", "%d", node_master_port(j->name, j->placed_at));
     if (isfinite(j->local_bsz))
         PUT("CASTOR_LOCAL_BSZ", "%.17g", j->local_bsz);
     if (j->accum_steps >= 0)

@@ -43,6 +43,8 @@ struct node_job {
     int accum_steps;     /* -1 before the plan gave one */
     double lr_gain;      /* NAN before the plan gave one */
     double ckpt_s;       /* the spec's checkpoint interval, seconds; NAN when absent */
+    double placed_at;    /* when the job was placed as it is (the same on all its nodes); NAN
+                          * when absent */
     char **argv;         /* NULL-terminated; NULL when the job cannot run here (see why) */
     char *workdir;       /* NULL: none given */
     char **env;          /* "NAME=VALUE" strings, NULL-terminated (never NULL) */
@@ -85,11 +87,12 @@ struct node_env_inputs {
  * every CASTOR_*TOKEN* variable (the node's secrets never reach a job), then the spec's env,
  * then CASTOR_JOB, CASTOR_RANK, CASTOR_LOCAL_RANK, CASTOR_WORLD_SIZE, CASTOR_LOCAL_WORLD_SIZE,
  * CASTOR_MASTER_ADDR (127.0.0.1 when the master is this node), CASTOR_MASTER_PORT
- * (node_master_port), CASTOR_LOCAL_BSZ, CASTOR_ACCUM_STEPS and CASTOR_LR_GAIN (when the plan gave
- * them), CASTOR_CHECKPOINT_INTERVAL, CASTOR_URL, CASTOR_JOB_TOKEN, CASTOR_INSTANCE_ID and
- * CUDA_VISIBLE_DEVICES; a later one replaces an earlier one of the same name. On success *out is a
- * NULL-terminated array of new strings (node_env_free, which wipes them: one may hold the job
- * token). ERR_INVAL (local out of range), ERR_NOMEM; *out untouched on error.
+ * (node_master_port of the job's placement), CASTOR_LOCAL_BSZ, CASTOR_ACCUM_STEPS and
+ * CASTOR_LR_GAIN (when the plan gave them), CASTOR_CHECKPOINT_INTERVAL, CASTOR_URL,
+ * CASTOR_JOB_TOKEN, CASTOR_INSTANCE_ID and CUDA_VISIBLE_DEVICES; a later one replaces an earlier
+ * one of the same name. On success *out is a NULL-terminated array of new strings (node_env_free,
+ * which wipes them: one may hold the job token). ERR_INVAL (local out of range), ERR_NOMEM; *out
+ * untouched on error.
  */
 int node_replica_env(const struct node_job *j, int local, const struct node_env_inputs *in,
                      char ***out);
@@ -97,9 +100,11 @@ int node_replica_env(const struct node_job *j, int local, const struct node_env_
 /* Wipe and free an environment from node_replica_env. NULL is ignored. */
 void node_env_free(char **env);
 
-/* The port rank 0 of job listens on: 29500 + a hash of the name modulo 1000 (the same on every
- * node, without asking anyone). */
-int node_master_port(const char *job);
+/* The port rank 0 of job listens on for the placement made at placed_at (NAN: not said): 29500 + a
+ * hash of the name and that time modulo 1000, the same on every node of the placement without
+ * asking anyone. Each placement draws afresh, so two jobs (or two clusters' jobs on one host)
+ * that drew one port do not keep it past a re-placement. */
+int node_master_port(const char *job, double placed_at);
 
 /* The agent's configuration. Strings borrowed for node_run. */
 struct node_config {

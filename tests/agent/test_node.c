@@ -35,7 +35,7 @@
 static const char assignment_text[] =
     "{\"instance_id\":\"i-1\",\"state\":\"ready\",\"jobs\":["
     "{\"job\":\"resnet\",\"replicas\":2,\"rank_offset\":2,\"world_size\":4,\"master\":\"i-0\","
-    "\"master_addr\":\"10.1.2.3\","
+    "\"master_addr\":\"10.1.2.3\",\"placed_at\":1714564810.25,"
     "\"local_bsz\":64,\"accum_steps\":1,\"lr_gain\":1.25,\"spec\":{\"name\":\"resnet\","
     "\"command\":[\"python\",\"train.py\"],\"workdir\":\"/w\",\"env\":{\"A\":\"1\"},"
     "\"checkpoint_interval\":600}},"
@@ -59,7 +59,7 @@ static void node_assignment_parse__reads_jobs_and_configuration(void **state)
     assert_int_equal(j->world_size, 4);
     assert_string_equal(j->master, "i-0");
     assert_true(j->local_bsz == 64 && j->accum_steps == 1 && j->lr_gain == 1.25);
-    assert_true(j->ckpt_s == 600);
+    assert_true(j->ckpt_s == 600 && j->placed_at == 1714564810.25);
     assert_string_equal(j->argv[0], "python");
     assert_string_equal(j->argv[1], "train.py");
     assert_null(j->argv[2]);
@@ -70,6 +70,7 @@ static void node_assignment_parse__reads_jobs_and_configuration(void **state)
     assert_non_null(strstr(j->key, "\"resnet\""));
     j = &a.jobs[1]; /* no configuration yet, and an image castor-node cannot run */
     assert_true(isnan(j->local_bsz) && j->accum_steps == -1 && isnan(j->lr_gain));
+    assert_true(isnan(j->placed_at)); /* not said */
     assert_null(j->argv);
     assert_non_null(j->why_not);
     assert_non_null(strstr(j->why_not, "image"));
@@ -146,7 +147,8 @@ static void node_replica_env__ranks_configuration_and_no_node_secret(void **stat
     assert_string_equal(env_get(env, "CASTOR_LOCAL_WORLD_SIZE"), "2");
     assert_string_equal(env_get(env, "CASTOR_JOB"), "resnet");
     assert_string_equal(env_get(env, "CASTOR_MASTER_ADDR"), "10.0.0.9"); /* master is i-0 */
-    assert_int_equal(atoi(env_get(env, "CASTOR_MASTER_PORT")), node_master_port("resnet"));
+    assert_int_equal(atoi(env_get(env, "CASTOR_MASTER_PORT")),
+                     node_master_port("resnet", 1714564810.25));
     assert_string_equal(env_get(env, "CASTOR_LOCAL_BSZ"), "64");
     assert_string_equal(env_get(env, "CASTOR_ACCUM_STEPS"), "1");
     assert_string_equal(env_get(env, "CASTOR_LR_GAIN"), "1.25");
@@ -184,22 +186,31 @@ static void node_replica_env__ranks_configuration_and_no_node_secret(void **stat
     node_assignment_clear(&a);
 }
 
-static void node_master_port__stable_per_job_and_in_range(void **state)
+/* The master port: in [29500, 30500), the same for a job's placement wherever it is asked, and
+ * drawn afresh by each placement (and each job): of 50 placements of one job 60 ms apart, or of
+ * 50 jobs placed at one time, most differ from the first. Without a placement time, the name's. */
+static void node_master_port__per_placement_and_in_range(void **state)
 {
-    int distinct = 0, first = node_master_port("job-0");
+    int distinct = 0, first = node_master_port("job-0", 1714564810.0);
+    int moved = 0, once = node_master_port("job", 1714564810.0);
     char name[32];
 
     (void)state;
     for (int i = 0; i < 50; i++) {
-        int p;
+        double at = 1714564810.0 + 0.06 * i;
+        int p, q = node_master_port("job", at);
 
         snprintf(name, sizeof(name), "job-%d", i);
-        p = node_master_port(name);
-        assert_true(p >= 29500 && p < 30500);
-        assert_int_equal(p, node_master_port(name));
+        p = node_master_port(name, 1714564810.0);
+        assert_true(p >= 29500 && p < 30500 && q >= 29500 && q < 30500);
+        assert_int_equal(p, node_master_port(name, 1714564810.0));
+        assert_int_equal(q, node_master_port("job", at));
         distinct += p != first;
+        moved += q != once;
     }
-    assert_true(distinct > 40);
+    assert_true(distinct > 40 && moved > 40);
+    assert_int_equal(node_master_port("job", NAN), node_master_port("job", NAN));
+    assert_true(node_master_port("job", NAN) >= 29500 && node_master_port("job", NAN) < 30500);
 }
 
 /* ---- the program against the API ---- */
@@ -629,7 +640,7 @@ int main(void)
         cmocka_unit_test(node_assignment_parse__reads_jobs_and_configuration),
         cmocka_unit_test(node_assignment_parse__refuses_malformed_answers),
         cmocka_unit_test(node_replica_env__ranks_configuration_and_no_node_secret),
-        cmocka_unit_test(node_master_port__stable_per_job_and_in_range),
+        cmocka_unit_test(node_master_port__per_placement_and_in_range),
         cmocka_unit_test_setup_teardown(castor_node__registers_gpus_and_heartbeats, fx_setup,
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(
