@@ -82,14 +82,14 @@ static void note_missed(const struct sim_world *w, struct run_result *res)
 {
     for (int i = 0; i < sim_world_njobs(w) && res->nmissed < SC_MISSED_MAX; i++) {
         const struct sim_job *job = sim_world_job(w, i);
-        double jct = sim_job_done(job) ? job->completion - job->spec->submit_time : -1;
 
-        if (!(job->spec->deadline > 0) || (jct >= 0 && jct <= job->spec->deadline))
+        if (!sim_job_missed_deadline(job))
             continue;
         snprintf(res->missed[res->nmissed].name, sizeof(res->missed[0].name), "%s",
                  job->spec->name);
         res->missed[res->nmissed].deadline = job->spec->deadline;
-        res->missed[res->nmissed].jct = jct;
+        res->missed[res->nmissed].jct =
+            sim_job_done(job) ? job->completion - job->spec->submit_time : -1;
         res->nmissed++;
     }
 }

@@ -46,6 +46,12 @@ int sim_job_done(const struct sim_job *job)
     return job->completion >= 0;
 }
 
+int sim_job_missed_deadline(const struct sim_job *job)
+{
+    return job->spec->deadline > 0 &&
+           !(sim_job_done(job) && job->completion - job->spec->submit_time <= job->spec->deadline);
+}
+
 static int sim_job_gpus(const struct sim_job *job)
 {
     int r = 0;

@@ -131,4 +131,8 @@ void sim_job_limits(const struct sim_job *job, struct bsz_limits *lim);
 /* 1 once finished. */
 int sim_job_done(const struct sim_job *job);
 
+/* 1 when the job has a deadline (seconds from its submission) and has not finished within it:
+ * finished later, or not yet. */
+int sim_job_missed_deadline(const struct sim_job *job);
+
 #endif

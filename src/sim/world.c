@@ -659,8 +659,7 @@ void sim_world_fleet_stats(const struct sim_world *w, struct sim_fleet_stats *ou
         out->held_gpu_hours += job->attained / 3600.0;
         if (job->spec->deadline > 0) {
             out->deadlines++;
-            out->deadlines_met += sim_job_done(job) &&
-                                  job->completion - job->spec->submit_time <= job->spec->deadline;
+            out->deadlines_met += !sim_job_missed_deadline(job);
         }
     }
     if (!w->fleet)
