@@ -192,7 +192,7 @@ static int na_job(const struct jv *o, size_t i, struct node_job *j, struct error
 {
     int rc;
 
-    j->local_bsz = j->lr_gain = j->ckpt_s = j->placed_at = NAN;
+    j->local_bsz = j->lr_gain = j->ckpt_s = j->placed_at = j->seen_at = NAN;
     if (jv_type_of(o) != JV_OBJECT)
         return err_set(e, ERR_PARSE, NULL, 0, 0, "jobs[%zu] must be an object", i);
     if ((rc = na_str(o, "job", &j->name, i, e)) < 0 ||
@@ -202,8 +202,15 @@ static int na_job(const struct jv *o, size_t i, struct node_job *j, struct error
         (rc = na_str(o, "master", &j->master, i, e)) < 0 ||
         (rc = na_pos(o, "local_bsz", &j->local_bsz, i, e)) < 0 ||
         (rc = na_int(o, "accum_steps", 0, 1000000, 1, -1, &j->accum_steps, i, e)) < 0 ||
-        (rc = na_pos(o, "lr_gain", &j->lr_gain, i, e)) < 0)
+        (rc = na_pos(o, "lr_gain", &j->lr_gain, i, e)) < 0 ||
+        (rc = na_int(o, "attempt", 0, 1000000000, 1, 0, &j->attempt, i, e)) < 0)
         return rc;
+    if (jv_get(o, "restart_delay") &&
+        (jv_number_value(jv_get(o, "restart_delay"), &j->restart_delay) < 0 ||
+         !(j->restart_delay >= 0 && j->restart_delay <= NODE_MAX_RESTART_DELAY_S)))
+        return err_set(e, ERR_PARSE, NULL, 0, 0,
+                       "jobs[%zu].restart_delay must be a number from 0 to %d", i,
+                       NODE_MAX_RESTART_DELAY_S);
     /* only the master port's draw reads it: a value that is not a number leaves the name's */
     if (jv_number_value(jv_get(o, "placed_at"), &j->placed_at) < 0 || !isfinite(j->placed_at))
         j->placed_at = NAN;
@@ -260,15 +267,17 @@ out:
 
 /* ---- a replica's environment ---- */
 
-int node_master_port(const char *job, double placed_at)
+int node_master_port(const char *job, double placed_at, int attempt)
 {
-    uint32_t h = 2166136261u; /* FNV-1a, over the name and then the time's milliseconds */
+    uint32_t h = 2166136261u; /* FNV-1a: the name, the time's milliseconds, the attempt */
     long long ms = isfinite(placed_at) ? llround(placed_at * 1000) : 0;
 
     for (const unsigned char *p = (const unsigned char *)job; *p; p++)
         h = (h ^ *p) * 16777619u;
     for (int b = 0; b < 8 && isfinite(placed_at); b++)
         h = (h ^ (uint32_t)((unsigned long long)ms >> (8 * b) & 0xff)) * 16777619u;
+    for (int b = 0; b < 4 && attempt > 0; b++) /* attempt 0 draws as before attempts existed */
+        h = (h ^ (uint32_t)((unsigned)attempt >> (8 * b) & 0xff)) * 16777619u;
     return 29500 + (int)(h % 1000);
 }
 
@@ -303,7 +312,8 @@ int node_replica_env(const struct node_job *j, int local, const struct node_env_
                           : in->master_addr                            ? in->master_addr
                           : j->master_addr                             ? j->master_addr
                                                                        : j->master);
-    PUT("CASTOR_MASTER_PORT", "%d", node_master_port(j->name, j->placed_at));
+    PUT("CASTOR_MASTER_PORT", "%d", node_master_port(j->name, j->placed_at, j->attempt));
+    PUT("CASTOR_ATTEMPT", "%d", j->attempt);
     if (isfinite(j->local_bsz))
         PUT("CASTOR_LOCAL_BSZ", "%.17g", j->local_bsz);
     if (j->accum_steps >= 0)
@@ -345,6 +355,10 @@ struct nd_rep {
     char *job;
     char *key; /* its job entry when started */
     int rank;
+    int attempt; /* its job's attempt when started */
+    /* a failure to report (POST /v1/nodes/{id}/failures): while it ran, it exited with
+     * fail_status or was killed by fail_signal; reported once accepted or refused */
+    int report, fail_status, fail_signal;
     pid_t pid; /* also its process group; 0: never started */
     enum nd_rep_state st;
     double kill_at; /* ND_STOPPING: when SIGKILL follows (monotonic) */
@@ -364,6 +378,7 @@ struct nd {
     uint64_t rng;
     int registered, draining, noticed, notice_pending, stopping, fails;
     double next_register, next_beat, notice_retry_at; /* monotonic */
+    double report_retry_at;                           /* monotonic: failure reports */
     double notice_deadline;                           /* epoch seconds; NAN: not said */
     double notice_kill_by;                            /* monotonic; INFINITY: none */
     pid_t watch_pid;                                  /* the notice watcher; 0: none running */
@@ -534,6 +549,12 @@ static void nd_fetch_assignment(struct nd *n, double now)
     } else if (node_assignment_parse(r.body, r.body_len, &a, &e) < 0) {
         nd_log(n, LOG_ERROR, NULL, "a malformed assignment, kept the last one: %s", e.msg);
     } else {
+        for (size_t i = 0; i < a.njobs; i++) { /* when each entry was first seen */
+            a.jobs[i].seen_at = now;
+            for (size_t k = 0; n->have_want && k < n->want.njobs; k++)
+                if (strcmp(n->want.jobs[k].key, a.jobs[i].key) == 0)
+                    a.jobs[i].seen_at = n->want.jobs[k].seen_at;
+        }
         node_assignment_clear(&n->want);
         n->want = a;
         n->have_want = 1;
@@ -659,6 +680,7 @@ static struct nd_rep *nd_rep_add(struct nd *n, const struct node_job *j, int ran
         return NULL;
     }
     r->rank = rank;
+    r->attempt = j->attempt;
     r->gpu = -1;
     r->st = ND_EXITED;
     n->nreps++;
@@ -716,8 +738,8 @@ static void nd_start(struct nd *n, const struct node_job *j, int local)
     r->gpu = in.gpu;
     if (in.gpu >= 0)
         n->gpu_used[in.gpu] = 1;
-    nd_log(n, LOG_INFO, j->name, "started rank %d of %d (pid %ld, GPU %d)", rank, j->world_size,
-           (long)pid, in.gpu);
+    nd_log(n, LOG_INFO, j->name, "started rank %d of %d (pid %ld, GPU %d, attempt %d)", rank,
+           j->world_size, (long)pid, in.gpu, j->attempt);
 }
 
 static void nd_stop(struct nd *n, struct nd_rep *r, double now)
@@ -744,6 +766,12 @@ static const struct node_job *nd_wanted(const struct nd *n, const char *job, int
             return j;
     }
     return NULL;
+}
+
+/* When job j's replicas may start: at once, or restart_delay after its entry was first seen. */
+static double nd_start_at(const struct node_job *j)
+{
+    return j->restart_delay > 0 && isfinite(j->seen_at) ? j->seen_at + j->restart_delay : 0;
 }
 
 static void nd_reconcile(struct nd *n, double now)
@@ -774,6 +802,7 @@ static void nd_reconcile(struct nd *n, double now)
 
         for (size_t i = 0; i < n->nreps; i++) /* old replicas of the job still checkpointing */
             busy |= n->reps[i].st == ND_STOPPING && strcmp(n->reps[i].job, j->name) == 0;
+        busy |= nd_start_at(j) > now; /* a restart after a failure waits its delay */
         for (int local = 0; local < j->replicas && !busy; local++) {
             int rank = j->rank_offset + local, have = 0;
 
@@ -805,6 +834,16 @@ static void nd_reap(struct nd *n)
             if (r->pid != pid || r->st == ND_EXITED)
                 continue;
             kill(-pid, SIGKILL); /* what the replica left behind in its group goes with it */
+            /* a failure: an error exit (75: checkpointed, restart me, is none) or a signal this
+             * agent did not send, while it ran */
+            if (r->st == ND_RUNNING && ((WIFEXITED(status) && WEXITSTATUS(status) != 0 &&
+                                         WEXITSTATUS(status) != NODE_EXIT_RESTART) ||
+                                        WIFSIGNALED(status))) {
+                r->report = 1;
+                r->fail_status = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
+                r->fail_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+                n->report_retry_at = fmin(n->report_retry_at, nd_mono());
+            }
             if (WIFEXITED(status))
                 nd_log(n, WEXITSTATUS(status) == 0 ? LOG_INFO : LOG_WARN, r->job,
                        "rank %d exited with status %d", r->rank, WEXITSTATUS(status));
@@ -818,6 +857,62 @@ static void nd_reap(struct nd *n)
             r->gpu = -1;
         }
     }
+}
+
+/* Report r's failure. Returns 1 when it is settled (counted, already counted, or refused for
+ * good), 0 to try again later. */
+static int nd_report_one(struct nd *n, struct nd_rep *r, double now)
+{
+    struct http_client_response resp = {0};
+    char path[256], body[512], why[256];
+    int done = 0;
+    struct jv *v = NULL;
+
+    snprintf(path, sizeof(path), "/v1/nodes/%s/failures", n->cfg->instance_id);
+    snprintf(body, sizeof(body), "{\"job\":\"%s\",\"attempt\":%d,\"rank\":%d,\"%s\":%d}", r->job,
+             r->attempt, r->rank, r->fail_status ? "exit_status" : "signal",
+             r->fail_status ? r->fail_status : r->fail_signal);
+    if (nd_call(n, "POST", path, body, &resp) < 0)
+        return 0;
+    if (resp.status == 200) {
+        int counted = 0;
+
+        if (jv_parse(resp.body, resp.body_len, &v, NULL) == 0)
+            jv_bool_value(jv_get(v, "counted"), &counted);
+        nd_log(n, LOG_INFO, r->job, "rank %d's failure reported (%s; the job is %s)", r->rank,
+               counted ? "counted" : "its attempt was counted already",
+               jv_string_value(jv_get(v, "state")) ? jv_string_value(jv_get(v, "state"))
+                                                   : "(not said)");
+        jv_free(v);
+        done = 1;
+    } else if (resp.status == 422 || resp.status == 400) {
+        nd_log(n, LOG_WARN, r->job, "rank %d's failure was refused (%ld): %s", r->rank, resp.status,
+               nd_reason(&resp, why, sizeof(why)));
+        done = 1;
+    } else if (nd_node_gone(n, resp.status, now)) {
+        done = 1;
+    } else {
+        nd_log(n, LOG_WARN, r->job, "reporting rank %d's failure answered %ld: %s", r->rank,
+               resp.status, nd_reason(&resp, why, sizeof(why)));
+    }
+    http_client_response_clear(&resp);
+    return done;
+}
+
+/* Report the failures not reported yet; on a failure to reach the controller, later. */
+static void nd_report_failures(struct nd *n, double now)
+{
+    for (size_t i = 0; i < n->nreps; i++) {
+        if (!n->reps[i].report)
+            continue;
+        if (!nd_report_one(n, &n->reps[i], now)) {
+            nd_failed(n, now, &n->report_retry_at);
+            return;
+        }
+        n->reps[i].report = 0;
+        n->fails = 0;
+    }
+    n->report_retry_at = INFINITY;
 }
 
 /* A preemption notice: replicas checkpoint now, the controller hears of it at once. */
@@ -977,6 +1072,11 @@ static double nd_wait(const struct nd *n, double now)
         due = fmin(due, n->registered ? n->next_beat : n->next_register);
         if (n->registered && n->notice_pending)
             due = fmin(due, n->notice_retry_at);
+        if (n->registered)
+            due = fmin(due, n->report_retry_at);
+        for (size_t k = 0; n->have_want && k < n->want.njobs; k++)
+            if (nd_start_at(&n->want.jobs[k]) > now)
+                due = fmin(due, nd_start_at(&n->want.jobs[k]));
         if (nd_watching(n) && n->watch_pid == 0)
             due = fmin(due, n->watch_start_at);
     }
@@ -1020,6 +1120,7 @@ int node_run(const struct node_config *cfg)
     n.rng |= 1;
     n.notice_deadline = NAN;
     n.notice_kill_by = INFINITY;
+    n.report_retry_at = INFINITY;
     if (!(n.gpu_used = calloc((size_t)cfg->gpus, 1))) {
         rc = ERR_NOMEM;
         goto out;
@@ -1044,6 +1145,8 @@ int node_run(const struct node_config *cfg)
             nd_heartbeat(&n, now);
         now = nd_mono();
         nd_reap(&n);
+        if (!n.stopping && n.registered && now >= n.report_retry_at)
+            nd_report_failures(&n, now);
         nd_reconcile(&n, now);
         if (n.stopping && !nd_live(&n))
             break;

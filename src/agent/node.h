@@ -2,7 +2,9 @@
  * controller, heartbeats, fetches its assignment and runs each assigned replica as a child process
  * (its own process group), stops and restarts replicas whose assignment changed (SIGTERM, a grace
  * period for the checkpoint, SIGKILL), forwards a preemption notice (SIGUSR1, or one its cloud
- * notice watcher found: agent/watch.h) at once, and on SIGTERM stops its replicas and exits. The
+ * notice watcher found: agent/watch.h) at once, reports a replica that failed (an exit with an
+ * error, or a signal it did not send) so that the controller restarts the job's replicas as a new
+ * attempt or fails the job, and on SIGTERM stops its replicas and exits. The
  * endpoints are docs/api.md's; the environment is docs/local.md's. */
 #ifndef CASTOR_AGENT_NODE_H
 #define CASTOR_AGENT_NODE_H
@@ -30,26 +32,38 @@ struct jv;
 #define NODE_MAX_ARGS 256
 #define NODE_MAX_ENV 256
 
+/* A replica's exit status that asks for a restart after a checkpoint (EX_TEMPFAIL): not a
+ * failure. */
+#define NODE_EXIT_RESTART 75
+
+/* The longest restart delay an assignment may ask for, in seconds. */
+#define NODE_MAX_RESTART_DELAY_S 3600
+
 /* One job's part of an assignment, as castor-node runs it. Strings and arrays owned. */
 struct node_job {
     char *name;
-    int replicas;        /* on this node, 0 .. NODE_MAX_REPLICAS */
-    int rank_offset;     /* the rank of the first */
-    int world_size;      /* replicas of the job on every node */
-    char *master;        /* the master node's instance id */
-    char *master_addr;   /* where the master is reached, as its agent registered it; NULL: not
-                          * said */
-    double local_bsz;    /* the plan's batch per replica; NAN before the plan gave one */
-    int accum_steps;     /* -1 before the plan gave one */
-    double lr_gain;      /* NAN before the plan gave one */
-    double ckpt_s;       /* the spec's checkpoint interval, seconds; NAN when absent */
-    double placed_at;    /* when the job was placed as it is (the same on all its nodes); NAN
-                          * when absent */
-    char **argv;         /* NULL-terminated; NULL when the job cannot run here (see why) */
-    char *workdir;       /* NULL: none given */
-    char **env;          /* "NAME=VALUE" strings, NULL-terminated (never NULL) */
-    char *key;           /* the entry as compact JSON: a replica whose key changes restarts */
-    const char *why_not; /* static: why the job cannot run here, or NULL */
+    int replicas;         /* on this node, 0 .. NODE_MAX_REPLICAS */
+    int rank_offset;      /* the rank of the first */
+    int world_size;       /* replicas of the job on every node */
+    char *master;         /* the master node's instance id */
+    char *master_addr;    /* where the master is reached, as its agent registered it; NULL: not
+                           * said */
+    double local_bsz;     /* the plan's batch per replica; NAN before the plan gave one */
+    int accum_steps;      /* -1 before the plan gave one */
+    double lr_gain;       /* NAN before the plan gave one */
+    double ckpt_s;        /* the spec's checkpoint interval, seconds; NAN when absent */
+    double placed_at;     /* when the job was placed as it is (the same on all its nodes); NAN
+                           * when absent */
+    int attempt;          /* the job's failures so far: each starts a new attempt; 0 when absent */
+    double restart_delay; /* seconds to wait, from when this entry is first seen, before its
+                           * replicas start (after a failure); 0 when absent */
+    double seen_at;       /* the agent's: when it first saw this entry (monotonic); the parser
+                           * leaves NAN */
+    char **argv;          /* NULL-terminated; NULL when the job cannot run here (see why) */
+    char *workdir;        /* NULL: none given */
+    char **env;           /* "NAME=VALUE" strings, NULL-terminated (never NULL) */
+    char *key;            /* the entry as compact JSON: a replica whose key changes restarts */
+    const char *why_not;  /* static: why the job cannot run here, or NULL */
 };
 
 struct node_assignment {
@@ -87,12 +101,12 @@ struct node_env_inputs {
  * every CASTOR_*TOKEN* variable (the node's secrets never reach a job), then the spec's env,
  * then CASTOR_JOB, CASTOR_RANK, CASTOR_LOCAL_RANK, CASTOR_WORLD_SIZE, CASTOR_LOCAL_WORLD_SIZE,
  * CASTOR_MASTER_ADDR (127.0.0.1 when the master is this node), CASTOR_MASTER_PORT
- * (node_master_port of the job's placement), CASTOR_LOCAL_BSZ, CASTOR_ACCUM_STEPS and
- * CASTOR_LR_GAIN (when the plan gave them), CASTOR_CHECKPOINT_INTERVAL, CASTOR_URL,
- * CASTOR_JOB_TOKEN, CASTOR_INSTANCE_ID and CUDA_VISIBLE_DEVICES; a later one replaces an earlier
- * one of the same name. On success *out is a NULL-terminated array of new strings (node_env_free,
- * which wipes them: one may hold the job token). ERR_INVAL (local out of range), ERR_NOMEM; *out
- * untouched on error.
+ * (node_master_port of the job's placement and attempt), CASTOR_ATTEMPT, CASTOR_LOCAL_BSZ,
+ * CASTOR_ACCUM_STEPS and CASTOR_LR_GAIN (when the plan gave them), CASTOR_CHECKPOINT_INTERVAL,
+ * CASTOR_URL, CASTOR_JOB_TOKEN, CASTOR_INSTANCE_ID and CUDA_VISIBLE_DEVICES; a later one replaces
+ * an earlier one of the same name. On success *out is a NULL-terminated array of new strings
+ * (node_env_free, which wipes them: one may hold the job token). ERR_INVAL (local out of range),
+ * ERR_NOMEM; *out untouched on error.
  */
 int node_replica_env(const struct node_job *j, int local, const struct node_env_inputs *in,
                      char ***out);
@@ -100,11 +114,12 @@ int node_replica_env(const struct node_job *j, int local, const struct node_env_
 /* Wipe and free an environment from node_replica_env. NULL is ignored. */
 void node_env_free(char **env);
 
-/* The port rank 0 of job listens on for the placement made at placed_at (NAN: not said): 29500 + a
- * hash of the name and that time modulo 1000, the same on every node of the placement without
- * asking anyone. Each placement draws afresh, so two jobs (or two clusters' jobs on one host)
- * that drew one port do not keep it past a re-placement. */
-int node_master_port(const char *job, double placed_at);
+/* The port rank 0 of job listens on for the placement made at placed_at (NAN: not said) in its
+ * attempt: 29500 + a hash of the name, that time and the attempt modulo 1000, the same on every
+ * node of the placement without asking anyone. Each placement and each attempt after a failure
+ * draws afresh, so two jobs (or two clusters' jobs on one host) that drew one port do not keep it
+ * past a re-placement or a restart. */
+int node_master_port(const char *job, double placed_at, int attempt);
 
 /* The agent's configuration. Strings borrowed for node_run. */
 struct node_config {

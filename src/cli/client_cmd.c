@@ -175,19 +175,26 @@ static const char *cl_str(const struct jv *o, const char *key)
     return s ? s : "-";
 }
 
+/* The jobs, a line each; then why each failed job failed. */
 static void cl_jobs_table(const struct jv *jobs, FILE *out)
 {
-    fprintf(out, "%-32s %-10s %-21s %10s %10s %8s %-21s\n", "NAME", "STATE", "SUBMITTED",
-            "PROGRESS", "CHECKPOINT", "RESTARTS", "ETA");
+    fprintf(out, "%-32s %-10s %-21s %10s %10s %8s %8s %-21s\n", "NAME", "STATE", "SUBMITTED",
+            "PROGRESS", "CHECKPOINT", "RESTARTS", "FAILURES", "ETA");
     for (size_t i = 0; i < jv_size(jobs); i++) {
         const struct jv *j = jv_at(jobs, i);
         char when[32], eta[32];
 
         cl_time(cl_num(j, "submitted_at"), when, sizeof(when));
         cl_time(cl_num(j, "eta"), eta, sizeof(eta)); /* null: not known, "-" */
-        fprintf(out, "%-32s %-10s %-21s %10.4g %10.4g %8.0f %-21s\n", cl_str(j, "name"),
+        fprintf(out, "%-32s %-10s %-21s %10.4g %10.4g %8.0f %8.0f %-21s\n", cl_str(j, "name"),
                 cl_str(j, "state"), when, cl_num(j, "progress"), cl_num(j, "checkpoint_progress"),
-                cl_num(j, "restarts"), eta);
+                cl_num(j, "restarts"), cl_num(j, "failures"), eta);
+    }
+    for (size_t i = 0; i < jv_size(jobs); i++) {
+        const struct jv *j = jv_at(jobs, i);
+
+        if (strcmp(cl_str(j, "state"), "failed") == 0)
+            fprintf(out, "%s failed: %s\n", cl_str(j, "name"), cl_str(j, "failure"));
     }
 }
 

@@ -133,6 +133,18 @@ extern const char *const api_job_spec_keys[];
 /* The most samples a job spec may declare (its length: epochs x dataset size). */
 #define API_SAMPLES_MAX 1e15
 
+/* A job spec's max_restarts: the failures in a row without progress its replicas are restarted
+ * after (one more fails the job), when the spec does not say, and the most it may say. */
+#define API_MAX_RESTARTS_DEFAULT 3
+#define API_MAX_RESTARTS_MAX 1000
+
+/* The wait before a failed job's replicas restart, by its failures in a row (streak): none before
+ * a failure, then API_RESTART_DELAY_S doubling per failure to API_RESTART_DELAY_MAX_S. Sent
+ * with each assignment (restart_delay); the agent waits it from when it first sees the attempt. */
+#define API_RESTART_DELAY_S 2.0
+#define API_RESTART_DELAY_MAX_S 60.0
+double api_restart_delay(int streak);
+
 /* The longest model family a job spec may name, in bytes. */
 #define API_FAMILY_MAX 64
 /* What a family's name may hold, as the API and the config file's errors say it. */

@@ -164,6 +164,12 @@ void ap_node_heartbeat(struct ap_ctx *c);
  * already past); 200 with its state, 404 for no such node, 409 if it is terminated. */
 void ap_node_notice(struct ap_ctx *c);
 
+/* api_nodes.c: POST /v1/nodes/{id}/failures: a replica of the body's job on the node failed in
+ * the body's attempt (state_job_replica_failed): 200 with the job's state and failures, and
+ * whether this report was counted; 400 for a bad body, 404 for no such node, 409 if it is
+ * terminated, 422 for no such job, a job that has ended, or one with no replicas on the node. */
+void ap_node_failure(struct ap_ctx *c);
+
 /* api_nodes.c: GET /v1/nodes/{id}/assignment: the jobs placed on the node, each with its replicas
  * there, ranks, world size, master, configuration and spec; 404 for no such node. */
 void ap_node_assignment(struct ap_ctx *c);

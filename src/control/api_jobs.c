@@ -9,23 +9,12 @@
 #include "util/json.h"
 #include "util/log.h"
 
-const char *const api_job_spec_keys[] = {"name",
-                                         "command",
-                                         "workdir",
-                                         "image",
-                                         "env",
-                                         "init_batch_size",
-                                         "max_batch_size",
-                                         "max_local_bsz",
-                                         "min_replicas",
-                                         "max_replicas",
-                                         "replicas",
-                                         "checkpoint_interval",
-                                         "samples",
-                                         "family",
-                                         "deadline",
-                                         "priority",
-                                         NULL};
+const char *const api_job_spec_keys[] = {"name",           "command",       "workdir",
+                                         "image",          "env",           "init_batch_size",
+                                         "max_batch_size", "max_local_bsz", "min_replicas",
+                                         "max_replicas",   "replicas",      "checkpoint_interval",
+                                         "samples",        "family",        "deadline",
+                                         "priority",       "max_restarts",  NULL};
 
 int api_env_name_ok(const char *s)
 {
@@ -78,7 +67,7 @@ static int ap_job_spec(struct ap_ctx *c, const char **name, struct jv **out)
     const struct jv *env = jv_get(c->body, "env");
     const char *workdir = NULL, *image = NULL, *family = NULL;
     double m0 = 0, maxb = 0, local = 0, ckpt = 600, samples = NAN, deadline = NAN;
-    long long minr = 1, maxr = 0, reqr = 1, prio = 0;
+    long long minr = 1, maxr = 0, reqr = 1, prio = 0, restarts = API_MAX_RESTARTS_DEFAULT;
     struct ap_env_check ec = {c, 0};
     struct jv *o;
     int rc;
@@ -128,6 +117,8 @@ static int ap_job_spec(struct ap_ctx *c, const char **name, struct jv **out)
         rc = ap_num(c, c->body, "", "deadline", 0, 0.0, 0, &deadline);
     if (rc == 0)
         rc = ap_int(c, c->body, "", "priority", 0, -1000, 1000, &prio);
+    if (rc == 0)
+        rc = ap_int(c, c->body, "", "max_restarts", 0, 0, API_MAX_RESTARTS_MAX, &restarts);
     if (rc < 0)
         return rc;
     o = jv_object();
@@ -147,6 +138,7 @@ static int ap_job_spec(struct ap_ctx *c, const char **name, struct jv **out)
     ap_set(c, o, "family", family ? jv_string(family) : jv_null());
     ap_set(c, o, "deadline", jv_number(deadline));
     ap_set(c, o, "priority", jv_integer(prio));
+    ap_set(c, o, "max_restarts", jv_integer(restarts));
     *out = o;
     return 0;
 }
@@ -233,6 +225,9 @@ static struct jv *ap_job_summary(struct ap_ctx *c, const struct state_job *j)
     ap_set(c, o, "progress", jv_number(j->progress));
     ap_set(c, o, "checkpoint_progress", jv_number(j->checkpoint_progress));
     ap_set(c, o, "restarts", jv_integer(j->restarts));
+    ap_set(c, o, "failures", jv_integer(j->failures));
+    ap_set(c, o, "failure", j->failure ? jv_string(j->failure) : jv_null());
+    ap_set(c, o, "failure_at", jv_number(j->failure_at));
     /* (only jobs pending or running have one: the lookup stays within the daemon's jobs) */
     ap_set(c, o, "eta",
            jv_number(j->state == STATE_JOB_PENDING || j->state == STATE_JOB_RUNNING

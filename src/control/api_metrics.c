@@ -179,7 +179,7 @@ static int ap_metrics_fleet(struct ap_ctx *c, FILE *f)
     return 0;
 }
 
-/* Jobs by state, and each live job's restarts, from the state. */
+/* Jobs by state, and each live job's restarts and replica failures, from the state. */
 static int ap_metrics_jobs(struct ap_ctx *c, FILE *f)
 {
     struct state_job *jobs = NULL;
@@ -195,12 +195,16 @@ static int ap_metrics_jobs(struct ap_ctx *c, FILE *f)
     for (int s = 0; s < STATE_JOB_NSTATES; s++)
         ap_sample(f, "castor_jobs", "state", state_job_state_name((enum state_job_state)s), NULL,
                   NULL, (double)count[s]);
-    ap_family(f, "castor_job_restarts_total", "counter",
-              "Restarts of each pending or running job.");
-    for (size_t i = 0; i < n; i++)
-        if (jobs[i].state == STATE_JOB_PENDING || jobs[i].state == STATE_JOB_RUNNING)
-            ap_sample(f, "castor_job_restarts_total", "job", jobs[i].name, NULL, NULL,
-                      jobs[i].restarts);
+    for (int k = 0; k < 2; k++) {
+        ap_family(f, k ? "castor_job_failures_total" : "castor_job_restarts_total", "counter",
+                  k ? "Replica failures of each pending or running job (each restarts its "
+                      "replicas)."
+                    : "Restarts of each pending or running job.");
+        for (size_t i = 0; i < n; i++)
+            if (jobs[i].state == STATE_JOB_PENDING || jobs[i].state == STATE_JOB_RUNNING)
+                ap_sample(f, k ? "castor_job_failures_total" : "castor_job_restarts_total", "job",
+                          jobs[i].name, NULL, NULL, k ? jobs[i].failures : jobs[i].restarts);
+    }
     state_jobs_free(jobs, n);
     return 0;
 }

@@ -1,11 +1,14 @@
 /* api_nodes.c: the node agents' endpoints: registration, heartbeats, preemption notices and
  * each node's assignment (its jobs' ranks, world, master, configuration and spec). */
 #include <math.h>
+#include <signal.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "control/api_internal.h"
 #include "control/state.h"
 #include "util/json.h"
+#include "util/log.h"
 
 /* An address a node's peers can dial: an IPv4 or IPv6 address or a host name. */
 static int ap_address_ok(const char *s)
@@ -208,6 +211,10 @@ static struct jv *ap_assignment_job(struct ap_ctx *c, const struct state_node_jo
      * replicas restart into the new world, those on nodes it kept included */
     if (n > 0 && isfinite(rows[0].since))
         ap_set(c, o, "placed_at", jv_number(rows[0].since));
+    /* the attempt its replicas run: a failure (POST /v1/nodes/{id}/failures) changes it on every
+     * node, so that all of them restart, after restart_delay seconds */
+    ap_set(c, o, "attempt", jv_integer(j.failures));
+    ap_set(c, o, "restart_delay", jv_number(api_restart_delay(j.failure_streak)));
     ap_set_config(c, o, &j);
     ap_set(c, o, "spec", ap_spec(&j));
     state_allocs_free(rows, n);
@@ -242,5 +249,158 @@ void ap_node_assignment(struct ap_ctx *c)
     ap_set(c, o, "jobs", arr);
     state_node_jobs_free(jobs, n);
     state_node_clear(&node);
+    ap_reply(c, 200, o);
+}
+
+double api_restart_delay(int streak)
+{
+    if (streak <= 0)
+        return 0;
+    return fmin(API_RESTART_DELAY_S * ldexp(1.0, streak < 30 ? streak - 1 : 29),
+                API_RESTART_DELAY_MAX_S);
+}
+
+/* The name of a signal a replica is commonly killed by, or NULL. */
+static const char *ap_signal_name(long long sig)
+{
+    static const struct {
+        int sig;
+        const char *name;
+    } names[] = {{SIGKILL, "SIGKILL: the kernel's OOM killer, or someone's kill -9"},
+                 {SIGSEGV, "SIGSEGV"},
+                 {SIGABRT, "SIGABRT"},
+                 {SIGBUS, "SIGBUS"},
+                 {SIGFPE, "SIGFPE"},
+                 {SIGILL, "SIGILL"},
+                 {SIGTERM, "SIGTERM"},
+                 {SIGINT, "SIGINT"},
+                 {SIGHUP, "SIGHUP"}};
+
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (names[i].sig == sig)
+            return names[i].name;
+    return NULL;
+}
+
+/* The job's max_restarts, from its stored spec (a spec from before the field: the default). */
+static long long ap_max_restarts(const struct state_job *j)
+{
+    struct jv *spec = ap_spec(j);
+    long long v = API_MAX_RESTARTS_DEFAULT;
+
+    if (jv_integer_value(jv_get(spec, "max_restarts"), &v) < 0 || v < 0)
+        v = API_MAX_RESTARTS_DEFAULT;
+    jv_free(spec);
+    return v;
+}
+
+/* The failure's reason, as stored and shown: which rank, where, and how it ended. */
+static void ap_failure_reason(char *buf, size_t size, const char *node, long long rank,
+                              long long status, long long sig)
+{
+    const char *name = ap_signal_name(sig);
+
+    if (status > 0)
+        snprintf(buf, size, "rank %lld on node %s exited with status %lld%s", rank, node, status,
+                 status == 127 ? " (its command or workdir could not be started)" : "");
+    else
+        snprintf(buf, size, "rank %lld on node %s was killed by signal %lld%s%s%s", rank, node, sig,
+                 name ? " (" : "", name ? name : "", name ? ")" : "");
+}
+
+/* A failure report's body: the job, the attempt, the rank, and how it ended (exactly one of
+ * exit_status and signal); the reason is built into reason. */
+static int ap_failure_body(struct ap_ctx *c, const char **job, long long *attempt, char *reason,
+                           size_t size)
+{
+    static const char *const keys[] = {"job", "attempt", "rank", "exit_status", "signal", NULL};
+    long long rank = 0, status = 0, sig = 0;
+    int rc = ap_parse_body(c, 0);
+
+    if (rc == 0)
+        rc = ap_keys(c, c->body, "", keys);
+    if (rc == 0)
+        rc = ap_str(c, c->body, "", "job", 1, AP_NAME_MAX, job);
+    if (rc == 0 && !api_name_ok(*job))
+        rc = ap_bad(c, "job must be a job's name");
+    if (rc == 0)
+        rc = ap_int(c, c->body, "", "attempt", 1, 0, 1000000000, attempt);
+    if (rc == 0)
+        rc = ap_int(c, c->body, "", "rank", 1, 0, 1000000, &rank);
+    if (rc == 0)
+        rc = ap_int(c, c->body, "", "exit_status", 0, 1, 255, &status);
+    if (rc == 0)
+        rc = ap_int(c, c->body, "", "signal", 0, 1, 64, &sig);
+    if (rc == 0 && (status > 0) == (sig > 0))
+        rc = ap_bad(c, "exactly one of exit_status (1 to 255) and signal (1 to 64) is required");
+    if (rc == 0)
+        ap_failure_reason(reason, size, c->param, rank, status, sig);
+    return rc;
+}
+
+void ap_node_failure(struct ap_ctx *c)
+{
+    char reason[STATE_FAILURE_MAX];
+    enum state_failure_outcome out = STATE_FAILURE_STALE;
+    const char *name = NULL;
+    long long attempt = 0, max = 0;
+    struct state_node node;
+    struct state_job j;
+    int rc = ap_failure_body(c, &name, &attempt, reason, sizeof(reason)), streak = 0;
+    struct jv *o;
+
+    if (rc < 0) {
+        ap_fail(c, 400, "%s", c->reason);
+        return;
+    }
+    if ((rc = state_node_get(c->a->state, c->param, &node)) < 0) {
+        ap_state_fail(c, rc, "such node");
+        return;
+    }
+    rc = node.state == STATE_NODE_TERMINATED ? ERR_CONFLICT : 0;
+    state_node_clear(&node);
+    if (rc < 0) {
+        ap_fail(c, 409, "node %s is terminated", c->param);
+        return;
+    }
+    if ((rc = state_job_get(c->a->state, name, &j)) < 0) {
+        if (rc == ERR_UNKNOWN)
+            ap_fail(c, 422, "no job is named %s", name);
+        else
+            ap_state_fail(c, rc, "job");
+        return;
+    }
+    max = ap_max_restarts(&j);
+    state_job_clear(&j);
+    rc = state_job_replica_failed(c->a->state, name, c->param, (int)attempt, reason, (int)max,
+                                  c->now, &out, &streak);
+    if (rc == ERR_CONFLICT || rc == ERR_RANGE) {
+        ap_fail(c, 422,
+                rc == ERR_CONFLICT ? "job %s has ended" : "job %s has no replicas on node %s", name,
+                c->param);
+        return;
+    }
+    if (rc == 0)
+        rc = state_job_get(c->a->state, name, &j);
+    if (rc < 0) {
+        ap_state_fail(c, rc, "job");
+        return;
+    }
+    if (out == STATE_FAILURE_RESTART)
+        log_msg(c->a->log, c->now, LOG_WARN, name, c->param,
+                "%s: its replicas restart in %.0f s (attempt %d; %d failures in a row, "
+                "max_restarts %lld)",
+                reason, api_restart_delay(streak), j.failures, streak, max);
+    else if (out == STATE_FAILURE_FAILED)
+        log_msg(c->a->log, c->now, LOG_ERROR, name, c->param,
+                "%s: the job failed (%d failures in a row without progress, max_restarts %lld)",
+                reason, streak, max);
+    o = jv_object();
+    ap_set(c, o, "job", jv_string(name));
+    ap_set(c, o, "state", jv_string(state_job_state_name(j.state)));
+    ap_set(c, o, "failures", jv_integer(j.failures));
+    ap_set(c, o, "failure_streak", jv_integer(j.failure_streak));
+    ap_set(c, o, "counted", jv_bool(out != STATE_FAILURE_STALE));
+    state_job_clear(&j);
     ap_reply(c, 200, o);
 }

@@ -132,6 +132,15 @@ static const char *const st_migrations[STATE_SCHEMA_VERSION] = {
     "ALTER TABLE jobs ADD COLUMN grad0_sqr REAL CHECK (grad0_sqr >= 0);"
     "ALTER TABLE jobs ADD COLUMN grad0_var REAL CHECK (grad0_var >= 0);"
     "CREATE INDEX jobs_by_family ON jobs (json_extract(spec, '$.family'));",
+    /* v6: replicas that failed (exited with an error, or killed by a signal castor did not
+     * send): every failure counted (each starts a new attempt), those in a row without progress,
+     * the progress at the last one, and what and when it was */
+    "ALTER TABLE jobs ADD COLUMN failures INTEGER NOT NULL DEFAULT 0 CHECK (failures >= 0);"
+    "ALTER TABLE jobs ADD COLUMN failure_streak INTEGER NOT NULL DEFAULT 0"
+    " CHECK (failure_streak >= 0);"
+    "ALTER TABLE jobs ADD COLUMN failure_progress REAL CHECK (failure_progress >= 0);"
+    "ALTER TABLE jobs ADD COLUMN failure TEXT CHECK (length(failure) BETWEEN 1 AND 512);"
+    "ALTER TABLE jobs ADD COLUMN failure_at REAL;",
 };
 
 /* ---- checks, statements and rows ---- */

@@ -20,7 +20,7 @@ struct state; /* an open state database; opaque */
 struct db;
 
 /* The schema version this build writes (PRAGMA user_version). */
-#define STATE_SCHEMA_VERSION 5
+#define STATE_SCHEMA_VERSION 6
 
 /* Longest name, instance id, token, provider, offer or zone, in bytes. */
 #define STATE_NAME_MAX 128
@@ -112,6 +112,13 @@ struct state_job {
      * that reported statistics before schema version 5 (its first is not known) */
     double grad0_sqr;
     double grad0_var;
+    /* replicas that failed (state_job_replica_failed): every failure counted, which is also the
+     * attempt its replicas now run; those in a row without progress between them; the last
+     * one's reason (owned; NULL before one) and time (NAN before one) */
+    int failures;
+    int failure_streak;
+    char *failure;
+    double failure_at;
 };
 
 /* Submit a new pending job. spec is JSON text (ERR_INVAL when it is not valid JSON). A name
@@ -134,6 +141,32 @@ int state_job_set_state(struct state *st, const char *name, enum state_job_state
  * or failed.
  */
 int state_job_finish(struct state *st, const char *name, double progress, double now);
+
+/* What state_job_replica_failed made of a report. */
+enum state_failure_outcome {
+    STATE_FAILURE_STALE,   /* for an attempt already counted: nothing written */
+    STATE_FAILURE_RESTART, /* counted: the job's replicas restart as a new attempt */
+    STATE_FAILURE_FAILED,  /* counted, and more in a row than max_restarts: the job failed */
+};
+
+/* The longest failure reason, in bytes. */
+#define STATE_FAILURE_MAX 512
+
+/*
+ * A replica of job name on node failed while it ran attempt (the job's failures when its node
+ * started it): it exited with an error, or a signal castor did not send killed it. A report for
+ * an attempt other than the job's current one was counted already (another replica of the same
+ * attempt, or a retried report): STATE_FAILURE_STALE, nothing written. Otherwise failures grows
+ * by one (the replicas restart as the next attempt), the streak restarts at 1 when the job's
+ * progress grew since the last failure and grows by one when it did not, and reason (1 to
+ * STATE_FAILURE_MAX bytes) and now are recorded; a streak above max_restarts (>= 0) fails the
+ * job (finished_at = now, its allocation released). *outcome and *streak (may be NULL) written on
+ * success. ERR_UNKNOWN: no such job; ERR_CONFLICT: the job is finished, cancelled or failed;
+ * ERR_RANGE: node holds none of its replicas (nothing written in either case).
+ */
+int state_job_replica_failed(struct state *st, const char *name, const char *node, int attempt,
+                             const char *reason, int max_restarts, double now,
+                             enum state_failure_outcome *outcome, int *streak);
 
 /* Record the job's progress (>= 0; it may go back, as after a restart from a checkpoint).
  * ERR_UNKNOWN: no such job. */

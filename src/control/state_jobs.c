@@ -3,6 +3,7 @@
  * or listed by state. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "control/state.h"
 #include "control/state_internal.h"
@@ -33,7 +34,7 @@ int st_job_find(struct db *db, const char *name, long long *id, enum state_job_s
 #define ST_JOB_COLUMNS                                                                             \
     "id, name, spec, state, submitted_at, progress, checkpoint_progress, checkpoint_at, restarts," \
     " finished_at, local_bsz, accum_steps, lr_gain, grad_sqr, grad_var, reported_at, sync_prior,"  \
-    " grad0_sqr, grad0_var"
+    " grad0_sqr, grad0_var, failures, failure_streak, failure, failure_at"
 
 static int st_read_job(struct db_stmt *s, void *item)
 {
@@ -65,7 +66,10 @@ static int st_read_job(struct db_stmt *s, void *item)
     j->sync_prior = st_col_time(s, 16);
     j->grad0_sqr = st_col_time(s, 17);
     j->grad0_var = st_col_time(s, 18);
-    return 0;
+    j->failures = (int)db_column_int(s, 19);
+    j->failure_streak = (int)db_column_int(s, 20);
+    j->failure_at = st_col_time(s, 22);
+    return db_column_text_dup(s, 21, &j->failure);
 }
 
 static void st_clear_job(void *item)
@@ -78,6 +82,16 @@ static const struct st_rows st_job_rows = {sizeof(struct state_job), st_read_job
 int st_job_final(enum state_job_state s)
 {
     return s == STATE_JOB_FINISHED || s == STATE_JOB_CANCELLED || s == STATE_JOB_FAILED;
+}
+
+/* The id of job name, which has not ended: ERR_UNKNOWN when there is none, ERR_CONFLICT when it is
+ * finished, cancelled or failed. */
+static int st_job_live(struct db *db, const char *name, long long *id)
+{
+    enum state_job_state cur = STATE_JOB_PENDING;
+    int rc = st_job_find(db, name, id, &cur);
+
+    return rc == 0 && st_job_final(cur) ? ERR_CONFLICT : rc;
 }
 
 static int st_job_move_ok(enum state_job_state from, enum state_job_state to)
@@ -160,6 +174,64 @@ out:
     return st_end(st, rc);
 }
 
+int state_job_replica_failed(struct state *st, const char *name, const char *node, int attempt,
+                             const char *reason, int max_restarts, double now,
+                             enum state_failure_outcome *outcome, int *streak)
+{
+    enum state_failure_outcome out = STATE_FAILURE_STALE;
+    long long id = 0, failures = 0, run = 0, held = 0, grew = 0;
+    int rc;
+
+    if (!st_name_ok(name) || !st_name_ok(node) || attempt < 0 || !reason || !reason[0] ||
+        strlen(reason) > STATE_FAILURE_MAX || max_restarts < 0 || !st_time_ok(now))
+        return ERR_INVAL;
+    rc = db_begin(st->db);
+    if (rc < 0)
+        return rc;
+    rc = st_job_live(st->db, name, &id);
+    if (rc == 0)
+        rc = st_int(st->db, &held,
+                    "SELECT count(*) FROM allocations a JOIN nodes n ON n.id = a.node_id"
+                    " WHERE a.job_id = ?1 AND n.instance_id = ?2",
+                    "it", id, node);
+    if (rc == 0 && held == 0)
+        rc = ERR_RANGE;
+    if (rc == 0)
+        rc = st_int(st->db, &failures, "SELECT failures FROM jobs WHERE id = ?1", "i", id);
+    if (rc == 0)
+        rc = st_int(st->db, &run, "SELECT failure_streak FROM jobs WHERE id = ?1", "i", id);
+    if (rc < 0 || failures != attempt)
+        goto out;
+    /* progress since the last failure (or none before): a new streak */
+    if (rc == 0)
+        rc = st_int(st->db, &grew,
+                    "SELECT failure_progress IS NULL OR progress > failure_progress FROM jobs"
+                    " WHERE id = ?1",
+                    "i", id);
+    if (rc < 0)
+        goto out;
+    run = grew ? 1 : run + 1;
+    out = run > max_restarts ? STATE_FAILURE_FAILED : STATE_FAILURE_RESTART;
+    rc = st_run(st->db,
+                "UPDATE jobs SET failures = failures + 1, failure_streak = ?2,"
+                " failure_progress = progress, failure = ?3, failure_at = ?4 WHERE id = ?1",
+                "iitd", id, run, reason, now);
+    if (rc == 0 && out == STATE_FAILURE_FAILED)
+        rc = st_run(st->db, "UPDATE jobs SET state = ?2, finished_at = ?3 WHERE id = ?1", "itd", id,
+                    st_job_states[STATE_JOB_FAILED], now);
+    if (rc == 0 && out == STATE_FAILURE_FAILED)
+        rc = st_run(st->db, "DELETE FROM allocations WHERE job_id = ?1", "i", id);
+out:
+    rc = st_end(st, rc);
+    if (rc < 0)
+        return rc;
+    if (outcome)
+        *outcome = out;
+    if (streak)
+        *streak = (int)run;
+    return 0;
+}
+
 int state_job_progress(struct state *st, const char *name, double progress)
 {
     if (!st_name_ok(name) || !st_time_ok(progress) || progress < 0)
@@ -187,7 +259,6 @@ int state_job_restarted(struct state *st, const char *name)
 int state_job_set_config(struct state *st, const char *name, double local_bsz, int accum_steps,
                          double lr_gain)
 {
-    enum state_job_state cur = STATE_JOB_PENDING;
     long long id = 0;
     int rc;
 
@@ -197,9 +268,7 @@ int state_job_set_config(struct state *st, const char *name, double local_bsz, i
     rc = db_begin(st->db);
     if (rc < 0)
         return rc;
-    rc = st_job_find(st->db, name, &id, &cur);
-    if (rc == 0 && st_job_final(cur))
-        rc = ERR_CONFLICT;
+    rc = st_job_live(st->db, name, &id);
     if (rc == 0)
         rc = st_run(st->db,
                     "UPDATE jobs SET local_bsz = ?2, accum_steps = ?3, lr_gain = ?4 WHERE id = ?1",
@@ -228,8 +297,10 @@ void state_job_clear(struct state_job *j)
         return;
     free(j->name);
     free(j->spec);
+    free(j->failure);
     j->name = NULL;
     j->spec = NULL;
+    j->failure = NULL;
 }
 
 void state_jobs_free(struct state_job *jobs, size_t n)

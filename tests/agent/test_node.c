@@ -35,7 +35,7 @@
 static const char assignment_text[] =
     "{\"instance_id\":\"i-1\",\"state\":\"ready\",\"jobs\":["
     "{\"job\":\"resnet\",\"replicas\":2,\"rank_offset\":2,\"world_size\":4,\"master\":\"i-0\","
-    "\"master_addr\":\"10.1.2.3\",\"placed_at\":1714564810.25,"
+    "\"master_addr\":\"10.1.2.3\",\"placed_at\":1714564810.25,\"attempt\":2,\"restart_delay\":4,"
     "\"local_bsz\":64,\"accum_steps\":1,\"lr_gain\":1.25,\"spec\":{\"name\":\"resnet\","
     "\"command\":[\"python\",\"train.py\"],\"workdir\":\"/w\",\"env\":{\"A\":\"1\"},"
     "\"checkpoint_interval\":600}},"
@@ -60,6 +60,7 @@ static void node_assignment_parse__reads_jobs_and_configuration(void **state)
     assert_string_equal(j->master, "i-0");
     assert_true(j->local_bsz == 64 && j->accum_steps == 1 && j->lr_gain == 1.25);
     assert_true(j->ckpt_s == 600 && j->placed_at == 1714564810.25);
+    assert_true(j->attempt == 2 && j->restart_delay == 4 && isnan(j->seen_at));
     assert_string_equal(j->argv[0], "python");
     assert_string_equal(j->argv[1], "train.py");
     assert_null(j->argv[2]);
@@ -71,6 +72,7 @@ static void node_assignment_parse__reads_jobs_and_configuration(void **state)
     j = &a.jobs[1]; /* no configuration yet, and an image castor-node cannot run */
     assert_true(isnan(j->local_bsz) && j->accum_steps == -1 && isnan(j->lr_gain));
     assert_true(isnan(j->placed_at)); /* not said */
+    assert_true(j->attempt == 0 && j->restart_delay == 0);
     assert_null(j->argv);
     assert_non_null(j->why_not);
     assert_non_null(strstr(j->why_not, "image"));
@@ -95,6 +97,12 @@ static void node_assignment_parse__refuses_malformed_answers(void **state)
         "{\"state\":\"ready\",\"jobs\":[5]}",
         "{\"state\":\"ready\",\"jobs\":[{\"job\":\"a\",\"replicas\":1,\"rank_offset\":0,"
         "\"world_size\":1,\"master\":\"m\",\"master_addr\":7}]}",
+        "{\"state\":\"ready\",\"jobs\":[{\"job\":\"a\",\"replicas\":1,\"rank_offset\":0,"
+        "\"world_size\":1,\"master\":\"m\",\"attempt\":-1}]}",
+        "{\"state\":\"ready\",\"jobs\":[{\"job\":\"a\",\"replicas\":1,\"rank_offset\":0,"
+        "\"world_size\":1,\"master\":\"m\",\"restart_delay\":-2}]}",
+        "{\"state\":\"ready\",\"jobs\":[{\"job\":\"a\",\"replicas\":1,\"rank_offset\":0,"
+        "\"world_size\":1,\"master\":\"m\",\"restart_delay\":\"soon\"}]}",
     };
     struct node_assignment a = {.njobs = 77};
 
@@ -148,7 +156,7 @@ static void node_replica_env__ranks_configuration_and_no_node_secret(void **stat
     assert_string_equal(env_get(env, "CASTOR_JOB"), "resnet");
     assert_string_equal(env_get(env, "CASTOR_MASTER_ADDR"), "10.0.0.9"); /* master is i-0 */
     assert_int_equal(atoi(env_get(env, "CASTOR_MASTER_PORT")),
-                     node_master_port("resnet", 1714564810.25));
+                     node_master_port("resnet", 1714564810.25, 2));
     assert_string_equal(env_get(env, "CASTOR_LOCAL_BSZ"), "64");
     assert_string_equal(env_get(env, "CASTOR_ACCUM_STEPS"), "1");
     assert_string_equal(env_get(env, "CASTOR_LR_GAIN"), "1.25");
@@ -186,31 +194,36 @@ static void node_replica_env__ranks_configuration_and_no_node_secret(void **stat
     node_assignment_clear(&a);
 }
 
-/* The master port: in [29500, 30500), the same for a job's placement wherever it is asked, and
- * drawn afresh by each placement (and each job): of 50 placements of one job 60 ms apart, or of
- * 50 jobs placed at one time, most differ from the first. Without a placement time, the name's. */
+/* The master port: in [29500, 30500), the same for a job's placement and attempt wherever it is
+ * asked, and drawn afresh by each placement, each job and each attempt: of 50 placements of one
+ * job 60 ms apart, of 50 jobs placed at one time, or of 50 attempts of one placement, most differ
+ * from the first. Without a placement time, the name's. */
 static void node_master_port__per_placement_and_in_range(void **state)
 {
-    int distinct = 0, first = node_master_port("job-0", 1714564810.0);
-    int moved = 0, once = node_master_port("job", 1714564810.0);
+    int distinct = 0, first = node_master_port("job-0", 1714564810.0, 0);
+    int moved = 0, once = node_master_port("job", 1714564810.0, 0), retried = 0;
     char name[32];
 
     (void)state;
     for (int i = 0; i < 50; i++) {
         double at = 1714564810.0 + 0.06 * i;
-        int p, q = node_master_port("job", at);
+        int p, q = node_master_port("job", at, 0), r = node_master_port("job", 1714564810.0, i);
 
         snprintf(name, sizeof(name), "job-%d", i);
-        p = node_master_port(name, 1714564810.0);
+        p = node_master_port(name, 1714564810.0, 0);
         assert_true(p >= 29500 && p < 30500 && q >= 29500 && q < 30500);
-        assert_int_equal(p, node_master_port(name, 1714564810.0));
-        assert_int_equal(q, node_master_port("job", at));
+        assert_true(r >= 29500 && r < 30500);
+        assert_int_equal(p, node_master_port(name, 1714564810.0, 0));
+        assert_int_equal(q, node_master_port("job", at, 0));
+        assert_int_equal(r, node_master_port("job", 1714564810.0, i));
         distinct += p != first;
         moved += q != once;
+        retried += r != once;
     }
-    assert_true(distinct > 40 && moved > 40);
-    assert_int_equal(node_master_port("job", NAN), node_master_port("job", NAN));
-    assert_true(node_master_port("job", NAN) >= 29500 && node_master_port("job", NAN) < 30500);
+    assert_true(distinct > 40 && moved > 40 && retried > 40);
+    assert_int_equal(node_master_port("job", NAN, 0), node_master_port("job", NAN, 0));
+    assert_true(node_master_port("job", NAN, 0) >= 29500 &&
+                node_master_port("job", NAN, 0) < 30500);
 }
 
 /* ---- the program against the API ---- */
@@ -284,8 +297,10 @@ static int node_registered(void *ctx)
     return 1;
 }
 
-/* Submit job with replica.sh in f->work, MODE mode, and give it replicas on the node. */
-static void assign(struct fx *f, const char *job, const char *mode, int replicas)
+/* Submit job with replica.sh in f->work, MODE mode and max_restarts, and give it replicas on the
+ * node. */
+static void assign_restarts(struct fx *f, const char *job, const char *mode, int replicas,
+                            int max_restarts)
 {
     char spec[1024];
 
@@ -293,9 +308,15 @@ static void assign(struct fx *f, const char *job, const char *mode, int replicas
              "{\"name\":\"%s\",\"command\":[\"/bin/sh\",\"%s\"],\"workdir\":\"%s\","
              "\"env\":{\"MODE\":\"%s\"},\"init_batch_size\":128,\"max_batch_size\":4096,"
              "\"max_local_bsz\":256,\"min_replicas\":1,\"max_replicas\":8,"
-             "\"checkpoint_interval\":5,\"priority\":0}",
-             job, REPLICA_SH, f->work, mode);
+             "\"checkpoint_interval\":5,\"priority\":0,\"max_restarts\":%d}",
+             job, REPLICA_SH, f->work, mode, max_restarts);
     assert_int_equal(as_assign(&f->as, job, spec, NODE_ID, replicas), 0);
+}
+
+/* Submit job with replica.sh in f->work, MODE mode, and give it replicas on the node. */
+static void assign(struct fx *f, const char *job, const char *mode, int replicas)
+{
+    assign_restarts(f, job, mode, replicas, 3);
 }
 
 /* The replicas that have written their environment: pids (the file names') into pids. */
@@ -545,6 +566,164 @@ static void castor_node__sigterm_stops_replicas_and_leaves_no_orphan(void **stat
     }
 }
 
+/* The job's state, failures and last failure's reason and time, from the test's connection. */
+struct failures_seen {
+    struct fx *f;
+    const char *job;
+    int want; /* failures to wait for */
+    enum state_job_state state;
+    int failures;
+    char failure[STATE_FAILURE_MAX + 1];
+    double failure_at;
+};
+
+static int job_failures(void *ctx)
+{
+    struct failures_seen *s = ctx;
+    struct state_job j;
+
+    if (state_job_get(s->f->as.own, s->job, &j) < 0)
+        return 0;
+    s->state = j.state;
+    s->failures = j.failures;
+    snprintf(s->failure, sizeof(s->failure), "%s", j.failure ? j.failure : "");
+    s->failure_at = j.failure_at;
+    state_job_clear(&j);
+    return s->failures >= s->want;
+}
+
+/* When file name in f->work was last written (wall clock), or NAN. */
+static double written_at(const struct fx *f, const char *name)
+{
+    char path[512];
+    struct stat sb;
+
+    snprintf(path, sizeof(path), "%s/%s", f->work, name);
+    if (stat(path, &sb) < 0)
+        return NAN;
+    return (double)sb.st_mtim.tv_sec + sb.st_mtim.tv_nsec / 1e9;
+}
+
+/*
+ * Rank 1 of a gang of 2 crashes at its start (exit 3): castor-node reports it, the controller
+ * counts one failure and gives the job attempt 1, and castor-node stops rank 0 (SIGTERM: it
+ * checkpoints) and starts both ranks again as attempt 1 (CASTOR_ATTEMPT, a new master port), no
+ * sooner than the restart delay after the failure; both then run. The failure's reason is kept.
+ */
+static void castor_node__a_failed_replica_restarts_its_gang(void **state)
+{
+    struct fx *f = *state;
+    struct replicas first = {.work = f->work, .want = 1, .must_have = "CASTOR_ATTEMPT=0\n"};
+    struct replicas again = {.work = f->work, .want = 2, .must_have = "CASTOR_ATTEMPT=1\n"};
+    struct failures_seen seen = {.f = f, .job = "job-f", .want = 1};
+    char name[64], *env, port1[32] = "";
+    struct state_alloc *rows = NULL;
+    size_t n = 0;
+
+    spawn_node(f, f->as.url, NULL);
+    assert_true(proc_wait_for(node_registered, f, REGISTER_WAIT_S));
+    assign(f, "job-f", "fail-once", 2);
+    assert_true(proc_wait_for(job_failures, &seen, 10));
+    assert_string_equal(seen.failure, "rank 1 on node " NODE_ID " exited with status 3");
+    assert_true(seen.state != STATE_JOB_FAILED);
+    assert_true(proc_wait_for(scan_replicas, &again, 10));
+    assert_int_equal(again.n, 2);
+    assert_true(proc_wait_for(scan_replicas, &first, 1)); /* rank 0 of attempt 0 */
+    /* rank 0 of attempt 0 was stopped to restart with the gang, and is gone */
+    assert_true(file_exists(f->work, "rank-%ld-%ld.term", 0, first.pids[0]));
+    assert_true(proc_wait_gone(first.pids[0], 5));
+    for (int i = 0; i < 2; i++) {
+        int rank = file_exists(f->work, "rank-%ld-%ld.env", 0, again.pids[i]) ? 0 : 1;
+
+        assert_true(proc_alive(again.pids[i]));
+        snprintf(name, sizeof(name), "rank-%d-%ld.env", rank, (long)again.pids[i]);
+        if (written_at(f, name) < seen.failure_at + API_RESTART_DELAY_S - 0.05)
+            fail_msg("rank %d of attempt 1 started %.2f s after the failure, before the %.0f s "
+                     "delay",
+                     rank, written_at(f, name) - seen.failure_at, API_RESTART_DELAY_S);
+        env = replica_env(f, rank, again.pids[i]);
+        sscanf(strstr(env, "CASTOR_MASTER_PORT="), "CASTOR_MASTER_PORT=%31s", port1);
+        free(env);
+    }
+    /* the master port of this placement's attempt 1, as every node draws it */
+    assert_int_equal(state_alloc_get(f->as.own, "job-f", &rows, &n), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(atoi(port1), node_master_port("job-f", rows[0].since, 1));
+    state_allocs_free(rows, n);
+    assert_true(job_failures(&seen) && seen.failures == 1); /* counted once */
+    stop_node(f);
+    fflush(f->as.logf);
+    assert_non_null(strstr(f->as.logtext, "its replicas restart in 2 s"));
+}
+
+static int job_is_failed(void *ctx)
+{
+    struct failures_seen *s = ctx;
+
+    job_failures(s);
+    return s->state == STATE_JOB_FAILED;
+}
+
+/*
+ * A replica killed by a signal castor-node did not send (here SIGKILL, as the OOM killer would)
+ * is a failure; with max_restarts 1, the first restarts the job, the second in a row without
+ * progress fails it: its allocation is released and castor-node stops its replicas. A replica
+ * that exits 75 ("checkpointed, restart me") is no failure.
+ */
+static void castor_node__failures_in_a_row_fail_the_job(void **state)
+{
+    struct fx *f = *state;
+    struct replicas r = {.work = f->work, .want = 1, .must_have = "CASTOR_ATTEMPT=0\n"};
+    struct replicas again = {.work = f->work, .want = 1, .must_have = "CASTOR_ATTEMPT=1\n"};
+    struct failures_seen seen = {.f = f, .job = "job-k", .want = 1};
+    struct state_alloc *rows = NULL;
+    size_t n = 9;
+
+    spawn_node(f, f->as.url, NULL);
+    assert_true(proc_wait_for(node_registered, f, REGISTER_WAIT_S));
+    assign_restarts(f, "job-k", "ignore", 1, 1);
+    assert_true(proc_wait_for(scan_replicas, &r, 10));
+    assert_int_equal(kill(r.pids[0], SIGKILL), 0);
+    assert_true(proc_wait_for(job_failures, &seen, 10));
+    assert_non_null(strstr(seen.failure, "rank 0 on node " NODE_ID " was killed by signal 9"));
+    assert_true(seen.state != STATE_JOB_FAILED);
+    assert_true(proc_wait_for(scan_replicas, &again, 10));
+    assert_int_equal(kill(again.pids[0], SIGKILL), 0);
+    assert_true(proc_wait_for(job_is_failed, &seen, 10));
+    assert_int_equal(seen.failures, 2);
+    assert_int_equal(state_alloc_get(f->as.own, "job-k", &rows, &n), 0);
+    assert_int_equal(n, 0);
+    state_allocs_free(rows, n);
+    /* `castor jobs` says why */
+    {
+        static char *const argv[] = {"castor", "jobs", NULL};
+        char url_env[128], out[160], *text;
+        const char *const env[] = {url_env, "CASTOR_USER_TOKEN=" AS_TOKEN_USER, NULL};
+        pid_t pid;
+        int status;
+
+        snprintf(url_env, sizeof(url_env), "CASTOR_URL=%s", f->as.url);
+        assert_int_equal(as_path(&f->as, "jobs.out", 0, out, sizeof(out)), 0);
+        pid = proc_spawn(CASTOR_BIN, argv, NULL, out, env, NULL);
+        status = proc_wait_exit(pid, 10);
+        assert_true(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        text = proc_slurp(out);
+        assert_non_null(text);
+        if (!strstr(text, "job-k failed: rank 0 on node " NODE_ID " was killed by signal 9"))
+            fail_msg("castor jobs did not say why job-k failed:\n%s", text);
+        free(text);
+    }
+
+    /* exit 75 is no failure: the replica is not reported and the job keeps its 0 failures */
+    assign(f, "job-t", "exit75", 1);
+    seen.job = "job-t";
+    seen.want = 1;
+    proc_sleep(1.0);
+    assert_false(job_failures(&seen));
+    assert_int_equal(seen.failures, 0);
+    stop_node(f);
+}
+
 static void castor_node__retries_until_the_controller_answers(void **state)
 {
     struct fx *f = *state;
@@ -656,6 +835,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(castor_node__exits_when_the_controller_says_terminated,
                                         fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(castor_node__survives_bad_answers, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(castor_node__a_failed_replica_restarts_its_gang, fx_setup,
+                                        fx_teardown),
+        cmocka_unit_test_setup_teardown(castor_node__failures_in_a_row_fail_the_job, fx_setup,
+                                        fx_teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -171,7 +171,7 @@ static char *dump(struct fixture *f)
         const char *sql;
         int cols;
     } tables[] = {
-        {"SELECT * FROM jobs ORDER BY id", 16},
+        {"SELECT * FROM jobs ORDER BY id", 24},
         {"SELECT * FROM nodes ORDER BY id", 18},
         {"SELECT * FROM allocations ORDER BY job_id, node_id", 4},
         {"SELECT * FROM models ORDER BY job_id", 4},
@@ -243,6 +243,8 @@ static const struct {
     {"POST", "/v1/nodes/i-1/heartbeat", TOKEN_NODE, "{}"},
     {"GET", "/v1/nodes/i-1/assignment", TOKEN_NODE, NULL},
     {"POST", "/v1/nodes/i-1/notice", TOKEN_NODE, "{}"},
+    {"POST", "/v1/nodes/i-1/failures", TOKEN_NODE,
+     "{\"job\":\"a\",\"attempt\":0,\"rank\":1,\"exit_status\":3}"},
     {"POST", "/v1/jobs/a/reports", TOKEN_JOB, REPORT},
     {"GET", "/v1/jobs/a/allocation", TOKEN_JOB, NULL},
     {"POST", "/v1/jobs/a/checkpoint", TOKEN_JOB, "{\"progress\":1}"},
@@ -549,6 +551,154 @@ static void api_nodes__bad_input_writes_nothing(void **state)
     expect_error(f, "POST", "/v1/nodes/i-1/heartbeat", TOKEN_NODE, NULL, 409, "terminated");
 }
 
+/* The attempt of job a on node i-1's assignment, and its restart delay. */
+static void assignment_attempt(struct fixture *f, long long *attempt, double *delay)
+{
+    struct jv *v = NULL;
+    const struct jv *job;
+
+    assert_int_equal(call(f, "GET", "/v1/nodes/i-1/assignment", TOKEN_NODE, NULL, &v), 200);
+    job = jv_at(jv_get(v, "jobs"), 0);
+    assert_int_equal(jv_integer_value(jv_get(job, "attempt"), attempt), 0);
+    assert_int_equal(jv_number_value(jv_get(job, "restart_delay"), delay), 0);
+    jv_free(v);
+}
+
+/* POST failures (max_restarts 1): a failure is counted once per attempt (rank 0's report of the
+ * attempt rank 1 failed in is not), changes the assignment's attempt with a restart delay of 2 s,
+ * shows in the job's answer and the log; a second failure in a row without progress fails the
+ * job, whose allocation is released; the failed job takes no more. Each counted report tells the
+ * decide step. */
+static void api_nodes__replica_failures_restart_then_fail(void **state)
+{
+    struct fixture *f = *state;
+    struct state_alloc rows[] = {{"i-1", 2, 0}};
+    struct jv *v = NULL;
+    long long attempt = -1, x = 0;
+    double delay = -1;
+    int before, counted = -1;
+
+    populate(f);
+    assert_int_equal(
+        call(f, "POST", "/v1/jobs", TOKEN_USER, JOB_SPEC_WITH("f", ",\"max_restarts\":1"), &v),
+        201);
+    assert_int_equal(jv_integer_value(jv_get(jv_get(v, "spec"), "max_restarts"), &x), 0);
+    assert_int_equal(x, 1);
+    jv_free(v);
+    assert_int_equal(call(f, "DELETE", "/v1/jobs/a", TOKEN_USER, NULL, NULL), 200);
+    assert_int_equal(state_alloc_replace(f->st, "f", rows, 1, f->now), 0);
+    assignment_attempt(f, &attempt, &delay);
+    assert_int_equal(attempt, 0);
+    assert_true(delay == 0);
+
+    before = changes(f);
+    f->now += 10;
+    assert_int_equal(call(f, "POST", "/v1/nodes/i-1/failures", TOKEN_NODE,
+                          "{\"job\":\"f\",\"attempt\":0,\"rank\":1,\"exit_status\":3}", &v),
+                     200);
+    assert_int_equal(jv_bool_value(jv_get(v, "counted"), &counted), 0);
+    assert_int_equal(counted, 1);
+    assert_int_equal(jv_integer_value(jv_get(v, "failures"), &x), 0);
+    assert_int_equal(x, 1);
+    assert_string_equal(jv_string_value(jv_get(v, "state")), "pending");
+    jv_free(v);
+    assert_int_equal(changes(f), before + 1);
+    assignment_attempt(f, &attempt, &delay);
+    assert_int_equal(attempt, 1);
+    assert_true(delay == API_RESTART_DELAY_S);
+    /* rank 0 of the same attempt: not counted again */
+    assert_int_equal(call(f, "POST", "/v1/nodes/i-1/failures", TOKEN_NODE,
+                          "{\"job\":\"f\",\"attempt\":0,\"rank\":0,\"signal\":15}", &v),
+                     200);
+    assert_int_equal(jv_bool_value(jv_get(v, "counted"), &counted), 0);
+    assert_int_equal(counted, 0);
+    jv_free(v);
+    assert_int_equal(call(f, "GET", "/v1/jobs/f", TOKEN_USER, NULL, &v), 200);
+    assert_string_equal(jv_string_value(jv_get(v, "failure")),
+                        "rank 1 on node i-1 exited with status 3");
+    assert_int_equal(jv_integer_value(jv_get(v, "failures"), &x), 0);
+    assert_int_equal(x, 1);
+    jv_free(v);
+    fflush(f->logf);
+    assert_non_null(strstr(f->logtext, "rank 1 on node i-1 exited with status 3: its replicas "
+                                       "restart in 2 s (attempt 1; 1 failures in a row, "
+                                       "max_restarts 1)"));
+
+    /* attempt 1 fails too, with no progress between: more than max_restarts in a row */
+    f->now += 10;
+    assert_int_equal(call(f, "POST", "/v1/nodes/i-1/failures", TOKEN_NODE,
+                          "{\"job\":\"f\",\"attempt\":1,\"rank\":0,\"signal\":9}", &v),
+                     200);
+    assert_string_equal(jv_string_value(jv_get(v, "state")), "failed");
+    jv_free(v);
+    assert_int_equal(call(f, "GET", "/v1/jobs/f", TOKEN_USER, NULL, &v), 200);
+    assert_string_equal(jv_string_value(jv_get(v, "state")), "failed");
+    assert_non_null(strstr(jv_string_value(jv_get(v, "failure")),
+                           "rank 0 on node i-1 was killed by signal 9 (SIGKILL"));
+    jv_free(v);
+    assert_int_equal(call(f, "GET", "/v1/nodes/i-1/assignment", TOKEN_NODE, NULL, &v), 200);
+    assert_int_equal(jv_size(jv_get(v, "jobs")), 0);
+    jv_free(v);
+    fflush(f->logf);
+    assert_non_null(strstr(f->logtext, "the job failed (2 failures in a row without progress, "
+                                       "max_restarts 1)"));
+    expect_error(f, "POST", "/v1/nodes/i-1/failures", TOKEN_NODE,
+                 "{\"job\":\"f\",\"attempt\":2,\"rank\":0,\"exit_status\":1}", 422,
+                 "job f has ended");
+}
+
+/* Bad failure reports are refused with their reason and write nothing. */
+static void api_nodes__bad_failure_reports_write_nothing(void **state)
+{
+    static const struct {
+        const char *node;
+        const char *body;
+        long status;
+        const char *what;
+    } bad[] = {
+        {"i-1", "{\"attempt\":0,\"rank\":0,\"exit_status\":1}", 400, "job is required"},
+        {"i-1", "{\"job\":\"a\",\"rank\":0,\"exit_status\":1}", 400, "attempt is required"},
+        {"i-1", "{\"job\":\"a\",\"attempt\":0,\"exit_status\":1}", 400, "rank is required"},
+        {"i-1", "{\"job\":\"a\",\"attempt\":-1,\"rank\":0,\"exit_status\":1}", 400,
+         "attempt must be an integer from 0"},
+        {"i-1", "{\"job\":\"a\",\"attempt\":0,\"rank\":0}", 400, "exactly one of"},
+        {"i-1", "{\"job\":\"a\",\"attempt\":0,\"rank\":0,\"exit_status\":1,\"signal\":9}", 400,
+         "exactly one of"},
+        {"i-1", "{\"job\":\"a\",\"attempt\":0,\"rank\":0,\"exit_status\":0}", 400,
+         "exit_status must be an integer from 1 to 255"},
+        {"i-1", "{\"job\":\"a\",\"attempt\":0,\"rank\":0,\"signal\":65}", 400,
+         "signal must be an integer from 1 to 64"},
+        {"i-1", "{\"job\":\"a\",\"attempt\":0,\"rank\":0,\"signal\":9,\"why\":1}", 400,
+         "unknown field why"},
+        {"i-1", "{\"job\":\"../a\",\"attempt\":0,\"rank\":0,\"signal\":9}", 400,
+         "job must be a job's name"},
+        {"i-1", "{\"job\":\"zz\",\"attempt\":0,\"rank\":0,\"signal\":9}", 422,
+         "no job is named zz"},
+        {"i-2", "{\"job\":\"a\",\"attempt\":0,\"rank\":0,\"signal\":9}", 422,
+         "job a has no replicas on node i-2"},
+        {"i-9", "{\"job\":\"a\",\"attempt\":0,\"rank\":0,\"signal\":9}", 404, "no such node"},
+    };
+    struct fixture *f = *state;
+    char *before, *after, path[64];
+
+    populate(f);
+    assert_int_equal(
+        call(f, "POST", "/v1/nodes", TOKEN_NODE, "{\"instance_id\":\"i-2\",\"gpus\":1}", NULL),
+        201);
+    before = dump(f);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        snprintf(path, sizeof(path), "/v1/nodes/%s/failures", bad[i].node);
+        expect_error(f, "POST", path, TOKEN_NODE, bad[i].body, bad[i].status, bad[i].what);
+    }
+    after = dump(f);
+    assert_string_equal(before, after);
+    free(before);
+    free(after);
+    assert_int_equal(state_node_set_state(f->st, "i-1", STATE_NODE_TERMINATED, f->now), 0);
+    expect_error(f, "POST", "/v1/nodes/i-1/failures", TOKEN_NODE,
+                 "{\"job\":\"a\",\"attempt\":0,\"rank\":0,\"signal\":9}", 409, "terminated");
+}
+
 /* A deadline without samples is taken (201) with a warning in the answer and the log: castor
  * cannot tell how much work is left. With samples, or without a deadline, no warning. */
 static void api_jobs__deadline_without_samples_is_warned(void **state)
@@ -597,6 +747,8 @@ static void api_jobs__submit_list_get_cancel(void **state)
     assert_int_equal(x, 1);
     assert_int_equal(jv_number_value(jv_get(jv_get(v, "spec"), "checkpoint_interval"), &d), 0);
     assert_true(d == 600);
+    assert_int_equal(jv_integer_value(jv_get(jv_get(v, "spec"), "max_restarts"), &x), 0);
+    assert_int_equal(x, API_MAX_RESTARTS_DEFAULT);
     jv_free(v);
     assert_int_equal(state_job_get(f->st, "a", &j), 0);
     assert_true(j.submitted_at == f->now);
@@ -732,6 +884,9 @@ static void api_jobs__bad_input_writes_nothing(void **state)
          "\"max_batch_size\":64,\"max_local_bsz\":8,\"max_replicas\":2,\"priority\":1.5}",
          "priority must be an integer"},
         {JOB_SPEC_WITH("x", ",\"samples\":0"), "samples must be a number > 0"},
+        {JOB_SPEC_WITH("x", ",\"max_restarts\":-1"),
+         "max_restarts must be an integer from 0 to 1000"},
+        {JOB_SPEC_WITH("x", ",\"max_restarts\":1001"), "max_restarts must be an integer from 0"},
         {JOB_SPEC_WITH("x", ",\"replicas\":9"), "replicas must be an integer from 1 to 8"},
         {JOB_SPEC_WITH("x", ",\"min_replicas\":2,\"replicas\":1"),
          "replicas must be an integer from 2 to 8"},
@@ -1220,6 +1375,9 @@ static void api_metrics__prometheus_text(void **state)
                           "\"market\":\"spot\",\"price\":3.5}",
                           NULL),
                      201);
+    assert_int_equal(call(f, "POST", "/v1/nodes/i-1/failures", TOKEN_NODE,
+                          "{\"job\":\"a\",\"attempt\":0,\"rank\":0,\"signal\":11}", NULL),
+                     200);
     assert_int_equal(api_metrics_observe_decide(&m, 0.003), 0);
     assert_int_equal(api_metrics_observe_decide(&m, 0.2), 0);
     assert_int_equal(api_metrics_observe_decide(&m, 100), 0);
@@ -1246,6 +1404,7 @@ static void api_metrics__prometheus_text(void **state)
         sample_value(r.body, "castor_fleet_gpus{market=\"spot\",offer=\"p3.8xlarge\"}"), 6, 0);
     assert_float_equal(sample_value(r.body, "castor_jobs{state=\"pending\"}"), 1, 0);
     assert_float_equal(sample_value(r.body, "castor_job_restarts_total{job=\"a\"}"), 0, 0);
+    assert_float_equal(sample_value(r.body, "castor_job_failures_total{job=\"a\"}"), 1, 0);
     assert_float_equal(sample_value(r.body, "castor_job_goodput{job=\"a\"}"), 812.5, 0);
     assert_true(isnan(sample_value(r.body, "castor_job_goodput{job=\"b\"}")));
     assert_float_equal(sample_value(r.body, "castor_job_finish_timestamp_seconds{job=\"a\"}"), 2e9,
@@ -1442,6 +1601,8 @@ int main(void)
         API_TEST(api_handle__changes_told_for_the_decide_step),
         API_TEST(api_nodes__assignment_names_the_placement),
         API_TEST(api_nodes__bad_input_writes_nothing),
+        API_TEST(api_nodes__replica_failures_restart_then_fail),
+        API_TEST(api_nodes__bad_failure_reports_write_nothing),
         API_TEST(api_jobs__submit_list_get_cancel),
         API_TEST(api_jobs__deadline_without_samples_is_warned),
         API_TEST(api_jobs__samples_stored_or_null),

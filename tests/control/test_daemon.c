@@ -413,7 +413,8 @@ static void daemon_run__signals_restart_and_no_double_launch(void **state)
     assert_true(log_wait(r, "castor.yaml:3:11:", 1));
     assert_int_equal(client(r, &out, "jobs", NULL, NULL), 0); /* still serving */
     assert_non_null(strstr(out, "alpha"));
-    assert_non_null(strstr(out, "ETA")); /* the predicted finish's column ("-": not known) */
+    assert_non_null(strstr(out, "ETA"));      /* the predicted finish's column ("-": not known) */
+    assert_non_null(strstr(out, "FAILURES")); /* replica failures counted */
     free(out);
     /* SIGHUP with a good one: reloaded, its new job submitted (delta has a deadline and no
      * samples: taken, with a warning that castor cannot plan for it) */

@@ -1,4 +1,4 @@
-/* test_state.c: the controller's durable state: migrations (from nothing, from versions 1 to 4,
+/* test_state.c: the controller's durable state: migrations (from nothing, from versions 1 to 5,
  * refusing newer and foreign files), the rules of each operation and that a refused one writes
  * nothing, atomic allocation replacement, foreign keys, and a writer SIGKILLed mid-run. */
 #include <math.h>
@@ -1274,6 +1274,122 @@ static void state_family_start_grad__scaled_to_the_initial_batch(void **state)
     state_close(st);
 }
 
+/* The failure columns of job name: failures, streak, reason ("" when none), state. */
+static void assert_failures(struct state *st, const char *name, int failures, int streak,
+                            const char *reason, enum state_job_state state)
+{
+    struct state_job job;
+
+    assert_int_equal(state_job_get(st, name, &job), 0);
+    assert_int_equal(job.failures, failures);
+    assert_int_equal(job.failure_streak, streak);
+    assert_string_equal(job.failure ? job.failure : "", reason);
+    assert_int_equal(job.state, state);
+    state_job_clear(&job);
+}
+
+/* Failure reports: one per attempt counts (a second replica's, or a retried one, of an attempt
+ * already counted writes nothing); a streak grows while the job makes no progress and starts
+ * again at 1 when it did; a streak above max_restarts fails the job and releases its allocation;
+ * a node that holds no replica of the job, a final job, an unknown job and bad arguments are
+ * refused and write nothing. max_restarts 2: the third failure in a row fails the job. */
+static void state_job_replica_failed__attempts_streaks_and_the_limit(void **state)
+{
+    const struct tmpdb *t = *state;
+    struct state *st = open_state(t);
+    const char *ids[] = {"i-1", "i-2", "i-3"};
+    struct state_alloc a[] = {{"i-1", 2, 0}, {"i-2", 2, 0}};
+    enum state_failure_outcome o = STATE_FAILURE_FAILED;
+    int streak = -1;
+
+    add_ready_nodes(st, ids, 3);
+    assert_int_equal(state_job_submit(st, "job", "{}", 1.0), 0);
+    assert_int_equal(state_job_set_state(st, "job", STATE_JOB_RUNNING, 2.0), 0);
+    assert_int_equal(state_alloc_replace(st, "job", a, 2, 200.0), 0);
+    assert_failures(st, "job", 0, 0, "", STATE_JOB_RUNNING);
+
+    /* refused: nothing written, out-params untouched */
+    assert_int_equal(state_job_replica_failed(st, "job", "i-3", 0, "x", 2, 300.0, &o, &streak),
+                     ERR_RANGE);
+    assert_int_equal(state_job_replica_failed(st, "nope", "i-1", 0, "x", 2, 300.0, &o, &streak),
+                     ERR_UNKNOWN);
+    assert_int_equal(state_job_replica_failed(st, "job", "i-1", -1, "x", 2, 300.0, &o, &streak),
+                     ERR_INVAL);
+    assert_int_equal(state_job_replica_failed(st, "job", "i-1", 0, "", 2, 300.0, &o, &streak),
+                     ERR_INVAL);
+    assert_int_equal(state_job_replica_failed(st, "job", "i-1", 0, "x", -1, 300.0, &o, &streak),
+                     ERR_INVAL);
+    assert_int_equal(o, STATE_FAILURE_FAILED);
+    assert_int_equal(streak, -1);
+    assert_failures(st, "job", 0, 0, "", STATE_JOB_RUNNING);
+
+    /* attempt 0 fails on i-2: counted once, rank 0's report of the same attempt is stale */
+    assert_int_equal(state_job_replica_failed(st, "job", "i-2", 0, "rank 3 exited with status 1", 2,
+                                              300.0, &o, &streak),
+                     0);
+    assert_int_equal(o, STATE_FAILURE_RESTART);
+    assert_int_equal(streak, 1);
+    assert_int_equal(state_job_replica_failed(st, "job", "i-1", 0, "rank 0 exited with status 1", 2,
+                                              301.0, &o, &streak),
+                     0);
+    assert_int_equal(o, STATE_FAILURE_STALE);
+    assert_int_equal(streak, 1);
+    assert_failures(st, "job", 1, 1, "rank 3 exited with status 1", STATE_JOB_RUNNING);
+
+    /* attempt 1 fails without progress: the streak grows */
+    assert_int_equal(state_job_replica_failed(st, "job", "i-1", 1, "rank 0 killed by signal 9", 2,
+                                              310.0, &o, &streak),
+                     0);
+    assert_int_equal(o, STATE_FAILURE_RESTART);
+    assert_int_equal(streak, 2);
+    /* progress since: attempt 2's failure starts a new streak */
+    assert_int_equal(state_job_progress(st, "job", 4.0), 0);
+    assert_int_equal(state_job_replica_failed(st, "job", "i-1", 2, "rank 0 exited with status 2", 2,
+                                              320.0, &o, &streak),
+                     0);
+    assert_int_equal(streak, 1);
+    assert_failures(st, "job", 3, 1, "rank 0 exited with status 2", STATE_JOB_RUNNING);
+
+    /* two more in a row without progress: 2 is still within max_restarts, 3 is above it */
+    assert_int_equal(state_job_replica_failed(st, "job", "i-2", 3, "a", 2, 330.0, &o, &streak), 0);
+    assert_int_equal(o, STATE_FAILURE_RESTART);
+    assert_int_equal(streak, 2);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM allocations"), 2);
+    assert_int_equal(state_job_replica_failed(st, "job", "i-2", 4, "b", 2, 340.0, &o, &streak), 0);
+    assert_int_equal(o, STATE_FAILURE_FAILED);
+    assert_int_equal(streak, 3);
+    assert_failures(st, "job", 5, 3, "b", STATE_JOB_FAILED);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM allocations"), 0);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM jobs WHERE finished_at = 340.0"), 1);
+
+    /* a failed job takes no more reports */
+    assert_int_equal(state_job_replica_failed(st, "job", "i-2", 5, "c", 2, 350.0, &o, &streak),
+                     ERR_CONFLICT);
+    assert_failures(st, "job", 5, 3, "b", STATE_JOB_FAILED);
+    state_close(st);
+}
+
+/* Version 5's jobs read as never failed after the migration to 6, and can fail. */
+static void state_open__migrates_v5_to_v6(void **state)
+{
+    const struct tmpdb *t = *state;
+    const char *ids[] = {"i-1"};
+    struct state_alloc a[] = {{"i-1", 1, 0}};
+    struct state *st = NULL;
+    enum state_failure_outcome o;
+
+    assert_int_equal(state_open_version(t->path, 5, &st, NULL), 0);
+    assert_int_equal(state_job_submit(st, "old", "{}", 5.0), 0);
+    st = reopen_latest(t, st);
+    assert_failures(st, "old", 0, 0, "", STATE_JOB_PENDING);
+    add_ready_nodes(st, ids, 1);
+    assert_int_equal(state_alloc_replace(st, "old", a, 1, 200.0), 0);
+    assert_int_equal(state_job_replica_failed(st, "old", "i-1", 0, "why", 0, 300.0, &o, NULL), 0);
+    assert_int_equal(o, STATE_FAILURE_FAILED);
+    assert_failures(st, "old", 1, 1, "why", STATE_JOB_FAILED);
+    state_close(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1307,6 +1423,8 @@ int main(void)
         STATE_TEST(state_report_store__first_grad_written_once),
         STATE_TEST(state_family__configs_and_start_grad),
         STATE_TEST(state_family_start_grad__scaled_to_the_initial_batch),
+        STATE_TEST(state_job_replica_failed__attempts_streaks_and_the_limit),
+        STATE_TEST(state_open__migrates_v5_to_v6),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,9 +2,21 @@
 # replica.sh: a replica for castor-node's tests. It records its environment (rank-R-PID.env),
 # starts a background child in its process group (rank-R-PID.child holds its pid), and on SIGTERM
 # records it (rank-R-PID.term) and then exits 0 (MODE=exit, the default) or goes on (MODE=ignore:
-# only SIGKILL ends it).
+# only SIGKILL ends it). MODE=fail-once: rank 1's first start exits 3 at once (a crash at start),
+# every other start runs as MODE=ignore. MODE=exit75: exits 75 at once ("checkpointed, restart
+# me"), which is not a failure.
 out="$PWD/rank-$CASTOR_RANK-$$"
 env > "$out.tmp" && mv "$out.tmp" "$out.env"
+case "${MODE:-exit}" in
+fail-once)
+    if [ "$CASTOR_RANK" = 1 ] && [ ! -e "$PWD/failed-once" ]; then
+        : > "$PWD/failed-once"
+        exit 3
+    fi
+    MODE=ignore
+    ;;
+exit75) exit 75 ;;
+esac
 sleep 300 &
 child=$!
 echo "$child" > "$out.child"
