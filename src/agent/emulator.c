@@ -3,6 +3,7 @@
 #include "agent/emulator.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "agent/agent.h"
 #include "sim/app.h"
@@ -454,7 +456,7 @@ static int emu_config_ok(const struct emu_config *c)
     return c && c->app && c->dir && c->world_size >= 1 && c->rank >= 0 && c->rank < c->world_size &&
            c->local_world_size >= 1 && c->speed > 0 && isfinite(c->speed) && c->checkpoint_s > 0 &&
            c->report_s > 0 && c->epochs >= 0 && c->epochs <= c->app->max_epochs &&
-           c->timeout_s > 0 && c->finish_wait_s >= 0;
+           c->timeout_s > 0 && c->finish_wait_s >= 0 && c->crash_at >= 0;
 }
 
 /* Start: the completion marker, the checkpoint, the placement and configuration. Returns 1 when
@@ -525,6 +527,22 @@ static int emu_finish(struct emu *m)
     return rc;
 }
 
+/* 1 when this is the crash crash_at asks for (EMU_CRASH_FILE written now), 0 when it was had. */
+static int emu_crash_once(struct emu *m)
+{
+    char path[4200];
+    int fd;
+
+    snprintf(path, sizeof(path), "%s/%s", m->cfg->dir, EMU_CRASH_FILE);
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd < 0)
+        return 0;
+    close(fd);
+    emu_log(m, LOG_WARN, "crashing as asked at %.0f emulated seconds: no checkpoint",
+            m->s.emulated_s);
+    return 1;
+}
+
 int emu_run(const struct emu_config *cfg)
 {
     struct emu m = {0};
@@ -561,6 +579,11 @@ int emu_run(const struct emu_config *cfg)
         last = now;
         if (m.s.epoch >= m.epochs)
             break;
+        if (cfg->crash_at > 0 && cfg->rank == 0 && m.s.emulated_s >= cfg->crash_at &&
+            emu_crash_once(&m)) {
+            rc = EMU_CRASHED;
+            goto out;
+        }
         if (cfg->rank != 0 && stat(m.done, &sb) == 0) { /* the job ended with rank 0 */
             emu_log(&m, LOG_INFO, "rank 0 completed the job: done at progress %.6f", m.s.progress);
             goto out;

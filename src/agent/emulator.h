@@ -13,8 +13,10 @@
 struct app;
 struct log;
 
-#define EMU_CKPT_FILE "castor-emulator.ckpt" /* in the replica's folder: the checkpoint */
-#define EMU_DONE_FILE "castor-emulator.done" /* written once the epochs are done */
+#define EMU_CKPT_FILE "castor-emulator.ckpt"     /* in the replica's folder: the checkpoint */
+#define EMU_DONE_FILE "castor-emulator.done"     /* written once the epochs are done */
+#define EMU_CRASH_FILE "castor-emulator.crashed" /* written by the crash crash_at asks for */
+#define EMU_CRASHED 1                            /* emu_run's answer after that crash */
 #define EMU_MAX_NODES 256
 
 /* Where a job is in its training. */
@@ -101,6 +103,8 @@ struct emu_config {
     const char *job_token; /* a secret; NULL: no reports */
     double timeout_s;      /* each request (> 0) */
     double finish_wait_s;  /* rank 0 retries telling the controller the job finished this long */
+    double crash_at;       /* emulated seconds of training (over every start) at which rank 0
+                            * crashes, once (a fault for the tests of failures); 0: never */
     struct log *log;       /* borrowed; NULL: silent */
 };
 
@@ -114,7 +118,9 @@ struct emu_config {
  * Resumes from the checkpoint in dir; a completion marker already there ends at once. The
  * placement comes from the job's allocation (GET /v1/jobs/{job}/allocation) when it can be read
  * and matches the world size, else from the sizes. Reports that fail are logged and their steps
- * carried to the next. Returns 0 in all those cases; ERR_INVAL (a bad configuration), ERR_PARSE
+ * carried to the next. Returns 0 in all those cases, and EMU_CRASHED when rank 0 reached crash_at
+ * without EMU_CRASH_FILE in dir (it writes that file, and no checkpoint: the work since the last
+ * one is lost, as in a real crash); ERR_INVAL (a bad configuration), ERR_PARSE
  * (an unreadable checkpoint: the replica refuses to start over), ERR_RANGE (the profile cannot
  * time the configuration), ERR_IO (a checkpoint cannot be written), ERR_NOMEM.
  */

@@ -23,7 +23,7 @@ static void usage(FILE *f)
             "  CASTOR_LOCAL_BSZ, CASTOR_ACCUM_STEPS, CASTOR_CHECKPOINT_INTERVAL (600),\n"
             "  CASTOR_URL, CASTOR_JOB_TOKEN or CASTOR_JOB_TOKEN_FILE, CASTOR_EMULATOR_SPEED (1),\n"
             "  CASTOR_EMULATOR_REPORT_S (30), CASTOR_EMULATOR_EPOCHS (the profile's),\n"
-            "  CASTOR_EMULATOR_FINISH_WAIT_S (60),\n"
+            "  CASTOR_EMULATOR_FINISH_WAIT_S (60), CASTOR_EMULATOR_CRASH_AT (0: never),\n"
             "  CASTOR_EMULATOR_DIR (.), CASTOR_EMULATOR_LOG_LEVEL (info)\n");
 }
 
@@ -89,6 +89,8 @@ int main(int argc, char **argv)
     if (rc == 0)
         rc = agent_env_double("CASTOR_EMULATOR_FINISH_WAIT_S", 60, 0, 86400, &c.finish_wait_s, &e);
     if (rc == 0)
+        rc = agent_env_double("CASTOR_EMULATOR_CRASH_AT", 0, 0, 1e12, &c.crash_at, &e);
+    if (rc == 0)
         rc = agent_env_int("CASTOR_EMULATOR_EPOCHS", 0, 0, app->max_epochs, &c.epochs, &e);
     if (rc == 0)
         rc = agent_env_secret("CASTOR_JOB_TOKEN", "CASTOR_JOB_TOKEN_FILE", (char **)&c.job_token,
@@ -107,7 +109,7 @@ int main(int argc, char **argv)
     if (rc < 0)
         fprintf(stderr, "castor-job-emulator: %s\n", err_str(rc));
     else
-        code = 0;
+        code = rc == EMU_CRASHED ? 1 : 0;
 out:
     agent_secret_free((char *)c.job_token);
     log_free(log);

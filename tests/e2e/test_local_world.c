@@ -1,7 +1,9 @@
 /* test_local_world.c: the local world end to end, with real processes and signals: `castor run`
  * (world local) launches castor-node processes that run castor-job-emulator replicas of three
- * jobs submitted with `castor submit`; a node is preempted with notice; the controller is
- * SIGKILLed in the middle and restarted with the same configuration. Then: every job finishes;
+ * jobs submitted with `castor submit`; one job's replica crashes half way (exit 1, no
+ * checkpoint); a node is preempted with notice; the controller is SIGKILLed in the middle and
+ * restarted with the same configuration. Then: every job finishes (the crashed one restarted from
+ * its last checkpoint, its failure counted once);
  * each job's emulated training time equals an uninterrupted run's (nothing beyond the last
  * completed checkpoint lost, nothing counted twice); the restarted controller launched nothing
  * twice (tokens unique, one instance per intent); every endpoint refuses a missing or wrong token;
@@ -121,13 +123,19 @@ static void write_config(struct world *w)
     write_file(w->config, text, 0600);
 }
 
-/* A job file for `castor submit`: the emulator on one GPU at a fixed batch, its own workdir. */
+static double uninterrupted_s(void);
+
+/* A job file for `castor submit`: the emulator on one GPU at a fixed batch, its own workdir; the
+ * last job crashes once half way (CASTOR_EMULATOR_CRASH_AT). */
 static void write_job(struct world *w, const char *name)
 {
-    char text[2048], workdir[160], file[160];
+    char text[2048], workdir[160], file[160], crash[64] = "";
 
     snprintf(workdir, sizeof(workdir), "%s/work-%s", w->dir, name);
     assert_int_equal(mkdir(workdir, 0700), 0);
+    if (strcmp(name, job_names[NJOBS - 1]) == 0)
+        snprintf(crash, sizeof(crash), "  CASTOR_EMULATOR_CRASH_AT: \"%.0f\"\n",
+                 uninterrupted_s() / 2);
     snprintf(text, sizeof(text),
              "name: %s\n"
              "command: [\"%s\", cifar10]\n"
@@ -137,12 +145,14 @@ static void write_job(struct world *w, const char *name)
              "  CASTOR_EMULATOR_EPOCHS: \"%d\"\n"
              "  CASTOR_EMULATOR_REPORT_S: \"20\"\n"
              "  CASTOR_EMULATOR_FINISH_WAIT_S: \"30\"\n"
+             "%s"
              "init_batch_size: %d\n"
              "max_batch_size: %d\n"
              "max_local_bsz: %d\n"
              "max_replicas: 1\n"
              "checkpoint_interval: 50\n",
-             name, CASTOR_EMULATOR_BIN, workdir, SPEED, EPOCHS, LOCAL_BSZ, LOCAL_BSZ, LOCAL_BSZ);
+             name, CASTOR_EMULATOR_BIN, workdir, SPEED, EPOCHS, crash, LOCAL_BSZ, LOCAL_BSZ,
+             LOCAL_BSZ);
     snprintf(file, sizeof(file), "%s/%s.yaml", w->dir, name);
     write_file(file, text, 0600);
 }
@@ -721,9 +731,25 @@ static void local_world__jobs_survive_a_preemption_and_a_controller_crash(void *
         if (on_victim[i] && (starts < 2 || resumed < 1))
             fail_msg("%s ran on the preempted node: %d starts, %d from a checkpoint", job_names[i],
                      starts, resumed);
+        if (i == NJOBS - 1 && (starts < 2 || resumed < 1))
+            fail_msg("%s crashed half way: %d starts, %d from a checkpoint", job_names[i], starts,
+                     resumed);
     }
-    step(w, "every start resumed at the last checkpoint, the preempted jobs included; emulated "
-            "times equal uninterrupted runs'");
+    /* the crash was reported, counted once, and the job restarted rather than failed */
+    {
+        struct jv *v = NULL;
+        long long failures = -1;
+        char path[64];
+
+        snprintf(path, sizeof(path), "/v1/jobs/%s", job_names[NJOBS - 1]);
+        assert_int_equal(call(w, "GET", path, TOKEN_USER, NULL, &v), 200);
+        assert_int_equal(jv_integer_value(jv_get(v, "failures"), &failures), 0);
+        assert_int_equal(failures, 1);
+        assert_non_null(strstr(jv_string_value(jv_get(v, "failure")), "exited with status 1"));
+        jv_free(v);
+    }
+    step(w, "every start resumed at the last checkpoint, the preempted and the crashed jobs "
+            "included (the crash counted once); emulated times equal uninterrupted runs'");
 
     tokens_refused(w);
     step(w, "a missing or wrong token is refused with 401 on every endpoint");
