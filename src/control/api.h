@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 
+#include "control/state.h"
 #include "util/error.h"
 #include "util/http_server.h"
 
@@ -137,6 +138,19 @@ extern const char *const api_job_spec_keys[];
  * after (one more fails the job), when the spec does not say, and the most it may say. */
 #define API_MAX_RESTARTS_DEFAULT 3
 #define API_MAX_RESTARTS_MAX 1000
+
+/* A job spec's hang_timeout when it does not say: seconds without a training step reported (by a
+ * job that has reported steps) after which the controller takes the job as hung and restarts its
+ * replicas, as for a failure. 0 turns the watch off. */
+#define API_HANG_TIMEOUT_DEFAULT 1800.0
+
+/* Log what a replica failure counted by state_job_replica_failed did to job (on node, for reason):
+ * warn that its replicas restart (after api_restart_delay(streak), as attempt failures), or, for
+ * STATE_FAILURE_FAILED, an error that the job failed; nothing for STATE_FAILURE_STALE. log may be
+ * NULL. */
+void api_log_failure(struct log *log, double now, const char *job, const char *node,
+                     const char *reason, enum state_failure_outcome out, int streak, int failures,
+                     long long max_restarts);
 
 /* The wait before a failed job's replicas restart, by its failures in a row (streak): none before
  * a failure, then API_RESTART_DELAY_S doubling per failure to API_RESTART_DELAY_MAX_S. Sent

@@ -252,6 +252,21 @@ void ap_node_assignment(struct ap_ctx *c)
     ap_reply(c, 200, o);
 }
 
+void api_log_failure(struct log *log, double now, const char *job, const char *node,
+                     const char *reason, enum state_failure_outcome out, int streak, int failures,
+                     long long max_restarts)
+{
+    if (out == STATE_FAILURE_RESTART)
+        log_msg(log, now, LOG_WARN, job, node,
+                "%s: its replicas restart in %.0f s (attempt %d; %d failures in a row, "
+                "max_restarts %lld)",
+                reason, api_restart_delay(streak), failures, streak, max_restarts);
+    else if (out == STATE_FAILURE_FAILED)
+        log_msg(log, now, LOG_ERROR, job, node,
+                "%s: the job failed (%d failures in a row without progress, max_restarts %lld)",
+                reason, streak, max_restarts);
+}
+
 double api_restart_delay(int streak)
 {
     if (streak <= 0)
@@ -386,15 +401,7 @@ void ap_node_failure(struct ap_ctx *c)
         ap_state_fail(c, rc, "job");
         return;
     }
-    if (out == STATE_FAILURE_RESTART)
-        log_msg(c->a->log, c->now, LOG_WARN, name, c->param,
-                "%s: its replicas restart in %.0f s (attempt %d; %d failures in a row, "
-                "max_restarts %lld)",
-                reason, api_restart_delay(streak), j.failures, streak, max);
-    else if (out == STATE_FAILURE_FAILED)
-        log_msg(c->a->log, c->now, LOG_ERROR, name, c->param,
-                "%s: the job failed (%d failures in a row without progress, max_restarts %lld)",
-                reason, streak, max);
+    api_log_failure(c->a->log, c->now, name, c->param, reason, out, streak, j.failures, max);
     o = jv_object();
     ap_set(c, o, "job", jv_string(name));
     ap_set(c, o, "state", jv_string(state_job_state_name(j.state)));

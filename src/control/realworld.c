@@ -214,6 +214,7 @@ int realworld_new(const struct realworld_config *cfg, struct realworld **out, st
     rw->clock_ctx = cfg->clock_ctx;
     rw->model = cfg->model ? cfg->model : &tput_model_castor;
     rw->wake_at = NAN;
+    rw->watch_from = NAN;
     if (realworld_set_options(rw, cfg->launch_timeout, cfg->offers, cfg->noffers) < 0) {
         free(rw);
         return err_set(e, ERR_NOMEM, "", 0, 0, "out of memory");

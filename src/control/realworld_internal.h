@@ -59,6 +59,8 @@ struct rw_spec {
     double samples;                  /* the job's length in samples (0: unknown) */
     char family[API_FAMILY_MAX + 1]; /* its model family ("": none) */
     int min_replicas, max_replicas, req_replicas;
+    double hang_timeout; /* seconds without a step reported that make the job hung (0: off) */
+    int max_restarts;    /* failures in a row without progress before the job fails */
 };
 
 struct rw_error_count; /* the failures of one cloud call with one error code (realworld.c) */
@@ -79,6 +81,7 @@ struct realworld {
     const struct tput_model_ops *model;
     double wake_at; /* the deadline of the wait in progress (NAN: none) */
     double last_observe;
+    double watch_from; /* the first observe: hangs are timed from no earlier (NAN: none yet) */
     /* offers, jobs and counts kept across ticks */
     struct rw_offer *offers;
     size_t noffers;
@@ -175,6 +178,13 @@ void rw_model_update(struct realworld *rw, struct rw_job *j, const struct state_
  * else none. */
 struct grad_params rw_grad(struct realworld *rw, const struct state_job *sj,
                            const struct rw_spec *spec);
+
+/* realworld_jobs.c: the hang watch. Each running job that has reported training steps and whose
+ * last step report, placement, last failure and this world's first observe are all more than its
+ * hang_timeout ago is taken as hung: a replica failure is counted for it (state_job_replica_failed
+ * on its first node), which restarts its replicas as a new attempt or fails it. A state error
+ * leaves the job for the next tick (logged). */
+void rw_watch_hangs(struct realworld *rw, double now);
 
 /* ---- observe (realworld_observe.c) ---- */
 

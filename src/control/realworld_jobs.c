@@ -1,7 +1,7 @@
 /* realworld_jobs.c: the real world's jobs: their specs as the decide step needs them, what is
  * kept of each between ticks, and their throughput models (restored from the state, refitted when
  * reports arrive, on the measurements of the job's family too, and stored) and gradient
- * statistics (the family's start before the job's own). */
+ * statistics (the family's start before the job's own); the hang watch. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +45,9 @@ int rw_spec_parse(const char *text, struct rw_spec *out)
     /* what the owner asked for (specs stored before the field: the gang minimum) */
     out->req_replicas = (int)rw_num(v, "replicas", out->min_replicas);
     out->weight = pow(2.0, rw_num(v, "priority", 0) / 10.0);
+    /* specs stored before the fields: the defaults */
+    out->hang_timeout = rw_num(v, "hang_timeout", API_HANG_TIMEOUT_DEFAULT);
+    out->max_restarts = (int)rw_num(v, "max_restarts", API_MAX_RESTARTS_DEFAULT);
     jv_free(v);
     return out->m0 > 0 && out->max_local > 0 ? 0 : ERR_CORRUPT;
 }
@@ -215,4 +218,70 @@ struct grad_params rw_grad(struct realworld *rw, const struct state_job *sj,
     if (spec->family[0]) /* g is written only when the family has a start */
         (void)state_family_start_grad(rw->state, spec->family, spec->m0, &g.sqr, &g.var);
     return g;
+}
+
+/* ---- the hang watch ---- */
+
+/* When the job last showed life, as far as this world can tell: its last step report, its
+ * placement, its last failure (its replicas restarted then) and the world's first observe, the
+ * latest of them; NAN when it never reported a step or holds no allocation. */
+static double rw_last_life(struct realworld *rw, const struct state_job *sj, char *node,
+                           size_t size)
+{
+    struct state_report_config *cfg = NULL;
+    struct state_alloc *rows = NULL;
+    size_t nc = 0, na = 0;
+    double last = -INFINITY;
+
+    if (state_report_configs(rw->state, sj->name, &cfg, &nc) < 0)
+        return NAN;
+    for (size_t k = 0; k < nc; k++)
+        last = fmax(last, cfg[k].at);
+    free(cfg);
+    if (nc == 0 || state_alloc_get(rw->state, sj->name, &rows, &na) < 0)
+        return NAN;
+    for (size_t k = 0; k < na; k++)
+        last = fmax(last, rows[k].since);
+    if (na > 0)
+        snprintf(node, size, "%s", rows[0].node);
+    state_allocs_free(rows, na);
+    if (isfinite(sj->failure_at))
+        last = fmax(last, sj->failure_at);
+    return na > 0 ? fmax(last, rw->watch_from) : NAN;
+}
+
+void rw_watch_hangs(struct realworld *rw, double now)
+{
+    struct state_job *jobs = NULL;
+    size_t n = 0;
+
+    if (isnan(rw->watch_from))
+        rw->watch_from = now;
+    if (state_jobs_list(rw->state, STATE_MASK(STATE_JOB_RUNNING), &jobs, &n) < 0)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        enum state_failure_outcome out = STATE_FAILURE_STALE;
+        char node[STATE_NAME_MAX + 1] = "", reason[STATE_FAILURE_MAX];
+        struct rw_spec spec;
+        double life;
+        int streak = 0, rc;
+
+        if (rw_spec_parse(jobs[i].spec, &spec) < 0 || !(spec.hang_timeout > 0))
+            continue;
+        life = rw_last_life(rw, &jobs[i], node, sizeof(node));
+        if (!(now - life > spec.hang_timeout))
+            continue;
+        snprintf(reason, sizeof(reason),
+                 "no training step reported for %.0f s (hang_timeout %.0f s): taken as hung",
+                 now - life, spec.hang_timeout);
+        rc = state_job_replica_failed(rw->state, jobs[i].name, node, jobs[i].failures, reason,
+                                      spec.max_restarts, now, &out, &streak);
+        if (rc < 0)
+            log_msg(rw->log, now, LOG_WARN, jobs[i].name, NULL,
+                    "%s; not counted (%s): tried again next tick", reason, err_str(rc));
+        else
+            api_log_failure(rw->log, now, jobs[i].name, NULL, reason, out, streak,
+                            jobs[i].failures + 1, spec.max_restarts);
+    }
+    state_jobs_free(jobs, n);
 }

@@ -1,6 +1,6 @@
 /* state_jobs.c: the jobs in the controller's state: submitted, moved from state to state,
- * finished, their progress, checkpoints, restarts and configuration from the plan; read one by name
- * or listed by state. */
+ * finished, their progress, checkpoints, restarts, replica failures and configuration from the
+ * plan; read one by name or listed by state. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

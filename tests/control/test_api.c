@@ -749,6 +749,8 @@ static void api_jobs__submit_list_get_cancel(void **state)
     assert_true(d == 600);
     assert_int_equal(jv_integer_value(jv_get(jv_get(v, "spec"), "max_restarts"), &x), 0);
     assert_int_equal(x, API_MAX_RESTARTS_DEFAULT);
+    assert_int_equal(jv_number_value(jv_get(jv_get(v, "spec"), "hang_timeout"), &d), 0);
+    assert_true(d == API_HANG_TIMEOUT_DEFAULT);
     jv_free(v);
     assert_int_equal(state_job_get(f->st, "a", &j), 0);
     assert_true(j.submitted_at == f->now);
@@ -887,6 +889,8 @@ static void api_jobs__bad_input_writes_nothing(void **state)
         {JOB_SPEC_WITH("x", ",\"max_restarts\":-1"),
          "max_restarts must be an integer from 0 to 1000"},
         {JOB_SPEC_WITH("x", ",\"max_restarts\":1001"), "max_restarts must be an integer from 0"},
+        {JOB_SPEC_WITH("x", ",\"hang_timeout\":-1"), "hang_timeout must be a number >= 0"},
+        {JOB_SPEC_WITH("x", ",\"hang_timeout\":\"1h\""), "hang_timeout must be a number"},
         {JOB_SPEC_WITH("x", ",\"replicas\":9"), "replicas must be an integer from 1 to 8"},
         {JOB_SPEC_WITH("x", ",\"min_replicas\":2,\"replicas\":1"),
          "replicas must be an integer from 2 to 8"},

@@ -118,7 +118,7 @@ static void config_load__every_key(void **state)
     assert_string_equal(jv_string_value(get(spec, "family")), "resnet50-imagenet/t4");
     assert_true(num(spec, "deadline") == 1714651200.0); /* 2024-05-02T12:00:00Z */
     assert_true(num(spec, "priority") == 5);
-    assert_true(num(spec, "max_restarts") == 7);
+    assert_true(num(spec, "max_restarts") == 7 && num(spec, "hang_timeout") == 900);
     jv_free(spec);
     assert_int_equal(jv_parse(c->jobs[1].spec, strlen(c->jobs[1].spec), &spec, NULL), 0);
     assert_int_equal(jv_type_of(get(spec, "workdir")), JV_NULL);
@@ -129,6 +129,7 @@ static void config_load__every_key(void **state)
     assert_int_equal(jv_type_of(get(spec, "family")), JV_NULL);  /* not given: none */
     assert_int_equal(jv_size(get(spec, "env")), 0);
     assert_true(num(spec, "max_restarts") == API_MAX_RESTARTS_DEFAULT);
+    assert_true(num(spec, "hang_timeout") == API_HANG_TIMEOUT_DEFAULT);
     jv_free(spec);
     /* a template: no name, no deadline of its own */
     assert_int_equal(c->ntemplates, 1);
@@ -329,6 +330,8 @@ static const struct bad_case bad_cases[] = {
      "jobs[0].max_restarts"},
     {BASE JOB_HEAD JOB_CMD JOB_REST "    max_restarts: often\n", ERR_PARSE, 11, 19,
      "jobs[0].max_restarts"},
+    {BASE JOB_HEAD JOB_CMD JOB_REST "    hang_timeout: -5\n", ERR_RANGE, 11, 19,
+     "jobs[0].hang_timeout"},
     {BASE JOB_HEAD JOB_CMD JOB_REST "    gpu: 1\n", ERR_UNKNOWN, 11, 5, "jobs[0].gpu"},
     {BASE "jobs:\n  - name: -j\n" JOB_CMD JOB_REST, ERR_PARSE, 4, 11, "letters, digits"},
     {BASE JOB_HEAD JOB_CMD JOB_REST "  - name: j\n" JOB_CMD JOB_REST, ERR_PARSE, 11, 11,

@@ -871,6 +871,82 @@ static void realworld_observe__sync_prior_reaches_the_fit(void **state)
 }
 
 /* 1 when the world's snapshot now marks the spot offer unavailable. */
+/* The job's failures, streak-free: its failures count and state, from the state. */
+static void job_failures(struct fixture *f, const char *name, int *failures,
+                         enum state_job_state *st, char *reason, size_t size)
+{
+    struct state_job j;
+
+    assert_int_equal(state_job_get(f->st, name, &j), 0);
+    *failures = j.failures;
+    *st = j.state;
+    snprintf(reason, size, "%s", j.failure ? j.failure : "");
+    state_job_clear(&j);
+}
+
+/*
+ * The hang watch: job h (hang_timeout 300 s, max_restarts 1) and job q (the watch off) report
+ * steps once and then nothing. The controller is down for 400 s and comes back: nothing is taken
+ * as hung before the restarted world has watched for 300 s itself. 350 s later h is taken as hung:
+ * one failure counted (its replicas restart as attempt 1), with the reason; 350 s after that, no
+ * progress between, a second failure in a row fails it and frees its GPUs. q, never watched, runs
+ * on; a job that never reported a step is not watched either.
+ */
+static void realworld_observe__a_hung_job_restarts_then_fails(void **state)
+{
+    struct fixture *f = *state;
+    char ids[8][CLOUD_ID_MAX], reason[STATE_FAILURE_MAX + 1];
+    enum state_job_state st;
+    struct state_alloc *rows = NULL;
+    size_t n = 9;
+    int failures = -1;
+
+    assert_int_equal(make_loop(f, 1), 0);
+    submit_job_with(f, "h", 1, ", \"hang_timeout\": 300, \"max_restarts\": 1");
+    submit_job_with(f, "q", 1, ", \"hang_timeout\": 0");
+    submit_job_with(f, "s", 1, ", \"hang_timeout\": 300");
+    tick(f, 0);
+    assert_int_equal(live_instances(f, ids), 1);
+    agent_register(f, ids[0], 4);
+    tick(f, 10);
+    assert_int_equal(sql_int(f, "SELECT count(DISTINCT job_id) FROM allocations"), 3);
+    report_one(f, "h", 1, 64, 0.2, 0, 0.5, 2.0);
+    report_one(f, "q", 1, 64, 0.2, 0, 0.5, 2.0);
+
+    /* the controller down 400 s, and back */
+    realworld_free(f->rw);
+    f->now += 400;
+    assert_int_equal(make_world(f), 0);
+    f->loop.provider = &f->prov;
+    tick(f, 0);
+    tick(f, 250);
+    job_failures(f, "h", &failures, &st, reason, sizeof(reason));
+    assert_int_equal(failures, 0);
+    tick(f, 100);
+    job_failures(f, "h", &failures, &st, reason, sizeof(reason));
+    assert_int_equal(failures, 1);
+    assert_int_equal(st, STATE_JOB_RUNNING);
+    assert_string_equal(reason,
+                        "no training step reported for 350 s (hang_timeout 300 s): taken as hung");
+    tick(f, 300);
+    job_failures(f, "h", &failures, &st, reason, sizeof(reason));
+    assert_int_equal(failures, 1); /* 300 s since its restart: not yet */
+    tick(f, 50);
+    job_failures(f, "h", &failures, &st, reason, sizeof(reason));
+    assert_int_equal(failures, 2);
+    assert_int_equal(st, STATE_JOB_FAILED);
+    assert_int_equal(state_alloc_get(f->st, "h", &rows, &n), 0);
+    assert_int_equal(n, 0);
+    state_allocs_free(rows, n);
+    /* the others: the watch off, or never a step reported */
+    job_failures(f, "q", &failures, &st, reason, sizeof(reason));
+    assert_int_equal(failures, 0);
+    assert_int_equal(st, STATE_JOB_RUNNING);
+    job_failures(f, "s", &failures, &st, reason, sizeof(reason));
+    assert_int_equal(failures, 0);
+    assert_int_equal(st, STATE_JOB_RUNNING);
+}
+
 static int spot_unavailable(struct fixture *f)
 {
     const struct snapshot *s = NULL;
@@ -1059,6 +1135,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(realworld_observe__samples_become_the_progress_target,
                                         rw_setup, rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_observe__sync_prior_reaches_the_fit, rw_setup,
+                                        rw_teardown),
+        cmocka_unit_test_setup_teardown(realworld_observe__a_hung_job_restarts_then_fails, rw_setup,
                                         rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_observe__a_family_shares_its_model, rw_setup,
                                         rw_teardown),
