@@ -557,10 +557,27 @@ static int cf_templates(struct config *c, const struct conf_node *root, struct e
 /* The top level. */
 static int cf_read(struct config *c, struct error *e)
 {
-    static const char *const keys[] = {
-        "cluster", "world",      "cloud",     "interval", "state",  "log_level", "launch_timeout",
-        "seed",    "tput_model", "api",       "tokens",   "policy", "pollux",    "fleet",
-        "offers",  "jobs",       "templates", "faults",   NULL};
+    static const char *const keys[] = {"cluster",
+                                       "world",
+                                       "cloud",
+                                       "interval",
+                                       "state",
+                                       "log_level",
+                                       "launch_timeout",
+                                       "seed",
+                                       "tput_model",
+                                       "api",
+                                       "tokens",
+                                       "policy",
+                                       "pollux",
+                                       "fleet",
+                                       "offers",
+                                       "jobs",
+                                       "templates",
+                                       "faults",
+                                       "register_timeout",
+                                       "heartbeat_timeout",
+                                       NULL};
     static const char *const models[] = {"castor", "pollux", "default", NULL};
     const struct conf_node *root = c->doc->root, *n;
     const char *cluster = NULL, *state = "castor-state.db";
@@ -569,6 +586,8 @@ static int cf_read(struct config *c, struct error *e)
 
     c->interval = 60;
     c->launch_timeout = 600;
+    c->register_timeout = 900;
+    c->heartbeat_timeout = 300;
     c->seed = 1;
     if ((rc = conf_check_keys(root, keys, e)) < 0 || (rc = cf_required(root, "cluster", e)) < 0 ||
         (rc = cf_string(root, "cluster", CONFIG_CLUSTER_MAX, &cluster, e)) < 0)
@@ -590,6 +609,8 @@ static int cf_read(struct config *c, struct error *e)
     if ((rc = cf_string(root, "state", 4000, &state, e)) < 0 ||
         (rc = conf_get_choice(root, "log_level", config_levels, &level, e)) < 0 ||
         (rc = conf_get_double(root, "launch_timeout", 1, 86400, &c->launch_timeout, e)) < 0 ||
+        (rc = conf_get_double(root, "register_timeout", 0, 86400, &c->register_timeout, e)) < 0 ||
+        (rc = conf_get_double(root, "heartbeat_timeout", 0, 86400, &c->heartbeat_timeout, e)) < 0 ||
         (rc = conf_get_long(root, "seed", 0, 2147483647, &v, e)) < 0)
         return rc;
     if (rc == 1)

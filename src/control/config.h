@@ -79,7 +79,9 @@ struct config {
     int interval;                  /* seconds between ticks */
     char *state_path;
     enum log_level log_level;
-    double launch_timeout; /* seconds a launch intent waits for its instance */
+    double launch_timeout;    /* seconds a launch intent waits for its instance */
+    double register_timeout;  /* seconds a launched node's agent has to register (0: unwatched) */
+    double heartbeat_timeout; /* seconds a ready node's agent may go unheard (0: unwatched) */
     uint64_t seed;
     const struct tput_model_ops *tput_model;
     struct config_api api;

@@ -462,7 +462,10 @@ static void dm_reload(struct daemon *d)
         return;
     }
     if (dm_offer_meta(nc, &meta) < 0 ||
-        realworld_set_options(d->rw, nc->launch_timeout, meta, nc->noffers) < 0) {
+        realworld_set_options(d->rw,
+                              &(struct realworld_timeouts){nc->launch_timeout, nc->register_timeout,
+                                                           nc->heartbeat_timeout},
+                              meta, nc->noffers) < 0) {
         free(meta);
         policy_free(&pol);
         fleet_free(&fleet);
@@ -632,7 +635,8 @@ static int dm_start(struct daemon *d, struct error *e)
     rc_cfg.clock = dm_clock;
     rc_cfg.sleep = dm_sleep;
     rc_cfg.clock_ctx = d;
-    rc_cfg.launch_timeout = d->cfg->launch_timeout;
+    rc_cfg.timeouts = (struct realworld_timeouts){d->cfg->launch_timeout, d->cfg->register_timeout,
+                                                  d->cfg->heartbeat_timeout};
     rc_cfg.offers = meta;
     rc_cfg.noffers = d->cfg->noffers;
     rc_cfg.model = d->cfg->tput_model;

@@ -215,7 +215,7 @@ int realworld_new(const struct realworld_config *cfg, struct realworld **out, st
     rw->model = cfg->model ? cfg->model : &tput_model_castor;
     rw->wake_at = NAN;
     rw->watch_from = NAN;
-    if (realworld_set_options(rw, cfg->launch_timeout, cfg->offers, cfg->noffers) < 0) {
+    if (realworld_set_options(rw, &cfg->timeouts, cfg->offers, cfg->noffers) < 0) {
         free(rw);
         return err_set(e, ERR_NOMEM, "", 0, 0, "out of memory");
     }
@@ -223,7 +223,7 @@ int realworld_new(const struct realworld_config *cfg, struct realworld **out, st
     return 0;
 }
 
-int realworld_set_options(struct realworld *rw, double launch_timeout,
+int realworld_set_options(struct realworld *rw, const struct realworld_timeouts *timeouts,
                           const struct realworld_offer *offers, size_t noffers)
 {
     struct realworld_offer *m = NULL;
@@ -234,7 +234,9 @@ int realworld_set_options(struct realworld *rw, double launch_timeout,
     rw_meta_free(rw->meta, rw->nmeta);
     rw->meta = m;
     rw->nmeta = offers ? noffers : 0;
-    rw->launch_timeout = launch_timeout > 0 ? launch_timeout : 600;
+    rw->launch_timeout = timeouts->launch > 0 ? timeouts->launch : 600;
+    rw->register_timeout = timeouts->registration > 0 ? timeouts->registration : 0;
+    rw->heartbeat_timeout = timeouts->heartbeat > 0 ? timeouts->heartbeat : 0;
     return 0;
 }
 
@@ -255,6 +257,7 @@ void realworld_free(struct realworld *rw)
     free(rw->error_rows);
     free(rw->job_rows);
     rw_meta_free(rw->meta, rw->nmeta);
+    rw_strv_free(rw->silent);
     free(rw);
 }
 

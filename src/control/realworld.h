@@ -30,6 +30,13 @@ typedef double (*realworld_clock_fn)(void *ctx);
 /* Sleep until the clock reads until: 0 then, or ERR_AGAIN when woken early (a signal). */
 typedef int (*realworld_sleep_fn)(void *ctx, double until);
 
+/* How long the nodes' agents have to show life, in seconds (reloadable). */
+struct realworld_timeouts {
+    double launch;       /* an intent waits for its instance; <= 0: 600 */
+    double registration; /* a launched node's agent has to register; <= 0: not watched */
+    double heartbeat;    /* a ready node's agent may go unheard; <= 0: not watched */
+};
+
 struct realworld_config {
     struct state *state; /* borrowed: a connection of the loop's own */
     struct cloud *cloud; /* borrowed */
@@ -38,7 +45,7 @@ struct realworld_config {
     realworld_clock_fn clock;
     realworld_sleep_fn sleep; /* NULL: wait returns at once (tests move the clock) */
     void *clock_ctx;
-    double launch_timeout; /* seconds an intent waits for its instance; <= 0: 600 */
+    struct realworld_timeouts timeouts;
     const struct realworld_offer *offers;
     size_t noffers;
     const struct tput_model_ops *model; /* the throughput model fitted to reports; NULL: castor */
@@ -66,14 +73,22 @@ void realworld_provider(struct realworld *rw, struct provider *out);
  *   still wants the node; an instance of that token that shows up later is terminated);
  * - a node whose instance is gone (reported gone, or missing while ready, or missing longer than
  *   launch_timeout) is terminated in the state, which drops its allocations: its jobs restart
- *   from their last checkpoint; an instance with a preemption notice drains its node.
+ *   from their last checkpoint; an instance with a preemption notice drains its node;
+ * - a node whose agent has not registered within the registration timeout of its launch (a bad
+ *   image, user data that fails) is terminated with its instance, and its offer is avoided for a
+ *   while (each launch would fail the same way); a ready node whose agent has not been heard
+ *   from (registration, heartbeats) within the heartbeat timeout is terminated with its instance
+ *   and its jobs restart elsewhere from their last checkpoint. Both are timed from no earlier than
+ *   this world's first look, so that a controller that was down does not take its nodes' silence
+ *   for theirs. A static node (no launch token) that goes silent is left out of the schedulable
+ *   nodes until it is heard again (observe), never terminated.
  * Errors: the cloud's list (nothing changed then) or the state's.
  */
 int realworld_reconcile(struct realworld *rw);
 
-/* Replace the reloadable settings: the launch timeout and the offers' metadata. ERR_NOMEM (the
- * old ones stay). */
-int realworld_set_options(struct realworld *rw, double launch_timeout,
+/* Replace the reloadable settings: the timeouts and the offers' metadata. ERR_NOMEM (the old ones
+ * stay). */
+int realworld_set_options(struct realworld *rw, const struct realworld_timeouts *timeouts,
                           const struct realworld_offer *offers, size_t noffers);
 
 /* The index in every snapshot's offers of the offer called name (offers keep their index for

@@ -76,6 +76,8 @@ struct realworld {
     realworld_sleep_fn sleep;
     void *clock_ctx;
     double launch_timeout;
+    double register_timeout, heartbeat_timeout; /* 0: not watched */
+    char **silent; /* static nodes left out for their silence (ids owned), NULL-terminated */
     struct realworld_offer *meta; /* strings owned */
     size_t nmeta;
     const struct tput_model_ops *model;
@@ -179,6 +181,13 @@ void rw_model_update(struct realworld *rw, struct rw_job *j, const struct state_
 struct grad_params rw_grad(struct realworld *rw, const struct state_job *sj,
                            const struct rw_spec *spec);
 
+/* realworld_jobs.c: start the watches of hangs and silent nodes at the first look (watch_from). */
+void rw_watch_start(struct realworld *rw, double now);
+
+/* realworld_reconcile.c: 1 when the ready node's agent has not been heard from (registration,
+ * heartbeats, this world's first look) within the heartbeat timeout. */
+int rw_node_silent(const struct realworld *rw, const struct state_node *n, double now);
+
 /* realworld_jobs.c: the hang watch. Each running job that has reported training steps and whose
  * last step report, placement, last failure and this world's first observe are all more than its
  * hang_timeout ago is taken as hung: a replica failure is counted for it (state_job_replica_failed
@@ -187,6 +196,10 @@ struct grad_params rw_grad(struct realworld *rw, const struct state_job *sj,
 void rw_watch_hangs(struct realworld *rw, double now);
 
 /* ---- observe (realworld_observe.c) ---- */
+
+/* realworld_observe.c: free a NULL-terminated array of strings and the strings; NULL is
+ * ignored. */
+void rw_strv_free(char **v);
 
 /* realworld_observe.c: free the snapshot of the last observe and what its rows stand for; the
  * world is no longer observed. */

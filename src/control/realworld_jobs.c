@@ -250,13 +250,18 @@ static double rw_last_life(struct realworld *rw, const struct state_job *sj, cha
     return na > 0 ? fmax(last, rw->watch_from) : NAN;
 }
 
+void rw_watch_start(struct realworld *rw, double now)
+{
+    if (isnan(rw->watch_from))
+        rw->watch_from = now;
+}
+
 void rw_watch_hangs(struct realworld *rw, double now)
 {
     struct state_job *jobs = NULL;
     size_t n = 0;
 
-    if (isnan(rw->watch_from))
-        rw->watch_from = now;
+    rw_watch_start(rw, now);
     if (state_jobs_list(rw->state, STATE_MASK(STATE_JOB_RUNNING), &jobs, &n) < 0)
         return;
     for (size_t i = 0; i < n; i++) {

@@ -53,7 +53,56 @@ void rw_snapshot_free(struct realworld *rw)
 
 /* The nodes: ready ones are schedulable; launching and booting ones, and the pending intents
  * without a node, are booting. */
-static int rw_observe_nodes(struct realworld *rw, int *gpus)
+void rw_strv_free(char **v)
+{
+    for (size_t i = 0; v && v[i]; i++)
+        free(v[i]);
+    free(v);
+}
+
+/* 1 when id is in the NULL-terminated list v. */
+static int rw_listed(char *const *v, const char *id)
+{
+    for (size_t i = 0; v && v[i]; i++)
+        if (strcmp(v[i], id) == 0)
+            return 1;
+    return 0;
+}
+
+/* The live nodes left out for their silence, as rw->silent: each newly silent one is told, and
+ * each heard again. Out of memory: the old list stays (the logs may repeat). */
+static void rw_silent_update(struct realworld *rw, double now)
+{
+    char **now_silent = calloc(rw->nlive + 1, sizeof(char *));
+    size_t k = 0;
+
+    if (!now_silent)
+        return;
+    for (size_t i = 0; i < rw->nlive; i++) {
+        const struct state_node *n = &rw->live[i];
+
+        if (!rw_node_silent(rw, n, now))
+            continue;
+        if (!(now_silent[k] = strdup(n->instance_id))) {
+            rw_strv_free(now_silent);
+            return;
+        }
+        if (!rw_listed(rw->silent, n->instance_id))
+            log_msg(rw->log, now, LOG_WARN, NULL, n->instance_id,
+                    "its agent has not been heard from for over %.0f s: no job is placed on it "
+                    "until it is",
+                    rw->heartbeat_timeout);
+        k++;
+    }
+    for (size_t i = 0; rw->silent && rw->silent[i]; i++)
+        if (!rw_listed(now_silent, rw->silent[i]))
+            log_msg(rw->log, now, LOG_INFO, NULL, rw->silent[i],
+                    "its agent is heard from again: schedulable");
+    rw_strv_free(rw->silent);
+    rw->silent = now_silent;
+}
+
+static int rw_observe_nodes(struct realworld *rw, int *gpus, double now)
 {
     size_t nb = 0, nn = 0, nboot;
     int rc = state_nodes_list(rw->state, RW_LIVE_NODES, &rw->live, &rw->nlive);
@@ -69,11 +118,12 @@ static int rw_observe_nodes(struct realworld *rw, int *gpus)
     if (!rw->snodes || !rw->snode_live || !rw->booting || !rw->boot_live || !rw->boot_token)
         return ERR_NOMEM;
     *gpus = 0;
+    rw_silent_update(rw, now);
     for (size_t i = 0; i < rw->nlive; i++) {
         const struct state_node *n = &rw->live[i];
         int o = rw_offer_find(rw, n->offer);
 
-        if (n->state == STATE_NODE_READY && n->gpus > 0) {
+        if (n->state == STATE_NODE_READY && n->gpus > 0 && !rw_node_silent(rw, n, now)) {
             rw->snodes[nn] = (struct snap_node){.gpus = n->gpus,
                                                 .preemptible = n->market == STATE_MARKET_SPOT,
                                                 .offer = n->launch_token ? o : -1,
@@ -266,7 +316,7 @@ int rw_observe(void *ctx, const struct snapshot **out)
         log_msg(rw->log, now, LOG_WARN, NULL, NULL, "cannot read the offers: prices as before");
     memset(&rw->snap, 0, sizeof(rw->snap));
     rw_watch_hangs(rw, now); /* before the jobs are read: a job it fails is not planned for */
-    if ((rc = rw_intents_read(rw)) < 0 || (rc = rw_observe_nodes(rw, &gpus)) < 0 ||
+    if ((rc = rw_intents_read(rw)) < 0 || (rc = rw_observe_nodes(rw, &gpus, now)) < 0 ||
         (rc = rw_observe_jobs(rw, gpus, now)) < 0 || (rc = rw_observe_offers(rw, now)) < 0) {
         rw_snapshot_free(rw);
         return rc;

@@ -1,8 +1,10 @@
 /* realworld_reconcile.c: the real world's nodes in the state (recorded at launch, terminated,
  * launched under an intent's token) and the reconciliation of the state with the cloud:
  * instances adopted by their launch token, strays terminated, notices drained, gone instances'
- * nodes terminated, pending intents asked again by their token or given up after a timeout. */
+ * nodes terminated, pending intents asked again by their token or given up after a timeout, nodes
+ * whose agents never registered or went silent terminated. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -239,6 +241,56 @@ static void rw_reconcile_nodes(struct realworld *rw, const struct cloud_instance
     }
 }
 
+int rw_node_silent(const struct realworld *rw, const struct state_node *n, double now)
+{
+    double heard = rw->watch_from;
+
+    if (!(rw->heartbeat_timeout > 0) || n->state != STATE_NODE_READY)
+        return 0;
+    if (isfinite(n->heartbeat_at))
+        heard = fmax(heard, n->heartbeat_at);
+    if (isfinite(n->ready_at))
+        heard = fmax(heard, n->ready_at);
+    return now - heard > rw->heartbeat_timeout;
+}
+
+/* The launched nodes whose agents do not show life: one that never registered within the
+ * registration timeout (its offer then avoided: the next launch would fail the same way), one
+ * ready that has gone silent past the heartbeat timeout. Both are terminated with their
+ * instances; the fleet planner launches what it still wants. */
+static void rw_reconcile_silent(struct realworld *rw, const struct state_node *nodes, size_t nn,
+                                double now)
+{
+    for (size_t k = 0; k < nn; k++) {
+        const struct state_node *node = &nodes[k];
+        char why[160];
+        int o;
+
+        if (!node->launch_token)
+            continue;
+        if ((node->state == STATE_NODE_LAUNCHING || node->state == STATE_NODE_BOOTING) &&
+            rw->register_timeout > 0 &&
+            now - fmax(node->launched_at, rw->watch_from) > rw->register_timeout) {
+            o = rw_offer_find(rw, node->offer);
+            if (o >= 0)
+                rw->offers[o].unavailable_until = now + RW_UNAVAILABLE_S;
+            log_msg(rw->log, now, LOG_ERROR, NULL, node->instance_id,
+                    "its agent did not register within %.0f s of the launch: the instance is "
+                    "terminated, and %s is not launched for %.0f s (check the image and the user "
+                    "data that start castor-node)",
+                    rw->register_timeout, node->offer, RW_UNAVAILABLE_S);
+            snprintf(why, sizeof(why), "its agent never registered");
+        } else if (rw_node_silent(rw, node, now)) {
+            rw_log_lost_jobs(rw, node->instance_id, now);
+            snprintf(why, sizeof(why), "its agent has not been heard from for over %.0f s",
+                     rw->heartbeat_timeout);
+        } else {
+            continue;
+        }
+        rw_node_terminate(rw, node->instance_id, rw_node_spot(node), now, why);
+    }
+}
+
 /* The pending intents: resolved, asked again, or failed after the timeout. */
 static void rw_reconcile_intents(struct realworld *rw, const struct cloud_instance *in, size_t n,
                                  const struct state_node *nodes, size_t nn, double now)
@@ -290,6 +342,7 @@ int realworld_reconcile(struct realworld *rw)
     int rc;
 
     rw->observed = 0; /* the snapshot's rows may no longer hold */
+    rw_watch_start(rw, now);
     rc = cloud_list(rw->cloud, rw->cluster, &in, &n);
     rw_count(rw, RW_OP_LIST, rc);
     if (rc < 0) {
@@ -311,6 +364,13 @@ int realworld_reconcile(struct realworld *rw)
         goto out;
     rw_reconcile_nodes(rw, in, n, nodes, nn, now);
     rw_reconcile_intents(rw, in, n, nodes, nn, now);
+    state_nodes_free(nodes, nn);
+    nodes = NULL;
+    nn = 0;
+    /* read again: the nodes of gone instances were terminated */
+    if ((rc = state_nodes_list(rw->state, RW_LIVE_NODES, &nodes, &nn)) < 0)
+        goto out;
+    rw_reconcile_silent(rw, nodes, nn, now);
     rc = rw_intents_read(rw);
 out:
     state_nodes_free(nodes, nn);

@@ -74,6 +74,7 @@ static void config_load__every_key(void **state)
     assert_string_equal(c->state_path, DATA "/data/state.db");
     assert_int_equal(c->log_level, LOG_DEBUG);
     assert_true(c->launch_timeout == 30);
+    assert_true(c->register_timeout == 120 && c->heartbeat_timeout == 0);
     assert_int_equal(c->seed, 7);
     assert_string_equal(c->tput_model->name, "pollux");
     assert_string_equal(c->api.address, "0.0.0.0");
@@ -332,6 +333,8 @@ static const struct bad_case bad_cases[] = {
      "jobs[0].max_restarts"},
     {BASE JOB_HEAD JOB_CMD JOB_REST "    hang_timeout: -5\n", ERR_RANGE, 11, 19,
      "jobs[0].hang_timeout"},
+    {BASE "heartbeat_timeout: -1\n", ERR_RANGE, 3, 20, "heartbeat_timeout"},
+    {BASE "register_timeout: soon\n", ERR_PARSE, 3, 19, "register_timeout"},
     {BASE JOB_HEAD JOB_CMD JOB_REST "    gpu: 1\n", ERR_UNKNOWN, 11, 5, "jobs[0].gpu"},
     {BASE "jobs:\n  - name: -j\n" JOB_CMD JOB_REST, ERR_PARSE, 4, 11, "letters, digits"},
     {BASE JOB_HEAD JOB_CMD JOB_REST "  - name: j\n" JOB_CMD JOB_REST, ERR_PARSE, 11, 11,
@@ -385,6 +388,8 @@ static void config_load__faults(void **state)
     (void)state;
     assert_int_equal(load_text(BASE, &c, &e, &path), 0);
     assert_int_equal(c->faults.on, 0);
+    /* (and the nodes' timeouts at their defaults) */
+    assert_true(c->register_timeout == 900 && c->heartbeat_timeout == 300);
     config_free(c);
     assert_int_equal(load_text(BASE "faults:\n", &c, &e, &path), 0);
     assert_int_equal(c->faults.on, 1);

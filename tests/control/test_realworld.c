@@ -112,7 +112,10 @@ static const struct cloud_ops spy_ops = {
 /* ---- setup ---- */
 
 /* The world over the fixture's state and cloud, telling log (NULL: no log). */
-static int make_world_logged(struct fixture *f, struct log *log)
+/* A world over the fixture's cloud and state, logging to log (may be NULL), with the nodes'
+ * registration and heartbeat timeouts (0: not watched). */
+static int make_world_watching(struct fixture *f, struct log *log, double registration,
+                               double heartbeat)
 {
     struct realworld_offer meta[1] = {
         {.name = OFFER_SPOT, .zone = "zone-a", .boot_s = 30, .preempt_rate = NAN}};
@@ -121,7 +124,7 @@ static int make_world_logged(struct fixture *f, struct log *log)
                                   .cluster = CLUSTER,
                                   .clock = fake_clock,
                                   .clock_ctx = f,
-                                  .launch_timeout = TIMEOUT,
+                                  .timeouts = {TIMEOUT, registration, heartbeat},
                                   .offers = meta,
                                   .noffers = 1,
                                   .log = log};
@@ -132,9 +135,22 @@ static int make_world_logged(struct fixture *f, struct log *log)
     return 0;
 }
 
+static int make_world_logged(struct fixture *f, struct log *log)
+{
+    return make_world_watching(f, log, 0, 0);
+}
+
 static int make_world(struct fixture *f)
 {
     return make_world_logged(f, NULL);
+}
+
+/* The world made again with the nodes' timeouts (the loop follows it). */
+static void rewatch(struct fixture *f, double registration, double heartbeat)
+{
+    realworld_free(f->rw);
+    assert_int_equal(make_world_watching(f, NULL, registration, heartbeat), 0);
+    f->loop.provider = &f->prov;
 }
 
 /* A loop over the world: the fleet planner called fleet (`nodes` nodes of offer for "fixed")
@@ -947,6 +963,117 @@ static void realworld_observe__a_hung_job_restarts_then_fails(void **state)
     assert_int_equal(st, STATE_JOB_RUNNING);
 }
 
+static enum state_node_state node_state(struct fixture *f, const char *id)
+{
+    struct state_node n;
+    enum state_node_state st;
+
+    assert_int_equal(state_node_get(f->st, id, &n), 0);
+    st = n.state;
+    state_node_clear(&n);
+    return st;
+}
+
+/* A node whose agent never registers (a bad image): 300 s after its launch it is terminated with
+ * its instance, and its offer is not launched again for a while (the fixed fleet of one on-demand
+ * node launches nothing in the next ticks). */
+static void realworld_reconcile__a_node_that_never_registers_is_terminated(void **state)
+{
+    struct fixture *f = *state;
+    char ids[8][CLOUD_ID_MAX];
+
+    assert_int_equal(make_loop(f, 1), 0);
+    rewatch(f, 300, 0);
+    submit_job(f, "a", 4);
+    tick(f, 0);
+    assert_int_equal(live_instances(f, ids), 1);
+    tick(f, 290);
+    assert_int_equal(node_state(f, ids[0]), STATE_NODE_BOOTING);
+    tick(f, 20);
+    assert_int_equal(node_state(f, ids[0]), STATE_NODE_TERMINATED);
+    assert_int_equal(counts(f).terminate_calls, 1);
+    assert_int_equal(live_instances(f, ids), 0);
+    tick(f, 60);
+    tick(f, 60);
+    assert_int_equal(counts(f).launch_calls, 1); /* the offer is held back */
+}
+
+/* A ready node whose agent goes silent: heard from (a heartbeat) at +100 s, it stays; 120 s of
+ * silence later it is terminated with its instance, its job loses the allocation (its checkpoint
+ * kept) and the fixed fleet launches a replacement. A controller that was down
+ * 500 s does not take its nodes' silence for theirs: they have 120 s from its return. */
+static void realworld_reconcile__a_silent_node_is_terminated(void **state)
+{
+    struct fixture *f = *state;
+    char ids[8][CLOUD_ID_MAX], path[128];
+    struct state_alloc *rows = NULL;
+    size_t n = 9;
+
+    one_node_running(f, ids);
+    rewatch(f, 0, 120);
+    snprintf(path, sizeof(path), "/v1/nodes/%s/heartbeat", ids[0]);
+    assert_int_equal(call(f, "POST", "/v1/jobs/a/checkpoint", TOKEN_JOB, "{\"progress\": 2}", NULL),
+                     200);
+    /* the controller down 500 s */
+    realworld_free(f->rw);
+    f->now += 500;
+    assert_int_equal(make_world_watching(f, NULL, 0, 120), 0);
+    f->loop.provider = &f->prov;
+    tick(f, 0);
+    tick(f, 100);
+    assert_int_equal(node_state(f, ids[0]), STATE_NODE_READY);
+    assert_int_equal(call(f, "POST", path, TOKEN_NODE, "{}", NULL), 200);
+    tick(f, 110);
+    assert_int_equal(node_state(f, ids[0]), STATE_NODE_READY);
+    assert_int_equal(state_alloc_get(f->st, "a", &rows, &n), 0);
+    assert_int_equal(n, 1);
+    state_allocs_free(rows, n);
+    tick(f, 20);
+    assert_int_equal(node_state(f, ids[0]), STATE_NODE_TERMINATED);
+    assert_int_equal(counts(f).terminate_calls, 1);
+    assert_int_equal(state_alloc_get(f->st, "a", &rows, &n), 0);
+    assert_int_equal(n, 0);
+    assert_int_equal(sql_int(f, "SELECT count(*) FROM jobs WHERE name = 'a' AND checkpoint_progress"
+                                " = 2 AND state IN ('pending', 'running')"),
+                     1);                     /* not lost */
+    assert_int_equal(counts(f).launched, 2); /* the replacement */
+}
+
+/* A static node (registered by its agent, not launched) that goes silent is left out of the
+ * schedulable nodes, its job taken off it, and never terminated; heard from again, the job is
+ * placed on it again. */
+static void realworld_observe__a_silent_static_node_is_left_out_until_heard(void **state)
+{
+    struct fixture *f = *state;
+    struct state_alloc *rows = NULL;
+    const struct snapshot *s;
+    size_t n = 9;
+
+    assert_int_equal(make_loop(f, 0), 0);
+    rewatch(f, 0, 120);
+    agent_register(f, "static-1", 4);
+    submit_job(f, "a", 4);
+    tick(f, 0);
+    tick(f, 10);
+    assert_int_equal(state_alloc_get(f->st, "a", &rows, &n), 0);
+    assert_int_equal(n, 1);
+    state_allocs_free(rows, n);
+    tick(f, 130);
+    assert_int_equal(provider_observe(&f->prov, &s), 0);
+    assert_int_equal(s->nnodes, 0);
+    tick(f, 10);
+    assert_int_equal(state_alloc_get(f->st, "a", &rows, &n), 0);
+    assert_int_equal(n, 0);
+    assert_int_equal(node_state(f, "static-1"), STATE_NODE_READY);
+    assert_int_equal(counts(f).terminate_calls, 0);
+    assert_int_equal(call(f, "POST", "/v1/nodes/static-1/heartbeat", TOKEN_NODE, "{}", NULL), 200);
+    tick(f, 10);
+    tick(f, 10);
+    assert_int_equal(state_alloc_get(f->st, "a", &rows, &n), 0);
+    assert_int_equal(n, 1);
+    state_allocs_free(rows, n);
+}
+
 static int spot_unavailable(struct fixture *f)
 {
     const struct snapshot *s = NULL;
@@ -1138,6 +1265,12 @@ int main(void)
                                         rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_observe__a_hung_job_restarts_then_fails, rw_setup,
                                         rw_teardown),
+        cmocka_unit_test_setup_teardown(
+            realworld_reconcile__a_node_that_never_registers_is_terminated, rw_setup, rw_teardown),
+        cmocka_unit_test_setup_teardown(realworld_reconcile__a_silent_node_is_terminated, rw_setup,
+                                        rw_teardown),
+        cmocka_unit_test_setup_teardown(
+            realworld_observe__a_silent_static_node_is_left_out_until_heard, rw_setup, rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_observe__a_family_shares_its_model, rw_setup,
                                         rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_metrics__predicted_finish_and_deadline, rw_setup,
