@@ -788,6 +788,7 @@ static void nd_reconcile(struct nd *n, double now)
             r->killed = 1;
             nd_log(n, LOG_WARN, r->job, "rank %d did not stop within its grace: SIGKILL", r->rank);
         }
+        /* (a failure not reported yet goes too: the new entry restarts the replicas anyway) */
         if (r->st == ND_EXITED && !keep) {
             nd_rep_remove(n, i);
             continue;

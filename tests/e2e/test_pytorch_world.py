@@ -2,7 +2,8 @@
 the test: `castor run` (world local, the pollux policy, a fixed fleet of two 1-GPU nodes) launches
 castor-node processes, which start examples/pytorch/train.py replicas from the job spec submitted
 through the API: a gang of 2 (min_replicas), one on each node, DistributedDataParallel over gloo
-with rank 0's address and port as castor-node gives them. While it trains, the node of rank 1 gets
+with rank 0's address and port as castor-node gives them. Rank 1's first start crashes (exit 1):
+castor-node reports it and the controller restarts the gang as a new attempt. While it trains, the node of rank 1 gets
 a preemption notice (SIGUSR1, as the local cloud's preemption sends it) and is then killed, the
 way a cloud reclaims a spot node; every rank checkpoints, the fleet replaces the node, and the gang
 starts again on the old and the new node. The test checks that
@@ -13,7 +14,8 @@ starts again on the old and the new node. The test checks that
   notice's checkpoint cost no step twice;
 * every step's replicas match the world size it ran at, and their configuration is one the
   controller gave (local batch within the spec's limits, gain >= 1);
-* the controller heard of the checkpoints (checkpoint progress > 0) and a restart was counted;
+* the controller heard of the checkpoints (checkpoint progress > 0) and a restart was counted,
+  and the crash was counted as one failure;
 * at the end (fleet: 0 nodes through a reload, then SIGTERM) no process of the run is left.
 
 On failure it prints the logs and the state database; with CASTOR_TEST_KEEP=DIR it also copies
@@ -41,6 +43,10 @@ SKIP = 77
 JOB = "torch"
 STEPS = 400
 WAIT = 240.0  # seconds the whole run may take on a busy machine
+# The replicas' command: rank 1 exits 1 at its first start; every other start runs the example
+# (exec: its parent stays the castor-node)
+CRASH_ONCE = ('if [ "$CASTOR_RANK" = 1 ] && [ ! -e crashed-once ]; then : > crashed-once; '
+              'echo "rank 1: crashing once, as the test asks" >&2; exit 1; fi; exec "$0" "$@"')
 
 
 class Failure(Exception):
@@ -135,8 +141,11 @@ class World:
         os.mkdir(work, 0o700)
         self.call("POST", "/v1/jobs", {
             "name": JOB,
-            "command": [sys.executable, example, "--max-steps", str(STEPS), "--checkpoint-dir",
-                        self.ckpt, "--trace-dir", self.trace, "--step-sleep", "0.02"],
+            # rank 1's first start crashes before Python runs (exit 1, as a replica that
+            # cannot reach its rendezvous would): the gang restarts as attempt 1
+            "command": ["/bin/sh", "-c", CRASH_ONCE, sys.executable, example, "--max-steps",
+                        str(STEPS), "--checkpoint-dir", self.ckpt, "--trace-dir", self.trace,
+                        "--step-sleep", "0.02"],
             "workdir": work, "env": env, "init_batch_size": 64, "max_batch_size": 256,
             "max_local_bsz": 128, "min_replicas": 2, "max_replicas": 2,
             "checkpoint_interval": 3})
@@ -287,6 +296,9 @@ def run(w):
               f"step {s['step']}: local batch {s['local_bsz']}, total {g}, gain {s['lr_gain']}")
     check(job["checkpoint_progress"] > 0 and job["restarts"] >= 1,
           f"the controller counted checkpoints and restarts: {job}")
+    check(job["failures"] == 1 and "rank 1 on node" in (job["failure"] or "") and
+          "exited with status 1" in job["failure"],
+          f"rank 1's crash at its first start counted once, and the gang restarted: {job}")
     # (means over up to 5 steps: one step's loss is one mini-batch's)
     losses = [s["loss"] for s in steps]
     n = min(5, len(losses))
