@@ -36,6 +36,7 @@ struct dm_cron {
 struct daemon {
     struct config *cfg;
     struct log *log;
+    int claim;            /* the state's lock (state_claim); -1: not held */
     struct state *st;     /* the loop's connection */
     struct state *st_api; /* the API's */
     struct api *api;
@@ -604,7 +605,8 @@ static int dm_start(struct daemon *d, struct error *e)
     /* the process holds cloud credentials and the tokens' digests: no core file may hold them */
     if (crypto_no_core_dumps() < 0)
         return err_set(e, ERR_INTERNAL, "", 0, 0, "cannot turn core dumps off");
-    if ((rc = state_open(d->cfg->state_path, &d->st, e)) < 0 ||
+    if ((rc = state_claim(d->cfg->state_path, &d->claim, e)) < 0 ||
+        (rc = state_open(d->cfg->state_path, &d->st, e)) < 0 ||
         (rc = state_open(d->cfg->state_path, &d->st_api, e)) < 0)
         return rc;
     /* the API first: a cloud whose instances talk back (local) is told its address */
@@ -675,6 +677,8 @@ static void dm_stop(struct daemon *d)
     cloud_free(&d->cloud);
     state_close(d->st_api);
     state_close(d->st);
+    if (d->claim >= 0)
+        close(d->claim);
     dm_cron_free(d->cron, d->ncron);
 }
 
@@ -687,6 +691,7 @@ int daemon_run(const char *config_path, FILE *logf)
     int rc, status = 0;
 
     memset(&d, 0, sizeof(d));
+    d.claim = -1;
     if ((rc = config_load(config_path, &d.cfg, &e)) < 0) {
         fprintf(logf, "castor run: %s\n", err_format(&e, buf, sizeof(buf)));
         return rc == ERR_NOENT || rc == ERR_IO || rc == ERR_NOMEM ? 1 : 2;

@@ -5,11 +5,13 @@
 
 #include <math.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "control/state_internal.h"
 #include "util/db.h"
+#include "util/file.h"
 
 /* PRAGMA application_id of a castor state database: "CSTR" in ASCII. */
 #define ST_APPLICATION_ID 0x43535452
@@ -513,4 +515,22 @@ int state_version(struct state *st, int *out)
 struct db *state_db(struct state *st)
 {
     return st->db;
+}
+
+int state_claim(const char *path, int *fd, struct error *e)
+{
+    char lock[4200];
+    long holder = 0;
+    int rc;
+
+    if (!path || !fd || strlen(path) + 6 > sizeof(lock))
+        return err_set(e, ERR_INVAL, path ? path : "", 0, 0, "a state's path is required");
+    snprintf(lock, sizeof(lock), "%s.lock", path);
+    rc = file_lock(lock, fd, &holder, e);
+    if (rc == ERR_CONFLICT)
+        return err_set(e, rc, path, 0, 0,
+                       "another castor (pid %ld) is using this state: one controller per state "
+                       "database; stop it first",
+                       holder);
+    return rc;
 }

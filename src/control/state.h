@@ -76,6 +76,15 @@ int state_open_version(const char *path, int version, struct state **out, struct
 /* Close; NULL is ignored. */
 void state_close(struct state *st);
 
+/*
+ * Claim the state database at path for this process: one controller (or teardown) per state, so
+ * that two never launch for one cluster. Holds path + ".lock" (file_lock) for as long as *fd stays
+ * open (close it to let go; the process's end lets go too). ERR_CONFLICT when another process
+ * holds it (e names its pid and says to stop it first), ERR_IO when the lock cannot be made.
+ * *fd written only on success.
+ */
+int state_claim(const char *path, int *fd, struct error *e);
+
 /* The schema version of the open database. */
 int state_version(struct state *st, int *out);
 

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 int file_read_all(const char *path, char **data, size_t *len, struct error *e)
@@ -128,5 +129,37 @@ int file_exe_dir(char *buf, size_t size)
     if (strlen(path) >= size)
         return ERR_RANGE;
     memcpy(buf, path, strlen(path) + 1);
+    return 0;
+}
+
+int file_lock(const char *path, int *fd, long *holder, struct error *e)
+{
+    char pid[32] = "";
+    ssize_t got;
+    int f;
+
+    if (!path || !fd)
+        return err_set(e, ERR_INVAL, path ? path : "", 0, 0, "a lock needs a path");
+    f = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (f < 0)
+        return err_set(e, ERR_IO, path, 0, 0, "cannot open the lock: %s", strerror(errno));
+    if (flock(f, LOCK_EX | LOCK_NB) < 0) {
+        int busy = errno == EWOULDBLOCK;
+
+        got = busy ? pread(f, pid, sizeof(pid) - 1, 0) : -1;
+        if (holder)
+            *holder = got > 0 ? strtol(pid, NULL, 10) : 0;
+        close(f);
+        if (busy)
+            return err_set(e, ERR_CONFLICT, path, 0, 0, "held by another process (pid %s)",
+                           got > 0 ? strtok(pid, "\n") : "unknown");
+        return err_set(e, ERR_IO, path, 0, 0, "cannot lock: %s", strerror(errno));
+    }
+    /* the pid, for what a process refused is told; the lock holds without it */
+    snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
+    if (ftruncate(f, 0) == 0)
+        got = pwrite(f, pid, strlen(pid), 0);
+    (void)got;
+    *fd = f;
     return 0;
 }

@@ -1,4 +1,5 @@
-/* file.h: reading a whole (small) file into memory, and replacing one atomically. */
+/* file.h: reading a whole (small) file into memory, replacing one atomically, and holding one as
+ * a lock. */
 #ifndef CASTOR_UTIL_FILE_H
 #define CASTOR_UTIL_FILE_H
 
@@ -26,5 +27,15 @@ int file_exe_dir(char *buf, size_t size);
  */
 int file_write_atomic(const char *path, const void *data, size_t len, unsigned mode,
                       struct error *e);
+
+/*
+ * Hold the file at path (created with mode 0600 when missing) as an exclusive lock for as long as
+ * *fd stays open (close it to release; the process's end releases it too): flock(LOCK_EX |
+ * LOCK_NB), then this process's pid written in it. ERR_CONFLICT when another process holds it
+ * (*holder, which may be NULL, gets the pid written there, or 0 when it cannot be read), ERR_IO
+ * when the file cannot be opened or locked, ERR_INVAL for a NULL argument; e names the path. *fd
+ * is written only on success.
+ */
+int file_lock(const char *path, int *fd, long *holder, struct error *e);
 
 #endif

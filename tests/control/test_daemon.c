@@ -371,6 +371,27 @@ static void register_nodes(struct run *r, char ids[8][64], int n)
     }
 }
 
+/* Run a daemon on r's configuration to its end, its log appended to r's (or replacing it when
+ * fresh); its exit status. */
+static int run_to_end(struct run *r, int fresh)
+{
+    int status;
+    pid_t pid = fork();
+
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        char *argv[] = {CASTOR_BIN, "run", "-c", r->config, NULL};
+        int fd = open(r->log, O_WRONLY | O_CREAT | (fresh ? O_TRUNC : O_APPEND), 0600);
+
+        if (fd < 0 || dup2(fd, 2) < 0 || chdir(r->dir) != 0)
+            _exit(99);
+        execve(CASTOR_BIN, argv, child_env);
+        _exit(98);
+    }
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
 static void daemon_run__signals_restart_and_no_double_launch(void **state)
 {
     struct run *r = *state;
@@ -388,6 +409,17 @@ static void daemon_run__signals_restart_and_no_double_launch(void **state)
     assert_int_equal(stop(r, SIGKILL), 128 + SIGKILL);
     /* restarted: reconciles, launches nothing more; the agents register; jobs are placed */
     start(r);
+    /* a second daemon on the same state is refused, and launches nothing */
+    {
+        char want[96], *log;
+
+        assert_int_equal(run_to_end(r, 0), 1);
+        snprintf(want, sizeof(want), "another castor (pid %ld) is using this state", (long)r->pid);
+        log = slurp(r->log);
+        assert_non_null(log);
+        assert_non_null(strstr(log, want));
+        free(log);
+    }
     assert_true(log_wait(r, "job submitted (configuration)", 2)); /* not resubmitted */
     register_nodes(r, ids, nlive);
     assert_true(job_wait(r, "alpha", "running"));
@@ -542,24 +574,9 @@ static void daemon_run__bad_configuration_exits_2(void **state)
 {
     struct run *r = *state;
     char *log;
-    pid_t pid;
-    int status, fd;
 
     write_config(r, "  - name: x\n    command: []\n");
-    pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        char *argv[] = {CASTOR_BIN, "run", "-c", r->config, NULL};
-
-        fd = open(r->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        if (fd < 0 || dup2(fd, 2) < 0)
-            _exit(99);
-        execve(CASTOR_BIN, argv, child_env);
-        _exit(98);
-    }
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    assert_true(WIFEXITED(status));
-    assert_int_equal(WEXITSTATUS(status), 2);
+    assert_int_equal(run_to_end(r, 1), 2);
     log = slurp(r->log);
     assert_non_null(log);
     assert_non_null(strstr(log, "castor.yaml:20:14: jobs[0].command: expected a list of 1 to 256"));

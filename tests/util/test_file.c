@@ -1,5 +1,5 @@
 /* test_file.c: whole-file reads (missing file, contents and length), atomic replacement (the mode,
- * no temporary left), and the running program's folder. */
+ * no temporary left), the running program's folder, and a file held as a lock. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,11 +59,41 @@ static void file_exe_dir__the_programs_folder(void **state)
     assert_string_equal(small, "xyz");
 }
 
+/* A lock is held by one open file at a time (flock is per open file, so a second open in this
+ * process is refused as another process would be), names its holder's pid to the refused, and
+ * is free again once closed. */
+static void file_lock__one_holder_at_a_time(void **state)
+{
+    char dir[] = "/tmp/castor-lock-XXXXXX", path[64];
+    struct error e = {0};
+    long holder = -1;
+    int fd = -1, fd2 = -1;
+
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/state.db.lock", dir);
+    assert_int_equal(file_lock(path, &fd, NULL, &e), 0);
+    assert_true(fd >= 0);
+    assert_int_equal(file_lock(path, &fd2, &holder, &e), ERR_CONFLICT);
+    assert_int_equal(fd2, -1);
+    assert_int_equal(holder, (long)getpid());
+    assert_non_null(strstr(e.msg, "held by another process"));
+    assert_int_equal(close(fd), 0);
+    assert_int_equal(file_lock(path, &fd2, &holder, &e), 0);
+    assert_int_equal(close(fd2), 0);
+    snprintf(path, sizeof(path), "%s/missing/x.lock", dir);
+    assert_int_equal(file_lock(path, &fd2, NULL, &e), ERR_IO);
+    snprintf(path, sizeof(path), "%s/state.db.lock", dir);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(file_write_atomic__then_read_all),
         cmocka_unit_test(file_exe_dir__the_programs_folder),
+        cmocka_unit_test(file_lock__one_holder_at_a_time),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
