@@ -19,6 +19,11 @@ int cli_simulate_scenario(int argc, char **argv, FILE *out, FILE *err);
 /* `castor run -c FILE`: the controller daemon (docs/run.md). */
 int cli_run(int argc, char **argv, FILE *out, FILE *err);
 
+/* `castor teardown -c FILE [--yes]`: terminate every instance of the configuration's cluster
+ * (src/control/teardown.h); a dry run without --yes. 0, 1 (it could not, or an instance was not
+ * terminated: run it again), 2 (bad usage or configuration). */
+int cli_teardown(int argc, char **argv, FILE *out, FILE *err);
+
 /* `castor validate [--kind config|job|cloud-init] FILE...`: check files without the network;
  * "FILE: ok" on out, faults as file:line:column on err; 0, 2 (a bad file) or 1 (unreadable). */
 int cli_validate(int argc, char **argv, FILE *out, FILE *err);

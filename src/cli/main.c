@@ -16,6 +16,8 @@ static void usage(FILE *f)
                "  simulate --workload W --policy P\n"
                "                          replay workloads on a simulated cluster\n"
                "  run -c FILE             run the controller daemon (docs/run.md)\n"
+               "  teardown -c FILE [--yes]\n"
+               "                          terminate every instance of the cluster (the end)\n"
                "  validate FILE           check a configuration (or --kind job|cloud-init)\n"
                "                          without starting anything\n"
                "  status                  the controller's fleet and jobs (CASTOR_URL)\n"
@@ -38,6 +40,8 @@ int main(int argc, char **argv)
         return bench_sched(argc - 2, argv + 2, stdout, stderr);
     if (strcmp(argv[1], "run") == 0)
         return cli_run(argc - 1, argv + 1, stdout, stderr);
+    if (strcmp(argv[1], "teardown") == 0)
+        return cli_teardown(argc - 1, argv + 1, stdout, stderr);
     if (strcmp(argv[1], "validate") == 0)
         return cli_validate(argc - 1, argv + 1, stdout, stderr);
     if (strcmp(argv[1], "status") == 0 || strcmp(argv[1], "jobs") == 0 ||

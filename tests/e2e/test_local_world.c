@@ -11,7 +11,8 @@
  * with recognisable fake AWS credentials in its environment, and no secret (those, castor's
  * tokens, the wrong token tried) appears in any file the run left (logs, the state database and
  * its WAL, the run folder, the replicas' files, the clients' output) or in the metrics, the token
- * files excepted. */
+ * files excepted. A second world ends with `castor teardown`: refused while the controller runs, a
+ * dry run, then both castor-node instances terminated and the job kept. */
 #define _XOPEN_SOURCE 700 /* nftw */
 #include <dirent.h>
 #include <errno.h>
@@ -157,6 +158,17 @@ static void write_job(struct world *w, const char *name)
     write_file(file, text, 0600);
 }
 
+/* A free port for the API, the token files and the configuration. */
+static void prepare(struct world *w)
+{
+    w->port = world_free_port();
+    assert_true(w->port > 0);
+    write_file(wpath(w, "node.token"), TOKEN_NODE "\n", 0600);
+    write_file(wpath(w, "job.token"), TOKEN_JOB "\n", 0600);
+    write_file(wpath(w, "user.token"), TOKEN_USER "\n", 0600);
+    write_config(w);
+}
+
 static void start_controller(struct world *w)
 {
     static const char *const env[] = {"PATH=/usr/bin:/bin", "AWS_ACCESS_KEY_ID=" AWS_KEY_ID,
@@ -187,24 +199,21 @@ static void append_file(struct world *w, const char *name, const char *from)
     free(text);
 }
 
-/* Run the castor client (submit, jobs ...) with the user token; its exit status, its stdout in
- * *out (may be NULL). */
-static int client(struct world *w, char **out, const char *a1, const char *a2)
+/* Run castor with argv and env; its exit status, its stdout (and stderr when both) in *out (may
+ * be NULL), and a copy of it appended to clients.out, which is searched for secrets at the end. */
+static int run_castor(struct world *w, char *const argv[], char *const env[], int both, char **out)
 {
-    char urlenv[96], outpath[160];
-    char *env[] = {urlenv, "CASTOR_USER_TOKEN=" TOKEN_USER, "PATH=/usr/bin:/bin", NULL};
-    char *argv[] = {CASTOR_BIN, (char *)a1, (char *)a2, NULL};
+    char outpath[160];
     int status;
     pid_t pid;
 
-    snprintf(urlenv, sizeof(urlenv), "CASTOR_URL=http://127.0.0.1:%d", w->port);
     snprintf(outpath, sizeof(outpath), "%s/client.out", w->dir);
     pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
         int fd = open(outpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 
-        if (fd < 0 || dup2(fd, 1) < 0)
+        if (fd < 0 || dup2(fd, 1) < 0 || (both && dup2(fd, 2) < 0))
             _exit(99);
         execve(CASTOR_BIN, argv, env);
         _exit(98);
@@ -212,9 +221,35 @@ static int client(struct world *w, char **out, const char *a1, const char *a2)
     assert_int_equal(waitpid(pid, &status, 0), pid);
     if (out)
         *out = proc_slurp(outpath);
-    append_file(w, "clients.out", outpath); /* searched for secrets at the end */
+    append_file(w, "clients.out", outpath);
     unlink(outpath);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* Run the castor client (submit, jobs ...) with the user token; its exit status, its stdout in
+ * *out (may be NULL). */
+static int client(struct world *w, char **out, const char *a1, const char *a2)
+{
+    char urlenv[96];
+    char *env[] = {urlenv, "CASTOR_USER_TOKEN=" TOKEN_USER, "PATH=/usr/bin:/bin", NULL};
+    char *argv[] = {CASTOR_BIN, (char *)a1, (char *)a2, NULL};
+
+    snprintf(urlenv, sizeof(urlenv), "CASTOR_URL=http://127.0.0.1:%d", w->port);
+    return run_castor(w, argv, env, 0, out);
+}
+
+/* Run `castor` with args (NULL-terminated, after the program's name), without a URL or token in
+ * its environment; its exit status, its stdout and stderr in *out (may be NULL). */
+static int castor_cmd(struct world *w, char **out, const char *const *args)
+{
+    char *argv[8] = {CASTOR_BIN};
+    char *env[] = {"PATH=/usr/bin:/bin", NULL};
+    int n = 1;
+
+    for (; args[n - 1] && n < 7; n++)
+        argv[n] = (char *)args[n - 1];
+    argv[n] = NULL;
+    return run_castor(w, argv, env, 1, out);
 }
 
 /* The state of job name by `castor jobs --json` ("" when not listed), and its checkpoint
@@ -667,12 +702,7 @@ static void local_world__jobs_survive_a_preemption_and_a_controller_crash(void *
     size_t n = 0;
     int status;
 
-    w->port = world_free_port();
-    assert_true(w->port > 0);
-    write_file(wpath(w, "node.token"), TOKEN_NODE "\n", 0600);
-    write_file(wpath(w, "job.token"), TOKEN_JOB "\n", 0600);
-    write_file(wpath(w, "user.token"), TOKEN_USER "\n", 0600);
-    write_config(w);
+    prepare(w);
     for (int i = 0; i < NJOBS; i++)
         write_job(w, job_names[i]);
 
@@ -802,12 +832,109 @@ static void local_world__jobs_survive_a_preemption_and_a_controller_crash(void *
     step(w, "no secret in any log, state row, metric or output of the run");
 }
 
+/* Nodes in the cloud's records that are not gone. */
+static int live_nodes(struct world *w)
+{
+    struct cloud_instance *inst = NULL;
+    size_t n = 0;
+    int live = 0;
+
+    reap_all();
+    if (cloud_list(&w->cloud, "e2e", &inst, &n) < 0)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        live += inst[i].state != CLOUD_GONE;
+    free(inst);
+    return live;
+}
+
+static int two_nodes_ready(void *ctx)
+{
+    struct world *w = ctx;
+    struct jv *v = NULL;
+    int ready = 0;
+
+    if (call(w, "GET", "/v1/fleet", TOKEN_USER, NULL, &v) == 200)
+        for (size_t i = 0; i < jv_size(jv_get(v, "nodes")); i++)
+            ready += strcmp(jv_string_value(jv_get(jv_at(jv_get(v, "nodes"), i), "state")),
+                            "ready") == 0;
+    jv_free(v);
+    return ready == 2;
+}
+
+/*
+ * The end of a cluster: the controller runs its fixed fleet of two castor-node processes and is
+ * stopped (SIGTERM leaves the instances, as a controller restarting would want); `castor teardown`
+ * is refused while the controller runs, says what it would do without --yes and changes nothing,
+ * then with --yes terminates both instances (their processes gone, their nodes terminated in the
+ * state) and keeps the job.
+ */
+static void local_world__teardown_ends_the_cluster(void **state)
+{
+    struct world *w = *state;
+    const char *const dry[] = {"teardown", "-c", w->config, NULL};
+    const char *const yes[] = {"teardown", "-c", w->config, "--yes", NULL};
+    struct records rec;
+    struct state *st = NULL;
+    char *out = NULL, file[160];
+    int status;
+
+    prepare(w);
+    write_job(w, job_names[0]);
+    start_controller(w);
+    snprintf(file, sizeof(file), "%s/%s.yaml", w->dir, job_names[0]);
+    assert_int_equal(client(w, NULL, "submit", file), 0);
+    assert_true(proc_wait_for(two_nodes_ready, w, 40));
+    step(w, "two nodes ready");
+
+    assert_int_equal(castor_cmd(w, &out, yes), 1);
+    if (!strstr(out, "another castor") || !strstr(out, "stop it first"))
+        fail_msg("teardown while the controller runs: %s", out);
+    free(out);
+    assert_int_equal(live_nodes(w), 2);
+    step(w, "teardown refused while the controller runs");
+
+    kill(w->pid, SIGTERM);
+    status = proc_wait_exit(w->pid, 20);
+    w->pid = 0;
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    proc_sleep(0.5);
+    assert_int_equal(live_nodes(w), 2); /* a stopped controller leaves its nodes */
+
+    assert_int_equal(castor_cmd(w, &out, dry), 0);
+    if (!strstr(out, "would terminate") || !strstr(out, "cluster e2e: 2 instances"))
+        fail_msg("teardown without --yes: %s", out);
+    free(out);
+    assert_int_equal(live_nodes(w), 2);
+    step(w, "a dry run changes nothing");
+
+    assert_int_equal(castor_cmd(w, &out, yes), 0);
+    if (!strstr(out, "cluster e2e: 2 of 2 instances terminated") || !strstr(out, "1 jobs kept"))
+        fail_msg("teardown --yes: %s", out);
+    free(out);
+    assert_true(proc_wait_for(nodes_gone, w, 20));
+    read_records(w, &rec);
+    for (int i = 0; i < rec.n; i++)
+        if (rec.pid[i] > 0 && proc_alive((pid_t)rec.pid[i]))
+            fail_msg("node %s (pid %ld) is still alive", rec.id[i], rec.pid[i]);
+    assert_int_equal(state_open(w->state, &st, NULL), 0);
+    assert_int_equal(world_count_rows(st, "SELECT count(*) FROM nodes WHERE state != 'terminated'"),
+                     0);
+    assert_int_equal(world_count_rows(st, "SELECT count(*) FROM jobs WHERE state IN ('pending', "
+                                          "'running')"),
+                     1);
+    state_close(st);
+    step(w, "teardown --yes: both instances terminated, their processes gone, the job kept");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(
             local_world__jobs_survive_a_preemption_and_a_controller_crash, world_setup,
             world_teardown),
+        cmocka_unit_test_setup_teardown(local_world__teardown_ends_the_cluster, world_setup,
+                                        world_teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,119 @@
+/* teardown_cmd.c: `castor teardown -c FILE [--yes]`: the end of a cluster (src/control/teardown.c):
+ * every instance with its tag terminated, while no controller runs on its state. */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "control/config.h"
+#include "control/state.h"
+#include "control/teardown.h"
+#include "providers/cloud.h"
+#include "util/file.h"
+
+static void teardown_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: castor teardown -c FILE [--yes]\n"
+            "\n"
+            "End the configuration's cluster: list every instance that carries its tag and, with\n"
+            "--yes, terminate them all, give up the launches not yet answered and terminate the\n"
+            "nodes in the state. The jobs stay in the state and resume from their checkpoints if\n"
+            "the cluster runs again. Without --yes nothing changes: it says what it would do.\n"
+            "Stop the controller first (it holds the state; teardown refuses while it runs).\n"
+            "Run it before destroying the controller (terraform destroy): the instances castor\n"
+            "launched are not Terraform's.\n"
+            "  -c, --config FILE   the controller's configuration\n"
+            "  --yes               terminate (else a dry run)\n");
+}
+
+static double td_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* The configuration's cloud, made as the daemon makes it (no launch is asked of it here). */
+static int td_cloud(const struct config *c, struct cloud *out, struct error *e)
+{
+    struct cloud_host host = {0};
+    char url[600], bin_dir[4096];
+
+    config_api_url(c, c->api.port > 0 ? c->api.port : 1, url, sizeof(url));
+    host.api_url = url;
+    host.node_token_file = c->token_files[API_ROLE_NODE];
+    host.job_token_file = c->token_files[API_ROLE_JOB];
+    if (file_exe_dir(bin_dir, sizeof(bin_dir)) == 0)
+        host.bin_dir = bin_dir;
+    return cloud_new(c->world, c->cloud, c->dir, &host, out, e);
+}
+
+int cli_teardown(int argc, char **argv, FILE *out, FILE *err)
+{
+    struct teardown_result r = {0};
+    struct config *c = NULL;
+    struct state *st = NULL;
+    struct cloud cloud = {0};
+    struct error e = {0};
+    const char *path = NULL;
+    char buf[800];
+    int apply = 0, claim = -1, status = 1, have_cloud = 0;
+
+    for (int i = 1; i < argc; i++) {
+        if ((strcmp(argv[i], "-c") == 0 || strcmp(argv[i], "--config") == 0) && i + 1 < argc) {
+            path = argv[++i];
+        } else if (strcmp(argv[i], "--yes") == 0) {
+            apply = 1;
+        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            teardown_usage(out);
+            return 0;
+        } else {
+            fprintf(err, "castor teardown: unexpected argument \"%s\"\n", argv[i]);
+            teardown_usage(err);
+            return 2;
+        }
+    }
+    if (!path) {
+        fprintf(err, "castor teardown: a configuration is required (-c FILE)\n");
+        teardown_usage(err);
+        return 2;
+    }
+    if (config_load(path, &c, &e) < 0) {
+        fprintf(err, "castor teardown: %s\n", err_format(&e, buf, sizeof(buf)));
+        return 2;
+    }
+    if (state_claim(c->state_path, &claim, &e) < 0 || state_open(c->state_path, &st, &e) < 0 ||
+        td_cloud(c, &cloud, &e) < 0)
+        goto fail;
+    have_cloud = 1;
+    if (teardown_run(st, &cloud, c->cluster, apply, td_now(), out, &r, &e) < 0)
+        goto fail;
+    if (apply)
+        fprintf(out,
+                "cluster %s: %d of %d instances terminated, %d launches given up, %d nodes "
+                "terminated; %d jobs kept in the state\n",
+                c->cluster, r.terminated, r.instances, r.intents, r.nodes, r.jobs);
+    else
+        fprintf(out,
+                "cluster %s: %d instances, %d launches not yet answered, %d nodes and %d jobs in "
+                "the state; nothing changed (--yes terminates)\n",
+                c->cluster, r.instances, r.intents, r.nodes, r.jobs);
+    if (r.failed > 0)
+        fprintf(err, "castor teardown: %d instances could not be terminated: run it again\n",
+                r.failed);
+    status = r.failed > 0 ? 1 : 0;
+    goto out;
+fail:
+    fprintf(err, "castor teardown: %s\n", err_format(&e, buf, sizeof(buf)));
+out:
+    if (have_cloud)
+        cloud_free(&cloud);
+    state_close(st);
+    if (claim >= 0)
+        close(claim);
+    config_free(c);
+    return status;
+}

@@ -1,0 +1,206 @@
+/* test_teardown.c: the end of a cluster over the fake cloud and a state on disk: a dry run changes
+ * nothing and says what it would do; a teardown terminates every live instance with the cluster's
+ * tag (another cluster's left alone), gives up the pending launch, terminates every node in the
+ * state and keeps the jobs; a termination the cloud refuses is counted, and a second run finishes
+ * it; a cloud that cannot list changes nothing. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "control/state.h"
+#include "control/teardown.h"
+#include "providers/cloud.h"
+#include "providers/fake.h"
+#include "util/db_fixture.h"
+
+#define CLUSTER "td"
+
+struct fx {
+    struct tmpdb db;
+    struct state *st;
+    struct cloud cloud;
+    char ids[3][CLOUD_ID_MAX];
+};
+
+static int fx_setup(void **state)
+{
+    static const struct cloud_offer offers[1] = {
+        {.name = "box/spot", .gpus = 4, .spot = 1, .price = 1.0}};
+    struct fx *f = calloc(1, sizeof(*f));
+    void *tmp = NULL;
+
+    if (!f || tmpdb_setup(&tmp) < 0)
+        return -1;
+    f->db = *(struct tmpdb *)tmp;
+    free(tmp);
+    if (state_open(f->db.path, &f->st, NULL) < 0 ||
+        cloud_fake_create(offers, NULL, 1, NULL, &f->cloud) < 0)
+        return -1;
+    *state = f;
+    return 0;
+}
+
+static int fx_teardown(void **state)
+{
+    struct fx *f = *state;
+    struct tmpdb *t = malloc(sizeof(*t));
+
+    cloud_free(&f->cloud);
+    state_close(f->st);
+    *t = f->db;
+    free(f);
+    return tmpdb_teardown((void **)&t);
+}
+
+/* Two instances of the cluster launched under intents (one a booting node, one ready), a third
+ * gone, another cluster's instance, a pending intent with no instance, a static node, and two
+ * jobs (one placed). */
+static void populate(struct fx *f)
+{
+    struct state_alloc row = {"static-1", 1, 0};
+    char other[CLOUD_ID_MAX];
+
+    for (int i = 0; i < 3; i++) {
+        char token[32];
+        struct state_node n = {0};
+
+        snprintf(token, sizeof(token), CLUSTER "-%d", i);
+        assert_int_equal(state_intent_record(f->st, token, "box/spot", 1, 10.0), 0);
+        assert_int_equal(cloud_launch(&f->cloud, "box/spot", CLUSTER, token, f->ids[i]), 0);
+        n.instance_id = f->ids[i];
+        n.provider = "fake";
+        n.offer = "box/spot";
+        n.market = STATE_MARKET_SPOT;
+        n.zone = "z";
+        n.gpus = 4;
+        n.state = STATE_NODE_BOOTING;
+        n.launch_token = token;
+        n.launched_at = 10.0;
+        n.ready_at = n.terminated_at = NAN;
+        n.price = 1.0;
+        assert_int_equal(state_node_upsert(f->st, &n), 0);
+        assert_int_equal(state_intent_resolve(f->st, token, STATE_INTENT_LAUNCHED, 11.0), 0);
+    }
+    assert_int_equal(state_node_set_state(f->st, f->ids[1], STATE_NODE_READY, 20.0), 0);
+    assert_int_equal(cloud_fake_set_state(&f->cloud, f->ids[2], CLOUD_GONE, 0), 0);
+    assert_int_equal(state_node_set_state(f->st, f->ids[2], STATE_NODE_TERMINATED, 30.0), 0);
+    assert_int_equal(cloud_fake_inject(&f->cloud, "other", "box/spot", "", other), 0);
+    assert_int_equal(state_intent_record(f->st, CLUSTER "-9", "box/spot", 1, 40.0), 0);
+    {
+        struct state_node s = {0};
+
+        s.instance_id = "static-1";
+        s.provider = "static";
+        s.offer = "static";
+        s.zone = "local";
+        s.gpus = 2;
+        s.state = STATE_NODE_READY;
+        s.launched_at = 5.0;
+        s.ready_at = s.terminated_at = NAN;
+        assert_int_equal(state_node_register(f->st, &s, 5.0), 0);
+    }
+    assert_int_equal(state_job_submit(f->st, "a", "{}", 1.0), 0);
+    assert_int_equal(state_job_submit(f->st, "b", "{}", 1.0), 0);
+    assert_int_equal(state_alloc_replace(f->st, "a", &row, 1, 50.0), 0);
+}
+
+static long long count(struct fx *f, const char *sql)
+{
+    return one_int(state_db(f->st), sql);
+}
+
+/* The instances of cluster that are not gone. */
+static int live(struct fx *f, const char *cluster)
+{
+    struct cloud_instance *in = NULL;
+    size_t n = 0;
+    int k = 0;
+
+    assert_int_equal(cloud_list(&f->cloud, cluster, &in, &n), 0);
+    for (size_t i = 0; i < n; i++)
+        k += in[i].state != CLOUD_GONE;
+    free(in);
+    return k;
+}
+
+static void teardown_run__dry_run_then_everything_ends(void **state)
+{
+    struct fx *f = *state;
+    struct teardown_result r = {0};
+    struct error e = {0};
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+
+    populate(f);
+    assert_non_null(out);
+    assert_int_equal(teardown_run(f->st, &f->cloud, CLUSTER, 0, 100.0, out, &r, &e), 0);
+    fflush(out);
+    assert_int_equal(r.instances, 2);
+    assert_int_equal(r.terminated, 0);
+    assert_int_equal(r.intents, 1);
+    assert_int_equal(r.nodes, 3); /* booting, ready, static */
+    assert_int_equal(r.jobs, 2);
+    assert_non_null(strstr(text, "would terminate"));
+    assert_non_null(strstr(text, f->ids[0]));
+    assert_null(strstr(text, f->ids[2])); /* gone already */
+    assert_int_equal(live(f, CLUSTER), 2);
+    assert_int_equal(count(f, "SELECT count(*) FROM launch_intents WHERE state = 'pending'"), 1);
+    assert_int_equal(count(f, "SELECT count(*) FROM nodes WHERE state != 'terminated'"), 3);
+
+    /* one termination refused: counted, the rest done */
+    assert_int_equal(cloud_fake_fail(&f->cloud, "terminate", ERR_IO, 1), 0);
+    assert_int_equal(teardown_run(f->st, &f->cloud, CLUSTER, 1, 200.0, out, &r, &e), 0);
+    fflush(out);
+    assert_int_equal(r.instances, 2);
+    assert_int_equal(r.terminated, 1);
+    assert_int_equal(r.failed, 1);
+    assert_non_null(strstr(text, "NOT terminated:"));
+    assert_int_equal(live(f, CLUSTER), 1);
+    assert_int_equal(count(f, "SELECT count(*) FROM launch_intents WHERE state = 'pending'"), 0);
+    assert_int_equal(count(f, "SELECT count(*) FROM nodes WHERE state != 'terminated'"), 0);
+    assert_int_equal(count(f, "SELECT count(*) FROM allocations"), 0);
+    assert_int_equal(count(f, "SELECT count(*) FROM jobs WHERE state = 'pending'"), 2); /* kept */
+    /* again: the last one goes; another cluster's instance is never touched */
+    assert_int_equal(teardown_run(f->st, &f->cloud, CLUSTER, 1, 300.0, out, &r, &e), 0);
+    assert_int_equal(r.instances, 1);
+    assert_int_equal(r.terminated, 1);
+    assert_int_equal(r.failed, 0);
+    assert_int_equal(live(f, CLUSTER), 0);
+    assert_int_equal(live(f, "other"), 1);
+    fclose(out);
+    free(text);
+}
+
+static void teardown_run__a_cloud_that_cannot_list_changes_nothing(void **state)
+{
+    struct fx *f = *state;
+    struct teardown_result r = {.instances = 77};
+    struct error e = {0};
+
+    populate(f);
+    assert_int_equal(cloud_fake_fail(&f->cloud, "list", ERR_AGAIN, 1), 0);
+    assert_int_equal(teardown_run(f->st, &f->cloud, CLUSTER, 1, 100.0, NULL, &r, &e), ERR_AGAIN);
+    assert_non_null(strstr(e.msg, "cannot list the cluster's instances"));
+    assert_int_equal(r.instances, 77);
+    assert_int_equal(live(f, CLUSTER), 2);
+    assert_int_equal(count(f, "SELECT count(*) FROM nodes WHERE state != 'terminated'"), 3);
+    assert_int_equal(count(f, "SELECT count(*) FROM launch_intents WHERE state = 'pending'"), 1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(teardown_run__dry_run_then_everything_ends, fx_setup,
+                                        fx_teardown),
+        cmocka_unit_test_setup_teardown(teardown_run__a_cloud_that_cannot_list_changes_nothing,
+                                        fx_setup, fx_teardown),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
