@@ -35,8 +35,8 @@ int cli_validate(int argc, char **argv, FILE *out, FILE *err);
 struct error;
 int cli_cloud_init_check(const char *path, struct error *e);
 
-/* `castor status|jobs|submit|cancel ...`: the client of the controller's API; argv[0] names the
- * command. */
+/* `castor status|jobs|submit|cancel|events ...`: the client of the controller's API; argv[0] names
+ * the command. */
 int cli_client(int argc, char **argv, FILE *out, FILE *err);
 
 /* The workload files: path itself, or the *.csv in the folder path, sorted; *out (n strings, each

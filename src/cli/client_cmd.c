@@ -31,6 +31,7 @@ static void cl_usage(FILE *f)
             "       castor jobs [--state pending,running,...] [--json] [--url URL]\n"
             "       castor submit JOB.yaml [--json] [--url URL]\n"
             "       castor cancel NAME [--json] [--url URL]\n"
+            "       castor events NAME [--json] [--url URL]\n"
             "\n"
             "The controller's address: --url, else CASTOR_URL (default %s); a CA file for\n"
             "its certificate: CASTOR_CA_FILE. The user token: CASTOR_USER_TOKEN, else the file\n"
@@ -349,6 +350,52 @@ static int cl_submit(struct cl_conn *c, const char *file, int json, FILE *out, F
     return rc;
 }
 
+/* 1 when name can be a job's name; else says so for cmd on err. */
+static int cl_name_ok(const char *cmd, const char *name, FILE *err)
+{
+    if (!name[0] || strlen(name) > CONFIG_NAME_MAX ||
+        strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
+            strlen(name)) {
+        fprintf(err, "castor %s: \"%s\" is not a job name\n", cmd, name);
+        return 0;
+    }
+    return 1;
+}
+
+/* The job's events, a line each, oldest first: time, kind, node, message. */
+static int cl_events(struct cl_conn *c, const char *name, int json, FILE *out, FILE *err)
+{
+    char path[512];
+    struct jv *v = NULL;
+    const struct jv *evs;
+    long st;
+    int rc = 0;
+
+    if (!cl_name_ok("events", name, err))
+        return 2;
+    snprintf(path, sizeof(path), "/v1/jobs/%s/events?limit=500", name);
+    st = cl_call(c, "GET", path, NULL, &v, err);
+    if (st < 0) {
+        rc = 1;
+    } else if (st != 200) {
+        rc = cl_failed("events", st, v, err);
+    } else if (json) {
+        rc = jv_write(v, out) < 0;
+    } else {
+        evs = jv_get(v, "events");
+        for (size_t i = 0; i < jv_size(evs); i++) {
+            const struct jv *e = jv_at(evs, i);
+            char when[32];
+
+            cl_time(cl_num(e, "at"), when, sizeof(when));
+            fprintf(out, "%-21s %-10s %-24s %s\n", when, cl_str(e, "kind"), cl_str(e, "node"),
+                    cl_str(e, "message"));
+        }
+    }
+    jv_free(v);
+    return rc;
+}
+
 static int cl_cancel(struct cl_conn *c, const char *name, int json, FILE *out, FILE *err)
 {
     char path[512];
@@ -356,12 +403,8 @@ static int cl_cancel(struct cl_conn *c, const char *name, int json, FILE *out, F
     long st;
     int rc = 0;
 
-    if (!name[0] || strlen(name) > CONFIG_NAME_MAX ||
-        strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
-            strlen(name)) {
-        fprintf(err, "castor cancel: \"%s\" is not a job name\n", name);
+    if (!cl_name_ok("cancel", name, err))
         return 2;
-    }
     snprintf(path, sizeof(path), "/v1/jobs/%s", name);
     st = cl_call(c, "DELETE", path, NULL, &v, err);
     if (st < 0)
@@ -379,7 +422,9 @@ static int cl_cancel(struct cl_conn *c, const char *name, int json, FILE *out, F
 int cli_client(int argc, char **argv, FILE *out, FILE *err)
 {
     const char *cmd = argv[0], *url = NULL, *filter = NULL, *arg = NULL;
-    int json = 0, rc, want_arg = strcmp(cmd, "submit") == 0 || strcmp(cmd, "cancel") == 0;
+    int json = 0, rc,
+        want_arg =
+            strcmp(cmd, "submit") == 0 || strcmp(cmd, "cancel") == 0 || strcmp(cmd, "events") == 0;
     struct cl_conn c;
 
     for (int i = 1; i < argc; i++) {
@@ -414,6 +459,8 @@ int cli_client(int argc, char **argv, FILE *out, FILE *err)
         rc = cl_jobs(&c, filter, json, out, err);
     else if (strcmp(cmd, "submit") == 0)
         rc = cl_submit(&c, arg, json, out, err);
+    else if (strcmp(cmd, "events") == 0)
+        rc = cl_events(&c, arg, json, out, err);
     else
         rc = cl_cancel(&c, arg, json, out, err);
     cl_close(&c);

@@ -144,13 +144,13 @@ extern const char *const api_job_spec_keys[];
  * replicas, as for a failure. 0 turns the watch off. */
 #define API_HANG_TIMEOUT_DEFAULT 1800.0
 
-/* Log what a replica failure counted by state_job_replica_failed did to job (on node, for reason):
- * warn that its replicas restart (after api_restart_delay(streak), as attempt failures), or, for
- * STATE_FAILURE_FAILED, an error that the job failed; nothing for STATE_FAILURE_STALE. log may be
- * NULL. */
-void api_log_failure(struct log *log, double now, const char *job, const char *node,
-                     const char *reason, enum state_failure_outcome out, int streak, int failures,
-                     long long max_restarts);
+/* Tell what a replica failure counted by state_job_replica_failed did to job (on node, for
+ * reason), in the log and the job's events (events.h; st may be NULL): a warning that its replicas
+ * restart (after api_restart_delay(streak), as attempt failures), or, for STATE_FAILURE_FAILED,
+ * an error that the job failed; nothing for STATE_FAILURE_STALE. log may be NULL. */
+void api_note_failure(struct state *st, struct log *log, double now, const char *job,
+                      const char *node, const char *reason, enum state_failure_outcome out,
+                      int streak, int failures, long long max_restarts);
 
 /* The wait before a failed job's replicas restart, by its failures in a row (streak): none before
  * a failure, then API_RESTART_DELAY_S doubling per failure to API_RESTART_DELAY_MAX_S. Sent

@@ -132,6 +132,9 @@ void ap_set_config(struct ap_ctx *c, struct jv *o, const struct state_job *j);
  * in *rc). */
 struct jv *ap_allocation(struct ap_ctx *c, const char *job, long long *world, int *rc);
 
+/* api_jobs.c: the state of job name (an enum state_job_state), or -1 when it cannot be read. */
+int ap_job_state(struct ap_ctx *c, const char *name);
+
 /* api_jobs.c: the name of market m in answers and metrics: "spot" or "on-demand". */
 const char *ap_market_name(enum state_market m);
 
@@ -201,6 +204,10 @@ void ap_job_list(struct ap_ctx *c);
 /* api_jobs.c: GET /v1/jobs/{name}: the job's summary, spec, allocation, configuration, gradient
  * statistics and pooled reports; 404 for no such job. */
 void ap_job_get(struct ap_ctx *c);
+
+/* api_jobs.c: GET /v1/jobs/{name}/events[?limit=N]: the job's newest events (at most N, 100 when
+ * not said, 1 to STATE_EVENTS_KEPT), oldest first; 400 for a bad limit, 404 for no such job. */
+void ap_job_events(struct ap_ctx *c);
 
 /* api_jobs.c: DELETE /v1/jobs/{name}: cancel the job; 404 for no such job, 409 if it has already
  * ended. */

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "control/events.h"
 #include "control/api_internal.h"
 #include "control/state.h"
 #include "util/json.h"
@@ -206,6 +207,7 @@ void ap_job_submit(struct ap_ctx *c)
             ap_state_fail(c, rc, "job");
         return;
     }
+    event_note(c->a->state, c->a->log, c->now, LOG_INFO, name, NULL, "submitted", "submitted");
     o = jv_object();
     ap_set(c, o, "name", jv_string(name));
     ap_set(c, o, "state", jv_string("pending"));
@@ -215,7 +217,7 @@ void ap_job_submit(struct ap_ctx *c)
 
         ap_push(c, w, jv_string(warning));
         ap_set(c, o, "warnings", w);
-        log_msg(c->a->log, c->now, LOG_WARN, name, NULL, "%s", warning);
+        event_note(c->a->state, c->a->log, c->now, LOG_WARN, name, NULL, "warning", "%s", warning);
     }
     ap_reply(c, 201, o);
 }
@@ -333,6 +335,45 @@ static struct jv *ap_reports(struct ap_ctx *c, const char *job)
     return arr;
 }
 
+void ap_job_events(struct ap_ctx *c)
+{
+    const char *limit_text = http_request_query(c->req, "limit");
+    struct state_event *ev = NULL;
+    struct jv *o, *arr;
+    char *end = NULL;
+    long limit = 100;
+    size_t n = 0;
+    int rc;
+
+    if (limit_text) {
+        limit = strtol(limit_text, &end, 10);
+        if (!limit_text[0] || *end || limit < 1 || limit > STATE_EVENTS_KEPT) {
+            ap_fail(c, 400, "limit must be an integer from 1 to %d", STATE_EVENTS_KEPT);
+            return;
+        }
+    }
+    rc = state_events_list(c->a->state, c->param, (int)limit, &ev, &n);
+    if (rc < 0) {
+        ap_state_fail(c, rc, "such job");
+        return;
+    }
+    o = jv_object();
+    arr = jv_array();
+    for (size_t i = 0; i < n; i++) {
+        struct jv *e = jv_object();
+
+        ap_set(c, e, "at", jv_number(ev[i].at));
+        ap_set(c, e, "kind", jv_string(ev[i].kind));
+        ap_set(c, e, "node", ev[i].node ? jv_string(ev[i].node) : jv_null());
+        ap_set(c, e, "message", jv_string(ev[i].message));
+        ap_push(c, arr, e);
+    }
+    ap_set(c, o, "job", jv_string(c->param));
+    ap_set(c, o, "events", arr);
+    state_events_free(ev, n);
+    ap_reply(c, 200, o);
+}
+
 void ap_job_get(struct ap_ctx *c)
 {
     long long world = 0;
@@ -363,6 +404,7 @@ void ap_job_get(struct ap_ctx *c)
 void ap_job_cancel(struct ap_ctx *c)
 {
     struct jv *o;
+    int was = ap_job_state(c, c->param);
     int rc = state_job_set_state(c->a->state, c->param, STATE_JOB_CANCELLED, c->now);
 
     if (rc == ERR_CONFLICT) {
@@ -373,10 +415,25 @@ void ap_job_cancel(struct ap_ctx *c)
         ap_state_fail(c, rc, "such job");
         return;
     }
+    if (was != STATE_JOB_CANCELLED) /* (a retried cancel tells nothing new) */
+        event_note(c->a->state, c->a->log, c->now, LOG_INFO, c->param, NULL, "cancelled",
+                   "cancelled by its owner");
     o = jv_object();
     ap_set(c, o, "name", jv_string(c->param));
     ap_set(c, o, "state", jv_string("cancelled"));
     ap_reply(c, 200, o);
+}
+
+int ap_job_state(struct ap_ctx *c, const char *name)
+{
+    struct state_job j;
+    int s;
+
+    if (state_job_get(c->a->state, name, &j) < 0)
+        return -1;
+    s = (int)j.state;
+    state_job_clear(&j);
+    return s;
 }
 
 const char *ap_market_name(enum state_market m)

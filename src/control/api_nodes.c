@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "control/events.h"
 #include "control/api_internal.h"
 #include "control/state.h"
 #include "util/json.h"
@@ -127,6 +128,20 @@ void ap_node_heartbeat(struct ap_ctx *c)
         ap_node_state_reply(c);
 }
 
+/* An event for each job with replicas on the node of the path. */
+static void ap_note_node_jobs(struct ap_ctx *c, const char *kind, const char *message)
+{
+    struct state_node_job *jobs = NULL;
+    size_t n = 0;
+
+    if (state_node_jobs(c->a->state, c->param, &jobs, &n) < 0)
+        return;
+    for (size_t i = 0; i < n; i++)
+        event_note(c->a->state, c->a->log, c->now, LOG_WARN, jobs[i].job, c->param, kind, "%s",
+                   message);
+    state_node_jobs_free(jobs, n);
+}
+
 void ap_node_notice(struct ap_ctx *c)
 {
     static const char *const keys[] = {"deadline", NULL};
@@ -144,6 +159,10 @@ void ap_node_notice(struct ap_ctx *c)
     if (deadline < c->now) /* a deadline already past (clocks differ): it is now */
         deadline = c->now;
     rc = state_node_notice(c->a->state, c->param, c->now, deadline);
+    if (rc == 0)
+        ap_note_node_jobs(c, "notice",
+                          "a preemption notice on the node (from its agent): the "
+                          "job checkpoints and restarts from it elsewhere");
     if (rc == ERR_CONFLICT)
         ap_fail(c, 409, "node %s is terminated", c->param);
     else if (rc < 0)
@@ -252,19 +271,20 @@ void ap_node_assignment(struct ap_ctx *c)
     ap_reply(c, 200, o);
 }
 
-void api_log_failure(struct log *log, double now, const char *job, const char *node,
-                     const char *reason, enum state_failure_outcome out, int streak, int failures,
-                     long long max_restarts)
+void api_note_failure(struct state *st, struct log *log, double now, const char *job,
+                      const char *node, const char *reason, enum state_failure_outcome out,
+                      int streak, int failures, long long max_restarts)
 {
     if (out == STATE_FAILURE_RESTART)
-        log_msg(log, now, LOG_WARN, job, node,
-                "%s: its replicas restart in %.0f s (attempt %d; %d failures in a row, "
-                "max_restarts %lld)",
-                reason, api_restart_delay(streak), failures, streak, max_restarts);
+        event_note(st, log, now, LOG_WARN, job, node, "failure",
+                   "%s: its replicas restart in %.0f s (attempt %d; %d failures in a row, "
+                   "max_restarts %lld)",
+                   reason, api_restart_delay(streak), failures, streak, max_restarts);
     else if (out == STATE_FAILURE_FAILED)
-        log_msg(log, now, LOG_ERROR, job, node,
-                "%s: the job failed (%d failures in a row without progress, max_restarts %lld)",
-                reason, streak, max_restarts);
+        event_note(st, log, now, LOG_ERROR, job, node, "failed",
+                   "%s: the job failed (%d failures in a row without progress, max_restarts "
+                   "%lld)",
+                   reason, streak, max_restarts);
 }
 
 double api_restart_delay(int streak)
@@ -401,7 +421,8 @@ void ap_node_failure(struct ap_ctx *c)
         ap_state_fail(c, rc, "job");
         return;
     }
-    api_log_failure(c->a->log, c->now, name, c->param, reason, out, streak, j.failures, max);
+    api_note_failure(c->a->state, c->a->log, c->now, name, c->param, reason, out, streak,
+                     j.failures, max);
     o = jv_object();
     ap_set(c, o, "job", jv_string(name));
     ap_set(c, o, "state", jv_string(state_job_state_name(j.state)));

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "control/events.h"
 #include "control/api_internal.h"
 #include "control/state.h"
 #include "util/json.h"
@@ -229,7 +230,7 @@ void ap_job_finished(struct ap_ctx *c)
 {
     static const char *const keys[] = {"progress", NULL};
     double progress = NAN;
-    int rc = ap_parse_body(c, 1);
+    int rc = ap_parse_body(c, 1), was;
 
     if (rc == 0)
         rc = ap_keys(c, c->body, "", keys);
@@ -239,7 +240,11 @@ void ap_job_finished(struct ap_ctx *c)
         ap_fail(c, 400, "%s", c->reason);
         return;
     }
+    was = ap_job_state(c, c->param);
     rc = state_job_finish(c->a->state, c->param, progress, c->now);
+    if (rc == 0 && was != STATE_JOB_FINISHED) /* (a retried call tells nothing new) */
+        event_note(c->a->state, c->a->log, c->now, LOG_INFO, c->param, NULL, "finished",
+                   "finished: the job said its work is done");
     if (rc == ERR_CONFLICT)
         ap_fail(c, 409, "job %s was cancelled or failed", c->param);
     else if (rc < 0)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "control/events.h"
 #include "control/realworld.h"
 #include "control/realworld_internal.h"
 #include "control/state.h"
@@ -76,6 +77,26 @@ static double rw_eta(const struct snap_job *sj, double goodput, double now)
     return now + (left > 0 ? left : 0) * sj->lim.init_bsz / goodput;
 }
 
+/* Tell the log and the job's events where the job now runs: its replicas node by node, or that it
+ * waits for GPUs. */
+static void rw_note_placement(struct realworld *rw, const char *job, const struct state_alloc *rows,
+                              size_t n, int replicas, double now)
+{
+    char where[STATE_EVENT_MESSAGE_MAX - 64] = "";
+    size_t used = 0;
+
+    if (replicas == 0) {
+        event_note(rw->state, rw->log, now, LOG_INFO, job, NULL, "waiting",
+                   "no GPUs at this decision: the job waits for its next placement");
+        return;
+    }
+    for (size_t k = 0; k < n && used < sizeof(where); k++)
+        used += (size_t)snprintf(where + used, sizeof(where) - used, "%s%s (%d)", k ? ", " : "",
+                                 rows[k].node, rows[k].replicas);
+    event_note(rw->state, rw->log, now, LOG_INFO, job, NULL, "placed",
+               "placed: %d replicas on %zu nodes: %s", replicas, n, where);
+}
+
 /* Tell the log when job's predicted finish crosses its deadline: a warning when it moves after
  * it, once, and a note when it is back before it. */
 static void rw_tell_deadline(struct realworld *rw, const struct snap_job *sj, struct rw_job *job,
@@ -85,15 +106,15 @@ static void rw_tell_deadline(struct realworld *rw, const struct snap_job *sj, st
         return;
     if (job->eta > sj->deadline && !job->late) {
         job->late = 1;
-        log_msg(rw->log, now, LOG_WARN, sj->name, NULL,
-                "predicted to finish %.0f s after its deadline at this configuration (in %.0f s; "
-                "the deadline is in %.0f s)",
-                job->eta - sj->deadline, job->eta - now, sj->deadline - now);
+        event_note(rw->state, rw->log, now, LOG_WARN, sj->name, NULL, "deadline",
+                   "predicted to finish %.0f s after its deadline at this configuration (in %.0f "
+                   "s; the deadline is in %.0f s)",
+                   job->eta - sj->deadline, job->eta - now, sj->deadline - now);
     } else if (job->eta <= sj->deadline && job->late) {
         job->late = 0;
-        log_msg(rw->log, now, LOG_INFO, sj->name, NULL,
-                "predicted to finish %.0f s before its deadline again (in %.0f s)",
-                sj->deadline - job->eta, job->eta - now);
+        event_note(rw->state, rw->log, now, LOG_INFO, sj->name, NULL, "deadline",
+                   "predicted to finish %.0f s before its deadline again (in %.0f s)",
+                   sj->deadline - job->eta, job->eta - now);
     }
 }
 
@@ -184,8 +205,7 @@ int rw_apply(void *ctx, const struct alloc *plan)
                 state_job_restarted(rw->state, st->name);
             state_job_set_state(rw->state, st->name,
                                 replicas > 0 ? STATE_JOB_RUNNING : STATE_JOB_PENDING, now);
-            log_msg(rw->log, now, LOG_INFO, st->name, NULL, "allocation: %d replicas on %d nodes",
-                    replicas, nodes);
+            rw_note_placement(rw, st->name, rows, (size_t)nodes, replicas, now);
         }
         rw_apply_config(rw, j, moved, nodes, replicas, now);
     }

@@ -285,8 +285,8 @@ void rw_watch_hangs(struct realworld *rw, double now)
             log_msg(rw->log, now, LOG_WARN, jobs[i].name, NULL,
                     "%s; not counted (%s): tried again next tick", reason, err_str(rc));
         else
-            api_log_failure(rw->log, now, jobs[i].name, NULL, reason, out, streak,
-                            jobs[i].failures + 1, spec.max_restarts);
+            api_note_failure(rw->state, rw->log, now, jobs[i].name, NULL, reason, out, streak,
+                             jobs[i].failures + 1, spec.max_restarts);
     }
     state_jobs_free(jobs, n);
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "control/events.h"
 #include "control/realworld.h"
 #include "control/realworld_internal.h"
 #include "control/state.h"
@@ -89,8 +90,9 @@ int rw_node_terminate(struct realworld *rw, const char *id, int spot, double now
     return rc;
 }
 
-/* Log each job that held replicas on the node, before the node goes. */
-static void rw_log_lost_jobs(struct realworld *rw, const char *id, double now)
+/* Tell each job that held replicas on the node, before the node goes, why (its events too). */
+static void rw_log_lost_jobs(struct realworld *rw, const char *id, double now, const char *kind,
+                             const char *why)
 {
     struct state_node_job *jobs = NULL;
     size_t n = 0;
@@ -98,8 +100,8 @@ static void rw_log_lost_jobs(struct realworld *rw, const char *id, double now)
     if (state_node_jobs(rw->state, id, &jobs, &n) < 0)
         return;
     for (size_t i = 0; i < n; i++)
-        log_msg(rw->log, now, LOG_WARN, jobs[i].job, id,
-                "the node is gone: the job restarts from its last checkpoint");
+        event_note(rw->state, rw->log, now, LOG_WARN, jobs[i].job, id, kind,
+                   "%s: the job restarts from its last checkpoint", why);
     state_node_jobs_free(jobs, n);
 }
 
@@ -190,9 +192,12 @@ static void rw_reconcile_instances(struct realworld *rw, const struct cloud_inst
             if (in[i].state == CLOUD_NOTICED && node->state != STATE_NODE_DRAINING) {
                 double deadline = in[i].ends > now ? in[i].ends : now;
 
-                if (state_node_notice(rw->state, in[i].id, now, deadline) == 0)
+                if (state_node_notice(rw->state, in[i].id, now, deadline) == 0) {
                     log_msg(rw->log, now, LOG_WARN, NULL, in[i].id,
                             "preemption notice: the node drains");
+                    rw_log_lost_jobs(rw, in[i].id, now, "notice",
+                                     "a preemption notice on the node (the cloud's)");
+                }
             }
             continue;
         }
@@ -205,7 +210,7 @@ static void rw_reconcile_instances(struct realworld *rw, const struct cloud_inst
             continue;
         }
         if (node)
-            rw_log_lost_jobs(rw, in[i].id, now);
+            rw_log_lost_jobs(rw, in[i].id, now, "node-lost", "its node's instance is a stray");
         o = rw_offer_find(rw, in[i].offer);
         rw_node_terminate(rw, in[i].id,
                           node     ? rw_node_spot(node)
@@ -233,7 +238,7 @@ static void rw_reconcile_nodes(struct realworld *rw, const struct cloud_instance
                           now - node->launched_at > rw->launch_timeout;
         if (!gone)
             continue;
-        rw_log_lost_jobs(rw, node->instance_id, now);
+        rw_log_lost_jobs(rw, node->instance_id, now, "node-lost", "the node's instance is gone");
         rw_quota_freed(rw, rw_node_spot(node), now);
         if (state_node_set_state(rw->state, node->instance_id, STATE_NODE_TERMINATED, now) == 0)
             log_msg(rw->log, now, LOG_WARN, NULL, node->instance_id,
@@ -281,7 +286,8 @@ static void rw_reconcile_silent(struct realworld *rw, const struct state_node *n
                     rw->register_timeout, node->offer, RW_UNAVAILABLE_S);
             snprintf(why, sizeof(why), "its agent never registered");
         } else if (rw_node_silent(rw, node, now)) {
-            rw_log_lost_jobs(rw, node->instance_id, now);
+            rw_log_lost_jobs(rw, node->instance_id, now, "node-lost",
+                             "the node's agent has not been heard from");
             snprintf(why, sizeof(why), "its agent has not been heard from for over %.0f s",
                      rw->heartbeat_timeout);
         } else {

@@ -143,6 +143,16 @@ static const char *const st_migrations[STATE_SCHEMA_VERSION] = {
     "ALTER TABLE jobs ADD COLUMN failure_progress REAL CHECK (failure_progress >= 0);"
     "ALTER TABLE jobs ADD COLUMN failure TEXT CHECK (length(failure) BETWEEN 1 AND 512);"
     "ALTER TABLE jobs ADD COLUMN failure_at REAL;",
+    /* v7: job events, for their owners: what happened to each job, and why */
+    "CREATE TABLE events ("
+    " id INTEGER PRIMARY KEY,"
+    " job_id INTEGER NOT NULL REFERENCES jobs (id),"
+    " at REAL NOT NULL,"
+    " kind TEXT NOT NULL CHECK (length(kind) BETWEEN 1 AND 32),"
+    " node TEXT CHECK (length(node) BETWEEN 1 AND 128),"
+    " message TEXT NOT NULL CHECK (length(message) BETWEEN 1 AND 1024)"
+    ") STRICT;"
+    "CREATE INDEX events_by_job ON events (job_id, id);",
 };
 
 /* ---- checks, statements and rows ---- */

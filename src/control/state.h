@@ -20,7 +20,7 @@ struct state; /* an open state database; opaque */
 struct db;
 
 /* The schema version this build writes (PRAGMA user_version). */
-#define STATE_SCHEMA_VERSION 6
+#define STATE_SCHEMA_VERSION 7
 
 /* Longest name, instance id, token, provider, offer or zone, in bytes. */
 #define STATE_NAME_MAX 128
@@ -472,5 +472,37 @@ int state_cost_add(struct state *st, const char *instance_id, double from, doubl
 
 /* The dollars of every cost added (0 with none). */
 int state_cost_total(struct state *st, double *dollars);
+
+/* ---- job events: what happened to a job, for its owner ---- */
+
+/* The most events kept per job: older ones go as new ones come. */
+#define STATE_EVENTS_KEPT 500
+/* The longest kind and message of an event, in bytes. */
+#define STATE_EVENT_KIND_MAX 32
+#define STATE_EVENT_MESSAGE_MAX 1024
+
+/* One event. Strings owned. */
+struct state_event {
+    long long id; /* increasing with time */
+    double at;
+    char *kind;    /* "submitted", "placed", "failure", ... (docs/api.md) */
+    char *node;    /* the node it is about, or NULL */
+    char *message; /* a sentence for people */
+};
+
+/*
+ * Record an event of job at now: kind (1 to STATE_EVENT_KIND_MAX bytes), node (NULL, or a name)
+ * and message (1 to STATE_EVENT_MESSAGE_MAX bytes; a longer one is cut). Only the job's newest
+ * STATE_EVENTS_KEPT stay. ERR_UNKNOWN: no such job.
+ */
+int state_event_add(struct state *st, const char *job, double now, const char *kind,
+                    const char *node, const char *message);
+
+/* The job's newest events, at most limit (>= 1), oldest first. *out owns n (state_events_free).
+ * ERR_UNKNOWN: no such job. Written only on success. */
+int state_events_list(struct state *st, const char *job, int limit, struct state_event **out,
+                      size_t *n);
+
+void state_events_free(struct state_event *events, size_t n);
 
 #endif

@@ -1,5 +1,9 @@
-/* state_log.c: the controller's records in its state: the decision log (one summary per tick)
- * and the costs of nodes. */
+/* state_log.c: the controller's records in its state: the decision log (one summary per tick),
+ * the costs of nodes, and the jobs' events. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "control/state.h"
 #include "control/state_internal.h"
 #include "util/db.h"
@@ -48,4 +52,91 @@ int state_cost_total(struct state *st, double *dollars)
     }
     db_finalize(s);
     return rc;
+}
+
+/* ---- job events ---- */
+
+int state_event_add(struct state *st, const char *job, double now, const char *kind,
+                    const char *node, const char *message)
+{
+    char text[STATE_EVENT_MESSAGE_MAX + 1];
+    enum state_job_state cur = STATE_JOB_PENDING;
+    long long id = 0;
+    int rc;
+
+    if (!st_name_ok(job) || !st_time_ok(now) || !kind || !kind[0] ||
+        strlen(kind) > STATE_EVENT_KIND_MAX || (node && !st_name_ok(node)) || !message ||
+        !message[0])
+        return ERR_INVAL;
+    snprintf(text, sizeof(text), "%s", message); /* a longer one is cut */
+    rc = db_begin(st->db);
+    if (rc < 0)
+        return rc;
+    rc = st_job_find(st->db, job, &id, &cur);
+    if (rc == 0)
+        rc = st_run(st->db,
+                    "INSERT INTO events (job_id, at, kind, node, message) VALUES (?1, ?2, ?3, ?4,"
+                    " ?5)",
+                    "idttt", id, now, kind, node, text);
+    if (rc == 0) /* only the newest stay */
+        rc = st_run(st->db,
+                    "DELETE FROM events WHERE job_id = ?1 AND id <= (SELECT id FROM events WHERE"
+                    " job_id = ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2)",
+                    "in", id, STATE_EVENTS_KEPT);
+    return st_end(st, rc);
+}
+
+static int st_read_event(struct db_stmt *s, void *item)
+{
+    struct state_event *ev = item;
+    int rc;
+
+    ev->id = db_column_int(s, 0);
+    ev->at = db_column_double(s, 1);
+    rc = db_column_text_dup(s, 2, &ev->kind);
+    if (rc == 0)
+        rc = db_column_text_dup(s, 3, &ev->node);
+    if (rc == 0)
+        rc = db_column_text_dup(s, 4, &ev->message);
+    return rc;
+}
+
+static void st_clear_event(void *item)
+{
+    struct state_event *ev = item;
+
+    free(ev->kind);
+    free(ev->node);
+    free(ev->message);
+}
+
+static const struct st_rows st_event_rows = {sizeof(struct state_event), st_read_event,
+                                             st_clear_event};
+
+int state_events_list(struct state *st, const char *job, int limit, struct state_event **out,
+                      size_t *n)
+{
+    enum state_job_state cur = STATE_JOB_PENDING;
+    struct db_stmt *s = NULL;
+    long long id = 0;
+    int rc;
+
+    if (!st_name_ok(job) || limit < 1 || !out || !n)
+        return ERR_INVAL;
+    rc = st_job_find(st->db, job, &id, &cur);
+    if (rc == 0)
+        rc = st_prepare(st->db, &s,
+                        "SELECT id, at, kind, node, message FROM (SELECT * FROM events WHERE"
+                        " job_id = ?1 ORDER BY id DESC LIMIT ?2) ORDER BY id",
+                        "in", id, limit);
+    if (rc < 0)
+        return rc;
+    return st_collect(s, &st_event_rows, (void **)out, n);
+}
+
+void state_events_free(struct state_event *events, size_t n)
+{
+    for (size_t i = 0; events && i < n; i++)
+        st_clear_event(&events[i]);
+    free(events);
 }

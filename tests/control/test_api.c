@@ -179,6 +179,7 @@ static char *dump(struct fixture *f)
         {"SELECT * FROM costs ORDER BY id", 5},
         {"SELECT * FROM launch_intents ORDER BY id", 7},
         {"SELECT * FROM reports ORDER BY job_id, nodes, replicas, local_bsz, accum_steps", 10},
+        {"SELECT * FROM events ORDER BY id", 6},
     };
     char *text = NULL;
     size_t len = 0;
@@ -252,6 +253,7 @@ static const struct {
     {"POST", "/v1/jobs/b/finished", TOKEN_JOB, "{\"progress\":2}"},
     {"GET", "/v1/jobs", TOKEN_USER, NULL},
     {"GET", "/v1/jobs/a", TOKEN_USER, NULL},
+    {"GET", "/v1/jobs/a/events", TOKEN_USER, NULL},
     {"DELETE", "/v1/jobs/a", TOKEN_USER, NULL},
     {"GET", "/v1/fleet", TOKEN_USER, NULL},
     {"GET", "/metrics", TOKEN_METRICS, NULL},
@@ -697,6 +699,71 @@ static void api_nodes__bad_failure_reports_write_nothing(void **state)
     assert_int_equal(state_node_set_state(f->st, "i-1", STATE_NODE_TERMINATED, f->now), 0);
     expect_error(f, "POST", "/v1/nodes/i-1/failures", TOKEN_NODE,
                  "{\"job\":\"a\",\"attempt\":0,\"rank\":0,\"signal\":9}", 409, "terminated");
+}
+
+/* The kinds of job name's events, oldest first, joined by ",". */
+static void event_kinds(struct fixture *f, const char *name, char *buf, size_t size)
+{
+    struct jv *v = NULL;
+    char path[96];
+    size_t used = 0;
+
+    buf[0] = '\0';
+    snprintf(path, sizeof(path), "/v1/jobs/%s/events", name);
+    assert_int_equal(call(f, "GET", path, TOKEN_USER, NULL, &v), 200);
+    for (size_t i = 0; i < jv_size(jv_get(v, "events")) && used < size; i++)
+        used += (size_t)snprintf(buf + used, size - used, "%s%s", i ? "," : "",
+                                 jv_string_value(jv_get(jv_at(jv_get(v, "events"), i), "kind")));
+    jv_free(v);
+}
+
+/* A job's events, as its owner reads them: submitted (and the warning of a deadline without
+ * samples), a replica failure with its node and reason, a notice on its node, finished; a retried
+ * finish or cancel adds nothing; ?limit keeps the newest; an unknown job is 404 and a bad limit
+ * 400. */
+static void api_jobs__events_tell_what_happened(void **state)
+{
+    struct fixture *f = *state;
+    struct jv *v = NULL;
+    const struct jv *last;
+    char kinds[256];
+
+    populate(f);
+    event_kinds(f, "a", kinds, sizeof(kinds));
+    assert_string_equal(kinds, "submitted");
+    assert_int_equal(call(f, "POST", "/v1/nodes/i-1/failures", TOKEN_NODE,
+                          "{\"job\":\"a\",\"attempt\":0,\"rank\":1,\"exit_status\":3}", NULL),
+                     200);
+    assert_int_equal(call(f, "POST", "/v1/nodes/i-1/notice", TOKEN_NODE, "{}", NULL), 200);
+    assert_int_equal(state_job_set_state(f->st, "a", STATE_JOB_RUNNING, f->now), 0);
+    assert_int_equal(call(f, "POST", "/v1/jobs/a/finished", TOKEN_JOB, "{}", NULL), 200);
+    assert_int_equal(call(f, "POST", "/v1/jobs/a/finished", TOKEN_JOB, "{}", NULL), 200);
+    event_kinds(f, "a", kinds, sizeof(kinds));
+    assert_string_equal(kinds, "submitted,failure,notice,finished");
+    assert_int_equal(call(f, "GET", "/v1/jobs/a/events?limit=2", TOKEN_USER, NULL, &v), 200);
+    assert_int_equal(jv_size(jv_get(v, "events")), 2);
+    last = jv_at(jv_get(v, "events"), 0);
+    assert_string_equal(jv_string_value(jv_get(last, "kind")), "notice");
+    assert_string_equal(jv_string_value(jv_get(last, "node")), "i-1");
+    jv_free(v);
+    assert_int_equal(call(f, "GET", "/v1/jobs/a/events?limit=3", TOKEN_USER, NULL, &v), 200);
+    last = jv_at(jv_get(v, "events"), 0);
+    assert_non_null(strstr(jv_string_value(jv_get(last, "message")),
+                           "rank 1 on node i-1 exited with status 3: its replicas restart"));
+    jv_free(v);
+
+    assert_int_equal(call(f, "POST", "/v1/jobs", TOKEN_USER,
+                          JOB_SPEC_WITH("d", ",\"deadline\":1714650000"), NULL),
+                     201);
+    assert_int_equal(call(f, "DELETE", "/v1/jobs/d", TOKEN_USER, NULL, NULL), 200);
+    assert_int_equal(call(f, "DELETE", "/v1/jobs/d", TOKEN_USER, NULL, NULL), 200);
+    event_kinds(f, "d", kinds, sizeof(kinds));
+    assert_string_equal(kinds, "submitted,warning,cancelled");
+
+    expect_error(f, "GET", "/v1/jobs/nope/events", TOKEN_USER, NULL, 404, "no such job");
+    expect_error(f, "GET", "/v1/jobs/a/events?limit=0", TOKEN_USER, NULL, 400,
+                 "limit must be an integer from 1 to 500");
+    expect_error(f, "GET", "/v1/jobs/a/events?limit=x", TOKEN_USER, NULL, 400, "limit");
 }
 
 /* A deadline without samples is taken (201) with a warning in the answer and the log: castor
@@ -1607,6 +1674,7 @@ int main(void)
         API_TEST(api_nodes__bad_input_writes_nothing),
         API_TEST(api_nodes__replica_failures_restart_then_fail),
         API_TEST(api_nodes__bad_failure_reports_write_nothing),
+        API_TEST(api_jobs__events_tell_what_happened),
         API_TEST(api_jobs__submit_list_get_cancel),
         API_TEST(api_jobs__deadline_without_samples_is_warned),
         API_TEST(api_jobs__samples_stored_or_null),

@@ -332,6 +332,23 @@ static void one_node_running(struct fixture *f, char ids[8][CLOUD_ID_MAX])
     tick(f, 10);
 }
 
+/* 1 when job name has an event of kind whose message holds text (and whose node is node, when
+ * node is not NULL). */
+static int has_event(struct fixture *f, const char *name, const char *kind, const char *node,
+                     const char *text)
+{
+    struct state_event *ev = NULL;
+    size_t n = 0;
+    int found = 0;
+
+    assert_int_equal(state_events_list(f->st, name, STATE_EVENTS_KEPT, &ev, &n), 0);
+    for (size_t i = 0; i < n; i++)
+        found |= strcmp(ev[i].kind, kind) == 0 && strstr(ev[i].message, text) &&
+                 (!node || (ev[i].node && strcmp(ev[i].node, node) == 0));
+    state_events_free(ev, n);
+    return found;
+}
+
 /* ---- tests ---- */
 
 static void realworld_resize__intent_committed_before_launch(void **state)
@@ -556,6 +573,11 @@ static void realworld_observe__a_gone_instance_drops_its_jobs(void **state)
     assert_int_equal(state_job_get(f->st, "a", &j), 0); /* the job is not lost */
     assert_true(j.checkpoint_progress == 12.5);
     state_job_clear(&j);
+    /* its owner is told where it ran, and why it moves */
+    assert_true(has_event(f, "a", "placed", NULL, ids[0]));
+    assert_true(
+        has_event(f, "a", "node-lost", ids[0],
+                  "the node's instance is gone: the job restarts from its last checkpoint"));
     /* the fixed fleet replaces the node; registered, the job restarts on it */
     assert_int_equal(counts(f).launched, 2);
     assert_int_equal(live_instances(f, ids), 1);
@@ -944,6 +966,7 @@ static void realworld_observe__a_hung_job_restarts_then_fails(void **state)
     assert_int_equal(st, STATE_JOB_RUNNING);
     assert_string_equal(reason,
                         "no training step reported for 350 s (hang_timeout 300 s): taken as hung");
+    assert_true(has_event(f, "h", "failure", NULL, "taken as hung: its replicas restart in 2 s"));
     tick(f, 300);
     job_failures(f, "h", &failures, &st, reason, sizeof(reason));
     assert_int_equal(failures, 1); /* 300 s since its restart: not yet */
@@ -1037,6 +1060,7 @@ static void realworld_reconcile__a_silent_node_is_terminated(void **state)
                                 " = 2 AND state IN ('pending', 'running')"),
                      1);                     /* not lost */
     assert_int_equal(counts(f).launched, 2); /* the replacement */
+    assert_true(has_event(f, "a", "node-lost", ids[0], "the node's agent has not been heard from"));
 }
 
 /* A static node (registered by its agent, not launched) that goes silent is left out of the

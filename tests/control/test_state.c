@@ -1390,6 +1390,81 @@ static void state_open__migrates_v5_to_v6(void **state)
     state_close(st);
 }
 
+/* Job events: kept in order with their node (or none); only the newest STATE_EVENTS_KEPT stay;
+ * a list gives the newest, oldest first; a message too long is cut; an unknown job and bad
+ * arguments are refused and write nothing. */
+static void state_events__kept_newest_first_cut(void **state)
+{
+    const struct tmpdb *t = *state;
+    struct state *st = open_state(t);
+    struct state_event *ev = NULL;
+    char long_msg[STATE_EVENT_MESSAGE_MAX + 40];
+    size_t n = 9;
+
+    assert_int_equal(state_job_submit(st, "j", "{}", 1.0), 0);
+    assert_int_equal(state_job_submit(st, "k", "{}", 1.0), 0);
+    assert_int_equal(state_event_add(st, "j", 2.0, "submitted", NULL, "submitted"), 0);
+    assert_int_equal(state_event_add(st, "j", 3.0, "placed", "i-1", "placed on i-1"), 0);
+    assert_int_equal(state_event_add(st, "k", 3.5, "submitted", NULL, "k's"), 0);
+    assert_int_equal(state_events_list(st, "j", 10, &ev, &n), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(ev[0].kind, "submitted");
+    assert_null(ev[0].node);
+    assert_true(ev[1].at == 3.0 && ev[1].id > ev[0].id);
+    assert_string_equal(ev[1].node, "i-1");
+    assert_string_equal(ev[1].message, "placed on i-1");
+    state_events_free(ev, n);
+    /* refused: nothing written */
+    assert_int_equal(state_event_add(st, "nope", 4.0, "x", NULL, "m"), ERR_UNKNOWN);
+    assert_int_equal(state_event_add(st, "j", 4.0, "", NULL, "m"), ERR_INVAL);
+    assert_int_equal(state_event_add(st, "j", 4.0, "x", NULL, ""), ERR_INVAL);
+    assert_int_equal(
+        state_event_add(st, "j", 4.0, "a-kind-far-longer-than-thirty-two-bytes", NULL, "m"),
+        ERR_INVAL);
+    assert_int_equal(state_events_list(st, "nope", 10, &ev, &n), ERR_UNKNOWN);
+    assert_int_equal(state_events_list(st, "j", 0, &ev, &n), ERR_INVAL);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM events"), 3);
+    /* a long message is cut; only the newest STATE_EVENTS_KEPT of a job stay */
+    memset(long_msg, 'x', sizeof(long_msg) - 1);
+    long_msg[sizeof(long_msg) - 1] = '\0';
+    assert_int_equal(state_event_add(st, "j", 5.0, "long", NULL, long_msg), 0);
+    for (int i = 0; i < STATE_EVENTS_KEPT; i++)
+        assert_int_equal(state_event_add(st, "j", 10.0 + i, "tick", NULL, "t"), 0);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM events WHERE kind = 'long'"), 0);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM events e JOIN jobs j ON j.id = e.job_id"
+                                    " WHERE j.name = 'j'"),
+                     STATE_EVENTS_KEPT);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM events e JOIN jobs j ON j.id = e.job_id"
+                                    " WHERE j.name = 'k'"),
+                     1); /* another job's stay */
+    assert_int_equal(state_events_list(st, "j", 3, &ev, &n), 0);
+    assert_int_equal(n, 3);
+    assert_true(ev[0].at == 10.0 + STATE_EVENTS_KEPT - 3 &&
+                ev[2].at == 10.0 + STATE_EVENTS_KEPT - 1);
+    state_events_free(ev, n);
+    state_close(st);
+    st = open_state(t);
+    assert_int_equal(state_event_add(st, "k", 6.0, "long", NULL, long_msg), 0);
+    assert_int_equal(count_rows(st, "SELECT length(message) FROM events WHERE kind = 'long'"),
+                     STATE_EVENT_MESSAGE_MAX);
+    state_close(st);
+}
+
+/* Version 6 has no events; migrated to 7, its jobs take them. */
+static void state_open__migrates_v6_to_v7(void **state)
+{
+    const struct tmpdb *t = *state;
+    struct state *st = NULL;
+
+    assert_int_equal(state_open_version(t->path, 6, &st, NULL), 0);
+    assert_int_equal(state_job_submit(st, "old", "{}", 5.0), 0);
+    assert_true(state_event_add(st, "old", 6.0, "x", NULL, "m") < 0); /* no table yet */
+    st = reopen_latest(t, st);
+    assert_int_equal(state_event_add(st, "old", 6.0, "submitted", NULL, "before events"), 0);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM events"), 1);
+    state_close(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1425,6 +1500,8 @@ int main(void)
         STATE_TEST(state_family_start_grad__scaled_to_the_initial_batch),
         STATE_TEST(state_job_replica_failed__attempts_streaks_and_the_limit),
         STATE_TEST(state_open__migrates_v5_to_v6),
+        STATE_TEST(state_events__kept_newest_first_cut),
+        STATE_TEST(state_open__migrates_v6_to_v7),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -778,6 +778,16 @@ static void local_world__jobs_survive_a_preemption_and_a_controller_crash(void *
         assert_non_null(strstr(jv_string_value(jv_get(v, "failure")), "exited with status 1"));
         jv_free(v);
     }
+    /* and its owner reads the story with `castor events` */
+    {
+        char *out = NULL;
+
+        assert_int_equal(client(w, &out, "events", job_names[NJOBS - 1]), 0);
+        if (!out || !strstr(out, "submitted") || !strstr(out, "placed") ||
+            !strstr(out, "exited with status 1: its replicas restart") || !strstr(out, "finished"))
+            fail_msg("castor events %s:\n%s", job_names[NJOBS - 1], out ? out : "(none)");
+        free(out);
+    }
     step(w, "every start resumed at the last checkpoint, the preempted and the crashed jobs "
             "included (the crash counted once); emulated times equal uninterrupted runs'");
 

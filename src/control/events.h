@@ -1,0 +1,20 @@
+/* events.h: what happens to a job, told twice: a line in the controller's log and an event kept
+ * with the job in the state, which its owner reads (GET /v1/jobs/{name}/events, castor events). */
+#ifndef CASTOR_CONTROL_EVENTS_H
+#define CASTOR_CONTROL_EVENTS_H
+
+#include "util/log.h"
+
+struct state;
+
+/*
+ * Log the formatted message about job (on node when not NULL) at level to log (may be NULL), and
+ * keep it as an event of kind with the job (state_event_add; st may be NULL: logged only). The
+ * event is best effort: a state error is logged, never returned (the change it describes has
+ * happened already).
+ */
+void event_note(struct state *st, struct log *log, double now, enum log_level level,
+                const char *job, const char *node, const char *kind, const char *fmt, ...)
+    __attribute__((format(printf, 8, 9)));
+
+#endif
