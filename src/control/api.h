@@ -74,6 +74,16 @@ struct api_call_metrics {
     long long count;
 };
 
+/* Why nodes were lost (castor_node_losses_total's reason label, api_node_loss_names). */
+enum api_node_loss {
+    API_LOSS_GONE,         /* the cloud reports the instance gone (preempted, or terminated) */
+    API_LOSS_SILENT,       /* its agent went unheard past heartbeat_timeout */
+    API_LOSS_UNREGISTERED, /* its agent never registered within register_timeout */
+    API_LOSS_STRAY,        /* an instance no launch intent explains */
+    API_NLOSSES
+};
+extern const char *const api_node_loss_names[API_NLOSSES];
+
 /* What the daemon knows that the state does not. Strings and arrays are borrowed for the call to
  * api_set_metrics, which copies them. */
 struct api_metrics {
@@ -86,6 +96,7 @@ struct api_metrics {
     size_t ncalls;
     const struct api_call_metrics *errors; /* provider errors by op and code */
     size_t nerrors;
+    long long node_losses[API_NLOSSES]; /* nodes terminated by the controller, by reason */
 };
 
 /* Count one decide of the given latency (seconds, >= 0) into m's histogram. ERR_INVAL for a

@@ -27,6 +27,7 @@ struct ap_metrics {
     long long decide_counts[API_DECIDE_NBUCKETS + 1];
     double decide_sum;
     long long decide_failures;
+    long long node_losses[API_NLOSSES];
     struct api_call_metrics *calls;
     size_t ncalls;
     struct api_call_metrics *errors;

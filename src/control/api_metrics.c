@@ -46,6 +46,13 @@ static const char *ap_put(char *block, size_t *pos, const char *s)
     return at;
 }
 
+const char *const api_node_loss_names[API_NLOSSES] = {
+    [API_LOSS_GONE] = "gone",
+    [API_LOSS_SILENT] = "silent",
+    [API_LOSS_UNREGISTERED] = "unregistered",
+    [API_LOSS_STRAY] = "stray",
+};
+
 int ap_metrics_copy(const struct api_metrics *m, struct ap_metrics *out)
 {
     struct ap_metrics c = {0};
@@ -94,6 +101,7 @@ int ap_metrics_copy(const struct api_metrics *m, struct ap_metrics *out)
     memcpy(c.decide_counts, m->decide_counts, sizeof(c.decide_counts));
     c.decide_sum = m->decide_sum;
     c.decide_failures = m->decide_failures;
+    memcpy(c.node_losses, m->node_losses, sizeof(c.node_losses));
     *out = c;
     return 0;
 }
@@ -268,6 +276,12 @@ static void ap_metrics_daemon(const struct ap_metrics *m, FILE *f)
               "Decide steps whose policy failed, the allocation kept as it was.");
     ap_sample(f, "castor_decide_failures_total", NULL, NULL, NULL, NULL,
               (double)m->decide_failures);
+    ap_family(f, "castor_node_losses_total", "counter",
+              "Nodes lost, by reason: gone (the cloud took the instance), silent (its agent "
+              "unheard), unregistered (its agent never came up), stray.");
+    for (int r = 0; r < API_NLOSSES; r++)
+        ap_sample(f, "castor_node_losses_total", "reason", api_node_loss_names[r], NULL, NULL,
+                  (double)m->node_losses[r]);
     ap_family(f, "castor_provider_calls_total", "counter", "Calls to the provider, by operation.");
     for (size_t i = 0; i < m->ncalls; i++)
         ap_sample(f, "castor_provider_calls_total", "op", m->calls[i].op, NULL, NULL,

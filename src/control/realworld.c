@@ -298,6 +298,7 @@ int realworld_metrics(struct realworld *rw, struct api_metrics *m)
     m->ncalls = RW_NOPS;
     m->errors = rw->error_rows;
     m->nerrors = rw->nerrors;
+    memcpy(m->node_losses, rw->losses, sizeof(m->node_losses));
     return 0;
 }
 

@@ -90,6 +90,7 @@ struct realworld {
     struct rw_job *jobs;
     size_t njobs;
     long long calls[RW_NOPS];
+    long long losses[API_NLOSSES]; /* nodes lost, by reason (the metrics) */
     struct rw_error_count *errors;
     size_t nerrors;
     struct api_call_metrics *call_rows, *error_rows;

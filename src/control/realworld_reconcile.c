@@ -211,6 +211,7 @@ static void rw_reconcile_instances(struct realworld *rw, const struct cloud_inst
         }
         if (node)
             rw_log_lost_jobs(rw, in[i].id, now, "node-lost", "its node's instance is a stray");
+        rw->losses[API_LOSS_STRAY]++;
         o = rw_offer_find(rw, in[i].offer);
         rw_node_terminate(rw, in[i].id,
                           node     ? rw_node_spot(node)
@@ -239,6 +240,7 @@ static void rw_reconcile_nodes(struct realworld *rw, const struct cloud_instance
         if (!gone)
             continue;
         rw_log_lost_jobs(rw, node->instance_id, now, "node-lost", "the node's instance is gone");
+        rw->losses[API_LOSS_GONE]++;
         rw_quota_freed(rw, rw_node_spot(node), now);
         if (state_node_set_state(rw->state, node->instance_id, STATE_NODE_TERMINATED, now) == 0)
             log_msg(rw->log, now, LOG_WARN, NULL, node->instance_id,
@@ -285,11 +287,13 @@ static void rw_reconcile_silent(struct realworld *rw, const struct state_node *n
                     "data that start castor-node)",
                     rw->register_timeout, node->offer, RW_UNAVAILABLE_S);
             snprintf(why, sizeof(why), "its agent never registered");
+            rw->losses[API_LOSS_UNREGISTERED]++;
         } else if (rw_node_silent(rw, node, now)) {
             rw_log_lost_jobs(rw, node->instance_id, now, "node-lost",
                              "the node's agent has not been heard from");
             snprintf(why, sizeof(why), "its agent has not been heard from for over %.0f s",
                      rw->heartbeat_timeout);
+            rw->losses[API_LOSS_SILENT]++;
         } else {
             continue;
         }

@@ -1431,7 +1431,8 @@ static void api_metrics__prometheus_text(void **state)
                             .calls = calls,
                             .ncalls = 2,
                             .errors = errors,
-                            .nerrors = 1};
+                            .nerrors = 1,
+                            .node_losses = {[API_LOSS_SILENT] = 2, [API_LOSS_GONE] = 5}};
     struct http_client_request req = {.method = "GET"};
     struct http_client_response r = {0};
     char url[96], auth[96], name[128], labels[256], family[128] = "";
@@ -1476,6 +1477,10 @@ static void api_metrics__prometheus_text(void **state)
     assert_float_equal(sample_value(r.body, "castor_jobs{state=\"pending\"}"), 1, 0);
     assert_float_equal(sample_value(r.body, "castor_job_restarts_total{job=\"a\"}"), 0, 0);
     assert_float_equal(sample_value(r.body, "castor_job_failures_total{job=\"a\"}"), 1, 0);
+    assert_float_equal(sample_value(r.body, "castor_node_losses_total{reason=\"silent\"}"), 2, 0);
+    assert_float_equal(sample_value(r.body, "castor_node_losses_total{reason=\"gone\"}"), 5, 0);
+    assert_float_equal(sample_value(r.body, "castor_node_losses_total{reason=\"unregistered\"}"), 0,
+                       0);
     assert_float_equal(sample_value(r.body, "castor_job_goodput{job=\"a\"}"), 812.5, 0);
     assert_true(isnan(sample_value(r.body, "castor_job_goodput{job=\"b\"}")));
     assert_float_equal(sample_value(r.body, "castor_job_finish_timestamp_seconds{job=\"a\"}"), 2e9,

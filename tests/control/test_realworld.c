@@ -334,6 +334,15 @@ static void one_node_running(struct fixture *f, char ids[8][CLOUD_ID_MAX])
 
 /* 1 when job name has an event of kind whose message holds text (and whose node is node, when
  * node is not NULL). */
+/* The world's count of nodes lost for reason. */
+static long long losses(struct fixture *f, enum api_node_loss reason)
+{
+    struct api_metrics m = {0};
+
+    assert_int_equal(realworld_metrics(f->rw, &m), 0);
+    return m.node_losses[reason];
+}
+
 static int has_event(struct fixture *f, const char *name, const char *kind, const char *node,
                      const char *text)
 {
@@ -1019,6 +1028,8 @@ static void realworld_reconcile__a_node_that_never_registers_is_terminated(void 
     tick(f, 60);
     tick(f, 60);
     assert_int_equal(counts(f).launch_calls, 1); /* the offer is held back */
+    assert_int_equal(losses(f, API_LOSS_UNREGISTERED), 1);
+    assert_int_equal(losses(f, API_LOSS_SILENT), 0);
 }
 
 /* A ready node whose agent goes silent: heard from (a heartbeat) at +100 s, it stays; 120 s of
@@ -1061,6 +1072,8 @@ static void realworld_reconcile__a_silent_node_is_terminated(void **state)
                      1);                     /* not lost */
     assert_int_equal(counts(f).launched, 2); /* the replacement */
     assert_true(has_event(f, "a", "node-lost", ids[0], "the node's agent has not been heard from"));
+    assert_int_equal(losses(f, API_LOSS_SILENT), 1);
+    assert_int_equal(losses(f, API_LOSS_GONE), 0);
 }
 
 /* A static node (registered by its agent, not launched) that goes silent is left out of the
