@@ -258,6 +258,7 @@ void realworld_free(struct realworld *rw)
     free(rw->job_rows);
     rw_meta_free(rw->meta, rw->nmeta);
     rw_strv_free(rw->silent);
+    rw_strv_free(rw->fenced);
     free(rw);
 }
 

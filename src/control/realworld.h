@@ -77,8 +77,10 @@ void realworld_provider(struct realworld *rw, struct provider *out);
  * - a node whose agent has not registered within the registration timeout of its launch (a bad
  *   image, user data that fails) is terminated with its instance, and its offer is avoided for a
  *   while (each launch would fail the same way); a ready node whose agent has not been heard
- *   from (registration, heartbeats) within the heartbeat timeout is terminated with its instance
- *   and its jobs restart elsewhere from their last checkpoint. Both are timed from no earlier than
+ *   from (registration, heartbeats) within the heartbeat timeout is fenced: its instance is
+ *   terminated (asked again each tick) and the node drains, and its jobs wait until the cloud
+ *   says the instance is gone (it may still run their replicas), then restart elsewhere from
+ *   their last checkpoint. Both are timed from no earlier than
  *   this world's first look, so that a controller that was down does not take its nodes' silence
  *   for theirs. A static node (no launch token) that goes silent is left out of the schedulable
  *   nodes until it is heard again (observe), never terminated.

@@ -78,6 +78,8 @@ struct realworld {
     double launch_timeout;
     double register_timeout, heartbeat_timeout; /* 0: not watched */
     char **silent; /* static nodes left out for their silence (ids owned), NULL-terminated */
+    char **fenced; /* silent launched nodes whose instances are being terminated: their jobs wait
+                    * until the cloud says they are gone (ids owned), NULL-terminated */
     struct realworld_offer *meta; /* strings owned */
     size_t nmeta;
     const struct tput_model_ops *model;
@@ -201,6 +203,12 @@ void rw_watch_hangs(struct realworld *rw, double now);
 /* realworld_observe.c: free a NULL-terminated array of strings and the strings; NULL is
  * ignored. */
 void rw_strv_free(char **v);
+
+/* realworld_observe.c: 1 when id is in the NULL-terminated list v (NULL: empty). */
+int rw_listed(char *const *v, const char *id);
+
+/* realworld_observe.c: add a copy of id to the NULL-terminated list *v (ERR_NOMEM: unchanged). */
+int rw_list_add(char ***v, const char *id);
 
 /* realworld_observe.c: free the snapshot of the last observe and what its rows stand for; the
  * world is no longer observed. */

@@ -60,8 +60,25 @@ void rw_strv_free(char **v)
     free(v);
 }
 
-/* 1 when id is in the NULL-terminated list v. */
-static int rw_listed(char *const *v, const char *id)
+int rw_list_add(char ***v, const char *id)
+{
+    size_t n = 0;
+    char **grown;
+
+    while (*v && (*v)[n])
+        n++;
+    if (!(grown = realloc(*v, (n + 2) * sizeof(char *))))
+        return ERR_NOMEM;
+    *v = grown;
+    if (!(grown[n] = strdup(id))) {
+        grown[n] = NULL;
+        return ERR_NOMEM;
+    }
+    grown[n + 1] = NULL;
+    return 0;
+}
+
+int rw_listed(char *const *v, const char *id)
 {
     for (size_t i = 0; v && v[i]; i++)
         if (strcmp(v[i], id) == 0)
@@ -185,6 +202,17 @@ static void rw_jobs_prune(struct realworld *rw, size_t n)
     rw->njobs = kept;
 }
 
+/* 1 when an allocation row is on a node being fenced (rw->fenced) and not terminated yet. */
+static int rw_fenced(const struct realworld *rw, const struct state_alloc *rows, size_t n)
+{
+    for (size_t r = 0; r < n; r++)
+        for (size_t i = 0; rw->fenced && i < rw->nlive; i++)
+            if (strcmp(rw->live[i].instance_id, rows[r].node) == 0 &&
+                rw_listed(rw->fenced, rows[r].node))
+                return 1;
+    return 0;
+}
+
 static int rw_observe_jobs(struct realworld *rw, int gpus, double now)
 {
     size_t n = 0;
@@ -211,12 +239,19 @@ static int rw_observe_jobs(struct realworld *rw, int gpus, double now)
             log_msg(rw->log, now, LOG_ERROR, sj->name, NULL, "the job's spec cannot be read");
             continue;
         }
-        if (!(j = rw_job_find(rw, sj->name, 1)))
-            return ERR_NOMEM;
-        rw_model_update(rw, j, sj, &spec, now);
         rc = state_alloc_get(rw->state, sj->name, &rw->held[n], &rw->nheld[n]);
         if (rc < 0)
             return rc;
+        if (rw_fenced(rw, rw->held[n], rw->nheld[n])) {
+            /* its replicas there may still run: it is placed again once the node is gone */
+            state_allocs_free(rw->held[n], rw->nheld[n]);
+            rw->held[n] = NULL;
+            rw->nheld[n] = 0;
+            continue;
+        }
+        if (!(j = rw_job_find(rw, sj->name, 1)))
+            return ERR_NOMEM;
+        rw_model_update(rw, j, sj, &spec, now);
         rw->specs[n] = spec;
         rw->sjob_rw[n] = (int)(j - rw->jobs);
         rw->sjobs[n] = (struct snap_job){

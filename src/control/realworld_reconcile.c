@@ -239,8 +239,11 @@ static void rw_reconcile_nodes(struct realworld *rw, const struct cloud_instance
                           now - node->launched_at > rw->launch_timeout;
         if (!gone)
             continue;
-        rw_log_lost_jobs(rw, node->instance_id, now, "node-lost", "the node's instance is gone");
-        rw->losses[API_LOSS_GONE]++;
+        if (!rw_listed(rw->fenced, node->instance_id)) { /* (a fenced one was told already) */
+            rw_log_lost_jobs(rw, node->instance_id, now, "node-lost",
+                             "the node's instance is gone");
+            rw->losses[API_LOSS_GONE]++;
+        }
         rw_quota_freed(rw, rw_node_spot(node), now);
         if (state_node_set_state(rw->state, node->instance_id, STATE_NODE_TERMINATED, now) == 0)
             log_msg(rw->log, now, LOG_WARN, NULL, node->instance_id,
@@ -261,10 +264,45 @@ int rw_node_silent(const struct realworld *rw, const struct state_node *n, doubl
     return now - heard > rw->heartbeat_timeout;
 }
 
+/*
+ * Fence a silent launched node: its instance is asked to terminate (again each tick until the
+ * cloud says it is gone) and the node drains; its jobs wait (observe leaves them out) until the
+ * instance is gone and the node terminated, because a node that is only cut off from the
+ * controller may still run their replicas, which would then write their checkpoints beside the
+ * new ones. Told once, when the fence goes up.
+ */
+static void rw_fence(struct realworld *rw, const struct state_node *node, double now)
+{
+    int first = !rw_listed(rw->fenced, node->instance_id);
+    int rc;
+
+    if (first) {
+        rw_log_lost_jobs(rw, node->instance_id, now, "node-lost",
+                         "the node's agent has not been heard from (its instance is terminated "
+                         "first)");
+        rw->losses[API_LOSS_SILENT]++;
+        if (rw_list_add(&rw->fenced, node->instance_id) < 0)
+            return;
+    }
+    rc = cloud_terminate(rw->cloud, rw->cluster, node->instance_id);
+    rw_count(rw, RW_OP_TERMINATE, rc);
+    if (rc < 0 && rc != ERR_UNKNOWN)
+        log_msg(rw->log, now, LOG_WARN, NULL, node->instance_id,
+                "cannot terminate the silent node's instance (%s): tried again next tick",
+                err_str(rc));
+    else if (first)
+        log_msg(rw->log, now, LOG_WARN, NULL, node->instance_id,
+                "its agent has not been heard from for over %.0f s: the instance is terminated, "
+                "and its jobs move once it is gone",
+                rw->heartbeat_timeout);
+    if (node->state == STATE_NODE_READY)
+        state_node_set_state(rw->state, node->instance_id, STATE_NODE_DRAINING, now);
+}
+
 /* The launched nodes whose agents do not show life: one that never registered within the
- * registration timeout (its offer then avoided: the next launch would fail the same way), one
- * ready that has gone silent past the heartbeat timeout. Both are terminated with their
- * instances; the fleet planner launches what it still wants. */
+ * registration timeout (its offer then avoided: the next launch would fail the same way) is
+ * terminated with its instance; one ready that has gone silent past the heartbeat timeout is
+ * fenced (rw_fence). The fleet planner launches what it still wants. */
 static void rw_reconcile_silent(struct realworld *rw, const struct state_node *nodes, size_t nn,
                                 double now)
 {
@@ -288,12 +326,10 @@ static void rw_reconcile_silent(struct realworld *rw, const struct state_node *n
                     rw->register_timeout, node->offer, RW_UNAVAILABLE_S);
             snprintf(why, sizeof(why), "its agent never registered");
             rw->losses[API_LOSS_UNREGISTERED]++;
-        } else if (rw_node_silent(rw, node, now)) {
-            rw_log_lost_jobs(rw, node->instance_id, now, "node-lost",
-                             "the node's agent has not been heard from");
-            snprintf(why, sizeof(why), "its agent has not been heard from for over %.0f s",
-                     rw->heartbeat_timeout);
-            rw->losses[API_LOSS_SILENT]++;
+        } else if (rw_node_silent(rw, node, now) || (node->state == STATE_NODE_DRAINING &&
+                                                     rw_listed(rw->fenced, node->instance_id))) {
+            rw_fence(rw, node, now);
+            continue;
         } else {
             continue;
         }

@@ -1033,13 +1033,15 @@ static void realworld_reconcile__a_node_that_never_registers_is_terminated(void 
 }
 
 /* A ready node whose agent goes silent: heard from (a heartbeat) at +100 s, it stays; 120 s of
- * silence later it is terminated with its instance, its job loses the allocation (its checkpoint
- * kept) and the fixed fleet launches a replacement. A controller that was down
- * 500 s does not take its nodes' silence for theirs: they have 120 s from its return. */
+ * silence later it is fenced: its instance is terminated (asked again while the cloud refuses)
+ * and its job waits on it until the instance is gone; then the node is terminated, the job loses
+ * the allocation (its checkpoint kept) and the fixed fleet launches a replacement. A controller
+ * that was down 500 s does not take its nodes' silence for theirs: they have 120 s from its return.
+ */
 static void realworld_reconcile__a_silent_node_is_terminated(void **state)
 {
     struct fixture *f = *state;
-    char ids[8][CLOUD_ID_MAX], path[128];
+    char ids[8][CLOUD_ID_MAX], gone[8][CLOUD_ID_MAX], path[128];
     struct state_alloc *rows = NULL;
     size_t n = 9;
 
@@ -1062,18 +1064,33 @@ static void realworld_reconcile__a_silent_node_is_terminated(void **state)
     assert_int_equal(state_alloc_get(f->st, "a", &rows, &n), 0);
     assert_int_equal(n, 1);
     state_allocs_free(rows, n);
+    /* silent: fenced. The cloud refuses the first termination: the node drains, and its job
+     * waits on it (it is not placed anywhere else while its old replicas may run) */
+    assert_int_equal(cloud_fake_fail(&f->fake, "terminate", ERR_IO, 1), 0);
     tick(f, 20);
-    assert_int_equal(node_state(f, ids[0]), STATE_NODE_TERMINATED);
+    assert_int_equal(node_state(f, ids[0]), STATE_NODE_DRAINING);
     assert_int_equal(counts(f).terminate_calls, 1);
+    assert_int_equal(state_alloc_get(f->st, "a", &rows, &n), 0);
+    assert_int_equal(n, 1);
+    state_allocs_free(rows, n);
+    tick(f, 10); /* asked again: the instance goes */
+    assert_int_equal(counts(f).terminate_calls, 2);
+    assert_int_equal(live_instances(f, gone), 0);
+    assert_int_equal(state_alloc_get(f->st, "a", &rows, &n), 0);
+    assert_int_equal(n, 1);
+    state_allocs_free(rows, n);
+    tick(f, 10); /* gone: the node terminated, the job free to move */
+    assert_int_equal(node_state(f, ids[0]), STATE_NODE_TERMINATED);
     assert_int_equal(state_alloc_get(f->st, "a", &rows, &n), 0);
     assert_int_equal(n, 0);
     assert_int_equal(sql_int(f, "SELECT count(*) FROM jobs WHERE name = 'a' AND checkpoint_progress"
                                 " = 2 AND state IN ('pending', 'running')"),
-                     1);                     /* not lost */
+                     1); /* not lost */
+    tick(f, 10);
     assert_int_equal(counts(f).launched, 2); /* the replacement */
     assert_true(has_event(f, "a", "node-lost", ids[0], "the node's agent has not been heard from"));
     assert_int_equal(losses(f, API_LOSS_SILENT), 1);
-    assert_int_equal(losses(f, API_LOSS_GONE), 0);
+    assert_int_equal(losses(f, API_LOSS_GONE), 0); /* told once */
 }
 
 /* A static node (registered by its agent, not launched) that goes silent is left out of the

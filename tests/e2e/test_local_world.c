@@ -83,7 +83,8 @@ static void write_file(const char *path, const char *text, mode_t mode)
     assert_int_equal(world_write_file(path, text, mode), 0);
 }
 
-static void write_config(struct world *w)
+/* The configuration, with more top-level settings (YAML lines) at its end. */
+static void write_config_with(struct world *w, const char *more)
 {
     char text[4096];
 
@@ -119,9 +120,15 @@ static void write_config(struct world *w)
              "policy: pollux\n"
              "fleet:\n"
              "  planner: fixed\n"
-             "  nodes: 2\n",
-             w->port);
+             "  nodes: 2\n"
+             "%s",
+             w->port, more);
     write_file(w->config, text, 0600);
+}
+
+static void write_config(struct world *w)
+{
+    write_config_with(w, "");
 }
 
 static double uninterrupted_s(void);
@@ -937,6 +944,102 @@ static void local_world__teardown_ends_the_cluster(void **state)
     step(w, "teardown --yes: both instances terminated, their processes gone, the job kept");
 }
 
+static int first_job_checkpointed(void *ctx)
+{
+    struct world *w = ctx;
+    char st[32];
+    double ck;
+
+    job_state(w, job_names[0], st, sizeof(st), &ck);
+    return strcmp(st, "running") == 0 && ck > 0;
+}
+
+static int job_finished(void *ctx)
+{
+    struct world *w = ctx;
+    char st[32];
+    double ck;
+
+    job_state(w, job_names[0], st, sizeof(st), &ck);
+    return strcmp(st, "finished") == 0;
+}
+
+/* The pid of instance id's castor-node from the run folder's records; 0 when not found. */
+static long node_pid(struct world *w, const char *id)
+{
+    struct records rec;
+
+    read_records(w, &rec);
+    for (int i = 0; i < rec.n; i++)
+        if (strcmp(rec.id[i], id) == 0)
+            return rec.pid[i];
+    return 0;
+}
+
+/*
+ * A node that stops answering while its replica runs on (castor-node SIGSTOPped: a hung agent or
+ * a cut network, as the controller sees it): after heartbeat_timeout (3 s) the controller fences
+ * it: the instance is terminated (the local cloud SIGKILLs its session after its grace) and the
+ * job moves only once it is gone, so its old replica never writes beside the new one. The job
+ * finishes with an uninterrupted run's emulated time, every start from the last checkpoint;
+ * /metrics counts one silent node; the job's events say why it moved.
+ */
+static void local_world__a_silent_node_is_fenced_and_its_job_moves(void **state)
+{
+    struct world *w = *state;
+    char id[CLOUD_ID_MAX], file[200], *out = NULL;
+    struct emu_state s;
+    int starts, resumed, faults;
+    long pid;
+
+    prepare(w);
+    write_config_with(w, "heartbeat_timeout: 3\n");
+    write_job(w, job_names[0]);
+    start_controller(w);
+    snprintf(file, sizeof(file), "%s/%s.yaml", w->dir, job_names[0]);
+    assert_int_equal(client(w, NULL, "submit", file), 0);
+    assert_true(proc_wait_for(two_nodes_ready, w, 40));
+    assert_true(proc_wait_for(first_job_checkpointed, w, 40));
+    assert_true(job_node(w, job_names[0], id));
+    pid = node_pid(w, id);
+    assert_true(pid > 0);
+    assert_int_equal(kill((pid_t)pid, SIGSTOP), 0);
+    step(w, "the job's node stopped (SIGSTOP): its replica runs on, its agent is silent");
+    assert_true(proc_wait_for(job_finished, w, 60));
+    step(w, "the job finished elsewhere");
+    assert_true(proc_wait_gone((pid_t)pid, 10)); /* the fence: the instance was terminated */
+
+    snprintf(file, sizeof(file), "%s/work-%s/%s", w->dir, job_names[0], EMU_DONE_FILE);
+    assert_int_equal(emu_checkpoint_read(file, "cifar10", &s, NULL), 0);
+    assert_int_equal(s.epoch, EPOCHS);
+    if (fabs(s.emulated_s - uninterrupted_s()) > 1e-6 * uninterrupted_s())
+        fail_msg("%.6f emulated seconds, an uninterrupted run takes %.6f", s.emulated_s,
+                 uninterrupted_s());
+    replica_starts(w, job_names[0], &starts, &resumed, &faults);
+    if (faults || starts < 2 || resumed < 1)
+        fail_msg("%d starts, %d from a checkpoint, %d out of sequence", starts, resumed, faults);
+    {
+        char url[96];
+        struct http_client_request req = {.method = "GET", .url = url};
+        struct http_client_response r = {0};
+        const struct http_client_header h = {"Authorization", "Bearer " TOKEN_USER};
+
+        snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", w->port);
+        req.headers = &h;
+        req.nheaders = 1;
+        assert_int_equal(http_client_do(w->http, &req, &r, NULL), 0);
+        if (!strstr(r.body, "castor_node_losses_total{reason=\"silent\"} 1\n"))
+            fail_msg("the metrics do not count one silent node:\n%s", r.body);
+        http_client_response_clear(&r);
+    }
+    assert_int_equal(client(w, &out, "events", job_names[0]), 0);
+    if (!out || !strstr(out, "not been heard from (its instance is terminated first)"))
+        fail_msg("castor events: %s", out ? out : "(none)");
+    free(out);
+    step(w, "every start from the last checkpoint, an uninterrupted run's time; one silent node "
+            "counted; the events say why the job moved");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -945,6 +1048,8 @@ int main(void)
             world_teardown),
         cmocka_unit_test_setup_teardown(local_world__teardown_ends_the_cluster, world_setup,
                                         world_teardown),
+        cmocka_unit_test_setup_teardown(local_world__a_silent_node_is_fenced_and_its_job_moves,
+                                        world_setup, world_teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
