@@ -418,6 +418,18 @@ int ap_str(struct ap_ctx *c, const struct jv *obj, const char *where, const char
     return 0;
 }
 
+int ap_job_state(struct ap_ctx *c, const char *name)
+{
+    struct state_job j;
+    int s;
+
+    if (state_job_get(c->a->state, name, &j) < 0)
+        return -1;
+    s = (int)j.state;
+    state_job_clear(&j);
+    return s;
+}
+
 /* ---- routing ---- */
 
 #define AP_R(role) (1u << (role))

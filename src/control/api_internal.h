@@ -119,6 +119,9 @@ int ap_num(struct ap_ctx *c, const struct jv *obj, const char *where, const char
 int ap_str(struct ap_ctx *c, const struct jv *obj, const char *where, const char *key, int required,
            size_t max, const char **out);
 
+/* The state of job name (an enum state_job_state), or -1 when it cannot be read. */
+int ap_job_state(struct ap_ctx *c, const char *name);
+
 /* ---- parts of the answers about jobs ---- */
 
 /* api_nodes.c: the job's spec as stored, parsed again (it was written by ap_job_submit); NULL if
@@ -132,9 +135,6 @@ void ap_set_config(struct ap_ctx *c, struct jv *o, const struct state_job *j);
 /* api_reports.c: the job's allocation, node by node, with its world size (NULL on a state error,
  * in *rc). */
 struct jv *ap_allocation(struct ap_ctx *c, const char *job, long long *world, int *rc);
-
-/* api_jobs.c: the state of job name (an enum state_job_state), or -1 when it cannot be read. */
-int ap_job_state(struct ap_ctx *c, const char *name);
 
 /* api_jobs.c: the name of market m in answers and metrics: "spot" or "on-demand". */
 const char *ap_market_name(enum state_market m);

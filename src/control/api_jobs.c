@@ -424,18 +424,6 @@ void ap_job_cancel(struct ap_ctx *c)
     ap_reply(c, 200, o);
 }
 
-int ap_job_state(struct ap_ctx *c, const char *name)
-{
-    struct state_job j;
-    int s;
-
-    if (state_job_get(c->a->state, name, &j) < 0)
-        return -1;
-    s = (int)j.state;
-    state_job_clear(&j);
-    return s;
-}
-
 const char *ap_market_name(enum state_market m)
 {
     return m == STATE_MARKET_SPOT ? "spot" : "on-demand";

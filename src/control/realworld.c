@@ -148,6 +148,41 @@ int realworld_offer_index(struct realworld *rw, const char *name, int *index)
     return 0;
 }
 
+/* ---- lists of names ---- */
+
+void rw_strv_free(char **v)
+{
+    for (size_t i = 0; v && v[i]; i++)
+        free(v[i]);
+    free(v);
+}
+
+int rw_list_add(char ***v, const char *id)
+{
+    size_t n = 0;
+    char **grown;
+
+    while (*v && (*v)[n])
+        n++;
+    if (!(grown = realloc(*v, (n + 2) * sizeof(char *))))
+        return ERR_NOMEM;
+    *v = grown;
+    if (!(grown[n] = strdup(id))) {
+        grown[n] = NULL;
+        return ERR_NOMEM;
+    }
+    grown[n + 1] = NULL;
+    return 0;
+}
+
+int rw_listed(char *const *v, const char *id)
+{
+    for (size_t i = 0; v && v[i]; i++)
+        if (strcmp(v[i], id) == 0)
+            return 1;
+    return 0;
+}
+
 /* ---- time ---- */
 
 static double rw_provider_now(void *ctx)

@@ -17,6 +17,15 @@
 #define RW_CLUSTER_MAX 40 /* the longest cluster id */
 #define RW_NOPS 4         /* the kinds of cloud calls counted */
 
+/* realworld.c: free a NULL-terminated array of strings and the strings; NULL is ignored. */
+void rw_strv_free(char **v);
+
+/* realworld.c: 1 when id is in the NULL-terminated list v (NULL: empty). */
+int rw_listed(char *const *v, const char *id);
+
+/* realworld.c: add a copy of id to the NULL-terminated list *v (ERR_NOMEM: unchanged). */
+int rw_list_add(char ***v, const char *id);
+
 /* The cloud calls counted, by their index in the names of the metrics (realworld.c). */
 enum { RW_OP_OFFERS, RW_OP_LIST, RW_OP_LAUNCH, RW_OP_TERMINATE };
 
@@ -199,16 +208,6 @@ int rw_node_silent(const struct realworld *rw, const struct state_node *n, doubl
 void rw_watch_hangs(struct realworld *rw, double now);
 
 /* ---- observe (realworld_observe.c) ---- */
-
-/* realworld_observe.c: free a NULL-terminated array of strings and the strings; NULL is
- * ignored. */
-void rw_strv_free(char **v);
-
-/* realworld_observe.c: 1 when id is in the NULL-terminated list v (NULL: empty). */
-int rw_listed(char *const *v, const char *id);
-
-/* realworld_observe.c: add a copy of id to the NULL-terminated list *v (ERR_NOMEM: unchanged). */
-int rw_list_add(char ***v, const char *id);
 
 /* realworld_observe.c: free the snapshot of the last observe and what its rows stand for; the
  * world is no longer observed. */

@@ -53,39 +53,6 @@ void rw_snapshot_free(struct realworld *rw)
 
 /* The nodes: ready ones are schedulable; launching and booting ones, and the pending intents
  * without a node, are booting. */
-void rw_strv_free(char **v)
-{
-    for (size_t i = 0; v && v[i]; i++)
-        free(v[i]);
-    free(v);
-}
-
-int rw_list_add(char ***v, const char *id)
-{
-    size_t n = 0;
-    char **grown;
-
-    while (*v && (*v)[n])
-        n++;
-    if (!(grown = realloc(*v, (n + 2) * sizeof(char *))))
-        return ERR_NOMEM;
-    *v = grown;
-    if (!(grown[n] = strdup(id))) {
-        grown[n] = NULL;
-        return ERR_NOMEM;
-    }
-    grown[n + 1] = NULL;
-    return 0;
-}
-
-int rw_listed(char *const *v, const char *id)
-{
-    for (size_t i = 0; v && v[i]; i++)
-        if (strcmp(v[i], id) == 0)
-            return 1;
-    return 0;
-}
-
 /* The live nodes left out for their silence, as rw->silent: each newly silent one is told, and
  * each heard again. Out of memory: the old list stays (the logs may repeat). */
 static void rw_silent_update(struct realworld *rw, double now)
