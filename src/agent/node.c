@@ -377,6 +377,8 @@ struct nd {
     pid_t self;
     uint64_t rng;
     int registered, draining, noticed, notice_pending, stopping, fails;
+    int fenced;      /* the controller unanswered for fence_s: replicas stopped until it is */
+    double heard_at; /* monotonic: the controller's last answer to a registration or heartbeat */
     double next_register, next_beat, notice_retry_at; /* monotonic */
     double report_retry_at;                           /* monotonic: failure reports */
     double notice_deadline;                           /* epoch seconds; NAN: not said */
@@ -464,6 +466,30 @@ static void nd_failed(struct nd *n, double now, double *next)
     *next = now + nd_backoff(n);
 }
 
+/* The controller answered: a fence comes down. */
+static void nd_heard(struct nd *n, double now)
+{
+    n->heard_at = now;
+    if (n->fenced)
+        nd_log(n, LOG_INFO, NULL,
+               "the controller answers again: the replicas follow the assignment");
+    n->fenced = 0;
+}
+
+/* The controller unanswered past fence_s: the replicas stop (and checkpoint), so that it may move
+ * their jobs without two copies running. */
+static void nd_fence(struct nd *n, double now)
+{
+    if (n->fenced || !(n->cfg->fence_s > 0) || !n->registered ||
+        now - n->heard_at <= n->cfg->fence_s)
+        return;
+    n->fenced = 1;
+    nd_log(n, LOG_WARN, NULL,
+           "the controller has not answered for %.0f s: the replicas stop (they checkpoint) until "
+           "it does (CASTOR_NODE_FENCE_S)",
+           now - n->heard_at);
+}
+
 static void nd_register(struct nd *n, double now)
 {
     const struct node_config *c = n->cfg;
@@ -504,6 +530,7 @@ static void nd_register(struct nd *n, double now)
         nd_log(n, LOG_INFO, NULL,
                r.status == 201 ? "registered with %d GPUs" : "already registered (%d GPUs)",
                c->gpus);
+        nd_heard(n, now);
         n->registered = 1;
         n->fails = 0;
         n->next_beat = now;
@@ -577,6 +604,7 @@ static void nd_heartbeat(struct nd *n, double now)
     if (r.status == 200) {
         n->fails = 0;
         n->next_beat = now + n->cfg->heartbeat_s;
+        nd_heard(n, now);
         if (jv_parse(r.body, r.body_len, &v, NULL) == 0 &&
             (st = jv_string_value(jv_get(v, "state")))) {
             int draining = strcmp(st, "draining") == 0;
@@ -756,7 +784,7 @@ static void nd_stop(struct nd *n, struct nd_rep *r, double now)
 /* The job entry a replica of job at rank should run now, or NULL. */
 static const struct node_job *nd_wanted(const struct nd *n, const char *job, int rank)
 {
-    if (!n->have_want || n->stopping || n->noticed || n->draining)
+    if (!n->have_want || n->stopping || n->noticed || n->draining || n->fenced)
         return NULL;
     for (size_t i = 0; i < n->want.njobs; i++) {
         const struct node_job *j = &n->want.jobs[i];
@@ -795,7 +823,7 @@ static void nd_reconcile(struct nd *n, double now)
         }
         i++;
     }
-    if (!n->have_want || n->stopping || n->noticed || n->draining)
+    if (!n->have_want || n->stopping || n->noticed || n->draining || n->fenced)
         return;
     for (size_t k = 0; k < n->want.njobs; k++) {
         const struct node_job *j = &n->want.jobs[k];
@@ -1075,6 +1103,8 @@ static double nd_wait(const struct nd *n, double now)
             due = fmin(due, n->notice_retry_at);
         if (n->registered)
             due = fmin(due, n->report_retry_at);
+        if (n->registered && !n->fenced && n->cfg->fence_s > 0)
+            due = fmin(due, n->heard_at + n->cfg->fence_s + 0.01);
         for (size_t k = 0; n->have_want && k < n->want.njobs; k++)
             if (nd_start_at(&n->want.jobs[k]) > now)
                 due = fmin(due, nd_start_at(&n->want.jobs[k]));
@@ -1091,7 +1121,7 @@ static int nd_config_ok(const struct node_config *c)
 {
     return c && c->url && c->instance_id && c->instance_id[0] && c->node_token &&
            c->node_token[0] && c->gpus >= 1 && c->gpus <= NODE_MAX_REPLICAS && c->heartbeat_s > 0 &&
-           c->grace_s >= 0 && c->timeout_s > 0 && c->backoff_max_s > 0 &&
+           c->grace_s >= 0 && c->timeout_s > 0 && c->backoff_max_s > 0 && c->fence_s >= 0 &&
            (!c->watch_ops || watch_config_check(c->watch_ops, &c->watch, NULL) == 0);
 }
 
@@ -1145,6 +1175,7 @@ int node_run(const struct node_config *cfg)
         if (!n.stopping && n.registered && now >= n.next_beat)
             nd_heartbeat(&n, now);
         now = nd_mono();
+        nd_fence(&n, now);
         nd_reap(&n);
         if (!n.stopping && n.registered && now >= n.report_retry_at)
             nd_report_failures(&n, now);

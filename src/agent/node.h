@@ -142,6 +142,10 @@ struct node_config {
     double grace_s;       /* SIGTERM to SIGKILL of a stopping replica (>= 0) */
     double timeout_s;     /* each request to the controller (> 0) */
     double backoff_max_s; /* the longest wait between retries (> 0) */
+    double fence_s;       /* the controller unanswered this long (heartbeats): the replicas stop
+                           * until it answers again, so that it may move their jobs without two
+                           * copies running (set it below the controller's heartbeat_timeout, for
+                           * static nodes); 0: never */
     struct log *log;      /* borrowed; NULL: silent */
     /* The cloud's notices, watched in a child process (agent/watch.h): NULL or &watch_none for
      * none. watch's log and node are set by node_run. */

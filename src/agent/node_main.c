@@ -27,7 +27,8 @@ static void usage(FILE *f)
             "  CASTOR_JOB_TOKEN or CASTOR_JOB_TOKEN_FILE   handed to the replicas\n"
             "  CASTOR_LAUNCH_TOKEN, CASTOR_FAKE_GPUS=N[:GiB], CASTOR_NODE_HEARTBEAT_S (5),\n"
             "  CASTOR_NODE_GRACE_S (30), CASTOR_NODE_TIMEOUT_S (10), CASTOR_NODE_BACKOFF_MAX_S\n"
-            "  (60), CASTOR_NODE_MASTER_ADDR, CASTOR_NODE_ADDRESS (default: the local address\n"
+            "  (60), CASTOR_NODE_FENCE_S (0: off), CASTOR_NODE_MASTER_ADDR, CASTOR_NODE_ADDRESS "
+            "(default: the local address\n"
             "  of the route to the controller), CASTOR_NODE_CA_FILE, CASTOR_NODE_PROVIDER,\n"
             "  CASTOR_NODE_OFFER, CASTOR_NODE_ZONE, CASTOR_NODE_MARKET, CASTOR_NODE_PRICE,\n"
             "  CASTOR_NODE_LOG_LEVEL (debug, info, warn, error), CASTOR_ALLREDUCE_BUSBW (bytes/s;\n"
@@ -175,6 +176,8 @@ int main(int argc, char **argv)
         rc = agent_env_double("CASTOR_NODE_TIMEOUT_S", 10, 0.1, 600, &cfg.timeout_s, &e);
     if (rc == 0)
         rc = agent_env_double("CASTOR_NODE_BACKOFF_MAX_S", 60, 0.01, 3600, &cfg.backoff_max_s, &e);
+    if (rc == 0)
+        rc = agent_env_double("CASTOR_NODE_FENCE_S", 0, 0, 86400, &cfg.fence_s, &e);
     if (rc == 0)
         rc = watch_env(&cfg, &e);
     if (rc == 0)

@@ -724,6 +724,38 @@ static void castor_node__failures_in_a_row_fail_the_job(void **state)
     stop_node(f);
 }
 
+/*
+ * With CASTOR_NODE_FENCE_S, a node the controller stops answering stops its replicas (SIGTERM:
+ * they checkpoint) once that long has passed since the controller's last answer, and stays up;
+ * when the controller answers again, the replicas start again as assigned.
+ */
+static void castor_node__fences_itself_when_the_controller_is_silent(void **state)
+{
+    static const char *const extra[] = {"CASTOR_NODE_FENCE_S=1.5", NULL};
+    struct fx *f = *state;
+    struct replicas r = {.work = f->work, .want = 2};
+    struct replicas again = {.work = f->work, .want = 4};
+    int port = f->as.port;
+    double cut;
+
+    spawn_node(f, f->as.url, extra);
+    assert_true(proc_wait_for(node_registered, f, REGISTER_WAIT_S));
+    assign(f, "job-g", "exit", 2);
+    assert_true(proc_wait_for(scan_replicas, &r, 10));
+    as_unlisten(&f->as);
+    cut = proc_now();
+    assert_true(proc_wait_for(replica_gone, &r, 10));
+    if (proc_now() - cut < 1.5 - 0.2)
+        fail_msg("the replicas stopped %.2f s after the controller went silent, before 1.5 s",
+                 proc_now() - cut);
+    assert_true(file_exists(f->work, "rank-%ld-%ld.term", 0, r.pids[0]) ||
+                file_exists(f->work, "rank-%ld-%ld.term", 1, r.pids[0]));
+    assert_true(proc_alive(f->node));
+    assert_int_equal(as_listen(&f->as, port), 0);
+    assert_true(proc_wait_for(scan_replicas, &again, 10)); /* two more: started again */
+    stop_node(f);
+}
+
 static void castor_node__retries_until_the_controller_answers(void **state)
 {
     struct fx *f = *state;
@@ -839,6 +871,8 @@ int main(void)
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(castor_node__failures_in_a_row_fail_the_job, fx_setup,
                                         fx_teardown),
+        cmocka_unit_test_setup_teardown(castor_node__fences_itself_when_the_controller_is_silent,
+                                        fx_setup, fx_teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
