@@ -94,6 +94,18 @@ static int st_job_live(struct db *db, const char *name, long long *id)
     return rc == 0 && st_job_final(cur) ? ERR_CONFLICT : rc;
 }
 
+/* Move job id to state to at now: a final state records finished_at and releases the job's
+ * allocation. Within the caller's transaction. */
+static int st_job_move(struct db *db, long long id, enum state_job_state to, double now)
+{
+    int rc = st_run(db, "UPDATE jobs SET state = ?2, finished_at = ?3 WHERE id = ?1", "itd", id,
+                    st_job_states[to], st_job_final(to) ? now : NAN);
+
+    if (rc == 0 && st_job_final(to))
+        rc = st_run(db, "DELETE FROM allocations WHERE job_id = ?1", "i", id);
+    return rc;
+}
+
 static int st_job_move_ok(enum state_job_state from, enum state_job_state to)
 {
     switch (from) {
@@ -134,10 +146,7 @@ int state_job_set_state(struct state *st, const char *name, enum state_job_state
         rc = ERR_CONFLICT;
         goto out;
     }
-    rc = st_run(st->db, "UPDATE jobs SET state = ?2, finished_at = ?3 WHERE id = ?1", "itd", id,
-                st_job_states[to], st_job_final(to) ? now : NAN);
-    if (rc == 0 && st_job_final(to))
-        rc = st_run(st->db, "DELETE FROM allocations WHERE job_id = ?1", "i", id);
+    rc = st_job_move(st->db, id, to, now);
 out:
     return st_end(st, rc);
 }
@@ -161,15 +170,12 @@ int state_job_finish(struct state *st, const char *name, double progress, double
         rc = ERR_CONFLICT;
         goto out;
     }
-    rc = st_run(st->db, "UPDATE jobs SET state = ?2, finished_at = ?3 WHERE id = ?1", "itd", id,
-                st_job_states[STATE_JOB_FINISHED], now);
+    rc = st_job_move(st->db, id, STATE_JOB_FINISHED, now);
     if (rc == 0 && !isnan(progress))
         rc = st_run(st->db,
                     "UPDATE jobs SET progress = ?2, checkpoint_progress = ?2, checkpoint_at = ?3"
                     " WHERE id = ?1",
                     "idd", id, progress, now);
-    if (rc == 0)
-        rc = st_run(st->db, "DELETE FROM allocations WHERE job_id = ?1", "i", id);
 out:
     return st_end(st, rc);
 }
@@ -179,7 +185,7 @@ int state_job_replica_failed(struct state *st, const char *name, const char *nod
                              enum state_failure_outcome *outcome, int *streak)
 {
     enum state_failure_outcome out = STATE_FAILURE_STALE;
-    long long id = 0, failures = 0, run = 0, held = 0, grew = 0;
+    long long id = 0, failures = 0, run = 0, held = 0;
     int rc;
 
     if (!st_name_ok(name) || !st_name_ok(node) || attempt < 0 || !reason || !reason[0] ||
@@ -198,30 +204,20 @@ int state_job_replica_failed(struct state *st, const char *name, const char *nod
         rc = ERR_RANGE;
     if (rc == 0)
         rc = st_int(st->db, &failures, "SELECT failures FROM jobs WHERE id = ?1", "i", id);
+    /* counted: progress since the last failure (or none before) starts a new streak */
+    if (rc == 0 && failures == attempt)
+        rc = st_run(st->db,
+                    "UPDATE jobs SET failures = failures + 1, failure_streak = CASE WHEN"
+                    " failure_progress IS NULL OR progress > failure_progress THEN 1 ELSE"
+                    " failure_streak + 1 END, failure_progress = progress, failure = ?2,"
+                    " failure_at = ?3 WHERE id = ?1",
+                    "itd", id, reason, now);
     if (rc == 0)
         rc = st_int(st->db, &run, "SELECT failure_streak FROM jobs WHERE id = ?1", "i", id);
-    if (rc < 0 || failures != attempt)
-        goto out;
-    /* progress since the last failure (or none before): a new streak */
-    if (rc == 0)
-        rc = st_int(st->db, &grew,
-                    "SELECT failure_progress IS NULL OR progress > failure_progress FROM jobs"
-                    " WHERE id = ?1",
-                    "i", id);
-    if (rc < 0)
-        goto out;
-    run = grew ? 1 : run + 1;
-    out = run > max_restarts ? STATE_FAILURE_FAILED : STATE_FAILURE_RESTART;
-    rc = st_run(st->db,
-                "UPDATE jobs SET failures = failures + 1, failure_streak = ?2,"
-                " failure_progress = progress, failure = ?3, failure_at = ?4 WHERE id = ?1",
-                "iitd", id, run, reason, now);
+    if (rc == 0 && failures == attempt)
+        out = run > max_restarts ? STATE_FAILURE_FAILED : STATE_FAILURE_RESTART;
     if (rc == 0 && out == STATE_FAILURE_FAILED)
-        rc = st_run(st->db, "UPDATE jobs SET state = ?2, finished_at = ?3 WHERE id = ?1", "itd", id,
-                    st_job_states[STATE_JOB_FAILED], now);
-    if (rc == 0 && out == STATE_FAILURE_FAILED)
-        rc = st_run(st->db, "DELETE FROM allocations WHERE job_id = ?1", "i", id);
-out:
+        rc = st_job_move(st->db, id, STATE_JOB_FAILED, now);
     rc = st_end(st, rc);
     if (rc < 0)
         return rc;
