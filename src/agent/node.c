@@ -516,6 +516,9 @@ static void nd_register(struct nd *n, double now)
         rc = jv_set(o, "price", jv_number(c->price));
     if (rc == 0 && c->address)
         rc = jv_set(o, "address", jv_string(c->address));
+    /* its self-fence as the controller may count on it: the replicas stopped, SIGKILL included */
+    if (rc == 0 && c->fence_s > 0 && c->fence_s + c->grace_s <= NODE_FENCE_MAX_S)
+        rc = jv_set(o, "fence_s", jv_number(c->fence_s + c->grace_s));
     if (rc == 0)
         rc = jv_dump(o, &body);
     jv_free(o);

@@ -121,6 +121,10 @@ void node_env_free(char **env);
  * past a re-placement or a restart. */
 int node_master_port(const char *job, double placed_at, int attempt);
 
+/* The longest self-fence (fence_s plus grace_s) a node registers; longer, none is registered and
+ * the controller keeps a silent static node's jobs waiting for its operator. */
+#define NODE_FENCE_MAX_S 86400.0
+
 /* The agent's configuration. Strings borrowed for node_run. */
 struct node_config {
     const char *url;          /* the controller, http(s)://host:port (no trailing path) */
@@ -145,7 +149,9 @@ struct node_config {
     double fence_s;       /* the controller unanswered this long (heartbeats): the replicas stop
                            * until it answers again, so that it may move their jobs without two
                            * copies running (set it below the controller's heartbeat_timeout, for
-                           * static nodes); 0: never */
+                           * static nodes); registered, with grace_s, as the node's fence_s, so
+                           * that the controller moves a silent static node's jobs once it has
+                           * passed; 0: never */
     struct log *log;      /* borrowed; NULL: silent */
     /* The cloud's notices, watched in a child process (agent/watch.h): NULL or &watch_none for
      * none. watch's log and node are set by node_run. */

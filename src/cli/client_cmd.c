@@ -1,5 +1,5 @@
-/* client_cmd.c: `castor status`, `castor jobs`, `castor submit`, `castor cancel`: a thin client of
- * the controller's API, with a readable table or --json. */
+/* client_cmd.c: `castor status`, `castor jobs`, `castor submit`, `castor cancel`, `castor events`,
+ * `castor down`: a thin client of the controller's API, with a readable table or --json. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,7 +32,10 @@ static void cl_usage(FILE *f)
             "       castor submit JOB.yaml [--json] [--url URL]\n"
             "       castor cancel NAME [--json] [--url URL]\n"
             "       castor events NAME [--json] [--url URL]\n"
+            "       castor down NODE [--json] [--url URL]\n"
             "\n"
+            "down: a static node is off (castor cannot stop what runs on a node it did not\n"
+            "launch): its jobs restart elsewhere. Say it only once the node is off.\n"
             "The controller's address: --url, else CASTOR_URL (default %s); a CA file for\n"
             "its certificate: CASTOR_CA_FILE. The user token: CASTOR_USER_TOKEN, else the file\n"
             "named by CASTOR_TOKEN_FILE (readable by its owner only); never an argument.\n"
@@ -356,7 +359,8 @@ static int cl_name_ok(const char *cmd, const char *name, FILE *err)
     if (!name[0] || strlen(name) > CONFIG_NAME_MAX ||
         strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
             strlen(name)) {
-        fprintf(err, "castor %s: \"%s\" is not a job name\n", cmd, name);
+        fprintf(err, "castor %s: \"%s\" is not a %s name\n", cmd, name,
+                strcmp(cmd, "down") == 0 ? "node" : "job");
         return 0;
     }
     return 1;
@@ -396,35 +400,57 @@ static int cl_events(struct cl_conn *c, const char *name, int json, FILE *out, F
     return rc;
 }
 
+/* One request that acts on the thing named (a job or a node): its answer as JSON, or done (a
+ * format with one %s, the name) on 200; the controller's reason otherwise. */
+static int cl_act(struct cl_conn *c, const char *cmd, const char *method, const char *path,
+                  const char *body, const char *name, const char *done, int json, FILE *out,
+                  FILE *err)
+{
+    struct jv *v = NULL;
+    long st = cl_call(c, method, path, body, &v, err);
+    int rc = 0;
+
+    if (st < 0)
+        rc = 1;
+    else if (st != 200)
+        rc = cl_failed(cmd, st, v, err);
+    else if (json)
+        rc = jv_write(v, out) < 0;
+    else
+        fprintf(out, done, name);
+    jv_free(v);
+    return rc;
+}
+
 static int cl_cancel(struct cl_conn *c, const char *name, int json, FILE *out, FILE *err)
 {
     char path[512];
-    struct jv *v = NULL;
-    long st;
-    int rc = 0;
 
     if (!cl_name_ok("cancel", name, err))
         return 2;
     snprintf(path, sizeof(path), "/v1/jobs/%s", name);
-    st = cl_call(c, "DELETE", path, NULL, &v, err);
-    if (st < 0)
-        rc = 1;
-    else if (st != 200)
-        rc = cl_failed("cancel", st, v, err);
-    else if (json)
-        rc = jv_write(v, out) < 0;
-    else
-        fprintf(out, "cancelled %s\n", name);
-    jv_free(v);
-    return rc;
+    return cl_act(c, "cancel", "DELETE", path, NULL, name, "cancelled %s\n", json, out, err);
+}
+
+/* POST /v1/nodes/{id}/down: the operator says the static node is off. */
+static int cl_down(struct cl_conn *c, const char *id, int json, FILE *out, FILE *err)
+{
+    char path[512];
+
+    if (!cl_name_ok("down", id, err))
+        return 2;
+    snprintf(path, sizeof(path), "/v1/nodes/%s/down", id);
+    return cl_act(c, "down", "POST", path, "{}", id,
+                  "%s is down: its jobs restart elsewhere from their checkpoints\n", json, out,
+                  err);
 }
 
 int cli_client(int argc, char **argv, FILE *out, FILE *err)
 {
     const char *cmd = argv[0], *url = NULL, *filter = NULL, *arg = NULL;
     int json = 0, rc,
-        want_arg =
-            strcmp(cmd, "submit") == 0 || strcmp(cmd, "cancel") == 0 || strcmp(cmd, "events") == 0;
+        want_arg = strcmp(cmd, "submit") == 0 || strcmp(cmd, "cancel") == 0 ||
+                   strcmp(cmd, "events") == 0 || strcmp(cmd, "down") == 0;
     struct cl_conn c;
 
     for (int i = 1; i < argc; i++) {
@@ -447,7 +473,9 @@ int cli_client(int argc, char **argv, FILE *out, FILE *err)
     }
     if (want_arg && !arg) {
         fprintf(err, "castor %s: %s\n", cmd,
-                strcmp(cmd, "submit") == 0 ? "a job file is required" : "a job name is required");
+                strcmp(cmd, "submit") == 0 ? "a job file is required"
+                : strcmp(cmd, "down") == 0 ? "a node's instance id is required"
+                                           : "a job name is required");
         cl_usage(err);
         return 2;
     }
@@ -461,6 +489,8 @@ int cli_client(int argc, char **argv, FILE *out, FILE *err)
         rc = cl_submit(&c, arg, json, out, err);
     else if (strcmp(cmd, "events") == 0)
         rc = cl_events(&c, arg, json, out, err);
+    else if (strcmp(cmd, "down") == 0)
+        rc = cl_down(&c, arg, json, out, err);
     else
         rc = cl_cancel(&c, arg, json, out, err);
     cl_close(&c);

@@ -97,6 +97,8 @@ struct api_metrics {
     const struct api_call_metrics *errors; /* provider errors by op and code */
     size_t nerrors;
     long long node_losses[API_NLOSSES]; /* nodes terminated by the controller, by reason */
+    long long nodes_unfenced; /* silent static nodes whose jobs wait (no self-fence, or not past
+                               * it): the operator's `castor down`, or the node, settles them */
 };
 
 /* Count one decide of the given latency (seconds, >= 0) into m's histogram. ERR_INVAL for a

@@ -28,6 +28,7 @@ struct ap_metrics {
     double decide_sum;
     long long decide_failures;
     long long node_losses[API_NLOSSES];
+    long long nodes_unfenced;
     struct api_call_metrics *calls;
     size_t ncalls;
     struct api_call_metrics *errors;
@@ -173,6 +174,14 @@ void ap_node_notice(struct ap_ctx *c);
  * whether this report was counted; 400 for a bad body, 404 for no such node, 409 if it is
  * terminated, 422 for no such job, a job that has ended, or one with no replicas on the node. */
 void ap_node_failure(struct ap_ctx *c);
+
+/* api_nodes.c: POST /v1/nodes/{id}/down (user role): the operator says a static node is off, so
+ * that the jobs a silent one holds may move (castor cannot fence a node it did not launch): the
+ * node is terminated, its allocation released and each of its jobs told; 200 with its state (a
+ * terminated node again too), 400 for a body that is not empty or {}, 404 for no such node, 409
+ * for a node castor launched (it fences those itself). The node's agent, if it runs, is told that
+ * the node is terminated and stops; a new agent may register the node again. */
+void ap_node_down(struct ap_ctx *c);
 
 /* api_nodes.c: GET /v1/nodes/{id}/assignment: the jobs placed on the node, each with its replicas
  * there, ranks, world size, master, configuration and spec; 404 for no such node. */

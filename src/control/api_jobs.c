@@ -461,6 +461,8 @@ void ap_fleet(struct ap_ctx *c)
         ap_set(c, v, "price", jv_number(nodes[i].price));
         ap_set(c, v, "heartbeat_at", jv_number(nodes[i].heartbeat_at));
         ap_set(c, v, "notice_at", jv_number(nodes[i].notice_at));
+        if (isfinite(nodes[i].fence_s))
+            ap_set(c, v, "fence_s", jv_number(nodes[i].fence_s));
         ap_push(c, arr, v);
         rate += nodes[i].price;
         gpus += nodes[i].gpus;

@@ -102,6 +102,7 @@ int ap_metrics_copy(const struct api_metrics *m, struct ap_metrics *out)
     c.decide_sum = m->decide_sum;
     c.decide_failures = m->decide_failures;
     memcpy(c.node_losses, m->node_losses, sizeof(c.node_losses));
+    c.nodes_unfenced = m->nodes_unfenced;
     *out = c;
     return 0;
 }
@@ -282,6 +283,10 @@ static void ap_metrics_daemon(const struct ap_metrics *m, FILE *f)
     for (int r = 0; r < API_NLOSSES; r++)
         ap_sample(f, "castor_node_losses_total", "reason", api_node_loss_names[r], NULL, NULL,
                   (double)m->node_losses[r]);
+    ap_family(f, "castor_nodes_unfenced", "gauge",
+              "Silent static nodes whose jobs wait, since castor cannot stop their replicas: "
+              "`castor down NODE` once a node is off.");
+    ap_sample(f, "castor_nodes_unfenced", NULL, NULL, NULL, NULL, (double)m->nodes_unfenced);
     ap_family(f, "castor_provider_calls_total", "counter", "Calls to the provider, by operation.");
     for (size_t i = 0; i < m->ncalls; i++)
         ap_sample(f, "castor_provider_calls_total", "op", m->calls[i].op, NULL, NULL,

@@ -23,9 +23,9 @@ static int ap_address_ok(const char *s)
 
 void ap_node_register(struct ap_ctx *c)
 {
-    static const char *const keys[] = {"instance_id", "gpus", "gpu_memory_mib", "provider",
-                                       "offer",       "zone", "market",         "price",
-                                       "address",     NULL};
+    static const char *const keys[] = {
+        "instance_id", "gpus",  "gpu_memory_mib", "provider", "offer", "zone",
+        "market",      "price", "address",        "fence_s",  NULL};
     const char *id = NULL, *market = "on-demand", *address = NULL;
     long long gpus = 0, mem = 0;
     struct state_node n = {0};
@@ -35,6 +35,7 @@ void ap_node_register(struct ap_ctx *c)
     n.offer = "static";
     n.zone = "local";
     n.price = 0;
+    n.fence_s = NAN;
     rc = ap_parse_body(c, 0);
     if (rc == 0)
         rc = ap_keys(c, c->body, "", keys);
@@ -63,6 +64,10 @@ void ap_node_register(struct ap_ctx *c)
     if (rc == 0 && address && !ap_address_ok(address))
         rc = ap_bad(c, "address must be an IP address or a host name (letters, digits, '.', "
                        "'-', ':')");
+    if (rc == 0)
+        rc = ap_num(c, c->body, "", "fence_s", 0, 0.0, 0, &n.fence_s);
+    if (rc == 0 && n.fence_s > STATE_NODE_FENCE_MAX)
+        rc = ap_bad(c, "fence_s must be at most %.0f", STATE_NODE_FENCE_MAX);
     if (rc < 0) {
         ap_fail(c, 400, "%s", c->reason);
         return;
@@ -108,17 +113,25 @@ static void ap_node_state_reply(struct ap_ctx *c)
     ap_reply(c, 200, o);
 }
 
-void ap_node_heartbeat(struct ap_ctx *c)
+/* A body that is empty or {}; else 400 answered and ERR_INVAL. */
+static int ap_no_fields(struct ap_ctx *c)
 {
     static const char *const keys[] = {NULL};
     int rc = ap_parse_body(c, 1);
 
     if (rc == 0)
         rc = ap_keys(c, c->body, "", keys);
-    if (rc < 0) {
+    if (rc < 0)
         ap_fail(c, 400, "%s", c->reason);
+    return rc < 0 ? ERR_INVAL : 0;
+}
+
+void ap_node_heartbeat(struct ap_ctx *c)
+{
+    int rc;
+
+    if (ap_no_fields(c) < 0)
         return;
-    }
     rc = state_node_heartbeat(c->a->state, c->param, c->now);
     if (rc == ERR_CONFLICT)
         ap_fail(c, 409, "node %s is terminated", c->param);
@@ -169,6 +182,40 @@ void ap_node_notice(struct ap_ctx *c)
         ap_state_fail(c, rc, "such node");
     else
         ap_node_state_reply(c);
+}
+
+void ap_node_down(struct ap_ctx *c)
+{
+    struct state_node n;
+    int rc;
+
+    if (ap_no_fields(c) < 0)
+        return;
+    if ((rc = state_node_get(c->a->state, c->param, &n)) < 0) {
+        ap_state_fail(c, rc, "such node");
+        return;
+    }
+    if (n.launch_token) {
+        ap_fail(c, 409,
+                "node %s was launched by castor: a silent one is fenced by terminating its "
+                "instance, and an instance terminated in the cloud ends it",
+                c->param);
+    } else if (n.state == STATE_NODE_TERMINATED) {
+        ap_node_state_reply(c);
+    } else {
+        ap_note_node_jobs(c, "node-lost",
+                          "the node was taken down by its operator (castor down): the job "
+                          "restarts elsewhere from its last checkpoint");
+        rc = state_node_set_state(c->a->state, c->param, STATE_NODE_TERMINATED, c->now);
+        if (rc < 0) {
+            ap_state_fail(c, rc, "such node");
+        } else {
+            log_msg(c->a->log, c->now, LOG_WARN, NULL, c->param,
+                    "taken down by its operator: the node is terminated, and its jobs move");
+            ap_node_state_reply(c);
+        }
+    }
+    state_node_clear(&n);
 }
 
 struct jv *ap_spec(const struct state_job *j)

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "control/events.h"
 #include "control/realworld_internal.h"
 #include "control/state.h"
 #include "model/tput.h"
@@ -175,6 +176,20 @@ int rw_list_add(char ***v, const char *id)
     return 0;
 }
 
+void rw_note_node_jobs(struct realworld *rw, const char *id, double now, const char *kind,
+                       const char *why, const char *then)
+{
+    struct state_node_job *jobs = NULL;
+    size_t n = 0;
+
+    if (state_node_jobs(rw->state, id, &jobs, &n) < 0)
+        return;
+    for (size_t i = 0; i < n; i++)
+        event_note(rw->state, rw->log, now, LOG_WARN, jobs[i].job, id, kind, "%s%s%s", why,
+                   then ? ": " : "", then ? then : "");
+    state_node_jobs_free(jobs, n);
+}
+
 int rw_listed(char *const *v, const char *id)
 {
     for (size_t i = 0; v && v[i]; i++)
@@ -294,6 +309,7 @@ void realworld_free(struct realworld *rw)
     rw_meta_free(rw->meta, rw->nmeta);
     rw_strv_free(rw->silent);
     rw_strv_free(rw->fenced);
+    rw_strv_free(rw->unfenced);
     free(rw);
 }
 
@@ -335,6 +351,9 @@ int realworld_metrics(struct realworld *rw, struct api_metrics *m)
     m->errors = rw->error_rows;
     m->nerrors = rw->nerrors;
     memcpy(m->node_losses, rw->losses, sizeof(m->node_losses));
+    m->nodes_unfenced = 0;
+    for (size_t i = 0; rw->unfenced && rw->unfenced[i]; i++)
+        m->nodes_unfenced++;
     return 0;
 }
 

@@ -26,6 +26,12 @@ int rw_listed(char *const *v, const char *id);
 /* realworld.c: add a copy of id to the NULL-terminated list *v (ERR_NOMEM: unchanged). */
 int rw_list_add(char ***v, const char *id);
 
+/* An event of kind for each job with replicas on node id: "<why>: <then>" (then NULL: why alone),
+ * logged at warn. A state error leaves the events out. */
+void rw_note_node_jobs(struct realworld *rw, const char *id, double now, const char *kind,
+                       const char *why, const char *then);
+#define RW_RESTARTS "the job restarts from its last checkpoint" /* the `then` of a lost node */
+
 /* The cloud calls counted, by their index in the names of the metrics (realworld.c). */
 enum { RW_OP_OFFERS, RW_OP_LIST, RW_OP_LAUNCH, RW_OP_TERMINATE };
 
@@ -86,9 +92,12 @@ struct realworld {
     void *clock_ctx;
     double launch_timeout;
     double register_timeout, heartbeat_timeout; /* 0: not watched */
-    char **silent; /* static nodes left out for their silence (ids owned), NULL-terminated */
-    char **fenced; /* silent launched nodes whose instances are being terminated: their jobs wait
-                    * until the cloud says they are gone (ids owned), NULL-terminated */
+    char **silent;   /* live nodes left out for their silence (ids owned), NULL-terminated */
+    char **fenced;   /* silent launched nodes whose instances are being terminated: their jobs wait
+                      * until the cloud says they are gone (ids owned), NULL-terminated */
+    char **unfenced; /* silent static nodes whose replicas may still run (no self-fence, or not
+                      * past it): their jobs wait until they are heard again or taken down (ids
+                      * owned), NULL-terminated */
     struct realworld_offer *meta; /* strings owned */
     size_t nmeta;
     const struct tput_model_ops *model;
@@ -196,8 +205,12 @@ struct grad_params rw_grad(struct realworld *rw, const struct state_job *sj,
 /* realworld_jobs.c: start the watches of hangs and silent nodes at the first look (watch_from). */
 void rw_watch_start(struct realworld *rw, double now);
 
-/* realworld_reconcile.c: 1 when the ready node's agent has not been heard from (registration,
- * heartbeats, this world's first look) within the heartbeat timeout. */
+/* realworld_reconcile.c: when the node's agent was last heard from: its registration, its latest
+ * heartbeat, or this world's first look, whichever is latest. */
+double rw_node_heard(const struct realworld *rw, const struct state_node *n);
+
+/* realworld_reconcile.c: 1 when the ready node's agent has not been heard from (rw_node_heard)
+ * within the heartbeat timeout. */
 int rw_node_silent(const struct realworld *rw, const struct state_node *n, double now);
 
 /* realworld_jobs.c: the hang watch. Each running job that has reported training steps and whose

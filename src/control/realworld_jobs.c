@@ -256,6 +256,23 @@ void rw_watch_start(struct realworld *rw, double now)
         rw->watch_from = now;
 }
 
+/* 1 when the job has replicas on a node whose agent is silent (its silence is the node's, not
+ * the job's: the fence, or the operator, settles it); on a state error 1 too (watched next tick).
+ */
+static int rw_on_silent_node(struct realworld *rw, const char *job)
+{
+    struct state_alloc *rows = NULL;
+    size_t n = 0;
+    int on = 0;
+
+    if (state_alloc_get(rw->state, job, &rows, &n) < 0)
+        return 1;
+    for (size_t r = 0; r < n && !on; r++)
+        on = rw_listed(rw->silent, rows[r].node) || rw_listed(rw->fenced, rows[r].node);
+    state_allocs_free(rows, n);
+    return on;
+}
+
 void rw_watch_hangs(struct realworld *rw, double now)
 {
     struct state_job *jobs = NULL;
@@ -274,7 +291,7 @@ void rw_watch_hangs(struct realworld *rw, double now)
         if (rw_spec_parse(jobs[i].spec, &spec) < 0 || !(spec.hang_timeout > 0))
             continue;
         life = rw_last_life(rw, &jobs[i], node, sizeof(node));
-        if (!(now - life > spec.hang_timeout))
+        if (!(now - life > spec.hang_timeout) || rw_on_silent_node(rw, jobs[i].name))
             continue;
         snprintf(reason, sizeof(reason),
                  "no training step reported for %.0f s (hang_timeout %.0f s): taken as hung",

@@ -51,41 +51,101 @@ void rw_snapshot_free(struct realworld *rw)
     rw->observed = 0;
 }
 
-/* The nodes: ready ones are schedulable; launching and booting ones, and the pending intents
- * without a node, are booting. */
-/* The live nodes left out for their silence, as rw->silent: each newly silent one is told, and
- * each heard again. Out of memory: the old list stays (the logs may repeat). */
+/* A silent static node whose agent fences itself may have its jobs moved this long after its
+ * fence_s (its heartbeats every 5 s, and the two clocks' loops). */
+#define RW_SELF_FENCE_MARGIN_S 10.0
+
+/* 1 when the silent static node's replicas may still run: its agent does not fence itself, or
+ * its fence (plus a margin) has not passed since it was last heard. */
+static int rw_unfenced(const struct realworld *rw, const struct state_node *n, double now)
+{
+    return !(n->fence_s > 0) || now - rw_node_heard(rw, n) <= n->fence_s + RW_SELF_FENCE_MARGIN_S;
+}
+
+/* A silent static node told: its jobs wait (unfenced), or move (its self-fence has passed). */
+static void rw_tell_static_silence(struct realworld *rw, const struct state_node *n, int unfenced,
+                                   double now)
+{
+    const char *id = n->instance_id;
+
+    if (unfenced && !(n->fence_s > 0)) {
+        log_msg(rw->log, now, LOG_ERROR, NULL, id,
+                "its agent has not been heard from for over %.0f s, and castor cannot stop the "
+                "replicas of a node it did not launch: its jobs wait until the node is heard "
+                "again, or until `castor down %s` says it is off (set CASTOR_NODE_FENCE_S below "
+                "%.0f s on its castor-node to have its jobs move on their own)",
+                rw->heartbeat_timeout, id, rw->heartbeat_timeout);
+        rw_note_node_jobs(rw, id, now, "waiting",
+                          "the job's node is silent and castor cannot stop its replicas there",
+                          "it waits until the node is heard again or taken down (castor down)");
+    } else if (unfenced) {
+        log_msg(rw->log, now, LOG_WARN, NULL, id,
+                "its agent has not been heard from for over %.0f s: its jobs wait until its "
+                "self-fence (%.0f s) has stopped their replicas",
+                rw->heartbeat_timeout, n->fence_s);
+    } else {
+        log_msg(rw->log, now, LOG_WARN, NULL, id,
+                "its agent has not been heard from for over %.0f s and has stopped its replicas "
+                "itself by now (its self-fence, %.0f s): its jobs move",
+                now - rw_node_heard(rw, n), n->fence_s);
+        rw_note_node_jobs(rw, id, now, "node-lost",
+                          "the job's node is silent, and its agent stopped the job's replicas "
+                          "(its self-fence)",
+                          RW_RESTARTS);
+    }
+}
+
+/* The live nodes left out for their silence, as rw->silent, and the static ones among them whose
+ * replicas may still run, as rw->unfenced (observe keeps their jobs where they are): each newly
+ * silent one is told, each static one whose self-fence passes, and each heard again. Out of
+ * memory: the old lists stay (the logs may repeat). */
 static void rw_silent_update(struct realworld *rw, double now)
 {
     char **now_silent = calloc(rw->nlive + 1, sizeof(char *));
-    size_t k = 0;
+    char **now_unfenced = calloc(rw->nlive + 1, sizeof(char *));
+    size_t k = 0, u = 0;
 
-    if (!now_silent)
-        return;
+    if (!now_silent || !now_unfenced)
+        goto fail;
     for (size_t i = 0; i < rw->nlive; i++) {
         const struct state_node *n = &rw->live[i];
+        int was = rw_listed(rw->silent, n->instance_id), unfenced;
 
         if (!rw_node_silent(rw, n, now))
             continue;
-        if (!(now_silent[k] = strdup(n->instance_id))) {
-            rw_strv_free(now_silent);
-            return;
-        }
-        if (!rw_listed(rw->silent, n->instance_id))
-            log_msg(rw->log, now, LOG_WARN, NULL, n->instance_id,
-                    "its agent has not been heard from for over %.0f s: no job is placed on it "
-                    "until it is",
-                    rw->heartbeat_timeout);
+        if (!(now_silent[k] = strdup(n->instance_id)))
+            goto fail;
         k++;
+        if (n->launch_token) {
+            if (!was)
+                log_msg(rw->log, now, LOG_WARN, NULL, n->instance_id,
+                        "its agent has not been heard from for over %.0f s: no job is placed on "
+                        "it until it is",
+                        rw->heartbeat_timeout);
+            continue;
+        }
+        unfenced = rw_unfenced(rw, n, now);
+        if (unfenced && !(now_unfenced[u++] = strdup(n->instance_id)))
+            goto fail;
+        if (!was || unfenced != rw_listed(rw->unfenced, n->instance_id))
+            rw_tell_static_silence(rw, n, unfenced, now);
     }
     for (size_t i = 0; rw->silent && rw->silent[i]; i++)
         if (!rw_listed(now_silent, rw->silent[i]))
             log_msg(rw->log, now, LOG_INFO, NULL, rw->silent[i],
                     "its agent is heard from again: schedulable");
     rw_strv_free(rw->silent);
+    rw_strv_free(rw->unfenced);
     rw->silent = now_silent;
+    rw->unfenced = now_unfenced;
+    return;
+fail:
+    rw_strv_free(now_silent);
+    rw_strv_free(now_unfenced);
 }
 
+/* The nodes: ready ones are schedulable; launching and booting ones, and the pending intents
+ * without a node, are booting. */
 static int rw_observe_nodes(struct realworld *rw, int *gpus, double now)
 {
     size_t nb = 0, nn = 0, nboot;
@@ -169,13 +229,14 @@ static void rw_jobs_prune(struct realworld *rw, size_t n)
     rw->njobs = kept;
 }
 
-/* 1 when an allocation row is on a node being fenced (rw->fenced) and not terminated yet. */
+/* 1 when an allocation row is on a live node whose replicas may still run out of castor's reach:
+ * a launched node being fenced (rw->fenced), or a silent static node not fenced (rw->unfenced). */
 static int rw_fenced(const struct realworld *rw, const struct state_alloc *rows, size_t n)
 {
     for (size_t r = 0; r < n; r++)
-        for (size_t i = 0; rw->fenced && i < rw->nlive; i++)
+        for (size_t i = 0; (rw->fenced || rw->unfenced) && i < rw->nlive; i++)
             if (strcmp(rw->live[i].instance_id, rows[r].node) == 0 &&
-                rw_listed(rw->fenced, rows[r].node))
+                (rw_listed(rw->fenced, rows[r].node) || rw_listed(rw->unfenced, rows[r].node)))
                 return 1;
     return 0;
 }
@@ -317,9 +378,12 @@ int rw_observe(void *ctx, const struct snapshot **out)
     if (rw_offers_refresh(rw) < 0)
         log_msg(rw->log, now, LOG_WARN, NULL, NULL, "cannot read the offers: prices as before");
     memset(&rw->snap, 0, sizeof(rw->snap));
-    rw_watch_hangs(rw, now); /* before the jobs are read: a job it fails is not planned for */
-    if ((rc = rw_intents_read(rw)) < 0 || (rc = rw_observe_nodes(rw, &gpus, now)) < 0 ||
-        (rc = rw_observe_jobs(rw, gpus, now)) < 0 || (rc = rw_observe_offers(rw, now)) < 0) {
+    rw_watch_start(rw, now);
+    if ((rc = rw_intents_read(rw)) == 0 && (rc = rw_observe_nodes(rw, &gpus, now)) == 0)
+        rw_watch_hangs(rw, now); /* after the nodes' silence, before the jobs are read: a job it
+                                  * fails is not planned for */
+    if (rc < 0 || (rc = rw_observe_jobs(rw, gpus, now)) < 0 ||
+        (rc = rw_observe_offers(rw, now)) < 0) {
         rw_snapshot_free(rw);
         return rc;
     }

@@ -90,21 +90,6 @@ int rw_node_terminate(struct realworld *rw, const char *id, int spot, double now
     return rc;
 }
 
-/* Tell each job that held replicas on the node, before the node goes, why (its events too). */
-static void rw_log_lost_jobs(struct realworld *rw, const char *id, double now, const char *kind,
-                             const char *why)
-{
-    struct state_node_job *jobs = NULL;
-    size_t n = 0;
-
-    if (state_node_jobs(rw->state, id, &jobs, &n) < 0)
-        return;
-    for (size_t i = 0; i < n; i++)
-        event_note(rw->state, rw->log, now, LOG_WARN, jobs[i].job, id, kind,
-                   "%s: the job restarts from its last checkpoint", why);
-    state_node_jobs_free(jobs, n);
-}
-
 int rw_launch_token(struct realworld *rw, int o, const char *token, double now)
 {
     char id[CLOUD_ID_MAX] = "";
@@ -195,8 +180,8 @@ static void rw_reconcile_instances(struct realworld *rw, const struct cloud_inst
                 if (state_node_notice(rw->state, in[i].id, now, deadline) == 0) {
                     log_msg(rw->log, now, LOG_WARN, NULL, in[i].id,
                             "preemption notice: the node drains");
-                    rw_log_lost_jobs(rw, in[i].id, now, "notice",
-                                     "a preemption notice on the node (the cloud's)");
+                    rw_note_node_jobs(rw, in[i].id, now, "notice",
+                                      "a preemption notice on the node (the cloud's)", RW_RESTARTS);
                 }
             }
             continue;
@@ -210,7 +195,8 @@ static void rw_reconcile_instances(struct realworld *rw, const struct cloud_inst
             continue;
         }
         if (node)
-            rw_log_lost_jobs(rw, in[i].id, now, "node-lost", "its node's instance is a stray");
+            rw_note_node_jobs(rw, in[i].id, now, "node-lost", "its node's instance is a stray",
+                              RW_RESTARTS);
         rw->losses[API_LOSS_STRAY]++;
         o = rw_offer_find(rw, in[i].offer);
         rw_node_terminate(rw, in[i].id,
@@ -240,8 +226,8 @@ static void rw_reconcile_nodes(struct realworld *rw, const struct cloud_instance
         if (!gone)
             continue;
         if (!rw_listed(rw->fenced, node->instance_id)) { /* (a fenced one was told already) */
-            rw_log_lost_jobs(rw, node->instance_id, now, "node-lost",
-                             "the node's instance is gone");
+            rw_note_node_jobs(rw, node->instance_id, now, "node-lost",
+                              "the node's instance is gone", RW_RESTARTS);
             rw->losses[API_LOSS_GONE]++;
         }
         rw_quota_freed(rw, rw_node_spot(node), now);
@@ -251,17 +237,22 @@ static void rw_reconcile_nodes(struct realworld *rw, const struct cloud_instance
     }
 }
 
-int rw_node_silent(const struct realworld *rw, const struct state_node *n, double now)
+double rw_node_heard(const struct realworld *rw, const struct state_node *n)
 {
     double heard = rw->watch_from;
 
-    if (!(rw->heartbeat_timeout > 0) || n->state != STATE_NODE_READY)
-        return 0;
     if (isfinite(n->heartbeat_at))
         heard = fmax(heard, n->heartbeat_at);
     if (isfinite(n->ready_at))
         heard = fmax(heard, n->ready_at);
-    return now - heard > rw->heartbeat_timeout;
+    return heard;
+}
+
+int rw_node_silent(const struct realworld *rw, const struct state_node *n, double now)
+{
+    if (!(rw->heartbeat_timeout > 0) || n->state != STATE_NODE_READY)
+        return 0;
+    return now - rw_node_heard(rw, n) > rw->heartbeat_timeout;
 }
 
 /*
@@ -277,9 +268,10 @@ static void rw_fence(struct realworld *rw, const struct state_node *node, double
     int rc;
 
     if (first) {
-        rw_log_lost_jobs(rw, node->instance_id, now, "node-lost",
-                         "the node's agent has not been heard from (its instance is terminated "
-                         "first)");
+        rw_note_node_jobs(rw, node->instance_id, now, "node-lost",
+                          "the node's agent has not been heard from (its instance is terminated "
+                          "first)",
+                          RW_RESTARTS);
         rw->losses[API_LOSS_SILENT]++;
         if (rw_list_add(&rw->fenced, node->instance_id) < 0)
             return;

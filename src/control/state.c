@@ -153,6 +153,10 @@ static const char *const st_migrations[STATE_SCHEMA_VERSION] = {
     " message TEXT NOT NULL CHECK (length(message) BETWEEN 1 AND 1024)"
     ") STRICT;"
     "CREATE INDEX events_by_job ON events (job_id, id);",
+    /* v8: how long a node's agent takes, once the controller stops answering it, to stop its
+     * replicas itself (its self-fence; NULL: it does not), so that a silent static node's jobs may
+     * move safely */
+    "ALTER TABLE nodes ADD COLUMN fence_s REAL CHECK (fence_s > 0);",
 };
 
 /* ---- checks, statements and rows ---- */

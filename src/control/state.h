@@ -20,7 +20,7 @@ struct state; /* an open state database; opaque */
 struct db;
 
 /* The schema version this build writes (PRAGMA user_version). */
-#define STATE_SCHEMA_VERSION 7
+#define STATE_SCHEMA_VERSION 8
 
 /* Longest name, instance id, token, provider, offer or zone, in bytes. */
 #define STATE_NAME_MAX 128
@@ -259,6 +259,10 @@ struct state_node {
      * rendezvous), as its agent registered it; NULL: not said. Written by state_node_register
      * only (state_node_upsert leaves it). */
     char *address;
+    /* the agent's self-fence: seconds after the controller last answered it by which it has
+     * stopped every replica itself (> 0); NAN: it does not fence itself. Written by
+     * state_node_register only. */
+    double fence_s;
 };
 
 /*
@@ -282,12 +286,18 @@ int state_node_upsert(struct state *st, const struct state_node *node);
 int state_node_set_state(struct state *st, const char *instance_id, enum state_node_state to,
                          double now);
 
+/* The longest self-fence a node may register (seconds). */
+#define STATE_NODE_FENCE_MAX 86400.0
+
 /*
- * A node agent registers its node (instance id, gpus >= 1, gpu_memory_mib) at now: a node the
- * controller launched (launching or booting) takes the reported GPUs and memory and becomes ready;
- * a node not known yet is inserted ready with every field of node (a static node: its launch
- * token must be NULL). Either way ready_at and heartbeat_at are now. A node already ready,
- * draining or terminated: ERR_CONFLICT (a second registration), nothing written.
+ * A node agent registers its node (instance id, gpus >= 1, gpu_memory_mib, address, fence_s: 0 or
+ * NAN for none, else at most STATE_NODE_FENCE_MAX; negative ERR_INVAL) at now: a node the
+ * controller launched (launching or booting) takes the reported GPUs, memory, address and fence and
+ * becomes ready; a node not known yet is inserted ready with every field of node (a static node:
+ * its launch token must be NULL), and so is a static node that was terminated (taken down, or its
+ * cluster torn down: its agent is a new one) over its old row. Either way ready_at and heartbeat_at
+ * are now. A node already ready or draining, or a launched node terminated: ERR_CONFLICT (a second
+ * registration), nothing written.
  */
 int state_node_register(struct state *st, const struct state_node *node, double now);
 

@@ -1,6 +1,7 @@
 /* state_nodes.c: the fleet in the controller's state: launch intents (committed before each
  * launch), nodes (upserted, moved from state to state, registered by their agents, heartbeats,
  * preemption notices, the jobs on each) and the allocations of jobs to nodes. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -141,7 +142,7 @@ void state_intents_free(struct state_intent *intents, size_t n)
 #define ST_NODE_COLUMNS                                                                        \
     "id, instance_id, provider, offer, market, zone, gpus, state, launch_token, launch_index," \
     " launched_at, ready_at, terminated_at, price, gpu_memory_mib, heartbeat_at, notice_at,"   \
-    " notice_deadline, address"
+    " notice_deadline, address, fence_s"
 
 static int st_read_node(struct db_stmt *s, void *item)
 {
@@ -180,6 +181,7 @@ static int st_read_node(struct db_stmt *s, void *item)
     node->heartbeat_at = st_col_time(s, 15);
     node->notice_at = st_col_time(s, 16);
     node->notice_deadline = st_col_time(s, 17);
+    node->fence_s = st_col_time(s, 19);
     return 0;
 }
 
@@ -307,24 +309,40 @@ out:
 int state_node_register(struct state *st, const struct state_node *n, double now)
 {
     enum state_node_state cur = STATE_NODE_LAUNCHING;
+    double fence = n->fence_s > 0 ? n->fence_s : NAN;
     long long id = 0;
     int rc;
 
     if (!st_node_ok(n) || n->gpus < 1 || n->gpu_memory_mib < 0 || !st_time_ok(now) ||
-        (n->address && (!n->address[0] || strlen(n->address) > 255)))
+        (n->address && (!n->address[0] || strlen(n->address) > 255)) || n->fence_s < 0 ||
+        isinf(n->fence_s) || fence > STATE_NODE_FENCE_MAX)
         return ERR_INVAL;
     rc = db_begin(st->db);
     if (rc < 0)
         return rc;
     rc = st_node_find(st->db, n->instance_id, &id, &cur);
-    if (rc == 0 && cur != STATE_NODE_LAUNCHING && cur != STATE_NODE_BOOTING)
-        rc = ERR_CONFLICT; /* registered before, or gone */
-    if (rc == 0) {
+    if (rc == 0 && cur == STATE_NODE_TERMINATED && !n->launch_token) {
+        /* a static node that was terminated (taken down, or its cluster torn down) comes back:
+         * its agent is a new one, with no replica left running */
+        rc = st_run(st->db,
+                    "UPDATE nodes SET provider = ?2, offer = ?3, market = ?4, zone = ?5, gpus = ?6,"
+                    " gpu_memory_mib = ?7, state = ?8, launched_at = ?9, ready_at = ?10,"
+                    " heartbeat_at = ?10, terminated_at = NULL, notice_at = NULL,"
+                    " notice_deadline = NULL, price = ?11, address = ?12, fence_s = ?13"
+                    " WHERE id = ?1 AND launch_token IS NULL",
+                    "ittttnntdddtd", id, n->provider, n->offer, st_markets[n->market], n->zone,
+                    n->gpus, n->gpu_memory_mib, st_node_states[STATE_NODE_READY], n->launched_at,
+                    now, n->price, n->address, fence);
+        if (rc == 0 && db_changes(st->db) == 0)
+            rc = ERR_CONFLICT; /* a launched node's instance id: it does not come back */
+    } else if (rc == 0 && cur != STATE_NODE_LAUNCHING && cur != STATE_NODE_BOOTING) {
+        rc = ERR_CONFLICT; /* registered before, or a launched node gone */
+    } else if (rc == 0) {
         rc = st_run(st->db,
                     "UPDATE nodes SET gpus = ?2, gpu_memory_mib = ?3, state = ?4,"
-                    " ready_at = ?5, heartbeat_at = ?5, address = ?6 WHERE id = ?1",
-                    "inntdt", id, n->gpus, n->gpu_memory_mib, st_node_states[STATE_NODE_READY], now,
-                    n->address);
+                    " ready_at = ?5, heartbeat_at = ?5, address = ?6, fence_s = ?7 WHERE id = ?1",
+                    "inntdtd", id, n->gpus, n->gpu_memory_mib, st_node_states[STATE_NODE_READY],
+                    now, n->address, fence);
     } else if (rc == ERR_UNKNOWN) {
         /* a static node: the controller did not launch it, so it carries no launch token */
         rc = n->launch_token
@@ -332,12 +350,12 @@ int state_node_register(struct state *st, const struct state_node *n, double now
                  : st_run(st->db,
                           "INSERT INTO nodes (instance_id, provider, offer, market,"
                           " zone, gpus, gpu_memory_mib, state, launched_at, ready_at,"
-                          " heartbeat_at, price, address)"
-                          " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11, ?12)",
-                          "tttttnntdddt", n->instance_id, n->provider, n->offer,
+                          " heartbeat_at, price, address, fence_s)"
+                          " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11, ?12, ?13)",
+                          "tttttnntdddtd", n->instance_id, n->provider, n->offer,
                           st_markets[n->market], n->zone, n->gpus, n->gpu_memory_mib,
                           st_node_states[STATE_NODE_READY], n->launched_at, now, n->price,
-                          n->address);
+                          n->address, fence);
     }
     return st_end(st, rc);
 }

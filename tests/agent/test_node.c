@@ -738,8 +738,14 @@ static void castor_node__fences_itself_when_the_controller_is_silent(void **stat
     int port = f->as.port;
     double cut;
 
+    struct state_node node;
+
     spawn_node(f, f->as.url, extra);
     assert_true(proc_wait_for(node_registered, f, REGISTER_WAIT_S));
+    /* registered: the fence and the grace (0.6 s), when the controller may count on it */
+    assert_int_equal(state_node_get(f->as.own, NODE_ID, &node), 0);
+    assert_true(fabs(node.fence_s - 2.1) < 1e-9);
+    state_node_clear(&node);
     assign(f, "job-g", "exit", 2);
     assert_true(proc_wait_for(scan_replicas, &r, 10));
     as_unlisten(&f->as);

@@ -101,7 +101,9 @@ castor_cli_test(client_no_token 1 "no token: set CASTOR_USER_TOKEN or CASTOR_TOK
 castor_cli_test(client_unreachable 1 "cannot reach the controller at http://127.0.0.1:1" jobs)
 castor_cli_test(client_bad_name 2 "is not a job name" cancel "a/b")
 castor_cli_test(client_submit_no_file 2 "a job file is required" submit)
+castor_cli_test(client_down_no_node 2 "a node's instance id is required" down)
+castor_cli_test(client_down_bad_node 2 "\"a b\" is not a node name" down "a b")
 set_tests_properties(cli_client_no_token PROPERTIES ENVIRONMENT
   "CASTOR_USER_TOKEN=;CASTOR_TOKEN_FILE=")
-set_tests_properties(cli_client_unreachable cli_client_bad_name PROPERTIES ENVIRONMENT
+set_tests_properties(cli_client_unreachable cli_client_bad_name cli_client_down_bad_node PROPERTIES ENVIRONMENT
   "CASTOR_URL=http://127.0.0.1:1;CASTOR_USER_TOKEN=user-token-0123456789abcdef")

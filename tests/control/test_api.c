@@ -536,6 +536,18 @@ static void api_nodes__bad_input_writes_nothing(void **state)
                  "address must be an IP address or a host name");
     expect_error(f, "POST", "/v1/nodes", TOKEN_NODE,
                  "{\"instance_id\":\"i-2\",\"gpus\":1,\"address\":\"\"}", 400, "address");
+    expect_error(f, "POST", "/v1/nodes", TOKEN_NODE,
+                 "{\"instance_id\":\"i-2\",\"gpus\":1,\"fence_s\":0}", 400,
+                 "fence_s must be a number > 0");
+    expect_error(f, "POST", "/v1/nodes", TOKEN_NODE,
+                 "{\"instance_id\":\"i-2\",\"gpus\":1,\"fence_s\":86401}", 400,
+                 "fence_s must be at most 86400");
+    expect_error(f, "POST", "/v1/nodes", TOKEN_NODE,
+                 "{\"instance_id\":\"i-2\",\"gpus\":1,\"fence_s\":\"60\"}", 400, "fence_s");
+    expect_error(f, "POST", "/v1/nodes/i-9/down", TOKEN_USER, NULL, 404, "no such node");
+    expect_error(f, "POST", "/v1/nodes/i-1/down", TOKEN_USER, "{\"now\":1}", 400,
+                 "unknown field now");
+    expect_error(f, "POST", "/v1/nodes/i-1/down", TOKEN_NODE, NULL, 403, "");
     expect_error(f, "POST", "/v1/nodes/i-9/heartbeat", TOKEN_NODE, NULL, 404, "no such node");
     expect_error(f, "POST", "/v1/nodes/i-1/heartbeat", TOKEN_NODE, "{\"x\":1}", 400,
                  "unknown field x");
@@ -1432,7 +1444,8 @@ static void api_metrics__prometheus_text(void **state)
                             .ncalls = 2,
                             .errors = errors,
                             .nerrors = 1,
-                            .node_losses = {[API_LOSS_SILENT] = 2, [API_LOSS_GONE] = 5}};
+                            .node_losses = {[API_LOSS_SILENT] = 2, [API_LOSS_GONE] = 5},
+                            .nodes_unfenced = 3};
     struct http_client_request req = {.method = "GET"};
     struct http_client_response r = {0};
     char url[96], auth[96], name[128], labels[256], family[128] = "";
@@ -1481,6 +1494,7 @@ static void api_metrics__prometheus_text(void **state)
     assert_float_equal(sample_value(r.body, "castor_node_losses_total{reason=\"gone\"}"), 5, 0);
     assert_float_equal(sample_value(r.body, "castor_node_losses_total{reason=\"unregistered\"}"), 0,
                        0);
+    assert_float_equal(sample_value(r.body, "castor_nodes_unfenced"), 3, 0);
     assert_float_equal(sample_value(r.body, "castor_job_goodput{job=\"a\"}"), 812.5, 0);
     assert_true(isnan(sample_value(r.body, "castor_job_goodput{job=\"b\"}")));
     assert_float_equal(sample_value(r.body, "castor_job_finish_timestamp_seconds{job=\"a\"}"), 2e9,

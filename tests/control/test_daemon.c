@@ -435,6 +435,13 @@ static void daemon_run__signals_restart_and_no_double_launch(void **state)
     assert_non_null(strstr(out, "cancelled gamma"));
     free(out);
     assert_int_equal(client(r, NULL, "cancel", "no-such-job", NULL), 1);
+    /* a static node taken down by its operator; a launched one is refused */
+    assert_int_equal(agent(r, "POST", "/v1/nodes", "{\"instance_id\":\"rack-7\",\"gpus\":1}"), 201);
+    assert_int_equal(client(r, &out, "down", "rack-7", NULL), 0);
+    assert_non_null(strstr(out, "rack-7 is down"));
+    free(out);
+    assert_int_equal(agent(r, "POST", "/v1/nodes/rack-7/heartbeat", "{}"), 409);
+    assert_int_equal(client(r, NULL, "down", ids[0], NULL), 1);
     /* SIGHUP with a broken configuration: refused with its location, the old one kept */
     f = fopen(r->config, "w");
     assert_non_null(f);

@@ -343,6 +343,14 @@ static long long losses(struct fixture *f, enum api_node_loss reason)
     return m.node_losses[reason];
 }
 
+static long long unfenced(struct fixture *f)
+{
+    struct api_metrics m = {0};
+
+    assert_int_equal(realworld_metrics(f->rw, &m), 0);
+    return m.nodes_unfenced;
+}
+
 static int has_event(struct fixture *f, const char *name, const char *kind, const char *node,
                      const char *text)
 {
@@ -1093,39 +1101,147 @@ static void realworld_reconcile__a_silent_node_is_terminated(void **state)
     assert_int_equal(losses(f, API_LOSS_GONE), 0); /* told once */
 }
 
-/* A static node (registered by its agent, not launched) that goes silent is left out of the
- * schedulable nodes, its job taken off it, and never terminated; heard from again, the job is
- * placed on it again. */
-static void realworld_observe__a_silent_static_node_is_left_out_until_heard(void **state)
+/* A static node registered with the body's extras (", \"key\": value...") if any. */
+static void agent_register_with(struct fixture *f, const char *id, int gpus, const char *more)
 {
-    struct fixture *f = *state;
-    struct state_alloc *rows = NULL;
-    const struct snapshot *s;
-    size_t n = 9;
+    char body[200];
 
+    snprintf(body, sizeof(body), "{\"instance_id\": \"%s\", \"gpus\": %d%s}", id, gpus, more);
+    assert_int_equal(call(f, "POST", "/v1/nodes", TOKEN_NODE, body, NULL), 201);
+}
+
+/* How many allocation rows job name has on node id. */
+static size_t rows_on(struct fixture *f, const char *name, const char *id)
+{
+    struct state_alloc *rows = NULL;
+    size_t n = 0, on = 0;
+
+    assert_int_equal(state_alloc_get(f->st, name, &rows, &n), 0);
+    for (size_t r = 0; r < n; r++)
+        on += strcmp(rows[r].node, id) == 0;
+    state_allocs_free(rows, n);
+    return on;
+}
+
+/* Static node static-1 (with the registration's extras), the fixed fleet of none, a heartbeat
+ * timeout of 120 s, and job "a" placed on it; the last tick at T0 + 10. */
+static void static_node_running(struct fixture *f, const char *more)
+{
     assert_int_equal(make_loop(f, 0), 0);
     rewatch(f, 0, 120);
-    agent_register(f, "static-1", 4);
-    submit_job(f, "a", 4);
+    agent_register_with(f, "static-1", 4, more);
+    submit_job_with(f, "a", 4, ", \"hang_timeout\": 100");
     tick(f, 0);
     tick(f, 10);
-    assert_int_equal(state_alloc_get(f->st, "a", &rows, &n), 0);
-    assert_int_equal(n, 1);
-    state_allocs_free(rows, n);
+    assert_int_equal(rows_on(f, "a", "static-1"), 1);
+}
+
+/* A static node (registered by its agent, not launched) that goes silent without a self-fence is
+ * left out of the schedulable nodes and never terminated, and its job waits where it is: castor
+ * cannot stop the replicas there, which may still run. Its silence is not the job's hang. Heard
+ * from again, the job goes on where it was. */
+static void realworld_observe__a_silent_static_node_keeps_its_job_waiting(void **state)
+{
+    struct fixture *f = *state;
+    const struct snapshot *s;
+
+    static_node_running(f, "");
+    report_one(f, "a", 1, 64, 0.2, 0, 0.5, 2.0); /* watched for hangs from now */
     tick(f, 130);
     assert_int_equal(provider_observe(&f->prov, &s), 0);
     assert_int_equal(s->nnodes, 0);
-    tick(f, 10);
-    assert_int_equal(state_alloc_get(f->st, "a", &rows, &n), 0);
-    assert_int_equal(n, 0);
+    assert_int_equal(s->njobs, 0); /* not planned for: it waits */
+    tick(f, 200);                  /* past the job's hang_timeout */
+    assert_int_equal(rows_on(f, "a", "static-1"), 1);
+    assert_int_equal(sql_int(f, "SELECT failures FROM jobs WHERE name = 'a'"), 0);
     assert_int_equal(node_state(f, "static-1"), STATE_NODE_READY);
     assert_int_equal(counts(f).terminate_calls, 0);
+    assert_true(has_event(f, "a", "waiting", "static-1", "castor cannot stop its replicas"));
+    assert_false(has_event(f, "a", "node-lost", NULL, ""));
+    assert_int_equal(unfenced(f), 1);
     assert_int_equal(call(f, "POST", "/v1/nodes/static-1/heartbeat", TOKEN_NODE, "{}", NULL), 200);
     tick(f, 10);
+    assert_int_equal(unfenced(f), 0);
+    assert_int_equal(provider_observe(&f->prov, &s), 0);
+    assert_int_equal(s->nnodes, 1);
+    assert_int_equal(s->njobs, 1);
     tick(f, 10);
-    assert_int_equal(state_alloc_get(f->st, "a", &rows, &n), 0);
-    assert_int_equal(n, 1);
-    state_allocs_free(rows, n);
+    assert_int_equal(rows_on(f, "a", "static-1"), 1);
+}
+
+/* A silent static node whose agent fences itself (fence_s 150 s: its replicas stopped by then)
+ * keeps its job waiting until the fence and its margin (10 s) have passed since it was last heard,
+ * and then the job moves to another node. */
+static void realworld_observe__a_self_fenced_static_node_lets_its_job_go(void **state)
+{
+    struct fixture *f = *state;
+
+    static_node_running(f, ", \"fence_s\": 150");
+    assert_int_equal(sql_int(f, "SELECT fence_s FROM nodes WHERE instance_id = 'static-1'"), 150);
+    agent_register(f, "static-2", 4);
+    tick(f, 125); /* T0 + 135: heard at T0, silent; static-2 heard at T0 + 10 */
+    assert_int_equal(call(f, "POST", "/v1/nodes/static-2/heartbeat", TOKEN_NODE, "{}", NULL), 200);
+    tick(f, 20);
+    assert_int_equal(rows_on(f, "a", "static-1"), 1); /* T0 + 155: within the fence and margin */
+    assert_int_equal(rows_on(f, "a", "static-2"), 0);
+    assert_int_equal(call(f, "POST", "/v1/nodes/static-2/heartbeat", TOKEN_NODE, "{}", NULL), 200);
+    tick(f, 4);
+    assert_int_equal(rows_on(f, "a", "static-1"), 1); /* T0 + 159 */
+    assert_int_equal(unfenced(f), 1);
+    tick(f, 2); /* T0 + 161: past 150 + 10 */
+    tick(f, 0);
+    assert_int_equal(rows_on(f, "a", "static-1"), 0);
+    assert_int_equal(rows_on(f, "a", "static-2"), 1);
+    assert_true(has_event(f, "a", "node-lost", "static-1", "its self-fence"));
+    assert_int_equal(unfenced(f), 0);
+    assert_int_equal(node_state(f, "static-1"), STATE_NODE_READY);
+    assert_int_equal(counts(f).terminate_calls, 0);
+}
+
+/* The operator says a silent static node is off (POST /v1/nodes/{id}/down, castor down): the node
+ * is terminated and its job moves; its agent, if it runs, is told so; a new agent registers the
+ * node again. A launched node cannot be taken down this way. */
+static void realworld_observe__a_static_node_taken_down_lets_its_job_go(void **state)
+{
+    struct fixture *f = *state;
+
+    static_node_running(f, "");
+    agent_register(f, "static-2", 4);
+    tick(f, 130);
+    assert_int_equal(call(f, "POST", "/v1/nodes/static-2/heartbeat", TOKEN_NODE, "{}", NULL), 200);
+    tick(f, 10);
+    assert_int_equal(rows_on(f, "a", "static-1"), 1);
+    assert_int_equal(call(f, "POST", "/v1/nodes/static-1/down", TOKEN_NODE, "{}", NULL), 403);
+    assert_int_equal(call(f, "POST", "/v1/nodes/static-1/down", TOKEN_USER, "{\"x\": 1}", NULL),
+                     400);
+    assert_int_equal(call(f, "POST", "/v1/nodes/nope/down", TOKEN_USER, "", NULL), 404);
+    assert_int_equal(rows_on(f, "a", "static-1"), 1);
+    assert_int_equal(call(f, "POST", "/v1/nodes/static-1/down", TOKEN_USER, "", NULL), 200);
+    assert_int_equal(node_state(f, "static-1"), STATE_NODE_TERMINATED);
+    assert_true(has_event(f, "a", "node-lost", "static-1", "taken down by its operator"));
+    assert_int_equal(call(f, "POST", "/v1/nodes/static-1/down", TOKEN_USER, "{}", NULL), 200);
+    assert_int_equal(call(f, "POST", "/v1/nodes/static-2/heartbeat", TOKEN_NODE, "{}", NULL), 200);
+    tick(f, 5);
+    tick(f, 0);
+    assert_int_equal(rows_on(f, "a", "static-1"), 0);
+    assert_int_equal(rows_on(f, "a", "static-2"), 1);
+    assert_int_equal(call(f, "POST", "/v1/nodes/static-1/heartbeat", TOKEN_NODE, "{}", NULL), 409);
+    agent_register(f, "static-1", 4); /* a new agent: the node is back */
+    assert_int_equal(node_state(f, "static-1"), STATE_NODE_READY);
+    assert_int_equal(call(f, "POST", "/v1/nodes/static-1/heartbeat", TOKEN_NODE, "{}", NULL), 200);
+}
+
+/* A launched node cannot be taken down by its operator: castor fences it itself. */
+static void realworld_observe__a_launched_node_is_not_taken_down(void **state)
+{
+    struct fixture *f = *state;
+    char ids[8][CLOUD_ID_MAX], path[128];
+
+    one_node_running(f, ids);
+    snprintf(path, sizeof(path), "/v1/nodes/%s/down", ids[0]);
+    assert_int_equal(call(f, "POST", path, TOKEN_USER, "", NULL), 409);
+    assert_int_equal(node_state(f, ids[0]), STATE_NODE_READY);
+    assert_int_equal(rows_on(f, "a", ids[0]), 1);
 }
 
 static int spot_unavailable(struct fixture *f)
@@ -1324,7 +1440,13 @@ int main(void)
         cmocka_unit_test_setup_teardown(realworld_reconcile__a_silent_node_is_terminated, rw_setup,
                                         rw_teardown),
         cmocka_unit_test_setup_teardown(
-            realworld_observe__a_silent_static_node_is_left_out_until_heard, rw_setup, rw_teardown),
+            realworld_observe__a_silent_static_node_keeps_its_job_waiting, rw_setup, rw_teardown),
+        cmocka_unit_test_setup_teardown(
+            realworld_observe__a_self_fenced_static_node_lets_its_job_go, rw_setup, rw_teardown),
+        cmocka_unit_test_setup_teardown(realworld_observe__a_static_node_taken_down_lets_its_job_go,
+                                        rw_setup, rw_teardown),
+        cmocka_unit_test_setup_teardown(realworld_observe__a_launched_node_is_not_taken_down,
+                                        rw_setup, rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_observe__a_family_shares_its_model, rw_setup,
                                         rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_metrics__predicted_finish_and_deadline, rw_setup,

@@ -1465,6 +1465,71 @@ static void state_open__migrates_v6_to_v7(void **state)
     state_close(st);
 }
 
+static void state_open__migrates_v7_to_v8(void **state)
+{
+    const struct tmpdb *t = *state;
+    struct state *st = NULL;
+    struct state_node node = node_of("static-1", 2, NULL, 0), got;
+
+    assert_int_equal(state_open_version(t->path, 7, &st, NULL), 0);
+    assert_int_equal(state_node_upsert(st, &node), 0);
+    st = reopen_latest(t, st);
+    assert_int_equal(state_node_get(st, "static-1", &got), 0);
+    assert_true(isnan(got.fence_s));
+    state_node_clear(&got);
+    state_close(st);
+}
+
+/* A static node's self-fence is kept (none when 0); a bad one is refused. A static node that was
+ * terminated (taken down, or its cluster torn down) registers again over its old row, with what
+ * its new agent says; a launched node terminated does not come back. */
+static void state_node_register__fence_and_static_return(void **state)
+{
+    const struct tmpdb *t = *state;
+    struct state *st = open_state(t);
+    struct state_node node = node_of("static-1", 2, NULL, 0), got;
+
+    node.fence_s = 90;
+    assert_int_equal(state_node_register(st, &node, 200.0), 0);
+    assert_int_equal(state_node_get(st, "static-1", &got), 0);
+    assert_true(got.fence_s == 90.0);
+    state_node_clear(&got);
+    assert_int_equal(state_node_set_state(st, "static-1", STATE_NODE_TERMINATED, 300.0), 0);
+    node.gpus = 8;
+    node.fence_s = 0;
+    node.launched_at = 400.0;
+    assert_int_equal(state_node_register(st, &node, 400.0), 0);
+    assert_int_equal(state_node_get(st, "static-1", &got), 0);
+    assert_int_equal(got.state, STATE_NODE_READY);
+    assert_int_equal(got.gpus, 8);
+    assert_true(isnan(got.fence_s) && isnan(got.terminated_at) && got.ready_at == 400.0 &&
+                got.heartbeat_at == 400.0 && got.launched_at == 400.0);
+    state_node_clear(&got);
+    assert_int_equal(state_node_register(st, &node, 401.0), ERR_CONFLICT); /* ready: twice */
+
+    /* a launched node, terminated */
+    assert_int_equal(state_intent_record(st, "tok", "g4dn.12xlarge", 1, 90.0), 0);
+    node = node_of("i-1", 4, "tok", 0);
+    assert_int_equal(state_node_upsert(st, &node), 0);
+    assert_int_equal(state_node_set_state(st, "i-1", STATE_NODE_TERMINATED, 300.0), 0);
+    node = node_of("i-1", 4, NULL, 0);
+    assert_int_equal(state_node_register(st, &node, 500.0), ERR_CONFLICT);
+    assert_int_equal(state_node_get(st, "i-1", &got), 0);
+    assert_int_equal(got.state, STATE_NODE_TERMINATED);
+    state_node_clear(&got);
+
+    /* bad fences: nothing written */
+    node = node_of("static-2", 2, NULL, 0);
+    node.fence_s = -1;
+    assert_int_equal(state_node_register(st, &node, 500.0), ERR_INVAL);
+    node.fence_s = INFINITY;
+    assert_int_equal(state_node_register(st, &node, 500.0), ERR_INVAL);
+    node.fence_s = STATE_NODE_FENCE_MAX + 1;
+    assert_int_equal(state_node_register(st, &node, 500.0), ERR_INVAL);
+    assert_int_equal(state_node_get(st, "static-2", &got), ERR_UNKNOWN);
+    state_close(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1502,6 +1567,8 @@ int main(void)
         STATE_TEST(state_open__migrates_v5_to_v6),
         STATE_TEST(state_events__kept_newest_first_cut),
         STATE_TEST(state_open__migrates_v6_to_v7),
+        STATE_TEST(state_open__migrates_v7_to_v8),
+        STATE_TEST(state_node_register__fence_and_static_return),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

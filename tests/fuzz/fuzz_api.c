@@ -5,7 +5,7 @@
  * after a request that wrote (its WAL file is no longer empty) the file is copied afresh from
  * that template, so every run is reproducible from its input alone. Byte 0 picks the endpoint, byte
  * 1 the token; the rest is the body. Job specs (POST /v1/jobs), node registrations, reports,
- * checkpoints, notices, failures and finishes are all read from the fuzzed body. */
+ * checkpoints, notices, failures, downs and finishes are all read from the fuzzed body. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +40,7 @@ static const struct {
     {"GET", "/v1/fleet"},
     {"GET", "/metrics"},
     {"POST", "/v1/nodes/i-1/failures"},
+    {"POST", "/v1/nodes/i-1/down"},
 };
 #define FZ_NROUTES (sizeof(fz_routes) / sizeof(fz_routes[0]))
 
