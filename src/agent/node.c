@@ -19,6 +19,7 @@
 #endif
 
 #include "agent/agent.h"
+#include "util/crypto.h"
 #include "util/env.h"
 #include "util/http_client.h"
 #include "util/json.h"
@@ -46,6 +47,9 @@ static void nj_clear(struct node_job *j)
     free(j->name);
     free(j->master);
     free(j->master_addr);
+    if (j->job_token)
+        crypto_wipe(j->job_token, strlen(j->job_token));
+    free(j->job_token);
     nj_free_strv(j->argv);
     free(j->workdir);
     env_free(j->env);
@@ -219,6 +223,8 @@ static int na_job(const struct jv *o, size_t i, struct node_job *j, struct error
                        "jobs[%zu]: rank_offset + replicas is more than world_size", i);
     if (jv_get(o, "master_addr") && (rc = na_str(o, "master_addr", &j->master_addr, i, e)) < 0)
         return rc;
+    if (jv_get(o, "job_token") && (rc = na_str(o, "job_token", &j->job_token, i, e)) < 0)
+        return rc;
     if ((rc = na_spec(jv_get(o, "spec"), j, i, e)) < 0)
         return rc;
     return jv_dump(o, &j->key);
@@ -324,8 +330,8 @@ int node_replica_env(const struct node_job *j, int local, const struct node_env_
         PUT("CASTOR_CHECKPOINT_INTERVAL", "%.17g", j->ckpt_s);
     if (rc == 0 && in->url)
         rc = env_list_set(&l, "CASTOR_URL", in->url);
-    if (rc == 0 && in->job_token)
-        rc = env_list_set(&l, "CASTOR_JOB_TOKEN", in->job_token);
+    if (rc == 0 && (j->job_token || in->job_token))
+        rc = env_list_set(&l, "CASTOR_JOB_TOKEN", j->job_token ? j->job_token : in->job_token);
     if (rc == 0 && in->self)
         rc = env_list_set(&l, "CASTOR_INSTANCE_ID", in->self);
     if (in->gpu >= 0)

@@ -48,6 +48,8 @@ struct node_job {
     char *master;         /* the master node's instance id */
     char *master_addr;    /* where the master is reached, as its agent registered it; NULL: not
                            * said */
+    char *job_token;      /* the job's own token, handed to its replicas instead of the node's
+                           * CASTOR_JOB_TOKEN (it speaks for this job only); NULL: not said */
     double local_bsz;     /* the plan's batch per replica; NAN before the plan gave one */
     int accum_steps;      /* -1 before the plan gave one */
     double lr_gain;       /* NAN before the plan gave one */
@@ -90,7 +92,8 @@ struct node_env_inputs {
     const char *const *base; /* the agent's environment (NULL-terminated) */
     const char *self;        /* this node's instance id */
     const char *url;         /* the controller, for CASTOR_URL */
-    const char *job_token;   /* CASTOR_JOB_TOKEN; NULL: not set */
+    const char *job_token;   /* CASTOR_JOB_TOKEN when the job's entry has no job_token of its
+                              * own; NULL: not set */
     const char *master_addr; /* the master's address when it is another node, overriding the
                               * assignment's; NULL: the assignment's, else the master's id */
     int gpu;                 /* the GPU index for CUDA_VISIBLE_DEVICES; < 0: not set */
@@ -131,7 +134,8 @@ struct node_config {
     const char *instance_id;  /* this node */
     const char *launch_token; /* the token it was launched under; NULL for a static node */
     const char *node_token;   /* the node role's bearer token (a secret) */
-    const char *job_token;    /* handed to replicas; NULL: none */
+    const char *job_token;    /* handed to replicas of a job whose assignment names no token of
+                               * its own (an older controller); NULL: none */
     const char *ca_file;      /* TLS trust for the controller; NULL: the system's */
     const char *master_addr;  /* address of other master nodes (overrides what the controller
                                * says, for the local world); NULL: the assignment's */

@@ -18,6 +18,9 @@
 #include "util/json.h"
 #include "util/log.h"
 
+#define AP_JOB_TOKEN_PREFIX "cj1."                  /* a per-job token (api_job_token) */
+#define AP_JOB_KEY_LABEL "castor per-job tokens v1" /* their key: this under the job token */
+
 static const char *const ap_role_names[API_NROLES] = {
     [API_ROLE_NODE] = "node",
     [API_ROLE_JOB] = "job",
@@ -172,6 +175,10 @@ int api_new(const struct api_config *cfg, struct api **out, struct error *e)
         if (a->has[r])
             rc = crypto_sha256(cfg->tokens->token[r], strlen(cfg->tokens->token[r]), a->digest[r]);
     }
+    if (rc == 0 && a->has[API_ROLE_JOB])
+        rc = crypto_hmac_sha256(cfg->tokens->token[API_ROLE_JOB],
+                                strlen(cfg->tokens->token[API_ROLE_JOB]), AP_JOB_KEY_LABEL,
+                                strlen(AP_JOB_KEY_LABEL), a->job_key);
     if (rc == 0 && pthread_mutex_init(&a->mu, NULL) != 0)
         rc = ERR_NOMEM;
     if (rc == 0 && pthread_mutex_init(&a->qmu, NULL) != 0) {
@@ -185,6 +192,7 @@ int api_new(const struct api_config *cfg, struct api **out, struct error *e)
     }
     if (rc < 0) {
         crypto_wipe(a->digest, sizeof(a->digest));
+        crypto_wipe(a->job_key, sizeof(a->job_key));
         free(a);
         return err_set(e, rc, "", 0, 0, "cannot set up the API");
     }
@@ -208,7 +216,25 @@ void api_free(struct api *a)
     pthread_cond_destroy(&a->qcv);
     ap_metrics_free(&a->metrics);
     crypto_wipe(a->digest, sizeof(a->digest));
+    crypto_wipe(a->job_key, sizeof(a->job_key));
     free(a);
+}
+
+int api_job_token(const struct api *a, const char *job, char *out, size_t size)
+{
+    unsigned char mac[CRYPTO_SHA256_LEN];
+    char hex[2 * CRYPTO_SHA256_LEN + 1];
+
+    if (!a || !job || !api_name_ok(job) || strlen(job) > AP_NAME_MAX || !out ||
+        size < API_JOB_TOKEN_MAX || !a->has[API_ROLE_JOB])
+        return ERR_INVAL;
+    if (crypto_hmac_sha256(a->job_key, sizeof(a->job_key), job, strlen(job), mac) < 0)
+        return ERR_INVAL;
+    crypto_hex(mac, sizeof(mac), hex);
+    snprintf(out, size, AP_JOB_TOKEN_PREFIX "%s.%s", job, hex);
+    crypto_wipe(mac, sizeof(mac));
+    crypto_wipe(hex, sizeof(hex));
+    return 0;
 }
 
 int api_set_metrics(struct api *a, const struct api_metrics *m)
@@ -500,10 +526,34 @@ static int ap_match(const char *pattern, const char *path, char *param, size_t s
     return *pattern == '\0' && *path == '\0';
 }
 
+/* 1 when token is job's per-job token ("cj1.<job>.<mac>"), its job's name into job (AP_NAME_MAX
+ * + 1 bytes); the mac compared in constant time. */
+static int ap_job_token_ok(const struct api *a, const char *token, char *job)
+{
+    char want[API_JOB_TOKEN_MAX];
+    const char *name = token + strlen(AP_JOB_TOKEN_PREFIX), *dot;
+    size_t n;
+    int ok;
+
+    if (strncmp(token, AP_JOB_TOKEN_PREFIX, strlen(AP_JOB_TOKEN_PREFIX)) != 0 ||
+        !(dot = strrchr(name, '.')) || (n = (size_t)(dot - name)) == 0 || n > AP_NAME_MAX)
+        return 0;
+    memcpy(job, name, n);
+    job[n] = '\0';
+    if (api_job_token(a, job, want, sizeof(want)) < 0 || strlen(want) != strlen(token))
+        ok = 0;
+    else
+        ok = crypto_equal(want, token, strlen(want));
+    crypto_wipe(want, sizeof(want));
+    if (!ok)
+        job[0] = '\0';
+    return ok;
+}
+
 /* The role of the request's bearer token into *role: 0, or ERR_EMPTY (no token) or
  * ERR_UNKNOWN (a token that is none of ours). Every role's digest is compared, in constant time,
- * whichever matches. */
-static int ap_auth(const struct api *a, const struct http_request *req, int *role)
+ * whichever matches. A per-job token is the job role, its job's name into job (else ""). */
+static int ap_auth(const struct api *a, const struct http_request *req, int *role, char *job)
 {
     const char *h = http_request_header(req, "Authorization");
     unsigned char d[CRYPTO_SHA256_LEN];
@@ -519,6 +569,9 @@ static int ap_auth(const struct api *a, const struct http_request *req, int *rol
         if (crypto_equal(d, a->digest[r], sizeof(d)) & a->has[r])
             found = r;
     crypto_wipe(d, sizeof(d));
+    job[0] = '\0';
+    if (found < 0 && ap_job_token_ok(a, h, job))
+        found = API_ROLE_JOB;
     if (found < 0)
         return ERR_UNKNOWN;
     *role = found;
@@ -563,6 +616,12 @@ static const struct ap_route *ap_route(struct ap_ctx *c, char *param, size_t siz
         }
         c->param = param;
     }
+    if (c->token_job[0] && (!c->param || strncmp(route->path, "/v1/jobs/", 9) != 0 ||
+                            strcmp(c->param, c->token_job) != 0)) {
+        ap_fail(c, 403, "the token of job %s may not %s %.128s", c->token_job, route->method,
+                c->req->path);
+        return NULL;
+    }
     if (route->own_locking) {
         route->fn(c);
         return route;
@@ -583,7 +642,7 @@ void api_handle(void *api, const struct http_request *req, struct http_response 
     int rc, status;
 
     c.now = a->clock(a->clock_ctx);
-    rc = ap_auth(a, req, &c.role);
+    rc = ap_auth(a, req, &c.role, c.token_job);
     if (rc < 0) {
         ap_fail(&c, 401, rc == ERR_EMPTY ? "a bearer token is required" : "the token is not valid");
         resp->headers[0] = (struct http_pair){"WWW-Authenticate", "Bearer"};

@@ -105,6 +105,9 @@ struct api_metrics {
  * latency that is negative or not finite (nothing counted). */
 int api_metrics_observe_decide(struct api_metrics *m, double seconds);
 
+/* A per-job token: "cj1.<job>.<64 hex digits>", at most this long with its NUL. */
+#define API_JOB_TOKEN_MAX (4 + 128 + 1 + 64 + 1)
+
 /* ---- the API ---- */
 
 /* The time, seconds since the Unix epoch, from the daemon layer (the API reads no clock). */
@@ -134,6 +137,17 @@ int api_new(const struct api_config *cfg, struct api **out, struct error *e);
 
 /* Free the API (the server that calls it must be stopped first). NULL is ignored. */
 void api_free(struct api *a);
+
+/*
+ * The per-job token of job (a job name) into out (size >= API_JOB_TOKEN_MAX): "cj1.<job>.<mac>",
+ * the mac an HMAC-SHA256 of the job's name under a key derived from the job role's token. It
+ * stands for the job role on that job's own paths only (reports, checkpoints, finished, its
+ * allocation), so that one job's replicas, which run their owners' code, cannot speak for
+ * another job. Nothing is stored: a job's token is the same for as long as the job token is.
+ * Assignments hand it to castor-node for the job's replicas. ERR_INVAL (not a job name, out too
+ * small; out unchanged).
+ */
+int api_job_token(const struct api *a, const char *job, char *out, size_t size);
 
 /* Replace the metrics the daemon fills by a copy of m. ERR_INVAL (a NULL name, op or code),
  * ERR_NOMEM (the old metrics stay). */

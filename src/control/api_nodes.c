@@ -8,6 +8,7 @@
 #include "control/events.h"
 #include "control/api_internal.h"
 #include "control/state.h"
+#include "util/crypto.h"
 #include "util/json.h"
 #include "util/log.h"
 
@@ -253,6 +254,7 @@ static struct jv *ap_assignment_job(struct ap_ctx *c, const struct state_node_jo
     struct state_job j;
     size_t n = 0;
     long long world = 0, offset = -1;
+    char token[API_JOB_TOKEN_MAX];
     struct jv *o;
 
     if (state_job_get(c->a->state, nj->job, &j) < 0)
@@ -283,6 +285,10 @@ static struct jv *ap_assignment_job(struct ap_ctx *c, const struct state_node_jo
     ap_set(c, o, "restart_delay", jv_number(api_restart_delay(j.failure_streak)));
     ap_set_config(c, o, &j);
     ap_set(c, o, "spec", ap_spec(&j));
+    /* for the job's replicas: it speaks for this job only (api_job_token) */
+    if (api_job_token(c->a, j.name, token, sizeof(token)) == 0)
+        ap_set(c, o, "job_token", jv_string(token));
+    crypto_wipe(token, sizeof(token));
     state_allocs_free(rows, n);
     state_job_clear(&j);
     return o;

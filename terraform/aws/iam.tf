@@ -1,7 +1,8 @@
 # iam.tf: the roles. The controller's is docs/aws.md's least-privilege policy (launch only with
 # the cluster's tag, tag only at launch, terminate only what carries the cluster's tag, pass only
 # the workers' role), plus its tokens in SSM Parameter Store. The workers' role reads the node
-# and job tokens and nothing else.
+# token and nothing else: each job's replicas get the job's own token from its assignment, so the
+# shared job token stays on the controller.
 
 data "aws_iam_policy_document" "ec2_assume" {
   statement {
@@ -116,9 +117,9 @@ data "aws_iam_policy_document" "controller" {
 
 data "aws_iam_policy_document" "worker" {
   statement {
-    sid       = "TheNodeAndJobTokens"
+    sid       = "TheNodeToken"
     actions   = ["ssm:GetParameter"]
-    resources = [local.token_arns["node"], local.token_arns["job"]]
+    resources = [local.token_arns["node"]]
   }
   statement {
     sid       = "DecryptThemThroughSSM"

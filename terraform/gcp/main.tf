@@ -20,7 +20,6 @@ locals {
     api_url        = local.api_url
     project        = var.project_id
     node_secret    = local.secrets["node"]
-    job_secret     = local.secrets["job"]
     package_url    = var.castor_package_url
     package_sha256 = var.castor_package_sha256
   })

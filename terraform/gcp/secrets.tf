@@ -28,9 +28,10 @@ resource "google_secret_manager_secret_iam_member" "controller_add" {
   member    = "serviceAccount:${google_service_account.controller.email}"
 }
 
-# The workers read the node and job tokens only.
+# The workers read the node token only: each job's replicas get the job's own token from its
+# assignment, so the shared job token stays on the controller.
 resource "google_secret_manager_secret_iam_member" "worker_access" {
-  for_each  = toset(["node", "job"])
+  for_each  = toset(["node"])
   project   = var.project_id
   secret_id = google_secret_manager_secret.token[each.key].secret_id
   role      = "roles/secretmanager.secretAccessor"

@@ -40,7 +40,8 @@ static const char assignment_text[] =
     "\"command\":[\"python\",\"train.py\"],\"workdir\":\"/w\",\"env\":{\"A\":\"1\"},"
     "\"checkpoint_interval\":600}},"
     "{\"job\":\"bert\",\"replicas\":1,\"rank_offset\":0,\"world_size\":1,\"master\":\"i-1\","
-    "\"local_bsz\":null,\"accum_steps\":null,\"lr_gain\":null,\"spec\":{\"name\":\"bert\","
+    "\"job_token\":\"cj1.bert.0123abcd\",\"local_bsz\":null,\"accum_steps\":null,\"lr_gain\":null,"
+    "\"spec\":{\"name\":\"bert\","
     "\"command\":[\"x\"],\"image\":\"img\"}}]}";
 
 static void node_assignment_parse__reads_jobs_and_configuration(void **state)
@@ -103,6 +104,10 @@ static void node_assignment_parse__refuses_malformed_answers(void **state)
         "\"world_size\":1,\"master\":\"m\",\"restart_delay\":-2}]}",
         "{\"state\":\"ready\",\"jobs\":[{\"job\":\"a\",\"replicas\":1,\"rank_offset\":0,"
         "\"world_size\":1,\"master\":\"m\",\"restart_delay\":\"soon\"}]}",
+        "{\"state\":\"ready\",\"jobs\":[{\"job\":\"a\",\"replicas\":1,\"rank_offset\":0,"
+        "\"world_size\":1,\"master\":\"m\",\"job_token\":\"\"}]}",
+        "{\"state\":\"ready\",\"jobs\":[{\"job\":\"a\",\"replicas\":1,\"rank_offset\":0,"
+        "\"world_size\":1,\"master\":\"m\",\"job_token\":7}]}",
     };
     struct node_assignment a = {.njobs = 77};
 
@@ -170,13 +175,17 @@ static void node_replica_env__ranks_configuration_and_no_node_secret(void **stat
     assert_null(env_get(env, "CASTOR_USER_TOKEN_FILE"));
     node_env_free(env);
     in.gpu = -1;
-    in.job_token = NULL;
+    /* a job's own token (its assignment's) over the node's shared one */
     assert_int_equal(node_replica_env(&a.jobs[1], 0, &in, &env), 0);
     assert_string_equal(env_get(env, "CASTOR_MASTER_ADDR"), "127.0.0.1"); /* i-1 is this node */
     assert_null(env_get(env, "CASTOR_LOCAL_BSZ"));
     assert_null(env_get(env, "CASTOR_ACCUM_STEPS"));
-    assert_null(env_get(env, "CASTOR_JOB_TOKEN"));
+    assert_string_equal(env_get(env, "CASTOR_JOB_TOKEN"), "cj1.bert.0123abcd");
     assert_null(env_get(env, "CUDA_VISIBLE_DEVICES"));
+    node_env_free(env);
+    in.job_token = NULL;
+    assert_int_equal(node_replica_env(&a.jobs[0], 0, &in, &env), 0);
+    assert_null(env_get(env, "CASTOR_JOB_TOKEN"));
     node_env_free(env);
     /* without the agent's override: where the controller says the master is, else its id */
     in.master_addr = NULL;
@@ -420,9 +429,12 @@ static void castor_node__starts_assigned_replicas_with_their_environment(void **
 {
     struct fx *f = *state;
     struct replicas r = {.work = f->work, .want = 2};
-    char *env0, *env1;
+    char *env0, *env1, token[API_JOB_TOKEN_MAX], want[API_JOB_TOKEN_MAX + 32];
     int r0;
 
+    /* the job's own token, not the node's shared one (which castor-node has) */
+    assert_int_equal(api_job_token(f->as.api, "job-a", token, sizeof(token)), 0);
+    snprintf(want, sizeof(want), "CASTOR_JOB_TOKEN=%s\n", token);
     spawn_node(f, f->as.url, NULL);
     assert_true(proc_wait_for(node_registered, f, REGISTER_WAIT_S));
     assign(f, "job-a", "exit", 2);
@@ -444,7 +456,8 @@ static void castor_node__starts_assigned_replicas_with_their_environment(void **
         assert_non_null(strstr(e, "CASTOR_ACCUM_STEPS=1\n"));
         assert_non_null(strstr(e, "CASTOR_LR_GAIN=1.5\n"));
         assert_non_null(strstr(e, "CASTOR_MASTER_ADDR=127.0.0.1\n"));
-        assert_non_null(strstr(e, "CASTOR_JOB_TOKEN=" AS_TOKEN_JOB "\n"));
+        assert_non_null(strstr(e, want));
+        assert_null(strstr(e, AS_TOKEN_JOB));
         assert_non_null(strstr(e, "CASTOR_CHECKPOINT_INTERVAL=5\n"));
         assert_non_null(strstr(e, "MODE=exit\n"));
         assert_non_null(strstr(e, "CASTOR_URL=http://127.0.0.1:"));

@@ -257,6 +257,7 @@ static const struct {
     {"DELETE", "/v1/jobs/a", TOKEN_USER, NULL},
     {"GET", "/v1/fleet", TOKEN_USER, NULL},
     {"GET", "/metrics", TOKEN_METRICS, NULL},
+    {"POST", "/v1/nodes/i-1/down", TOKEN_USER, "{}"},
 };
 #define NENDPOINTS (sizeof(endpoints) / sizeof(endpoints[0]))
 
@@ -295,9 +296,11 @@ static void api_handle__route_table_walked_every_route_needs_its_token(void **st
     struct fixture *f = *state;
     const char *method = NULL, *pattern = NULL;
     unsigned roles = 0;
-    char *before, *after;
+    char *before, *after, mine[API_JOB_TOKEN_MAX], other[API_JOB_TOKEN_MAX];
 
     populate(f);
+    assert_int_equal(api_job_token(f->api, "a", mine, sizeof(mine)), 0);
+    assert_int_equal(api_job_token(f->api, "zz", other, sizeof(other)), 0);
     assert_true(api_route_count() >= 14);
     assert_int_equal(api_route_get(api_route_count(), &method, &pattern, &roles), ERR_RANGE);
     before = dump(f);
@@ -325,6 +328,10 @@ static void api_handle__route_table_walked_every_route_needs_its_token(void **st
             if (!(roles & (1u << r)))
                 expect_error(f, method, path, tokens[r], body, 403, "may not");
         }
+        /* a per-job token: another job's everywhere, job a's wherever the job role may not go */
+        expect_error(f, method, path, other, body, 403, "may not");
+        if (!(roles & (1u << API_ROLE_JOB)) || strncmp(path, "/v1/jobs/a/", 11) != 0)
+            expect_error(f, method, path, mine, body, 403, "may not");
         after = dump(f);
         if (strcmp(before, after) != 0)
             fail_msg("a refused %s %s wrote to the database", method, path);
@@ -337,6 +344,9 @@ static void api_handle__route_table_walked_every_route_needs_its_token(void **st
             status = call(f, method, path, tokens[r], NULL, NULL);
             if (status == 401 || status == 403)
                 fail_msg("%s %s refused the %d token it is for: %ld", method, path, r, status);
+            if (r == API_ROLE_JOB && strncmp(path, "/v1/jobs/a/", 11) == 0 &&
+                ((status = call(f, method, path, mine, NULL, NULL)) == 401 || status == 403))
+                fail_msg("%s %s refused job a's own token: %ld", method, path, status);
         }
     }
     free(before);
@@ -1596,6 +1606,77 @@ static void api_log__never_holds_a_token(void **state)
     assert_non_null(strstr(f->logtext, "\"time\":\"2024-05-01T12:00:00.000Z\""));
 }
 
+/* A job's own token (api_job_token), as its node's assignment hands it to the job's replicas,
+ * acts for that job only: another job's paths, and every path that is not the job role's, answer
+ * 403 and write nothing. A token altered, cut, or made under another job token is not valid; the
+ * shared job token still acts for every job. The log never holds the token. */
+static void api_job_token__speaks_for_its_job_only(void **state)
+{
+    static const char *const other_tokens_[] = {TOKEN_NODE, "another-job-token-0123456789",
+                                                TOKEN_USER};
+    struct fixture *f = *state;
+    char mine[API_JOB_TOKEN_MAX], again[API_JOB_TOKEN_MAX], bad[API_JOB_TOKEN_MAX + 8];
+    struct api_tokens tokens = {
+        {strdup(other_tokens_[0]), strdup(other_tokens_[1]), strdup(other_tokens_[2]), NULL}};
+    struct api_config cfg = {.state = f->st, .clock = fake_clock, .clock_ctx = f};
+    struct api *other = NULL;
+    struct jv *v = NULL;
+    char *before, *after;
+
+    populate(f);
+    assert_int_equal(call(f, "POST", "/v1/jobs", TOKEN_USER, JOB_SPEC("b"), NULL), 201);
+    assert_int_equal(api_job_token(f->api, "a", mine, sizeof(mine)), 0);
+    assert_int_equal(strncmp(mine, "cj1.a.", 6), 0);
+    assert_int_equal(strlen(mine), 6 + 64);
+    assert_int_equal(api_job_token(f->api, "a", again, sizeof(again)), 0);
+    assert_string_equal(mine, again); /* nothing stored: the same each time */
+    assert_int_equal(api_job_token(f->api, "b", again, sizeof(again)), 0);
+    assert_string_not_equal(mine + 6, again + 6);
+    assert_int_equal(api_job_token(f->api, "a/b", again, sizeof(again)), ERR_INVAL);
+    assert_int_equal(api_job_token(f->api, "a", again, API_JOB_TOKEN_MAX - 1), ERR_INVAL);
+    /* handed out in the assignment */
+    assert_int_equal(call(f, "GET", "/v1/nodes/i-1/assignment", TOKEN_NODE, NULL, &v), 200);
+    assert_string_equal(jv_string_value(jv_get(jv_at(jv_get(v, "jobs"), 0), "job_token")), mine);
+    jv_free(v);
+
+    before = dump(f);
+    expect_error(f, "POST", "/v1/jobs/b/finished", mine, "{\"progress\":2}", 403,
+                 "the token of job a may not");
+    expect_error(f, "POST", "/v1/jobs/b/checkpoint", mine, "{\"progress\":1}", 403, "job a");
+    expect_error(f, "GET", "/v1/jobs/b/allocation", mine, NULL, 403, "job a");
+    expect_error(f, "GET", "/v1/jobs/a", mine, NULL, 403, "may not");
+    expect_error(f, "POST", "/v1/nodes/i-1/heartbeat", mine, "{}", 403, "may not");
+    snprintf(bad, sizeof(bad), "%s", mine);
+    bad[strlen(bad) - 1] = bad[strlen(bad) - 1] == '0' ? '1' : '0';
+    expect_error(f, "GET", "/v1/jobs/a/allocation", bad, NULL, 401, "not valid");
+    snprintf(bad, sizeof(bad), "%.*s", (int)strlen(mine) - 1, mine);
+    expect_error(f, "GET", "/v1/jobs/a/allocation", bad, NULL, 401, "not valid");
+    snprintf(bad, sizeof(bad), "cj1.b.%s", mine + 6); /* a's mac under b's name */
+    expect_error(f, "GET", "/v1/jobs/b/allocation", bad, NULL, 401, "not valid");
+    snprintf(bad, sizeof(bad), "cj1..%s", mine + 6);
+    expect_error(f, "GET", "/v1/jobs/a/allocation", bad, NULL, 401, "not valid");
+    cfg.tokens = &tokens;
+    assert_int_equal(api_new(&cfg, &other, NULL), 0);
+    api_tokens_clear(&tokens);
+    assert_int_equal(api_job_token(other, "a", bad, sizeof(bad)), 0);
+    assert_string_not_equal(bad, mine);
+    api_free(other);
+    expect_error(f, "GET", "/v1/jobs/a/allocation", bad, NULL, 401, "not valid");
+    after = dump(f);
+    assert_string_equal(before, after);
+    free(before);
+    free(after);
+
+    /* its own job's paths */
+    assert_int_equal(call(f, "GET", "/v1/jobs/a/allocation", mine, NULL, NULL), 200);
+    assert_int_equal(call(f, "POST", "/v1/jobs/a/reports", mine, REPORT, NULL), 200);
+    assert_int_equal(call(f, "POST", "/v1/jobs/a/checkpoint", mine, "{\"progress\":1}", NULL), 200);
+    /* the shared token still speaks for any job */
+    assert_int_equal(call(f, "GET", "/v1/jobs/b/allocation", TOKEN_JOB, NULL, NULL), 200);
+    fflush(f->logf);
+    assert_null(strstr(f->logtext, mine + 6));
+}
+
 /* ---- tokens ---- */
 
 static void unset_tokens(void)
@@ -1709,6 +1790,7 @@ int main(void)
         API_TEST(api_fleet__nodes_and_cost),
         API_TEST(api_metrics__prometheus_text),
         API_TEST(api_log__never_holds_a_token),
+        API_TEST(api_job_token__speaks_for_its_job_only),
         cmocka_unit_test(api_tokens_from_env__rules),
         cmocka_unit_test(api_tokens_from_files__rules),
     };

@@ -4,8 +4,9 @@
  * was made at start (a node i-1 registered, a job a submitted and placed on it) and nothing else:
  * after a request that wrote (its WAL file is no longer empty) the file is copied afresh from
  * that template, so every run is reproducible from its input alone. Byte 0 picks the endpoint, byte
- * 1 the token; the rest is the body. Job specs (POST /v1/jobs), node registrations, reports,
- * checkpoints, notices, failures, downs and finishes are all read from the fuzzed body. */
+ * 1 the token (job a's own token and a forged one among them); the rest is the body. Job specs
+ * (POST /v1/jobs), node registrations, reports, checkpoints, notices, failures, downs and finishes
+ * are all read from the fuzzed body. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,12 +45,16 @@ static const struct {
 };
 #define FZ_NROUTES (sizeof(fz_routes) / sizeof(fz_routes[0]))
 
+/* job a's own token, and one made under another job token (LLVMFuzzerInitialize) */
+static char fz_job_a[API_JOB_TOKEN_MAX + 8], fz_job_forged[API_JOB_TOKEN_MAX + 8];
 static const char *const fz_auth[] = {"Bearer " FZ_NODE,
                                       "Bearer " FZ_JOB,
                                       "Bearer " FZ_USER,
                                       "Bearer " FZ_METRICS,
                                       "Bearer wrong-token-0123456789abcdef",
-                                      "Basic dXNlcjpwYXNz"};
+                                      "Basic dXNlcjpwYXNz",
+                                      fz_job_a,
+                                      fz_job_forged};
 #define FZ_NAUTH (sizeof(fz_auth) / sizeof(fz_auth[0]))
 
 static double fz_clock(void *ctx)
@@ -83,10 +88,10 @@ static void fz_call(struct api *a, const char *method, const char *path, const c
 static char *fz_template; /* the populated database file's bytes */
 static size_t fz_template_len;
 
-static struct api *fz_api(struct state *st)
+static struct api *fz_api_with(struct state *st, const char *job_token)
 {
     struct api_tokens tokens = {
-        {strdup(FZ_NODE), strdup(FZ_JOB), strdup(FZ_USER), strdup(FZ_METRICS)}};
+        {strdup(FZ_NODE), strdup(job_token), strdup(FZ_USER), strdup(FZ_METRICS)}};
     struct api_config cfg = {.state = st, .clock = fz_clock, .tokens = &tokens};
     struct api *a = NULL;
 
@@ -94,6 +99,21 @@ static struct api *fz_api(struct state *st)
         abort();
     api_tokens_clear(&tokens);
     return a;
+}
+
+static struct api *fz_api(struct state *st)
+{
+    return fz_api_with(st, FZ_JOB);
+}
+
+/* "Bearer " and job a's token under the API a into out. */
+static void fz_job_auth(struct api *a, char *out, size_t size)
+{
+    char token[API_JOB_TOKEN_MAX];
+
+    if (api_job_token(a, "a", token, sizeof(token)) < 0)
+        abort();
+    snprintf(out, size, "Bearer %s", token);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -113,7 +133,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     snprintf(path, sizeof(path), "%s", fuzz_path("template.db"));
     if (state_open(path, &st, NULL) < 0)
         abort();
+    a = fz_api_with(st, "forged-job-token-0123456789");
+    fz_job_auth(a, fz_job_forged, sizeof(fz_job_forged));
+    api_free(a);
     a = fz_api(st);
+    fz_job_auth(a, fz_job_a, sizeof(fz_job_a));
     fz_call(a, "POST", "/v1/nodes", fz_auth[0], node, strlen(node));
     fz_call(a, "POST", "/v1/jobs", fz_auth[2], job, strlen(job));
     if (state_alloc_replace(st, "a", rows, 1, fz_clock(NULL)) < 0)

@@ -586,7 +586,7 @@ def gcp_renderings(root):
     tdir = os.path.join(root, "terraform", "gcp", "templates")
     prices = os.path.join(root, "config", "gcp-prices.yaml")
     worker = {"api_url": "http://10.128.0.5:8470", "project": "my-project-123",
-              "node_secret": "castor-prod-node-token", "job_secret": "castor-prod-job-token",
+              "node_secret": "castor-prod-node-token",
               "package_url": "https://example.com/castor.tar.gz", "package_sha256": "a" * 64}
     out = [("gcp worker startup script", os.path.join(tdir, "worker-startup.sh.tftpl"), worker)]
     offers = [
