@@ -1,9 +1,12 @@
 /* node.c: castor-node: registration, heartbeats, assignments, replicas as child processes, notices
  * (signalled, or found by the cloud notice watcher in a child of its own). */
+#define _DEFAULT_SOURCE /* getgrouplist, setgroups */
 #include "agent/node.h"
 
 #include <errno.h>
+#include <grp.h>
 #include <math.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -271,6 +274,34 @@ out:
     return 0;
 }
 
+/* ---- the replicas' user ---- */
+
+int node_run_as_lookup(const char *user, struct node_run_as *out)
+{
+    struct node_run_as u = {0};
+    struct passwd pw, *found = NULL;
+    char buf[4096];
+    int n = NODE_RUN_AS_GROUPS;
+
+    if (!user || !user[0] || strlen(user) >= sizeof(u.user))
+        return ERR_INVAL;
+    if (getpwnam_r(user, &pw, buf, sizeof(buf), &found) != 0 || !found)
+        return ERR_UNKNOWN;
+    if (pw.pw_uid == 0 || strlen(pw.pw_dir) >= sizeof(u.home))
+        return ERR_INVAL;
+    if (getgrouplist(user, pw.pw_gid, u.groups, &n) < 0)
+        return ERR_INVAL;
+    if (geteuid() != 0)
+        return ERR_PERM;
+    u.uid = pw.pw_uid;
+    u.gid = pw.pw_gid;
+    u.ngroups = n;
+    snprintf(u.user, sizeof(u.user), "%s", user);
+    snprintf(u.home, sizeof(u.home), "%s", pw.pw_dir);
+    *out = u;
+    return 0;
+}
+
 /* ---- a replica's environment ---- */
 
 int node_master_port(const char *job, double placed_at, int attempt)
@@ -297,6 +328,12 @@ int node_replica_env(const struct node_job *j, int local, const struct node_env_
     if (!j || !in || local < 0 || local >= j->replicas)
         return ERR_INVAL;
     rc = env_list_put_all(&l, in->base, env_is_castor_secret);
+    if (rc == 0 && in->run_as)
+        rc = env_list_set(&l, "HOME", in->run_as->home);
+    if (rc == 0 && in->run_as)
+        rc = env_list_set(&l, "USER", in->run_as->user);
+    if (rc == 0 && in->run_as)
+        rc = env_list_set(&l, "LOGNAME", in->run_as->user);
     if (rc == 0)
         rc = env_list_put_all(&l, (const char *const *)j->env, NULL);
 #define PUT(name, ...)                               \
@@ -661,12 +698,22 @@ static void nd_send_notice(struct nd *n, double now)
 
 /* ---- replicas ---- */
 
+/* In the child: become the run-as user (groups, group, user, and no way back). 0, or -1. */
+static int nd_child_user(const struct node_run_as *u)
+{
+    if (setgroups((size_t)u->ngroups, u->groups) != 0 || setgid(u->gid) != 0 || setuid(u->uid) != 0)
+        return -1;
+    return setuid(0) == 0 ? -1 : 0;
+}
+
 /* The child between fork and exec: its own process group, killed with the agent (Linux), the
- * signal mask and dispositions of a fresh process, the workdir and the environment. Only
- * async-signal-safe calls. */
-static void nd_child(pid_t parent, const char *workdir, char *const *argv, char **env)
+ * signal mask and dispositions of a fresh process, the run-as user, the workdir and the
+ * environment. Only async-signal-safe calls. */
+static void nd_child(pid_t parent, const struct node_run_as *run_as, const char *workdir,
+                     char *const *argv, char **env)
 {
     static const char msg[] = "castor-node: cannot start the replica (workdir or command)\n";
+    static const char user[] = "castor-node: cannot run the replica as CASTOR_NODE_RUN_AS\n";
     sigset_t none;
 
     setpgid(0, 0);
@@ -678,6 +725,12 @@ static void nd_child(pid_t parent, const char *workdir, char *const *argv, char 
     signal(SIGPIPE, SIG_DFL);
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
+    if (run_as && nd_child_user(run_as) != 0) {
+        ssize_t w = write(STDERR_FILENO, user, sizeof(user) - 1);
+
+        (void)w;
+        _exit(127);
+    }
     if (workdir && chdir(workdir) != 0) {
         ssize_t w = write(STDERR_FILENO, msg, sizeof(msg) - 1);
 
@@ -740,7 +793,8 @@ static void nd_start(struct nd *n, const struct node_job *j, int local)
                                  .url = n->cfg->url,
                                  .job_token = n->cfg->job_token,
                                  .master_addr = n->cfg->master_addr,
-                                 .gpu = -1};
+                                 .gpu = -1,
+                                 .run_as = n->cfg->run_as};
     int rank = j->rank_offset + local;
     struct nd_rep *r = nd_rep_add(n, j, rank);
     char **env = NULL;
@@ -763,7 +817,7 @@ static void nd_start(struct nd *n, const struct node_job *j, int local)
     }
     pid = fork();
     if (pid == 0)
-        nd_child(n->self, j->workdir, j->argv, env);
+        nd_child(n->self, n->cfg->run_as, j->workdir, j->argv, env);
     node_env_free(env);
     if (pid < 0) {
         nd_log(n, LOG_ERROR, j->name, "cannot fork rank %d: %s", rank, strerror(errno));

@@ -10,6 +10,7 @@
 #define CASTOR_AGENT_NODE_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "agent/watch.h"
 #include "util/error.h"
@@ -87,6 +88,28 @@ int node_assignment_parse(const char *text, size_t len, struct node_assignment *
 /* Free what the assignment owns and zero it. NULL is ignored. */
 void node_assignment_clear(struct node_assignment *a);
 
+/* Who the replicas run as (CASTOR_NODE_RUN_AS): an unprivileged user, so that a job's code, which
+ * is its owner's, cannot read the node's token (a file only root reads), the agent's memory or
+ * environment, or signal the agent. */
+#define NODE_RUN_AS_GROUPS 64
+struct node_run_as {
+    uid_t uid;
+    gid_t gid;
+    gid_t groups[NODE_RUN_AS_GROUPS]; /* its supplementary groups, the primary one included */
+    int ngroups;
+    char user[64];
+    char home[256];
+};
+
+/*
+ * Look user (a name) up for the replicas (node_config.run_as), from the password and group
+ * databases, while the agent starts (a child between fork and exec may not read them).
+ * ERR_UNKNOWN: no such user; ERR_INVAL: a name too long, root (uid 0), or more than
+ * NODE_RUN_AS_GROUPS groups; ERR_PERM: this process cannot change to it (not root). *out is
+ * written only on success.
+ */
+int node_run_as_lookup(const char *user, struct node_run_as *out);
+
 /* What a replica's environment is built from besides its job. All borrowed. */
 struct node_env_inputs {
     const char *const *base; /* the agent's environment (NULL-terminated) */
@@ -97,11 +120,14 @@ struct node_env_inputs {
     const char *master_addr; /* the master's address when it is another node, overriding the
                               * assignment's; NULL: the assignment's, else the master's id */
     int gpu;                 /* the GPU index for CUDA_VISIBLE_DEVICES; < 0: not set */
+    const struct node_run_as *run_as; /* HOME, USER and LOGNAME are its (before the spec's env);
+                                       * NULL: the agent's */
 };
 
 /*
  * The environment of replica local (0 .. replicas - 1) of job j: the agent's environment less
- * every CASTOR_*TOKEN* variable (the node's secrets never reach a job), then the spec's env,
+ * every CASTOR_*TOKEN* variable (the node's secrets never reach a job), the run-as user's HOME,
+ * USER and LOGNAME (when it has one), then the spec's env,
  * then CASTOR_JOB, CASTOR_RANK, CASTOR_LOCAL_RANK, CASTOR_WORLD_SIZE, CASTOR_LOCAL_WORLD_SIZE,
  * CASTOR_MASTER_ADDR (127.0.0.1 when the master is this node), CASTOR_MASTER_PORT
  * (node_master_port of the job's placement and attempt), CASTOR_ATTEMPT, CASTOR_LOCAL_BSZ,
@@ -163,6 +189,8 @@ struct node_config {
     struct watch_config watch;
     int rebalance_ignore; /* 1: a rebalance recommendation is logged only; 0: forwarded as a
                            * notice without deadline */
+    const struct node_run_as *run_as; /* the replicas' user (node_run_as_lookup); NULL: the
+                                       * agent's own */
 };
 
 /*

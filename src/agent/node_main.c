@@ -16,28 +16,31 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: castor-node [--help | --version]\n"
-            "\n"
-            "The agent on every instance: registers its GPUs with the controller, heartbeats,\n"
-            "runs the replicas assigned to it and forwards preemption notices (SIGUSR1).\n"
-            "Configured by the environment only (docs/local.md):\n"
-            "  CASTOR_URL, CASTOR_INSTANCE_ID             required\n"
-            "  CASTOR_NODE_TOKEN or CASTOR_NODE_TOKEN_FILE required (a file of mode 600)\n"
-            "  CASTOR_JOB_TOKEN or CASTOR_JOB_TOKEN_FILE   handed to the replicas\n"
-            "  CASTOR_LAUNCH_TOKEN, CASTOR_FAKE_GPUS=N[:GiB], CASTOR_NODE_HEARTBEAT_S (5),\n"
-            "  CASTOR_NODE_GRACE_S (30), CASTOR_NODE_TIMEOUT_S (10), CASTOR_NODE_BACKOFF_MAX_S\n"
-            "  (60), CASTOR_NODE_FENCE_S (0: off), CASTOR_NODE_MASTER_ADDR, CASTOR_NODE_ADDRESS "
-            "(default: the local address\n"
-            "  of the route to the controller), CASTOR_NODE_CA_FILE, CASTOR_NODE_PROVIDER,\n"
-            "  CASTOR_NODE_OFFER, CASTOR_NODE_ZONE, CASTOR_NODE_MARKET, CASTOR_NODE_PRICE,\n"
-            "  CASTOR_NODE_LOG_LEVEL (debug, info, warn, error), CASTOR_ALLREDUCE_BUSBW (bytes/s;\n"
-            "  default: measured over two or more real GPUs with NCCL; handed to the replicas)\n"
-            "The cloud's notices (docs/worker.md):\n"
-            "  CASTOR_NODE_CLOUD (none, aws-imds, gce-metadata), CASTOR_NODE_METADATA_URL,\n"
-            "  CASTOR_NODE_METADATA_TIMEOUT_S (2), CASTOR_NODE_METADATA_WAIT_S (10),\n"
-            "  CASTOR_NODE_WATCH_INTERVAL_S (the cloud's: 5 or 1), CASTOR_NODE_REBALANCE\n"
-            "  (notice, ignore)\n");
+    fprintf(
+        f,
+        "usage: castor-node [--help | --version]\n"
+        "\n"
+        "The agent on every instance: registers its GPUs with the controller, heartbeats,\n"
+        "runs the replicas assigned to it and forwards preemption notices (SIGUSR1).\n"
+        "Configured by the environment only (docs/local.md):\n"
+        "  CASTOR_URL, CASTOR_INSTANCE_ID             required\n"
+        "  CASTOR_NODE_TOKEN or CASTOR_NODE_TOKEN_FILE required (a file of mode 600)\n"
+        "  CASTOR_JOB_TOKEN or CASTOR_JOB_TOKEN_FILE   handed to the replicas of a job\n"
+        "                                              whose assignment has no token of its own\n"
+        "  CASTOR_NODE_RUN_AS   a user to run the replicas as (castor-node as root)\n"
+        "  CASTOR_LAUNCH_TOKEN, CASTOR_FAKE_GPUS=N[:GiB], CASTOR_NODE_HEARTBEAT_S (5),\n"
+        "  CASTOR_NODE_GRACE_S (30), CASTOR_NODE_TIMEOUT_S (10), CASTOR_NODE_BACKOFF_MAX_S\n"
+        "  (60), CASTOR_NODE_FENCE_S (0: off), CASTOR_NODE_MASTER_ADDR, CASTOR_NODE_ADDRESS "
+        "(default: the local address\n"
+        "  of the route to the controller), CASTOR_NODE_CA_FILE, CASTOR_NODE_PROVIDER,\n"
+        "  CASTOR_NODE_OFFER, CASTOR_NODE_ZONE, CASTOR_NODE_MARKET, CASTOR_NODE_PRICE,\n"
+        "  CASTOR_NODE_LOG_LEVEL (debug, info, warn, error), CASTOR_ALLREDUCE_BUSBW (bytes/s;\n"
+        "  default: measured over two or more real GPUs with NCCL; handed to the replicas)\n"
+        "The cloud's notices (docs/worker.md):\n"
+        "  CASTOR_NODE_CLOUD (none, aws-imds, gce-metadata), CASTOR_NODE_METADATA_URL,\n"
+        "  CASTOR_NODE_METADATA_TIMEOUT_S (2), CASTOR_NODE_METADATA_WAIT_S (10),\n"
+        "  CASTOR_NODE_WATCH_INTERVAL_S (the cloud's: 5 or 1), CASTOR_NODE_REBALANCE\n"
+        "  (notice, ignore)\n");
 }
 
 /* The cloud notice watch from the environment into cfg. */
@@ -130,6 +133,7 @@ static int probe(struct node_probe *out)
 int main(int argc, char **argv)
 {
     struct node_config cfg = {0};
+    struct node_run_as run_as;
     struct node_probe probed = {0};
     struct inventory inv = {0};
     struct error e = {0};
@@ -180,6 +184,20 @@ int main(int argc, char **argv)
         rc = agent_env_double("CASTOR_NODE_FENCE_S", 0, 0, 86400, &cfg.fence_s, &e);
     if (rc == 0)
         rc = watch_env(&cfg, &e);
+    if (rc == 0 && getenv("CASTOR_NODE_RUN_AS") && getenv("CASTOR_NODE_RUN_AS")[0]) {
+        const char *user = getenv("CASTOR_NODE_RUN_AS");
+
+        rc = node_run_as_lookup(user, &run_as);
+        if (rc == 0)
+            cfg.run_as = &run_as;
+        else
+            err_set(&e, rc, "CASTOR_NODE_RUN_AS", 0, 0, "CASTOR_NODE_RUN_AS=%s: %s", user,
+                    rc == ERR_UNKNOWN ? "no such user"
+                    : rc == ERR_PERM  ? "castor-node must run as root to run the replicas as "
+                                        "another user"
+                                      : "not a user the replicas may run as (root, or too many "
+                                        "groups)");
+    }
     if (rc == 0)
         rc = agent_env_secret(NODE_ENV_NODE_TOKEN, NODE_ENV_NODE_TOKEN_FILE, &node_token, &e);
     if (rc == 0 && !node_token)

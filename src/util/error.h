@@ -26,7 +26,8 @@
     X(CONFLICT, 0, "conflicts with existing data")                             \
     X(CORRUPT, 0, "stored data is corrupt")                                    \
     X(NODEV, 0, "no GPU device (none present, or built without CUDA or NCCL)") \
-    X(QUOTA, 0, "quota exceeded")
+    X(QUOTA, 0, "quota exceeded")                                              \
+    X(PERM, 0, "permission denied")
 
 enum err_index {
 #define ERR_X_INDEX(name, retry, msg) ERR_INDEX_##name,

@@ -6,6 +6,7 @@
  * is away, bad answers survived, and a terminated node exiting. The replicas are
  * tests/data/agent/replica.sh. */
 #include <dirent.h>
+#include <pwd.h>
 #include <math.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -198,6 +199,23 @@ static void node_replica_env__ranks_configuration_and_no_node_secret(void **stat
     assert_int_equal(node_replica_env(&a.jobs[0], 0, &in, &env), 0);
     assert_string_equal(env_get(env, "CASTOR_MASTER_ADDR"), "i-0");
     node_env_free(env);
+    /* the run-as user's HOME, USER and LOGNAME; the spec's env still wins */
+    {
+        struct node_run_as u = {.uid = 1234, .gid = 1234, .user = "svc", .home = "/home/svc"};
+
+        in.run_as = &u;
+        free(a.jobs[0].env[0]);
+        a.jobs[0].env[0] = strdup("HOME=/data");
+        assert_int_equal(node_replica_env(&a.jobs[0], 0, &in, &env), 0);
+        assert_string_equal(env_get(env, "USER"), "svc");
+        assert_string_equal(env_get(env, "LOGNAME"), "svc");
+        assert_string_equal(env_get(env, "HOME"), "/data");
+        node_env_free(env);
+        assert_int_equal(node_replica_env(&a.jobs[1], 0, &in, &env), 0);
+        assert_string_equal(env_get(env, "HOME"), "/home/svc");
+        node_env_free(env);
+        in.run_as = NULL;
+    }
     assert_int_equal(node_replica_env(&a.jobs[0], 2, &in, &other), ERR_INVAL);
     assert_ptr_equal(other, (char **)base);
     node_assignment_clear(&a);
@@ -775,6 +793,98 @@ static void castor_node__fences_itself_when_the_controller_is_silent(void **stat
     stop_node(f);
 }
 
+/* Write text to a new file at path: 0, or -1. */
+static int write_text(const char *path, const char *text)
+{
+    FILE *fp = fopen(path, "w");
+    int rc = fp && fputs(text, fp) >= 0 ? 0 : -1;
+
+    if (fp && fclose(fp) != 0)
+        rc = -1;
+    return rc;
+}
+
+/*
+ * With CASTOR_NODE_RUN_AS (castor-node as root), the replicas run as that user, with its HOME,
+ * USER and LOGNAME, and cannot read a file only root reads (the node's token file); a user
+ * castor-node cannot run them as is refused at start. Skipped where the tests do not run as root
+ * or there is no user nobody.
+ */
+static void castor_node__runs_replicas_as_another_user(void **state)
+{
+    static const char *const as_nobody[] = {"CASTOR_NODE_RUN_AS=nobody", NULL};
+    static const char *const as_root[] = {"CASTOR_NODE_RUN_AS=root", NULL};
+    static const char *const as_nobody_else[] = {"CASTOR_NODE_RUN_AS=no-such-user-castor", NULL};
+    struct fx *f = *state;
+    struct replicas r = {.work = f->work, .want = 1};
+    struct passwd *pw = getpwnam("nobody");
+    char spec[1024], script[256], secret[256], path[512], *env, *text;
+    struct node_run_as u;
+    struct stat sb;
+    int status;
+
+    if (geteuid() != 0 || !pw) {
+        assert_int_equal(node_run_as_lookup("no-such-user-castor", &u), ERR_UNKNOWN);
+        skip();
+    }
+    assert_int_equal(node_run_as_lookup("nobody", &u), 0);
+    assert_true(u.uid == pw->pw_uid && u.gid == pw->pw_gid && u.ngroups >= 1);
+    assert_string_equal(u.home, pw->pw_dir);
+    assert_int_equal(node_run_as_lookup("root", &u), ERR_INVAL);
+    assert_int_equal(node_run_as_lookup("", &u), ERR_INVAL);
+    assert_int_equal(node_run_as_lookup("no-such-user-castor", &u), ERR_UNKNOWN);
+    /* refused at start */
+    for (int i = 0; i < 2; i++) {
+        spawn_node(f, f->as.url, i ? as_nobody_else : as_root);
+        status = proc_wait_exit(f->node, 10);
+        f->node = 0;
+        assert_true(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) != 0);
+    }
+    text = proc_slurp(f->nodelog);
+    assert_non_null(text);
+    assert_non_null(strstr(text, "CASTOR_NODE_RUN_AS"));
+    free(text);
+
+    /* the replica, in a folder nobody may use, and a file only root reads */
+    assert_int_equal(chmod(f->as.dir, 0711), 0);
+    assert_int_equal(chmod(f->work, 01777), 0);
+    snprintf(script, sizeof(script), "%s/replica.sh", f->work);
+    text = proc_slurp(REPLICA_SH);
+    assert_non_null(text);
+    assert_int_equal(write_text(script, text), 0);
+    free(text);
+    assert_int_equal(chmod(script, 0755), 0);
+    snprintf(secret, sizeof(secret), "%s/node.token", f->work);
+    assert_int_equal(write_text(secret, "secret\n"), 0);
+    assert_int_equal(chmod(secret, 0600), 0);
+    spawn_node(f, f->as.url, as_nobody);
+    assert_true(proc_wait_for(node_registered, f, REGISTER_WAIT_S));
+    snprintf(spec, sizeof(spec),
+             "{\"name\":\"job-u\",\"command\":[\"/bin/sh\",\"-c\",\"cat %s >got 2>/dev/null; "
+             "exec /bin/sh %s\"],\"workdir\":\"%s\",\"env\":{\"MODE\":\"exit\"},"
+             "\"init_batch_size\":128,\"max_batch_size\":4096,\"max_local_bsz\":256,"
+             "\"min_replicas\":1,\"max_replicas\":8}",
+             secret, script, f->work);
+    assert_int_equal(as_assign(&f->as, "job-u", spec, NODE_ID, 1), 0);
+    assert_true(proc_wait_for(scan_replicas, &r, 10));
+    snprintf(path, sizeof(path), "%s/rank-0-%ld.env", f->work, (long)r.pids[0]);
+    assert_int_equal(stat(path, &sb), 0);
+    assert_int_equal(sb.st_uid, pw->pw_uid); /* written by the replica, as nobody */
+    env = replica_env(f, 0, r.pids[0]);
+    assert_non_null(env);
+    assert_non_null(strstr(env, "USER=nobody\n"));
+    assert_non_null(strstr(env, "LOGNAME=nobody\n"));
+    snprintf(path, sizeof(path), "HOME=%s\n", pw->pw_dir);
+    assert_non_null(strstr(env, path));
+    free(env);
+    snprintf(path, sizeof(path), "%s/got", f->work);
+    text = proc_slurp(path);
+    assert_non_null(text);
+    assert_null(strstr(text, "secret")); /* the root-only file could not be read */
+    free(text);
+    stop_node(f);
+}
+
 static void castor_node__retries_until_the_controller_answers(void **state)
 {
     struct fx *f = *state;
@@ -889,6 +999,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(castor_node__a_failed_replica_restarts_its_gang, fx_setup,
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(castor_node__failures_in_a_row_fail_the_job, fx_setup,
+                                        fx_teardown),
+        cmocka_unit_test_setup_teardown(castor_node__runs_replicas_as_another_user, fx_setup,
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(castor_node__fences_itself_when_the_controller_is_silent,
                                         fx_setup, fx_teardown),

@@ -9,10 +9,10 @@
 #include "util/error.h"
 
 /* Every code in the table, in table order, for the checks that walk all of them. */
-static const int all_codes[] = {ERR_NOMEM,    ERR_INVAL,   ERR_IO,       ERR_NOENT,
-                                ERR_PARSE,    ERR_EMPTY,   ERR_RANGE,    ERR_UNKNOWN,
-                                ERR_NOCONV,   ERR_AGAIN,   ERR_INTERNAL, ERR_CAPACITY,
-                                ERR_CONFLICT, ERR_CORRUPT, ERR_NODEV,    ERR_QUOTA};
+static const int all_codes[] = {ERR_NOMEM,    ERR_INVAL,    ERR_IO,       ERR_NOENT,   ERR_PARSE,
+                                ERR_EMPTY,    ERR_RANGE,    ERR_UNKNOWN,  ERR_NOCONV,  ERR_AGAIN,
+                                ERR_INTERNAL, ERR_CAPACITY, ERR_CONFLICT, ERR_CORRUPT, ERR_NODEV,
+                                ERR_QUOTA,    ERR_PERM};
 #define NCODES (sizeof(all_codes) / sizeof(all_codes[0]))
 
 /* Known codes map to the message and name written in ERR_TABLE (copied here by hand). */
@@ -39,6 +39,7 @@ static void err_str__known_codes(void **state)
     assert_string_equal(err_name(ERR_NODEV), "NODEV");
     assert_string_equal(err_str(ERR_QUOTA), "quota exceeded");
     assert_string_equal(err_name(ERR_QUOTA), "QUOTA");
+    assert_string_equal(err_str(ERR_PERM), "permission denied");
 }
 
 /* Zero is success: its own message and name, and never retryable. */
@@ -52,13 +53,13 @@ static void err_str__zero_is_success(void **state)
 }
 
 /* Codes outside the table (one past the last, positive, far negative) get the fallback strings
- * and are not retryable; the table has 16 entries, so -17 is the first unknown negative code. */
+ * and are not retryable; the table has 17 entries, so -18 is the first unknown negative code. */
 static void err_str__unknown_codes(void **state)
 {
-    const int unknown[] = {-17, -1000, 1, 42, INT_MIN};
+    const int unknown[] = {-18, -1000, 1, 42, INT_MIN};
 
     (void)state;
-    assert_int_equal(ERR_INDEX_COUNT, 16);
+    assert_int_equal(ERR_INDEX_COUNT, 17);
     for (size_t i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++) {
         assert_string_equal(err_str(unknown[i]), "unknown error");
         assert_string_equal(err_name(unknown[i]), "UNKNOWN_CODE");
