@@ -182,17 +182,18 @@ static const char *cl_str(const struct jv *o, const char *key)
 /* The jobs, a line each; then why each failed job failed. */
 static void cl_jobs_table(const struct jv *jobs, FILE *out)
 {
-    fprintf(out, "%-32s %-10s %-21s %10s %10s %8s %8s %-21s\n", "NAME", "STATE", "SUBMITTED",
-            "PROGRESS", "CHECKPOINT", "RESTARTS", "FAILURES", "ETA");
+    fprintf(out, "%-32s %-10s %-21s %10s %10s %8s %8s %10s %-21s\n", "NAME", "STATE", "SUBMITTED",
+            "PROGRESS", "CHECKPOINT", "RESTARTS", "FAILURES", "COST", "ETA");
     for (size_t i = 0; i < jv_size(jobs); i++) {
         const struct jv *j = jv_at(jobs, i);
-        char when[32], eta[32];
+        char when[32], eta[32], cost[32];
 
         cl_time(cl_num(j, "submitted_at"), when, sizeof(when));
         cl_time(cl_num(j, "eta"), eta, sizeof(eta)); /* null: not known, "-" */
-        fprintf(out, "%-32s %-10s %-21s %10.4g %10.4g %8.0f %8.0f %-21s\n", cl_str(j, "name"),
+        snprintf(cost, sizeof(cost), "$%.2f", cl_num(j, "dollars"));
+        fprintf(out, "%-32s %-10s %-21s %10.4g %10.4g %8.0f %8.0f %10s %-21s\n", cl_str(j, "name"),
                 cl_str(j, "state"), when, cl_num(j, "progress"), cl_num(j, "checkpoint_progress"),
-                cl_num(j, "restarts"), cl_num(j, "failures"), eta);
+                cl_num(j, "restarts"), cl_num(j, "failures"), cost, eta);
     }
     for (size_t i = 0; i < jv_size(jobs); i++) {
         const struct jv *j = jv_at(jobs, i);
@@ -227,8 +228,9 @@ static int cl_status(struct cl_conn *c, int json, FILE *out, FILE *err)
         goto out;
     }
     nodes = jv_get(fleet, "nodes");
-    fprintf(out, "fleet: %zu nodes, %.0f GPUs, $%.2f/h, $%.2f spent\n", jv_size(nodes),
-            cl_num(fleet, "gpus"), cl_num(fleet, "cost_rate"), cl_num(fleet, "spent"));
+    fprintf(out, "fleet: %zu nodes, %.0f GPUs, $%.2f/h, $%.2f spent ($%.2f on GPUs no job held)\n",
+            jv_size(nodes), cl_num(fleet, "gpus"), cl_num(fleet, "cost_rate"),
+            cl_num(fleet, "spent"), cl_num(fleet, "idle"));
     if (jv_size(nodes) > 0)
         fprintf(out, "%-24s %-10s %-32s %-10s %5s %9s\n", "INSTANCE", "STATE", "OFFER", "MARKET",
                 "GPUS", "PRICE/H");

@@ -247,6 +247,7 @@ static struct jv *ap_job_summary(struct ap_ctx *c, const struct state_job *j)
     ap_set(c, o, "failures", jv_integer(j->failures));
     ap_set(c, o, "failure", j->failure ? jv_string(j->failure) : jv_null());
     ap_set(c, o, "failure_at", jv_number(j->failure_at));
+    ap_set(c, o, "dollars", jv_number(j->dollars));
     /* (only jobs pending or running have one: the lookup stays within the daemon's jobs) */
     ap_set(c, o, "eta",
            jv_number(j->state == STATE_JOB_PENDING || j->state == STATE_JOB_RUNNING
@@ -432,7 +433,7 @@ const char *ap_market_name(enum state_market m)
 void ap_fleet(struct ap_ctx *c)
 {
     struct state_node *nodes = NULL;
-    double rate = 0, spent = 0;
+    double rate = 0, spent = 0, on_jobs = 0;
     long long gpus = 0;
     struct jv *o, *arr;
     size_t n = 0;
@@ -440,6 +441,8 @@ void ap_fleet(struct ap_ctx *c)
 
     if (rc == 0)
         rc = state_cost_total(c->a->state, &spent);
+    if (rc == 0)
+        rc = state_cost_jobs(c->a->state, &on_jobs);
     if (rc < 0) {
         state_nodes_free(nodes, n);
         ap_state_fail(c, rc, "fleet");
@@ -471,6 +474,8 @@ void ap_fleet(struct ap_ctx *c)
     ap_set(c, o, "gpus", jv_integer(gpus));
     ap_set(c, o, "cost_rate", jv_number(rate));
     ap_set(c, o, "spent", jv_number(spent));
+    /* what no job held: idle GPUs, booting nodes, nodes kept for the next jobs */
+    ap_set(c, o, "idle", jv_number(spent - on_jobs > 0 ? spent - on_jobs : 0));
     state_nodes_free(nodes, n);
     ap_reply(c, 200, o);
 }

@@ -159,6 +159,7 @@ static int ap_metrics_fleet(struct ap_ctx *c, FILE *f)
         "GPUs on the nodes held, by market and offer.",
         "What the nodes held cost, in dollars per hour, by market and offer."};
     struct state_node *nodes = NULL;
+    double spent = 0, on_jobs = 0;
     size_t n = 0;
     int rc = state_nodes_list(c->a->state, AP_LIVE_NODES, &nodes, &n);
 
@@ -185,6 +186,14 @@ static int ap_metrics_fleet(struct ap_ctx *c, FILE *f)
         }
     }
     state_nodes_free(nodes, n);
+    if ((rc = state_cost_total(c->a->state, &spent)) < 0 ||
+        (rc = state_cost_jobs(c->a->state, &on_jobs)) < 0)
+        return rc;
+    ap_family(f, "castor_fleet_dollars_total", "counter",
+              "Dollars the fleet cost: held by jobs, or idle (no job on those GPUs).");
+    ap_sample(f, "castor_fleet_dollars_total", "held", "jobs", NULL, NULL, on_jobs);
+    ap_sample(f, "castor_fleet_dollars_total", "held", "idle", NULL, NULL,
+              spent - on_jobs > 0 ? spent - on_jobs : 0);
     return 0;
 }
 
@@ -204,15 +213,21 @@ static int ap_metrics_jobs(struct ap_ctx *c, FILE *f)
     for (int s = 0; s < STATE_JOB_NSTATES; s++)
         ap_sample(f, "castor_jobs", "state", state_job_state_name((enum state_job_state)s), NULL,
                   NULL, (double)count[s]);
-    for (int k = 0; k < 2; k++) {
-        ap_family(f, k ? "castor_job_failures_total" : "castor_job_restarts_total", "counter",
-                  k ? "Replica failures of each pending or running job (each restarts its "
-                      "replicas)."
-                    : "Restarts of each pending or running job.");
+    for (int k = 0; k < 3; k++) {
+        static const char *const names[3] = {
+            "castor_job_restarts_total", "castor_job_failures_total", "castor_job_dollars_total"};
+        static const char *const helps[3] = {
+            "Restarts of each pending or running job.",
+            "Replica failures of each pending or running job (each restarts its replicas).",
+            "Dollars of each pending or running job: its share of its nodes' cost."};
+
+        ap_family(f, names[k], "counter", helps[k]);
         for (size_t i = 0; i < n; i++)
             if (jobs[i].state == STATE_JOB_PENDING || jobs[i].state == STATE_JOB_RUNNING)
-                ap_sample(f, k ? "castor_job_failures_total" : "castor_job_restarts_total", "job",
-                          jobs[i].name, NULL, NULL, k ? jobs[i].failures : jobs[i].restarts);
+                ap_sample(f, names[k], "job", jobs[i].name, NULL, NULL,
+                          k == 0   ? jobs[i].restarts
+                          : k == 1 ? jobs[i].failures
+                                   : jobs[i].dollars);
     }
     state_jobs_free(jobs, n);
     return 0;

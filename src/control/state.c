@@ -157,6 +157,8 @@ static const char *const st_migrations[STATE_SCHEMA_VERSION] = {
      * replicas itself (its self-fence; NULL: it does not), so that a silent static node's jobs may
      * move safely */
     "ALTER TABLE nodes ADD COLUMN fence_s REAL CHECK (fence_s > 0);",
+    /* v9: what each job cost: its share of its nodes' dollars (state_cost_add) */
+    "ALTER TABLE jobs ADD COLUMN dollars REAL NOT NULL DEFAULT 0 CHECK (dollars >= 0);",
 };
 
 /* ---- checks, statements and rows ---- */
@@ -269,25 +271,48 @@ int st_update(struct state *st, const char *sql, const char *types, ...)
     return rc == DB_ROW ? ERR_INTERNAL : rc;
 }
 
-int st_int(struct db *db, long long *out, const char *sql, const char *types, ...)
+/* The first column of the first row as an integer (*i) or a number (*d). */
+static int st_one(struct db *db, long long *i, double *d, const char *sql, const char *types,
+                  va_list ap)
 {
     struct db_stmt *s = NULL;
-    va_list ap;
-    int rc;
+    int rc = st_vprepare(db, &s, sql, types, ap);
 
-    va_start(ap, types);
-    rc = st_vprepare(db, &s, sql, types, ap);
-    va_end(ap);
     if (rc < 0)
         return rc;
     rc = db_step(s);
     if (rc == DB_ROW) {
-        *out = db_column_int(s, 0);
+        if (i)
+            *i = db_column_int(s, 0);
+        else
+            *d = db_column_double(s, 0);
         rc = 0;
     } else if (rc == 0) {
         rc = ERR_UNKNOWN;
     }
     db_finalize(s);
+    return rc;
+}
+
+int st_int(struct db *db, long long *out, const char *sql, const char *types, ...)
+{
+    va_list ap;
+    int rc;
+
+    va_start(ap, types);
+    rc = st_one(db, out, NULL, sql, types, ap);
+    va_end(ap);
+    return rc;
+}
+
+int st_double(struct db *db, double *out, const char *sql, const char *types, ...)
+{
+    va_list ap;
+    int rc;
+
+    va_start(ap, types);
+    rc = st_one(db, NULL, out, sql, types, ap);
+    va_end(ap);
     return rc;
 }
 

@@ -20,7 +20,7 @@ struct state; /* an open state database; opaque */
 struct db;
 
 /* The schema version this build writes (PRAGMA user_version). */
-#define STATE_SCHEMA_VERSION 8
+#define STATE_SCHEMA_VERSION 9
 
 /* Longest name, instance id, token, provider, offer or zone, in bytes. */
 #define STATE_NAME_MAX 128
@@ -128,6 +128,8 @@ struct state_job {
     int failure_streak;
     char *failure;
     double failure_at;
+    /* read only: the dollars of the GPUs it held (its share of each node's cost, state_cost_add) */
+    double dollars;
 };
 
 /* Submit a new pending job. spec is JSON text (ERR_INVAL when it is not valid JSON). A name
@@ -475,10 +477,15 @@ int state_decision_append(struct state *st, long long tick, double now, const ch
 /* The tick of the last decision appended. ERR_EMPTY when there is none. */
 int state_decision_last_tick(struct state *st, long long *tick);
 
-/* Add dollars (>= 0) spent on the node over [from, to] (to >= from). ERR_UNKNOWN: no such
- * node. */
+/* Add dollars (>= 0) spent on the node over [from, to] (to >= from), and to each job with
+ * replicas on the node now its share: dollars x its replicas / the node's GPUs (the share of idle
+ * GPUs goes to no job). One transaction. ERR_UNKNOWN: no such node (nothing written). */
 int state_cost_add(struct state *st, const char *instance_id, double from, double to,
                    double dollars);
+
+/* The dollars added to jobs (state_cost_add), over every job ever (0 with none): the total of
+ * state_cost_total less this is what idle GPUs cost. */
+int state_cost_jobs(struct state *st, double *dollars);
 
 /* The dollars of every cost added (0 with none). */
 int state_cost_total(struct state *st, double *dollars);

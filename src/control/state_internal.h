@@ -48,6 +48,9 @@ int st_update(struct state *st, const char *sql, const char *types, ...);
  * ERR_UNKNOWN (out untouched) when it answers no row. */
 int st_int(struct db *db, long long *out, const char *sql, const char *types, ...);
 
+/* As st_int, the value as a number. */
+int st_double(struct db *db, double *out, const char *sql, const char *types, ...);
+
 /* End the transaction an operation began: commit when rc is not an error, else roll back.
  * Returns rc, or the commit's error. */
 int st_end(struct state *st, int rc);

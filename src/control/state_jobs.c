@@ -34,7 +34,7 @@ int st_job_find(struct db *db, const char *name, long long *id, enum state_job_s
 #define ST_JOB_COLUMNS                                                                             \
     "id, name, spec, state, submitted_at, progress, checkpoint_progress, checkpoint_at, restarts," \
     " finished_at, local_bsz, accum_steps, lr_gain, grad_sqr, grad_var, reported_at, sync_prior,"  \
-    " grad0_sqr, grad0_var, failures, failure_streak, failure, failure_at"
+    " grad0_sqr, grad0_var, failures, failure_streak, failure, failure_at, dollars"
 
 static int st_read_job(struct db_stmt *s, void *item)
 {
@@ -69,6 +69,7 @@ static int st_read_job(struct db_stmt *s, void *item)
     j->failures = (int)db_column_int(s, 19);
     j->failure_streak = (int)db_column_int(s, 20);
     j->failure_at = st_col_time(s, 22);
+    j->dollars = db_column_double(s, 23);
     return db_column_text_dup(s, 21, &j->failure);
 }
 

@@ -26,32 +26,40 @@ int state_decision_last_tick(struct state *st, long long *tick)
 int state_cost_add(struct state *st, const char *instance_id, double from, double to,
                    double dollars)
 {
+    int rc;
+
     if (!st_name_ok(instance_id) || !st_time_ok(from) || !st_time_ok(to) || to < from ||
         !st_time_ok(dollars) || dollars < 0)
         return ERR_INVAL;
-    return st_update(st,
-                     "INSERT INTO costs (node_id, start_at, end_at, dollars)"
-                     " SELECT id, ?2, ?3, ?4 FROM nodes WHERE instance_id = ?1",
-                     "tddd", instance_id, from, to, dollars);
+    if ((rc = db_begin(st->db)) < 0)
+        return rc;
+    rc = st_run(st->db,
+                "INSERT INTO costs (node_id, start_at, end_at, dollars)"
+                " SELECT id, ?2, ?3, ?4 FROM nodes WHERE instance_id = ?1",
+                "tddd", instance_id, from, to, dollars);
+    if (rc == 0 && db_changes(st->db) == 0)
+        rc = ERR_UNKNOWN;
+    /* each job on the node: its GPUs' share (of the node's GPUs, or of the replicas placed there
+     * if ever more); the share of idle GPUs goes to no job */
+    if (rc == 0)
+        rc = st_run(st->db,
+                    "UPDATE jobs SET dollars = jobs.dollars + ?2 * a.replicas / max(n.gpus,"
+                    " (SELECT total(replicas) FROM allocations WHERE node_id = n.id))"
+                    " FROM allocations a JOIN nodes n ON n.id = a.node_id"
+                    " WHERE a.job_id = jobs.id AND n.instance_id = ?1 AND n.gpus > 0",
+                    "td", instance_id, dollars);
+    return st_end(st, rc);
 }
 
 int state_cost_total(struct state *st, double *dollars)
 {
-    struct db_stmt *s = NULL;
-    int rc;
+    /* total() is 0.0 over no rows: a row always comes */
+    return st_double(st->db, dollars, "SELECT total(dollars) FROM costs", "");
+}
 
-    rc = st_prepare(st->db, &s, "SELECT total(dollars) FROM costs", "");
-    if (rc < 0)
-        return rc;
-    rc = db_step(s);
-    if (rc == DB_ROW) {
-        *dollars = db_column_double(s, 0);
-        rc = 0;
-    } else if (rc == 0) {
-        rc = ERR_INTERNAL;
-    }
-    db_finalize(s);
-    return rc;
+int state_cost_jobs(struct state *st, double *dollars)
+{
+    return st_double(st->db, dollars, "SELECT total(dollars) FROM jobs", "");
 }
 
 /* ---- job events ---- */

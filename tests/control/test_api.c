@@ -1346,6 +1346,7 @@ static void api_fleet__nodes_and_cost(void **state)
                      201);
     assert_int_equal(state_node_set_state(f->st, "i-3", STATE_NODE_TERMINATED, f->now), 0);
     assert_int_equal(state_cost_add(f->st, "i-3", f->now - 3600, f->now, 10.0), 0);
+    assert_int_equal(state_cost_add(f->st, "i-1", f->now - 3600, f->now, 2.0), 0); /* a: 2 of 4 */
     assert_int_equal(call(f, "GET", "/v1/fleet", TOKEN_USER, NULL, &v), 200);
     assert_int_equal(jv_size(jv_get(v, "nodes")), 2);
     assert_int_equal(jv_integer_value(jv_get(v, "gpus"), &x), 0);
@@ -1353,9 +1354,15 @@ static void api_fleet__nodes_and_cost(void **state)
     assert_int_equal(jv_number_value(jv_get(v, "cost_rate"), &d), 0);
     assert_float_equal(d, 4.75, 1e-12);
     assert_int_equal(jv_number_value(jv_get(v, "spent"), &d), 0);
-    assert_float_equal(d, 10.0, 1e-12);
+    assert_float_equal(d, 12.0, 1e-12);
+    assert_int_equal(jv_number_value(jv_get(v, "idle"), &d), 0);
+    assert_float_equal(d, 11.0, 1e-12); /* i-3 with no job, and i-1's two GPUs without one */
     assert_string_equal(jv_string_value(jv_get(jv_at(jv_get(v, "nodes"), 1), "market")),
                         "on-demand");
+    jv_free(v);
+    assert_int_equal(call(f, "GET", "/v1/jobs/a", TOKEN_USER, NULL, &v), 200);
+    assert_int_equal(jv_number_value(jv_get(v, "dollars"), &d), 0);
+    assert_float_equal(d, 1.0, 1e-12);
     jv_free(v);
 }
 
@@ -1473,6 +1480,7 @@ static void api_metrics__prometheus_text(void **state)
     assert_int_equal(call(f, "POST", "/v1/nodes/i-1/failures", TOKEN_NODE,
                           "{\"job\":\"a\",\"attempt\":0,\"rank\":0,\"signal\":11}", NULL),
                      200);
+    assert_int_equal(state_cost_add(f->st, "i-1", f->now - 3600, f->now, 4.0), 0); /* a: 2 of 4 */
     assert_int_equal(api_metrics_observe_decide(&m, 0.003), 0);
     assert_int_equal(api_metrics_observe_decide(&m, 0.2), 0);
     assert_int_equal(api_metrics_observe_decide(&m, 100), 0);
@@ -1500,6 +1508,9 @@ static void api_metrics__prometheus_text(void **state)
     assert_float_equal(sample_value(r.body, "castor_jobs{state=\"pending\"}"), 1, 0);
     assert_float_equal(sample_value(r.body, "castor_job_restarts_total{job=\"a\"}"), 0, 0);
     assert_float_equal(sample_value(r.body, "castor_job_failures_total{job=\"a\"}"), 1, 0);
+    assert_float_equal(sample_value(r.body, "castor_job_dollars_total{job=\"a\"}"), 2, 1e-12);
+    assert_float_equal(sample_value(r.body, "castor_fleet_dollars_total{held=\"jobs\"}"), 2, 1e-12);
+    assert_float_equal(sample_value(r.body, "castor_fleet_dollars_total{held=\"idle\"}"), 2, 1e-12);
     assert_float_equal(sample_value(r.body, "castor_node_losses_total{reason=\"silent\"}"), 2, 0);
     assert_float_equal(sample_value(r.body, "castor_node_losses_total{reason=\"gone\"}"), 5, 0);
     assert_float_equal(sample_value(r.body, "castor_node_losses_total{reason=\"unregistered\"}"), 0,

@@ -454,6 +454,7 @@ static void daemon_run__signals_restart_and_no_double_launch(void **state)
     assert_non_null(strstr(out, "alpha"));
     assert_non_null(strstr(out, "ETA"));      /* the predicted finish's column ("-": not known) */
     assert_non_null(strstr(out, "FAILURES")); /* replica failures counted */
+    assert_non_null(strstr(out, "COST"));     /* each job's share of its nodes' dollars */
     free(out);
     /* SIGHUP with a good one: reloaded, its new job submitted (delta has a deadline and no
      * samples: taken, with a warning that castor cannot plan for it) */
@@ -480,6 +481,7 @@ static void daemon_run__signals_restart_and_no_double_launch(void **state)
     assert_int_equal(njobs, 4);
     assert_string_equal(jobs[0].name, "alpha");
     assert_string_equal(jobs[1].name, "beta");
+    assert_true(jobs[0].dollars > 0 && jobs[1].dollars > 0); /* they held GPUs for several ticks */
     assert_string_equal(jobs[2].name, "gamma");
     assert_int_equal(jobs[2].state, STATE_JOB_CANCELLED);
     assert_string_equal(jobs[3].name, "delta");

@@ -657,6 +657,51 @@ static void state_decision_and_cost__append_and_total(void **state)
     state_close(st);
 }
 
+/* Each node's cost is shared by the jobs on it, by their GPUs there: a 4-GPU node with job a on 1
+ * and job b on 2 gives a a quarter and b a half; the idle quarter goes to no job. A node with no
+ * job gives nothing; a refused cost gives nothing either. A job keeps what it got after it ends. */
+static void state_cost_add__shared_by_the_jobs_on_the_node(void **state)
+{
+    static const char *const ids[] = {"i-1", "i-2"};
+    struct state *st = open_state(*state);
+    struct state_alloc a_rows[] = {{"i-1", 1, 0}}, b_rows[] = {{"i-1", 2, 0}, {"i-2", 4, 0}};
+    struct state_job job;
+    double total = -1, on_jobs = -1;
+
+    add_ready_nodes(st, ids, 2); /* 4 GPUs each */
+    assert_int_equal(state_job_submit(st, "a", "{}", 1.0), 0);
+    assert_int_equal(state_job_submit(st, "b", "{}", 1.0), 0);
+    assert_int_equal(state_job_submit(st, "c", "{}", 1.0), 0);
+    assert_int_equal(state_alloc_replace(st, "a", a_rows, 1, 2.0), 0);
+    assert_int_equal(state_alloc_replace(st, "b", b_rows, 2, 2.0), 0);
+    assert_int_equal(state_cost_add(st, "i-1", 0.0, 3600.0, 4.0), 0);
+    assert_int_equal(state_cost_add(st, "i-2", 0.0, 3600.0, 2.0), 0);
+    assert_int_equal(state_cost_add(st, "i-9", 0.0, 3600.0, 100.0), ERR_UNKNOWN);
+    assert_int_equal(state_job_get(st, "a", &job), 0);
+    assert_float_equal(job.dollars, 1.0, 1e-12);
+    state_job_clear(&job);
+    assert_int_equal(state_job_get(st, "b", &job), 0);
+    assert_float_equal(job.dollars, 2.0 + 2.0, 1e-12);
+    state_job_clear(&job);
+    assert_int_equal(state_job_get(st, "c", &job), 0);
+    assert_true(job.dollars == 0.0);
+    state_job_clear(&job);
+    assert_int_equal(state_cost_total(st, &total), 0);
+    assert_int_equal(state_cost_jobs(st, &on_jobs), 0);
+    assert_float_equal(total, 6.0, 1e-12);
+    assert_float_equal(on_jobs, 5.0, 1e-12); /* i-1's idle GPU: $1 on no job */
+    /* a ends: its allocation goes, its dollars stay; i-1 then costs b and idle GPUs only */
+    assert_int_equal(state_job_set_state(st, "a", STATE_JOB_CANCELLED, 5.0), 0);
+    assert_int_equal(state_cost_add(st, "i-1", 3600.0, 7200.0, 4.0), 0);
+    assert_int_equal(state_job_get(st, "a", &job), 0);
+    assert_float_equal(job.dollars, 1.0, 1e-12);
+    state_job_clear(&job);
+    assert_int_equal(state_job_get(st, "b", &job), 0);
+    assert_float_equal(job.dollars, 6.0, 1e-12);
+    state_job_clear(&job);
+    state_close(st);
+}
+
 /* ---- a writer SIGKILLed mid-run ---- */
 
 #define CRASH_ITERS 400
@@ -1480,6 +1525,21 @@ static void state_open__migrates_v7_to_v8(void **state)
     state_close(st);
 }
 
+static void state_open__migrates_v8_to_v9(void **state)
+{
+    const struct tmpdb *t = *state;
+    struct state *st = NULL;
+    struct state_job job;
+
+    assert_int_equal(state_open_version(t->path, 8, &st, NULL), 0);
+    assert_int_equal(state_job_submit(st, "old", "{}", 5.0), 0);
+    st = reopen_latest(t, st);
+    assert_int_equal(state_job_get(st, "old", &job), 0);
+    assert_true(job.dollars == 0.0);
+    state_job_clear(&job);
+    state_close(st);
+}
+
 /* A static node's self-fence is kept (none when 0); a bad one is refused. A static node that was
  * terminated (taken down, or its cluster torn down) registers again over its old row, with what
  * its new agent says; a launched node terminated does not come back. */
@@ -1568,6 +1628,8 @@ int main(void)
         STATE_TEST(state_events__kept_newest_first_cut),
         STATE_TEST(state_open__migrates_v6_to_v7),
         STATE_TEST(state_open__migrates_v7_to_v8),
+        STATE_TEST(state_open__migrates_v8_to_v9),
+        STATE_TEST(state_cost_add__shared_by_the_jobs_on_the_node),
         STATE_TEST(state_node_register__fence_and_static_return),
     };
 
