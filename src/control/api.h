@@ -171,6 +171,10 @@ extern const char *const api_job_spec_keys[];
  * replicas, as for a failure. 0 turns the watch off. */
 #define API_HANG_TIMEOUT_DEFAULT 1800.0
 
+/* The most a job spec's max_dollars may say: what the job may cost (its share of its nodes'
+ * dollars, state_cost_add) before the controller fails it. No limit when absent. */
+#define API_MAX_DOLLARS_MAX 1e9
+
 /* Tell what a replica failure counted by state_job_replica_failed did to job (on node, for
  * reason), in the log and the job's events (events.h; st may be NULL): a warning that its replicas
  * restart (after api_restart_delay(streak), as attempt failures), or, for STATE_FAILURE_FAILED,

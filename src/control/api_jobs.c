@@ -10,25 +10,12 @@
 #include "util/json.h"
 #include "util/log.h"
 
-const char *const api_job_spec_keys[] = {"name",
-                                         "command",
-                                         "workdir",
-                                         "image",
-                                         "env",
-                                         "init_batch_size",
-                                         "max_batch_size",
-                                         "max_local_bsz",
-                                         "min_replicas",
-                                         "max_replicas",
-                                         "replicas",
-                                         "checkpoint_interval",
-                                         "samples",
-                                         "family",
-                                         "deadline",
-                                         "priority",
-                                         "max_restarts",
-                                         "hang_timeout",
-                                         NULL};
+const char *const api_job_spec_keys[] = {
+    "name",         "command",         "workdir",        "image",
+    "env",          "init_batch_size", "max_batch_size", "max_local_bsz",
+    "min_replicas", "max_replicas",    "replicas",       "checkpoint_interval",
+    "samples",      "family",          "deadline",       "priority",
+    "max_restarts", "hang_timeout",    "max_dollars",    NULL};
 
 int api_env_name_ok(const char *s)
 {
@@ -81,7 +68,7 @@ static int ap_job_spec(struct ap_ctx *c, const char **name, struct jv **out)
     const struct jv *env = jv_get(c->body, "env");
     const char *workdir = NULL, *image = NULL, *family = NULL;
     double m0 = 0, maxb = 0, local = 0, ckpt = 600, samples = NAN, deadline = NAN;
-    double hang = API_HANG_TIMEOUT_DEFAULT;
+    double hang = API_HANG_TIMEOUT_DEFAULT, max_dollars = NAN;
     long long minr = 1, maxr = 0, reqr = 1, prio = 0, restarts = API_MAX_RESTARTS_DEFAULT;
     struct ap_env_check ec = {c, 0};
     struct jv *o;
@@ -136,6 +123,10 @@ static int ap_job_spec(struct ap_ctx *c, const char **name, struct jv **out)
         rc = ap_int(c, c->body, "", "max_restarts", 0, 0, API_MAX_RESTARTS_MAX, &restarts);
     if (rc == 0)
         rc = ap_num(c, c->body, "", "hang_timeout", 0, 0.0, 1, &hang);
+    if (rc == 0)
+        rc = ap_num(c, c->body, "", "max_dollars", 0, 0.0, 0, &max_dollars);
+    if (rc == 0 && max_dollars > API_MAX_DOLLARS_MAX)
+        rc = ap_bad(c, "max_dollars must be at most %g", API_MAX_DOLLARS_MAX);
     if (rc < 0)
         return rc;
     o = jv_object();
@@ -157,6 +148,7 @@ static int ap_job_spec(struct ap_ctx *c, const char **name, struct jv **out)
     ap_set(c, o, "priority", jv_integer(prio));
     ap_set(c, o, "max_restarts", jv_integer(restarts));
     ap_set(c, o, "hang_timeout", jv_number(hang));
+    ap_set(c, o, "max_dollars", jv_number(max_dollars)); /* NAN (no limit): null */
     *out = o;
     return 0;
 }

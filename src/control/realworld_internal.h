@@ -66,6 +66,7 @@ struct rw_job {
     double goodput, speedup, batch;
     double eta; /* when it is predicted to finish there, seconds since the epoch (NAN: unknown) */
     int late;   /* 1 while that is after its deadline (told once, and again when it is not) */
+    int cost_warned; /* its dollars passed RW_COST_WARN of its max_dollars (told once) */
 };
 
 /* A job's spec, as the decide step needs it. */
@@ -76,6 +77,7 @@ struct rw_spec {
     int min_replicas, max_replicas, req_replicas;
     double hang_timeout; /* seconds without a step reported that make the job hung (0: off) */
     int max_restarts;    /* failures in a row without progress before the job fails */
+    double max_dollars;  /* what the job may cost before it is failed (NAN: no limit) */
 };
 
 struct rw_error_count; /* the failures of one cloud call with one error code (realworld.c) */
@@ -219,6 +221,13 @@ int rw_node_silent(const struct realworld *rw, const struct state_node *n, doubl
  * on its first node), which restarts its replicas as a new attempt or fails it. A state error
  * leaves the job for the next tick (logged). */
 void rw_watch_hangs(struct realworld *rw, double now);
+
+/* realworld_jobs.c: the cost watch. Each pending or running job with a max_dollars whose dollars
+ * (its share of its nodes', state_cost_add) reach it is failed (state_job_fail), its GPUs freed,
+ * with the reason in its failure, the log and its events; one that passes RW_COST_WARN of it is
+ * warned, once per process. A state error leaves the job for the next tick. */
+#define RW_COST_WARN 0.8
+void rw_watch_costs(struct realworld *rw, double now);
 
 /* ---- observe (realworld_observe.c) ---- */
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "control/events.h"
 #include "control/realworld.h"
 #include "control/realworld_internal.h"
 #include "control/state.h"
@@ -48,6 +49,7 @@ int rw_spec_parse(const char *text, struct rw_spec *out)
     /* specs stored before the fields: the defaults */
     out->hang_timeout = rw_num(v, "hang_timeout", API_HANG_TIMEOUT_DEFAULT);
     out->max_restarts = (int)rw_num(v, "max_restarts", API_MAX_RESTARTS_DEFAULT);
+    out->max_dollars = rw_num(v, "max_dollars", NAN); /* absent or null: no limit */
     jv_free(v);
     return out->m0 > 0 && out->max_local > 0 ? 0 : ERR_CORRUPT;
 }
@@ -254,6 +256,44 @@ void rw_watch_start(struct realworld *rw, double now)
 {
     if (isnan(rw->watch_from))
         rw->watch_from = now;
+}
+
+void rw_watch_costs(struct realworld *rw, double now)
+{
+    struct state_job *jobs = NULL;
+    size_t n = 0;
+
+    if (state_jobs_list(rw->state, STATE_MASK(STATE_JOB_PENDING) | STATE_MASK(STATE_JOB_RUNNING),
+                        &jobs, &n) < 0)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        char reason[STATE_FAILURE_MAX];
+        struct rw_spec spec;
+        struct rw_job *j;
+        int rc;
+
+        if (rw_spec_parse(jobs[i].spec, &spec) < 0 || !(spec.max_dollars > 0))
+            continue;
+        if (jobs[i].dollars >= spec.max_dollars) {
+            snprintf(reason, sizeof(reason),
+                     "it cost $%.2f, which reaches its max_dollars ($%.2f): stopped, its last "
+                     "checkpoint kept",
+                     jobs[i].dollars, spec.max_dollars);
+            if ((rc = state_job_fail(rw->state, jobs[i].name, reason, now)) == 0)
+                event_note(rw->state, rw->log, now, LOG_ERROR, jobs[i].name, NULL, "failed", "%s",
+                           reason);
+            else
+                log_msg(rw->log, now, LOG_WARN, jobs[i].name, NULL,
+                        "%s; not failed (%s): tried again next tick", reason, err_str(rc));
+        } else if (jobs[i].dollars >= RW_COST_WARN * spec.max_dollars &&
+                   (j = rw_job_find(rw, jobs[i].name, 1)) && !j->cost_warned) {
+            j->cost_warned = 1;
+            event_note(rw->state, rw->log, now, LOG_WARN, jobs[i].name, NULL, "warning",
+                       "it cost $%.2f, %.0f%% of its max_dollars ($%.2f): it is stopped there",
+                       jobs[i].dollars, 100 * jobs[i].dollars / spec.max_dollars, spec.max_dollars);
+        }
+    }
+    state_jobs_free(jobs, n);
 }
 
 /* 1 when the job has replicas on a node whose agent is silent (its silence is the node's, not

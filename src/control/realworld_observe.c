@@ -379,9 +379,11 @@ int rw_observe(void *ctx, const struct snapshot **out)
         log_msg(rw->log, now, LOG_WARN, NULL, NULL, "cannot read the offers: prices as before");
     memset(&rw->snap, 0, sizeof(rw->snap));
     rw_watch_start(rw, now);
-    if ((rc = rw_intents_read(rw)) == 0 && (rc = rw_observe_nodes(rw, &gpus, now)) == 0)
+    if ((rc = rw_intents_read(rw)) == 0 && (rc = rw_observe_nodes(rw, &gpus, now)) == 0) {
         rw_watch_hangs(rw, now); /* after the nodes' silence, before the jobs are read: a job it
                                   * fails is not planned for */
+        rw_watch_costs(rw, now);
+    }
     if (rc < 0 || (rc = rw_observe_jobs(rw, gpus, now)) < 0 ||
         (rc = rw_observe_offers(rw, now)) < 0) {
         rw_snapshot_free(rw);

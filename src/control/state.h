@@ -163,6 +163,11 @@ enum state_failure_outcome {
 /* The longest failure reason, in bytes. */
 #define STATE_FAILURE_MAX 512
 
+/* Fail a pending or running job for reason (1 to STATE_FAILURE_MAX bytes), which is kept as its
+ * failure with now: state failed, finished_at = now, its allocation released. ERR_UNKNOWN: no
+ * such job; ERR_CONFLICT: it has ended (nothing written). */
+int state_job_fail(struct state *st, const char *name, const char *reason, double now);
+
 /*
  * A replica of job name on node failed while it ran attempt (the job's failures when its node
  * started it): it exited with an error, or a signal castor did not send killed it. A report for

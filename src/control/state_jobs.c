@@ -181,6 +181,12 @@ out:
     return st_end(st, rc);
 }
 
+/* A failure's reason: 1 to STATE_FAILURE_MAX bytes. */
+static int st_failure_ok(const char *reason)
+{
+    return reason && reason[0] && strlen(reason) <= STATE_FAILURE_MAX;
+}
+
 int state_job_replica_failed(struct state *st, const char *name, const char *node, int attempt,
                              const char *reason, int max_restarts, double now,
                              enum state_failure_outcome *outcome, int *streak)
@@ -189,8 +195,8 @@ int state_job_replica_failed(struct state *st, const char *name, const char *nod
     long long id = 0, failures = 0, run = 0, held = 0;
     int rc;
 
-    if (!st_name_ok(name) || !st_name_ok(node) || attempt < 0 || !reason || !reason[0] ||
-        strlen(reason) > STATE_FAILURE_MAX || max_restarts < 0 || !st_time_ok(now))
+    if (!st_name_ok(name) || !st_name_ok(node) || attempt < 0 || !st_failure_ok(reason) ||
+        max_restarts < 0 || !st_time_ok(now))
         return ERR_INVAL;
     rc = db_begin(st->db);
     if (rc < 0)
@@ -227,6 +233,23 @@ int state_job_replica_failed(struct state *st, const char *name, const char *nod
     if (streak)
         *streak = (int)run;
     return 0;
+}
+
+int state_job_fail(struct state *st, const char *name, const char *reason, double now)
+{
+    long long id = 0;
+    int rc;
+
+    if (!st_name_ok(name) || !st_failure_ok(reason) || !st_time_ok(now))
+        return ERR_INVAL;
+    if ((rc = db_begin(st->db)) < 0)
+        return rc;
+    if ((rc = st_job_live(st->db, name, &id)) == 0)
+        rc = st_run(st->db, "UPDATE jobs SET failure = ?2, failure_at = ?3 WHERE id = ?1", "itd",
+                    id, reason, now);
+    if (rc == 0)
+        rc = st_job_move(st->db, id, STATE_JOB_FAILED, now);
+    return st_end(st, rc);
 }
 
 int state_job_progress(struct state *st, const char *name, double progress)

@@ -120,6 +120,7 @@ static void config_load__every_key(void **state)
     assert_true(num(spec, "deadline") == 1714651200.0); /* 2024-05-02T12:00:00Z */
     assert_true(num(spec, "priority") == 5);
     assert_true(num(spec, "max_restarts") == 7 && num(spec, "hang_timeout") == 900);
+    assert_true(num(spec, "max_dollars") == 250.5);
     jv_free(spec);
     assert_int_equal(jv_parse(c->jobs[1].spec, strlen(c->jobs[1].spec), &spec, NULL), 0);
     assert_int_equal(jv_type_of(get(spec, "workdir")), JV_NULL);
@@ -131,6 +132,7 @@ static void config_load__every_key(void **state)
     assert_int_equal(jv_size(get(spec, "env")), 0);
     assert_true(num(spec, "max_restarts") == API_MAX_RESTARTS_DEFAULT);
     assert_true(num(spec, "hang_timeout") == API_HANG_TIMEOUT_DEFAULT);
+    assert_int_equal(jv_type_of(get(spec, "max_dollars")), JV_NULL); /* not given: no limit */
     jv_free(spec);
     /* a template: no name, no deadline of its own */
     assert_int_equal(c->ntemplates, 1);
@@ -333,6 +335,10 @@ static const struct bad_case bad_cases[] = {
      "jobs[0].max_restarts"},
     {BASE JOB_HEAD JOB_CMD JOB_REST "    hang_timeout: -5\n", ERR_RANGE, 11, 19,
      "jobs[0].hang_timeout"},
+    {BASE JOB_HEAD JOB_CMD JOB_REST "    max_dollars: 0\n", ERR_RANGE, 11, 18,
+     "jobs[0].max_dollars: must be above 0"},
+    {BASE JOB_HEAD JOB_CMD JOB_REST "    max_dollars: lots\n", ERR_PARSE, 11, 18,
+     "jobs[0].max_dollars"},
     {BASE "heartbeat_timeout: -1\n", ERR_RANGE, 3, 20, "heartbeat_timeout"},
     {BASE "register_timeout: soon\n", ERR_PARSE, 3, 19, "register_timeout"},
     {BASE JOB_HEAD JOB_CMD JOB_REST "    gpu: 1\n", ERR_UNKNOWN, 11, 5, "jobs[0].gpu"},

@@ -1231,6 +1231,42 @@ static void realworld_observe__a_static_node_taken_down_lets_its_job_go(void **s
     assert_int_equal(call(f, "POST", "/v1/nodes/static-1/heartbeat", TOKEN_NODE, "{}", NULL), 200);
 }
 
+/* A job with max_dollars is warned at 80% of it and failed when its share of its nodes' dollars
+ * reaches it, its GPUs freed and the reason told; the job beside it without a limit goes on. */
+static void realworld_observe__a_job_that_reaches_its_max_dollars_fails(void **state)
+{
+    struct fixture *f = *state;
+    double share;
+
+    assert_int_equal(make_loop(f, 0), 0);
+    agent_register(f, "static-1", 4);
+    submit_job_with(f, "a", 4, ", \"max_dollars\": 2");
+    submit_job_with(f, "b", 4, "");
+    tick(f, 0);
+    tick(f, 10);
+    assert_int_equal(rows_on(f, "a", "static-1") + rows_on(f, "b", "static-1"), 2);
+    share = (double)sql_int(f, "SELECT replicas FROM allocations WHERE job_id ="
+                               " (SELECT id FROM jobs WHERE name = 'a')") /
+            4.0;
+    /* static-1's hours: $1.70 for a's share (its GPUs of 4), then $0.31 more */
+    assert_int_equal(state_cost_add(f->st, "static-1", f->now, f->now, 1.7 / share), 0);
+    tick(f, 10);
+    assert_true(has_event(f, "a", "warning", NULL, "of its max_dollars ($2.00)"));
+    assert_int_equal(sql_int(f, "SELECT state = 'pending' OR state = 'running' FROM jobs"
+                                " WHERE name = 'a'"),
+                     1);
+    assert_int_equal(state_cost_add(f->st, "static-1", f->now, f->now, 0.31 / share), 0);
+    tick(f, 10);
+    assert_int_equal(sql_int(f, "SELECT state = 'failed' FROM jobs WHERE name = 'a'"), 1);
+    assert_true(has_event(f, "a", "failed", NULL, "which reaches its max_dollars ($2.00)"));
+    assert_int_equal(rows_on(f, "a", "static-1"), 0);
+    tick(f, 10);
+    assert_int_equal(sql_int(f, "SELECT count(*) FROM jobs WHERE name = 'b' AND state IN"
+                                " ('pending', 'running')"),
+                     1);
+    assert_false(has_event(f, "b", "warning", NULL, "max_dollars"));
+}
+
 /* A launched node cannot be taken down by its operator: castor fences it itself. */
 static void realworld_observe__a_launched_node_is_not_taken_down(void **state)
 {
@@ -1446,6 +1482,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(realworld_observe__a_static_node_taken_down_lets_its_job_go,
                                         rw_setup, rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_observe__a_launched_node_is_not_taken_down,
+                                        rw_setup, rw_teardown),
+        cmocka_unit_test_setup_teardown(realworld_observe__a_job_that_reaches_its_max_dollars_fails,
                                         rw_setup, rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_observe__a_family_shares_its_model, rw_setup,
                                         rw_teardown),

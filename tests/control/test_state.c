@@ -1525,6 +1525,38 @@ static void state_open__migrates_v7_to_v8(void **state)
     state_close(st);
 }
 
+/* A job failed by the controller (its cost limit) keeps the reason and time, loses its allocation
+ * and cannot be failed again; bad arguments write nothing. */
+static void state_job_fail__reason_kept_allocation_released(void **state)
+{
+    static const char *const ids[] = {"i-1"};
+    struct state *st = open_state(*state);
+    struct state_alloc rows[] = {{"i-1", 2, 0}};
+    struct state_alloc *got = NULL;
+    struct state_job job;
+    size_t n = 9;
+
+    add_ready_nodes(st, ids, 1);
+    assert_int_equal(state_job_submit(st, "a", "{}", 1.0), 0);
+    assert_int_equal(state_alloc_replace(st, "a", rows, 1, 2.0), 0);
+    assert_int_equal(state_job_fail(st, "a", "", 3.0), ERR_INVAL);
+    assert_int_equal(state_job_fail(st, "nope", "why", 3.0), ERR_UNKNOWN);
+    assert_int_equal(state_job_get(st, "a", &job), 0);
+    assert_int_equal(job.state, STATE_JOB_PENDING);
+    state_job_clear(&job);
+    assert_int_equal(state_job_fail(st, "a", "it cost too much", 3.0), 0);
+    assert_int_equal(state_job_get(st, "a", &job), 0);
+    assert_int_equal(job.state, STATE_JOB_FAILED);
+    assert_string_equal(job.failure, "it cost too much");
+    assert_true(job.failure_at == 3.0 && job.finished_at == 3.0);
+    state_job_clear(&job);
+    assert_int_equal(state_alloc_get(st, "a", &got, &n), 0);
+    assert_int_equal(n, 0);
+    state_allocs_free(got, n);
+    assert_int_equal(state_job_fail(st, "a", "again", 4.0), ERR_CONFLICT);
+    state_close(st);
+}
+
 static void state_open__migrates_v8_to_v9(void **state)
 {
     const struct tmpdb *t = *state;
@@ -1629,6 +1661,7 @@ int main(void)
         STATE_TEST(state_open__migrates_v6_to_v7),
         STATE_TEST(state_open__migrates_v7_to_v8),
         STATE_TEST(state_open__migrates_v8_to_v9),
+        STATE_TEST(state_job_fail__reason_kept_allocation_released),
         STATE_TEST(state_cost_add__shared_by_the_jobs_on_the_node),
         STATE_TEST(state_node_register__fence_and_static_return),
     };
