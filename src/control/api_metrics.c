@@ -103,6 +103,8 @@ int ap_metrics_copy(const struct api_metrics *m, struct ap_metrics *out)
     c.decide_failures = m->decide_failures;
     memcpy(c.node_losses, m->node_losses, sizeof(c.node_losses));
     c.nodes_unfenced = m->nodes_unfenced;
+    c.spend_limit = m->spend_limit;
+    c.spend_period = m->spend_period;
     *out = c;
     return 0;
 }
@@ -302,6 +304,14 @@ static void ap_metrics_daemon(const struct ap_metrics *m, FILE *f)
               "Silent static nodes whose jobs wait, since castor cannot stop their replicas: "
               "`castor down NODE` once a node is off.");
     ap_sample(f, "castor_nodes_unfenced", NULL, NULL, NULL, NULL, (double)m->nodes_unfenced);
+    if (m->spend_limit > 0) {
+        ap_family(f, "castor_spend_limit_dollars", "gauge",
+                  "The fleet's spend limit per period (spend_limit).");
+        ap_sample(f, "castor_spend_limit_dollars", NULL, NULL, NULL, NULL, m->spend_limit);
+        ap_family(f, "castor_spend_period_dollars", "gauge",
+                  "What the fleet cost in the current period: at the limit castor stops renting.");
+        ap_sample(f, "castor_spend_period_dollars", NULL, NULL, NULL, NULL, m->spend_period);
+    }
     ap_family(f, "castor_provider_calls_total", "counter", "Calls to the provider, by operation.");
     for (size_t i = 0; i < m->ncalls; i++)
         ap_sample(f, "castor_provider_calls_total", "op", m->calls[i].op, NULL, NULL,

@@ -355,6 +355,23 @@ static int cf_faults(struct config *c, const struct conf_node *root, struct erro
     return 0;
 }
 
+static int cf_spend(struct config *c, const struct conf_node *root, struct error *e)
+{
+    static const char *const keys[] = {"dollars", "period", NULL};
+    static const char *const periods[] = {"day", "week", "month", NULL};
+    const struct conf_node *s = NULL;
+    int rc, period = 2;
+
+    if ((rc = conf_get_section(root, "spend_limit", keys, &s, e)) < 1)
+        return rc;
+    if ((rc = cf_required(s, "dollars", e)) < 0 ||
+        (rc = cf_positive(s, "dollars", 1e9, &c->spend.dollars, e)) < 0 ||
+        (rc = conf_get_choice(s, "period", periods, &period, e)) < 0)
+        return rc;
+    c->spend.period = period;
+    return 0;
+}
+
 static int cf_tokens(struct config *c, const struct conf_node *root, struct error *e)
 {
     static const char *const keys[] = {"node", "job", "user", "metrics", NULL};
@@ -579,6 +596,7 @@ static int cf_read(struct config *c, struct error *e)
                                        "faults",
                                        "register_timeout",
                                        "heartbeat_timeout",
+                                       "spend_limit",
                                        NULL};
     static const char *const models[] = {"castor", "pollux", "default", NULL};
     const struct conf_node *root = c->doc->root, *n;
@@ -627,7 +645,8 @@ static int cf_read(struct config *c, struct error *e)
     if ((rc = cf_api(c, root, e)) < 0 || (rc = cf_tokens(c, root, e)) < 0 ||
         (rc = cf_policy(c, root, e)) < 0 || (rc = cf_fleet(c, root, e)) < 0 ||
         (rc = cf_offers(c, root, e)) < 0 || (rc = cf_jobs(c, root, e)) < 0 ||
-        (rc = cf_templates(c, root, e)) < 0 || (rc = cf_faults(c, root, e)) < 0)
+        (rc = cf_templates(c, root, e)) < 0 || (rc = cf_faults(c, root, e)) < 0 ||
+        (rc = cf_spend(c, root, e)) < 0)
         return rc;
     fleet_policy_defaults(c->fleet, c->policy, &c->pcfg);
     return 0;

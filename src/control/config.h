@@ -67,6 +67,12 @@ struct config_faults {
     double timeout_s; /* how long a timeout fault hangs (default 1) */
 };
 
+/* A cap on what the fleet costs per calendar period (`spend_limit:`). */
+struct config_spend {
+    double dollars; /* 0: none */
+    int period;     /* 0 day, 1 week (from Monday), 2 month, UTC (default month) */
+};
+
 /* Every string is owned by the config (config_free); paths are made absolute against the file's
  * folder. */
 struct config {
@@ -98,6 +104,7 @@ struct config {
     struct config_template *templates;
     size_t ntemplates;
     struct config_faults faults;
+    struct config_spend spend;
 };
 
 /* The worlds a configuration may name (whether one is built in is the registry's to say). */

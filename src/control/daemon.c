@@ -433,6 +433,16 @@ static void dm_metrics(struct daemon *d)
         api_set_metrics(d->api, &d->metrics);
 }
 
+/* The configuration's spend limit, as the real world takes it. */
+static struct realworld_spend dm_spend(const struct config *c)
+{
+    static const enum realworld_period periods[] = {REALWORLD_DAY, REALWORLD_WEEK, REALWORLD_MONTH};
+
+    return (struct realworld_spend){
+        .dollars = c->spend.dollars,
+        .period = periods[c->spend.period >= 0 && c->spend.period <= 2 ? c->spend.period : 2]};
+}
+
 /* ---- reload ---- */
 
 static void dm_reload(struct daemon *d)
@@ -473,6 +483,11 @@ static void dm_reload(struct daemon *d)
         config_free(nc);
         log_msg(d->log, now, LOG_ERROR, NULL, NULL, "reload refused: out of memory");
         return;
+    }
+    {
+        struct realworld_spend spend = dm_spend(nc);
+
+        realworld_set_spend(d->rw, &spend);
     }
     free(meta);
     policy_free(&d->policy);
@@ -642,6 +657,7 @@ static int dm_start(struct daemon *d, struct error *e)
     rc_cfg.offers = meta;
     rc_cfg.noffers = d->cfg->noffers;
     rc_cfg.model = d->cfg->tput_model;
+    rc_cfg.spend = dm_spend(d->cfg);
     rc = realworld_new(&rc_cfg, &d->rw, e);
     free(meta);
     if (rc < 0)

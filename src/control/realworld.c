@@ -265,6 +265,8 @@ int realworld_new(const struct realworld_config *cfg, struct realworld **out, st
     rw->model = cfg->model ? cfg->model : &tput_model_castor;
     rw->wake_at = NAN;
     rw->watch_from = NAN;
+    rw->spend_told = rw->stop_told = NAN;
+    realworld_set_spend(rw, &cfg->spend);
     if (realworld_set_options(rw, &cfg->timeouts, cfg->offers, cfg->noffers) < 0) {
         free(rw);
         return err_set(e, ERR_NOMEM, "", 0, 0, "out of memory");
@@ -351,6 +353,8 @@ int realworld_metrics(struct realworld *rw, struct api_metrics *m)
     m->errors = rw->error_rows;
     m->nerrors = rw->nerrors;
     memcpy(m->node_losses, rw->losses, sizeof(m->node_losses));
+    m->spend_limit = rw->spend.dollars > 0 ? rw->spend.dollars : NAN;
+    m->spend_period = rw->spend.dollars > 0 ? rw->spent : NAN;
     m->nodes_unfenced = 0;
     for (size_t i = 0; rw->unfenced && rw->unfenced[i]; i++)
         m->nodes_unfenced++;

@@ -30,6 +30,23 @@ typedef double (*realworld_clock_fn)(void *ctx);
 /* Sleep until the clock reads until: 0 then, or ERR_AGAIN when woken early (a signal). */
 typedef int (*realworld_sleep_fn)(void *ctx, double until);
 
+/* The calendar periods a spend limit counts over, in UTC. */
+enum realworld_period { REALWORLD_DAY, REALWORLD_WEEK, REALWORLD_MONTH };
+
+/* A cap on what the fleet costs per period: over it, castor launches nothing and terminates the
+ * instances it launched until the next period (reloadable). */
+struct realworld_spend {
+    double dollars; /* <= 0: no limit */
+    enum realworld_period period;
+};
+
+/* When the period holding now (seconds since the epoch) began: 00:00 UTC of its day, of the
+ * week's Monday, or of the month's first day. Pure. */
+double realworld_period_start(double now, enum realworld_period period);
+
+/* The start of the period after the one holding now. Pure. */
+double realworld_period_next(double now, enum realworld_period period);
+
 /* How long the nodes' agents have to show life, in seconds (reloadable). */
 struct realworld_timeouts {
     double launch;       /* an intent waits for its instance; <= 0: 600 */
@@ -49,6 +66,7 @@ struct realworld_config {
     const struct realworld_offer *offers;
     size_t noffers;
     const struct tput_model_ops *model; /* the throughput model fitted to reports; NULL: castor */
+    struct realworld_spend spend;       /* {0}: no limit */
 };
 
 struct realworld; /* opaque */
@@ -104,6 +122,9 @@ int realworld_offer_index(struct realworld *rw, const char *name, int *index);
  * is left as it is). The arrays are rw's, valid until the next call on rw.
  */
 int realworld_metrics(struct realworld *rw, struct api_metrics *m);
+
+/* Set the spend limit (a reload): it applies from the next tick. */
+void realworld_set_spend(struct realworld *rw, const struct realworld_spend *spend);
 
 /* What the last resize did: instances launched, nodes released, booting ones cancelled. */
 struct realworld_actions {

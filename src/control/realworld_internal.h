@@ -94,9 +94,14 @@ struct realworld {
     void *clock_ctx;
     double launch_timeout;
     double register_timeout, heartbeat_timeout; /* 0: not watched */
-    char **silent;   /* live nodes left out for their silence (ids owned), NULL-terminated */
-    char **fenced;   /* silent launched nodes whose instances are being terminated: their jobs wait
-                      * until the cloud says they are gone (ids owned), NULL-terminated */
+    char **silent; /* live nodes left out for their silence (ids owned), NULL-terminated */
+    char **fenced; /* silent launched nodes whose instances are being terminated: their jobs wait
+                    * until the cloud says they are gone (ids owned), NULL-terminated */
+    struct realworld_spend spend;
+    double spent;      /* the dollars of the current period at the last look (NAN: no limit) */
+    int over_spend;    /* 1 while the period's dollars are at or over the limit */
+    double spend_told; /* the period start of the last warning and of the last stop (NAN: none) */
+    double stop_told;
     char **unfenced; /* silent static nodes whose replicas may still run (no self-fence, or not
                       * past it): their jobs wait until they are heard again or taken down (ids
                       * owned), NULL-terminated */
@@ -221,6 +226,13 @@ int rw_node_silent(const struct realworld *rw, const struct state_node *n, doubl
  * on its first node), which restarts its replicas as a new attempt or fails it. A state error
  * leaves the job for the next tick (logged). */
 void rw_watch_hangs(struct realworld *rw, double now);
+
+/* realworld_spend.c: the spend limit. The dollars recorded since the period began (the costs'
+ * rows that end in it); at RW_COST_WARN of the limit a warning, once a period; at the limit the
+ * world stops renting: every offer unavailable in the snapshot, and every launched node's instance
+ * terminated (its jobs restart from their checkpoints once renting resumes, or on static nodes),
+ * until the next period. A state error leaves it as it was. */
+void rw_spend_check(struct realworld *rw, double now);
 
 /* realworld_jobs.c: the cost watch. Each pending or running job with a max_dollars whose dollars
  * (its share of its nodes', state_cost_add) reach it is failed (state_job_fail), its GPUs freed,

@@ -354,7 +354,7 @@ static int rw_observe_offers(struct realworld *rw, double now)
             .price = isfinite(of->price) ? of->price : 0,
             .preempt_rate = rate,
             .boot_s = meta && meta->boot_s > 0 ? meta->boot_s : 180,
-            .unavailable = !of->present || now < of->unavailable_until,
+            .unavailable = !of->present || now < of->unavailable_until || rw->over_spend,
         };
     }
     rw->snap.noffers = (int)rw->noffers;
@@ -375,6 +375,7 @@ int rw_observe(void *ctx, const struct snapshot **out)
     rw_snapshot_free(rw);
     memset(&rw->actions, 0, sizeof(rw->actions));
     realworld_reconcile(rw); /* a cloud that cannot list now: the state as it is */
+    rw_spend_check(rw, now); /* over the limit: no launch, the instances terminated */
     if (rw_offers_refresh(rw) < 0)
         log_msg(rw->log, now, LOG_WARN, NULL, NULL, "cannot read the offers: prices as before");
     memset(&rw->snap, 0, sizeof(rw->snap));

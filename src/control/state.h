@@ -492,6 +492,10 @@ int state_cost_add(struct state *st, const char *instance_id, double from, doubl
  * state_cost_total less this is what idle GPUs cost. */
 int state_cost_jobs(struct state *st, double *dollars);
 
+/* The dollars of the costs added that end after from (seconds): what the fleet cost since then,
+ * a row that straddles it counted whole (0 with none). */
+int state_cost_since(struct state *st, double from, double *dollars);
+
 /* The dollars of every cost added (0 with none). */
 int state_cost_total(struct state *st, double *dollars);
 

@@ -57,6 +57,14 @@ int state_cost_total(struct state *st, double *dollars)
     return st_double(st->db, dollars, "SELECT total(dollars) FROM costs", "");
 }
 
+int state_cost_since(struct state *st, double from, double *dollars)
+{
+    if (!st_time_ok(from))
+        return ERR_INVAL;
+    return st_double(st->db, dollars, "SELECT total(dollars) FROM costs WHERE end_at > ?1", "d",
+                     from);
+}
+
 int state_cost_jobs(struct state *st, double *dollars)
 {
     return st_double(st->db, dollars, "SELECT total(dollars) FROM jobs", "");

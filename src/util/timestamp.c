@@ -9,8 +9,7 @@
 
 #define MAX_TIME INT64_C(253402300799) /* 9999-12-31T23:59:59Z */
 
-/* Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar. */
-static int64_t days_from_civil(int64_t y, int m, int d)
+int64_t timestamp_days_from_civil(int64_t y, int m, int d)
 {
     int64_t era, yoe, doy, doe;
 
@@ -90,7 +89,7 @@ int timestamp_parse_iso8601(const char *s, int64_t *out)
     if (*p != '\0' || y < 1970 || mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo) ||
         h > 23 || mi > 59 || sec > 60)
         return ERR_PARSE;
-    t = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec;
+    t = timestamp_days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec;
     t -= sign * (oh * 3600 + om * 60);
     if (t < 0 || t > MAX_TIME)
         return ERR_PARSE;
@@ -98,25 +97,29 @@ int timestamp_parse_iso8601(const char *s, int64_t *out)
     return 0;
 }
 
+void timestamp_civil_from_days(int64_t days, int64_t *year, int *month, int *day)
+{
+    int64_t z = days + 719468, era, doe, yoe, doy, mp;
+
+    era = (z >= 0 ? z : z - 146096) / 146097;
+    doe = z - era * 146097;
+    yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    mp = (5 * doy + 2) / 153;
+    *day = (int)(doy - (153 * mp + 2) / 5 + 1);
+    *month = (int)(mp < 10 ? mp + 3 : mp - 9);
+    *year = yoe + era * 400 + (*month <= 2);
+}
+
 int timestamp_format_iso8601(int64_t t, char buf[TIMESTAMP_ISO8601_LEN + 1])
 {
-    int64_t days, secs, z, era, doe, yoe, y, doy, mp, d, m;
+    int64_t secs, y;
+    int m, d;
 
     if (t < 0 || t > MAX_TIME)
         return ERR_RANGE;
-    days = t / 86400;
     secs = t % 86400;
-    /* civil_from_days */
-    z = days + 719468;
-    era = z / 146097;
-    doe = z - era * 146097;
-    yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    y = yoe + era * 400;
-    doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    mp = (5 * doy + 2) / 153;
-    d = doy - (153 * mp + 2) / 5 + 1;
-    m = mp < 10 ? mp + 3 : mp - 9;
-    y += m <= 2;
+    timestamp_civil_from_days(t / 86400, &y, &m, &d);
     {
         /* every field is within its width (years 1970 to 9999), so 20 characters are written */
         char tmp[64];

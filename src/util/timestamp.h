@@ -15,6 +15,14 @@
  */
 int timestamp_parse_iso8601(const char *s, int64_t *out);
 
+/* Days from 1970-01-01 to y-m-d (m 1..12, d 1..31) in the proleptic Gregorian calendar (negative
+ * before it): eras of 400 years of 146097 days, each year counted from March so that a leap day
+ * ends it. Pure. */
+int64_t timestamp_days_from_civil(int64_t y, int m, int d);
+
+/* The inverse: the year, month (1..12) and day (1..31) of days since 1970-01-01. Pure. */
+void timestamp_civil_from_days(int64_t days, int64_t *year, int *month, int *day);
+
 /* Format t (UNIX seconds, years 1970 to 9999) as "YYYY-MM-DDTHH:MM:SSZ" into buf. ERR_RANGE for
  * a time outside those years; buf is then unchanged. */
 int timestamp_format_iso8601(int64_t t, char buf[TIMESTAMP_ISO8601_LEN + 1]);

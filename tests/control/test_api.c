@@ -1465,7 +1465,9 @@ static void api_metrics__prometheus_text(void **state)
                             .errors = errors,
                             .nerrors = 1,
                             .node_losses = {[API_LOSS_SILENT] = 2, [API_LOSS_GONE] = 5},
-                            .nodes_unfenced = 3};
+                            .nodes_unfenced = 3,
+                            .spend_limit = 100,
+                            .spend_period = 42.5};
     struct http_client_request req = {.method = "GET"};
     struct http_client_response r = {0};
     char url[96], auth[96], name[128], labels[256], family[128] = "";
@@ -1519,6 +1521,8 @@ static void api_metrics__prometheus_text(void **state)
     assert_float_equal(sample_value(r.body, "castor_node_losses_total{reason=\"unregistered\"}"), 0,
                        0);
     assert_float_equal(sample_value(r.body, "castor_nodes_unfenced"), 3, 0);
+    assert_float_equal(sample_value(r.body, "castor_spend_limit_dollars"), 100, 0);
+    assert_float_equal(sample_value(r.body, "castor_spend_period_dollars"), 42.5, 0);
     assert_float_equal(sample_value(r.body, "castor_job_goodput{job=\"a\"}"), 812.5, 0);
     assert_true(isnan(sample_value(r.body, "castor_job_goodput{job=\"b\"}")));
     assert_float_equal(sample_value(r.body, "castor_job_finish_timestamp_seconds{job=\"a\"}"), 2e9,

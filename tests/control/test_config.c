@@ -75,6 +75,7 @@ static void config_load__every_key(void **state)
     assert_int_equal(c->log_level, LOG_DEBUG);
     assert_true(c->launch_timeout == 30);
     assert_true(c->register_timeout == 120 && c->heartbeat_timeout == 0);
+    assert_true(c->spend.dollars == 2500 && c->spend.period == 1); /* a week */
     assert_int_equal(c->seed, 7);
     assert_string_equal(c->tput_model->name, "pollux");
     assert_string_equal(c->api.address, "0.0.0.0");
@@ -340,6 +341,10 @@ static const struct bad_case bad_cases[] = {
     {BASE JOB_HEAD JOB_CMD JOB_REST "    max_dollars: lots\n", ERR_PARSE, 11, 18,
      "jobs[0].max_dollars"},
     {BASE "heartbeat_timeout: -1\n", ERR_RANGE, 3, 20, "heartbeat_timeout"},
+    {BASE "spend_limit:\n  dollars: 0\n", ERR_RANGE, 4, 12, "spend_limit.dollars: must be above 0"},
+    {BASE "spend_limit:\n  dollars: 5\n  period: year\n", ERR_UNKNOWN, 5, 11, "spend_limit.period"},
+    {BASE "spend_limit:\n  period: day\n", ERR_PARSE, 4, 3, "dollars"},
+    {BASE "spend_limit:\n  dolars: 5\n", ERR_UNKNOWN, 4, 3, "dollars"},
     {BASE "register_timeout: soon\n", ERR_PARSE, 3, 19, "register_timeout"},
     {BASE JOB_HEAD JOB_CMD JOB_REST "    gpu: 1\n", ERR_UNKNOWN, 11, 5, "jobs[0].gpu"},
     {BASE "jobs:\n  - name: -j\n" JOB_CMD JOB_REST, ERR_PARSE, 4, 11, "letters, digits"},
@@ -396,6 +401,7 @@ static void config_load__faults(void **state)
     assert_int_equal(c->faults.on, 0);
     /* (and the nodes' timeouts at their defaults) */
     assert_true(c->register_timeout == 900 && c->heartbeat_timeout == 300);
+    assert_true(c->spend.dollars == 0); /* no limit */
     config_free(c);
     assert_int_equal(load_text(BASE "faults:\n", &c, &e, &path), 0);
     assert_int_equal(c->faults.on, 1);

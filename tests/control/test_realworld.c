@@ -1267,6 +1267,68 @@ static void realworld_observe__a_job_that_reaches_its_max_dollars_fails(void **s
     assert_false(has_event(f, "b", "warning", NULL, "max_dollars"));
 }
 
+/* The spend limit's periods, in UTC: a day from 00:00, a week from Monday, a month from its
+ * first day (the values by Python's calendar.timegm). */
+static void realworld_period__days_weeks_months(void **state)
+{
+    (void)state;
+    /* 2024-05-01T12:00:00Z, a Wednesday */
+    assert_true(realworld_period_start(1714564800, REALWORLD_DAY) == 1714521600);
+    assert_true(realworld_period_next(1714564800, REALWORLD_DAY) == 1714608000);
+    assert_true(realworld_period_start(1714564800, REALWORLD_WEEK) == 1714348800);
+    assert_true(realworld_period_next(1714564800, REALWORLD_WEEK) == 1714953600);
+    assert_true(realworld_period_start(1714564800, REALWORLD_MONTH) == 1714521600);
+    assert_true(realworld_period_next(1714564800, REALWORLD_MONTH) == 1717200000);
+    /* a leap day's last second; December into January; a period's first second is its own */
+    assert_true(realworld_period_start(1709251199, REALWORLD_MONTH) == 1706745600);
+    assert_true(realworld_period_next(1709251199, REALWORLD_MONTH) == 1709251200);
+    assert_true(realworld_period_start(1702598400, REALWORLD_MONTH) == 1701388800);
+    assert_true(realworld_period_next(1702598400, REALWORLD_MONTH) == 1704067200);
+    assert_true(realworld_period_start(1714348800, REALWORLD_WEEK) == 1714348800);
+    assert_true(realworld_period_start(1714521600, REALWORLD_DAY) == 1714521600);
+}
+
+/* Spent over the period's limit, castor rents nothing and terminates what it launched (its job
+ * told; a warning at 80% before), until the next period, when it launches again. */
+static void realworld_observe__the_spend_limit_stops_renting_until_the_next_period(void **state)
+{
+    struct fixture *f = *state;
+    struct realworld_spend spend = {.dollars = 10, .period = REALWORLD_DAY};
+    struct api_metrics m = {0};
+    char ids[8][CLOUD_ID_MAX];
+    int launched;
+
+    one_node_running(f, ids);
+    realworld_set_spend(f->rw, &spend);
+    assert_int_equal(rows_on(f, "a", ids[0]), 1);
+    assert_int_equal(state_cost_add(f->st, ids[0], f->now - 600, f->now, 8.5), 0);
+    tick(f, 10);
+    assert_int_equal(realworld_metrics(f->rw, &m), 0);
+    assert_true(m.spend_limit == 10 && m.spend_period == 8.5);
+    assert_int_equal(node_state(f, ids[0]), STATE_NODE_READY); /* under it: nothing stops */
+    /* a cost row of yesterday does not count today */
+    assert_int_equal(state_cost_add(f->st, ids[0], f->now - 86400 * 2, f->now - 86400, 50), 0);
+    tick(f, 10);
+    assert_int_equal(node_state(f, ids[0]), STATE_NODE_READY);
+    assert_int_equal(state_cost_add(f->st, ids[0], f->now - 10, f->now, 2.0), 0);
+    launched = counts(f).launched;
+    tick(f, 10);
+    assert_int_equal(node_state(f, ids[0]), STATE_NODE_TERMINATED);
+    assert_int_equal(rows_on(f, "a", ids[0]), 0);
+    assert_true(has_event(f, "a", "node-lost", ids[0], "spend_limit"));
+    tick(f, 60);
+    tick(f, 60);
+    assert_int_equal(counts(f).launched, launched); /* nothing rented */
+    assert_int_equal(sql_int(f, "SELECT count(*) FROM jobs WHERE name = 'a' AND state IN"
+                                " ('pending', 'running')"),
+                     1); /* the job waits */
+    /* the next day: renting again */
+    f->now = realworld_period_next(f->now, REALWORLD_DAY) + 5;
+    tick(f, 0);
+    tick(f, 10);
+    assert_true(counts(f).launched > launched);
+}
+
 /* A launched node cannot be taken down by its operator: castor fences it itself. */
 static void realworld_observe__a_launched_node_is_not_taken_down(void **state)
 {
@@ -1485,6 +1547,10 @@ int main(void)
                                         rw_setup, rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_observe__a_job_that_reaches_its_max_dollars_fails,
                                         rw_setup, rw_teardown),
+        cmocka_unit_test(realworld_period__days_weeks_months),
+        cmocka_unit_test_setup_teardown(
+            realworld_observe__the_spend_limit_stops_renting_until_the_next_period, rw_setup,
+            rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_observe__a_family_shares_its_model, rw_setup,
                                         rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_metrics__predicted_finish_and_deadline, rw_setup,

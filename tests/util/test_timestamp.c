@@ -78,12 +78,37 @@ static void timestamp_format_iso8601__round_trip(void **state)
     assert_int_equal(timestamp_format_iso8601(INT64_C(253402300800), buf), ERR_RANGE);
 }
 
+/* Days and civil dates agree both ways, before 1970 too: 1970-01-01 is day 0, 2000-03-01 day
+ * 11017 (by Python's datetime), 1969-12-31 day -1; every day from 1600 to 2400 goes there and
+ * back. */
+static void timestamp_days__civil_both_ways(void **state)
+{
+    int64_t y = 0;
+    int m = 0, d = 0;
+
+    (void)state;
+    assert_true(timestamp_days_from_civil(1970, 1, 1) == 0);
+    assert_true(timestamp_days_from_civil(2000, 3, 1) == 11017);
+    assert_true(timestamp_days_from_civil(1969, 12, 31) == -1);
+    timestamp_civil_from_days(-1, &y, &m, &d);
+    assert_true(y == 1969 && m == 12 && d == 31);
+    timestamp_civil_from_days(11016, &y, &m, &d);
+    assert_true(y == 2000 && m == 2 && d == 29);
+    for (int64_t z = timestamp_days_from_civil(1600, 1, 1);
+         z < timestamp_days_from_civil(2400, 1, 1); z++) {
+        timestamp_civil_from_days(z, &y, &m, &d);
+        if (timestamp_days_from_civil(y, m, d) != z)
+            fail_msg("day %lld is %lld-%d-%d, which is not it", (long long)z, (long long)y, m, d);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(timestamp_parse_iso8601__aws_forms),
         cmocka_unit_test(timestamp_parse_iso8601__refusals),
         cmocka_unit_test(timestamp_format_iso8601__round_trip),
+        cmocka_unit_test(timestamp_days__civil_both_ways),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
