@@ -231,6 +231,12 @@ static int cl_status(struct cl_conn *c, int json, FILE *out, FILE *err)
     fprintf(out, "fleet: %zu nodes, %.0f GPUs, $%.2f/h, $%.2f spent ($%.2f on GPUs no job held)\n",
             jv_size(nodes), cl_num(fleet, "gpus"), cl_num(fleet, "cost_rate"),
             cl_num(fleet, "spent"), cl_num(fleet, "idle"));
+    if (isfinite(cl_num(fleet, "spend_limit")))
+        fprintf(out, "spend limit: $%.2f of $%.2f this period%s\n", cl_num(fleet, "spend_period"),
+                cl_num(fleet, "spend_limit"),
+                cl_num(fleet, "spend_period") >= cl_num(fleet, "spend_limit")
+                    ? ": reached, nothing is rented until the next"
+                    : "");
     if (jv_size(nodes) > 0)
         fprintf(out, "%-24s %-10s %-32s %-10s %5s %9s\n", "INSTANCE", "STATE", "OFFER", "MARKET",
                 "GPUS", "PRICE/H");

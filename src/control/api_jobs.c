@@ -468,6 +468,11 @@ void ap_fleet(struct ap_ctx *c)
     ap_set(c, o, "spent", jv_number(spent));
     /* what no job held: idle GPUs, booting nodes, nodes kept for the next jobs */
     ap_set(c, o, "idle", jv_number(spent - on_jobs > 0 ? spent - on_jobs : 0));
+    /* the daemon's spend limit and what the current period cost (null: no limit) */
+    ap_set(c, o, "spend_limit",
+           jv_number(c->a->metrics.spend_limit > 0 ? c->a->metrics.spend_limit : NAN));
+    ap_set(c, o, "spend_period",
+           jv_number(c->a->metrics.spend_limit > 0 ? c->a->metrics.spend_period : NAN));
     state_nodes_free(nodes, n);
     ap_reply(c, 200, o);
 }

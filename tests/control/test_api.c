@@ -1360,6 +1360,7 @@ static void api_fleet__nodes_and_cost(void **state)
     assert_float_equal(d, 12.0, 1e-12);
     assert_int_equal(jv_number_value(jv_get(v, "idle"), &d), 0);
     assert_float_equal(d, 11.0, 1e-12); /* i-3 with no job, and i-1's two GPUs without one */
+    assert_int_equal(jv_type_of(jv_get(v, "spend_limit")), JV_NULL); /* none said */
     assert_string_equal(jv_string_value(jv_get(jv_at(jv_get(v, "nodes"), 1), "market")),
                         "on-demand");
     jv_free(v);
@@ -1367,6 +1368,18 @@ static void api_fleet__nodes_and_cost(void **state)
     assert_int_equal(jv_number_value(jv_get(v, "dollars"), &d), 0);
     assert_float_equal(d, 1.0, 1e-12);
     jv_free(v);
+    /* the daemon's spend limit, as it last said */
+    {
+        struct api_metrics m = {.spend_limit = 500, .spend_period = 123.5};
+
+        assert_int_equal(api_set_metrics(f->api, &m), 0);
+        assert_int_equal(call(f, "GET", "/v1/fleet", TOKEN_USER, NULL, &v), 200);
+        assert_int_equal(jv_number_value(jv_get(v, "spend_limit"), &d), 0);
+        assert_true(d == 500);
+        assert_int_equal(jv_number_value(jv_get(v, "spend_period"), &d), 0);
+        assert_true(d == 123.5);
+        jv_free(v);
+    }
 }
 
 /* Is name a Prometheus metric name? */

@@ -402,7 +402,8 @@ static void daemon_run__signals_restart_and_no_double_launch(void **state)
     size_t njobs = 0;
     FILE *f;
 
-    write_config(r, JOB("alpha") JOB("beta"));
+    write_config_more(r, JOB("alpha") JOB("beta"),
+                      "spend_limit:\n  dollars: 1000\n  period: day\n");
     /* a first daemon launches the fixed fleet's two nodes and is killed at once */
     start(r);
     assert_int_equal(wait_launched(r, 2, ids, &nlive), 2);
@@ -430,6 +431,8 @@ static void daemon_run__signals_restart_and_no_double_launch(void **state)
     free(out);
     assert_int_equal(client(r, &out, "status", NULL, NULL), 0);
     assert_non_null(strstr(out, "fleet: 2 nodes, 4 GPUs, $7.20/h"));
+    assert_non_null(strstr(out, "of $1000.00 this period")); /* the spend limit, not reached */
+    assert_null(strstr(out, "reached"));
     free(out);
     assert_int_equal(client(r, &out, "cancel", "gamma", NULL), 0);
     assert_non_null(strstr(out, "cancelled gamma"));
