@@ -24,6 +24,11 @@ int cli_run(int argc, char **argv, FILE *out, FILE *err);
  * terminated: run it again), 2 (bad usage or configuration). */
 int cli_teardown(int argc, char **argv, FILE *out, FILE *err);
 
+/* `castor backup -c FILE OUT`: a consistent copy of the configuration's state at OUT, taken while
+ * the controller runs (state_backup). 0, 1 (it could not: OUT exists, the state cannot be read),
+ * 2 (bad usage or configuration). */
+int cli_backup(int argc, char **argv, FILE *out, FILE *err);
+
 /* `castor validate [--kind config|job|cloud-init] FILE...`: check files without the network;
  * "FILE: ok" on out, faults as file:line:column on err; 0, 2 (a bad file) or 1 (unreadable). */
 int cli_validate(int argc, char **argv, FILE *out, FILE *err);

@@ -18,6 +18,7 @@ static void usage(FILE *f)
                "  run -c FILE             run the controller daemon (docs/run.md)\n"
                "  teardown -c FILE [--yes]\n"
                "                          terminate every instance of the cluster (the end)\n"
+               "  backup -c FILE OUT      a consistent copy of the controller's state\n"
                "  validate FILE           check a configuration (or --kind job|cloud-init)\n"
                "                          without starting anything\n"
                "  status                  the controller's fleet and jobs (CASTOR_URL)\n"
@@ -44,6 +45,8 @@ int main(int argc, char **argv)
         return cli_run(argc - 1, argv + 1, stdout, stderr);
     if (strcmp(argv[1], "teardown") == 0)
         return cli_teardown(argc - 1, argv + 1, stdout, stderr);
+    if (strcmp(argv[1], "backup") == 0)
+        return cli_backup(argc - 1, argv + 1, stdout, stderr);
     if (strcmp(argv[1], "validate") == 0)
         return cli_validate(argc - 1, argv + 1, stdout, stderr);
     if (strcmp(argv[1], "status") == 0 || strcmp(argv[1], "jobs") == 0 ||

@@ -76,6 +76,26 @@ int state_open_version(const char *path, int version, struct state **out, struct
 /* Close; NULL is ignored. */
 void state_close(struct state *st);
 
+/* What a backup holds. */
+struct state_backup_info {
+    int version;     /* its schema version */
+    long long jobs;  /* every job, whatever its state */
+    long long nodes; /* the nodes not terminated */
+    long long bytes;
+};
+
+/*
+ * A consistent copy of the state at path (a file that must not exist), taken while a controller
+ * may be writing: one read snapshot (VACUUM INTO) written beside path, checked (its integrity, its
+ * schema version, its jobs and nodes), made the owner's alone (mode 600), synced and renamed into
+ * place, so that path is either whole or absent. *info (may be NULL) written on success. Errors:
+ * ERR_CONFLICT (path exists), ERR_INVAL, ERR_IO, ERR_CORRUPT (the copy fails its check), what
+ * SQLite says; e names the file. Restoring is putting the copy in place of the state file while
+ * no controller runs.
+ */
+int state_backup(struct state *st, const char *path, struct state_backup_info *info,
+                 struct error *e);
+
 /*
  * Claim the state database at path for this process: one controller (or teardown) per state, so
  * that two never launch for one cluster. Holds path + ".lock" (file_lock) for as long as *fd stays

@@ -190,11 +190,10 @@ static int stop(struct run *r, int sig)
 }
 
 /* Run a client command; its exit status, its stdout in *out (malloc'd; may be NULL). */
-static int client(struct run *r, char **out, const char *a1, const char *a2, const char *a3)
+static int castor_argv(struct run *r, char **out, char *const *argv)
 {
     char url[64], outpath[160], urlenv[96];
     char *env[] = {urlenv, "CASTOR_USER_TOKEN=" TOKEN_USER, NULL};
-    char *argv[] = {CASTOR_BIN, (char *)a1, (char *)a2, (char *)a3, NULL};
     int status;
     pid_t pid;
 
@@ -216,6 +215,15 @@ static int client(struct run *r, char **out, const char *a1, const char *a2, con
         *out = slurp(outpath);
     unlink(outpath);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* The castor client with up to three arguments (NULL ends them), its output into *out (may be
+ * NULL); its exit status. */
+static int client(struct run *r, char **out, const char *a1, const char *a2, const char *a3)
+{
+    char *argv[] = {CASTOR_BIN, (char *)a1, (char *)a2, (char *)a3, NULL};
+
+    return castor_argv(r, out, argv);
 }
 
 /* `castor submit` of a job spec named name (2 replicas at most); the client's exit status. */
@@ -445,6 +453,23 @@ static void daemon_run__signals_restart_and_no_double_launch(void **state)
     free(out);
     assert_int_equal(agent(r, "POST", "/v1/nodes/rack-7/heartbeat", "{}"), 409);
     assert_int_equal(client(r, NULL, "down", ids[0], NULL), 1);
+    /* a backup of the state while the daemon runs: whole, with the jobs */
+    {
+        char dest[200], *argv[] = {CASTOR_BIN, "backup", "-c", r->config, dest, NULL};
+        struct state *copy = NULL;
+        struct state_job job;
+
+        snprintf(dest, sizeof(dest), "%s/backup.db", r->dir);
+        assert_int_equal(castor_argv(r, &out, argv), 0);
+        assert_non_null(strstr(out, "integrity ok"));
+        free(out);
+        assert_int_equal(castor_argv(r, NULL, argv), 1); /* it exists */
+        assert_int_equal(state_open(dest, &copy, NULL), 0);
+        assert_int_equal(state_job_get(copy, "alpha", &job), 0);
+        assert_true(job.state == STATE_JOB_RUNNING);
+        state_job_clear(&job);
+        state_close(copy);
+    }
     /* SIGHUP with a broken configuration: refused with its location, the old one kept */
     f = fopen(r->config, "w");
     assert_non_null(f);

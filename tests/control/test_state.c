@@ -5,6 +5,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -1557,6 +1559,43 @@ static void state_job_fail__reason_kept_allocation_released(void **state)
     state_close(st);
 }
 
+/* A backup taken while another connection writes holds what was committed and not what is still
+ * in a transaction; it is whole (integrity checked), the owner's alone, and never overwrites. */
+static void state_backup__a_consistent_copy(void **state)
+{
+    const struct tmpdb *t = *state;
+    struct state *st = open_state(t), *writer = open_state(t), *copy = NULL;
+    struct state_backup_info info = {0};
+    struct state_job job;
+    struct error e = {0};
+    struct stat sb;
+    char path[600];
+
+    snprintf(path, sizeof(path), "%s.backup", t->path);
+    assert_int_equal(state_job_submit(st, "done", "{}", 1.0), 0);
+    assert_int_equal(db_begin(state_db(writer)), 0);
+    assert_int_equal(db_exec(state_db(writer), "INSERT INTO jobs (name, spec, state, submitted_at)"
+                                               " VALUES ('half', '{}', 'pending', 2)"),
+                     0);
+    assert_int_equal(state_backup(st, path, &info, &e), 0);
+    assert_int_equal(db_rollback(state_db(writer)), 0);
+    assert_int_equal(info.version, STATE_SCHEMA_VERSION);
+    assert_int_equal(info.jobs, 1);
+    assert_true(info.bytes > 0);
+    assert_int_equal(stat(path, &sb), 0);
+    assert_int_equal(sb.st_mode & 0777, 0600);
+    assert_int_equal(state_backup(st, path, NULL, &e), ERR_CONFLICT);
+    assert_non_null(strstr(e.msg, "exists"));
+    assert_int_equal(state_open(path, &copy, NULL), 0);
+    assert_int_equal(state_job_get(copy, "done", &job), 0);
+    state_job_clear(&job);
+    assert_int_equal(state_job_get(copy, "half", &job), ERR_UNKNOWN);
+    state_close(copy);
+    unlink(path);
+    state_close(writer);
+    state_close(st);
+}
+
 static void state_open__migrates_v8_to_v9(void **state)
 {
     const struct tmpdb *t = *state;
@@ -1661,6 +1700,7 @@ int main(void)
         STATE_TEST(state_open__migrates_v6_to_v7),
         STATE_TEST(state_open__migrates_v7_to_v8),
         STATE_TEST(state_open__migrates_v8_to_v9),
+        STATE_TEST(state_backup__a_consistent_copy),
         STATE_TEST(state_job_fail__reason_kept_allocation_released),
         STATE_TEST(state_cost_add__shared_by_the_jobs_on_the_node),
         STATE_TEST(state_node_register__fence_and_static_return),
