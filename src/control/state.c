@@ -157,8 +157,10 @@ static const char *const st_migrations[STATE_SCHEMA_VERSION] = {
      * replicas itself (its self-fence; NULL: it does not), so that a silent static node's jobs may
      * move safely */
     "ALTER TABLE nodes ADD COLUMN fence_s REAL CHECK (fence_s > 0);",
-    /* v9: what each job cost: its share of its nodes' dollars (state_cost_add) */
-    "ALTER TABLE jobs ADD COLUMN dollars REAL NOT NULL DEFAULT 0 CHECK (dollars >= 0);",
+    /* v9: what each job cost: its share of its nodes' dollars (state_cost_add); the costs by their
+     * end, for what a period cost (state_cost_since) */
+    "ALTER TABLE jobs ADD COLUMN dollars REAL NOT NULL DEFAULT 0 CHECK (dollars >= 0);"
+    "CREATE INDEX costs_by_end ON costs (end_at);",
 };
 
 /* ---- checks, statements and rows ---- */

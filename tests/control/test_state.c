@@ -1527,6 +1527,34 @@ static void state_open__migrates_v7_to_v8(void **state)
     state_close(st);
 }
 
+/* A node's costs tick by tick make one row per UTC hour: an interval that follows the node's last
+ * row and ends in its hour grows it; one that ends in the next hour, or leaves a gap, starts a new
+ * row. The dollars are the same either way, and what a period cost counts the rows that end in
+ * it. */
+static void state_cost_add__one_row_per_node_and_hour(void **state)
+{
+    static const char *const ids[] = {"i-1", "i-2"};
+    struct state *st = open_state(*state);
+    double total = 0, since = 0;
+
+    add_ready_nodes(st, ids, 2);
+    for (int k = 0; k < 59; k++) /* 7200 .. 10740: one hour's ticks, a minute each */
+        assert_int_equal(state_cost_add(st, "i-1", 7200.0 + 60 * k, 7260.0 + 60 * k, 0.01), 0);
+    assert_int_equal(state_cost_add(st, "i-2", 7200.0, 7260.0, 1.0), 0); /* its own row */
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM costs"), 2);
+    assert_int_equal(state_cost_add(st, "i-1", 10740.0, 10830.0, 0.01), 0); /* into the next hour */
+    assert_int_equal(state_cost_add(st, "i-1", 10830.0, 10890.0, 0.01), 0);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM costs"), 4);
+    assert_int_equal(state_cost_add(st, "i-1", 10950.0, 11010.0, 0.01), 0); /* after a gap */
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM costs"), 5);
+    assert_int_equal(state_cost_total(st, &total), 0);
+    assert_float_equal(total, 0.59 + 1.0 + 0.03, 1e-9);
+    assert_int_equal(state_cost_since(st, 10800.0, &since), 0); /* from 03:00 */
+    assert_float_equal(since, 0.03, 1e-9);
+    assert_int_equal(state_cost_since(st, NAN, &since), ERR_INVAL);
+    state_close(st);
+}
+
 /* A job failed by the controller (its cost limit) keeps the reason and time, loses its allocation
  * and cannot be failed again; bad arguments write nothing. */
 static void state_job_fail__reason_kept_allocation_released(void **state)
@@ -1701,6 +1729,7 @@ int main(void)
         STATE_TEST(state_open__migrates_v7_to_v8),
         STATE_TEST(state_open__migrates_v8_to_v9),
         STATE_TEST(state_backup__a_consistent_copy),
+        STATE_TEST(state_cost_add__one_row_per_node_and_hour),
         STATE_TEST(state_job_fail__reason_kept_allocation_released),
         STATE_TEST(state_cost_add__shared_by_the_jobs_on_the_node),
         STATE_TEST(state_node_register__fence_and_static_return),
