@@ -24,6 +24,7 @@
 #include "agent/agent.h"
 #include "util/crypto.h"
 #include "util/env.h"
+#include "util/file.h"
 #include "util/http_client.h"
 #include "util/json.h"
 #include "util/log.h"
@@ -428,6 +429,8 @@ struct nd {
     double notice_kill_by;                            /* monotonic; INFINITY: none */
     pid_t watch_pid;                                  /* the notice watcher; 0: none running */
     double watch_start_at;                            /* monotonic: when it is (re)started */
+    char *own_token; /* this node's own token (its registration's answer, or the cache); NULL */
+    int own_missing; /* a call was refused for want of it (told once) */
 };
 
 static double nd_clock(clockid_t id)
@@ -476,20 +479,6 @@ static double nd_backoff(struct nd *n)
     return d * (0.5 + 0.5 * (double)(n->rng >> 11) / 9007199254740992.0);
 }
 
-/* One request to the controller with the node token; *resp is the caller's on success. Errors of
- * the transport are logged here. */
-static int nd_call(struct nd *n, const char *method, const char *path, const char *body,
-                   struct http_client_response *resp)
-{
-    struct error e = {0};
-    int rc = agent_call(n->http, n->cfg->url, n->cfg->node_token, method, path, body,
-                        n->cfg->timeout_s, n->cfg->ca_file, resp, &e);
-
-    if (rc < 0) /* e never holds a header */
-        nd_log(n, LOG_WARN, NULL, "%s %s: %s", method, path, e.msg[0] ? e.msg : err_str(rc));
-    return rc;
-}
-
 /* The "error" of an answer, for the log (bounded). */
 static const char *nd_reason(const struct http_client_response *r, char *buf, size_t size)
 {
@@ -501,6 +490,73 @@ static const char *nd_reason(const struct http_client_response *r, char *buf, si
         snprintf(buf, size, "%s", s);
     jv_free(v);
     return buf;
+}
+
+/* One request to the controller with the node token; *resp is the caller's on success. Errors of
+ * the transport are logged here. */
+static int nd_call(struct nd *n, const char *method, const char *path, const char *body,
+                   struct http_client_response *resp)
+{
+    struct error e = {0};
+    /* the node's own paths with its own token when it has one; registration with the shared */
+    const char *token =
+        n->own_token && strcmp(path, "/v1/nodes") != 0 ? n->own_token : n->cfg->node_token;
+    int rc = agent_call(n->http, n->cfg->url, token, method, path, body, n->cfg->timeout_s,
+                        n->cfg->ca_file, resp, &e);
+
+    if (rc < 0) /* e never holds a header */
+        nd_log(n, LOG_WARN, NULL, "%s %s: %s", method, path, e.msg[0] ? e.msg : err_str(rc));
+    else if (resp->status == 403 && !n->own_missing && strcmp(path, "/v1/nodes") != 0) {
+        char why[256];
+
+        n->own_missing = 1;
+        nd_log(n, LOG_ERROR, NULL,
+               "%s %s refused: %s (this agent %s its own token; keep it with "
+               "CASTOR_NODE_TOKEN_CACHE, or take the node down and let a new agent register it)",
+               method, path, nd_reason(resp, why, sizeof(why)),
+               n->own_token ? "sent" : "does not have");
+    }
+    return rc;
+}
+
+/* Keep the node's own token (a registration's answer): in memory, and in the cache file when one
+ * is set (mode 600), for the next agent on this node. */
+static void nd_keep_token(struct nd *n, const char *token)
+{
+    struct error e = {0};
+    char *copy;
+
+    if (!token || !token[0] || !(copy = strdup(token)))
+        return;
+    if (n->own_token) {
+        crypto_wipe(n->own_token, strlen(n->own_token));
+        free(n->own_token);
+    }
+    n->own_token = copy;
+    n->own_missing = 0;
+    if (n->cfg->token_cache &&
+        file_write_atomic(n->cfg->token_cache, token, strlen(token), 0600, &e) < 0)
+        nd_log(n, LOG_WARN, NULL, "cannot keep the node's own token in %s: %s", n->cfg->token_cache,
+               e.msg);
+}
+
+/* The node's own token from the cache file, when it holds one for this node. */
+static void nd_load_token(struct nd *n)
+{
+    char *data = NULL, prefix[160];
+    size_t len = 0;
+
+    if (!n->cfg->token_cache || file_read_all(n->cfg->token_cache, &data, &len, NULL) < 0)
+        return;
+    while (len > 0 && (data[len - 1] == '\n' || data[len - 1] == '\r'))
+        data[--len] = '\0';
+    snprintf(prefix, sizeof(prefix), "cn1.%s.", n->cfg->instance_id);
+    if (strncmp(data, prefix, strlen(prefix)) == 0 && strlen(data) == len)
+        n->own_token = data; /* (another node's, or not a token: left alone) */
+    else {
+        crypto_wipe(data, len);
+        free(data);
+    }
 }
 
 static void nd_failed(struct nd *n, double now, double *next)
@@ -571,6 +627,13 @@ static void nd_register(struct nd *n, double now)
     if (rc < 0) {
         nd_failed(n, now, &n->next_register);
         return;
+    }
+    if (r.status == 201) {
+        struct jv *v = NULL;
+
+        if (jv_parse(r.body, r.body_len, &v, NULL) == 0)
+            nd_keep_token(n, jv_string_value(jv_get(v, "node_token")));
+        jv_free(v);
     }
     if (r.status == 201 || r.status == 409) {
         nd_log(n, LOG_INFO, NULL,
@@ -1221,6 +1284,7 @@ int node_run(const struct node_config *cfg)
     }
     if ((rc = http_client_new(&n.http)) < 0)
         goto out;
+    nd_load_token(&n);
     nd_log(&n, LOG_INFO, NULL, "castor-node up: %d GPUs, controller %s%s%s", cfg->gpus, cfg->url,
            cfg->launch_token ? ", launch token " : "", cfg->launch_token ? cfg->launch_token : "");
     for (;;) {
@@ -1266,6 +1330,10 @@ out:
     free(n.gpu_used);
     node_assignment_clear(&n.want);
     http_client_free(n.http);
+    if (n.own_token) {
+        crypto_wipe(n.own_token, strlen(n.own_token));
+        free(n.own_token);
+    }
     sigprocmask(SIG_SETMASK, &old, NULL);
     return rc;
 }

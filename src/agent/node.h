@@ -159,7 +159,9 @@ struct node_config {
     const char *url;          /* the controller, http(s)://host:port (no trailing path) */
     const char *instance_id;  /* this node */
     const char *launch_token; /* the token it was launched under; NULL for a static node */
-    const char *node_token;   /* the node role's bearer token (a secret) */
+    const char *node_token;   /* the node role's bearer token (a secret): it registers the node */
+    const char *token_cache;  /* a file keeping the node's own token (its registration's answer,
+                               * mode 600) for the next agent here; NULL: memory only */
     const char *job_token;    /* handed to replicas of a job whose assignment names no token of
                                * its own (an older controller); NULL: none */
     const char *ca_file;      /* TLS trust for the controller; NULL: the system's */

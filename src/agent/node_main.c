@@ -28,6 +28,7 @@ static void usage(FILE *f)
         "  CASTOR_JOB_TOKEN or CASTOR_JOB_TOKEN_FILE   handed to the replicas of a job\n"
         "                                              whose assignment has no token of its own\n"
         "  CASTOR_NODE_RUN_AS   a user to run the replicas as (castor-node as root)\n"
+        "  CASTOR_NODE_TOKEN_CACHE   a file keeping the node's own token for the next agent\n"
         "  CASTOR_LAUNCH_TOKEN, CASTOR_FAKE_GPUS=N[:GiB], CASTOR_NODE_HEARTBEAT_S (5),\n"
         "  CASTOR_NODE_GRACE_S (30), CASTOR_NODE_TIMEOUT_S (10), CASTOR_NODE_BACKOFF_MAX_S\n"
         "  (60), CASTOR_NODE_FENCE_S (0: off), CASTOR_NODE_MASTER_ADDR, CASTOR_NODE_ADDRESS "
@@ -159,6 +160,9 @@ int main(int argc, char **argv)
     }
     cfg.launch_token = getenv(NODE_ENV_LAUNCH_TOKEN);
     cfg.ca_file = getenv("CASTOR_NODE_CA_FILE");
+    cfg.token_cache = getenv("CASTOR_NODE_TOKEN_CACHE");
+    if (cfg.token_cache && !cfg.token_cache[0])
+        cfg.token_cache = NULL;
     cfg.master_addr = getenv("CASTOR_NODE_MASTER_ADDR");
     /* where the replicas are reached: said, else the address of the route to the controller */
     cfg.address = getenv("CASTOR_NODE_ADDRESS");

@@ -18,8 +18,10 @@
 #include "util/json.h"
 #include "util/log.h"
 
-#define AP_JOB_TOKEN_PREFIX "cj1."                  /* a per-job token (api_job_token) */
-#define AP_JOB_KEY_LABEL "castor per-job tokens v1" /* their key: this under the job token */
+#define AP_JOB_TOKEN_PREFIX "cj1."                    /* a per-job token (api_job_token) */
+#define AP_JOB_KEY_LABEL "castor per-job tokens v1"   /* their key: this under the job token */
+#define AP_NODE_TOKEN_PREFIX "cn1."                   /* a per-node token (api_node_token) */
+#define AP_NODE_KEY_LABEL "castor per-node tokens v1" /* their key: this under the node token */
 
 static const char *const ap_role_names[API_NROLES] = {
     [API_ROLE_NODE] = "node",
@@ -179,6 +181,11 @@ int api_new(const struct api_config *cfg, struct api **out, struct error *e)
         rc = crypto_hmac_sha256(cfg->tokens->token[API_ROLE_JOB],
                                 strlen(cfg->tokens->token[API_ROLE_JOB]), AP_JOB_KEY_LABEL,
                                 strlen(AP_JOB_KEY_LABEL), a->job_key);
+    if (rc == 0 && a->has[API_ROLE_NODE])
+        rc = crypto_hmac_sha256(cfg->tokens->token[API_ROLE_NODE],
+                                strlen(cfg->tokens->token[API_ROLE_NODE]), AP_NODE_KEY_LABEL,
+                                strlen(AP_NODE_KEY_LABEL), a->node_key);
+    a->per_node_tokens = cfg->per_node_tokens != 0;
     if (rc == 0 && pthread_mutex_init(&a->mu, NULL) != 0)
         rc = ERR_NOMEM;
     if (rc == 0 && pthread_mutex_init(&a->qmu, NULL) != 0) {
@@ -193,6 +200,7 @@ int api_new(const struct api_config *cfg, struct api **out, struct error *e)
     if (rc < 0) {
         crypto_wipe(a->digest, sizeof(a->digest));
         crypto_wipe(a->job_key, sizeof(a->job_key));
+        crypto_wipe(a->node_key, sizeof(a->node_key));
         free(a);
         return err_set(e, rc, "", 0, 0, "cannot set up the API");
     }
@@ -217,24 +225,41 @@ void api_free(struct api *a)
     ap_metrics_free(&a->metrics);
     crypto_wipe(a->digest, sizeof(a->digest));
     crypto_wipe(a->job_key, sizeof(a->job_key));
+    crypto_wipe(a->node_key, sizeof(a->node_key));
     free(a);
 }
 
-int api_job_token(const struct api *a, const char *job, char *out, size_t size)
+/* A scoped token of name under key into out: prefix, name, '.', the HMAC-SHA256 of name. */
+static int ap_scoped_token(const unsigned char *key, int has, const char *prefix, const char *name,
+                           char *out, size_t size)
 {
     unsigned char mac[CRYPTO_SHA256_LEN];
     char hex[2 * CRYPTO_SHA256_LEN + 1];
 
-    if (!a || !job || !api_name_ok(job) || strlen(job) > AP_NAME_MAX || !out ||
-        size < API_JOB_TOKEN_MAX || !a->has[API_ROLE_JOB])
+    if (!name || !api_name_ok(name) || strlen(name) > AP_NAME_MAX || !out ||
+        size < API_JOB_TOKEN_MAX || !has)
         return ERR_INVAL;
-    if (crypto_hmac_sha256(a->job_key, sizeof(a->job_key), job, strlen(job), mac) < 0)
+    if (crypto_hmac_sha256(key, CRYPTO_SHA256_LEN, name, strlen(name), mac) < 0)
         return ERR_INVAL;
     crypto_hex(mac, sizeof(mac), hex);
-    snprintf(out, size, AP_JOB_TOKEN_PREFIX "%s.%s", job, hex);
+    snprintf(out, size, "%s%s.%s", prefix, name, hex);
     crypto_wipe(mac, sizeof(mac));
     crypto_wipe(hex, sizeof(hex));
     return 0;
+}
+
+int api_job_token(const struct api *a, const char *job, char *out, size_t size)
+{
+    return a ? ap_scoped_token(a->job_key, a->has[API_ROLE_JOB], AP_JOB_TOKEN_PREFIX, job, out,
+                               size)
+             : ERR_INVAL;
+}
+
+int api_node_token(const struct api *a, const char *node, char *out, size_t size)
+{
+    return a ? ap_scoped_token(a->node_key, a->has[API_ROLE_NODE], AP_NODE_TOKEN_PREFIX, node, out,
+                               size)
+             : ERR_INVAL;
 }
 
 int api_set_metrics(struct api *a, const struct api_metrics *m)
@@ -526,34 +551,40 @@ static int ap_match(const char *pattern, const char *path, char *param, size_t s
     return *pattern == '\0' && *path == '\0';
 }
 
-/* 1 when token is job's per-job token ("cj1.<job>.<mac>"), its job's name into job (AP_NAME_MAX
- * + 1 bytes); the mac compared in constant time. */
-static int ap_job_token_ok(const struct api *a, const char *token, char *job)
+/* 1 when token is a scoped token of the API's (prefix "cj1." a job's, "cn1." a node's: made by
+ * maker), its name into name (AP_NAME_MAX + 1 bytes; "" otherwise); the mac compared in constant
+ * time. */
+static int ap_scoped_ok(const struct api *a, const char *token, const char *prefix,
+                        int (*maker)(const struct api *, const char *, char *, size_t), char *name)
 {
     char want[API_JOB_TOKEN_MAX];
-    const char *name = token + strlen(AP_JOB_TOKEN_PREFIX), *dot;
+    const char *start, *dot;
     size_t n;
     int ok;
 
-    if (strncmp(token, AP_JOB_TOKEN_PREFIX, strlen(AP_JOB_TOKEN_PREFIX)) != 0 ||
-        !(dot = strrchr(name, '.')) || (n = (size_t)(dot - name)) == 0 || n > AP_NAME_MAX)
+    name[0] = '\0';
+    if (strncmp(token, prefix, strlen(prefix)) != 0)
         return 0;
-    memcpy(job, name, n);
-    job[n] = '\0';
-    if (api_job_token(a, job, want, sizeof(want)) < 0 || strlen(want) != strlen(token))
+    start = token + strlen(prefix);
+    if (!(dot = strrchr(start, '.')) || (n = (size_t)(dot - start)) == 0 || n > AP_NAME_MAX)
+        return 0;
+    memcpy(name, start, n);
+    name[n] = '\0';
+    if (maker(a, name, want, sizeof(want)) < 0 || strlen(want) != strlen(token))
         ok = 0;
     else
         ok = crypto_equal(want, token, strlen(want));
     crypto_wipe(want, sizeof(want));
     if (!ok)
-        job[0] = '\0';
+        name[0] = '\0';
     return ok;
 }
 
 /* The role of the request's bearer token into *role: 0, or ERR_EMPTY (no token) or
  * ERR_UNKNOWN (a token that is none of ours). Every role's digest is compared, in constant time,
- * whichever matches. A per-job token is the job role, its job's name into job (else ""). */
-static int ap_auth(const struct api *a, const struct http_request *req, int *role, char *job)
+ * whichever matches. A per-job token is the job role, its job's name into c->token_job; a
+ * per-node token the node role, its node into c->token_node (else both ""). */
+static int ap_auth(const struct api *a, const struct http_request *req, int *role, struct ap_ctx *c)
 {
     const char *h = http_request_header(req, "Authorization");
     unsigned char d[CRYPTO_SHA256_LEN];
@@ -569,9 +600,11 @@ static int ap_auth(const struct api *a, const struct http_request *req, int *rol
         if (crypto_equal(d, a->digest[r], sizeof(d)) & a->has[r])
             found = r;
     crypto_wipe(d, sizeof(d));
-    job[0] = '\0';
-    if (found < 0 && ap_job_token_ok(a, h, job))
+    c->token_job[0] = c->token_node[0] = '\0';
+    if (found < 0 && ap_scoped_ok(a, h, AP_JOB_TOKEN_PREFIX, api_job_token, c->token_job))
         found = API_ROLE_JOB;
+    if (found < 0 && ap_scoped_ok(a, h, AP_NODE_TOKEN_PREFIX, api_node_token, c->token_node))
+        found = API_ROLE_NODE;
     if (found < 0)
         return ERR_UNKNOWN;
     *role = found;
@@ -622,6 +655,20 @@ static const struct ap_route *ap_route(struct ap_ctx *c, char *param, size_t siz
                 c->req->path);
         return NULL;
     }
+    if (c->token_node[0] && (!c->param || strncmp(route->path, "/v1/nodes/", 10) != 0 ||
+                             strcmp(c->param, c->token_node) != 0)) {
+        ap_fail(c, 403, "the token of node %s may not %s %.128s", c->token_node, route->method,
+                c->req->path);
+        return NULL;
+    }
+    if (c->role == API_ROLE_NODE && !c->token_node[0] && c->a->per_node_tokens &&
+        route->fn != ap_node_register) {
+        ap_fail(c, 403,
+                "the shared node token only registers nodes here (api.node_tokens: per-node): "
+                "%s %.128s needs the node's own token, which its registration answered",
+                route->method, c->req->path);
+        return NULL;
+    }
     if (route->own_locking) {
         route->fn(c);
         return route;
@@ -642,7 +689,7 @@ void api_handle(void *api, const struct http_request *req, struct http_response 
     int rc, status;
 
     c.now = a->clock(a->clock_ctx);
-    rc = ap_auth(a, req, &c.role, c.token_job);
+    rc = ap_auth(a, req, &c.role, &c);
     if (rc < 0) {
         ap_fail(&c, 401, rc == ERR_EMPTY ? "a bearer token is required" : "the token is not valid");
         resp->headers[0] = (struct http_pair){"WWW-Authenticate", "Bearer"};

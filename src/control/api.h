@@ -107,7 +107,8 @@ struct api_metrics {
  * latency that is negative or not finite (nothing counted). */
 int api_metrics_observe_decide(struct api_metrics *m, double seconds);
 
-/* A per-job token: "cj1.<job>.<64 hex digits>", at most this long with its NUL. */
+/* A per-job token: "cj1.<job>.<64 hex digits>", at most this long with its NUL; a per-node token
+ * ("cn1.<instance id>.<64 hex digits>") is as long. */
 #define API_JOB_TOKEN_MAX (4 + 128 + 1 + 64 + 1)
 
 /* ---- the API ---- */
@@ -129,6 +130,9 @@ struct api_config {
     api_changed_fn changed;
     void *changed_ctx;
     const struct api_tokens *tokens; /* read at api_new (only their digests are kept) */
+    /* 1: a node's calls on its own paths need its own token (api_node_token), which its
+     * registration answers; the shared node token then only registers nodes. 0: either */
+    int per_node_tokens;
 };
 
 struct api; /* opaque */
@@ -150,6 +154,16 @@ void api_free(struct api *a);
  * small; out unchanged).
  */
 int api_job_token(const struct api *a, const char *job, char *out, size_t size);
+
+/*
+ * The per-node token of node (an instance id) into out (size >= API_JOB_TOKEN_MAX):
+ * "cn1.<id>.<mac>", the mac under a key derived from the node role's token. It stands for the
+ * node role on that node's own paths only (heartbeat, assignment, notice, failures), so that one
+ * node cannot speak for another or read another's assignment (and so other jobs' tokens). A node's
+ * first registration answers it; with per_node_tokens the shared node token no longer acts on a
+ * node's paths. ERR_INVAL as api_job_token.
+ */
+int api_node_token(const struct api *a, const char *node, char *out, size_t size);
 
 /* Replace the metrics the daemon fills by a copy of m. ERR_INVAL (a NULL name, op or code),
  * ERR_NOMEM (the old metrics stay). */

@@ -50,7 +50,9 @@ struct api {
     void *changed_ctx;
     unsigned char digest[API_NROLES][CRYPTO_SHA256_LEN];
     int has[API_NROLES];
-    unsigned char job_key[CRYPTO_SHA256_LEN]; /* the per-job tokens' key (api_job_token) */
+    unsigned char job_key[CRYPTO_SHA256_LEN];  /* the per-job tokens' key (api_job_token) */
+    unsigned char node_key[CRYPTO_SHA256_LEN]; /* the per-node tokens' key (api_node_token) */
+    int per_node_tokens;
     pthread_mutex_t mu; /* the state's connection, the metrics and the counts */
     struct ap_metrics metrics;
     long long answered[AP_STATUS_MAX]; /* responses by status */
@@ -72,8 +74,9 @@ struct ap_ctx {
     struct http_response *resp;
     double now;
     int role;
-    char token_job[AP_NAME_MAX + 1]; /* a per-job token's job ("": the job role's shared token) */
-    const char *param;               /* the {id} or {name} of the path */
+    char token_job[AP_NAME_MAX + 1];  /* a per-job token's job ("": not one) */
+    char token_node[AP_NAME_MAX + 1]; /* a per-node token's node ("": not one) */
+    const char *param;                /* the {id} or {name} of the path */
     char segbuf[512];
     const char *segs[AP_MAX_SEGS];
     int nsegs;

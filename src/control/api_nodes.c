@@ -89,9 +89,15 @@ void ap_node_register(struct ap_ctx *c)
         ap_state_fail(c, rc, "node");
     } else {
         struct jv *o = jv_object();
+        char token[API_JOB_TOKEN_MAX];
 
         ap_set(c, o, "instance_id", jv_string(id));
         ap_set(c, o, "state", jv_string("ready"));
+        /* the node's own token, for its calls from now on (api_node_token): answered to the
+         * registration that made the node ready, never to a second one */
+        if (api_node_token(c->a, id, token, sizeof(token)) == 0)
+            ap_set(c, o, "node_token", jv_string(token));
+        crypto_wipe(token, sizeof(token));
         ap_reply(c, 201, o);
     }
 }

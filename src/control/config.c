@@ -285,14 +285,15 @@ out:
 
 static int cf_api(struct config *c, const struct conf_node *root, struct error *e)
 {
-    static const char *const keys[] = {"address",    "port",     "tls_cert",      "tls_key",
-                                       "threads",    "max_body", "insecure_http", "rate_limit",
-                                       "rate_burst", NULL};
+    static const char *const keys[] = {
+        "address",       "port",       "tls_cert",   "tls_key",     "threads", "max_body",
+        "insecure_http", "rate_limit", "rate_burst", "node_tokens", NULL};
+    static const char *const node_tokens[] = {"shared", "per-node", NULL};
     const struct conf_node *s = NULL, *at;
     const char *addr = "127.0.0.1", *cert = NULL, *key = NULL;
     long port = 8470, threads = 0, body = 1024 * 1024, burst = 0;
     double rate = CONFIG_API_RATE_LIMIT;
-    int rc, insecure = 0;
+    int rc, insecure = 0, per_node = 0;
 
     if ((rc = conf_get_section(root, "api", keys, &s, e)) < 0)
         return rc;
@@ -304,7 +305,8 @@ static int cf_api(struct config *c, const struct conf_node *root, struct error *
               (rc = conf_get_long(s, "max_body", 1024, 64L * 1024 * 1024, &body, e)) < 0 ||
               (rc = conf_get_bool(s, "insecure_http", &insecure, e)) < 0 ||
               (rc = conf_get_double(s, "rate_limit", 0, 1e6, &rate, e)) < 0 ||
-              (rc = conf_get_long(s, "rate_burst", 1, 1000000, &burst, e)) < 0))
+              (rc = conf_get_long(s, "rate_burst", 1, 1000000, &burst, e)) < 0 ||
+              (rc = conf_get_choice(s, "node_tokens", node_tokens, &per_node, e)) < 0))
         return rc;
     if (!cert != !key)
         return err_set(e, ERR_PARSE, s->file, s->line, s->column,
@@ -326,6 +328,7 @@ static int cf_api(struct config *c, const struct conf_node *root, struct error *
     c->api.threads = (unsigned)threads;
     c->api.max_body = (size_t)body;
     c->api.insecure_http = insecure;
+    c->api.per_node_tokens = per_node;
     c->api.rate_limit = rate;
     c->api.rate_burst = burst > 0 ? (unsigned)burst : (unsigned)ceil(fmax(1.0, 2 * rate));
     if (!(c->api.address = strdup(addr)) || (cert && !(c->api.tls_cert = cf_path(c->dir, cert))) ||

@@ -57,6 +57,7 @@ struct config_api {
     int insecure_http;   /* 1: plain HTTP allowed on an address that is not loopback */
     double rate_limit;   /* requests per second per client address; 0: no limit */
     unsigned rate_burst; /* requests at once per client address */
+    int per_node_tokens; /* 1: a node's calls need its own token (api.node_tokens: per-node) */
 };
 
 /* Fault injection into the cloud's calls (`faults:`), for chaos runs (providers/faulty.h). */

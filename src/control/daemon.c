@@ -560,6 +560,7 @@ static int dm_start_api(struct daemon *d, struct error *e)
     ac.changed = dm_changed;
     ac.changed_ctx = d;
     ac.tokens = &tokens;
+    ac.per_node_tokens = d->cfg->api.per_node_tokens;
     rc = api_new(&ac, &d->api, e);
     api_tokens_clear(&tokens);
     if (rc < 0)

@@ -262,15 +262,27 @@ struct fx {
     pid_t node;
 };
 
-static int fx_setup(void **state)
+static int fx_setup_with(void **state, int per_node_tokens)
 {
     struct fx *f = calloc(1, sizeof(*f));
 
-    if (!f || as_start(&f->as) < 0 || as_path(&f->as, "work", 1, f->work, sizeof(f->work)) < 0 ||
+    if (!f || as_start_with(&f->as, per_node_tokens) < 0 ||
+        as_path(&f->as, "work", 1, f->work, sizeof(f->work)) < 0 ||
         as_path(&f->as, "node.log", 0, f->nodelog, sizeof(f->nodelog)) < 0)
         return -1;
     *state = f;
     return 0;
+}
+
+static int fx_setup(void **state)
+{
+    return fx_setup_with(state, 0);
+}
+
+/* The API wanting each node's own token (api.node_tokens: per-node). */
+static int fx_setup_per_node(void **state)
+{
+    return fx_setup_with(state, 1);
 }
 
 static int fx_teardown(void **state)
@@ -885,6 +897,78 @@ static void castor_node__runs_replicas_as_another_user(void **state)
     stop_node(f);
 }
 
+/* The node's last heartbeat as the API recorded it (NAN: none, or no node). */
+static double heartbeat_at(struct fx *f)
+{
+    struct state_node n;
+    double at = NAN;
+
+    if (state_node_get(f->as.own, NODE_ID, &n) == 0)
+        at = n.heartbeat_at;
+    state_node_clear(&n);
+    return at;
+}
+
+static int heard_after(void *ctx)
+{
+    struct fx *f = ((struct fx **)ctx)[0];
+    const double *after = ((const double **)ctx)[1];
+
+    return heartbeat_at(f) > *after;
+}
+
+/*
+ * Against an API that wants each node's own token, castor-node keeps the token its registration
+ * answered (in CASTOR_NODE_TOKEN_CACHE, mode 600) and heartbeats and reads its assignment with it;
+ * a new agent on the node finds it there (its registration answers 409, without a token). Without
+ * the cache the new agent is refused, says why, and is not heard.
+ */
+static void castor_node__keeps_its_own_token(void **state)
+{
+    struct fx *f = *state;
+    struct replicas r = {.work = f->work, .want = 1};
+    char cache[200], env[240], want[API_JOB_TOKEN_MAX], *text;
+    const char *extra[] = {env, NULL};
+    double t0;
+    void *ctx[2] = {f, &t0};
+    struct stat sb;
+
+    assert_int_equal(as_path(&f->as, "node-token", 0, cache, sizeof(cache)), 0);
+    snprintf(env, sizeof(env), "CASTOR_NODE_TOKEN_CACHE=%s", cache);
+    assert_int_equal(api_node_token(f->as.api, NODE_ID, want, sizeof(want)), 0);
+    spawn_node(f, f->as.url, extra);
+    assert_true(proc_wait_for(node_registered, f, REGISTER_WAIT_S));
+    t0 = heartbeat_at(f);
+    assert_true(proc_wait_for(heard_after, ctx, 10)); /* its heartbeats are taken */
+    text = proc_slurp(cache);
+    assert_non_null(text);
+    assert_string_equal(text, want);
+    free(text);
+    assert_int_equal(stat(cache, &sb), 0);
+    assert_int_equal(sb.st_mode & 0777, 0600);
+    assign(f, "job-t", "exit", 1);
+    assert_true(proc_wait_for(scan_replicas, &r, 10)); /* its assignment is read */
+    stop_node(f);
+    /* a new agent on the node: the cached token */
+    spawn_node(f, f->as.url, extra);
+    proc_sleep(0.5);
+    t0 = heartbeat_at(f);
+    assert_true(proc_wait_for(heard_after, ctx, 10));
+    stop_node(f);
+    /* and one without it: refused, and told */
+    assert_int_equal(unlink(cache), 0);
+    spawn_node(f, f->as.url, NULL);
+    proc_sleep(1.0);
+    t0 = heartbeat_at(f);
+    proc_sleep(1.0);
+    assert_false(heard_after(ctx));
+    text = proc_slurp(f->nodelog);
+    assert_non_null(text);
+    assert_non_null(strstr(text, "does not have its own token"));
+    free(text);
+    stop_node(f);
+}
+
 static void castor_node__retries_until_the_controller_answers(void **state)
 {
     struct fx *f = *state;
@@ -1001,6 +1085,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(castor_node__failures_in_a_row_fail_the_job, fx_setup,
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(castor_node__runs_replicas_as_another_user, fx_setup,
+                                        fx_teardown),
+        cmocka_unit_test_setup_teardown(castor_node__keeps_its_own_token, fx_setup_per_node,
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(castor_node__fences_itself_when_the_controller_is_silent,
                                         fx_setup, fx_teardown),

@@ -297,10 +297,13 @@ static void api_handle__route_table_walked_every_route_needs_its_token(void **st
     const char *method = NULL, *pattern = NULL;
     unsigned roles = 0;
     char *before, *after, mine[API_JOB_TOKEN_MAX], other[API_JOB_TOKEN_MAX];
+    char node_mine[API_JOB_TOKEN_MAX], node_other[API_JOB_TOKEN_MAX];
 
     populate(f);
     assert_int_equal(api_job_token(f->api, "a", mine, sizeof(mine)), 0);
     assert_int_equal(api_job_token(f->api, "zz", other, sizeof(other)), 0);
+    assert_int_equal(api_node_token(f->api, "i-1", node_mine, sizeof(node_mine)), 0);
+    assert_int_equal(api_node_token(f->api, "zz", node_other, sizeof(node_other)), 0);
     assert_true(api_route_count() >= 14);
     assert_int_equal(api_route_get(api_route_count(), &method, &pattern, &roles), ERR_RANGE);
     before = dump(f);
@@ -332,6 +335,10 @@ static void api_handle__route_table_walked_every_route_needs_its_token(void **st
         expect_error(f, method, path, other, body, 403, "may not");
         if (!(roles & (1u << API_ROLE_JOB)) || strncmp(path, "/v1/jobs/a/", 11) != 0)
             expect_error(f, method, path, mine, body, 403, "may not");
+        /* a per-node token: another node's everywhere, i-1's wherever the node role may not go */
+        expect_error(f, method, path, node_other, body, 403, "may not");
+        if (!(roles & (1u << API_ROLE_NODE)) || strncmp(path, "/v1/nodes/i-1/", 14) != 0)
+            expect_error(f, method, path, node_mine, body, 403, "may not");
         after = dump(f);
         if (strcmp(before, after) != 0)
             fail_msg("a refused %s %s wrote to the database", method, path);
@@ -347,6 +354,9 @@ static void api_handle__route_table_walked_every_route_needs_its_token(void **st
             if (r == API_ROLE_JOB && strncmp(path, "/v1/jobs/a/", 11) == 0 &&
                 ((status = call(f, method, path, mine, NULL, NULL)) == 401 || status == 403))
                 fail_msg("%s %s refused job a's own token: %ld", method, path, status);
+            if (r == API_ROLE_NODE && strncmp(path, "/v1/nodes/i-1/", 14) == 0 &&
+                ((status = call(f, method, path, node_mine, NULL, NULL)) == 401 || status == 403))
+                fail_msg("%s %s refused node i-1's own token: %ld", method, path, status);
         }
     }
     free(before);
@@ -1708,6 +1718,62 @@ static void api_job_token__speaks_for_its_job_only(void **state)
     assert_null(strstr(f->logtext, mine + 6));
 }
 
+/* A node's own token, as its first registration answers it, acts for that node only; with
+ * per_node_tokens the shared node token only registers nodes. */
+static void api_node_token__speaks_for_its_node_only(void **state)
+{
+    struct fixture *f = *state;
+    char mine[API_JOB_TOKEN_MAX], bad[API_JOB_TOKEN_MAX + 8];
+    struct api_tokens tokens = {{strdup(TOKEN_NODE), strdup(TOKEN_JOB), strdup(TOKEN_USER), NULL}};
+    struct api_config cfg = {
+        .state = f->st, .clock = fake_clock, .clock_ctx = f, .per_node_tokens = 1};
+    struct http_server *server = NULL;
+    struct http_server_config hc = {.max_body = 64 * 1024};
+    struct api *strict = NULL;
+    struct jv *v = NULL;
+    char base[64];
+
+    populate(f);
+    assert_int_equal(
+        call(f, "POST", "/v1/nodes", TOKEN_NODE, "{\"instance_id\":\"i-7\",\"gpus\":1}", &v), 201);
+    assert_int_equal(api_node_token(f->api, "i-7", mine, sizeof(mine)), 0);
+    assert_string_equal(jv_string_value(jv_get(v, "node_token")), mine);
+    jv_free(v);
+    assert_int_equal(
+        call(f, "POST", "/v1/nodes", TOKEN_NODE, "{\"instance_id\":\"i-7\",\"gpus\":1}", &v), 409);
+    assert_null(jv_get(v, "node_token")); /* never to a second registration */
+    jv_free(v);
+    assert_int_equal(call(f, "POST", "/v1/nodes/i-7/heartbeat", mine, "{}", NULL), 200);
+    assert_int_equal(call(f, "GET", "/v1/nodes/i-7/assignment", mine, NULL, NULL), 200);
+    expect_error(f, "POST", "/v1/nodes/i-1/heartbeat", mine, "{}", 403, "the token of node i-7");
+    expect_error(f, "GET", "/v1/nodes/i-1/assignment", mine, NULL, 403, "node i-7");
+    expect_error(f, "POST", "/v1/nodes", mine, "{\"instance_id\":\"i-8\",\"gpus\":1}", 403,
+                 "node i-7");
+    snprintf(bad, sizeof(bad), "%s", mine);
+    bad[strlen(bad) - 1] = bad[strlen(bad) - 1] == '0' ? '1' : '0';
+    expect_error(f, "POST", "/v1/nodes/i-7/heartbeat", bad, "{}", 401, "not valid");
+    /* without per_node_tokens the shared token still acts on i-7's paths */
+    assert_int_equal(call(f, "POST", "/v1/nodes/i-7/heartbeat", TOKEN_NODE, "{}", NULL), 200);
+
+    /* with them, over the same state: only the node's own */
+    cfg.tokens = &tokens;
+    assert_int_equal(api_new(&cfg, &strict, NULL), 0);
+    api_tokens_clear(&tokens);
+    assert_int_equal(http_server_start(&hc, api_handle, strict, &server, NULL), 0);
+    snprintf(base, sizeof(base), "%s", f->base);
+    snprintf(f->base, sizeof(f->base), "http://127.0.0.1:%d", http_server_port(server));
+    expect_error(f, "POST", "/v1/nodes/i-7/heartbeat", TOKEN_NODE, "{}", 403,
+                 "the shared node token only registers nodes");
+    expect_error(f, "GET", "/v1/nodes/i-7/assignment", TOKEN_NODE, NULL, 403, "own token");
+    assert_int_equal(call(f, "POST", "/v1/nodes/i-7/heartbeat", mine, "{}", NULL), 200);
+    assert_int_equal(
+        call(f, "POST", "/v1/nodes", TOKEN_NODE, "{\"instance_id\":\"i-9\",\"gpus\":1}", NULL),
+        201);
+    http_server_stop(server);
+    api_free(strict);
+    snprintf(f->base, sizeof(f->base), "%s", base);
+}
+
 /* ---- tokens ---- */
 
 static void unset_tokens(void)
@@ -1822,6 +1888,7 @@ int main(void)
         API_TEST(api_metrics__prometheus_text),
         API_TEST(api_log__never_holds_a_token),
         API_TEST(api_job_token__speaks_for_its_job_only),
+        API_TEST(api_node_token__speaks_for_its_node_only),
         cmocka_unit_test(api_tokens_from_env__rules),
         cmocka_unit_test(api_tokens_from_files__rules),
     };

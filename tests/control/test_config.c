@@ -84,6 +84,7 @@ static void config_load__every_key(void **state)
     assert_string_equal(c->api.tls_key, "/etc/castor/key.pem");
     assert_int_equal(c->api.threads, 4);
     assert_int_equal(c->api.max_body, 65536);
+    assert_int_equal(c->api.per_node_tokens, 1);
     assert_string_equal(c->token_files[API_ROLE_NODE], DATA "/node.token");
     assert_string_equal(c->token_files[API_ROLE_USER], "/etc/castor/user.token");
     assert_null(c->token_files[API_ROLE_METRICS]);
@@ -273,6 +274,7 @@ static const struct bad_case bad_cases[] = {
     {BASE "api:\n  insecure_http: yes please\n", ERR_PARSE, 4, 18, "api.insecure_http"},
     {BASE "api:\n  rate_limit: -1\n", ERR_RANGE, 4, 15, "api.rate_limit"},
     {BASE "api:\n  rate_burst: 0\n", ERR_RANGE, 4, 15, "api.rate_burst"},
+    {BASE "api:\n  node_tokens: each\n", ERR_UNKNOWN, 4, 16, "api.node_tokens"},
     {BASE "api:\n  rate_limit: 0\n  rate_burst: 5\n", ERR_PARSE, 4, 3,
      "rate_burst needs a rate_limit"},
     {BASE "tokens:\n  node: n\n  job: j\n", ERR_PARSE, 4, 3, "tokens.user is required"},

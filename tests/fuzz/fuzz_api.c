@@ -4,7 +4,8 @@
  * was made at start (a node i-1 registered, a job a submitted and placed on it) and nothing else:
  * after a request that wrote (its WAL file is no longer empty) the file is copied afresh from
  * that template, so every run is reproducible from its input alone. Byte 0 picks the endpoint, byte
- * 1 the token (job a's own token and a forged one among them); the rest is the body. Job specs
+ * 1 the token (job a's and node i-1's own tokens and a forged one among them); the rest is the
+ * body. Job specs
  * (POST /v1/jobs), node registrations, reports, checkpoints, notices, failures, downs and finishes
  * are all read from the fuzzed body. */
 #include <stdio.h>
@@ -45,8 +46,10 @@ static const struct {
 };
 #define FZ_NROUTES (sizeof(fz_routes) / sizeof(fz_routes[0]))
 
-/* job a's own token, and one made under another job token (LLVMFuzzerInitialize) */
+/* job a's and node i-1's own tokens, and one made under another job token
+ * (LLVMFuzzerInitialize) */
 static char fz_job_a[API_JOB_TOKEN_MAX + 8], fz_job_forged[API_JOB_TOKEN_MAX + 8];
+static char fz_node_1[API_JOB_TOKEN_MAX + 8];
 static const char *const fz_auth[] = {"Bearer " FZ_NODE,
                                       "Bearer " FZ_JOB,
                                       "Bearer " FZ_USER,
@@ -54,7 +57,8 @@ static const char *const fz_auth[] = {"Bearer " FZ_NODE,
                                       "Bearer wrong-token-0123456789abcdef",
                                       "Basic dXNlcjpwYXNz",
                                       fz_job_a,
-                                      fz_job_forged};
+                                      fz_job_forged,
+                                      fz_node_1};
 #define FZ_NAUTH (sizeof(fz_auth) / sizeof(fz_auth[0]))
 
 static double fz_clock(void *ctx)
@@ -138,6 +142,13 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     api_free(a);
     a = fz_api(st);
     fz_job_auth(a, fz_job_a, sizeof(fz_job_a));
+    {
+        char token[API_JOB_TOKEN_MAX];
+
+        if (api_node_token(a, "i-1", token, sizeof(token)) < 0)
+            abort();
+        snprintf(fz_node_1, sizeof(fz_node_1), "Bearer %s", token);
+    }
     fz_call(a, "POST", "/v1/nodes", fz_auth[0], node, strlen(node));
     fz_call(a, "POST", "/v1/jobs", fz_auth[2], job, strlen(job));
     if (state_alloc_replace(st, "a", rows, 1, fz_clock(NULL)) < 0)

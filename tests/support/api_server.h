@@ -63,8 +63,9 @@ static inline void as_unlisten(struct api_server *s)
     s->server = NULL;
 }
 
-/* A new state in a new folder, the API over it, served. 0, or -1. */
-static inline int as_start(struct api_server *s)
+/* A new state in a new folder, the API over it (per_node_tokens: api_config's), served. 0, or
+ * -1. */
+static inline int as_start_with(struct api_server *s, int per_node_tokens)
 {
     struct api_tokens tokens = {
         {strdup(AS_TOKEN_NODE), strdup(AS_TOKEN_JOB), strdup(AS_TOKEN_USER), NULL}};
@@ -84,12 +85,18 @@ static inline int as_start(struct api_server *s)
     cfg.log = s->log;
     cfg.clock = as_wall;
     cfg.tokens = &tokens;
+    cfg.per_node_tokens = per_node_tokens;
     if (api_new(&cfg, &s->api, NULL) < 0 || as_listen(s, 0) < 0)
         goto out;
     rc = 0;
 out:
     api_tokens_clear(&tokens);
     return rc;
+}
+
+static inline int as_start(struct api_server *s)
+{
+    return as_start_with(s, 0);
 }
 
 /* The path of name inside the server's folder into buf (size bytes); with mkdir_it, the folder is
