@@ -135,6 +135,14 @@ class Phase:
                 p.wait()
 
 
+def parses(line):
+    try:
+        json.loads(line)
+        return True
+    except json.JSONDecodeError:
+        return False
+
+
 class Test:
     def __init__(self, args, tmp):
         self.tmp = tmp
@@ -151,11 +159,23 @@ class Test:
         self.ctl = Controller(os.path.join(args.build, "tests", "castor-test-api-serve"), tmp)
 
     def records(self, rank):
+        """Rank's trace so far: every whole line. A line that does not parse is read again (a read
+        that raced a write of it), and one that still does not is a failure that shows it."""
         path = os.path.join(self.trace, f"rank{rank}.jsonl")
-        if not os.path.exists(path):
-            return []
-        with open(path) as f:
-            return [json.loads(line) for line in f if line.endswith("\n")]
+        for attempt in range(40):
+            if not os.path.exists(path):
+                return []
+            with open(path) as f:
+                lines = [line for line in f if line.endswith("\n")]
+            try:
+                return [json.loads(line) for line in lines]
+            except json.JSONDecodeError as err:
+                bad = next(n for n, line in enumerate(lines) if not parses(line))
+                if attempt == 39:
+                    raise Failure(f"{path}: line {bad + 1} of {len(lines)} is not JSON ({err}): "
+                                  f"{lines[bad][:200]!r}")
+                time.sleep(0.05)
+        return []
 
     def wait_until(self, phase, cond, what):
         end = time.time() + WAIT
