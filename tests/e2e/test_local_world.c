@@ -113,8 +113,6 @@ static void write_config_with(struct world *w, const char *more)
              /* every node, replica and this test share 127.0.0.1, one client to the rate limit,
               * which test_ratelimit and the route walk check on their own: off here */
              "  rate_limit: 0\n"
-             /* each castor-node acts with its own token (its registration's answer) */
-             "  node_tokens: per-node\n"
              "tokens:\n"
              "  node: node.token\n"
              "  job: job.token\n"
