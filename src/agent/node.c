@@ -430,6 +430,7 @@ struct nd {
     pid_t watch_pid;                                  /* the notice watcher; 0: none running */
     double watch_start_at;                            /* monotonic: when it is (re)started */
     char *own_token; /* this node's own token (its registration's answer, or the cache); NULL */
+    char agent[33];  /* this agent's random name, sent with its registrations ("": none drawn) */
     int own_missing; /* a call was refused for want of it (told once) */
 };
 
@@ -615,6 +616,9 @@ static void nd_register(struct nd *n, double now)
         rc = jv_set(o, "price", jv_number(c->price));
     if (rc == 0 && c->address)
         rc = jv_set(o, "address", jv_string(c->address));
+    /* this agent's name: a retry whose answer was lost is answered again (with the node's token) */
+    if (rc == 0 && n->agent[0])
+        rc = jv_set(o, "agent", jv_string(n->agent));
     /* its self-fence as the controller may count on it: the replicas stopped, SIGKILL included */
     if (rc == 0 && c->fence_s > 0 && c->fence_s + c->grace_s <= NODE_FENCE_MAX_S)
         rc = jv_set(o, "fence_s", jv_number(c->fence_s + c->grace_s));
@@ -1285,6 +1289,12 @@ int node_run(const struct node_config *cfg)
     if ((rc = http_client_new(&n.http)) < 0)
         goto out;
     nd_load_token(&n);
+    {
+        unsigned char raw[16];
+
+        if (crypto_random(raw, sizeof(raw)) == 0)
+            crypto_hex(raw, sizeof(raw), n.agent);
+    }
     nd_log(&n, LOG_INFO, NULL, "castor-node up: %d GPUs, controller %s%s%s", cfg->gpus, cfg->url,
            cfg->launch_token ? ", launch token " : "", cfg->launch_token ? cfg->launch_token : "");
     for (;;) {

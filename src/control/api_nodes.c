@@ -24,9 +24,9 @@ static int ap_address_ok(const char *s)
 
 void ap_node_register(struct ap_ctx *c)
 {
-    static const char *const keys[] = {
-        "instance_id", "gpus",  "gpu_memory_mib", "provider", "offer", "zone",
-        "market",      "price", "address",        "fence_s",  NULL};
+    static const char *const keys[] = {"instance_id", "gpus",    "gpu_memory_mib", "provider",
+                                       "offer",       "zone",    "market",         "price",
+                                       "address",     "fence_s", "agent",          NULL};
     const char *id = NULL, *market = "on-demand", *address = NULL;
     long long gpus = 0, mem = 0;
     struct state_node n = {0};
@@ -69,6 +69,11 @@ void ap_node_register(struct ap_ctx *c)
         rc = ap_num(c, c->body, "", "fence_s", 0, 0.0, 0, &n.fence_s);
     if (rc == 0 && n.fence_s > STATE_NODE_FENCE_MAX)
         rc = ap_bad(c, "fence_s must be at most %.0f", STATE_NODE_FENCE_MAX);
+    if (rc == 0)
+        rc = ap_str(c, c->body, "", "agent", 0, 64, (const char **)&n.agent);
+    if (rc == 0 && n.agent &&
+        (strlen(n.agent) < 16 || strspn(n.agent, "0123456789abcdef") != strlen(n.agent)))
+        rc = ap_bad(c, "agent must be 16 to 64 lowercase hex digits");
     if (rc < 0) {
         ap_fail(c, 400, "%s", c->reason);
         return;
@@ -90,9 +95,16 @@ void ap_node_register(struct ap_ctx *c)
     } else {
         struct jv *o = jv_object();
         char token[API_JOB_TOKEN_MAX];
+        struct state_node now_n;
+        enum state_node_state state = STATE_NODE_READY;
 
+        /* (the same agent again may find its node draining) */
+        if (state_node_get(c->a->state, id, &now_n) == 0) {
+            state = now_n.state;
+            state_node_clear(&now_n);
+        }
         ap_set(c, o, "instance_id", jv_string(id));
-        ap_set(c, o, "state", jv_string("ready"));
+        ap_set(c, o, "state", jv_string(state_node_state_name(state)));
         /* the node's own token, for its calls from now on (api_node_token): answered to the
          * registration that made the node ready, never to a second one */
         if (api_node_token(c->a, id, token, sizeof(token)) == 0)

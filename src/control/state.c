@@ -161,6 +161,9 @@ static const char *const st_migrations[STATE_SCHEMA_VERSION] = {
      * end, for what a period cost (state_cost_since) */
     "ALTER TABLE jobs ADD COLUMN dollars REAL NOT NULL DEFAULT 0 CHECK (dollars >= 0);"
     "CREATE INDEX costs_by_end ON costs (end_at);",
+    /* v10: the agent that registered each node (a random name it drew), so that the same agent
+     * retrying a registration whose answer it lost is answered again */
+    "ALTER TABLE nodes ADD COLUMN agent TEXT CHECK (length(agent) BETWEEN 16 AND 64);",
 };
 
 /* ---- checks, statements and rows ---- */

@@ -20,7 +20,7 @@ struct state; /* an open state database; opaque */
 struct db;
 
 /* The schema version this build writes (PRAGMA user_version). */
-#define STATE_SCHEMA_VERSION 9
+#define STATE_SCHEMA_VERSION 10
 
 /* Longest name, instance id, token, provider, offer or zone, in bytes. */
 #define STATE_NAME_MAX 128
@@ -290,6 +290,9 @@ struct state_node {
      * stopped every replica itself (> 0); NAN: it does not fence itself. Written by
      * state_node_register only. */
     double fence_s;
+    /* the agent that registered it: a random name the agent drew at its start (16 to 64
+     * characters), or NULL. Written by state_node_register only. */
+    char *agent;
 };
 
 /*
@@ -323,8 +326,10 @@ int state_node_set_state(struct state *st, const char *instance_id, enum state_n
  * becomes ready; a node not known yet is inserted ready with every field of node (a static node:
  * its launch token must be NULL), and so is a static node that was terminated (taken down, or its
  * cluster torn down: its agent is a new one) over its old row. Either way ready_at and heartbeat_at
- * are now. A node already ready or draining, or a launched node terminated: ERR_CONFLICT (a second
- * registration), nothing written.
+ * are now, and the node's agent is node->agent (16 to 64 characters; NULL: none said). A node
+ * already ready or draining, or a launched node terminated: ERR_CONFLICT (a second registration),
+ * nothing written; but the same agent again (node->agent as it registered: a retry whose answer was
+ * lost) returns 0 with its heartbeat recorded, so that it is answered as the first time.
  */
 int state_node_register(struct state *st, const struct state_node *node, double now);
 

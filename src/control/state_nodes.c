@@ -142,7 +142,7 @@ void state_intents_free(struct state_intent *intents, size_t n)
 #define ST_NODE_COLUMNS                                                                        \
     "id, instance_id, provider, offer, market, zone, gpus, state, launch_token, launch_index," \
     " launched_at, ready_at, terminated_at, price, gpu_memory_mib, heartbeat_at, notice_at,"   \
-    " notice_deadline, address, fence_s"
+    " notice_deadline, address, fence_s, agent"
 
 static int st_read_node(struct db_stmt *s, void *item)
 {
@@ -161,6 +161,8 @@ static int st_read_node(struct db_stmt *s, void *item)
         rc = db_column_text_dup(s, 8, &node->launch_token);
     if (rc == 0)
         rc = db_column_text_dup(s, 18, &node->address);
+    if (rc == 0)
+        rc = db_column_text_dup(s, 20, &node->agent);
     if (rc < 0)
         return rc;
     rc = st_col_enum(s, 4, st_markets, ST_COUNT(st_markets));
@@ -314,7 +316,8 @@ int state_node_register(struct state *st, const struct state_node *n, double now
     int rc;
 
     if (!st_node_ok(n) || n->gpus < 1 || n->gpu_memory_mib < 0 || !st_time_ok(now) ||
-        (n->address && (!n->address[0] || strlen(n->address) > 255)) || n->fence_s < 0 ||
+        (n->address && (!n->address[0] || strlen(n->address) > 255)) ||
+        (n->agent && (strlen(n->agent) < 16 || strlen(n->agent) > 64)) || n->fence_s < 0 ||
         isinf(n->fence_s) || fence > STATE_NODE_FENCE_MAX)
         return ERR_INVAL;
     rc = db_begin(st->db);
@@ -328,21 +331,29 @@ int state_node_register(struct state *st, const struct state_node *n, double now
                     "UPDATE nodes SET provider = ?2, offer = ?3, market = ?4, zone = ?5, gpus = ?6,"
                     " gpu_memory_mib = ?7, state = ?8, launched_at = ?9, ready_at = ?10,"
                     " heartbeat_at = ?10, terminated_at = NULL, notice_at = NULL,"
-                    " notice_deadline = NULL, price = ?11, address = ?12, fence_s = ?13"
-                    " WHERE id = ?1 AND launch_token IS NULL",
-                    "ittttnntdddtd", id, n->provider, n->offer, st_markets[n->market], n->zone,
+                    " notice_deadline = NULL, price = ?11, address = ?12, fence_s = ?13,"
+                    " agent = ?14 WHERE id = ?1 AND launch_token IS NULL",
+                    "ittttnntdddtdt", id, n->provider, n->offer, st_markets[n->market], n->zone,
                     n->gpus, n->gpu_memory_mib, st_node_states[STATE_NODE_READY], n->launched_at,
-                    now, n->price, n->address, fence);
+                    now, n->price, n->address, fence, n->agent);
         if (rc == 0 && db_changes(st->db) == 0)
             rc = ERR_CONFLICT; /* a launched node's instance id: it does not come back */
     } else if (rc == 0 && cur != STATE_NODE_LAUNCHING && cur != STATE_NODE_BOOTING) {
-        rc = ERR_CONFLICT; /* registered before, or a launched node gone */
+        /* registered before, or a launched node gone; the same agent again (a retry whose answer
+         * was lost) is answered as the first time, the node heard */
+        rc = ERR_CONFLICT;
+        if (n->agent && cur != STATE_NODE_TERMINATED &&
+            st_run(st->db, "UPDATE nodes SET heartbeat_at = ?2 WHERE id = ?1 AND agent = ?3", "idt",
+                   id, now, n->agent) == 0 &&
+            db_changes(st->db) == 1)
+            rc = 0;
     } else if (rc == 0) {
         rc = st_run(st->db,
                     "UPDATE nodes SET gpus = ?2, gpu_memory_mib = ?3, state = ?4,"
-                    " ready_at = ?5, heartbeat_at = ?5, address = ?6, fence_s = ?7 WHERE id = ?1",
-                    "inntdtd", id, n->gpus, n->gpu_memory_mib, st_node_states[STATE_NODE_READY],
-                    now, n->address, fence);
+                    " ready_at = ?5, heartbeat_at = ?5, address = ?6, fence_s = ?7, agent = ?8"
+                    " WHERE id = ?1",
+                    "inntdtdt", id, n->gpus, n->gpu_memory_mib, st_node_states[STATE_NODE_READY],
+                    now, n->address, fence, n->agent);
     } else if (rc == ERR_UNKNOWN) {
         /* a static node: the controller did not launch it, so it carries no launch token */
         rc = n->launch_token
@@ -350,12 +361,13 @@ int state_node_register(struct state *st, const struct state_node *n, double now
                  : st_run(st->db,
                           "INSERT INTO nodes (instance_id, provider, offer, market,"
                           " zone, gpus, gpu_memory_mib, state, launched_at, ready_at,"
-                          " heartbeat_at, price, address, fence_s)"
-                          " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11, ?12, ?13)",
-                          "tttttnntdddtd", n->instance_id, n->provider, n->offer,
+                          " heartbeat_at, price, address, fence_s, agent)"
+                          " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11, ?12, ?13,"
+                          " ?14)",
+                          "tttttnntdddtdt", n->instance_id, n->provider, n->offer,
                           st_markets[n->market], n->zone, n->gpus, n->gpu_memory_mib,
                           st_node_states[STATE_NODE_READY], n->launched_at, now, n->price,
-                          n->address, fence);
+                          n->address, fence, n->agent);
     }
     return st_end(st, rc);
 }
@@ -479,8 +491,9 @@ void state_node_clear(struct state_node *node)
     free(node->zone);
     free(node->launch_token);
     free(node->address);
+    free(node->agent);
     node->instance_id = node->provider = node->offer = node->zone = node->launch_token = NULL;
-    node->address = NULL;
+    node->address = node->agent = NULL;
 }
 
 void state_nodes_free(struct state_node *nodes, size_t n)

@@ -938,6 +938,13 @@ static void castor_node__keeps_its_own_token(void **state)
     assert_int_equal(api_node_token(f->as.api, NODE_ID, want, sizeof(want)), 0);
     spawn_node(f, f->as.url, extra);
     assert_true(proc_wait_for(node_registered, f, REGISTER_WAIT_S));
+    {
+        struct state_node n;
+
+        assert_int_equal(state_node_get(f->as.own, NODE_ID, &n), 0);
+        assert_true(n.agent && strlen(n.agent) == 32); /* the agent named itself */
+        state_node_clear(&n);
+    }
     t0 = heartbeat_at(f);
     assert_true(proc_wait_for(heard_after, ctx, 10)); /* its heartbeats are taken */
     text = proc_slurp(cache);

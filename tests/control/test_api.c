@@ -1745,6 +1745,30 @@ static void api_node_token__speaks_for_its_node_only(void **state)
     jv_free(v);
     assert_int_equal(call(f, "POST", "/v1/nodes/i-7/heartbeat", mine, "{}", NULL), 200);
     assert_int_equal(call(f, "GET", "/v1/nodes/i-7/assignment", mine, NULL, NULL), 200);
+    /* an agent that names itself gets its answer again (it was lost); another agent does not */
+    assert_int_equal(call(f, "POST", "/v1/nodes", TOKEN_NODE,
+                          "{\"instance_id\":\"i-6\",\"gpus\":1,"
+                          "\"agent\":\"0123456789abcdef0123456789abcdef\"}",
+                          NULL),
+                     201);
+    assert_int_equal(call(f, "POST", "/v1/nodes", TOKEN_NODE,
+                          "{\"instance_id\":\"i-6\",\"gpus\":1,"
+                          "\"agent\":\"0123456789abcdef0123456789abcdef\"}",
+                          &v),
+                     201);
+    assert_int_equal(api_node_token(f->api, "i-6", bad, sizeof(bad)), 0);
+    assert_string_equal(jv_string_value(jv_get(v, "node_token")), bad);
+    jv_free(v);
+    assert_int_equal(call(f, "POST", "/v1/nodes", TOKEN_NODE,
+                          "{\"instance_id\":\"i-6\",\"gpus\":1,"
+                          "\"agent\":\"ffffffffffffffff0123456789abcdef\"}",
+                          &v),
+                     409);
+    assert_null(jv_get(v, "node_token"));
+    jv_free(v);
+    expect_error(f, "POST", "/v1/nodes", TOKEN_NODE,
+                 "{\"instance_id\":\"i-6\",\"gpus\":1,\"agent\":\"XYZ0123456789abcdef\"}", 400,
+                 "agent must be 16 to 64 lowercase hex digits");
     expect_error(f, "POST", "/v1/nodes/i-1/heartbeat", mine, "{}", 403, "the token of node i-7");
     expect_error(f, "GET", "/v1/nodes/i-1/assignment", mine, NULL, 403, "node i-7");
     expect_error(f, "POST", "/v1/nodes", mine, "{\"instance_id\":\"i-8\",\"gpus\":1}", 403,

@@ -1624,6 +1624,21 @@ static void state_backup__a_consistent_copy(void **state)
     state_close(st);
 }
 
+static void state_open__migrates_v9_to_v10(void **state)
+{
+    const struct tmpdb *t = *state;
+    struct state *st = NULL;
+    struct state_node node = node_of("static-1", 2, NULL, 0), got;
+
+    assert_int_equal(state_open_version(t->path, 9, &st, NULL), 0);
+    assert_int_equal(state_node_upsert(st, &node), 0);
+    st = reopen_latest(t, st);
+    assert_int_equal(state_node_get(st, "static-1", &got), 0);
+    assert_null(got.agent);
+    state_node_clear(&got);
+    state_close(st);
+}
+
 static void state_open__migrates_v8_to_v9(void **state)
 {
     const struct tmpdb *t = *state;
@@ -1677,6 +1692,22 @@ static void state_node_register__fence_and_static_return(void **state)
     assert_int_equal(got.state, STATE_NODE_TERMINATED);
     state_node_clear(&got);
 
+    /* the agent that registered a node, again (its answer lost): answered; another: refused */
+    node = node_of("static-5", 2, NULL, 0);
+    node.agent = "00112233445566778899aabbccddeeff";
+    assert_int_equal(state_node_register(st, &node, 600.0), 0);
+    assert_int_equal(state_node_register(st, &node, 610.0), 0);
+    assert_int_equal(state_node_get(st, "static-5", &got), 0);
+    assert_true(got.heartbeat_at == 610.0 && got.ready_at == 600.0);
+    assert_string_equal(got.agent, "00112233445566778899aabbccddeeff");
+    state_node_clear(&got);
+    node.agent = "ffeeddccbbaa99887766554433221100";
+    assert_int_equal(state_node_register(st, &node, 620.0), ERR_CONFLICT);
+    node.agent = NULL;
+    assert_int_equal(state_node_register(st, &node, 620.0), ERR_CONFLICT);
+    node.agent = "short";
+    assert_int_equal(state_node_register(st, &node, 620.0), ERR_INVAL);
+
     /* bad fences: nothing written */
     node = node_of("static-2", 2, NULL, 0);
     node.fence_s = -1;
@@ -1728,6 +1759,7 @@ int main(void)
         STATE_TEST(state_open__migrates_v6_to_v7),
         STATE_TEST(state_open__migrates_v7_to_v8),
         STATE_TEST(state_open__migrates_v8_to_v9),
+        STATE_TEST(state_open__migrates_v9_to_v10),
         STATE_TEST(state_backup__a_consistent_copy),
         STATE_TEST(state_cost_add__one_row_per_node_and_hour),
         STATE_TEST(state_job_fail__reason_kept_allocation_released),
