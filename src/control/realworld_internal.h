@@ -220,12 +220,18 @@ double rw_node_heard(const struct realworld *rw, const struct state_node *n);
  * within the heartbeat timeout. */
 int rw_node_silent(const struct realworld *rw, const struct state_node *n, double now);
 
-/* realworld_jobs.c: the hang watch. Each running job that has reported training steps and whose
- * last step report, placement, last failure and this world's first observe are all more than its
- * hang_timeout ago is taken as hung: a replica failure is counted for it (state_job_replica_failed
- * on its first node), which restarts its replicas as a new attempt or fails it. A state error
- * leaves the job for the next tick (logged). */
-void rw_watch_hangs(struct realworld *rw, double now);
+/* realworld_jobs.c: the watches of the pending and running jobs, in one pass (one list, one
+ * spec read per job). The hang watch: each running job that has reported training steps and
+ * whose last step report, placement, last failure and this world's first observe (rw_watch_start,
+ * which must have run) are all more than its hang_timeout ago, and none of whose nodes is silent,
+ * is taken as hung: a replica failure is counted for it (state_job_replica_failed on its first
+ * node), which restarts its replicas as a new attempt or fails it. The cost watch: each job with a
+ * max_dollars whose dollars (its share of its nodes', state_cost_add) reach it is failed
+ * (state_job_fail), its GPUs freed, with the reason in its failure, the log and its events; one
+ * that passes RW_COST_WARN of it is warned, once per process. A state error leaves the job for the
+ * next tick (logged). */
+#define RW_COST_WARN 0.8
+void rw_watch_jobs(struct realworld *rw, double now);
 
 /* realworld_spend.c: the spend limit. The dollars recorded since the period began (the costs'
  * rows that end in it); at RW_COST_WARN of the limit a warning, once a period; at the limit the
@@ -233,13 +239,6 @@ void rw_watch_hangs(struct realworld *rw, double now);
  * terminated (its jobs restart from their checkpoints once renting resumes, or on static nodes),
  * until the next period. A state error leaves it as it was. */
 void rw_spend_check(struct realworld *rw, double now);
-
-/* realworld_jobs.c: the cost watch. Each pending or running job with a max_dollars whose dollars
- * (its share of its nodes', state_cost_add) reach it is failed (state_job_fail), its GPUs freed,
- * with the reason in its failure, the log and its events; one that passes RW_COST_WARN of it is
- * warned, once per process. A state error leaves the job for the next tick. */
-#define RW_COST_WARN 0.8
-void rw_watch_costs(struct realworld *rw, double now);
 
 /* ---- observe (realworld_observe.c) ---- */
 

@@ -258,44 +258,6 @@ void rw_watch_start(struct realworld *rw, double now)
         rw->watch_from = now;
 }
 
-void rw_watch_costs(struct realworld *rw, double now)
-{
-    struct state_job *jobs = NULL;
-    size_t n = 0;
-
-    if (state_jobs_list(rw->state, STATE_MASK(STATE_JOB_PENDING) | STATE_MASK(STATE_JOB_RUNNING),
-                        &jobs, &n) < 0)
-        return;
-    for (size_t i = 0; i < n; i++) {
-        char reason[STATE_FAILURE_MAX];
-        struct rw_spec spec;
-        struct rw_job *j;
-        int rc;
-
-        if (rw_spec_parse(jobs[i].spec, &spec) < 0 || !(spec.max_dollars > 0))
-            continue;
-        if (jobs[i].dollars >= spec.max_dollars) {
-            snprintf(reason, sizeof(reason),
-                     "it cost $%.2f, which reaches its max_dollars ($%.2f): stopped, its last "
-                     "checkpoint kept",
-                     jobs[i].dollars, spec.max_dollars);
-            if ((rc = state_job_fail(rw->state, jobs[i].name, reason, now)) == 0)
-                event_note(rw->state, rw->log, now, LOG_ERROR, jobs[i].name, NULL, "failed", "%s",
-                           reason);
-            else
-                log_msg(rw->log, now, LOG_WARN, jobs[i].name, NULL,
-                        "%s; not failed (%s): tried again next tick", reason, err_str(rc));
-        } else if (jobs[i].dollars >= RW_COST_WARN * spec.max_dollars &&
-                   (j = rw_job_find(rw, jobs[i].name, 1)) && !j->cost_warned) {
-            j->cost_warned = 1;
-            event_note(rw->state, rw->log, now, LOG_WARN, jobs[i].name, NULL, "warning",
-                       "it cost $%.2f, %.0f%% of its max_dollars ($%.2f): it is stopped there",
-                       jobs[i].dollars, 100 * jobs[i].dollars / spec.max_dollars, spec.max_dollars);
-        }
-    }
-    state_jobs_free(jobs, n);
-}
-
 /* 1 when the job has replicas on a node whose agent is silent (its silence is the node's, not
  * the job's: the fence, or the operator, settles it); on a state error 1 too (watched next tick).
  */
@@ -313,37 +275,80 @@ static int rw_on_silent_node(struct realworld *rw, const char *job)
     return on;
 }
 
-void rw_watch_hangs(struct realworld *rw, double now)
+/* The hang watch for one running job (its spec parsed): 1 when it failed the job. */
+static int rw_watch_hang(struct realworld *rw, const struct state_job *job,
+                         const struct rw_spec *spec, double now)
+{
+    enum state_failure_outcome out = STATE_FAILURE_STALE;
+    char node[STATE_NAME_MAX + 1] = "", reason[STATE_FAILURE_MAX];
+    double life;
+    int streak = 0, rc;
+
+    if (!(spec->hang_timeout > 0))
+        return 0;
+    life = rw_last_life(rw, job, node, sizeof(node));
+    if (!(now - life > spec->hang_timeout) || rw_on_silent_node(rw, job->name))
+        return 0;
+    snprintf(reason, sizeof(reason),
+             "no training step reported for %.0f s (hang_timeout %.0f s): taken as hung",
+             now - life, spec->hang_timeout);
+    rc = state_job_replica_failed(rw->state, job->name, node, job->failures, reason,
+                                  spec->max_restarts, now, &out, &streak);
+    if (rc < 0) {
+        log_msg(rw->log, now, LOG_WARN, job->name, NULL,
+                "%s; not counted (%s): tried again next tick", reason, err_str(rc));
+        return 0;
+    }
+    api_note_failure(rw->state, rw->log, now, job->name, NULL, reason, out, streak,
+                     job->failures + 1, spec->max_restarts);
+    return out == STATE_FAILURE_FAILED;
+}
+
+/* The cost watch for one pending or running job (its spec parsed). */
+static void rw_watch_cost(struct realworld *rw, const struct state_job *job,
+                          const struct rw_spec *spec, double now)
+{
+    char reason[STATE_FAILURE_MAX];
+    struct rw_job *j;
+    int rc;
+
+    if (!(spec->max_dollars > 0))
+        return;
+    if (job->dollars >= spec->max_dollars) {
+        snprintf(reason, sizeof(reason),
+                 "it cost $%.2f, which reaches its max_dollars ($%.2f): stopped, its last "
+                 "checkpoint kept",
+                 job->dollars, spec->max_dollars);
+        if ((rc = state_job_fail(rw->state, job->name, reason, now)) == 0)
+            event_note(rw->state, rw->log, now, LOG_ERROR, job->name, NULL, "failed", "%s", reason);
+        else
+            log_msg(rw->log, now, LOG_WARN, job->name, NULL,
+                    "%s; not failed (%s): tried again next tick", reason, err_str(rc));
+    } else if (job->dollars >= RW_COST_WARN * spec->max_dollars &&
+               (j = rw_job_find(rw, job->name, 1)) && !j->cost_warned) {
+        j->cost_warned = 1;
+        event_note(rw->state, rw->log, now, LOG_WARN, job->name, NULL, "warning",
+                   "it cost $%.2f, %.0f%% of its max_dollars ($%.2f): it is stopped there",
+                   job->dollars, 100 * job->dollars / spec->max_dollars, spec->max_dollars);
+    }
+}
+
+void rw_watch_jobs(struct realworld *rw, double now)
 {
     struct state_job *jobs = NULL;
     size_t n = 0;
 
-    rw_watch_start(rw, now);
-    if (state_jobs_list(rw->state, STATE_MASK(STATE_JOB_RUNNING), &jobs, &n) < 0)
+    if (state_jobs_list(rw->state, STATE_MASK(STATE_JOB_PENDING) | STATE_MASK(STATE_JOB_RUNNING),
+                        &jobs, &n) < 0)
         return;
     for (size_t i = 0; i < n; i++) {
-        enum state_failure_outcome out = STATE_FAILURE_STALE;
-        char node[STATE_NAME_MAX + 1] = "", reason[STATE_FAILURE_MAX];
         struct rw_spec spec;
-        double life;
-        int streak = 0, rc;
 
-        if (rw_spec_parse(jobs[i].spec, &spec) < 0 || !(spec.hang_timeout > 0))
+        if (rw_spec_parse(jobs[i].spec, &spec) < 0)
             continue;
-        life = rw_last_life(rw, &jobs[i], node, sizeof(node));
-        if (!(now - life > spec.hang_timeout) || rw_on_silent_node(rw, jobs[i].name))
-            continue;
-        snprintf(reason, sizeof(reason),
-                 "no training step reported for %.0f s (hang_timeout %.0f s): taken as hung",
-                 now - life, spec.hang_timeout);
-        rc = state_job_replica_failed(rw->state, jobs[i].name, node, jobs[i].failures, reason,
-                                      spec.max_restarts, now, &out, &streak);
-        if (rc < 0)
-            log_msg(rw->log, now, LOG_WARN, jobs[i].name, NULL,
-                    "%s; not counted (%s): tried again next tick", reason, err_str(rc));
-        else
-            api_note_failure(rw->state, rw->log, now, jobs[i].name, NULL, reason, out, streak,
-                             jobs[i].failures + 1, spec.max_restarts);
+        if (jobs[i].state == STATE_JOB_RUNNING && rw_watch_hang(rw, &jobs[i], &spec, now))
+            continue; /* failed: nothing left to watch */
+        rw_watch_cost(rw, &jobs[i], &spec, now);
     }
     state_jobs_free(jobs, n);
 }

@@ -381,9 +381,8 @@ int rw_observe(void *ctx, const struct snapshot **out)
     memset(&rw->snap, 0, sizeof(rw->snap));
     rw_watch_start(rw, now);
     if ((rc = rw_intents_read(rw)) == 0 && (rc = rw_observe_nodes(rw, &gpus, now)) == 0) {
-        rw_watch_hangs(rw, now); /* after the nodes' silence, before the jobs are read: a job it
-                                  * fails is not planned for */
-        rw_watch_costs(rw, now);
+        rw_watch_jobs(rw, now); /* after the nodes' silence, before the jobs are read: a job it
+                                 * fails is not planned for */
     }
     if (rc < 0 || (rc = rw_observe_jobs(rw, gpus, now)) < 0 ||
         (rc = rw_observe_offers(rw, now)) < 0) {
