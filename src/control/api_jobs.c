@@ -425,16 +425,15 @@ const char *ap_market_name(enum state_market m)
 void ap_fleet(struct ap_ctx *c)
 {
     struct state_node *nodes = NULL;
-    double rate = 0, spent = 0, on_jobs = 0;
+    double rate = 0;
+    struct state_costs costs = {0};
     long long gpus = 0;
     struct jv *o, *arr;
     size_t n = 0;
     int rc = state_nodes_list(c->a->state, AP_LIVE_NODES, &nodes, &n);
 
     if (rc == 0)
-        rc = state_cost_total(c->a->state, &spent);
-    if (rc == 0)
-        rc = state_cost_jobs(c->a->state, &on_jobs);
+        rc = state_cost_split(c->a->state, &costs);
     if (rc < 0) {
         state_nodes_free(nodes, n);
         ap_state_fail(c, rc, "fleet");
@@ -465,9 +464,9 @@ void ap_fleet(struct ap_ctx *c)
     ap_set(c, o, "nodes", arr);
     ap_set(c, o, "gpus", jv_integer(gpus));
     ap_set(c, o, "cost_rate", jv_number(rate));
-    ap_set(c, o, "spent", jv_number(spent));
+    ap_set(c, o, "spent", jv_number(costs.spent));
     /* what no job held: idle GPUs, booting nodes, nodes kept for the next jobs */
-    ap_set(c, o, "idle", jv_number(spent - on_jobs > 0 ? spent - on_jobs : 0));
+    ap_set(c, o, "idle", jv_number(costs.idle));
     /* the daemon's spend limit and what the current period cost (null: no limit) */
     ap_set(c, o, "spend_limit",
            jv_number(c->a->metrics.spend_limit > 0 ? c->a->metrics.spend_limit : NAN));

@@ -161,7 +161,7 @@ static int ap_metrics_fleet(struct ap_ctx *c, FILE *f)
         "GPUs on the nodes held, by market and offer.",
         "What the nodes held cost, in dollars per hour, by market and offer."};
     struct state_node *nodes = NULL;
-    double spent = 0, on_jobs = 0;
+    struct state_costs costs = {0};
     size_t n = 0;
     int rc = state_nodes_list(c->a->state, AP_LIVE_NODES, &nodes, &n);
 
@@ -188,14 +188,12 @@ static int ap_metrics_fleet(struct ap_ctx *c, FILE *f)
         }
     }
     state_nodes_free(nodes, n);
-    if ((rc = state_cost_total(c->a->state, &spent)) < 0 ||
-        (rc = state_cost_jobs(c->a->state, &on_jobs)) < 0)
+    if ((rc = state_cost_split(c->a->state, &costs)) < 0)
         return rc;
     ap_family(f, "castor_fleet_dollars_total", "counter",
               "Dollars the fleet cost: held by jobs, or idle (no job on those GPUs).");
-    ap_sample(f, "castor_fleet_dollars_total", "held", "jobs", NULL, NULL, on_jobs);
-    ap_sample(f, "castor_fleet_dollars_total", "held", "idle", NULL, NULL,
-              spent - on_jobs > 0 ? spent - on_jobs : 0);
+    ap_sample(f, "castor_fleet_dollars_total", "held", "jobs", NULL, NULL, costs.jobs);
+    ap_sample(f, "castor_fleet_dollars_total", "held", "idle", NULL, NULL, costs.idle);
     return 0;
 }
 

@@ -513,9 +513,13 @@ int state_decision_last_tick(struct state *st, long long *tick);
 int state_cost_add(struct state *st, const char *instance_id, double from, double to,
                    double dollars);
 
-/* The dollars added to jobs (state_cost_add), over every job ever (0 with none): the total of
- * state_cost_total less this is what idle GPUs cost. */
-int state_cost_jobs(struct state *st, double *dollars);
+/* What the fleet cost (every cost added), the part the jobs held (their dollars, over every job
+ * ever: state_cost_add's shares), and the rest, what idle GPUs cost (never below 0); 0 each with
+ * none. */
+struct state_costs {
+    double spent, jobs, idle;
+};
+int state_cost_split(struct state *st, struct state_costs *out);
 
 /* The dollars of the costs added that end after from (seconds): what the fleet cost since then,
  * a row that straddles it counted whole (0 with none). */

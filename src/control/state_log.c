@@ -75,9 +75,18 @@ int state_cost_since(struct state *st, double from, double *dollars)
                      from);
 }
 
-int state_cost_jobs(struct state *st, double *dollars)
+int state_cost_split(struct state *st, struct state_costs *out)
 {
-    return st_double(st->db, dollars, "SELECT total(dollars) FROM jobs", "");
+    struct state_costs c = {0};
+    int rc = state_cost_total(st, &c.spent);
+
+    if (rc == 0)
+        rc = st_double(st->db, &c.jobs, "SELECT total(dollars) FROM jobs", "");
+    if (rc < 0)
+        return rc;
+    c.idle = c.spent - c.jobs > 0 ? c.spent - c.jobs : 0;
+    *out = c;
+    return 0;
 }
 
 /* ---- job events ---- */

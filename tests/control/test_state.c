@@ -668,7 +668,8 @@ static void state_cost_add__shared_by_the_jobs_on_the_node(void **state)
     struct state *st = open_state(*state);
     struct state_alloc a_rows[] = {{"i-1", 1, 0}}, b_rows[] = {{"i-1", 2, 0}, {"i-2", 4, 0}};
     struct state_job job;
-    double total = -1, on_jobs = -1;
+    double total = -1;
+    struct state_costs costs = {0};
 
     add_ready_nodes(st, ids, 2); /* 4 GPUs each */
     assert_int_equal(state_job_submit(st, "a", "{}", 1.0), 0);
@@ -689,9 +690,11 @@ static void state_cost_add__shared_by_the_jobs_on_the_node(void **state)
     assert_true(job.dollars == 0.0);
     state_job_clear(&job);
     assert_int_equal(state_cost_total(st, &total), 0);
-    assert_int_equal(state_cost_jobs(st, &on_jobs), 0);
+    assert_int_equal(state_cost_split(st, &costs), 0);
     assert_float_equal(total, 6.0, 1e-12);
-    assert_float_equal(on_jobs, 5.0, 1e-12); /* i-1's idle GPU: $1 on no job */
+    assert_float_equal(costs.spent, 6.0, 1e-12);
+    assert_float_equal(costs.jobs, 5.0, 1e-12); /* i-1's idle GPU: $1 on no job */
+    assert_float_equal(costs.idle, 1.0, 1e-12);
     /* a ends: its allocation goes, its dollars stay; i-1 then costs b and idle GPUs only */
     assert_int_equal(state_job_set_state(st, "a", STATE_JOB_CANCELLED, 5.0), 0);
     assert_int_equal(state_cost_add(st, "i-1", 3600.0, 7200.0, 4.0), 0);
