@@ -51,9 +51,7 @@ static void nj_clear(struct node_job *j)
     free(j->name);
     free(j->master);
     free(j->master_addr);
-    if (j->job_token)
-        crypto_wipe(j->job_token, strlen(j->job_token));
-    free(j->job_token);
+    agent_secret_free(j->job_token);
     nj_free_strv(j->argv);
     free(j->workdir);
     env_free(j->env);
@@ -529,10 +527,7 @@ static void nd_keep_token(struct nd *n, const char *token)
 
     if (!token || !token[0] || !(copy = strdup(token)))
         return;
-    if (n->own_token) {
-        crypto_wipe(n->own_token, strlen(n->own_token));
-        free(n->own_token);
-    }
+    agent_secret_free(n->own_token);
     n->own_token = copy;
     n->own_missing = 0;
     if (n->cfg->token_cache &&
@@ -1340,10 +1335,7 @@ out:
     free(n.gpu_used);
     node_assignment_clear(&n.want);
     http_client_free(n.http);
-    if (n.own_token) {
-        crypto_wipe(n.own_token, strlen(n.own_token));
-        free(n.own_token);
-    }
+    agent_secret_free(n.own_token);
     sigprocmask(SIG_SETMASK, &old, NULL);
     return rc;
 }
