@@ -78,14 +78,18 @@ static int file_sync_dir(const char *path)
 int file_write_atomic(const char *path, const void *data, size_t len, unsigned mode,
                       struct error *e)
 {
+    static unsigned long serial; /* the temporary files this process has made */
     const char *p = data;
     char tmp[4096];
     size_t left = len;
     int fd, rc = 0;
 
-    if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
+    /* a name of this writer's own: two processes (or threads) replacing one file each rename a
+     * whole file of theirs, where one shared name let one rename the other's half-written one */
+    if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%ld.%lu", path, (long)getpid(),
+                         __atomic_add_fetch(&serial, 1, __ATOMIC_RELAXED)) >= sizeof(tmp))
         return err_set(e, ERR_INVAL, path, 0, 0, "the path is too long");
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, (mode_t)mode);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, (mode_t)mode);
     if (fd < 0)
         return err_set(e, ERR_IO, path, 0, 0, "cannot create %s: %s", tmp, strerror(errno));
     while (left > 0 && rc == 0) {

@@ -20,9 +20,10 @@ int file_read_all(const char *path, char **data, size_t *len, struct error *e);
 int file_exe_dir(char *buf, size_t size);
 
 /*
- * Replace the file at path by len bytes of data, atomically: written to path.tmp with mode
- * (creating it), synced, renamed over path, and the folder synced, so that a crash at any point
- * leaves the old file or the new one, whole. Errors, with *e naming the path: ERR_IO (cannot
+ * Replace the file at path by len bytes of data, atomically: written to a temporary file of
+ * this call's own beside it (path.tmp.<pid>.<n>) with mode, synced, renamed over path, and the
+ * folder synced, so that a crash at any point leaves the old file or the new one, whole, and of
+ * writers at once the last rename wins, whole. Errors, with *e naming the path: ERR_IO (cannot
  * write, sync or rename; the temporary file is removed), ERR_INVAL (a path too long).
  */
 int file_write_atomic(const char *path, const void *data, size_t len, unsigned mode,
