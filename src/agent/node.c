@@ -56,6 +56,8 @@ static void nj_clear(struct node_job *j)
     free(j->workdir);
     env_free(j->env);
     free(j->key);
+    free(j->generation);
+    free(j->wait_for);
     memset(j, 0, sizeof(*j));
 }
 
@@ -194,6 +196,64 @@ static int na_spec(const struct jv *spec, struct node_job *j, size_t i, struct e
     return 0;
 }
 
+/* wait_for (absent, or an array of instance ids) as one comma-separated string, for the log. */
+static int na_wait_for(const struct jv *v, struct node_job *j, size_t i, struct error *e)
+{
+    size_t n = jv_size(v), len = 1;
+
+    if (!v)
+        return 0;
+    if (jv_type_of(v) != JV_ARRAY || n < 1)
+        return err_set(e, ERR_PARSE, NULL, 0, 0,
+                       "jobs[%zu].wait_for must be a non-empty array of instance ids", i);
+    for (size_t k = 0; k < n; k++) {
+        const char *s = jv_string_value(jv_at(v, k));
+
+        if (!s || !s[0])
+            return err_set(e, ERR_PARSE, NULL, 0, 0,
+                           "jobs[%zu].wait_for[%zu] must be a non-empty string", i, k);
+        len += strlen(s) + 2;
+    }
+    if (!(j->wait_for = malloc(len)))
+        return ERR_NOMEM;
+    j->wait_for[0] = '\0';
+    for (size_t k = 0; k < n; k++) {
+        if (k > 0)
+            strcat(j->wait_for, ", ");
+        strcat(j->wait_for, jv_string_value(jv_at(v, k)));
+    }
+    return 0;
+}
+
+struct na_copy {
+    struct jv *to;
+    int rc;
+};
+
+static int na_copy_one(void *ctx, const char *key, const struct jv *val)
+{
+    struct na_copy *c = ctx;
+
+    if (c->rc == 0 && strcmp(key, "wait_for") != 0)
+        c->rc = jv_set(c->to, key, jv_ref(val));
+    return 0;
+}
+
+/* The entry's key: the entry as compact JSON without wait_for, which says when its replicas may
+ * start, not what they are (a replica running when it appears does not restart). */
+static int na_key(const struct jv *o, char **key)
+{
+    struct na_copy c = {.to = jv_object(), .rc = 0};
+    int rc = c.to ? jv_each(o, na_copy_one, &c) : ERR_NOMEM;
+
+    if (rc == 0)
+        rc = c.rc;
+    if (rc == 0)
+        rc = jv_dump(c.to, key);
+    jv_free(c.to);
+    return rc;
+}
+
 static int na_job(const struct jv *o, size_t i, struct node_job *j, struct error *e)
 {
     int rc;
@@ -229,7 +289,15 @@ static int na_job(const struct jv *o, size_t i, struct node_job *j, struct error
         return rc;
     if ((rc = na_spec(jv_get(o, "spec"), j, i, e)) < 0)
         return rc;
-    return jv_dump(o, &j->key);
+    if (jv_get(o, "generation") && ((rc = na_str(o, "generation", &j->generation, i, e)) < 0 ||
+                                    strlen(j->generation) > NODE_GENERATION_MAX))
+        return rc < 0 ? rc
+                      : err_set(e, ERR_PARSE, NULL, 0, 0,
+                                "jobs[%zu].generation is longer than %d characters", i,
+                                NODE_GENERATION_MAX);
+    if ((rc = na_wait_for(jv_get(o, "wait_for"), j, i, e)) < 0)
+        return rc;
+    return na_key(o, &j->key);
 }
 
 int node_assignment_parse(const char *text, size_t len, struct node_assignment *out,
@@ -396,6 +464,7 @@ enum nd_rep_state { ND_RUNNING, ND_STOPPING, ND_EXITED };
 struct nd_rep {
     char *job;
     char *key; /* its job entry when started */
+    char *gen; /* its job entry's generation when started; NULL: not said */
     int rank;
     int attempt; /* its job's attempt when started */
     /* a failure to report (POST /v1/nodes/{id}/failures): while it ran, it exited with
@@ -687,8 +756,10 @@ static void nd_fetch_assignment(struct nd *n, double now)
         for (size_t i = 0; i < a.njobs; i++) { /* when each entry was first seen */
             a.jobs[i].seen_at = now;
             for (size_t k = 0; n->have_want && k < n->want.njobs; k++)
-                if (strcmp(n->want.jobs[k].key, a.jobs[i].key) == 0)
+                if (strcmp(n->want.jobs[k].key, a.jobs[i].key) == 0) {
                     a.jobs[i].seen_at = n->want.jobs[k].seen_at;
+                    a.jobs[i].wait_told = n->want.jobs[k].wait_told && a.jobs[i].wait_for;
+                }
         }
         node_assignment_clear(&n->want);
         n->want = a;
@@ -697,18 +768,62 @@ static void nd_fetch_assignment(struct nd *n, double now)
     http_client_response_clear(&r);
 }
 
+/* A heartbeat's body: {"replicas": [{"job", "generation"}, ...]}, the job generations of which
+ * replicas are alive here (running, or stopping), once the controller names generations (an
+ * older one refuses the field: "{}" then). *body is the caller's (free). */
+static int nd_heartbeat_body(const struct nd *n, char **body)
+{
+    struct jv *o = jv_object(), *arr = jv_array();
+    int rc = o && arr ? 0 : ERR_NOMEM, named = 0;
+
+    for (size_t k = 0; n->have_want && k < n->want.njobs; k++)
+        named |= n->want.jobs[k].generation != NULL;
+    for (size_t i = 0; rc == 0 && i < n->nreps; i++) {
+        const struct nd_rep *r = &n->reps[i];
+        int dup = 0;
+        struct jv *e;
+
+        named |= r->gen != NULL;
+        if (r->st == ND_EXITED || !r->gen)
+            continue;
+        for (size_t k = 0; k < i && !dup; k++)
+            dup = n->reps[k].st != ND_EXITED && n->reps[k].gen &&
+                  strcmp(n->reps[k].job, r->job) == 0 && strcmp(n->reps[k].gen, r->gen) == 0;
+        if (dup)
+            continue;
+        rc = (e = jv_object()) ? jv_push(arr, e) : ERR_NOMEM;
+        if (rc == 0)
+            rc = jv_set(e, "job", jv_string(r->job));
+        if (rc == 0)
+            rc = jv_set(e, "generation", jv_string(r->gen));
+    }
+    if (rc == 0 && named) {
+        rc = jv_set(o, "replicas", arr);
+        arr = NULL;
+    }
+    if (rc == 0)
+        rc = jv_dump(o, body);
+    jv_free(arr);
+    jv_free(o);
+    return rc;
+}
+
 static void nd_heartbeat(struct nd *n, double now)
 {
     struct http_client_response r = {0};
-    char path[256], why[256];
+    char path[256], why[256], *body = NULL;
     struct jv *v = NULL;
     const char *st;
+    int rc;
 
     snprintf(path, sizeof(path), "/v1/nodes/%s/heartbeat", n->cfg->instance_id);
-    if (nd_call(n, "POST", path, "{}", &r) < 0) {
+    rc = nd_heartbeat_body(n, &body);
+    if (rc < 0 || nd_call(n, "POST", path, body, &r) < 0) {
+        free(body);
         nd_failed(n, now, &n->next_beat);
         return;
     }
+    free(body);
     if (r.status == 200) {
         n->fails = 0;
         n->next_beat = now + n->cfg->heartbeat_s;
@@ -724,6 +839,10 @@ static void nd_heartbeat(struct nd *n, double now)
         jv_free(v);
         if (!n->draining && !n->noticed)
             nd_fetch_assignment(n, now);
+        /* a job waiting for its replicas elsewhere to stop: ask again within a second */
+        for (size_t k = 0; n->have_want && k < n->want.njobs; k++)
+            if (n->want.jobs[k].wait_for)
+                n->next_beat = fmin(n->next_beat, now + fmin(1.0, n->cfg->heartbeat_s));
     } else if (!nd_node_gone(n, r.status, now)) {
         nd_log(n, LOG_WARN, NULL, "heartbeat answered %ld: %s", r.status,
                nd_reason(&r, why, sizeof(why)));
@@ -826,9 +945,11 @@ static struct nd_rep *nd_rep_add(struct nd *n, const struct node_job *j, int ran
     memset(r, 0, sizeof(*r));
     r->job = strdup(j->name);
     r->key = strdup(j->key);
-    if (!r->job || !r->key) {
+    r->gen = j->generation ? strdup(j->generation) : NULL;
+    if (!r->job || !r->key || (j->generation && !r->gen)) {
         free(r->job);
         free(r->key);
+        free(r->gen);
         return NULL;
     }
     r->rank = rank;
@@ -845,6 +966,7 @@ static void nd_rep_remove(struct nd *n, size_t i)
         n->gpu_used[n->reps[i].gpu] = 0;
     free(n->reps[i].job);
     free(n->reps[i].key);
+    free(n->reps[i].gen);
     n->reps[i] = n->reps[--n->nreps];
 }
 
@@ -951,12 +1073,21 @@ static void nd_reconcile(struct nd *n, double now)
     if (!n->have_want || n->stopping || n->noticed || n->draining || n->fenced)
         return;
     for (size_t k = 0; k < n->want.njobs; k++) {
-        const struct node_job *j = &n->want.jobs[k];
+        struct node_job *j = &n->want.jobs[k];
         int busy = 0;
 
         for (size_t i = 0; i < n->nreps; i++) /* old replicas of the job still checkpointing */
             busy |= n->reps[i].st == ND_STOPPING && strcmp(n->reps[i].job, j->name) == 0;
         busy |= nd_start_at(j) > now; /* a restart after a failure waits its delay */
+        /* replicas of an earlier generation still alive on other nodes: two generations never
+         * run at once (a start from the checkpoint they are still writing) */
+        if (j->wait_for && !busy && !j->wait_told) {
+            nd_log(n, LOG_INFO, j->name,
+                   "waits for its replicas on %s to stop before starting its own here",
+                   j->wait_for);
+            j->wait_told = 1;
+        }
+        busy |= j->wait_for != NULL;
         for (int local = 0; local < j->replicas && !busy; local++) {
             int rank = j->rank_offset + local, have = 0;
 
@@ -1009,6 +1140,8 @@ static void nd_reap(struct nd *n)
             if (r->gpu >= 0)
                 n->gpu_used[r->gpu] = 0;
             r->gpu = -1;
+            /* the controller hears at once, so that other nodes waiting for it start sooner */
+            n->next_beat = fmin(n->next_beat, nd_mono());
         }
     }
 }

@@ -33,6 +33,9 @@ struct jv;
 #define NODE_MAX_ARGS 256
 #define NODE_MAX_ENV 256
 
+/* The longest generation an assignment entry may name. */
+#define NODE_GENERATION_MAX 64
+
 /* A replica's exit status that asks for a restart after a checkpoint (EX_TEMPFAIL): not a
  * failure. */
 #define NODE_EXIT_RESTART 75
@@ -65,7 +68,14 @@ struct node_job {
     char **argv;          /* NULL-terminated; NULL when the job cannot run here (see why) */
     char *workdir;        /* NULL: none given */
     char **env;           /* "NAME=VALUE" strings, NULL-terminated (never NULL) */
-    char *key;            /* the entry as compact JSON: a replica whose key changes restarts */
+    char *key;            /* the entry as compact JSON without wait_for: a replica whose key
+                           * changes restarts */
+    char *generation;     /* what the job's replicas on every node are started with, as the
+                           * controller names it (reported back in heartbeats); NULL: not said */
+    char *wait_for;       /* the nodes (comma-separated) where replicas of an earlier generation
+                           * of the job are alive: none starts here until they have stopped;
+                           * NULL: none */
+    int wait_told;        /* the agent's: the wait was logged */
     const char *why_not;  /* static: why the job cannot run here, or NULL */
 };
 

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "control/events.h"
@@ -145,13 +146,64 @@ static int ap_no_fields(struct ap_ctx *c)
     return rc < 0 ? ERR_INVAL : 0;
 }
 
+/* A heartbeat's body: {} or {"replicas": [{"job", "generation"}, ...]}, what the agent says is
+ * alive on its node; *alive (owned; its strings borrowed from c->body) and *n are written, NULL
+ * and 0 when the agent does not say. Else 400 answered and ERR_INVAL. */
+static int ap_heartbeat_body(struct ap_ctx *c, struct state_alive **alive, size_t *n)
+{
+    static const char *const keys[] = {"replicas", NULL};
+    static const char *const entry_keys[] = {"job", "generation", NULL};
+    const struct jv *arr;
+    struct state_alive *v = NULL;
+    size_t count = 0;
+    int rc = ap_parse_body(c, 1);
+
+    if (rc == 0)
+        rc = ap_keys(c, c->body, "", keys);
+    arr = rc == 0 ? jv_get(c->body, "replicas") : NULL;
+    if (arr && jv_type_of(arr) != JV_ARRAY)
+        rc = ap_bad(c, "replicas must be an array of {\"job\", \"generation\"}");
+    if (rc == 0 && arr && (count = jv_size(arr)) > API_ALIVE_MAX)
+        rc = ap_bad(c, "replicas holds more than %d entries", API_ALIVE_MAX);
+    if (rc == 0 && arr && !(v = calloc(count + 1, sizeof(*v))))
+        rc = ERR_NOMEM;
+    for (size_t i = 0; rc == 0 && i < count; i++) {
+        const struct jv *e = jv_at(arr, i);
+        char where[40];
+
+        snprintf(where, sizeof(where), "replicas[%zu].", i);
+        if (jv_type_of(e) != JV_OBJECT)
+            rc = ap_bad(c, "replicas[%zu] must be an object", i);
+        if (rc == 0)
+            rc = ap_keys(c, e, where, entry_keys);
+        if (rc == 0)
+            rc = ap_str(c, e, where, "job", 1, AP_NAME_MAX, &v[i].job);
+        if (rc == 0)
+            rc = ap_str(c, e, where, "generation", 1, STATE_GENERATION_MAX, &v[i].generation);
+    }
+    if (rc < 0) {
+        free(v);
+        if (rc == ERR_NOMEM)
+            ap_fail(c, 500, "out of memory");
+        else
+            ap_fail(c, 400, "%s", c->reason);
+        return ERR_INVAL;
+    }
+    *alive = v;
+    *n = count;
+    return 0;
+}
+
 void ap_node_heartbeat(struct ap_ctx *c)
 {
+    struct state_alive *alive = NULL;
+    size_t n = 0;
     int rc;
 
-    if (ap_no_fields(c) < 0)
+    if (ap_heartbeat_body(c, &alive, &n) < 0)
         return;
-    rc = state_node_heartbeat(c->a->state, c->param, c->now);
+    rc = state_node_heartbeat(c->a->state, c->param, c->now, alive, n);
+    free(alive);
     if (rc == ERR_CONFLICT)
         ap_fail(c, 409, "node %s is terminated", c->param);
     else if (rc < 0)
@@ -263,6 +315,60 @@ static void ap_set_master_addr(struct ap_ctx *c, struct jv *o, const char *node)
     state_node_clear(&m);
 }
 
+/* The job's generation: what its replicas are started with (its placement, attempt,
+ * configuration and spec), a digest that every node's entry for the job shares and that changes
+ * whenever the job's replicas restart. */
+static int ap_generation(const struct state_job *j, double placed_at,
+                         char out[API_GENERATION_LEN + 1])
+{
+    static const char fmt[] = "%.17g\n%d\n%.17g\n%d\n%.17g\n%s";
+    char hex[CRYPTO_SHA256_HEX_LEN + 1], *text;
+    int len = snprintf(NULL, 0, fmt, placed_at, j->failures, j->local_bsz, j->accum_steps,
+                       j->lr_gain, j->spec),
+        rc;
+
+    if (len < 0 || !(text = malloc((size_t)len + 1)))
+        return ERR_NOMEM;
+    snprintf(text, (size_t)len + 1, fmt, placed_at, j->failures, j->local_bsz, j->accum_steps,
+             j->lr_gain, j->spec);
+    rc = crypto_sha256_hex(text, (size_t)len, hex);
+    free(text);
+    if (rc < 0)
+        return rc;
+    memcpy(out, hex, API_GENERATION_LEN);
+    out[API_GENERATION_LEN] = '\0';
+    return 0;
+}
+
+/* o's "generation", and "wait_for": the other nodes whose agents said replicas of an earlier
+ * generation of the job are alive there (still checkpointing, or not yet told), which this node's
+ * replicas of the job wait for, so that two generations never run at once (a start from a
+ * checkpoint that the old replicas are still writing, or two writers of one checkpoint). */
+static void ap_set_generation(struct ap_ctx *c, struct jv *o, const struct state_job *j,
+                              double placed_at)
+{
+    char gen[API_GENERATION_LEN + 1], **stale = NULL;
+    size_t n = 0;
+    struct jv *arr;
+
+    if (ap_generation(j, placed_at, gen) < 0) {
+        c->json_failed = 1;
+        return;
+    }
+    ap_set(c, o, "generation", jv_string(gen));
+    if (state_job_stale_nodes(c->a->state, j->name, gen, c->param, c->now, &stale, &n) < 0) {
+        c->json_failed = 1; /* (an answer without it could start two generations at once) */
+        return;
+    }
+    if (n > 0) {
+        arr = jv_array();
+        for (size_t i = 0; i < n; i++)
+            ap_push(c, arr, jv_string(stale[i]));
+        ap_set(c, o, "wait_for", arr);
+    }
+    state_strv_free(stale, n);
+}
+
 /* One job's part of a node's assignment: its replicas there, ranks, world size, master (the
  * first node by instance id) and where it is reached (when its agent said), configuration and
  * spec. */
@@ -303,6 +409,7 @@ static struct jv *ap_assignment_job(struct ap_ctx *c, const struct state_node_jo
     ap_set(c, o, "restart_delay", jv_number(api_restart_delay(j.failure_streak)));
     ap_set_config(c, o, &j);
     ap_set(c, o, "spec", ap_spec(&j));
+    ap_set_generation(c, o, &j, n > 0 ? rows[0].since : NAN);
     /* for the job's replicas: it speaks for this job only (api_job_token) */
     if (api_job_token(c->a, j.name, token, sizeof(token)) == 0)
         ap_set(c, o, "job_token", jv_string(token));

@@ -164,6 +164,16 @@ static const char *const st_migrations[STATE_SCHEMA_VERSION] = {
     /* v10: the agent that registered each node (a random name it drew), so that the same agent
      * retrying a registration whose answer it lost is answered again */
     "ALTER TABLE nodes ADD COLUMN agent TEXT CHECK (length(agent) BETWEEN 16 AND 64);",
+    /* v11: the replicas each node's agent said, in its last heartbeat, are alive there (running,
+     * or stopping), by job and generation, so that a job's new replicas start only once those of
+     * its past generations have stopped (state_job_stale_nodes) */
+    "CREATE TABLE node_replicas ("
+    " node_id INTEGER NOT NULL REFERENCES nodes (id),"
+    " job TEXT NOT NULL CHECK (length(job) BETWEEN 1 AND 128),"
+    " generation TEXT NOT NULL CHECK (length(generation) BETWEEN 1 AND 64),"
+    " PRIMARY KEY (node_id, job, generation)"
+    ") STRICT;"
+    "CREATE INDEX node_replicas_by_job ON node_replicas (job);",
 };
 
 /* ---- checks, statements and rows ---- */

@@ -20,7 +20,7 @@ struct state; /* an open state database; opaque */
 struct db;
 
 /* The schema version this build writes (PRAGMA user_version). */
-#define STATE_SCHEMA_VERSION 10
+#define STATE_SCHEMA_VERSION 11
 
 /* Longest name, instance id, token, provider, offer or zone, in bytes. */
 #define STATE_NAME_MAX 128
@@ -333,9 +333,43 @@ int state_node_set_state(struct state *st, const char *instance_id, enum state_n
  */
 int state_node_register(struct state *st, const struct state_node *node, double now);
 
-/* Record a heartbeat of the node at now. ERR_UNKNOWN: no such node; ERR_CONFLICT: it is
- * terminated (its agent should stop). */
-int state_node_heartbeat(struct state *st, const char *instance_id, double now);
+/* The longest generation name (state_alive). */
+#define STATE_GENERATION_MAX 64
+
+/* A job generation of which a node's agent says replicas are alive on its node (running, or
+ * stopping): the generation is the API's name for what the replicas were started with (the job's
+ * placement, attempt, configuration and spec), 1 to STATE_GENERATION_MAX characters. */
+struct state_alive {
+    const char *job;        /* borrowed */
+    const char *generation; /* borrowed */
+};
+
+/*
+ * Record a heartbeat of the node at now, with what its agent says is alive there: n entries
+ * (duplicates allowed) replacing those of its last heartbeat; alive NULL when the agent does not
+ * say (one that predates it), which counts as nothing alive. ERR_UNKNOWN: no such node;
+ * ERR_CONFLICT: it is terminated (its agent should stop); ERR_INVAL: a malformed entry (nothing
+ * is written).
+ */
+int state_node_heartbeat(struct state *st, const char *instance_id, double now,
+                         const struct state_alive *alive, size_t n);
+
+/* A static node's self-fence is taken as passed this long after its fence_s (its heartbeats, and
+ * the clocks of two loops). */
+#define STATE_SELF_FENCE_MARGIN_S 10.0
+
+/*
+ * The nodes other than except (NULL: none) whose agents said, in their last heartbeats, that
+ * replicas of job of a generation other than generation are alive, and that may still run them
+ * at now: not terminated, not past a preemption deadline (the cloud has taken them), and not a
+ * static node silent past its self-fence (fence_s + STATE_SELF_FENCE_MARGIN_S). *out owns n
+ * instance ids, by instance id (state_strv_free); written only on success.
+ */
+int state_job_stale_nodes(struct state *st, const char *job, const char *generation,
+                          const char *except, double now, char ***out, size_t *n);
+
+/* Free n strings and their array (NULL is ignored). */
+void state_strv_free(char **v, size_t n);
 
 /*
  * Record a preemption notice for the node at now, with the provider's deadline (NAN when not

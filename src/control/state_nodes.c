@@ -304,6 +304,8 @@ int state_node_set_state(struct state *st, const char *instance_id, enum state_n
         rc = st_run(st->db, "UPDATE nodes SET terminated_at = ?2 WHERE id = ?1", "id", id, now);
     if (rc == 0 && to == STATE_NODE_TERMINATED)
         rc = st_run(st->db, "DELETE FROM allocations WHERE node_id = ?1", "i", id);
+    if (rc == 0 && to == STATE_NODE_TERMINATED)
+        rc = st_run(st->db, "DELETE FROM node_replicas WHERE node_id = ?1", "i", id);
 out:
     return st_end(st, rc);
 }
@@ -382,21 +384,81 @@ static int st_live_node(struct state *st, const char *instance_id, long long *id
     return rc == 0 && *cur == STATE_NODE_TERMINATED ? ERR_CONFLICT : rc;
 }
 
-int state_node_heartbeat(struct state *st, const char *instance_id, double now)
+static int st_generation_ok(const char *s)
+{
+    return s && s[0] && strlen(s) <= STATE_GENERATION_MAX;
+}
+
+int state_node_heartbeat(struct state *st, const char *instance_id, double now,
+                         const struct state_alive *alive, size_t n)
 {
     enum state_node_state cur = STATE_NODE_LAUNCHING;
     long long id = 0;
     int rc;
 
-    if (!st_name_ok(instance_id) || !st_time_ok(now))
+    if (!st_name_ok(instance_id) || !st_time_ok(now) || (n > 0 && !alive))
         return ERR_INVAL;
+    for (size_t i = 0; i < n; i++)
+        if (!st_name_ok(alive[i].job) || !st_generation_ok(alive[i].generation))
+            return ERR_INVAL;
     rc = db_begin(st->db);
     if (rc < 0)
         return rc;
     rc = st_live_node(st, instance_id, &id, &cur);
     if (rc == 0)
         rc = st_run(st->db, "UPDATE nodes SET heartbeat_at = ?2 WHERE id = ?1", "id", id, now);
+    if (rc == 0)
+        rc = st_run(st->db, "DELETE FROM node_replicas WHERE node_id = ?1", "i", id);
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = st_run(st->db,
+                    "INSERT OR IGNORE INTO node_replicas (node_id, job, generation)"
+                    " VALUES (?1, ?2, ?3)",
+                    "itt", id, alive[i].job, alive[i].generation);
     return st_end(st, rc);
+}
+
+static int st_read_name(struct db_stmt *s, void *item)
+{
+    return db_column_text_dup(s, 0, (char **)item);
+}
+
+static void st_clear_name(void *item)
+{
+    free(*(char **)item);
+}
+
+static const struct st_rows st_name_rows = {sizeof(char *), st_read_name, st_clear_name};
+
+int state_job_stale_nodes(struct state *st, const char *job, const char *generation,
+                          const char *except, double now, char ***out, size_t *n)
+{
+    struct db_stmt *s = NULL;
+    int rc;
+
+    if (!st_name_ok(job) || !st_generation_ok(generation) || !st_time_ok(now) ||
+        (except && !st_name_ok(except)))
+        return ERR_INVAL;
+    rc = st_prepare(st->db, &s,
+                    "SELECT DISTINCT n.instance_id FROM node_replicas r"
+                    " JOIN nodes n ON n.id = r.node_id"
+                    " WHERE r.job = ?1 AND r.generation <> ?2 AND n.instance_id IS NOT ?3"
+                    " AND n.state <> ?4"
+                    " AND NOT coalesce(n.notice_deadline < ?5, 0)"
+                    " AND NOT (n.launch_token IS NULL AND n.fence_s IS NOT NULL"
+                    "  AND n.heartbeat_at + n.fence_s + ?6 < ?5)"
+                    " ORDER BY n.instance_id",
+                    "ttttdd", job, generation, except, st_node_states[STATE_NODE_TERMINATED], now,
+                    STATE_SELF_FENCE_MARGIN_S);
+    if (rc < 0)
+        return rc;
+    return st_collect(s, &st_name_rows, (void **)out, n);
+}
+
+void state_strv_free(char **v, size_t n)
+{
+    for (size_t i = 0; v && i < n; i++)
+        free(v[i]);
+    free(v);
 }
 
 int state_node_notice(struct state *st, const char *instance_id, double now, double deadline)

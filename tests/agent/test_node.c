@@ -37,6 +37,7 @@ static const char assignment_text[] =
     "{\"instance_id\":\"i-1\",\"state\":\"ready\",\"jobs\":["
     "{\"job\":\"resnet\",\"replicas\":2,\"rank_offset\":2,\"world_size\":4,\"master\":\"i-0\","
     "\"master_addr\":\"10.1.2.3\",\"placed_at\":1714564810.25,\"attempt\":2,\"restart_delay\":4,"
+    "\"generation\":\"00ff00ff00ff00ff\",\"wait_for\":[\"i-7\",\"i-8\"],"
     "\"local_bsz\":64,\"accum_steps\":1,\"lr_gain\":1.25,\"spec\":{\"name\":\"resnet\","
     "\"command\":[\"python\",\"train.py\"],\"workdir\":\"/w\",\"env\":{\"A\":\"1\"},"
     "\"checkpoint_interval\":600}},"
@@ -71,7 +72,14 @@ static void node_assignment_parse__reads_jobs_and_configuration(void **state)
     assert_null(j->env[1]);
     assert_null(j->why_not);
     assert_non_null(strstr(j->key, "\"resnet\""));
+    assert_string_equal(j->generation, "00ff00ff00ff00ff");
+    assert_non_null(strstr(j->key, "00ff00ff00ff00ff"));
+    assert_string_equal(j->wait_for, "i-7, i-8");
+    assert_null(strstr(j->key, "wait_for")); /* a running replica does not restart for it */
+    assert_null(strstr(j->key, "i-7"));
     j = &a.jobs[1]; /* no configuration yet, and an image castor-node cannot run */
+    assert_null(j->generation);
+    assert_null(j->wait_for);
     assert_true(isnan(j->local_bsz) && j->accum_steps == -1 && isnan(j->lr_gain));
     assert_true(isnan(j->placed_at)); /* not said */
     assert_true(j->attempt == 0 && j->restart_delay == 0);
@@ -109,6 +117,17 @@ static void node_assignment_parse__refuses_malformed_answers(void **state)
         "\"world_size\":1,\"master\":\"m\",\"job_token\":\"\"}]}",
         "{\"state\":\"ready\",\"jobs\":[{\"job\":\"a\",\"replicas\":1,\"rank_offset\":0,"
         "\"world_size\":1,\"master\":\"m\",\"job_token\":7}]}",
+        "{\"state\":\"ready\",\"jobs\":[{\"job\":\"a\",\"replicas\":1,\"rank_offset\":0,"
+        "\"world_size\":1,\"master\":\"m\",\"generation\":7}]}",
+        "{\"state\":\"ready\",\"jobs\":[{\"job\":\"a\",\"replicas\":1,\"rank_offset\":0,"
+        "\"world_size\":1,\"master\":\"m\",\"generation\":"
+        "\"00000000001111111111222222222233333333334444444444555555555566666\"}]}",
+        "{\"state\":\"ready\",\"jobs\":[{\"job\":\"a\",\"replicas\":1,\"rank_offset\":0,"
+        "\"world_size\":1,\"master\":\"m\",\"wait_for\":[]}]}",
+        "{\"state\":\"ready\",\"jobs\":[{\"job\":\"a\",\"replicas\":1,\"rank_offset\":0,"
+        "\"world_size\":1,\"master\":\"m\",\"wait_for\":\"i-7\"}]}",
+        "{\"state\":\"ready\",\"jobs\":[{\"job\":\"a\",\"replicas\":1,\"rank_offset\":0,"
+        "\"world_size\":1,\"master\":\"m\",\"wait_for\":[\"\"]}]}",
     };
     struct node_assignment a = {.njobs = 77};
 
@@ -259,7 +278,8 @@ struct fx {
     struct api_server as;
     char work[160];
     char nodelog[160];
-    pid_t node;
+    char nodelog2[160]; /* a second node's, when a test starts one */
+    pid_t node, node2;
 };
 
 static int fx_setup_with(void **state, int per_node_tokens)
@@ -268,7 +288,8 @@ static int fx_setup_with(void **state, int per_node_tokens)
 
     if (!f || as_start_with(&f->as, per_node_tokens) < 0 ||
         as_path(&f->as, "work", 1, f->work, sizeof(f->work)) < 0 ||
-        as_path(&f->as, "node.log", 0, f->nodelog, sizeof(f->nodelog)) < 0)
+        as_path(&f->as, "node.log", 0, f->nodelog, sizeof(f->nodelog)) < 0 ||
+        as_path(&f->as, "node2.log", 0, f->nodelog2, sizeof(f->nodelog2)) < 0)
         return -1;
     *state = f;
     return 0;
@@ -295,6 +316,12 @@ static int fx_teardown(void **state)
         proc_print_log("node log", f->nodelog);
     } else {
         proc_dump_log("node log", f->nodelog);
+    }
+    if (f->node2 > 0 && proc_wait_exit(f->node2, 0) == -1) {
+        fprintf(stderr, "the second castor-node %ld was still running\n", (long)f->node2);
+        proc_print_log("second node log", f->nodelog2);
+        kill(f->node2, SIGKILL);
+        proc_wait_exit(f->node2, 5);
     }
     as_stop(&f->as);
     free(f);
@@ -427,6 +454,86 @@ static void stop_node(struct fx *f)
     f->node = 0;
     assert_true(status != -1 && WIFEXITED(status));
     assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* 1 when NODE_ID's agent has said, in a heartbeat, that replicas of job-m are alive there. */
+static int said_alive(void *ctx)
+{
+    struct fx *f = ctx;
+    char **ids = NULL;
+    size_t n = 0;
+    int said;
+
+    if (state_job_stale_nodes(f->as.own, "job-m", "no-such-generation", NULL, as_wall(NULL), &ids,
+                              &n) < 0)
+        return 0;
+    said = n == 1 && strcmp(ids[0], NODE_ID) == 0;
+    state_strv_free(ids, n);
+    return said;
+}
+
+/*
+ * A job moved from one node to another starts there only once its replicas on the first have
+ * stopped: two castor-nodes against the API; job-m's replica on the first ignores SIGTERM
+ * (MODE=ignore), so it lives until the SIGKILL after the first node's grace (0.6 s). Its
+ * replica on the second node starts after that, not at once (which, for a job that checkpoints
+ * on SIGTERM, would be a start from the checkpoint the old replica is still writing). The
+ * second node's log says why it waits, and the first node's agent tells the controller when
+ * nothing of the job is left there.
+ */
+static void castor_node__a_moved_job_waits_for_its_old_replicas(void **state)
+{
+    static char *const argv[] = {"castor-node", NULL};
+    struct fx *f = *state;
+    struct replicas old = {.work = f->work, .want = 1};
+    struct replicas both = {.work = f->work, .want = 2};
+    struct state_alloc row = {.node = "i-second-node", .replicas = 1};
+    const char *const env2[] = {"CASTOR_INSTANCE_ID=i-second-node", NULL};
+    char url_env[128], *log2;
+    const char *const env1[] = {url_env,
+                                "CASTOR_NODE_TOKEN=" AS_TOKEN_NODE,
+                                "CASTOR_JOB_TOKEN=" AS_TOKEN_JOB,
+                                "CASTOR_FAKE_GPUS=2:8",
+                                "CASTOR_NODE_HEARTBEAT_S=0.1",
+                                "CASTOR_NODE_GRACE_S=0.6",
+                                "CASTOR_NODE_TIMEOUT_S=2",
+                                "CASTOR_NODE_BACKOFF_MAX_S=0.2",
+                                NULL};
+    double moved, started = 0;
+    pid_t fresh = 0;
+
+    snprintf(url_env, sizeof(url_env), "CASTOR_URL=%s", f->as.url);
+    spawn_node(f, f->as.url, NULL);
+    f->node2 = proc_spawn(CASTOR_NODE_BIN, argv, NULL, f->nodelog2, env1, env2);
+    assert_true(f->node2 > 0);
+    assert_true(proc_wait_for(node_registered, f, REGISTER_WAIT_S));
+    assign(f, "job-m", "ignore", 1);
+    assert_true(proc_wait_for(scan_replicas, &old, 10));
+    assert_true(proc_wait_for(said_alive, f, 10));
+    moved = proc_now();
+    assert_int_equal(state_alloc_replace(f->as.own, "job-m", &row, 1, as_wall(NULL)), 0);
+    /* the second node's replica: when it appears, the first one is gone */
+    while (proc_now() - moved < 10 && !started) {
+        if (scan_replicas(&both)) {
+            started = proc_now();
+            fresh = both.pids[0] == old.pids[0] ? both.pids[1] : both.pids[0];
+            assert_false(proc_alive(old.pids[0]));
+        }
+        proc_sleep(0.01);
+    }
+    assert_true(started > 0);
+    assert_true(started - moved >= GRACE_S - 0.05);
+    assert_true(proc_alive(fresh));
+    assert_true(file_exists(f->work, "rank-%ld-%ld.term", 0, old.pids[0]));
+    log2 = proc_slurp(f->nodelog2);
+    assert_non_null(log2);
+    assert_non_null(strstr(log2, "waits for its replicas on " NODE_ID " to stop"));
+    free(log2);
+    stop_node(f);
+    assert_int_equal(kill(f->node2, SIGTERM), 0);
+    assert_true(proc_wait_exit(f->node2, GRACE_S + 5) != -1);
+    f->node2 = 0;
+    assert_true(proc_wait_gone(fresh, 5));
 }
 
 static void castor_node__registers_gpus_and_heartbeats(void **state)
@@ -1076,6 +1183,8 @@ int main(void)
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(
             castor_node__starts_assigned_replicas_with_their_environment, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(castor_node__a_moved_job_waits_for_its_old_replicas,
+                                        fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(castor_node__restarts_changed_replicas_sigterm_then_sigkill,
                                         fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(castor_node__forwards_sigusr1_as_a_notice, fx_setup,

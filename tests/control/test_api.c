@@ -180,6 +180,7 @@ static char *dump(struct fixture *f)
         {"SELECT * FROM launch_intents ORDER BY id", 7},
         {"SELECT * FROM reports ORDER BY job_id, nodes, replicas, local_bsz, accum_steps", 10},
         {"SELECT * FROM events ORDER BY id", 6},
+        {"SELECT * FROM node_replicas ORDER BY node_id, job, generation", 3},
     };
     char *text = NULL;
     size_t len = 0;
@@ -526,6 +527,154 @@ static void api_handle__changes_told_for_the_decide_step(void **state)
     assert_int_equal(changes(f), 6);
 }
 
+/* node's assignment entry for job: its generation into gen (when not NULL) and its wait_for as
+ * "i-1,i-2" ("" without one) into wait; 0 when the node has no entry for the job. */
+static int entry_of(struct fixture *f, const char *node, const char *job, char *gen, char *wait)
+{
+    struct jv *v = NULL;
+    char path[64];
+    int found = 0;
+
+    snprintf(path, sizeof(path), "/v1/nodes/%s/assignment", node);
+    assert_int_equal(call(f, "GET", path, TOKEN_NODE, NULL, &v), 200);
+    wait[0] = '\0';
+    for (size_t i = 0; i < jv_size(jv_get(v, "jobs")); i++) {
+        const struct jv *e = jv_at(jv_get(v, "jobs"), i), *w = jv_get(e, "wait_for");
+
+        if (strcmp(jv_string_value(jv_get(e, "job")), job) != 0)
+            continue;
+        found = 1;
+        assert_non_null(jv_string_value(jv_get(e, "generation")));
+        assert_int_equal(strlen(jv_string_value(jv_get(e, "generation"))), 16);
+        if (gen)
+            strcpy(gen, jv_string_value(jv_get(e, "generation")));
+        assert_true(!w || jv_size(w) > 0); /* absent rather than empty */
+        for (size_t k = 0; k < jv_size(w); k++) {
+            if (k > 0)
+                strcat(wait, ",");
+            strcat(wait, jv_string_value(jv_at(w, k)));
+        }
+    }
+    jv_free(v);
+    return found;
+}
+
+/* node's heartbeat saying replicas of job a of generation gen are alive there, beside another
+ * job's (NULL: nothing alive). */
+static void beat(struct fixture *f, const char *node, const char *gen)
+{
+    char path[64], body[192];
+
+    snprintf(path, sizeof(path), "/v1/nodes/%s/heartbeat", node);
+    if (gen)
+        snprintf(body, sizeof(body),
+                 "{\"replicas\":[{\"job\":\"b\",\"generation\":\"x\"},"
+                 "{\"job\":\"a\",\"generation\":\"%s\"},{\"job\":\"a\",\"generation\":\"%s\"}]}",
+                 gen, gen);
+    else
+        snprintf(body, sizeof(body), "{\"replicas\":[]}");
+    assert_int_equal(call(f, "POST", path, TOKEN_NODE, body, NULL), 200);
+}
+
+/*
+ * A job's new replicas wait for its old ones: every node's entry for a job carries its
+ * generation (the same on all its nodes; new with a new placement, attempt or configuration), and
+ * wait_for names the other nodes whose agents said, in their last heartbeat, that replicas of
+ * another generation of the job are alive there, while they may still run them. Job a on i-1 is
+ * moved to i-2: i-2 waits for i-1 until i-1 says nothing of a is alive, or says nothing at all
+ * (an agent that predates generations), or i-1 is past its preemption deadline; a static node
+ * i-3 silent past its self-fence (30 s) and the 10 s margin is not waited for, one not yet past
+ * it is, and one taken down is not.
+ */
+static void api_nodes__new_replicas_wait_for_the_old_ones(void **state)
+{
+    struct fixture *f = *state;
+    struct state_alloc one[] = {{"i-2", 1, 0}}, two[] = {{"i-1", 1, 0}, {"i-2", 1, 0}};
+    char g1[32], g2[32], g3[32], g4[32], wait[128];
+
+    populate(f);
+    for (int i = 2; i <= 3; i++) {
+        char body[96];
+
+        snprintf(body, sizeof(body), "{\"instance_id\":\"i-%d\",\"gpus\":1%s}", i,
+                 i == 3 ? ",\"fence_s\":30" : "");
+        assert_int_equal(call(f, "POST", "/v1/nodes", TOKEN_NODE, body, NULL), 201);
+    }
+    assert_true(entry_of(f, "i-1", "a", g1, wait));
+    assert_string_equal(wait, "");
+    /* the same generation on both nodes of one placement; another with another placement */
+    f->now += 10;
+    assert_int_equal(state_alloc_replace(f->st, "a", two, 2, f->now), 0);
+    assert_true(entry_of(f, "i-1", "a", g2, wait) && entry_of(f, "i-2", "a", g3, wait));
+    assert_string_equal(g2, g3);
+    assert_string_not_equal(g1, g2);
+    /* i-1 runs a's first generation, not yet told: i-2's entry waits (i-1's own old replicas
+     * are i-1's agent's to wait for) */
+    beat(f, "i-1", g1);
+    assert_true(entry_of(f, "i-2", "a", NULL, wait));
+    assert_string_equal(wait, "i-1");
+    assert_true(entry_of(f, "i-1", "a", NULL, wait));
+    assert_string_equal(wait, "");
+    /* i-1 runs the current generation: nothing to wait for */
+    beat(f, "i-1", g2);
+    assert_true(entry_of(f, "i-2", "a", NULL, wait));
+    assert_string_equal(wait, "");
+    /* a new configuration is a new generation (the replicas restart), and so is a new attempt */
+    assert_int_equal(state_job_set_config(f->st, "a", 32, 2, 1.0), 0);
+    assert_true(entry_of(f, "i-2", "a", g3, wait));
+    assert_string_not_equal(g3, g2);
+    assert_string_equal(wait, "i-1");
+    assert_int_equal(call(f, "POST", "/v1/nodes/i-2/failures", TOKEN_NODE,
+                          "{\"job\":\"a\",\"attempt\":0,\"rank\":1,\"exit_status\":3}", NULL),
+                     200);
+    assert_true(entry_of(f, "i-2", "a", g4, wait));
+    assert_string_not_equal(g4, g3);
+
+    /* moved to i-2 alone while i-1 still runs it */
+    f->now += 10;
+    assert_int_equal(state_alloc_replace(f->st, "a", one, 1, f->now), 0);
+    assert_false(entry_of(f, "i-1", "a", NULL, wait));
+    assert_true(entry_of(f, "i-2", "a", g1, wait));
+    assert_string_equal(wait, "i-1");
+    beat(f, "i-1", NULL); /* i-1's replicas of a have stopped */
+    assert_true(entry_of(f, "i-2", "a", NULL, wait));
+    assert_string_equal(wait, "");
+    beat(f, "i-1", g2);
+    assert_true(entry_of(f, "i-2", "a", NULL, wait));
+    assert_string_equal(wait, "i-1");
+    assert_int_equal(call(f, "POST", "/v1/nodes/i-1/heartbeat", TOKEN_NODE, "{}", NULL), 200);
+    assert_true(entry_of(f, "i-2", "a", NULL, wait));
+    assert_string_equal(wait, ""); /* an agent that does not say: as before generations */
+
+    /* a preempted node is waited for until its deadline, not after */
+    beat(f, "i-1", g2);
+    assert_int_equal(
+        call(f, "POST", "/v1/nodes/i-1/notice", TOKEN_NODE, "{\"deadline\":1714564905}", NULL),
+        200);
+    assert_true(f->now < 1714564905);
+    assert_true(entry_of(f, "i-2", "a", NULL, wait));
+    assert_string_equal(wait, "i-1");
+    f->now = 1714564906;
+    assert_true(entry_of(f, "i-2", "a", NULL, wait));
+    assert_string_equal(wait, "");
+
+    /* a silent static node with a self-fence of 30 s: waited for until 30 + 10 s after its last
+     * heartbeat; one taken down by its operator, not at all */
+    beat(f, "i-3", g2);
+    f->now += 39;
+    assert_true(entry_of(f, "i-2", "a", NULL, wait));
+    assert_string_equal(wait, "i-3");
+    f->now += 2;
+    assert_true(entry_of(f, "i-2", "a", NULL, wait));
+    assert_string_equal(wait, "");
+    beat(f, "i-3", g2);
+    assert_true(entry_of(f, "i-2", "a", NULL, wait));
+    assert_string_equal(wait, "i-3");
+    assert_int_equal(call(f, "POST", "/v1/nodes/i-3/down", TOKEN_USER, NULL, NULL), 200);
+    assert_true(entry_of(f, "i-2", "a", NULL, wait));
+    assert_string_equal(wait, "");
+}
+
 /* Bad node requests are refused with their reason and write nothing: a second registration,
  * malformed JSON, no or zero GPUs, an unknown field, a bad instance id, an unknown node, a
  * heartbeat with fields, a notice with a bad deadline, a body that is not an object. */
@@ -535,6 +684,10 @@ static void api_nodes__bad_input_writes_nothing(void **state)
     char *before, *after;
 
     populate(f);
+    /* what i-1's agent said is alive there, which a bad heartbeat must not wipe */
+    assert_int_equal(call(f, "POST", "/v1/nodes/i-1/heartbeat", TOKEN_NODE,
+                          "{\"replicas\":[{\"job\":\"a\",\"generation\":\"0123abcd\"}]}", NULL),
+                     200);
     before = dump(f);
     expect_error(f, "POST", "/v1/nodes", TOKEN_NODE, "{\"instance_id\":\"i-1\",\"gpus\":8}", 409,
                  "already registered");
@@ -571,6 +724,22 @@ static void api_nodes__bad_input_writes_nothing(void **state)
     expect_error(f, "POST", "/v1/nodes/i-9/heartbeat", TOKEN_NODE, NULL, 404, "no such node");
     expect_error(f, "POST", "/v1/nodes/i-1/heartbeat", TOKEN_NODE, "{\"x\":1}", 400,
                  "unknown field x");
+    expect_error(f, "POST", "/v1/nodes/i-1/heartbeat", TOKEN_NODE, "{\"replicas\":{}}", 400,
+                 "replicas must be an array");
+    expect_error(f, "POST", "/v1/nodes/i-1/heartbeat", TOKEN_NODE, "{\"replicas\":[\"a\"]}", 400,
+                 "replicas[0] must be an object");
+    expect_error(f, "POST", "/v1/nodes/i-1/heartbeat", TOKEN_NODE,
+                 "{\"replicas\":[{\"job\":\"a\",\"generation\":\"g\"},{\"job\":\"a\"}]}", 400,
+                 "replicas[1].generation is required");
+    expect_error(f, "POST", "/v1/nodes/i-1/heartbeat", TOKEN_NODE,
+                 "{\"replicas\":[{\"job\":\"\",\"generation\":\"g\"}]}", 400, "replicas[0].job");
+    expect_error(f, "POST", "/v1/nodes/i-1/heartbeat", TOKEN_NODE,
+                 "{\"replicas\":[{\"job\":\"a\",\"generation\":\"g\",\"rank\":0}]}", 400,
+                 "unknown field replicas[0].rank");
+    expect_error(f, "POST", "/v1/nodes/i-1/heartbeat", TOKEN_NODE,
+                 "{\"replicas\":[{\"job\":\"a\",\"generation\":"
+                 "\"0123456789012345678901234567890123456789012345678901234567890123456789\"}]}",
+                 400, "replicas[0].generation");
     expect_error(f, "GET", "/v1/nodes/i-9/assignment", TOKEN_NODE, NULL, 404, "no such node");
     expect_error(f, "POST", "/v1/nodes/i-1/notice", TOKEN_NODE, "{\"deadline\":\"soon\"}", 400,
                  "deadline must be a number");
@@ -1892,6 +2061,7 @@ int main(void)
         API_TEST(api_nodes__register_heartbeat_assignment_notice),
         API_TEST(api_handle__changes_told_for_the_decide_step),
         API_TEST(api_nodes__assignment_names_the_placement),
+        API_TEST(api_nodes__new_replicas_wait_for_the_old_ones),
         API_TEST(api_nodes__bad_input_writes_nothing),
         API_TEST(api_nodes__replica_failures_restart_then_fail),
         API_TEST(api_nodes__bad_failure_reports_write_nothing),

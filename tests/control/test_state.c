@@ -953,8 +953,8 @@ static void state_node_heartbeat_notice__rules(void **state)
     struct state_node got;
 
     add_ready_nodes(st, ids, 1);
-    assert_int_equal(state_node_heartbeat(st, "i-1", 150.0), 0);
-    assert_int_equal(state_node_heartbeat(st, "i-9", 150.0), ERR_UNKNOWN);
+    assert_int_equal(state_node_heartbeat(st, "i-1", 150.0, NULL, 0), 0);
+    assert_int_equal(state_node_heartbeat(st, "i-9", 150.0, NULL, 0), ERR_UNKNOWN);
     assert_int_equal(state_node_notice(st, "i-1", 160.0, 150.0), ERR_INVAL);
     assert_int_equal(state_node_notice(st, "i-1", 160.0, NAN), 0);
     assert_int_equal(state_node_notice(st, "i-1", 170.0, 280.0), 0);
@@ -964,7 +964,7 @@ static void state_node_heartbeat_notice__rules(void **state)
                 got.notice_deadline == 280.0);
     state_node_clear(&got);
     assert_int_equal(state_node_set_state(st, "i-1", STATE_NODE_TERMINATED, 290.0), 0);
-    assert_int_equal(state_node_heartbeat(st, "i-1", 300.0), ERR_CONFLICT);
+    assert_int_equal(state_node_heartbeat(st, "i-1", 300.0, NULL, 0), ERR_CONFLICT);
     assert_int_equal(state_node_notice(st, "i-1", 300.0, NAN), ERR_CONFLICT);
     assert_int_equal(state_node_notice(st, "i-9", 300.0, NAN), ERR_UNKNOWN);
     state_close(st);
@@ -1627,6 +1627,54 @@ static void state_backup__a_consistent_copy(void **state)
     state_close(st);
 }
 
+/* Version 10 has no node_replicas; migrated to 11, a node's heartbeat says what is alive there,
+ * replaced by its next heartbeat, cleared by one that says nothing and when the node is
+ * terminated; a bad entry is refused and writes nothing; the lookup by job uses its index. */
+static void state_open__migrates_v10_to_v11(void **state)
+{
+    static const struct state_alive alive[] = {{"a", "g1"}, {"a", "g1"}, {"a", "g2"}, {"b", "g1"}};
+    static const struct state_alive bad[] = {{"a", "g3"}, {"a", ""}};
+    const struct tmpdb *t = *state;
+    struct state *st = NULL;
+    struct state_node node = node_of("static-1", 2, NULL, 0);
+    char **ids = NULL, plan[256];
+    size_t n = 0;
+
+    node.state = STATE_NODE_READY;
+    assert_int_equal(state_open_version(t->path, 10, &st, NULL), 0);
+    assert_int_equal(state_node_upsert(st, &node), 0);
+    st = reopen_latest(t, st);
+    assert_int_equal(state_node_heartbeat(st, "static-1", 200.0, alive, 4), 0);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM node_replicas"), 3);
+    /* a's generation g1 is current elsewhere: g2 is stale there; b's g1 is its current one */
+    assert_int_equal(state_job_stale_nodes(st, "a", "g1", NULL, 201.0, &ids, &n), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(ids[0], "static-1");
+    state_strv_free(ids, n);
+    assert_int_equal(state_job_stale_nodes(st, "a", "g1", "static-1", 201.0, &ids, &n), 0);
+    assert_int_equal(n, 0); /* the node asking is left out */
+    state_strv_free(ids, n);
+    assert_int_equal(state_job_stale_nodes(st, "b", "g1", NULL, 201.0, &ids, &n), 0);
+    assert_int_equal(n, 0);
+    state_strv_free(ids, n);
+    assert_int_equal(state_node_heartbeat(st, "static-1", 202.0, bad, 2), ERR_INVAL);
+    assert_int_equal(state_node_heartbeat(st, "static-1", 202.0, NULL, 1), ERR_INVAL);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM node_replicas"), 3);
+    assert_int_equal(state_node_heartbeat(st, "static-1", 203.0, alive + 3, 1), 0);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM node_replicas"), 1);
+    assert_int_equal(state_node_heartbeat(st, "static-1", 204.0, NULL, 0), 0);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM node_replicas"), 0);
+    assert_int_equal(state_node_heartbeat(st, "static-1", 205.0, alive, 4), 0);
+    assert_int_equal(state_node_set_state(st, "static-1", STATE_NODE_TERMINATED, 206.0), 0);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM node_replicas"), 0);
+    assert_non_null(
+        strstr(query_plan(state_db(st),
+                          "EXPLAIN QUERY PLAN SELECT node_id FROM node_replicas WHERE job = 'a'",
+                          plan, sizeof(plan)),
+               "node_replicas_by_job"));
+    state_close(st);
+}
+
 static void state_open__migrates_v9_to_v10(void **state)
 {
     const struct tmpdb *t = *state;
@@ -1763,6 +1811,7 @@ int main(void)
         STATE_TEST(state_open__migrates_v7_to_v8),
         STATE_TEST(state_open__migrates_v8_to_v9),
         STATE_TEST(state_open__migrates_v9_to_v10),
+        STATE_TEST(state_open__migrates_v10_to_v11),
         STATE_TEST(state_backup__a_consistent_copy),
         STATE_TEST(state_cost_add__one_row_per_node_and_hour),
         STATE_TEST(state_job_fail__reason_kept_allocation_released),

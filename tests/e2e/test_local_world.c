@@ -113,6 +113,8 @@ static void write_config_with(struct world *w, const char *more)
              /* every node, replica and this test share 127.0.0.1, one client to the rate limit,
               * which test_ratelimit and the route walk check on their own: off here */
              "  rate_limit: 0\n"
+             /* each castor-node acts with its own token (its registration's answer) */
+             "  node_tokens: per-node\n"
              "tokens:\n"
              "  node: node.token\n"
              "  job: job.token\n"
@@ -447,26 +449,16 @@ static long long ev_number(const char *text)
     return at ? strtoll(at + 7, NULL, 10) : -1;
 }
 
-/*
- * Rank 0's starts of job name in every node's log: how many, how many resumed from a checkpoint
- * (progress > 0), and how many faults. Checkpoints are numbered over the job's life, so the check
- * needs no order between lines stamped by different nodes: a start from a stale checkpoint makes
- * a number written twice (its run writes at least the last checkpoint), and a start whose
- * progress is not that of the checkpoint it names resumed somewhere else.
- */
-static void replica_starts(struct world *w, const char *name, int *starts, int *resumed,
-                           int *faults)
+/* Call fn with each line about job name in every node's log, node by node (the log's file
+ * name with it). */
+static void each_job_line(struct world *w, const char *name,
+                          void (*fn)(void *ctx, const char *file, const char *line), void *ctx)
 {
-    static const char start_text[] = "rank 0: start: progress ";
-    static const char ckpt_text[] = "rank 0: checkpoint (";
     DIR *d = opendir(w->run_dir);
     struct dirent *de;
-    struct ev *evs = NULL;
-    size_t n = 0, cap = 0;
     char needle[96];
 
     snprintf(needle, sizeof(needle), "\"job\":\"%s\"", name);
-    *starts = *resumed = *faults = 0;
     assert_non_null(d);
     while ((de = readdir(d))) {
         size_t len = strlen(de->d_name);
@@ -477,27 +469,63 @@ static void replica_starts(struct world *w, const char *name, int *starts, int *
         snprintf(path, sizeof(path), "%s/%s", w->run_dir, de->d_name);
         if (!(text = proc_slurp(path)))
             continue;
-        for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-            const char *s = strstr(line, start_text), *c = strstr(line, ckpt_text);
-
-            if ((!s && !c) || !strstr(line, needle))
-                continue;
-            if (n == cap) {
-                cap = cap ? 2 * cap : 64;
-                evs = realloc(evs, cap * sizeof(*evs));
-                assert_non_null(evs);
-            }
-            evs[n].start = s != NULL;
-            evs[n].number = ev_number(s ? s : c);
-            evs[n].progress =
-                s ? strtod(s + strlen(start_text), NULL) : strtod(strstr(c, "progress ") + 9, NULL);
-            if (evs[n].number < 0)
-                fail_msg("e2e: %s: a rank 0 line without a checkpoint number: %s", name, line);
-            n++;
-        }
+        for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+            if (strstr(line, needle))
+                fn(ctx, de->d_name, line);
         free(text);
     }
     closedir(d);
+}
+
+/* Rank 0's starts and checkpoints of one job, as each_job_line finds them. */
+struct evs {
+    const char *name;
+    struct ev *v;
+    size_t n, cap;
+};
+
+static void collect_ev(void *ctx, const char *file, const char *line)
+{
+    static const char start_text[] = "rank 0: start: progress ";
+    static const char ckpt_text[] = "rank 0: checkpoint (";
+    struct evs *e = ctx;
+    const char *s = strstr(line, start_text), *c = strstr(line, ckpt_text);
+
+    (void)file;
+    if (!s && !c)
+        return;
+    if (e->n == e->cap) {
+        e->cap = e->cap ? 2 * e->cap : 64;
+        e->v = realloc(e->v, e->cap * sizeof(*e->v));
+        assert_non_null(e->v);
+    }
+    e->v[e->n].start = s != NULL;
+    e->v[e->n].number = ev_number(s ? s : c);
+    e->v[e->n].progress =
+        s ? strtod(s + strlen(start_text), NULL) : strtod(strstr(c, "progress ") + 9, NULL);
+    if (e->v[e->n].number < 0)
+        fail_msg("e2e: %s: a rank 0 line without a checkpoint number: %s", e->name, line);
+    e->n++;
+}
+
+/*
+ * Rank 0's starts of job name in every node's log: how many, how many resumed from a checkpoint
+ * (progress > 0), and how many faults. Checkpoints are numbered over the job's life, so the check
+ * needs no order between lines stamped by different nodes: a start from a stale checkpoint makes
+ * a number written twice (its run writes at least the last checkpoint), and a start whose
+ * progress is not that of the checkpoint it names resumed somewhere else.
+ */
+static void replica_starts(struct world *w, const char *name, int *starts, int *resumed,
+                           int *faults)
+{
+    struct evs e = {.name = name};
+    const struct ev *evs;
+    size_t n;
+
+    *starts = *resumed = *faults = 0;
+    each_job_line(w, name, collect_ev, &e);
+    evs = e.v;
+    n = e.n;
     for (size_t i = 0; i < n; i++) {
         if (!evs[i].start) {
             for (size_t j = i + 1; j < n; j++)
@@ -523,7 +551,21 @@ static void replica_starts(struct world *w, const char *name, int *starts, int *
             (*faults)++;
         }
     }
-    free(evs);
+    free(e.v);
+}
+
+static void print_line(void *ctx, const char *file, const char *line)
+{
+    (void)ctx;
+    if (!strstr(line, "report not sent"))
+        fprintf(stderr, "%s: %s\n", file, line);
+}
+
+/* Every node log's lines about job name on stderr, node by node: what a failed check needs (the
+ * run folder is gone after the test). */
+static void print_job_lines(struct world *w, const char *name)
+{
+    each_job_line(w, name, print_line, NULL);
 }
 
 /* Every endpoint without a token and with a wrong one: 401 each time. */
@@ -677,7 +719,10 @@ static int world_teardown(void **state)
     }
     cloud_free(&w->cloud);
     http_client_free(w->http);
-    world_remove(w->dir);
+    if (getenv("CASTOR_TEST_KEEP")) /* for a look at a run: its logs, state and files */
+        fprintf(stderr, "e2e: kept %s\n", w->dir);
+    else
+        world_remove(w->dir);
     free(w);
     return 0;
 }
@@ -761,6 +806,8 @@ static void local_world__jobs_survive_a_preemption_and_a_controller_crash(void *
             fail_msg("%s: %.6f emulated seconds, an uninterrupted run takes %.6f", job_names[i],
                      s.emulated_s, expect_s);
         replica_starts(w, job_names[i], &starts, &resumed, &faults);
+        if (faults)
+            print_job_lines(w, job_names[i]);
         if (faults)
             fail_msg("%s: %d starts, %d of them or their checkpoints out of sequence (a start "
                      "from a stale checkpoint, or at progress no checkpoint had)",
@@ -1016,6 +1063,8 @@ static void local_world__a_silent_node_is_fenced_and_its_job_moves(void **state)
         fail_msg("%.6f emulated seconds, an uninterrupted run takes %.6f", s.emulated_s,
                  uninterrupted_s());
     replica_starts(w, job_names[0], &starts, &resumed, &faults);
+    if (faults || starts < 2 || resumed < 1)
+        print_job_lines(w, job_names[0]);
     if (faults || starts < 2 || resumed < 1)
         fail_msg("%d starts, %d from a checkpoint, %d out of sequence", starts, resumed, faults);
     {
