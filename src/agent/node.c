@@ -498,7 +498,8 @@ struct nd {
     double watch_start_at;                            /* monotonic: when it is (re)started */
     char *own_token; /* this node's own token (its registration's answer, or the cache); NULL */
     char agent[33];  /* this agent's random name, sent with its registrations ("": none drawn) */
-    int own_missing; /* a call was refused for want of it (told once) */
+    char *id_doc, *id_sig; /* the instance's identity document and signature, once fetched */
+    int own_missing;       /* a call was refused for want of it (told once) */
 };
 
 static double nd_clock(clockid_t id)
@@ -654,6 +655,31 @@ static void nd_fence(struct nd *n, double now)
            now - n->heard_at);
 }
 
+/* The instance's signed identity from the cloud's metadata service (the watch's cloud, unless
+ * CASTOR_NODE_ATTEST=off), once: a registration carries it for the controller to check. A
+ * failure is logged and the registration goes without it (a controller that asks refuses it,
+ * and the next registration tries again). */
+static void nd_identity(struct nd *n, double now)
+{
+    struct watch_config cfg = n->cfg->watch;
+    struct watch *w = NULL;
+    struct error e = {0};
+    int rc;
+
+    if (n->id_doc || n->cfg->attest_off || !n->cfg->watch_ops || !n->cfg->watch_ops->identity)
+        return;
+    cfg.log = n->cfg->log;
+    cfg.node = n->cfg->instance_id;
+    rc = watch_new(n->cfg->watch_ops, &cfg, &w, &e);
+    if (rc == 0)
+        rc = watch_identity(w, now, &n->id_doc, &n->id_sig);
+    watch_free(w);
+    if (rc < 0)
+        nd_log(n, LOG_WARN, NULL,
+               "the instance's identity document cannot be read (%s): registering without it",
+               e.msg[0] ? e.msg : err_str(rc));
+}
+
 static void nd_register(struct nd *n, double now)
 {
     const struct node_config *c = n->cfg;
@@ -683,6 +709,17 @@ static void nd_register(struct nd *n, double now)
     /* this agent's name: a retry whose answer was lost is answered again (with the node's token) */
     if (rc == 0 && n->agent[0])
         rc = jv_set(o, "agent", jv_string(n->agent));
+    /* the proof that this is the instance it says (api.attestation) */
+    nd_identity(n, nd_wall());
+    if (rc == 0 && n->id_doc) {
+        struct jv *at = jv_object();
+
+        rc = at ? jv_set(o, "attestation", at) : ERR_NOMEM;
+        if (rc == 0)
+            rc = jv_set(at, "document", jv_string(n->id_doc));
+        if (rc == 0)
+            rc = jv_set(at, "signature", jv_string(n->id_sig));
+    }
     /* its self-fence as the controller may count on it: the replicas stopped, SIGKILL included */
     if (rc == 0 && c->fence_s > 0 && c->fence_s + c->grace_s <= NODE_FENCE_MAX_S)
         rc = jv_set(o, "fence_s", jv_number(c->fence_s + c->grace_s));
@@ -714,6 +751,11 @@ static void nd_register(struct nd *n, double now)
     } else {
         nd_log(n, LOG_WARN, NULL, "registration answered %ld: %s", r.status,
                nd_reason(&r, why, sizeof(why)));
+        if (r.status == 403) { /* the identity is read again for the next try */
+            free(n->id_doc);
+            free(n->id_sig);
+            n->id_doc = n->id_sig = NULL;
+        }
         nd_failed(n, now, &n->next_register);
     }
     http_client_response_clear(&r);
@@ -1469,6 +1511,8 @@ out:
     node_assignment_clear(&n.want);
     http_client_free(n.http);
     agent_secret_free(n.own_token);
+    free(n.id_doc);
+    free(n.id_sig);
     sigprocmask(SIG_SETMASK, &old, NULL);
     return rc;
 }

@@ -201,6 +201,9 @@ struct node_config {
     struct watch_config watch;
     int rebalance_ignore; /* 1: a rebalance recommendation is logged only; 0: forwarded as a
                            * notice without deadline */
+    int attest_off;       /* 1: registrations carry no identity document even where the watch's
+                           * cloud gives one (CASTOR_NODE_ATTEST=off, for a controller from
+                           * before attestation, which refuses the field) */
     const struct node_run_as *run_as; /* the replicas' user (node_run_as_lookup); NULL: the
                                        * agent's own */
 };

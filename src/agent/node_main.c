@@ -41,7 +41,8 @@ static void usage(FILE *f)
         "  CASTOR_NODE_CLOUD (none, aws-imds, gce-metadata), CASTOR_NODE_METADATA_URL,\n"
         "  CASTOR_NODE_METADATA_TIMEOUT_S (2), CASTOR_NODE_METADATA_WAIT_S (10),\n"
         "  CASTOR_NODE_WATCH_INTERVAL_S (the cloud's: 5 or 1), CASTOR_NODE_REBALANCE\n"
-        "  (notice, ignore)\n");
+        "  (notice, ignore); with aws-imds the registration carries the instance identity\n"
+        "  document (CASTOR_NODE_ATTEST=off: not)\n");
 }
 
 /* The cloud notice watch from the environment into cfg. */
@@ -188,6 +189,12 @@ int main(int argc, char **argv)
         rc = agent_env_double("CASTOR_NODE_FENCE_S", 0, 0, 86400, &cfg.fence_s, &e);
     if (rc == 0)
         rc = watch_env(&cfg, &e);
+    if (rc == 0 && getenv("CASTOR_NODE_ATTEST") && strcmp(getenv("CASTOR_NODE_ATTEST"), "off") &&
+        strcmp(getenv("CASTOR_NODE_ATTEST"), "on"))
+        rc = err_set(&e, ERR_INVAL, "CASTOR_NODE_ATTEST", 0, 0,
+                     "CASTOR_NODE_ATTEST must be on or off");
+    cfg.attest_off =
+        getenv("CASTOR_NODE_ATTEST") && strcmp(getenv("CASTOR_NODE_ATTEST"), "off") == 0;
     if (rc == 0 && getenv("CASTOR_NODE_RUN_AS") && getenv("CASTOR_NODE_RUN_AS")[0]) {
         const char *user = getenv("CASTOR_NODE_RUN_AS");
 

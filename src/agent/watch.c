@@ -250,11 +250,44 @@ static int aws_round(struct watch *w, double now, struct watch_event *out)
     return 0;
 }
 
+/* GET path's 200 answer as a string of the caller's; ERR_UNKNOWN for another status. */
+static int aws_get_text(struct watch *w, double now, const char *path, char **out)
+{
+    struct http_client_response r = {0};
+    int rc = aws_get(w, now, path, &r);
+
+    if (rc == 0 && r.status != 200) {
+        wt_log(w, LOG_WARN, "%s answered HTTP %ld", path, r.status);
+        rc = ERR_UNKNOWN;
+    }
+    if (rc == 0 && !(*out = strdup(r.body ? r.body : "")))
+        rc = ERR_NOMEM;
+    http_client_response_clear(&r);
+    return rc;
+}
+
+static int aws_identity(struct watch *w, double now, char **document, char **signature)
+{
+    char *doc = NULL, *sig = NULL;
+    int rc = aws_get_text(w, now, "/latest/dynamic/instance-identity/document", &doc);
+
+    if (rc == 0)
+        rc = aws_get_text(w, now, "/latest/dynamic/instance-identity/signature", &sig);
+    if (rc < 0) {
+        free(doc);
+        return rc;
+    }
+    *document = doc;
+    *signature = sig;
+    return 0;
+}
+
 const struct watch_ops watch_aws_imds = {
     .name = "aws-imds",
     .default_endpoint = WATCH_AWS_ENDPOINT,
     .interval_s = 5,
     .round = aws_round,
+    .identity = aws_identity,
 };
 
 /* ---- gce-metadata ---- */
@@ -444,6 +477,13 @@ int watch_round(struct watch *w, double now, struct watch_event *out)
     if (out)
         *out = rc < 0 ? (struct watch_event){WATCH_NOTHING, NAN} : ev;
     return rc;
+}
+
+int watch_identity(struct watch *w, double now, char **document, char **signature)
+{
+    if (!w || !document || !signature || !w->ops->identity)
+        return ERR_INVAL;
+    return w->ops->identity(w, now, document, signature);
 }
 
 double watch_interval(const struct watch *w)

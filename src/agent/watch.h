@@ -56,6 +56,9 @@ struct watch_ops {
      * those of http_client_do for an endpoint that cannot be reached (ERR_IO, ERR_AGAIN),
      * ERR_NOMEM. An answer it cannot read is logged and taken as nothing. */
     int (*round)(struct watch *w, double now, struct watch_event *out);
+    /* The instance's signed identity, for its registration: *document and *signature (the
+     * caller's, free), as the cloud gives them. NULL for a cloud castor has no proof from. */
+    int (*identity)(struct watch *w, double now, char **document, char **signature);
 };
 
 extern const struct watch_ops watch_none, watch_aws_imds, watch_gce_metadata;
@@ -82,6 +85,16 @@ void watch_free(struct watch *w);
  * ops' round; *out is written in every case.
  */
 int watch_round(struct watch *w, double now, struct watch_event *out);
+
+/*
+ * The instance's identity document and its signature, as the metadata service gives them
+ * (aws-imds: /latest/dynamic/instance-identity/document and .../signature, base64), for the
+ * controller to check at registration (api.attestation). *document and *signature are the
+ * caller's (free) and written only on success. Errors: ERR_INVAL (a cloud without one: none,
+ * gce-metadata), those of http_client_do (ERR_IO, ERR_AGAIN), ERR_UNKNOWN (the service answered
+ * another status than 200), ERR_NOMEM.
+ */
+int watch_identity(struct watch *w, double now, char **document, char **signature);
 
 /* The seconds between rounds (the configuration's, else the ops'). */
 double watch_interval(const struct watch *w);

@@ -157,6 +157,46 @@ int api_tokens_from_files(const char *node_path, const char *job_path, const cha
 
 /* ---- the API ---- */
 
+static void ap_attest_free(struct api *a)
+{
+    free((char *)a->attest.certificate);
+    free((char *)a->attest.account);
+    free((char *)a->attest.region);
+    for (size_t i = 0; a->attest_static && a->attest_static[i]; i++)
+        free(a->attest_static[i]);
+    free(a->attest_static);
+    memset(&a->attest, 0, sizeof(a->attest));
+    a->attest_static = NULL;
+}
+
+/* The configuration's attestation, copied into a. */
+static int ap_attest_copy(struct api *a, const struct api_config *cfg)
+{
+    const struct attest_aws *at = &cfg->attest;
+    size_t n = 0;
+    char *cert;
+
+    if (!at->certificate)
+        return 0;
+    if (!(cert = malloc(at->certificate_len + 1)))
+        return ERR_NOMEM;
+    memcpy(cert, at->certificate, at->certificate_len);
+    cert[at->certificate_len] = '\0';
+    a->attest.certificate = cert;
+    a->attest.certificate_len = at->certificate_len;
+    if ((at->account && !(a->attest.account = strdup(at->account))) ||
+        (at->region && !(a->attest.region = strdup(at->region))))
+        return ERR_NOMEM;
+    while (cfg->attest_static && cfg->attest_static[n])
+        n++;
+    if (cfg->attest_static && !(a->attest_static = calloc(n + 1, sizeof(char *))))
+        return ERR_NOMEM;
+    for (size_t i = 0; i < n; i++)
+        if (!(a->attest_static[i] = strdup(cfg->attest_static[i])))
+            return ERR_NOMEM;
+    return 0;
+}
+
 int api_new(const struct api_config *cfg, struct api **out, struct error *e)
 {
     static const char *const names[API_NROLES] = {"node token", "job token", "user token",
@@ -186,6 +226,8 @@ int api_new(const struct api_config *cfg, struct api **out, struct error *e)
                                 strlen(cfg->tokens->token[API_ROLE_NODE]), AP_NODE_KEY_LABEL,
                                 strlen(AP_NODE_KEY_LABEL), a->node_key);
     a->per_node_tokens = cfg->per_node_tokens != 0;
+    if (rc == 0)
+        rc = ap_attest_copy(a, cfg);
     if (rc == 0 && pthread_mutex_init(&a->mu, NULL) != 0)
         rc = ERR_NOMEM;
     if (rc == 0 && pthread_mutex_init(&a->qmu, NULL) != 0) {
@@ -201,6 +243,7 @@ int api_new(const struct api_config *cfg, struct api **out, struct error *e)
         crypto_wipe(a->digest, sizeof(a->digest));
         crypto_wipe(a->job_key, sizeof(a->job_key));
         crypto_wipe(a->node_key, sizeof(a->node_key));
+        ap_attest_free(a);
         free(a);
         return err_set(e, rc, "", 0, 0, "cannot set up the API");
     }
@@ -226,6 +269,7 @@ void api_free(struct api *a)
     crypto_wipe(a->digest, sizeof(a->digest));
     crypto_wipe(a->job_key, sizeof(a->job_key));
     crypto_wipe(a->node_key, sizeof(a->node_key));
+    ap_attest_free(a);
     free(a);
 }
 

@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 
+#include "control/attest.h"
 #include "control/state.h"
 #include "util/error.h"
 #include "util/http_server.h"
@@ -133,6 +134,11 @@ struct api_config {
     /* 1: a node's calls on its own paths need its own token (api_node_token), which its
      * registration answers; the shared node token then only registers nodes. 0: either */
     int per_node_tokens;
+    /* attest.certificate set: a registration must carry the instance's EC2 identity document
+     * signed under it (docs/api.md), but for the instance ids in attest_static (NULL-terminated;
+     * NULL: none). Copied by api_new. certificate NULL: registrations are not asked for one. */
+    struct attest_aws attest;
+    const char *const *attest_static;
 };
 
 struct api; /* opaque */

@@ -55,7 +55,10 @@ struct api {
     unsigned char job_key[CRYPTO_SHA256_LEN];  /* the per-job tokens' key (api_job_token) */
     unsigned char node_key[CRYPTO_SHA256_LEN]; /* the per-node tokens' key (api_node_token) */
     int per_node_tokens;
-    pthread_mutex_t mu; /* the state's connection, the metrics and the counts */
+    /* api_config's attestation, copied (attest.certificate NULL: none asked) */
+    struct attest_aws attest;
+    char **attest_static; /* NULL-terminated; NULL: none */
+    pthread_mutex_t mu;   /* the state's connection, the metrics and the counts */
     struct ap_metrics metrics;
     long long answered[AP_STATUS_MAX]; /* responses by status */
     /* group commit of reports: requests queue their report; one of them at a time commits the

@@ -23,11 +23,66 @@ static int ap_address_ok(const char *s)
     return 1;
 }
 
+/* 1 when id may register without proving its instance (api.attestation.static_nodes). */
+static int ap_static_node(const struct api *a, const char *id)
+{
+    for (size_t i = 0; a->attest_static && a->attest_static[i]; i++)
+        if (strcmp(a->attest_static[i], id) == 0)
+            return 1;
+    return 0;
+}
+
+/* The registration's attestation, where the API asks for one: 0 when node id proved it is the
+ * instance it says (or need not); else answered (400, 403 or 500) and < 0. */
+static int ap_attested(struct ap_ctx *c, const char *id)
+{
+    static const char *const keys[] = {"document", "signature", NULL};
+    const struct jv *at = jv_get(c->body, "attestation");
+    const char *doc = NULL, *sig = NULL;
+    char why[256];
+    int rc = 0;
+
+    if (at && jv_type_of(at) != JV_OBJECT)
+        rc = ap_bad(c, "attestation must be an object {\"document\", \"signature\"}");
+    if (rc == 0 && at)
+        rc = ap_keys(c, at, "attestation.", keys);
+    if (rc == 0 && at)
+        rc = ap_str(c, at, "attestation.", "document", 1, ATTEST_DOCUMENT_MAX, &doc);
+    if (rc == 0 && at)
+        rc = ap_str(c, at, "attestation.", "signature", 1, ATTEST_SIGNATURE_MAX, &sig);
+    if (rc < 0) {
+        ap_fail(c, 400, "%s", c->reason);
+        return rc;
+    }
+    if (!c->a->attest.certificate || ap_static_node(c->a, id))
+        return 0;
+    if (!doc) {
+        ap_fail(c, 403,
+                "node %s must prove which instance it is (api.attestation): its EC2 instance "
+                "identity document and signature, which castor-node sends with "
+                "CASTOR_NODE_CLOUD=aws-imds; a node outside EC2 must be listed in "
+                "api.attestation.static_nodes",
+                id);
+        return ERR_PERM;
+    }
+    rc = attest_aws_check(&c->a->attest, id, doc, strlen(doc), sig, why, sizeof(why));
+    if (rc == ERR_PARSE)
+        ap_fail(c, 400, "attestation: %s", why);
+    else if (rc == ERR_PERM)
+        ap_fail(c, 403, "attestation of node %s refused: %s", id, why);
+    else if (rc < 0)
+        ap_fail(c, 500, "attestation: %s", why);
+    if (rc == ERR_PERM)
+        log_msg(c->a->log, c->now, LOG_WARN, NULL, id, "a registration's attestation refused: %s",
+                why);
+    return rc;
+}
+
 void ap_node_register(struct ap_ctx *c)
 {
-    static const char *const keys[] = {"instance_id", "gpus",    "gpu_memory_mib", "provider",
-                                       "offer",       "zone",    "market",         "price",
-                                       "address",     "fence_s", "agent",          NULL};
+    static const char *const keys[] = {
+        "instance_id", "gpus",    "gpu_memory_mib", "provider", "offer",       "zone", "market",
+        "price",       "address", "fence_s",        "agent",    "attestation", NULL};
     const char *id = NULL, *market = "on-demand", *address = NULL;
     long long gpus = 0, mem = 0;
     struct state_node n = {0};
@@ -79,6 +134,8 @@ void ap_node_register(struct ap_ctx *c)
         ap_fail(c, 400, "%s", c->reason);
         return;
     }
+    if (ap_attested(c, id) < 0)
+        return;
     n.instance_id = (char *)id;
     n.address = (char *)address;
     n.market = strcmp(market, "spot") == 0 ? STATE_MARKET_SPOT : STATE_MARKET_ON_DEMAND;

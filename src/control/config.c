@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/crypto.h"
+#include "util/file.h"
 #include "util/http_server.h"
 #include "util/json.h"
 #include "util/timestamp.h"
@@ -283,11 +285,67 @@ out:
 
 /* ---- the sections ---- */
 
+/* api.attestation: {certificate: FILE, account, region, static_nodes: [ids]}. The certificate
+ * is read now, and must hold an RSA key. */
+static int cf_attestation(struct config *c, const struct conf_node *api, struct error *e)
+{
+    static const char *const keys[] = {"certificate", "account", "region", "static_nodes", NULL};
+    const struct conf_node *s = NULL, *list;
+    const char *cert = NULL, *account = NULL, *region = NULL;
+    char *path = NULL;
+    unsigned char sig = 0;
+    struct error fe = {0};
+    int rc;
+
+    if (!api || (rc = conf_get_section(api, "attestation", keys, &s, e)) < 0 || !s)
+        return api ? rc : 0;
+    if ((rc = cf_string(s, "certificate", 4000, &cert, e)) < 0 ||
+        (rc = cf_string(s, "account", 64, &account, e)) < 0 ||
+        (rc = cf_string(s, "region", 64, &region, e)) < 0)
+        return rc;
+    if (!cert)
+        return cf_bad(s, e,
+                      "certificate is required (the PEM file of AWS's RSA certificate for "
+                      "the region, which signs the instances' identity documents)");
+    if (!(path = cf_path(c->dir, cert)))
+        return ERR_NOMEM;
+    rc = file_read_all(path, &c->api.attest_certificate, &c->api.attest_certificate_len, &fe);
+    free(path);
+    if (rc < 0)
+        return cf_bad(conf_find(s, "certificate"), e, fe.msg);
+    /* a key that cannot be read says so now, not at the first registration */
+    if (crypto_rs256_verify(c->api.attest_certificate, c->api.attest_certificate_len, "", 0, &sig,
+                            1) < 0)
+        return cf_bad(conf_find(s, "certificate"), e, "not a PEM certificate or public key of RSA");
+    if ((account && !(c->api.attest_account = strdup(account))) ||
+        (region && !(c->api.attest_region = strdup(region))))
+        return ERR_NOMEM;
+    if (!(list = conf_find(s, "static_nodes")))
+        return 0;
+    if (list->kind != CONF_SEQUENCE || list->n > 4096)
+        return cf_bad(list, e, "expected a list of at most 4096 instance ids");
+    if (!(c->api.attest_static_nodes = calloc(list->n + 1, sizeof(char *))))
+        return ERR_NOMEM;
+    for (size_t i = 0; i < list->n; i++) {
+        const char *id = NULL;
+
+        if ((rc = conf_as_string(list->items[i], &id, e)) < 0)
+            return rc;
+        if (!cf_name_ok(id, 128))
+            return cf_bad(list->items[i], e,
+                          "an instance id is 1 to 128 letters, digits, '.', "
+                          "'_' or '-'");
+        if (!(c->api.attest_static_nodes[i] = strdup(id)))
+            return ERR_NOMEM;
+    }
+    return 0;
+}
+
 static int cf_api(struct config *c, const struct conf_node *root, struct error *e)
 {
-    static const char *const keys[] = {
-        "address",       "port",       "tls_cert",   "tls_key",     "threads", "max_body",
-        "insecure_http", "rate_limit", "rate_burst", "node_tokens", NULL};
+    static const char *const keys[] = {"address",    "port",        "tls_cert",      "tls_key",
+                                       "threads",    "max_body",    "insecure_http", "rate_limit",
+                                       "rate_burst", "node_tokens", "attestation",   NULL};
     static const char *const node_tokens[] = {"shared", "per-node", NULL};
     const struct conf_node *s = NULL, *at;
     const char *addr = "127.0.0.1", *cert = NULL, *key = NULL;
@@ -334,7 +392,7 @@ static int cf_api(struct config *c, const struct conf_node *root, struct error *
     if (!(c->api.address = strdup(addr)) || (cert && !(c->api.tls_cert = cf_path(c->dir, cert))) ||
         (key && !(c->api.tls_key = cf_path(c->dir, key))))
         return ERR_NOMEM;
-    return 0;
+    return cf_attestation(c, s, e);
 }
 
 /* faults: {rate, seed, timeout}: the cloud's calls fail at rate (a chaos run's setting). */
@@ -715,6 +773,12 @@ void config_free(struct config *c)
     free(c->api.address);
     free(c->api.tls_cert);
     free(c->api.tls_key);
+    free(c->api.attest_certificate);
+    free(c->api.attest_account);
+    free(c->api.attest_region);
+    for (size_t i = 0; c->api.attest_static_nodes && c->api.attest_static_nodes[i]; i++)
+        free(c->api.attest_static_nodes[i]);
+    free(c->api.attest_static_nodes);
     free(c->policy);
     free(c->fleet);
     free(c->fleet_offer);
@@ -730,6 +794,25 @@ void config_free(struct config *c)
 static int cf_same(const char *a, const char *b)
 {
     return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+/* 1 when two api sections ask the same attestation. */
+static int cf_attest_same(const struct config_api *a, const struct config_api *b)
+{
+    size_t i = 0;
+
+    if (!a->attest_certificate != !b->attest_certificate ||
+        a->attest_certificate_len != b->attest_certificate_len ||
+        (a->attest_certificate &&
+         memcmp(a->attest_certificate, b->attest_certificate, a->attest_certificate_len) != 0) ||
+        !cf_same(a->attest_account, b->attest_account) ||
+        !cf_same(a->attest_region, b->attest_region) ||
+        !a->attest_static_nodes != !b->attest_static_nodes)
+        return 0;
+    for (; a->attest_static_nodes && a->attest_static_nodes[i]; i++)
+        if (!cf_same(a->attest_static_nodes[i], b->attest_static_nodes[i]))
+            return 0;
+    return !a->attest_static_nodes || !b->attest_static_nodes[i];
 }
 
 int config_reload_check(const struct config *old, const struct config *now, char *why,
@@ -753,7 +836,8 @@ int config_reload_check(const struct config *old, const struct config *now, char
         !cf_same(old->api.tls_key, now->api.tls_key) || old->api.threads != now->api.threads ||
         old->api.max_body != now->api.max_body ||
         old->api.insecure_http != now->api.insecure_http ||
-        old->api.rate_limit != now->api.rate_limit || old->api.rate_burst != now->api.rate_burst)
+        old->api.rate_limit != now->api.rate_limit || old->api.rate_burst != now->api.rate_burst ||
+        !cf_attest_same(&old->api, &now->api))
         len += (size_t)snprintf(warn + len, len < warn_size ? warn_size - len : 0, "api ");
     for (int r = 0; r < API_NROLES; r++)
         if (!cf_same(old->token_files[r], now->token_files[r])) {

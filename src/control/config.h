@@ -58,6 +58,13 @@ struct config_api {
     double rate_limit;   /* requests per second per client address; 0: no limit */
     unsigned rate_burst; /* requests at once per client address */
     int per_node_tokens; /* 1: a node's calls need its own token (api.node_tokens: per-node) */
+    /* api.attestation: registrations must prove their instance (an EC2 identity document signed
+     * under this certificate), but for static_nodes. attest_certificate NULL: not asked. */
+    char *attest_certificate; /* the PEM text, read when the file is loaded */
+    size_t attest_certificate_len;
+    char *attest_account;       /* NULL: any */
+    char *attest_region;        /* NULL: any */
+    char **attest_static_nodes; /* NULL-terminated; NULL: none */
 };
 
 /* Fault injection into the cloud's calls (`faults:`), for chaos runs (providers/faulty.h). */

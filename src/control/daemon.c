@@ -561,6 +561,11 @@ static int dm_start_api(struct daemon *d, struct error *e)
     ac.changed_ctx = d;
     ac.tokens = &tokens;
     ac.per_node_tokens = d->cfg->api.per_node_tokens;
+    ac.attest = (struct attest_aws){.certificate = d->cfg->api.attest_certificate,
+                                    .certificate_len = d->cfg->api.attest_certificate_len,
+                                    .account = d->cfg->api.attest_account,
+                                    .region = d->cfg->api.attest_region};
+    ac.attest_static = (const char *const *)d->cfg->api.attest_static_nodes;
     rc = api_new(&ac, &d->api, e);
     api_tokens_clear(&tokens);
     if (rc < 0)

@@ -1,4 +1,5 @@
-/* base64.c: base64url encoding and strict decoding (RFC 4648 section 5, no padding). */
+/* base64.c: base64url encoding and strict decoding (RFC 4648 section 5, no padding); standard
+ * base64's decoding (section 4) on top of it. */
 #include "util/base64.h"
 
 #include <stdlib.h>
@@ -87,4 +88,35 @@ int base64_url_decode(const char *s, size_t len, unsigned char **out, size_t *ou
     *out = buf;
     *out_len = n;
     return 0;
+}
+
+int base64_decode(const char *s, size_t len, unsigned char **out, size_t *out_len)
+{
+    char *url;
+    size_t n = 0, pad = 0;
+    int rc;
+
+    if (!out || !out_len || (!s && len > 0))
+        return ERR_INVAL;
+    if (!(url = malloc(len + 1)))
+        return ERR_NOMEM;
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+
+        if (c == '\n' || c == '\r' || c == ' ' || c == '\t')
+            continue;
+        if (c == '=') {
+            pad++;
+            continue;
+        }
+        if (pad > 0 || c == '-' || c == '_') { /* a character after padding; the URL alphabet */
+            free(url);
+            return ERR_PARSE;
+        }
+        url[n++] = c == '+' ? '-' : c == '/' ? '_' : c;
+    }
+    rc = pad > 2 || (pad > 0 && (n + pad) % 4 != 0) ? ERR_PARSE
+                                                    : base64_url_decode(url, n, out, out_len);
+    free(url);
+    return rc;
 }

@@ -1,4 +1,5 @@
-/* base64.h: base64url (RFC 4648 section 5) without padding, as JSON Web Signatures use it. */
+/* base64.h: base64url (RFC 4648 section 5) without padding, as JSON Web Signatures use it, and the
+ * standard alphabet's decoding (section 4) for what clouds sign that way. */
 #ifndef CASTOR_UTIL_BASE64_H
 #define CASTOR_UTIL_BASE64_H
 
@@ -18,5 +19,12 @@ void base64_url_encode(struct strbuf *b, const void *data, size_t len);
  * NULL with len > 0), ERR_PARSE, ERR_NOMEM; the outputs are then untouched.
  */
 int base64_url_decode(const char *s, size_t len, unsigned char **out, size_t *out_len);
+
+/*
+ * Decode len characters of standard base64 (RFC 4648 section 4: '+' and '/'), with or without
+ * '=' padding at its end, line breaks and spaces skipped (EC2's signatures come in lines).
+ * Otherwise as strict as base64_url_decode, with the same outputs and errors.
+ */
+int base64_decode(const char *s, size_t len, unsigned char **out, size_t *out_len);
 
 #endif

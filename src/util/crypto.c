@@ -12,6 +12,7 @@
 #include <openssl/hmac.h>
 #include <openssl/pem.h>
 #include <openssl/rand.h>
+#include <openssl/x509.h>
 
 #include "util/error.h"
 
@@ -130,6 +131,17 @@ static int no_password(char *buf, int size, int rwflag, void *u)
 }
 
 /* The RSA key in pem (private or public), or NULL when it is not one. */
+/* 1 when the len bytes at pem hold text. */
+static int pem_has(const char *pem, size_t len, const char *text)
+{
+    size_t n = strlen(text);
+
+    for (size_t i = 0; i + n <= len; i++)
+        if (memcmp(pem + i, text, n) == 0)
+            return 1;
+    return 0;
+}
+
 static EVP_PKEY *read_rsa_key(const char *pem, size_t pem_len, int private_key)
 {
     BIO *bio;
@@ -140,8 +152,17 @@ static EVP_PKEY *read_rsa_key(const char *pem, size_t pem_len, int private_key)
     bio = BIO_new_mem_buf(pem, (int)pem_len);
     if (!bio)
         return NULL;
-    key = private_key ? PEM_read_bio_PrivateKey(bio, NULL, no_password, NULL)
-                      : PEM_read_bio_PUBKEY(bio, NULL, no_password, NULL);
+    if (private_key) {
+        key = PEM_read_bio_PrivateKey(bio, NULL, no_password, NULL);
+    } else if (pem_has(pem, pem_len, "-----BEGIN CERTIFICATE-----")) {
+        /* a certificate's public key (a cloud publishes its signing keys so) */
+        X509 *cert = PEM_read_bio_X509(bio, NULL, no_password, NULL);
+
+        key = cert ? X509_get_pubkey(cert) : NULL;
+        X509_free(cert);
+    } else {
+        key = PEM_read_bio_PUBKEY(bio, NULL, no_password, NULL);
+    }
     BIO_free(bio);
     if (key && EVP_PKEY_get_base_id(key) != EVP_PKEY_RSA) {
         EVP_PKEY_free(key);

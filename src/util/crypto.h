@@ -64,8 +64,9 @@ int crypto_rs256_sign(const char *pem, size_t pem_len, const void *data, size_t 
 
 /*
  * Check an RS256 signature of len bytes at data against the RSA public key in pem ("PUBLIC KEY",
- * SubjectPublicKeyInfo). 1 when it verifies, 0 when it does not; ERR_INVAL (a NULL argument),
- * ERR_PARSE (pem is not an RSA public key), ERR_INTERNAL.
+ * SubjectPublicKeyInfo, or the key of an X.509 "CERTIFICATE": its validity and issuer are not
+ * checked). 1 when it verifies, 0 when it does not; ERR_INVAL (a NULL argument), ERR_PARSE (pem is
+ * not an RSA public key or certificate), ERR_INTERNAL.
  */
 int crypto_rs256_verify(const char *pem, size_t pem_len, const void *data, size_t len,
                         const unsigned char *sig, size_t sig_len);

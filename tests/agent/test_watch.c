@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "agent/watch.h"
+#include "support/attest_sign.h"
 #include "support/api_server.h"
 #include "support/loopback_http.h"
 #include "support/process.h"
@@ -28,6 +29,8 @@
 #define NODE_ID "node-watch-1"
 #define ACTION_PATH "/latest/meta-data/spot/instance-action"
 #define REBALANCE_PATH "/latest/meta-data/events/recommendations/rebalance"
+#define IDDOC_PATH "/latest/dynamic/instance-identity/document"
+#define IDSIG_PATH "/latest/dynamic/instance-identity/signature"
 #define PREEMPTED_PATH "/computeMetadata/v1/instance/preempted"
 #define MAINTENANCE_PATH "/computeMetadata/v1/instance/maintenance-event"
 
@@ -45,6 +48,8 @@ struct meta {
     char action[256];       /* the instance-action document, "" for 404 */
     char rebalance[256];    /* the rebalance document, "" for 404 */
     int action_status;      /* 0: 200 or 404 as above; else this status */
+    char iddoc[1024];       /* the instance identity document, "" for 404 */
+    char idsig[1024];       /* its signature (base64), "" for 404 */
     /* Compute Engine */
     char preempted[32];   /* the flag's value */
     char maintenance[64]; /* "" for 404 */
@@ -78,6 +83,8 @@ static void meta_handle(void *arg, const struct lh_request *req, struct lh_reply
         int n = token && strncmp(token, "imds-token-", 11) == 0 ? atoi(token + 11) : -1;
         const char *doc = strcmp(path, ACTION_PATH) == 0      ? m->action
                           : strcmp(path, REBALANCE_PATH) == 0 ? m->rebalance
+                          : strcmp(path, IDDOC_PATH) == 0     ? m->iddoc
+                          : strcmp(path, IDSIG_PATH) == 0     ? m->idsig
                                                               : "";
 
         if (n < m->tokens_valid_from || n >= m->tokens_issued) {
@@ -421,21 +428,42 @@ struct nfx {
     pid_t node;
 };
 
-static int nfx_setup(void **state)
+/* The metadata service and the API (with attest, asking registrations for an identity document
+ * signed under the test certificate). */
+static int nfx_setup_with(void **state, int attest)
 {
     struct nfx *f = calloc(1, sizeof(*f));
+    struct attest_aws at = {0};
+    char *cert = NULL;
+    int rc;
 
     if (!f)
         return -1;
     pthread_mutex_init(&f->m.lock, NULL);
     snprintf(f->m.preempted, sizeof(f->m.preempted), "FALSE");
     snprintf(f->m.maintenance, sizeof(f->m.maintenance), "NONE");
-    if (lh_start(meta_handle, &f->m, &f->m.server) < 0 || as_start(&f->as) < 0 ||
-        as_path(&f->as, "node.log", 0, f->nodelog, sizeof(f->nodelog)) < 0)
+    if (attest && file_read_all(ATTEST_CERT, &cert, &at.certificate_len, NULL) < 0)
+        return -1;
+    at.certificate = cert;
+    rc = lh_start(meta_handle, &f->m, &f->m.server) < 0 ||
+         as_start_attest(&f->as, 0, attest ? &at : NULL) < 0 ||
+         as_path(&f->as, "node.log", 0, f->nodelog, sizeof(f->nodelog)) < 0;
+    free(cert);
+    if (rc)
         return -1;
     lh_url(f->m.server, f->m.url, sizeof(f->m.url));
     *state = f;
     return 0;
+}
+
+static int nfx_setup(void **state)
+{
+    return nfx_setup_with(state, 0);
+}
+
+static int nfx_setup_attest(void **state)
+{
+    return nfx_setup_with(state, 1);
 }
 
 static int nfx_teardown(void **state)
@@ -647,6 +675,36 @@ static void castor_node__forwards_the_gce_preemption(void **state)
                 seen.deadline <= as_wall(NULL) + WATCH_GCE_NOTICE_S + 1);
 }
 
+/* With api.attestation, castor-node on EC2 proves its instance with the identity document and
+ * signature IMDSv2 gives: a document signed by a key the controller does not trust is refused
+ * (403, logged by both), and once the metadata service gives a good one (the agent reads it
+ * again after a refusal) the node registers. With CASTOR_NODE_ATTEST=off it sends none and is
+ * refused for that. */
+static void castor_node__proves_its_instance_at_registration(void **state)
+{
+    struct nfx *f = *state;
+    struct log_wait refused = {f->nodelog, "signature does not verify"};
+    struct log_wait unproved = {f->nodelog, "must prove which instance it is"};
+    char doc[1024], sig[1024];
+
+    attest_document(doc, sizeof(doc), NODE_ID, "123456789012", "us-east-1");
+    assert_int_equal(attest_signature(ATTEST_OTHER_KEY, doc, sig, sizeof(sig)), 0);
+    META_SET(&f->m, iddoc, doc);
+    META_SET(&f->m, idsig, sig);
+    spawn(f, "aws-imds", "CASTOR_NODE_ATTEST=off");
+    assert_true(proc_wait_for(log_has, &unproved, 10));
+    assert_false(registered(f));
+    kill(f->node, SIGTERM);
+    assert_true(proc_wait_exit(f->node, 10) == 0);
+    spawn(f, "aws-imds", NULL);
+    assert_true(proc_wait_for(log_has, &refused, 10)); /* (a 403's reason) */
+    assert_non_null(strstr(f->as.logtext, "a registration's attestation refused"));
+    assert_false(registered(f));
+    assert_int_equal(attest_signature(ATTEST_KEY, doc, sig, sizeof(sig)), 0);
+    META_SET(&f->m, idsig, sig);
+    assert_true(proc_wait_for(registered, f, 10));
+}
+
 /* A cloud castor-node does not know, or a metadata URL that is not http(s): refused at start,
  * saying which variable. */
 static void castor_node__refuses_a_bad_watch(void **state)
@@ -683,6 +741,8 @@ int main(void)
         N(castor_node__rebalance_recommendation),
         N(castor_node__forwards_the_gce_preemption),
         N(castor_node__refuses_a_bad_watch),
+        cmocka_unit_test_setup_teardown(castor_node__proves_its_instance_at_registration,
+                                        nfx_setup_attest, nfx_teardown),
     };
 #undef T
 #undef N

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "support/attest_sign.h"
 #include "control/api.h"
 #include "control/state.h"
 #include "util/db.h"
@@ -64,14 +65,20 @@ static int changes(struct fixture *f)
     return __atomic_load_n(&f->changes, __ATOMIC_SEQ_CST);
 }
 
-static int api_setup(void **state)
+/* The API over a new state, served; with attest, registrations must prove their instance under
+ * the test certificate (account 123456789012, any region), but for on-prem-1. */
+static int api_setup_with(void **state, int attest)
 {
+    static const char *const static_nodes[] = {"on-prem-1", NULL};
     struct api_tokens tokens = {
         {strdup(TOKEN_NODE), strdup(TOKEN_JOB), strdup(TOKEN_USER), strdup(TOKEN_METRICS)}};
     struct http_server_config hc = {.max_body = 64 * 1024};
     struct fixture *f = calloc(1, sizeof(*f));
     struct api_config cfg = {0};
     void *tmp = NULL;
+    char *cert = NULL;
+    size_t cert_len = 0;
+    int rc;
 
     if (!f || tmpdb_setup(&tmp) < 0)
         return -1;
@@ -89,7 +96,16 @@ static int api_setup(void **state)
     cfg.changed = count_change;
     cfg.changed_ctx = f;
     cfg.tokens = &tokens;
-    if (api_new(&cfg, &f->api, NULL) < 0)
+    if (attest) {
+        if (file_read_all(ATTEST_CERT, &cert, &cert_len, NULL) < 0)
+            return -1;
+        cfg.attest = (struct attest_aws){
+            .certificate = cert, .certificate_len = cert_len, .account = "123456789012"};
+        cfg.attest_static = static_nodes;
+    }
+    rc = api_new(&cfg, &f->api, NULL);
+    free(cert); /* (the API keeps a copy) */
+    if (rc < 0)
         return -1;
     api_tokens_clear(&tokens);
     if (http_server_start(&hc, api_handle, f->api, &f->server, NULL) < 0 ||
@@ -98,6 +114,16 @@ static int api_setup(void **state)
     snprintf(f->base, sizeof(f->base), "http://127.0.0.1:%d", http_server_port(f->server));
     *state = f;
     return 0;
+}
+
+static int api_setup(void **state)
+{
+    return api_setup_with(state, 0);
+}
+
+static int api_setup_attest(void **state)
+{
+    return api_setup_with(state, 1);
 }
 
 static int api_teardown(void **state)
@@ -673,6 +699,89 @@ static void api_nodes__new_replicas_wait_for_the_old_ones(void **state)
     assert_int_equal(call(f, "POST", "/v1/nodes/i-3/down", TOKEN_USER, NULL, NULL), 200);
     assert_true(entry_of(f, "i-2", "a", NULL, wait));
     assert_string_equal(wait, "");
+}
+
+/* The body of a registration of id with an attestation (document and signature as given). */
+static void attested_body(char *buf, size_t size, const char *id, const char *doc, const char *sig)
+{
+    struct jv *o = jv_object(), *at = jv_object();
+    char *text = NULL;
+
+    assert_int_equal(jv_set(o, "instance_id", jv_string(id)), 0);
+    assert_int_equal(jv_set(o, "gpus", jv_integer(4)), 0);
+    assert_int_equal(jv_set(at, "document", jv_string(doc)), 0);
+    assert_int_equal(jv_set(at, "signature", jv_string(sig)), 0);
+    assert_int_equal(jv_set(o, "attestation", at), 0);
+    assert_int_equal(jv_dump(o, &text), 0);
+    snprintf(buf, size, "%s", text);
+    free(text);
+    jv_free(o);
+}
+
+/*
+ * With api.attestation, a node registers only with its EC2 identity document signed under the
+ * configured certificate, of its own instance and the configured account: a forged signature,
+ * another instance's document, another account's and none at all are refused (403, with the
+ * reason, logged) and write nothing; a malformed attestation is 400; a static node listed in
+ * static_nodes registers without one; and the first one, proved, registers (201, its token).
+ */
+static void api_nodes__attestation_binds_a_registration_to_its_instance(void **state)
+{
+    struct fixture *f = *state;
+    char doc[1024], sig[1024], other[1024], body[4096], *before, *after;
+    struct jv *v = NULL;
+
+    attest_document(doc, sizeof(doc), "i-0abc", "123456789012", "us-east-1");
+    assert_int_equal(attest_signature(ATTEST_KEY, doc, sig, sizeof(sig)), 0);
+    before = dump(f);
+    expect_error(f, "POST", "/v1/nodes", TOKEN_NODE, "{\"instance_id\":\"i-0abc\",\"gpus\":4}", 403,
+                 "must prove which instance it is");
+    assert_int_equal(attest_signature(ATTEST_OTHER_KEY, doc, other, sizeof(other)), 0);
+    attested_body(body, sizeof(body), "i-0abc", doc, other);
+    expect_error(f, "POST", "/v1/nodes", TOKEN_NODE, body, 403, "signature does not verify");
+    attested_body(body, sizeof(body), "i-0fake", doc, sig);
+    expect_error(f, "POST", "/v1/nodes", TOKEN_NODE, body, 403,
+                 "identity document is instance i-0abc's, not i-0fake's");
+    attest_document(other, sizeof(other), "i-0abc", "210987654321", "us-east-1");
+    {
+        char sig2[1024];
+
+        assert_int_equal(attest_signature(ATTEST_KEY, other, sig2, sizeof(sig2)), 0);
+        attested_body(body, sizeof(body), "i-0abc", other, sig2);
+        expect_error(f, "POST", "/v1/nodes", TOKEN_NODE, body, 403, "account 210987654321");
+    }
+    attested_body(body, sizeof(body), "i-0abc", doc, "**");
+    expect_error(f, "POST", "/v1/nodes", TOKEN_NODE, body, 400, "not base64");
+    expect_error(f, "POST", "/v1/nodes", TOKEN_NODE,
+                 "{\"instance_id\":\"i-0abc\",\"gpus\":4,\"attestation\":\"yes\"}", 400,
+                 "attestation must be an object");
+    expect_error(f, "POST", "/v1/nodes", TOKEN_NODE,
+                 "{\"instance_id\":\"i-0abc\",\"gpus\":4,\"attestation\":{\"document\":\"d\"}}",
+                 400, "attestation.signature is required");
+    after = dump(f);
+    assert_string_equal(before, after);
+    free(before);
+    free(after);
+    assert_non_null(strstr(f->logtext, "a registration's attestation refused"));
+
+    assert_int_equal(call(f, "POST", "/v1/nodes", TOKEN_NODE,
+                          "{\"instance_id\":\"on-prem-1\",\"gpus\":2}", NULL),
+                     201);
+    attested_body(body, sizeof(body), "i-0abc", doc, sig);
+    assert_int_equal(call(f, "POST", "/v1/nodes", TOKEN_NODE, body, &v), 201);
+    assert_non_null(jv_string_value(jv_get(v, "node_token")));
+    jv_free(v);
+}
+
+/* Without api.attestation a registration's attestation is accepted and not checked (castor-node
+ * on EC2 sends one whatever the controller asks). */
+static void api_nodes__attestation_not_asked(void **state)
+{
+    struct fixture *f = *state;
+    char body[4096];
+
+    attested_body(body, sizeof(body), "i-0abc", "{}", "AAAA");
+    assert_int_equal(call(f, "POST", "/v1/nodes", TOKEN_NODE, body, NULL), 201);
 }
 
 /* Bad node requests are refused with their reason and write nothing: a second registration,
@@ -2062,6 +2171,9 @@ int main(void)
         API_TEST(api_handle__changes_told_for_the_decide_step),
         API_TEST(api_nodes__assignment_names_the_placement),
         API_TEST(api_nodes__new_replicas_wait_for_the_old_ones),
+        cmocka_unit_test_setup_teardown(api_nodes__attestation_binds_a_registration_to_its_instance,
+                                        api_setup_attest, api_teardown),
+        API_TEST(api_nodes__attestation_not_asked),
         API_TEST(api_nodes__bad_input_writes_nothing),
         API_TEST(api_nodes__replica_failures_restart_then_fail),
         API_TEST(api_nodes__bad_failure_reports_write_nothing),

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "control/config.h"
+#include "util/file.h"
 #include "util/json.h"
 
 #define DATA CASTOR_TEST_DATA "/run"
@@ -275,6 +276,19 @@ static const struct bad_case bad_cases[] = {
     {BASE "api:\n  rate_limit: -1\n", ERR_RANGE, 4, 15, "api.rate_limit"},
     {BASE "api:\n  rate_burst: 0\n", ERR_RANGE, 4, 15, "api.rate_burst"},
     {BASE "api:\n  node_tokens: each\n", ERR_UNKNOWN, 4, 16, "api.node_tokens"},
+    {BASE "api:\n  attestation:\n    account: \"1\"\n", ERR_PARSE, 5, 5, "certificate is required"},
+    {BASE "api:\n  attestation:\n    certificate: /no/such.pem\n", ERR_PARSE, 5, 18,
+     "api.attestation.certificate"},
+    {BASE "api:\n  attestation:\n    certificate: " CASTOR_TEST_DATA "/attest/README.md\n",
+     ERR_PARSE, 5, 18, "not a PEM certificate or public key of RSA"},
+    {BASE "api:\n  attestation:\n    certificate: " CASTOR_TEST_DATA
+          "/attest/test-cert.pem\n    static_nodes: box\n",
+     ERR_PARSE, 6, 19, "a list of at most 4096 instance ids"},
+    {BASE "api:\n  attestation:\n    certificate: " CASTOR_TEST_DATA
+          "/attest/test-cert.pem\n    static_nodes: [\"a b\"]\n",
+     ERR_PARSE, 6, 20, "an instance id is"},
+    {BASE "api:\n  attestation:\n    region: [x]\n", ERR_PARSE, 5, 13, "api.attestation.region"},
+    {BASE "api:\n  attestation:\n    certs: x\n", ERR_UNKNOWN, 5, 5, "certs"},
     {BASE "api:\n  rate_limit: 0\n  rate_burst: 5\n", ERR_PARSE, 4, 3,
      "rate_burst needs a rate_limit"},
     {BASE "tokens:\n  node: n\n  job: j\n", ERR_PARSE, 4, 3, "tokens.user is required"},
@@ -481,6 +495,38 @@ static void config_load__api_transport_and_limits(void **state)
     config_free(c);
 }
 
+/* api.attestation: the certificate read with the file (a path beside the config file, or
+ * absolute), the account, region and static nodes kept; absent, nothing asked. */
+static void config_load__api_attestation(void **state)
+{
+    struct config *c = NULL;
+    struct error e = {0};
+    char buf[600], *cert = NULL;
+    size_t len = 0;
+
+    (void)state;
+    if (load_text(BASE, &c, &e, NULL) < 0)
+        fail_msg("%s", err_format(&e, buf, sizeof(buf)));
+    assert_null(c->api.attest_certificate);
+    config_free(c);
+    c = NULL;
+    if (load_text(BASE "api:\n  attestation:\n    certificate: " CASTOR_TEST_DATA
+                       "/attest/test-cert.pem\n    account: \"123456789012\"\n"
+                       "    region: us-east-1\n    static_nodes: [gpu-box-1, gpu-box-2]\n",
+                  &c, &e, NULL) < 0)
+        fail_msg("%s", err_format(&e, buf, sizeof(buf)));
+    assert_int_equal(file_read_all(CASTOR_TEST_DATA "/attest/test-cert.pem", &cert, &len, NULL), 0);
+    assert_int_equal(c->api.attest_certificate_len, len);
+    assert_memory_equal(c->api.attest_certificate, cert, len);
+    assert_string_equal(c->api.attest_account, "123456789012");
+    assert_string_equal(c->api.attest_region, "us-east-1");
+    assert_string_equal(c->api.attest_static_nodes[0], "gpu-box-1");
+    assert_string_equal(c->api.attest_static_nodes[1], "gpu-box-2");
+    assert_null(c->api.attest_static_nodes[2]);
+    free(cert);
+    config_free(c);
+}
+
 /* pollux's power mean: as given, 0 included (the geometric mean, not "unset"); not given, the
  * geometric mean when castor's planner rents the fleet (FLEET_CASTOR_P_MEAN) and pollux's own
  * default otherwise. */
@@ -536,6 +582,7 @@ int main(void)
         cmocka_unit_test(config_job_spec__a_job_file),
         cmocka_unit_test(config_load__every_bad_key_located),
         cmocka_unit_test(config_load__api_transport_and_limits),
+        cmocka_unit_test(config_load__api_attestation),
         cmocka_unit_test(config_load__missing_file),
         cmocka_unit_test(config_load__pollux_power_mean),
     };

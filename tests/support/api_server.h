@@ -63,9 +63,10 @@ static inline void as_unlisten(struct api_server *s)
     s->server = NULL;
 }
 
-/* A new state in a new folder, the API over it (per_node_tokens: api_config's), served. 0, or
- * -1. */
-static inline int as_start_with(struct api_server *s, int per_node_tokens)
+/* A new state in a new folder, the API over it (per_node_tokens and attest, which may be NULL:
+ * api_config's), served. 0, or -1. */
+static inline int as_start_attest(struct api_server *s, int per_node_tokens,
+                                  const struct attest_aws *attest)
 {
     struct api_tokens tokens = {
         {strdup(AS_TOKEN_NODE), strdup(AS_TOKEN_JOB), strdup(AS_TOKEN_USER), NULL}};
@@ -86,12 +87,19 @@ static inline int as_start_with(struct api_server *s, int per_node_tokens)
     cfg.clock = as_wall;
     cfg.tokens = &tokens;
     cfg.per_node_tokens = per_node_tokens;
+    if (attest)
+        cfg.attest = *attest;
     if (api_new(&cfg, &s->api, NULL) < 0 || as_listen(s, 0) < 0)
         goto out;
     rc = 0;
 out:
     api_tokens_clear(&tokens);
     return rc;
+}
+
+static inline int as_start_with(struct api_server *s, int per_node_tokens)
+{
+    return as_start_attest(s, per_node_tokens, NULL);
 }
 
 static inline int as_start(struct api_server *s)

@@ -86,12 +86,46 @@ static void base64_url_decode__strict(void **state)
     assert_int_equal(base64_url_decode("Zg", 2, NULL, &n), ERR_INVAL);
 }
 
+/* Standard base64 (RFC 4648 section 4's vectors), padded or not, in lines; a character of the
+ * URL alphabet, one after the padding, or too much padding is refused. */
+static void base64_decode__standard_padded_in_lines(void **state)
+{
+    static const struct {
+        const char *in, *out;
+    } good[] = {{"", ""},
+                {"Zg==", "f"},
+                {"Zm8=", "fo"},
+                {"Zm9v", "foo"},
+                {"Zm9vYg==", "foob"},
+                {"Zm9vYmE=", "fooba"},
+                {"Zm9vYmFy", "foobar"},
+                {"Zm9v\nYmFy\n", "foobar"},
+                {"Zg", "f"},
+                {"+/+/", "\xfb\xff\xbf"}};
+    static const char *const bad[] = {"Zg=a", "Zg===", "Z===", "-_-_", "Zm9vY", "Zh=="};
+    unsigned char *out = NULL;
+    size_t n = 0;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        assert_int_equal(base64_decode(good[i].in, strlen(good[i].in), &out, &n), 0);
+        assert_int_equal(n, strlen(good[i].out));
+        assert_memory_equal(out, good[i].out, n);
+        free(out);
+    }
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        if (base64_decode(bad[i], strlen(bad[i]), &out, &n) != ERR_PARSE)
+            fail_msg("\"%s\" was taken as base64", bad[i]);
+    assert_int_equal(base64_decode(NULL, 2, &out, &n), ERR_INVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(base64_url__rfc4648_vectors),
         cmocka_unit_test(base64_url__url_safe_alphabet_round_trip),
         cmocka_unit_test(base64_url_decode__strict),
+        cmocka_unit_test(base64_decode__standard_padded_in_lines),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

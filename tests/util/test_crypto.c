@@ -269,6 +269,33 @@ static void crypto_rs256_sign__rfc7515_a2(void **state)
     free(want);
 }
 
+/* A signature verifies against the key of the signer's X.509 certificate (as a cloud publishes
+ * its keys), and not against another's. */
+static void crypto_rs256_verify__a_certificates_key(void **state)
+{
+    size_t cert_len, key_len, other_len, sig_len = 0;
+    char *cert = fixture("attest/test-cert.pem", &cert_len);
+    char *key = fixture("attest/test-key.pem", &key_len);
+    char *other = fixture("attest/other-key.pem", &other_len);
+    unsigned char sig[CRYPTO_RS256_MAX_SIG];
+
+    (void)state;
+    assert_int_equal(crypto_rs256_sign(key, key_len, "document", 8, sig, sizeof(sig), &sig_len), 0);
+    assert_int_equal(crypto_rs256_verify(cert, cert_len, "document", 8, sig, sig_len), 1);
+    assert_int_equal(crypto_rs256_verify(cert, cert_len, "documenT", 8, sig, sig_len), 0);
+    assert_int_equal(crypto_rs256_sign(other, other_len, "document", 8, sig, sizeof(sig), &sig_len),
+                     0);
+    assert_int_equal(crypto_rs256_verify(cert, cert_len, "document", 8, sig, sig_len), 0);
+    /* a certificate cut short */
+    assert_int_equal(crypto_rs256_verify(cert, cert_len / 2, "document", 8, sig, sig_len),
+                     ERR_PARSE);
+    crypto_wipe(key, key_len);
+    crypto_wipe(other, other_len);
+    free(cert);
+    free(key);
+    free(other);
+}
+
 /* The RFC's signature verifies against the public key; a flipped bit of the signature or of the
  * data does not. */
 static void crypto_rs256_verify__rfc7515_a2(void **state)
@@ -381,6 +408,7 @@ int main(void)
         cmocka_unit_test(crypto_random__draws_differ),
         cmocka_unit_test(crypto_rs256_sign__rfc7515_a2),
         cmocka_unit_test(crypto_rs256_verify__rfc7515_a2),
+        cmocka_unit_test(crypto_rs256_verify__a_certificates_key),
         cmocka_unit_test(crypto_rs256_sign__refusals),
     };
 
