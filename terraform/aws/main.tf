@@ -47,6 +47,8 @@ locals {
     budget          = var.budget_per_hour
     value           = var.value_per_job_hour
     max_nodes       = var.max_nodes
+    attest          = var.identity_certificate != ""
+    account         = local.account
   })
 }
 
@@ -101,6 +103,7 @@ resource "aws_instance" "controller" {
     token_prefix   = local.token_prefix
     kms_key        = aws_kms_key.castor.arn
     state_volume   = replace(aws_ebs_volume.state.id, "-", "")
+    identity_cert  = indent(6, trimspace(var.identity_certificate))
   })
   network_interface {
     network_interface_id = aws_network_interface.controller.id

@@ -237,3 +237,13 @@ variable "tags" {
   type        = map(string)
   default     = {}
 }
+
+variable "identity_certificate" {
+  description = "AWS's RSA public certificate (PEM) for var.region's instance identity document signatures (the EC2 User Guide's \"AWS public certificates for instance identity document signatures\", the RSA one). When set, the controller admits only workers that prove their instance with its signed identity document, in this account and region (api.attestation), so that the node token alone registers no made-up node (docs/security.md). Default: not asked."
+  type        = string
+  default     = ""
+  validation {
+    condition     = var.identity_certificate == "" || (strcontains(var.identity_certificate, "-----BEGIN CERTIFICATE-----") && strcontains(var.identity_certificate, "-----END CERTIFICATE-----"))
+    error_message = "identity_certificate must be empty or one PEM certificate (-----BEGIN CERTIFICATE----- ... -----END CERTIFICATE-----)."
+  }
+}

@@ -388,6 +388,7 @@ BAD = {
         ("budget_per_hour", 1e9, {}),
         ("admin_cidrs", ["0.0.0.0/0"], {}),
         ("admin_cidrs", ["::/0"], {}),
+        ("identity_certificate", "MIIC...not PEM", {}),
         ("api_plain_http", False, {}),
         ("admin_cidrs", ["10.0.0.300/16"], {}),
         ("cluster_id", "bad id!", {}),
@@ -443,6 +444,7 @@ BAD = {
 
 ACCEPTED = {
     "aws": [("admin_cidrs", ["0.0.0.0/0"], {"allow_public_admin": True}),
+            ("identity_certificate", "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n", {}),
             ("budget_per_hour", 40, {}), ("controller_ami_id", "ami-0123456789abcdef0", {})],
     "gcp": [("admin_cidrs", ["0.0.0.0/0"], {"allow_public_admin": True}), ("budget_per_hour", 0, {})],
 }
@@ -575,7 +577,9 @@ def aws_renderings(root):
         out.append((f"aws castor.yaml (budget {budget})", os.path.join(tdir, "castor.yaml.tftpl"), {
             "cluster": "castor-prod", "region": "us-east-1", "launch_template": "lt-0123456789abcdef0",
             "prices_file": prices, "offers": offers, "interval": 60, "api_port": 8470, "plain_http": True,
-            "policy": "pollux", "budget": budget, "value": 1.2, "max_nodes": 16}))
+            "policy": "pollux", "budget": budget, "value": 1.2, "max_nodes": 16,
+            # with a budget, workers must also prove their instance (identity_certificate set)
+            "attest": budget > 0, "account": "123456789012"}))
     out.append(("aws worker user-data", os.path.join(tdir, "worker-init.yaml.tftpl"), {
         "api_url": "http://10.0.1.10:8470", "region": "us-east-1", "token_prefix": "/castor/castor-prod",
         "package_url": "https://example.com/castor.tar.gz", "package_sha256": "0" * 64}))
@@ -633,6 +637,9 @@ def check_templates(root, castor, report):
     """Step 3."""
     tf = shutil.which("terraform")
     with tempfile.TemporaryDirectory(prefix="castor-tf-") as tmp:
+        # the identity certificate a castor.yaml with attestation names, beside it (a test key's)
+        shutil.copy(os.path.join(root, "tests", "data", "attest", "test-cert.pem"),
+                    os.path.join(tmp, "aws-identity.pem"))
         rendered = {}
         for name, template, variables in aws_renderings(root) + gcp_renderings(root):
             values = dict(variables)
@@ -667,12 +674,14 @@ def check_templates(root, castor, report):
 def check_controller_boot(root, castor, rendered, tmp, report):
     service = read(os.path.join(root, "config", "castor.service"))
     aws_init = os.path.join(root, "terraform", "aws", "templates", "controller-init.yaml.tftpl")
+    cert = read(os.path.join(root, "tests", "data", "attest", "test-cert.pem")).strip()
     try:
         text = tftemplate.render(read(aws_init), {
             "castor_yaml": indent(6, rendered["aws castor.yaml (budget 40)"]),
             "castor_service": indent(6, service), "package_url": "https://example.com/c.tgz",
             "package_sha256": "0" * 64, "region": "us-east-1", "token_prefix": "/castor/castor-prod",
-            "kms_key": "arn:aws:kms:us-east-1:123456789012:key/abc", "state_volume": "vol0123456789abcdef0"})
+            "kms_key": "arn:aws:kms:us-east-1:123456789012:key/abc", "state_volume": "vol0123456789abcdef0",
+            "identity_cert": indent(6, cert)})
         if not text.startswith("#cloud-config\n"):
             report.fault(os.path.relpath(aws_init), "the rendering does not start with #cloud-config")
         doc = yaml.safe_load(text)
@@ -681,6 +690,8 @@ def check_controller_boot(root, castor, rendered, tmp, report):
             report.fault(os.path.relpath(aws_init), "the castor.yaml it writes differs from the rendered one")
         if files["/etc/systemd/system/castor.service"] != service:
             report.fault(os.path.relpath(aws_init), "the castor.service it writes differs from config/castor.service")
+        if files.get("/etc/castor/aws-identity.pem", "").strip() != cert:
+            report.fault(os.path.relpath(aws_init), "the identity certificate it writes differs from the variable's")
         out = os.path.join(tmp, "aws-controller-castor.yaml")
         with open(out, "w", encoding="utf-8") as f:
             f.write(files["/etc/castor/castor.yaml"])
