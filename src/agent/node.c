@@ -498,8 +498,9 @@ struct nd {
     double watch_start_at;                            /* monotonic: when it is (re)started */
     char *own_token; /* this node's own token (its registration's answer, or the cache); NULL */
     char agent[33];  /* this agent's random name, sent with its registrations ("": none drawn) */
-    char *id_doc, *id_sig; /* the instance's identity document and signature, once fetched */
-    int own_missing;       /* a call was refused for want of it (told once) */
+    struct watch_proof proof; /* the instance's signed identity, once fetched */
+    int have_proof;
+    int own_missing; /* a call was refused for want of it (told once) */
 };
 
 static double nd_clock(clockid_t id)
@@ -656,7 +657,8 @@ static void nd_fence(struct nd *n, double now)
 }
 
 /* The instance's signed identity from the cloud's metadata service (the watch's cloud, unless
- * CASTOR_NODE_ATTEST=off), once: a registration carries it for the controller to check. A
+ * CASTOR_NODE_ATTEST=off), once (a Compute Engine token lasts an hour; the registrations that
+ * need it come within seconds): a registration carries it for the controller to check. A
  * failure is logged and the registration goes without it (a controller that asks refuses it,
  * and the next registration tries again). */
 static void nd_identity(struct nd *n, double now)
@@ -666,13 +668,15 @@ static void nd_identity(struct nd *n, double now)
     struct error e = {0};
     int rc;
 
-    if (n->id_doc || n->cfg->attest_off || !n->cfg->watch_ops || !n->cfg->watch_ops->identity)
+    if (n->have_proof || n->cfg->attest_off || !n->cfg->watch_ops || !n->cfg->watch_ops->identity)
         return;
     cfg.log = n->cfg->log;
     cfg.node = n->cfg->instance_id;
     rc = watch_new(n->cfg->watch_ops, &cfg, &w, &e);
+    /* a token for this controller only: its URL is the audience */
     if (rc == 0)
-        rc = watch_identity(w, now, &n->id_doc, &n->id_sig);
+        rc = watch_identity(w, now, n->cfg->audience ? n->cfg->audience : n->cfg->url, &n->proof);
+    n->have_proof = rc == 0;
     watch_free(w);
     if (rc < 0)
         nd_log(n, LOG_WARN, NULL,
@@ -711,14 +715,16 @@ static void nd_register(struct nd *n, double now)
         rc = jv_set(o, "agent", jv_string(n->agent));
     /* the proof that this is the instance it says (api.attestation) */
     nd_identity(n, nd_wall());
-    if (rc == 0 && n->id_doc) {
+    if (rc == 0 && n->have_proof) {
         struct jv *at = jv_object();
 
         rc = at ? jv_set(o, "attestation", at) : ERR_NOMEM;
-        if (rc == 0)
-            rc = jv_set(at, "document", jv_string(n->id_doc));
-        if (rc == 0)
-            rc = jv_set(at, "signature", jv_string(n->id_sig));
+        if (rc == 0 && n->proof.document)
+            rc = jv_set(at, "document", jv_string(n->proof.document));
+        if (rc == 0 && n->proof.signature)
+            rc = jv_set(at, "signature", jv_string(n->proof.signature));
+        if (rc == 0 && n->proof.token)
+            rc = jv_set(at, "identity_token", jv_string(n->proof.token));
     }
     /* its self-fence as the controller may count on it: the replicas stopped, SIGKILL included */
     if (rc == 0 && c->fence_s > 0 && c->fence_s + c->grace_s <= NODE_FENCE_MAX_S)
@@ -752,9 +758,8 @@ static void nd_register(struct nd *n, double now)
         nd_log(n, LOG_WARN, NULL, "registration answered %ld: %s", r.status,
                nd_reason(&r, why, sizeof(why)));
         if (r.status == 403) { /* the identity is read again for the next try */
-            free(n->id_doc);
-            free(n->id_sig);
-            n->id_doc = n->id_sig = NULL;
+            watch_proof_clear(&n->proof);
+            n->have_proof = 0;
         }
         nd_failed(n, now, &n->next_register);
     }
@@ -1511,8 +1516,7 @@ out:
     node_assignment_clear(&n.want);
     http_client_free(n.http);
     agent_secret_free(n.own_token);
-    free(n.id_doc);
-    free(n.id_sig);
+    watch_proof_clear(&n.proof);
     sigprocmask(SIG_SETMASK, &old, NULL);
     return rc;
 }

@@ -201,6 +201,8 @@ struct node_config {
     struct watch_config watch;
     int rebalance_ignore; /* 1: a rebalance recommendation is logged only; 0: forwarded as a
                            * notice without deadline */
+    const char *audience; /* the audience a Compute Engine identity token is asked for
+                           * (CASTOR_NODE_AUDIENCE); NULL: url */
     int attest_off;       /* 1: registrations carry no identity document even where the watch's
                            * cloud gives one (CASTOR_NODE_ATTEST=off, for a controller from
                            * before attestation, which refuses the field) */

@@ -41,8 +41,9 @@ static void usage(FILE *f)
         "  CASTOR_NODE_CLOUD (none, aws-imds, gce-metadata), CASTOR_NODE_METADATA_URL,\n"
         "  CASTOR_NODE_METADATA_TIMEOUT_S (2), CASTOR_NODE_METADATA_WAIT_S (10),\n"
         "  CASTOR_NODE_WATCH_INTERVAL_S (the cloud's: 5 or 1), CASTOR_NODE_REBALANCE\n"
-        "  (notice, ignore); with aws-imds the registration carries the instance identity\n"
-        "  document (CASTOR_NODE_ATTEST=off: not)\n");
+        "  (notice, ignore); the registration carries the instance's signed identity\n"
+        "  (CASTOR_NODE_ATTEST=off: not; CASTOR_NODE_AUDIENCE: a Compute Engine token's\n"
+        "  audience, default CASTOR_URL)\n");
 }
 
 /* The cloud notice watch from the environment into cfg. */
@@ -195,6 +196,9 @@ int main(int argc, char **argv)
                      "CASTOR_NODE_ATTEST must be on or off");
     cfg.attest_off =
         getenv("CASTOR_NODE_ATTEST") && strcmp(getenv("CASTOR_NODE_ATTEST"), "off") == 0;
+    cfg.audience = getenv("CASTOR_NODE_AUDIENCE");
+    if (cfg.audience && !cfg.audience[0])
+        cfg.audience = NULL;
     if (rc == 0 && getenv("CASTOR_NODE_RUN_AS") && getenv("CASTOR_NODE_RUN_AS")[0]) {
         const char *user = getenv("CASTOR_NODE_RUN_AS");
 

@@ -15,6 +15,7 @@
 #include "util/http_client.h"
 #include "util/json.h"
 #include "util/log.h"
+#include "util/strbuf.h"
 #include "util/timestamp.h"
 
 #define WATCH_TOKEN_MAX 512 /* an IMDSv2 token longer than this is not one */
@@ -266,19 +267,19 @@ static int aws_get_text(struct watch *w, double now, const char *path, char **ou
     return rc;
 }
 
-static int aws_identity(struct watch *w, double now, char **document, char **signature)
+static int aws_identity(struct watch *w, double now, const char *audience, struct watch_proof *out)
 {
     char *doc = NULL, *sig = NULL;
     int rc = aws_get_text(w, now, "/latest/dynamic/instance-identity/document", &doc);
 
+    (void)audience; /* (an identity document is the instance's, for anyone) */
     if (rc == 0)
         rc = aws_get_text(w, now, "/latest/dynamic/instance-identity/signature", &sig);
     if (rc < 0) {
         free(doc);
         return rc;
     }
-    *document = doc;
-    *signature = sig;
+    *out = (struct watch_proof){.document = doc, .signature = sig};
     return 0;
 }
 
@@ -375,11 +376,49 @@ static int gce_round(struct watch *w, double now, struct watch_event *out)
     return 0;
 }
 
+#define GCE_IDENTITY "/computeMetadata/v1/instance/service-accounts/default/identity"
+#define GCE_TOKEN_MAX 8192 /* an identity token longer than this is not one */
+
+static int gce_identity(struct watch *w, double now, const char *audience, struct watch_proof *out)
+{
+    struct strbuf path = {0};
+    char *token = malloc(GCE_TOKEN_MAX + 1);
+    long status = 0;
+    int rc;
+
+    (void)now;
+    if (!audience || !audience[0]) {
+        free(token);
+        return ERR_INVAL;
+    }
+    strbuf_str(&path, GCE_IDENTITY "?audience=");
+    strbuf_add_uri_encoded(&path, audience, strlen(audience));
+    strbuf_str(&path, "&format=full");
+    if (!token || !path.p) {
+        free(token);
+        free(path.p);
+        return ERR_NOMEM;
+    }
+    rc = gce_get(w, path.p, w->timeout_s, token, GCE_TOKEN_MAX + 1, &status);
+    free(path.p);
+    if (rc == 0 || (rc == 1 && (!token[0] || strlen(token) >= GCE_TOKEN_MAX))) {
+        wt_log(w, LOG_WARN, "the identity token was not given (HTTP %ld)", status);
+        rc = ERR_UNKNOWN;
+    }
+    if (rc < 0) {
+        free(token);
+        return rc;
+    }
+    *out = (struct watch_proof){.token = token};
+    return 0;
+}
+
 const struct watch_ops watch_gce_metadata = {
     .name = "gce-metadata",
     .default_endpoint = WATCH_GCE_ENDPOINT,
     .interval_s = 1,
     .round = gce_round,
+    .identity = gce_identity,
 };
 
 /* ---- the watch ---- */
@@ -479,11 +518,21 @@ int watch_round(struct watch *w, double now, struct watch_event *out)
     return rc;
 }
 
-int watch_identity(struct watch *w, double now, char **document, char **signature)
+int watch_identity(struct watch *w, double now, const char *audience, struct watch_proof *out)
 {
-    if (!w || !document || !signature || !w->ops->identity)
+    if (!w || !out || !w->ops->identity)
         return ERR_INVAL;
-    return w->ops->identity(w, now, document, signature);
+    return w->ops->identity(w, now, audience, out);
+}
+
+void watch_proof_clear(struct watch_proof *p)
+{
+    if (!p)
+        return;
+    free(p->document);
+    free(p->signature);
+    crypto_free_string(p->token); /* (a bearer of the instance's identity for a while) */
+    memset(p, 0, sizeof(*p));
 }
 
 double watch_interval(const struct watch *w)

@@ -48,6 +48,16 @@ struct watch_config {
 
 struct watch;
 
+/* The instance's signed identity, as its cloud gives it (watch_identity). Strings the caller's
+ * (watch_proof_clear); NULL where the cloud gives none. */
+struct watch_proof {
+    char *document;  /* aws-imds: the instance identity document */
+    char *signature; /* aws-imds: its RSA signature, base64 */
+    char *token;     /* gce-metadata: the instance's identity token, a JWT (format=full) */
+};
+
+void watch_proof_clear(struct watch_proof *p);
+
 struct watch_ops {
     const char *name;             /* "none", "aws-imds", "gce-metadata" */
     const char *default_endpoint; /* NULL for none */
@@ -56,9 +66,8 @@ struct watch_ops {
      * those of http_client_do for an endpoint that cannot be reached (ERR_IO, ERR_AGAIN),
      * ERR_NOMEM. An answer it cannot read is logged and taken as nothing. */
     int (*round)(struct watch *w, double now, struct watch_event *out);
-    /* The instance's signed identity, for its registration: *document and *signature (the
-     * caller's, free), as the cloud gives them. NULL for a cloud castor has no proof from. */
-    int (*identity)(struct watch *w, double now, char **document, char **signature);
+    /* The instance's signed identity, for its registration (watch_identity). */
+    int (*identity)(struct watch *w, double now, const char *audience, struct watch_proof *out);
 };
 
 extern const struct watch_ops watch_none, watch_aws_imds, watch_gce_metadata;
@@ -87,14 +96,15 @@ void watch_free(struct watch *w);
 int watch_round(struct watch *w, double now, struct watch_event *out);
 
 /*
- * The instance's identity document and its signature, as the metadata service gives them
- * (aws-imds: /latest/dynamic/instance-identity/document and .../signature, base64), for the
- * controller to check at registration (api.attestation). *document and *signature are the
- * caller's (free) and written only on success. Errors: ERR_INVAL (a cloud without one: none,
- * gce-metadata), those of http_client_do (ERR_IO, ERR_AGAIN), ERR_UNKNOWN (the service answered
- * another status than 200), ERR_NOMEM.
+ * The instance's signed identity as the metadata service gives it, for the controller to check at
+ * registration (api.attestation): aws-imds, the identity document and its signature
+ * (/latest/dynamic/instance-identity/document and .../signature); gce-metadata, an identity token
+ * for audience in the full format (instance/service-accounts/default/identity). *out is the
+ * caller's (watch_proof_clear) and written only on success. Errors: ERR_INVAL (no cloud; no
+ * audience for gce-metadata), those of http_client_do (ERR_IO, ERR_AGAIN), ERR_UNKNOWN (the
+ * service answered another status than 200, or an empty or oversized token), ERR_NOMEM.
  */
-int watch_identity(struct watch *w, double now, char **document, char **signature);
+int watch_identity(struct watch *w, double now, const char *audience, struct watch_proof *out);
 
 /* The seconds between rounds (the configuration's, else the ops'). */
 double watch_interval(const struct watch *w);

@@ -162,6 +162,10 @@ static void ap_attest_free(struct api *a)
     free((char *)a->attest.certificate);
     free((char *)a->attest.account);
     free((char *)a->attest.region);
+    free((char *)a->attest_gcp.certificates_path);
+    free((char *)a->attest_gcp.audience);
+    free((char *)a->attest_gcp.project);
+    memset(&a->attest_gcp, 0, sizeof(a->attest_gcp));
     for (size_t i = 0; a->attest_static && a->attest_static[i]; i++)
         free(a->attest_static[i]);
     free(a->attest_static);
@@ -173,17 +177,25 @@ static void ap_attest_free(struct api *a)
 static int ap_attest_copy(struct api *a, const struct api_config *cfg)
 {
     const struct attest_aws *at = &cfg->attest;
+    const struct attest_gcp *gt = &cfg->attest_gcp;
     size_t n = 0;
     char *cert;
 
-    if (!at->certificate)
+    if (!at->certificate && !gt->certificates_path)
         return 0;
-    if (!(cert = malloc(at->certificate_len + 1)))
-        return ERR_NOMEM;
-    memcpy(cert, at->certificate, at->certificate_len);
-    cert[at->certificate_len] = '\0';
-    a->attest.certificate = cert;
-    a->attest.certificate_len = at->certificate_len;
+    if (gt->certificates_path &&
+        (!gt->audience || !(a->attest_gcp.certificates_path = strdup(gt->certificates_path)) ||
+         !(a->attest_gcp.audience = strdup(gt->audience)) ||
+         (gt->project && !(a->attest_gcp.project = strdup(gt->project)))))
+        return gt->audience ? ERR_NOMEM : ERR_INVAL;
+    if (at->certificate) {
+        if (!(cert = malloc(at->certificate_len + 1)))
+            return ERR_NOMEM;
+        memcpy(cert, at->certificate, at->certificate_len);
+        cert[at->certificate_len] = '\0';
+        a->attest.certificate = cert;
+        a->attest.certificate_len = at->certificate_len;
+    }
     if ((at->account && !(a->attest.account = strdup(at->account))) ||
         (at->region && !(a->attest.region = strdup(at->region))))
         return ERR_NOMEM;

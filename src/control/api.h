@@ -134,10 +134,14 @@ struct api_config {
     /* 1: a node's calls on its own paths need its own token (api_node_token), which its
      * registration answers; the shared node token then only registers nodes. 0: either */
     int per_node_tokens;
-    /* attest.certificate set: a registration must carry the instance's EC2 identity document
-     * signed under it (docs/api.md), but for the instance ids in attest_static (NULL-terminated;
-     * NULL: none). Copied by api_new. certificate NULL: registrations are not asked for one. */
+    /* attest.certificate set: EC2 nodes prove their instance with its identity document signed
+     * under it (docs/api.md); the instance ids in attest_static (NULL-terminated; NULL: none)
+     * need no proof. Copied by api_new. certificate NULL: no EC2 document is checked. */
     struct attest_aws attest;
+    /* attest_gcp.certificates_path set: Compute Engine nodes prove theirs with an identity token
+     * (docs/api.md). Copied by api_new. With either set, every registration but attest_static's
+     * must carry a proof that one of them checks. */
+    struct attest_gcp attest_gcp;
     const char *const *attest_static;
 };
 

@@ -57,6 +57,7 @@ struct api {
     int per_node_tokens;
     /* api_config's attestation, copied (attest.certificate NULL: none asked) */
     struct attest_aws attest;
+    struct attest_gcp attest_gcp;
     char **attest_static; /* NULL-terminated; NULL: none */
     pthread_mutex_t mu;   /* the state's connection, the metrics and the counts */
     struct ap_metrics metrics;

@@ -36,45 +36,57 @@ static int ap_static_node(const struct api *a, const char *id)
  * instance it says (or need not); else answered (400, 403 or 500) and < 0. */
 static int ap_attested(struct ap_ctx *c, const char *id)
 {
-    static const char *const keys[] = {"document", "signature", NULL};
+    static const char *const keys[] = {"document", "signature", "identity_token", NULL};
     const struct jv *at = jv_get(c->body, "attestation");
-    const char *doc = NULL, *sig = NULL;
-    char why[256];
+    const char *doc = NULL, *sig = NULL, *token = NULL;
+    const struct api *a = c->a;
+    char why[320] = "";
     int rc = 0;
 
     if (at && jv_type_of(at) != JV_OBJECT)
-        rc = ap_bad(c, "attestation must be an object {\"document\", \"signature\"}");
+        rc = ap_bad(c, "attestation must be an object: {\"document\", \"signature\"} (EC2) or "
+                       "{\"identity_token\"} (Compute Engine)");
     if (rc == 0 && at)
         rc = ap_keys(c, at, "attestation.", keys);
     if (rc == 0 && at)
-        rc = ap_str(c, at, "attestation.", "document", 1, ATTEST_DOCUMENT_MAX, &doc);
+        rc = ap_str(c, at, "attestation.", "identity_token", 0, ATTEST_TOKEN_MAX, &token);
     if (rc == 0 && at)
+        rc = ap_str(c, at, "attestation.", "document", !token, ATTEST_DOCUMENT_MAX, &doc);
+    if (rc == 0 && at && doc)
         rc = ap_str(c, at, "attestation.", "signature", 1, ATTEST_SIGNATURE_MAX, &sig);
+    if (rc == 0 && token && doc)
+        rc = ap_bad(c, "attestation: an EC2 document or a Compute Engine token, not both");
     if (rc < 0) {
         ap_fail(c, 400, "%s", c->reason);
         return rc;
     }
-    if (!c->a->attest.certificate || ap_static_node(c->a, id))
+    if ((!a->attest.certificate && !a->attest_gcp.certificates_path) || ap_static_node(a, id))
         return 0;
-    if (!doc) {
+    if (!doc && !token) {
         ap_fail(c, 403,
-                "node %s must prove which instance it is (api.attestation): its EC2 instance "
-                "identity document and signature, which castor-node sends with "
-                "CASTOR_NODE_CLOUD=aws-imds; a node outside EC2 must be listed in "
-                "api.attestation.static_nodes",
+                "node %s must prove which instance it is (api.attestation): castor-node sends "
+                "its instance's signed identity with CASTOR_NODE_CLOUD=aws-imds or gce-metadata; "
+                "a node outside the clouds must be listed in api.attestation.static_nodes",
                 id);
         return ERR_PERM;
     }
-    rc = attest_aws_check(&c->a->attest, id, doc, strlen(doc), sig, why, sizeof(why));
+    if ((doc && !a->attest.certificate) || (token && !a->attest_gcp.certificates_path)) {
+        snprintf(why, sizeof(why), "this controller checks no %s",
+                 doc ? "EC2 documents" : "Compute Engine tokens");
+        rc = ERR_PERM;
+    } else if (doc)
+        rc = attest_aws_check(&a->attest, id, doc, strlen(doc), sig, why, sizeof(why));
+    else
+        rc = attest_gcp_check(&a->attest_gcp, id, token, c->now, why, sizeof(why));
     if (rc == ERR_PARSE)
         ap_fail(c, 400, "attestation: %s", why);
     else if (rc == ERR_PERM)
         ap_fail(c, 403, "attestation of node %s refused: %s", id, why);
     else if (rc < 0)
         ap_fail(c, 500, "attestation: %s", why);
-    if (rc == ERR_PERM)
-        log_msg(c->a->log, c->now, LOG_WARN, NULL, id, "a registration's attestation refused: %s",
-                why);
+    if (rc == ERR_PERM || rc == ERR_INTERNAL)
+        log_msg(a->log, c->now, rc == ERR_PERM ? LOG_WARN : LOG_ERROR, NULL, id,
+                "a registration's attestation refused: %s", why);
     return rc;
 }
 

@@ -285,42 +285,40 @@ out:
 
 /* ---- the sections ---- */
 
-/* api.attestation: {certificate: FILE, account, region, static_nodes: [ids]}. The certificate
- * is read now, and must hold an RSA key. */
-static int cf_attestation(struct config *c, const struct conf_node *api, struct error *e)
+/* api.attestation's Compute Engine part: google_certificates (a path, read at each check, so
+ * not now), audience (required with it), project. */
+static int cf_attestation_gcp(struct config *c, const struct conf_node *s, struct error *e)
 {
-    static const char *const keys[] = {"certificate", "account", "region", "static_nodes", NULL};
-    const struct conf_node *s = NULL, *list;
-    const char *cert = NULL, *account = NULL, *region = NULL;
-    char *path = NULL;
-    unsigned char sig = 0;
-    struct error fe = {0};
+    const char *certs = NULL, *audience = NULL, *project = NULL;
     int rc;
 
-    if (!api || (rc = conf_get_section(api, "attestation", keys, &s, e)) < 0 || !s)
-        return api ? rc : 0;
-    if ((rc = cf_string(s, "certificate", 4000, &cert, e)) < 0 ||
-        (rc = cf_string(s, "account", 64, &account, e)) < 0 ||
-        (rc = cf_string(s, "region", 64, &region, e)) < 0)
+    if ((rc = cf_string(s, "google_certificates", 4000, &certs, e)) < 0 ||
+        (rc = cf_string(s, "audience", 512, &audience, e)) < 0 ||
+        (rc = cf_string(s, "project", 64, &project, e)) < 0)
         return rc;
-    if (!cert)
+    if (!certs && (audience || project))
+        return cf_bad(conf_find(s, audience ? "audience" : "project"), e,
+                      "goes with google_certificates (Compute Engine nodes' identity tokens)");
+    if (!certs)
+        return 0;
+    if (!audience)
         return cf_bad(s, e,
-                      "certificate is required (the PEM file of AWS's RSA certificate for "
-                      "the region, which signs the instances' identity documents)");
-    if (!(path = cf_path(c->dir, cert)))
+                      "audience is required with google_certificates: the controller URL that "
+                      "castor-node asks its identity tokens for (its CASTOR_URL)");
+    if (!(c->api.attest_google_certs = cf_path(c->dir, certs)) ||
+        !(c->api.attest_audience = strdup(audience)) ||
+        (project && !(c->api.attest_project = strdup(project))))
         return ERR_NOMEM;
-    rc = file_read_all(path, &c->api.attest_certificate, &c->api.attest_certificate_len, &fe);
-    free(path);
-    if (rc < 0)
-        return cf_bad(conf_find(s, "certificate"), e, fe.msg);
-    /* a key that cannot be read says so now, not at the first registration */
-    if (crypto_rs256_verify(c->api.attest_certificate, c->api.attest_certificate_len, "", 0, &sig,
-                            1) < 0)
-        return cf_bad(conf_find(s, "certificate"), e, "not a PEM certificate or public key of RSA");
-    if ((account && !(c->api.attest_account = strdup(account))) ||
-        (region && !(c->api.attest_region = strdup(region))))
-        return ERR_NOMEM;
-    if (!(list = conf_find(s, "static_nodes")))
+    return 0;
+}
+
+/* api.attestation's static_nodes: instance ids that register without a proof. */
+static int cf_attestation_static(struct config *c, const struct conf_node *s, struct error *e)
+{
+    const struct conf_node *list = conf_find(s, "static_nodes");
+    int rc;
+
+    if (!list)
         return 0;
     if (list->kind != CONF_SEQUENCE || list->n > 4096)
         return cf_bad(list, e, "expected a list of at most 4096 instance ids");
@@ -333,12 +331,59 @@ static int cf_attestation(struct config *c, const struct conf_node *api, struct 
             return rc;
         if (!cf_name_ok(id, 128))
             return cf_bad(list->items[i], e,
-                          "an instance id is 1 to 128 letters, digits, '.', "
-                          "'_' or '-'");
+                          "an instance id is 1 to 128 letters, digits, '.', '_' or '-'");
         if (!(c->api.attest_static_nodes[i] = strdup(id)))
             return ERR_NOMEM;
     }
     return 0;
+}
+
+/* api.attestation: {certificate: FILE, account, region (EC2); google_certificates: FILE,
+ * audience, project (Compute Engine); static_nodes: [ids]}, with at least one cloud's. The EC2
+ * certificate is read now, and must hold an RSA key. */
+static int cf_attestation(struct config *c, const struct conf_node *api, struct error *e)
+{
+    static const char *const keys[] = {"certificate",         "account",  "region",
+                                       "google_certificates", "audience", "project",
+                                       "static_nodes",        NULL};
+    const struct conf_node *s = NULL;
+    const char *cert = NULL, *account = NULL, *region = NULL;
+    char *path = NULL;
+    unsigned char sig = 0;
+    struct error fe = {0};
+    int rc;
+
+    if (!api || (rc = conf_get_section(api, "attestation", keys, &s, e)) < 0 || !s)
+        return api ? rc : 0;
+    if ((rc = cf_string(s, "certificate", 4000, &cert, e)) < 0 ||
+        (rc = cf_string(s, "account", 64, &account, e)) < 0 ||
+        (rc = cf_string(s, "region", 64, &region, e)) < 0 || (rc = cf_attestation_gcp(c, s, e)) < 0)
+        return rc;
+    if (!cert && (account || region))
+        return cf_bad(conf_find(s, account ? "account" : "region"), e,
+                      "goes with certificate (EC2 nodes' identity documents)");
+    if (!cert && !c->api.attest_google_certs)
+        return cf_bad(s, e,
+                      "certificate (EC2: the PEM file of AWS's RSA certificate for the region, "
+                      "which signs the instances' identity documents) or google_certificates "
+                      "(Compute Engine) is required");
+    if (cert) {
+        if (!(path = cf_path(c->dir, cert)))
+            return ERR_NOMEM;
+        rc = file_read_all(path, &c->api.attest_certificate, &c->api.attest_certificate_len, &fe);
+        free(path);
+        if (rc < 0)
+            return cf_bad(conf_find(s, "certificate"), e, fe.msg);
+        /* a key that cannot be read says so now, not at the first registration */
+        if (crypto_rs256_verify(c->api.attest_certificate, c->api.attest_certificate_len, "", 0,
+                                &sig, 1) < 0)
+            return cf_bad(conf_find(s, "certificate"), e,
+                          "not a PEM certificate or public key of RSA");
+    }
+    if ((account && !(c->api.attest_account = strdup(account))) ||
+        (region && !(c->api.attest_region = strdup(region))))
+        return ERR_NOMEM;
+    return cf_attestation_static(c, s, e);
 }
 
 static int cf_api(struct config *c, const struct conf_node *root, struct error *e)
@@ -779,6 +824,9 @@ void config_free(struct config *c)
     for (size_t i = 0; c->api.attest_static_nodes && c->api.attest_static_nodes[i]; i++)
         free(c->api.attest_static_nodes[i]);
     free(c->api.attest_static_nodes);
+    free(c->api.attest_google_certs);
+    free(c->api.attest_audience);
+    free(c->api.attest_project);
     free(c->policy);
     free(c->fleet);
     free(c->fleet_offer);
@@ -807,6 +855,9 @@ static int cf_attest_same(const struct config_api *a, const struct config_api *b
          memcmp(a->attest_certificate, b->attest_certificate, a->attest_certificate_len) != 0) ||
         !cf_same(a->attest_account, b->attest_account) ||
         !cf_same(a->attest_region, b->attest_region) ||
+        !cf_same(a->attest_google_certs, b->attest_google_certs) ||
+        !cf_same(a->attest_audience, b->attest_audience) ||
+        !cf_same(a->attest_project, b->attest_project) ||
         !a->attest_static_nodes != !b->attest_static_nodes)
         return 0;
     for (; a->attest_static_nodes && a->attest_static_nodes[i]; i++)

@@ -59,12 +59,17 @@ struct config_api {
     unsigned rate_burst; /* requests at once per client address */
     int per_node_tokens; /* 1: a node's calls need its own token (api.node_tokens: per-node) */
     /* api.attestation: registrations must prove their instance (an EC2 identity document signed
-     * under this certificate), but for static_nodes. attest_certificate NULL: not asked. */
+     * under this certificate, or a Compute Engine identity token under Google's), but for
+     * static_nodes. attest_certificate and attest_google_certs NULL: not asked. */
     char *attest_certificate; /* the PEM text, read when the file is loaded */
     size_t attest_certificate_len;
     char *attest_account;       /* NULL: any */
     char *attest_region;        /* NULL: any */
     char **attest_static_nodes; /* NULL-terminated; NULL: none */
+    char *attest_google_certs;  /* Compute Engine: Google's certificates file (a path, read at
+                                 * each registration); NULL: none */
+    char *attest_audience;      /* the audience of the Compute Engine tokens */
+    char *attest_project;       /* their project; NULL: any */
 };
 
 /* Fault injection into the cloud's calls (`faults:`), for chaos runs (providers/faulty.h). */

@@ -565,6 +565,9 @@ static int dm_start_api(struct daemon *d, struct error *e)
                                     .certificate_len = d->cfg->api.attest_certificate_len,
                                     .account = d->cfg->api.attest_account,
                                     .region = d->cfg->api.attest_region};
+    ac.attest_gcp = (struct attest_gcp){.certificates_path = d->cfg->api.attest_google_certs,
+                                        .audience = d->cfg->api.attest_audience,
+                                        .project = d->cfg->api.attest_project};
     ac.attest_static = (const char *const *)d->cfg->api.attest_static_nodes;
     rc = api_new(&ac, &d->api, e);
     api_tokens_clear(&tokens);

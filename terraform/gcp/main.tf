@@ -41,6 +41,8 @@ locals {
     budget          = var.budget_per_hour
     value           = var.value_per_job_hour
     max_nodes       = var.max_nodes
+    attest          = var.worker_attestation
+    api_url         = local.api_url
   })
 }
 

@@ -236,3 +236,9 @@ variable "labels" {
   type        = map(string)
   default     = {}
 }
+
+variable "worker_attestation" {
+  description = "Admit only workers that prove their instance with its identity token signed by Google (api.attestation: the controller keeps Google's certificates fresh from googleapis.com hourly, and checks each registration's token for the controller's URL, this project and the worker's own instance), so that the node token alone registers no made-up node (docs/security.md)."
+  type        = bool
+  default     = true
+}

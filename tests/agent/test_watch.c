@@ -31,7 +31,10 @@
 #define REBALANCE_PATH "/latest/meta-data/events/recommendations/rebalance"
 #define IDDOC_PATH "/latest/dynamic/instance-identity/document"
 #define IDSIG_PATH "/latest/dynamic/instance-identity/signature"
+#define IDTOKEN_PATH "/computeMetadata/v1/instance/service-accounts/default/identity"
 #define PREEMPTED_PATH "/computeMetadata/v1/instance/preempted"
+#define GCE_NODE_ID "us-central1-a.castor-w-1"
+#define AUDIENCE "castor:test-cluster"
 #define MAINTENANCE_PATH "/computeMetadata/v1/instance/maintenance-event"
 
 /* ---- the metadata service ---- */
@@ -50,6 +53,8 @@ struct meta {
     int action_status;      /* 0: 200 or 404 as above; else this status */
     char iddoc[1024];       /* the instance identity document, "" for 404 */
     char idsig[1024];       /* its signature (base64), "" for 404 */
+    char idtoken[4096];     /* Compute Engine: the identity token, "" for 404 */
+    char id_query[512];     /* the query of the last identity token asked for */
     /* Compute Engine */
     char preempted[32];   /* the flag's value */
     char maintenance[64]; /* "" for 404 */
@@ -113,6 +118,9 @@ static void meta_handle(void *arg, const struct lh_request *req, struct lh_reply
             } else {
                 lh_reply_text(r, 200, "application/text", m->preempted);
             }
+        } else if (strcmp(path, IDTOKEN_PATH) == 0 && m->idtoken[0]) {
+            snprintf(m->id_query, sizeof(m->id_query), "%s", q ? q : "");
+            lh_reply_text(r, 200, "text/html", m->idtoken);
         } else if (strcmp(path, MAINTENANCE_PATH) == 0 && m->maintenance[0]) {
             lh_reply_text(r, 200, "application/text", m->maintenance);
         } else {
@@ -425,6 +433,7 @@ struct nfx {
     struct meta m;
     struct api_server as;
     char nodelog[160];
+    char gdir[64]; /* Google's certificates file's folder */
     pid_t node;
 };
 
@@ -434,7 +443,8 @@ static int nfx_setup_with(void **state, int attest)
 {
     struct nfx *f = calloc(1, sizeof(*f));
     struct attest_aws at = {0};
-    char *cert = NULL;
+    struct attest_gcp gt = {.audience = AUDIENCE, .project = "my-project"};
+    char *cert = NULL, certs[200];
     int rc;
 
     if (!f)
@@ -445,8 +455,14 @@ static int nfx_setup_with(void **state, int attest)
     if (attest && file_read_all(ATTEST_CERT, &cert, &at.certificate_len, NULL) < 0)
         return -1;
     at.certificate = cert;
-    rc = lh_start(meta_handle, &f->m, &f->m.server) < 0 ||
-         as_start_attest(&f->as, 0, attest ? &at : NULL) < 0 ||
+    /* Google's certificates: a file in a folder of the test's own, named before the API starts */
+    snprintf(f->gdir, sizeof(f->gdir), "/tmp/castor-test-google-XXXXXX");
+    if (!mkdtemp(f->gdir))
+        return -1;
+    snprintf(certs, sizeof(certs), "%s/google-certs.json", f->gdir);
+    gt.certificates_path = certs;
+    rc = attest_gcp_certs_file(certs, "k1") < 0 || lh_start(meta_handle, &f->m, &f->m.server) < 0 ||
+         as_start_attest(&f->as, 0, attest ? &at : NULL, attest ? &gt : NULL) < 0 ||
          as_path(&f->as, "node.log", 0, f->nodelog, sizeof(f->nodelog)) < 0;
     free(cert);
     if (rc)
@@ -479,6 +495,13 @@ static int nfx_teardown(void **state)
     as_stop(&f->as);
     lh_stop(f->m.server);
     pthread_mutex_destroy(&f->m.lock);
+    if (f->gdir[0]) {
+        char certs[200];
+
+        snprintf(certs, sizeof(certs), "%s/google-certs.json", f->gdir);
+        unlink(certs);
+        rmdir(f->gdir);
+    }
     free(f);
     return 0;
 }
@@ -705,6 +728,64 @@ static void castor_node__proves_its_instance_at_registration(void **state)
     assert_true(proc_wait_for(registered, f, 10));
 }
 
+static int gce_registered(void *ctx)
+{
+    struct nfx *f = ctx;
+    struct state_node n;
+
+    if (state_node_get(f->as.own, GCE_NODE_ID, &n) < 0)
+        return 0;
+    state_node_clear(&n);
+    return 1;
+}
+
+/* On Compute Engine, castor-node proves its instance with the identity token the metadata server
+ * gives for its audience (CASTOR_NODE_AUDIENCE) in the full format: a token of another instance is
+ * refused (403), and once the server gives the instance's own the node registers. */
+static void castor_node__proves_its_compute_engine_instance(void **state)
+{
+    static char *const argv[] = {"castor-node", NULL};
+    struct nfx *f = *state;
+    struct log_wait refused = {f->nodelog, "the token is instance us-central1-a.castor-w-9's"};
+    char claims[1024], token[4096], url[128], meta[128];
+    const char *const env[] = {url,
+                               meta,
+                               "CASTOR_NODE_CLOUD=gce-metadata",
+                               "CASTOR_INSTANCE_ID=" GCE_NODE_ID,
+                               "CASTOR_NODE_AUDIENCE=" AUDIENCE,
+                               "CASTOR_NODE_TOKEN=" AS_TOKEN_NODE,
+                               "CASTOR_FAKE_GPUS=1:8",
+                               "CASTOR_NODE_HEARTBEAT_S=0.2",
+                               "CASTOR_NODE_TIMEOUT_S=2",
+                               "CASTOR_NODE_BACKOFF_MAX_S=0.2",
+                               "CASTOR_NODE_METADATA_WAIT_S=1",
+                               NULL};
+
+    snprintf(url, sizeof(url), "CASTOR_URL=%s", f->as.url);
+    snprintf(meta, sizeof(meta), "CASTOR_NODE_METADATA_URL=%s", f->m.url);
+    attest_gcp_claims(claims, sizeof(claims), "us-central1-a", "castor-w-9", "my-project", AUDIENCE,
+                      as_wall(NULL) - 5);
+    assert_int_equal(attest_gcp_token(ATTEST_KEY, "{\"alg\":\"RS256\",\"kid\":\"k1\"}", claims,
+                                      token, sizeof(token)),
+                     0);
+    META_SET(&f->m, idtoken, token);
+    f->node = proc_spawn(CASTOR_NODE_BIN, argv, NULL, f->nodelog, env, NULL);
+    assert_true(f->node > 0);
+    assert_true(proc_wait_for(log_has, &refused, 10));
+    assert_false(gce_registered(f));
+    pthread_mutex_lock(&f->m.lock);
+    assert_non_null(strstr(f->m.id_query, "audience=castor%3Atest-cluster"));
+    assert_non_null(strstr(f->m.id_query, "format=full"));
+    pthread_mutex_unlock(&f->m.lock);
+    attest_gcp_claims(claims, sizeof(claims), "us-central1-a", "castor-w-1", "my-project", AUDIENCE,
+                      as_wall(NULL) - 5);
+    assert_int_equal(attest_gcp_token(ATTEST_KEY, "{\"alg\":\"RS256\",\"kid\":\"k1\"}", claims,
+                                      token, sizeof(token)),
+                     0);
+    META_SET(&f->m, idtoken, token);
+    assert_true(proc_wait_for(gce_registered, f, 10));
+}
+
 /* A cloud castor-node does not know, or a metadata URL that is not http(s): refused at start,
  * saying which variable. */
 static void castor_node__refuses_a_bad_watch(void **state)
@@ -742,6 +823,8 @@ int main(void)
         N(castor_node__forwards_the_gce_preemption),
         N(castor_node__refuses_a_bad_watch),
         cmocka_unit_test_setup_teardown(castor_node__proves_its_instance_at_registration,
+                                        nfx_setup_attest, nfx_teardown),
+        cmocka_unit_test_setup_teardown(castor_node__proves_its_compute_engine_instance,
                                         nfx_setup_attest, nfx_teardown),
     };
 #undef T

@@ -758,6 +758,14 @@ static void api_nodes__attestation_binds_a_registration_to_its_instance(void **s
     expect_error(f, "POST", "/v1/nodes", TOKEN_NODE,
                  "{\"instance_id\":\"i-0abc\",\"gpus\":4,\"attestation\":{\"document\":\"d\"}}",
                  400, "attestation.signature is required");
+    expect_error(f, "POST", "/v1/nodes", TOKEN_NODE,
+                 "{\"instance_id\":\"i-0abc\",\"gpus\":4,\"attestation\":"
+                 "{\"identity_token\":\"e30.e30.e30\"}}",
+                 403, "this controller checks no Compute Engine tokens");
+    expect_error(f, "POST", "/v1/nodes", TOKEN_NODE,
+                 "{\"instance_id\":\"i-0abc\",\"gpus\":4,\"attestation\":"
+                 "{\"identity_token\":\"t\",\"document\":\"d\",\"signature\":\"AAAA\"}}",
+                 400, "not both");
     after = dump(f);
     assert_string_equal(before, after);
     free(before);

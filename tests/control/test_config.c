@@ -276,7 +276,13 @@ static const struct bad_case bad_cases[] = {
     {BASE "api:\n  rate_limit: -1\n", ERR_RANGE, 4, 15, "api.rate_limit"},
     {BASE "api:\n  rate_burst: 0\n", ERR_RANGE, 4, 15, "api.rate_burst"},
     {BASE "api:\n  node_tokens: each\n", ERR_UNKNOWN, 4, 16, "api.node_tokens"},
-    {BASE "api:\n  attestation:\n    account: \"1\"\n", ERR_PARSE, 5, 5, "certificate is required"},
+    {BASE "api:\n  attestation:\n    account: \"1\"\n", ERR_PARSE, 5, 14, "goes with certificate"},
+    {BASE "api:\n  attestation:\n    static_nodes: [a]\n", ERR_PARSE, 5, 5,
+     "or google_certificates (Compute Engine) is required"},
+    {BASE "api:\n  attestation:\n    google_certificates: g.json\n", ERR_PARSE, 5, 5,
+     "audience is required with google_certificates"},
+    {BASE "api:\n  attestation:\n    project: p\n", ERR_PARSE, 5, 14,
+     "goes with google_certificates"},
     {BASE "api:\n  attestation:\n    certificate: /no/such.pem\n", ERR_PARSE, 5, 18,
      "api.attestation.certificate"},
     {BASE "api:\n  attestation:\n    certificate: " CASTOR_TEST_DATA "/attest/README.md\n",
@@ -523,7 +529,21 @@ static void config_load__api_attestation(void **state)
     assert_string_equal(c->api.attest_static_nodes[0], "gpu-box-1");
     assert_string_equal(c->api.attest_static_nodes[1], "gpu-box-2");
     assert_null(c->api.attest_static_nodes[2]);
+    assert_null(c->api.attest_google_certs);
     free(cert);
+    config_free(c);
+    c = NULL;
+    /* Compute Engine alone: the certificates file's path beside the config (read at each check,
+     * so it need not exist yet) */
+    if (load_text(BASE "api:\n  attestation:\n    google_certificates: google-certs.json\n"
+                       "    audience: http://10.128.0.5:8470\n    project: my-project\n",
+                  &c, &e, NULL) < 0)
+        fail_msg("%s", err_format(&e, buf, sizeof(buf)));
+    assert_null(c->api.attest_certificate);
+    assert_non_null(strstr(c->api.attest_google_certs, "/google-certs.json"));
+    assert_true(c->api.attest_google_certs[0] == '/');
+    assert_string_equal(c->api.attest_audience, "http://10.128.0.5:8470");
+    assert_string_equal(c->api.attest_project, "my-project");
     config_free(c);
 }
 

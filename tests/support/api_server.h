@@ -63,10 +63,11 @@ static inline void as_unlisten(struct api_server *s)
     s->server = NULL;
 }
 
-/* A new state in a new folder, the API over it (per_node_tokens and attest, which may be NULL:
- * api_config's), served. 0, or -1. */
+/* A new state in a new folder, the API over it (per_node_tokens, attest and attest_gcp, which may
+ * be NULL: api_config's), served. 0, or -1. */
 static inline int as_start_attest(struct api_server *s, int per_node_tokens,
-                                  const struct attest_aws *attest)
+                                  const struct attest_aws *attest,
+                                  const struct attest_gcp *attest_gcp)
 {
     struct api_tokens tokens = {
         {strdup(AS_TOKEN_NODE), strdup(AS_TOKEN_JOB), strdup(AS_TOKEN_USER), NULL}};
@@ -89,6 +90,8 @@ static inline int as_start_attest(struct api_server *s, int per_node_tokens,
     cfg.per_node_tokens = per_node_tokens;
     if (attest)
         cfg.attest = *attest;
+    if (attest_gcp)
+        cfg.attest_gcp = *attest_gcp;
     if (api_new(&cfg, &s->api, NULL) < 0 || as_listen(s, 0) < 0)
         goto out;
     rc = 0;
@@ -99,7 +102,7 @@ out:
 
 static inline int as_start_with(struct api_server *s, int per_node_tokens)
 {
-    return as_start_attest(s, per_node_tokens, NULL);
+    return as_start_attest(s, per_node_tokens, NULL, NULL);
 }
 
 static inline int as_start(struct api_server *s)

@@ -607,7 +607,9 @@ def gcp_renderings(root):
             "subnetwork": "projects/my-project-123/regions/us-central1/subnetworks/default",
             "service_account": "castor-node-castor-prod@my-project-123.iam.gserviceaccount.com",
             "startup_script": ("@worker", 6), "interval": 60, "api_port": 8470, "plain_http": True,
-            "policy": "pollux", "budget": budget, "value": 1.2, "max_nodes": 16}))
+            "policy": "pollux", "budget": budget, "value": 1.2, "max_nodes": 16,
+            # with no budget, workers prove their instance (worker_attestation, the default)
+            "attest": budget == 0, "api_url": "http://10.128.0.5:8470"}))
     return out
 
 
