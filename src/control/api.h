@@ -216,6 +216,17 @@ void api_note_failure(struct state *st, struct log *log, double now, const char 
 #define API_RESTART_DELAY_MAX_S 60.0
 double api_restart_delay(int streak);
 
+/* Hex digits of a job's generation. */
+#define API_GENERATION_LEN 16
+
+/*
+ * The generation of job j placed at placed_at (its allocation's since; NAN when it holds none):
+ * a digest of the placement, attempt, configuration and spec, the same on every node of the job,
+ * new whenever its replicas restart; each assignment entry names it (docs/api.md). Written into
+ * out (API_GENERATION_LEN + 1 bytes) on success; ERR_NOMEM.
+ */
+int api_job_generation(const struct state_job *j, double placed_at, char *out);
+
 /* The longest model family a job spec may name, in bytes. */
 #define API_FAMILY_MAX 64
 /* What a family's name may hold, as the API and the config file's errors say it. */

@@ -13,9 +13,8 @@
 
 #define AP_STATUS_MAX 600 /* responses are counted by status below this */
 #define AP_MAX_SEGS 6
-#define AP_NAME_MAX 128       /* longest node or job name */
-#define API_GENERATION_LEN 16 /* hex digits of a job's generation (its assignment entries) */
-#define API_ALIVE_MAX 4096    /* entries of a heartbeat's "replicas" */
+#define AP_NAME_MAX 128    /* longest node or job name */
+#define API_ALIVE_MAX 4096 /* entries of a heartbeat's "replicas" */
 
 /* Every node not terminated. */
 #define AP_LIVE_NODES                                                    \

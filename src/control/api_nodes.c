@@ -387,8 +387,7 @@ static void ap_set_master_addr(struct ap_ctx *c, struct jv *o, const char *node)
 /* The job's generation: what its replicas are started with (its placement, attempt,
  * configuration and spec), a digest that every node's entry for the job shares and that changes
  * whenever the job's replicas restart. */
-static int ap_generation(const struct state_job *j, double placed_at,
-                         char out[API_GENERATION_LEN + 1])
+int api_job_generation(const struct state_job *j, double placed_at, char *out)
 {
     static const char fmt[] = "%.17g\n%d\n%.17g\n%d\n%.17g\n%s";
     char hex[CRYPTO_SHA256_HEX_LEN + 1], *text;
@@ -420,7 +419,7 @@ static void ap_set_generation(struct ap_ctx *c, struct jv *o, const struct state
     size_t n = 0;
     struct jv *arr;
 
-    if (ap_generation(j, placed_at, gen) < 0) {
+    if (api_job_generation(j, placed_at, gen) < 0) {
         c->json_failed = 1;
         return;
     }

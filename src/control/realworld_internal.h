@@ -66,7 +66,8 @@ struct rw_job {
     double goodput, speedup, batch;
     double eta; /* when it is predicted to finish there, seconds since the epoch (NAN: unknown) */
     int late;   /* 1 while that is after its deadline (told once, and again when it is not) */
-    int cost_warned; /* its dollars passed RW_COST_WARN of its max_dollars (told once) */
+    int cost_warned;  /* its dollars passed RW_COST_WARN of its max_dollars (told once) */
+    double wait_told; /* the placement (since) whose wait for old replicas was told; NAN: none */
 };
 
 /* A job's spec, as the decide step needs it. */

@@ -69,7 +69,7 @@ struct rw_job *rw_job_find(struct realworld *rw, const char *name, int create)
         return NULL;
     grown[rw->njobs].fitted_for = NAN;
     grown[rw->njobs].goodput = grown[rw->njobs].speedup = grown[rw->njobs].batch = NAN;
-    grown[rw->njobs].eta = NAN;
+    grown[rw->njobs].eta = grown[rw->njobs].wait_told = NAN;
     tput_params_init(&grown[rw->njobs].tput, rw->model);
     return &rw->jobs[rw->njobs++];
 }
@@ -275,6 +275,38 @@ static int rw_on_silent_node(struct realworld *rw, const char *job)
     return on;
 }
 
+/* 1 when the job's new replicas wait for its old ones that other nodes say are alive (an earlier
+ * generation: docs/api.md), told once per placement as a `waiting` event: they are the nodes'
+ * to stop, not the job's, so it is not taken as hung meanwhile. On a state error 1 too (watched
+ * next tick). */
+static int rw_waits_for_old_replicas(struct realworld *rw, const struct state_job *job, double now)
+{
+    struct state_alloc *rows = NULL;
+    char gen[API_GENERATION_LEN + 1], **stale = NULL;
+    size_t n = 0, ns = 0;
+    double since;
+    struct rw_job *j;
+    int rc = state_alloc_get(rw->state, job->name, &rows, &n);
+
+    if (rc < 0)
+        return 1;
+    since = n > 0 ? rows[0].since : NAN;
+    state_allocs_free(rows, n);
+    if (api_job_generation(job, since, gen) < 0 ||
+        state_job_stale_nodes(rw->state, job->name, gen, NULL, now, &stale, &ns) < 0)
+        return 1;
+    if (ns > 0 && (j = rw_job_find(rw, job->name, 1)) && !(j->wait_told == since))
+        event_note(rw->state, rw->log, now, LOG_WARN, job->name, stale[0], "waiting",
+                   "its replicas start once its old ones on %s%s have stopped (they may still be "
+                   "writing its checkpoint); an old replica that never stops is its node's to "
+                   "settle: castor down, or terminate it",
+                   stale[0], ns > 1 ? " and others" : "");
+    if (ns > 0 && (j = rw_job_find(rw, job->name, 1)))
+        j->wait_told = since;
+    state_strv_free(stale, ns);
+    return ns > 0;
+}
+
 /* The hang watch for one running job (its spec parsed): 1 when it failed the job. */
 static int rw_watch_hang(struct realworld *rw, const struct state_job *job,
                          const struct rw_spec *spec, double now)
@@ -287,7 +319,8 @@ static int rw_watch_hang(struct realworld *rw, const struct state_job *job,
     if (!(spec->hang_timeout > 0))
         return 0;
     life = rw_last_life(rw, job, node, sizeof(node));
-    if (!(now - life > spec->hang_timeout) || rw_on_silent_node(rw, job->name))
+    if (!(now - life > spec->hang_timeout) || rw_on_silent_node(rw, job->name) ||
+        rw_waits_for_old_replicas(rw, job, now))
         return 0;
     snprintf(reason, sizeof(reason),
              "no training step reported for %.0f s (hang_timeout %.0f s): taken as hung",

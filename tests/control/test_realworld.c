@@ -1169,6 +1169,40 @@ static void realworld_observe__a_silent_static_node_keeps_its_job_waiting(void *
     assert_int_equal(rows_on(f, "a", "static-1"), 1);
 }
 
+/* Job a on one of two static nodes while the other's agent says replicas of an earlier
+ * generation of a are alive there (its old replicas, still stopping): past its hang_timeout a is
+ * not taken as hung, and a `waiting` event names the other node, once; when that node says
+ * nothing of a is alive, the hang watch counts again (failure 1). */
+static void realworld_jobs__waiting_for_old_replicas_is_not_a_hang(void **state)
+{
+    struct fixture *f = *state;
+    const char *beat = "{\"replicas\":[{\"job\":\"a\",\"generation\":\"0000000000000000\"}]}";
+    char path[64], msg[96];
+    const char *other;
+
+    assert_int_equal(make_loop(f, 0), 0);
+    rewatch(f, 0, 1000); /* (no node taken as silent here) */
+    agent_register(f, "static-1", 4);
+    agent_register(f, "static-2", 4);
+    submit_job_with(f, "a", 4, ", \"hang_timeout\": 100");
+    tick(f, 0);
+    tick(f, 10);
+    other = rows_on(f, "a", "static-1") ? "static-2" : "static-1";
+    assert_int_equal(rows_on(f, "a", other), 0);
+    snprintf(path, sizeof(path), "/v1/nodes/%s/heartbeat", other);
+    report_one(f, "a", 1, 64, 0.2, 0, 0.5, 2.0); /* watched for hangs from now */
+    assert_int_equal(call(f, "POST", path, TOKEN_NODE, beat, NULL), 200);
+    tick(f, 150); /* past its hang_timeout (100 s) */
+    tick(f, 50);
+    assert_int_equal(sql_int(f, "SELECT failures FROM jobs WHERE name = 'a'"), 0);
+    snprintf(msg, sizeof(msg), "once its old ones on %s have stopped", other);
+    assert_true(has_event(f, "a", "waiting", other, msg));
+    assert_int_equal(sql_int(f, "SELECT count(*) FROM events WHERE kind = 'waiting'"), 1);
+    assert_int_equal(call(f, "POST", path, TOKEN_NODE, "{\"replicas\":[]}", NULL), 200);
+    tick(f, 110); /* (past the timeout again, whatever the plan moved meanwhile) */
+    assert_int_equal(sql_int(f, "SELECT failures FROM jobs WHERE name = 'a'"), 1);
+}
+
 /* A silent static node whose agent fences itself (fence_s 150 s: its replicas stopped by then)
  * keeps its job waiting until the fence and its margin (10 s) have passed since it was last heard,
  * and then the job moves to another node. */
@@ -1539,6 +1573,8 @@ int main(void)
                                         rw_teardown),
         cmocka_unit_test_setup_teardown(
             realworld_observe__a_silent_static_node_keeps_its_job_waiting, rw_setup, rw_teardown),
+        cmocka_unit_test_setup_teardown(realworld_jobs__waiting_for_old_replicas_is_not_a_hang,
+                                        rw_setup, rw_teardown),
         cmocka_unit_test_setup_teardown(
             realworld_observe__a_self_fenced_static_node_lets_its_job_go, rw_setup, rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_observe__a_static_node_taken_down_lets_its_job_go,
