@@ -456,7 +456,8 @@ static int emu_config_ok(const struct emu_config *c)
     return c && c->app && c->dir && c->world_size >= 1 && c->rank >= 0 && c->rank < c->world_size &&
            c->local_world_size >= 1 && c->speed > 0 && isfinite(c->speed) && c->checkpoint_s > 0 &&
            c->report_s > 0 && c->epochs >= 0 && c->epochs <= c->app->max_epochs &&
-           c->timeout_s > 0 && c->finish_wait_s >= 0 && c->crash_at >= 0;
+           c->timeout_s > 0 && c->finish_wait_s >= 0 && c->crash_at >= 0 && c->stop_s >= 0 &&
+           c->stop_s <= 3600;
 }
 
 /* Start: the completion marker, the checkpoint, the placement and configuration. Returns 1 when
@@ -608,6 +609,13 @@ int emu_run(const struct emu_config *cfg)
             now = emu_mono();
             rc = emu_advance(cfg->app, &m.u, m.epochs, &m.s, (now - last) * cfg->speed,
                              &m.pending_steps);
+            if (rc == 0 && cfg->rank == 0 && cfg->stop_s > 0) { /* the state as it was, written */
+                struct timespec w = {(time_t)cfg->stop_s,
+                                     (long)((cfg->stop_s - floor(cfg->stop_s)) * 1e9)};
+
+                while (nanosleep(&w, &w) != 0 && errno == EINTR)
+                    ;
+            }
             if (rc == 0)
                 rc = emu_checkpoint(&m, sig == SIGTERM ? "SIGTERM" : "SIGINT");
             if (rc == 0)

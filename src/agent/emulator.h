@@ -105,6 +105,8 @@ struct emu_config {
     double finish_wait_s;  /* rank 0 retries telling the controller the job finished this long */
     double crash_at;       /* emulated seconds of training (over every start) at which rank 0
                             * crashes, once (a fault for the tests of failures); 0: never */
+    double stop_s;         /* real seconds the checkpoint on SIGTERM or SIGINT takes to write
+                            * (a large model's; for the tests of moves); 0: at once */
     struct log *log;       /* borrowed; NULL: silent */
 };
 

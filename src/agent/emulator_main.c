@@ -24,6 +24,7 @@ static void usage(FILE *f)
             "  CASTOR_URL, CASTOR_JOB_TOKEN or CASTOR_JOB_TOKEN_FILE, CASTOR_EMULATOR_SPEED (1),\n"
             "  CASTOR_EMULATOR_REPORT_S (30), CASTOR_EMULATOR_EPOCHS (the profile's),\n"
             "  CASTOR_EMULATOR_FINISH_WAIT_S (60), CASTOR_EMULATOR_CRASH_AT (0: never),\n"
+            "  CASTOR_EMULATOR_STOP_S (0: the checkpoint on SIGTERM written at once),\n"
             "  CASTOR_EMULATOR_DIR (.), CASTOR_EMULATOR_LOG_LEVEL (info)\n");
 }
 
@@ -90,6 +91,8 @@ int main(int argc, char **argv)
         rc = agent_env_double("CASTOR_EMULATOR_FINISH_WAIT_S", 60, 0, 86400, &c.finish_wait_s, &e);
     if (rc == 0)
         rc = agent_env_double("CASTOR_EMULATOR_CRASH_AT", 0, 0, 1e12, &c.crash_at, &e);
+    if (rc == 0)
+        rc = agent_env_double("CASTOR_EMULATOR_STOP_S", 0, 0, 3600, &c.stop_s, &e);
     if (rc == 0)
         rc = agent_env_int("CASTOR_EMULATOR_EPOCHS", 0, 0, app->max_epochs, &c.epochs, &e);
     if (rc == 0)

@@ -377,6 +377,41 @@ static int checkpoint_exists(void *ctx)
     return stat(path, &sb) == 0;
 }
 
+/* With CASTOR_EMULATOR_STOP_S the checkpoint on SIGTERM comes that much later (a large model's
+ * write), with the progress at the signal: the replica is alive meanwhile, and the restart
+ * continues from it as from one written at once. */
+static void emulator__a_slow_stop_checkpoint(void **state)
+{
+    static const char *const env[] = {"CASTOR_EMULATOR_SPEED=150", "CASTOR_EMULATOR_EPOCHS=6",
+                                      "CASTOR_CHECKPOINT_INTERVAL=100000",
+                                      "CASTOR_EMULATOR_STOP_S=0.8", NULL};
+    struct fx *f = *state;
+    struct emu_state mid, done;
+    double sent, ended;
+    pid_t pid;
+    int status;
+
+    submit(f, "slow");
+    pid = spawn_emulator(f, "slow", env);
+    proc_sleep(0.6);
+    sent = proc_now();
+    assert_int_equal(kill(pid, SIGTERM), 0);
+    proc_sleep(0.4);
+    assert_false(checkpoint_exists(f)); /* not yet written */
+    assert_true(proc_alive(pid));
+    status = proc_wait_exit(pid, 5);
+    ended = proc_now();
+    assert_true(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    assert_true(ended - sent >= 0.75);
+    read_state(f, EMU_CKPT_FILE, &mid);
+    /* the state at the signal: about 0.6 s of training at x150, not 1.4 s */
+    assert_true(mid.emulated_s > 0 && mid.emulated_s < 150 * 1.1);
+    status = proc_wait_exit(spawn_emulator(f, "slow", env), 20);
+    assert_true(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    read_state(f, EMU_DONE_FILE, &done);
+    assert_float_equal(done.emulated_s, total_time(f, 6), 1e-6);
+}
+
 static void emulator__after_sigkill_resumes_from_the_last_checkpoint(void **state)
 {
     static const char *const env[] = {"CASTOR_EMULATOR_SPEED=150", "CASTOR_EMULATOR_EPOCHS=8",
@@ -455,6 +490,7 @@ int main(void)
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(emulator__sigterm_checkpoints_and_the_restart_continues,
                                         fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(emulator__a_slow_stop_checkpoint, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(emulator__after_sigkill_resumes_from_the_last_checkpoint,
                                         fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(emulator__other_ranks_end_with_rank_0, fx_setup,

@@ -1,8 +1,11 @@
 /* test_local_world.c: the local world end to end, with real processes and signals: `castor run`
  * (world local) launches castor-node processes that run castor-job-emulator replicas of three
  * jobs submitted with `castor submit`; one job's replica crashes half way (exit 1, no
- * checkpoint); a node is preempted with notice; the controller is SIGKILLed in the middle and
- * restarted with the same configuration. Then: every job finishes (the crashed one restarted from
+ * checkpoint); a node is preempted with a 3 s notice while every replica's checkpoint on SIGTERM
+ * takes 2 s to write (so a job moved off it that started at once would start from the checkpoint
+ * before, and two copies would write one: the generations' wait, docs/api.md, keeps that from
+ * happening); the controller is SIGKILLed in the middle and restarted with the same
+ * configuration. Then: every job finishes (the crashed one restarted from
  * its last checkpoint, its failure counted once);
  * each job's emulated training time equals an uninterrupted run's (nothing beyond the last
  * completed checkpoint lost, nothing counted twice); the restarted controller launched nothing
@@ -52,6 +55,8 @@
 #define EPOCHS 25   /* of cifar10: about 1,000 emulated seconds on one GPU */
 #define SPEED 100.0 /* emulated seconds per real second: about 10 s a job */
 #define LOCAL_BSZ 128
+#define STOP_S 2.0   /* real seconds a checkpoint on SIGTERM takes */
+#define NOTICE_S 3.0 /* the preemption's notice: the victim's replicas checkpoint within it */
 #define MAX_INST 32
 
 static const char *const job_names[NJOBS] = {"alpha", "bravo", "charlie"};
@@ -135,8 +140,10 @@ static void write_config(struct world *w)
 
 static double uninterrupted_s(void);
 
-/* A job file for `castor submit`: the emulator on one GPU at a fixed batch, its own workdir; the
- * last job crashes once half way (CASTOR_EMULATOR_CRASH_AT). */
+/* A job file for `castor submit`: the emulator on one GPU at a fixed batch, its own workdir, a
+ * checkpoint on SIGTERM that takes STOP_S to write (a large model's: a job moved elsewhere must
+ * not start from the one before it); the last job crashes once half way
+ * (CASTOR_EMULATOR_CRASH_AT). */
 static void write_job(struct world *w, const char *name)
 {
     char text[2048], workdir[160], file[160], crash[64] = "";
@@ -155,13 +162,14 @@ static void write_job(struct world *w, const char *name)
              "  CASTOR_EMULATOR_EPOCHS: \"%d\"\n"
              "  CASTOR_EMULATOR_REPORT_S: \"20\"\n"
              "  CASTOR_EMULATOR_FINISH_WAIT_S: \"30\"\n"
+             "  CASTOR_EMULATOR_STOP_S: \"%g\"\n"
              "%s"
              "init_batch_size: %d\n"
              "max_batch_size: %d\n"
              "max_local_bsz: %d\n"
              "max_replicas: 1\n"
              "checkpoint_interval: 50\n",
-             name, CASTOR_EMULATOR_BIN, workdir, SPEED, EPOCHS, crash, LOCAL_BSZ, LOCAL_BSZ,
+             name, CASTOR_EMULATOR_BIN, workdir, SPEED, EPOCHS, STOP_S, crash, LOCAL_BSZ, LOCAL_BSZ,
              LOCAL_BSZ);
     snprintf(file, sizeof(file), "%s/%s.yaml", w->dir, name);
     write_file(file, text, 0600);
@@ -777,8 +785,8 @@ static void local_world__jobs_survive_a_preemption_and_a_controller_crash(void *
 
         on_victim[i] = job_node(w, job_names[i], id) && strcmp(id, victim) == 0;
     }
-    step(w, "preempt the first job's node with a 1 s notice");
-    assert_int_equal(local_preempt(&w->cloud, victim, 1.0), 0);
+    step(w, "preempt the first job's node with a 3 s notice (its replicas' checkpoints take 2 s)");
+    assert_int_equal(local_preempt(&w->cloud, victim, NOTICE_S), 0);
     proc_sleep(0.5);
     step(w, "SIGKILL the controller");
     kill(w->pid, SIGKILL);
