@@ -100,6 +100,8 @@ struct api_metrics {
     long long node_losses[API_NLOSSES]; /* nodes terminated by the controller, by reason */
     long long nodes_unfenced; /* silent static nodes whose jobs wait (no self-fence, or not past
                                * it): the operator's `castor down`, or the node, settles them */
+    long long jobs_waiting;   /* running jobs whose new replicas wait for their old ones that other
+                               * nodes say are alive (docs/api.md, wait_for) */
     double spend_limit;       /* the fleet's spend limit per period, dollars (0 or NAN: none) */
     double spend_period;      /* what the fleet cost in the current period (NAN: no limit) */
 };

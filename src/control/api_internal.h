@@ -30,6 +30,7 @@ struct ap_metrics {
     long long decide_failures;
     long long node_losses[API_NLOSSES];
     long long nodes_unfenced;
+    long long jobs_waiting;
     double spend_limit, spend_period;
     struct api_call_metrics *calls;
     size_t ncalls;

@@ -103,6 +103,7 @@ int ap_metrics_copy(const struct api_metrics *m, struct ap_metrics *out)
     c.decide_failures = m->decide_failures;
     memcpy(c.node_losses, m->node_losses, sizeof(c.node_losses));
     c.nodes_unfenced = m->nodes_unfenced;
+    c.jobs_waiting = m->jobs_waiting;
     c.spend_limit = m->spend_limit;
     c.spend_period = m->spend_period;
     *out = c;
@@ -302,6 +303,12 @@ static void ap_metrics_daemon(const struct ap_metrics *m, FILE *f)
               "Silent static nodes whose jobs wait, since castor cannot stop their replicas: "
               "`castor down NODE` once a node is off.");
     ap_sample(f, "castor_nodes_unfenced", NULL, NULL, NULL, NULL, (double)m->nodes_unfenced);
+    ap_family(f, "castor_jobs_waiting_for_old_replicas", "gauge",
+              "Running jobs whose new replicas wait for their old ones that other nodes say are "
+              "still alive (a checkpoint being written; one that never ends is its node's to "
+              "settle: `castor down`, or terminate it).");
+    ap_sample(f, "castor_jobs_waiting_for_old_replicas", NULL, NULL, NULL, NULL,
+              (double)m->jobs_waiting);
     if (m->spend_limit > 0) {
         ap_family(f, "castor_spend_limit_dollars", "gauge",
                   "The fleet's spend limit per period (spend_limit).");

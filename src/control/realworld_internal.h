@@ -53,6 +53,9 @@ struct rw_offer {
 };
 
 /* What is kept of a job between ticks. */
+/* A job's new replicas that wait this long for its old ones are told about in its events. */
+#define RW_WAIT_TELL_S 120.0
+
 struct rw_job {
     char *name;
     int has_model;
@@ -103,6 +106,8 @@ struct realworld {
     int over_spend;    /* 1 while the period's dollars are at or over the limit */
     double spend_told; /* the period start of the last warning and of the last stop (NAN: none) */
     double stop_told;
+    long long jobs_waiting; /* running jobs whose new replicas wait for old ones on other nodes,
+                             * as the last tick found them */
     char **unfenced; /* silent static nodes whose replicas may still run (no self-fence, or not
                       * past it): their jobs wait until they are heard again or taken down (ids
                       * owned), NULL-terminated */

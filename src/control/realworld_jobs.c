@@ -276,8 +276,9 @@ static int rw_on_silent_node(struct realworld *rw, const char *job)
 }
 
 /* 1 when the job's new replicas wait for its old ones that other nodes say are alive (an earlier
- * generation: docs/api.md), told once per placement as a `waiting` event: they are the nodes'
- * to stop, not the job's, so it is not taken as hung meanwhile. On a state error 1 too (watched
+ * generation: docs/api.md), which they are the nodes' to stop, not the job's; told as a `waiting`
+ * event once per placement when the wait has lasted RW_WAIT_TELL_S (a checkpoint being written
+ * takes seconds; one that never ends needs its node settled). On a state error 1 too (seen again
  * next tick). */
 static int rw_waits_for_old_replicas(struct realworld *rw, const struct state_job *job, double now)
 {
@@ -292,24 +293,27 @@ static int rw_waits_for_old_replicas(struct realworld *rw, const struct state_jo
         return 1;
     since = n > 0 ? rows[0].since : NAN;
     state_allocs_free(rows, n);
+    if (n == 0)
+        return 0;
     if (api_job_generation(job, since, gen) < 0 ||
         state_job_stale_nodes(rw->state, job->name, gen, NULL, now, &stale, &ns) < 0)
         return 1;
-    if (ns > 0 && (j = rw_job_find(rw, job->name, 1)) && !(j->wait_told == since))
+    if (ns > 0 && now - since >= RW_WAIT_TELL_S && (j = rw_job_find(rw, job->name, 1)) &&
+        !(j->wait_told == since)) {
+        j->wait_told = since;
         event_note(rw->state, rw->log, now, LOG_WARN, job->name, stale[0], "waiting",
                    "its replicas start once its old ones on %s%s have stopped (they may still be "
                    "writing its checkpoint); an old replica that never stops is its node's to "
                    "settle: castor down, or terminate it",
                    stale[0], ns > 1 ? " and others" : "");
-    if (ns > 0 && (j = rw_job_find(rw, job->name, 1)))
-        j->wait_told = since;
+    }
     state_strv_free(stale, ns);
     return ns > 0;
 }
 
 /* The hang watch for one running job (its spec parsed): 1 when it failed the job. */
 static int rw_watch_hang(struct realworld *rw, const struct state_job *job,
-                         const struct rw_spec *spec, double now)
+                         const struct rw_spec *spec, int waiting, double now)
 {
     enum state_failure_outcome out = STATE_FAILURE_STALE;
     char node[STATE_NAME_MAX + 1] = "", reason[STATE_FAILURE_MAX];
@@ -319,8 +323,7 @@ static int rw_watch_hang(struct realworld *rw, const struct state_job *job,
     if (!(spec->hang_timeout > 0))
         return 0;
     life = rw_last_life(rw, job, node, sizeof(node));
-    if (!(now - life > spec->hang_timeout) || rw_on_silent_node(rw, job->name) ||
-        rw_waits_for_old_replicas(rw, job, now))
+    if (!(now - life > spec->hang_timeout) || rw_on_silent_node(rw, job->name) || waiting)
         return 0;
     snprintf(reason, sizeof(reason),
              "no training step reported for %.0f s (hang_timeout %.0f s): taken as hung",
@@ -374,12 +377,16 @@ void rw_watch_jobs(struct realworld *rw, double now)
     if (state_jobs_list(rw->state, STATE_MASK(STATE_JOB_PENDING) | STATE_MASK(STATE_JOB_RUNNING),
                         &jobs, &n) < 0)
         return;
+    rw->jobs_waiting = 0;
     for (size_t i = 0; i < n; i++) {
+        int running = jobs[i].state == STATE_JOB_RUNNING;
+        int waiting = running && rw_waits_for_old_replicas(rw, &jobs[i], now);
         struct rw_spec spec;
 
+        rw->jobs_waiting += waiting;
         if (rw_spec_parse(jobs[i].spec, &spec) < 0)
             continue;
-        if (jobs[i].state == STATE_JOB_RUNNING && rw_watch_hang(rw, &jobs[i], &spec, now))
+        if (running && rw_watch_hang(rw, &jobs[i], &spec, waiting, now))
             continue; /* failed: nothing left to watch */
         rw_watch_cost(rw, &jobs[i], &spec, now);
     }

@@ -351,6 +351,14 @@ static long long unfenced(struct fixture *f)
     return m.nodes_unfenced;
 }
 
+static long long jobs_waiting(struct fixture *f)
+{
+    struct api_metrics m = {0};
+
+    assert_int_equal(realworld_metrics(f->rw, &m), 0);
+    return m.jobs_waiting;
+}
+
 static int has_event(struct fixture *f, const char *name, const char *kind, const char *node,
                      const char *text)
 {
@@ -1170,9 +1178,10 @@ static void realworld_observe__a_silent_static_node_keeps_its_job_waiting(void *
 }
 
 /* Job a on one of two static nodes while the other's agent says replicas of an earlier
- * generation of a are alive there (its old replicas, still stopping): past its hang_timeout a is
- * not taken as hung, and a `waiting` event names the other node, once; when that node says
- * nothing of a is alive, the hang watch counts again (failure 1). */
+ * generation of a are alive there (its old replicas, still stopping): it counts in
+ * castor_jobs_waiting_for_old_replicas at once; past its hang_timeout it is not taken as hung, and
+ * once the wait has lasted 120 s a `waiting` event names the other node, once; when that node
+ * says nothing of a is alive, the gauge drops and the hang watch counts again (failure 1). */
 static void realworld_jobs__waiting_for_old_replicas_is_not_a_hang(void **state)
 {
     struct fixture *f = *state;
@@ -1192,7 +1201,11 @@ static void realworld_jobs__waiting_for_old_replicas_is_not_a_hang(void **state)
     snprintf(path, sizeof(path), "/v1/nodes/%s/heartbeat", other);
     report_one(f, "a", 1, 64, 0.2, 0, 0.5, 2.0); /* watched for hangs from now */
     assert_int_equal(call(f, "POST", path, TOKEN_NODE, beat, NULL), 200);
-    tick(f, 150); /* past its hang_timeout (100 s) */
+    assert_int_equal(jobs_waiting(f), 0);
+    tick(f, 5);
+    assert_int_equal(jobs_waiting(f), 1);
+    assert_int_equal(sql_int(f, "SELECT count(*) FROM events WHERE kind = 'waiting'"), 0);
+    tick(f, 145); /* past its hang_timeout (100 s), and waiting 150 s */
     tick(f, 50);
     assert_int_equal(sql_int(f, "SELECT failures FROM jobs WHERE name = 'a'"), 0);
     snprintf(msg, sizeof(msg), "once its old ones on %s have stopped", other);
@@ -1200,6 +1213,7 @@ static void realworld_jobs__waiting_for_old_replicas_is_not_a_hang(void **state)
     assert_int_equal(sql_int(f, "SELECT count(*) FROM events WHERE kind = 'waiting'"), 1);
     assert_int_equal(call(f, "POST", path, TOKEN_NODE, "{\"replicas\":[]}", NULL), 200);
     tick(f, 110); /* (past the timeout again, whatever the plan moved meanwhile) */
+    assert_int_equal(jobs_waiting(f), 0);
     assert_int_equal(sql_int(f, "SELECT failures FROM jobs WHERE name = 'a'"), 1);
 }
 
