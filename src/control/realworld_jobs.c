@@ -224,15 +224,14 @@ struct grad_params rw_grad(struct realworld *rw, const struct state_job *sj,
 
 /* ---- the hang watch ---- */
 
-/* When the job last showed life, as far as this world can tell: its last step report, its
- * placement, its last failure (its replicas restarted then) and the world's first observe, the
- * latest of them; NAN when it never reported a step or holds no allocation. */
-static double rw_last_life(struct realworld *rw, const struct state_job *sj, char *node,
-                           size_t size)
+/* When the job (its allocation's na rows) last showed life, as far as this world can tell: its
+ * last step report, its placement, its last failure (its replicas restarted then) and the world's
+ * first observe, the latest of them; NAN when it never reported a step or holds no allocation. */
+static double rw_last_life(struct realworld *rw, const struct state_job *sj,
+                           const struct state_alloc *rows, size_t na, char *node, size_t size)
 {
     struct state_report_config *cfg = NULL;
-    struct state_alloc *rows = NULL;
-    size_t nc = 0, na = 0;
+    size_t nc = 0;
     double last = -INFINITY;
 
     if (state_report_configs(rw->state, sj->name, &cfg, &nc) < 0)
@@ -240,13 +239,12 @@ static double rw_last_life(struct realworld *rw, const struct state_job *sj, cha
     for (size_t k = 0; k < nc; k++)
         last = fmax(last, cfg[k].at);
     free(cfg);
-    if (nc == 0 || state_alloc_get(rw->state, sj->name, &rows, &na) < 0)
+    if (nc == 0)
         return NAN;
     for (size_t k = 0; k < na; k++)
         last = fmax(last, rows[k].since);
     if (na > 0)
         snprintf(node, size, "%s", rows[0].node);
-    state_allocs_free(rows, na);
     if (isfinite(sj->failure_at))
         last = fmax(last, sj->failure_at);
     return na > 0 ? fmax(last, rw->watch_from) : NAN;
@@ -258,41 +256,30 @@ void rw_watch_start(struct realworld *rw, double now)
         rw->watch_from = now;
 }
 
-/* 1 when the job has replicas on a node whose agent is silent (its silence is the node's, not
- * the job's: the fence, or the operator, settles it); on a state error 1 too (watched next tick).
- */
-static int rw_on_silent_node(struct realworld *rw, const char *job)
+/* 1 when the job (its allocation's n rows) has replicas on a node whose agent is silent (its
+ * silence is the node's, not the job's: the fence, or the operator, settles it). */
+static int rw_on_silent_node(const struct realworld *rw, const struct state_alloc *rows, size_t n)
 {
-    struct state_alloc *rows = NULL;
-    size_t n = 0;
     int on = 0;
 
-    if (state_alloc_get(rw->state, job, &rows, &n) < 0)
-        return 1;
     for (size_t r = 0; r < n && !on; r++)
         on = rw_listed(rw->silent, rows[r].node) || rw_listed(rw->fenced, rows[r].node);
-    state_allocs_free(rows, n);
     return on;
 }
 
 /* 1 when the job's new replicas wait for its old ones that other nodes say are alive (an earlier
  * generation: docs/api.md), which they are the nodes' to stop, not the job's; told as a `waiting`
  * event once per placement when the wait has lasted RW_WAIT_TELL_S (a checkpoint being written
- * takes seconds; one that never ends needs its node settled). On a state error 1 too (seen again
- * next tick). */
-static int rw_waits_for_old_replicas(struct realworld *rw, const struct state_job *job, double now)
+ * takes seconds; one that never ends needs its node settled). The job's allocation is its n rows.
+ * On a state error 1 too (seen again next tick). */
+static int rw_waits_for_old_replicas(struct realworld *rw, const struct state_job *job,
+                                     const struct state_alloc *rows, size_t n, double now)
 {
-    struct state_alloc *rows = NULL;
     char gen[API_GENERATION_LEN + 1], **stale = NULL;
-    size_t n = 0, ns = 0;
-    double since;
+    size_t ns = 0;
+    double since = n > 0 ? rows[0].since : NAN;
     struct rw_job *j;
-    int rc = state_alloc_get(rw->state, job->name, &rows, &n);
 
-    if (rc < 0)
-        return 1;
-    since = n > 0 ? rows[0].since : NAN;
-    state_allocs_free(rows, n);
     if (n == 0)
         return 0;
     if (api_job_generation(job, since, gen) < 0 ||
@@ -311,9 +298,11 @@ static int rw_waits_for_old_replicas(struct realworld *rw, const struct state_jo
     return ns > 0;
 }
 
-/* The hang watch for one running job (its spec parsed): 1 when it failed the job. */
+/* The hang watch for one running job (its spec parsed, its allocation's na rows, whether it
+ * waits for old replicas): 1 when it failed the job. */
 static int rw_watch_hang(struct realworld *rw, const struct state_job *job,
-                         const struct rw_spec *spec, int waiting, double now)
+                         const struct rw_spec *spec, const struct state_alloc *rows, size_t na,
+                         int waiting, double now)
 {
     enum state_failure_outcome out = STATE_FAILURE_STALE;
     char node[STATE_NAME_MAX + 1] = "", reason[STATE_FAILURE_MAX];
@@ -322,8 +311,8 @@ static int rw_watch_hang(struct realworld *rw, const struct state_job *job,
 
     if (!(spec->hang_timeout > 0))
         return 0;
-    life = rw_last_life(rw, job, node, sizeof(node));
-    if (!(now - life > spec->hang_timeout) || rw_on_silent_node(rw, job->name) || waiting)
+    life = rw_last_life(rw, job, rows, na, node, sizeof(node));
+    if (!(now - life > spec->hang_timeout) || rw_on_silent_node(rw, rows, na) || waiting)
         return 0;
     snprintf(reason, sizeof(reason),
              "no training step reported for %.0f s (hang_timeout %.0f s): taken as hung",
@@ -379,16 +368,23 @@ void rw_watch_jobs(struct realworld *rw, double now)
         return;
     rw->jobs_waiting = 0;
     for (size_t i = 0; i < n; i++) {
-        int running = jobs[i].state == STATE_JOB_RUNNING;
-        int waiting = running && rw_waits_for_old_replicas(rw, &jobs[i], now);
+        struct state_alloc *rows = NULL;
+        size_t na = 0;
+        /* a running job's allocation, read once for the watches (one that cannot be read is
+         * counted as waiting and watched for hangs next tick) */
+        int running = jobs[i].state == STATE_JOB_RUNNING,
+            read = running && state_alloc_get(rw->state, jobs[i].name, &rows, &na) == 0,
+            waiting = running && (!read || rw_waits_for_old_replicas(rw, &jobs[i], rows, na, now)),
+            failed = 0;
         struct rw_spec spec;
 
         rw->jobs_waiting += waiting;
-        if (rw_spec_parse(jobs[i].spec, &spec) < 0)
-            continue;
-        if (running && rw_watch_hang(rw, &jobs[i], &spec, waiting, now))
-            continue; /* failed: nothing left to watch */
-        rw_watch_cost(rw, &jobs[i], &spec, now);
+        if (rw_spec_parse(jobs[i].spec, &spec) == 0) {
+            failed = read && rw_watch_hang(rw, &jobs[i], &spec, rows, na, waiting, now);
+            if (!failed) /* (a failed job has nothing left to watch) */
+                rw_watch_cost(rw, &jobs[i], &spec, now);
+        }
+        state_allocs_free(rows, na);
     }
     state_jobs_free(jobs, n);
 }
