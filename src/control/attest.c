@@ -4,6 +4,7 @@
  * header names; then issuer, audience, times, project and instance). */
 #include "control/attest.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,10 +15,17 @@
 #include "util/file.h"
 #include "util/json.h"
 
-/* Set why and return rc. */
-static int at_fail(int rc, char *why, size_t size, const char *fmt, const char *a, const char *b)
+/* Set why (fmt and what follows) and return rc. */
+static int at_fail(int rc, char *why, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int at_fail(int rc, char *why, size_t size, const char *fmt, ...)
 {
-    snprintf(why, size, fmt, a, b);
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(why, size, fmt, ap);
+    va_end(ap);
     return rc;
 }
 
@@ -55,26 +63,24 @@ int attest_aws_check(const struct attest_aws *cfg, const char *instance_id, cons
     if (!why || size == 0)
         return ERR_INVAL;
     if (!cfg || !cfg->certificate || !instance_id || !document || !signature)
-        return at_fail(ERR_INVAL, why, size, "%s%s", "no certificate or no document", "");
+        return at_fail(ERR_INVAL, why, size, "no certificate or no document");
     rc = base64_decode(signature, strlen(signature), &sig, &sig_len);
     if (rc < 0)
-        return at_fail(rc, why, size, "%s%s",
-                       rc == ERR_NOMEM ? "out of memory" : "the signature is not base64", "");
+        return at_fail(rc, why, size, "%s",
+                       rc == ERR_NOMEM ? "out of memory" : "the signature is not base64");
     rc = crypto_rs256_verify(cfg->certificate, cfg->certificate_len, document, len, sig, sig_len);
     free(sig);
     if (rc < 0)
-        return at_fail(rc == ERR_PARSE ? ERR_INTERNAL : rc, why, size, "%s%s",
-                       "the attestation certificate cannot be read", "");
+        return at_fail(rc == ERR_PARSE ? ERR_INTERNAL : rc, why, size,
+                       "the attestation certificate cannot be read");
     if (rc == 0)
-        return at_fail(ERR_PERM, why, size, "%s%s",
+        return at_fail(ERR_PERM, why, size,
                        "the identity document's signature does not verify under the "
-                       "configured certificate",
-                       "");
+                       "configured certificate");
     /* signed: what it says can be believed */
     if (jv_parse(document, len, &doc, NULL) < 0 || jv_type_of(doc) != JV_OBJECT) {
         jv_free(doc);
-        return at_fail(ERR_PERM, why, size, "%s%s", "the identity document is not a JSON object",
-                       "");
+        return at_fail(ERR_PERM, why, size, "the identity document is not a JSON object");
     }
     rc = 0;
     if (!at_field_is(doc, "instanceId", instance_id))
@@ -121,32 +127,29 @@ static int at_gcp_signed(const struct attest_gcp *cfg, const char *kid, const ch
     int rc = file_read_all(cfg->certificates_path, &text, &text_len, &fe);
 
     if (rc < 0)
-        return at_fail(ERR_INTERNAL, why, size, "Google's certificates cannot be read: %s%s",
-                       fe.msg, "");
+        return at_fail(ERR_INTERNAL, why, size, "Google's certificates cannot be read: %s", fe.msg);
     if (jv_parse(text, text_len, &certs, NULL) < 0 || jv_type_of(certs) != JV_OBJECT) {
-        rc = at_fail(ERR_INTERNAL, why, size, "%s%s",
+        rc = at_fail(ERR_INTERNAL, why, size,
                      "Google's certificates file is not a JSON object of key ids to PEM "
-                     "certificates",
-                     "");
+                     "certificates");
         goto out;
     }
     if (!(pem = jv_string_value(jv_get(certs, kid)))) {
         rc = at_fail(ERR_PERM, why, size,
-                     "the token's key %.64s is not among Google's certificates%s (refresh "
+                     "the token's key %.64s is not among Google's certificates (refresh "
                      "the file if Google has rotated its keys)",
-                     kid, "");
+                     kid);
         goto out;
     }
     if ((rc = base64_url_decode(sig64, strlen(sig64), &sig, &sig_len)) < 0) {
-        rc = at_fail(ERR_PARSE, why, size, "%s%s", "the token's signature is not base64url", "");
+        rc = at_fail(ERR_PARSE, why, size, "the token's signature is not base64url");
         goto out;
     }
     rc = crypto_rs256_verify(pem, strlen(pem), token, input_len, sig, sig_len);
     if (rc < 0)
-        rc = at_fail(ERR_INTERNAL, why, size, "Google's certificate %.64s cannot be read%s", kid,
-                     "");
+        rc = at_fail(ERR_INTERNAL, why, size, "Google's certificate %.64s cannot be read", kid);
     else if (rc == 0)
-        at_fail(0, why, size, "%s%s", "the token's signature does not verify", "");
+        at_fail(0, why, size, "the token's signature does not verify");
 out:
     free(sig);
     jv_free(certs);
@@ -167,21 +170,21 @@ static int at_gcp_claims(const struct attest_gcp *cfg, const char *instance_id,
 
     if (!iss || (strcmp(iss, "https://accounts.google.com") != 0 &&
                  strcmp(iss, "accounts.google.com") != 0))
-        return at_fail(ERR_PERM, why, size, "the token was issued by %s%s, not Google",
-                       at_shown(claims, "iss", shown, sizeof(shown)), "");
+        return at_fail(ERR_PERM, why, size, "the token was issued by %s, not Google",
+                       at_shown(claims, "iss", shown, sizeof(shown)));
     if (!at_field_is(claims, "aud", cfg->audience))
         return at_fail(ERR_PERM, why, size, "the token is for audience %s, not %s",
                        at_shown(claims, "aud", shown, sizeof(shown)), cfg->audience);
     if (jv_number_value(jv_get(claims, "exp"), &exp) < 0 ||
         jv_number_value(jv_get(claims, "iat"), &iat) < 0)
-        return at_fail(ERR_PERM, why, size, "%s%s", "the token has no exp or iat", "");
+        return at_fail(ERR_PERM, why, size, "the token has no exp or iat");
     if (exp < now - ATTEST_SKEW_S)
-        return at_fail(ERR_PERM, why, size, "%s%s", "the token has expired", "");
+        return at_fail(ERR_PERM, why, size, "the token has expired");
     if (iat > now + ATTEST_SKEW_S)
-        return at_fail(ERR_PERM, why, size, "%s%s", "the token was issued in the future", "");
+        return at_fail(ERR_PERM, why, size, "the token was issued in the future");
     if (!zone || !name)
-        return at_fail(ERR_PERM, why, size, "%s%s",
-                       "the token names no Compute Engine instance (ask for format=full)", "");
+        return at_fail(ERR_PERM, why, size,
+                       "the token names no Compute Engine instance (ask for format=full)");
     if (cfg->project && !at_field_is(ce, "project_id", cfg->project))
         return at_fail(ERR_PERM, why, size, "the instance is in project %s, not %s",
                        at_shown(ce, "project_id", shown, sizeof(shown)), cfg->project);
@@ -203,19 +206,19 @@ int attest_gcp_check(const struct attest_gcp *cfg, const char *instance_id, cons
     if (!why || size == 0)
         return ERR_INVAL;
     if (!cfg || !cfg->certificates_path || !cfg->audience || !instance_id || !token)
-        return at_fail(ERR_INVAL, why, size, "%s%s", "no certificates, audience or token", "");
+        return at_fail(ERR_INVAL, why, size, "no certificates, audience or token");
     dot1 = strchr(token, '.');
     dot2 = dot1 ? strchr(dot1 + 1, '.') : NULL;
     if (!dot2 || strchr(dot2 + 1, '.') || !(header = at_b64_json(token, (size_t)(dot1 - token))) ||
         !(claims = at_b64_json(dot1 + 1, (size_t)(dot2 - dot1 - 1)))) {
-        rc = at_fail(ERR_PARSE, why, size, "%s%s",
-                     "the identity token is not a JWT (three base64url parts of JSON)", "");
+        rc = at_fail(ERR_PARSE, why, size,
+                     "the identity token is not a JWT (three base64url parts of JSON)");
         goto out;
     }
     alg = jv_string_value(jv_get(header, "alg"));
     kid = jv_string_value(jv_get(header, "kid"));
     if (!alg || strcmp(alg, "RS256") != 0 || !kid) {
-        rc = at_fail(ERR_PERM, why, size, "%s%s", "the token is not RS256 with a key id", "");
+        rc = at_fail(ERR_PERM, why, size, "the token is not RS256 with a key id");
         goto out;
     }
     rc = at_gcp_signed(cfg, kid, token, (size_t)(dot2 - token), dot2 + 1, why, size);
