@@ -506,8 +506,9 @@ static int nfx_teardown(void **state)
     return 0;
 }
 
-/* Start castor-node watching cloud on the service (extra settings NULL-ended, may be NULL). */
-static void spawn(struct nfx *f, const char *cloud, const char *extra)
+/* Start castor-node watching cloud on the service, with more "NAME=VALUE" settings (NULL-ended,
+ * may be NULL; they replace the defaults here). */
+static void spawn_with(struct nfx *f, const char *cloud, const char *const *more)
 {
     static char *const argv[] = {"castor-node", NULL};
     char url[128], meta[128], watch[64];
@@ -523,14 +524,21 @@ static void spawn(struct nfx *f, const char *cloud, const char *extra)
                                "CASTOR_NODE_WATCH_INTERVAL_S=0.05",
                                "CASTOR_NODE_METADATA_WAIT_S=1",
                                "CASTOR_NODE_LOG_LEVEL=debug",
-                               extra,
                                NULL};
 
     snprintf(url, sizeof(url), "CASTOR_URL=%s", f->as.url);
     snprintf(meta, sizeof(meta), "CASTOR_NODE_METADATA_URL=%s", f->m.url);
     snprintf(watch, sizeof(watch), "CASTOR_NODE_CLOUD=%s", cloud);
-    f->node = proc_spawn(CASTOR_NODE_BIN, argv, NULL, f->nodelog, env, NULL);
+    f->node = proc_spawn(CASTOR_NODE_BIN, argv, NULL, f->nodelog, env, more);
     assert_true(f->node > 0);
+}
+
+/* spawn_with one more setting (may be NULL). */
+static void spawn(struct nfx *f, const char *cloud, const char *extra)
+{
+    const char *const more[] = {extra, NULL};
+
+    spawn_with(f, cloud, more);
 }
 
 static int registered(void *ctx)
@@ -744,33 +752,19 @@ static int gce_registered(void *ctx)
  * refused (403), and once the server gives the instance's own the node registers. */
 static void castor_node__proves_its_compute_engine_instance(void **state)
 {
-    static char *const argv[] = {"castor-node", NULL};
+    static const char *const more[] = {"CASTOR_INSTANCE_ID=" GCE_NODE_ID,
+                                       "CASTOR_NODE_AUDIENCE=" AUDIENCE, NULL};
     struct nfx *f = *state;
     struct log_wait refused = {f->nodelog, "the token is instance us-central1-a.castor-w-9's"};
-    char claims[1024], token[4096], url[128], meta[128];
-    const char *const env[] = {url,
-                               meta,
-                               "CASTOR_NODE_CLOUD=gce-metadata",
-                               "CASTOR_INSTANCE_ID=" GCE_NODE_ID,
-                               "CASTOR_NODE_AUDIENCE=" AUDIENCE,
-                               "CASTOR_NODE_TOKEN=" AS_TOKEN_NODE,
-                               "CASTOR_FAKE_GPUS=1:8",
-                               "CASTOR_NODE_HEARTBEAT_S=0.2",
-                               "CASTOR_NODE_TIMEOUT_S=2",
-                               "CASTOR_NODE_BACKOFF_MAX_S=0.2",
-                               "CASTOR_NODE_METADATA_WAIT_S=1",
-                               NULL};
+    char claims[1024], token[4096];
 
-    snprintf(url, sizeof(url), "CASTOR_URL=%s", f->as.url);
-    snprintf(meta, sizeof(meta), "CASTOR_NODE_METADATA_URL=%s", f->m.url);
     attest_gcp_claims(claims, sizeof(claims), "us-central1-a", "castor-w-9", "my-project", AUDIENCE,
                       as_wall(NULL) - 5);
     assert_int_equal(attest_gcp_token(ATTEST_KEY, "{\"alg\":\"RS256\",\"kid\":\"k1\"}", claims,
                                       token, sizeof(token)),
                      0);
     META_SET(&f->m, idtoken, token);
-    f->node = proc_spawn(CASTOR_NODE_BIN, argv, NULL, f->nodelog, env, NULL);
-    assert_true(f->node > 0);
+    spawn_with(f, "gce-metadata", more);
     assert_true(proc_wait_for(log_has, &refused, 10));
     assert_false(gce_registered(f));
     pthread_mutex_lock(&f->m.lock);
