@@ -332,33 +332,17 @@ static void one_node_running(struct fixture *f, char ids[8][CLOUD_ID_MAX])
     tick(f, 10);
 }
 
+/* The world's metrics now (its rows valid until the next tick). */
+static struct api_metrics metrics(struct fixture *f)
+{
+    struct api_metrics m = {0};
+
+    assert_int_equal(realworld_metrics(f->rw, &m), 0);
+    return m;
+}
+
 /* 1 when job name has an event of kind whose message holds text (and whose node is node, when
  * node is not NULL). */
-/* The world's count of nodes lost for reason. */
-static long long losses(struct fixture *f, enum api_node_loss reason)
-{
-    struct api_metrics m = {0};
-
-    assert_int_equal(realworld_metrics(f->rw, &m), 0);
-    return m.node_losses[reason];
-}
-
-static long long unfenced(struct fixture *f)
-{
-    struct api_metrics m = {0};
-
-    assert_int_equal(realworld_metrics(f->rw, &m), 0);
-    return m.nodes_unfenced;
-}
-
-static long long jobs_waiting(struct fixture *f)
-{
-    struct api_metrics m = {0};
-
-    assert_int_equal(realworld_metrics(f->rw, &m), 0);
-    return m.jobs_waiting;
-}
-
 static int has_event(struct fixture *f, const char *name, const char *kind, const char *node,
                      const char *text)
 {
@@ -1044,8 +1028,8 @@ static void realworld_reconcile__a_node_that_never_registers_is_terminated(void 
     tick(f, 60);
     tick(f, 60);
     assert_int_equal(counts(f).launch_calls, 1); /* the offer is held back */
-    assert_int_equal(losses(f, API_LOSS_UNREGISTERED), 1);
-    assert_int_equal(losses(f, API_LOSS_SILENT), 0);
+    assert_int_equal(metrics(f).node_losses[API_LOSS_UNREGISTERED], 1);
+    assert_int_equal(metrics(f).node_losses[API_LOSS_SILENT], 0);
 }
 
 /* A ready node whose agent goes silent: heard from (a heartbeat) at +100 s, it stays; 120 s of
@@ -1105,8 +1089,8 @@ static void realworld_reconcile__a_silent_node_is_terminated(void **state)
     tick(f, 10);
     assert_int_equal(counts(f).launched, 2); /* the replacement */
     assert_true(has_event(f, "a", "node-lost", ids[0], "the node's agent has not been heard from"));
-    assert_int_equal(losses(f, API_LOSS_SILENT), 1);
-    assert_int_equal(losses(f, API_LOSS_GONE), 0); /* told once */
+    assert_int_equal(metrics(f).node_losses[API_LOSS_SILENT], 1);
+    assert_int_equal(metrics(f).node_losses[API_LOSS_GONE], 0); /* told once */
 }
 
 /* A static node registered with the body's extras (", \"key\": value...") if any. */
@@ -1166,10 +1150,10 @@ static void realworld_observe__a_silent_static_node_keeps_its_job_waiting(void *
     assert_int_equal(counts(f).terminate_calls, 0);
     assert_true(has_event(f, "a", "waiting", "static-1", "castor cannot stop its replicas"));
     assert_false(has_event(f, "a", "node-lost", NULL, ""));
-    assert_int_equal(unfenced(f), 1);
+    assert_int_equal(metrics(f).nodes_unfenced, 1);
     assert_int_equal(call(f, "POST", "/v1/nodes/static-1/heartbeat", TOKEN_NODE, "{}", NULL), 200);
     tick(f, 10);
-    assert_int_equal(unfenced(f), 0);
+    assert_int_equal(metrics(f).nodes_unfenced, 0);
     assert_int_equal(provider_observe(&f->prov, &s), 0);
     assert_int_equal(s->nnodes, 1);
     assert_int_equal(s->njobs, 1);
@@ -1201,9 +1185,9 @@ static void realworld_jobs__waiting_for_old_replicas_is_not_a_hang(void **state)
     snprintf(path, sizeof(path), "/v1/nodes/%s/heartbeat", other);
     report_one(f, "a", 1, 64, 0.2, 0, 0.5, 2.0); /* watched for hangs from now */
     assert_int_equal(call(f, "POST", path, TOKEN_NODE, beat, NULL), 200);
-    assert_int_equal(jobs_waiting(f), 0);
+    assert_int_equal(metrics(f).jobs_waiting, 0);
     tick(f, 5);
-    assert_int_equal(jobs_waiting(f), 1);
+    assert_int_equal(metrics(f).jobs_waiting, 1);
     assert_int_equal(sql_int(f, "SELECT count(*) FROM events WHERE kind = 'waiting'"), 0);
     tick(f, 145); /* past its hang_timeout (100 s), and waiting 150 s */
     tick(f, 50);
@@ -1213,7 +1197,7 @@ static void realworld_jobs__waiting_for_old_replicas_is_not_a_hang(void **state)
     assert_int_equal(sql_int(f, "SELECT count(*) FROM events WHERE kind = 'waiting'"), 1);
     assert_int_equal(call(f, "POST", path, TOKEN_NODE, "{\"replicas\":[]}", NULL), 200);
     tick(f, 110); /* (past the timeout again, whatever the plan moved meanwhile) */
-    assert_int_equal(jobs_waiting(f), 0);
+    assert_int_equal(metrics(f).jobs_waiting, 0);
     assert_int_equal(sql_int(f, "SELECT failures FROM jobs WHERE name = 'a'"), 1);
 }
 
@@ -1235,13 +1219,13 @@ static void realworld_observe__a_self_fenced_static_node_lets_its_job_go(void **
     assert_int_equal(call(f, "POST", "/v1/nodes/static-2/heartbeat", TOKEN_NODE, "{}", NULL), 200);
     tick(f, 4);
     assert_int_equal(rows_on(f, "a", "static-1"), 1); /* T0 + 159 */
-    assert_int_equal(unfenced(f), 1);
+    assert_int_equal(metrics(f).nodes_unfenced, 1);
     tick(f, 2); /* T0 + 161: past 150 + 10 */
     tick(f, 0);
     assert_int_equal(rows_on(f, "a", "static-1"), 0);
     assert_int_equal(rows_on(f, "a", "static-2"), 1);
     assert_true(has_event(f, "a", "node-lost", "static-1", "its self-fence"));
-    assert_int_equal(unfenced(f), 0);
+    assert_int_equal(metrics(f).nodes_unfenced, 0);
     assert_int_equal(node_state(f, "static-1"), STATE_NODE_READY);
     assert_int_equal(counts(f).terminate_calls, 0);
 }
