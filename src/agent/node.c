@@ -680,7 +680,7 @@ static void nd_identity(struct nd *n, double now)
     watch_free(w);
     if (rc < 0)
         nd_log(n, LOG_WARN, NULL,
-               "the instance's identity document cannot be read (%s): registering without it",
+               "the instance's signed identity cannot be read (%s): registering without it",
                e.msg[0] ? e.msg : err_str(rc));
 }
 
