@@ -276,8 +276,8 @@ static int fixed_plan(void *ctx, const struct snapshot *s, struct policy *pol, u
     }
     for (int b = 0; b < s->nbooting; b++)
         have += s->booting[b].offer == st->offer;
-    if (have < st->nodes && !s->offers[st->offer].unavailable)
-        f->launch[st->offer] = st->nodes - have;
+    if (have < st->nodes)
+        fleet_plan_launch(s, st->offer, st->nodes - have, 0, f);
     if (have > st->nodes) /* fewer asked (a reload): give the surplus back */
         rc = fixed_shrink(s, st->offer, have - st->nodes, keep, f);
     if (rc == 0)

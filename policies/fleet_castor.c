@@ -435,7 +435,7 @@ static int castor_fleet_plan(void *ctx, const struct snapshot *s, struct policy 
         if (wanted > st->max_nodes)
             wanted = st->max_nodes;
         if (wanted > have && best >= 0)
-            f->launch[best] = wanted - have;
+            fleet_plan_launch(s, best, wanted - have, 1, f);
         if (wanted < have) {
             /* surplus: it goes only once it has lasted (fleet_shrink_to cancels the newest
              * booting instances first, then releases the least used nodes) */
@@ -474,10 +474,8 @@ static int castor_fleet_plan(void *ctx, const struct snapshot *s, struct policy 
         for (int m = 0; m < 2; m++) {
             int n = want[m] - have[m] < room ? want[m] - have[m] : room;
 
-            if (n > 0 && rd.best[m] >= 0) {
-                f->launch[rd.best[m]] += n;
-                room -= n;
-            }
+            if (n > 0 && rd.best[m] >= 0)
+                room -= fleet_plan_launch(s, rd.best[m], n, 1, f);
         }
         st->surplus_rounds = surplus ? st->surplus_rounds + 1 : 0;
         if (surplus && st->surplus_rounds >= st->patience) {

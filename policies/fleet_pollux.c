@@ -139,8 +139,7 @@ static int pollux_as_plan(void *ctx, const struct snapshot *s, struct policy *po
         return fleet_shrink_to(s, pol, seed, 0, a, f);
     }
     if (have == 0) {
-        if (!s->offers[st->offer].unavailable)
-            f->launch[st->offer] = 1;
+        fleet_plan_launch(s, st->offer, 1, 0, f);
         return 0;
     }
     if (!(keep = malloc((size_t)s->nnodes + 1)))
@@ -169,8 +168,7 @@ static int pollux_as_plan(void *ctx, const struct snapshot *s, struct policy *po
         return rc;
     st->nwin = 0;
     if (want > have) {
-        if (!s->offers[st->offer].unavailable)
-            f->launch[st->offer] = want - have;
+        fleet_plan_launch(s, st->offer, want - have, 0, f);
         return 0;
     }
     return want < s->nnodes ? fleet_shrink_to(s, pol, seed, want, a, f) : 0;

@@ -22,6 +22,18 @@ int cloud_terminate(struct cloud *c, const char *cluster, const char *id)
     return c->ops->terminate(c->ctx, cluster, id);
 }
 
+int cloud_quotas(struct cloud *c, struct cloud_quota **quotas, size_t *nq,
+                 struct cloud_quota_use **uses, size_t *nu)
+{
+    if (!c->ops->quotas) {
+        *quotas = NULL;
+        *uses = NULL;
+        *nq = *nu = 0;
+        return 0;
+    }
+    return c->ops->quotas(c->ctx, quotas, nq, uses, nu);
+}
+
 void cloud_free(struct cloud *c)
 {
     if (c && c->ops && c->ops->destroy)

@@ -28,6 +28,26 @@ enum cloud_state {
     CLOUD_GONE,    /* terminated or preempted */
 };
 
+/* One quota that limits launches: how much of something the account (AWS) or project (GCP) may
+ * hold at once, whoever launched it. */
+#define CLOUD_QUOTA_TITLE_MAX 160
+struct cloud_quota {
+    char name[CLOUD_NAME_MAX];         /* unique within the cloud, e.g. "ec2/us-east-1/L-3819A6DF"
+                                        * or "compute/us-central1/PREEMPTIBLE_NVIDIA_T4_GPUS" */
+    char title[CLOUD_QUOTA_TITLE_MAX]; /* for people, e.g. "All G and VT Spot Instance Requests
+                                        * (us-east-1)" */
+    char unit[16];                     /* what it counts: "vCPUs", "GPUs" */
+    double limit;                      /* units that may be held */
+    double used;                       /* units held now, by everything it counts */
+};
+
+/* What one node of an offer takes from a quota. */
+struct cloud_quota_use {
+    size_t quota;               /* index into the quotas of the same answer */
+    char offer[CLOUD_NAME_MAX]; /* an offer of the cloud's offers */
+    double units;               /* > 0 */
+};
+
 /* One instance as the cloud reports it. */
 struct cloud_instance {
     char id[CLOUD_ID_MAX];      /* the cloud's instance id */
@@ -55,6 +75,13 @@ struct cloud_ops {
      * instance of this cluster), ERR_AGAIN, ERR_IO. */
     int (*terminate)(void *ctx, const char *cluster, const char *id);
     void (*destroy)(void *ctx);
+    /* The quotas that limit launches of the offers, read now, with what a node of each offer
+     * takes from each (an offer in no quota's uses is limited by none known); *quotas (nq
+     * entries) and *uses (nu), malloc'd, are the caller's. NULL in a cloud without quotas.
+     * Errors (nothing written): ERR_IO, ERR_AGAIN (retry later), ERR_PERM (not allowed to read
+     * them), ERR_NOMEM. */
+    int (*quotas)(void *ctx, struct cloud_quota **quotas, size_t *nq, struct cloud_quota_use **uses,
+                  size_t *nu);
 };
 
 struct cloud {
@@ -67,6 +94,9 @@ int cloud_list(struct cloud *c, const char *cluster, struct cloud_instance **out
 int cloud_launch(struct cloud *c, const char *offer, const char *cluster, const char *token,
                  char *id);
 int cloud_terminate(struct cloud *c, const char *cluster, const char *id);
+/* As the op; a cloud without it answers 0 with no quotas (*quotas and *uses NULL). */
+int cloud_quotas(struct cloud *c, struct cloud_quota **quotas, size_t *nq,
+                 struct cloud_quota_use **uses, size_t *nu);
 void cloud_free(struct cloud *c);
 
 /* ---- the registry: clouds chosen by name in the configuration (`world:`) ---- */

@@ -16,6 +16,7 @@
 
 #define FAKE_MAX_FAULTS 8
 #define FAKE_MAX_OFFERS 64
+#define FAKE_MAX_QUOTAS 8
 
 struct fake_instance {
     char id[CLOUD_ID_MAX];
@@ -25,6 +26,13 @@ struct fake_instance {
     enum cloud_state state;
     double launched;
     double ends;
+};
+
+/* A quota over some offers: what live instances of them (any cluster's) take, plus what others
+ * hold, may not pass limit. */
+struct fake_quota {
+    struct cloud_quota q;          /* q.used: what others hold (live instances are added) */
+    double units[FAKE_MAX_OFFERS]; /* per offer (by index): a node's units; 0: not counted */
 };
 
 struct fake_fault {
@@ -43,6 +51,8 @@ struct fake_cloud {
     long next_id;
     struct cloud_fake_counts counts;
     struct fake_fault faults[FAKE_MAX_FAULTS];
+    struct fake_quota quotas[FAKE_MAX_QUOTAS];
+    size_t nquotas;
     char *path; /* NULL: in memory */
     double (*clock)(void *ctx);
     void *clock_ctx;
@@ -307,8 +317,23 @@ static int fake_make(struct fake_cloud *f, int o, const char *cluster, const cha
     return 0;
 }
 
+/* What quota k counts now: others' units and those of the live instances of its offers. */
+static double fake_quota_used(const struct fake_cloud *f, size_t k)
+{
+    const struct fake_quota *q = &f->quotas[k];
+    double used = q->q.used;
+
+    for (size_t i = 0; i < f->n; i++) {
+        int o = fake_offer_index(f, f->inst[i].offer);
+
+        if (o >= 0 && f->inst[i].state != CLOUD_GONE)
+            used += q->units[o];
+    }
+    return used;
+}
+
 /* A launch under the lock: the first launch's instance for a token used before, else a new
- * instance of offer where capacity allows. */
+ * instance of offer where capacity and every quota over it allow. */
 static int fake_launch_locked(struct fake_cloud *f, const char *offer, const char *cluster,
                               const char *token, char *id)
 {
@@ -328,6 +353,10 @@ static int fake_launch_locked(struct fake_cloud *f, const char *offer, const cha
         alive += f->inst[i].state != CLOUD_GONE && strcmp(f->inst[i].offer, offer) == 0;
     if (f->capacity[o] > 0 && alive >= f->capacity[o])
         return ERR_CAPACITY;
+    for (size_t k = 0; k < f->nquotas; k++)
+        if (f->quotas[k].units[o] > 0 &&
+            fake_quota_used(f, k) + f->quotas[k].units[o] > f->quotas[k].q.limit)
+            return ERR_QUOTA;
     lost = fake_fault(f, "launch-lost");
     if ((o = fake_make(f, o, cluster, token, CLOUD_PENDING, made)) < 0)
         return o;
@@ -367,6 +396,40 @@ static int fake_terminate(void *ctx, const char *cluster, const char *id)
     return fake_leave(f, rc, loaded);
 }
 
+static int fake_quotas(void *ctx, struct cloud_quota **quotas, size_t *nq,
+                       struct cloud_quota_use **uses, size_t *nu)
+{
+    struct fake_cloud *f = ctx;
+    struct cloud_quota *q = NULL;
+    struct cloud_quota_use *u = NULL;
+    int loaded, rc = fake_enter(f, &f->counts.quotas_calls, "quotas", &loaded);
+    size_t k = 0;
+
+    if (rc == 0 && (!(q = calloc(f->nquotas + 1, sizeof(*q))) ||
+                    !(u = calloc(f->nquotas * f->noffers + 1, sizeof(*u)))))
+        rc = ERR_NOMEM;
+    for (size_t i = 0; rc == 0 && i < f->nquotas; i++) {
+        q[i] = f->quotas[i].q;
+        q[i].used = fake_quota_used(f, i);
+        for (size_t o = 0; o < f->noffers; o++)
+            if (f->quotas[i].units[o] > 0) {
+                u[k] = (struct cloud_quota_use){.quota = i, .units = f->quotas[i].units[o]};
+                fake_copy(u[k].offer, sizeof(u[k].offer), f->offers[o].name);
+                k++;
+            }
+    }
+    if ((rc = fake_leave(f, rc, loaded)) < 0) {
+        free(q);
+        free(u);
+        return rc;
+    }
+    *quotas = q;
+    *nq = f->nquotas;
+    *uses = u;
+    *nu = k;
+    return 0;
+}
+
 static void fake_destroy(void *ctx)
 {
     struct fake_cloud *f = ctx;
@@ -388,6 +451,7 @@ static const struct cloud_ops cloud_fake_ops = {
     .launch = fake_launch,
     .terminate = fake_terminate,
     .destroy = fake_destroy,
+    .quotas = fake_quotas,
 };
 
 int cloud_fake_create(const struct cloud_offer *offers, const int *capacity, size_t n,
@@ -427,13 +491,55 @@ int cloud_fake_create(const struct cloud_offer *offers, const int *capacity, siz
     return 0;
 }
 
+/* The section's `quotas:` (a list of {name, limit, used, offers: {offer: units}}) set on the
+ * fake cloud c. Errors at the key's file:line:column. */
+static int fake_quotas_conf(const struct conf_node *list, struct cloud *c, struct error *e)
+{
+    static const char *const keys[] = {"name", "limit", "used", "offers", NULL};
+
+    if (list->kind != CONF_SEQUENCE || list->n > FAKE_MAX_QUOTAS)
+        return err_set(e, ERR_PARSE, list->file, list->line, list->column,
+                       "%s: expected a list of at most %d quotas", list->path, FAKE_MAX_QUOTAS);
+    for (size_t i = 0; i < list->n; i++) {
+        const struct conf_node *m = list->items[i], *offers;
+        const char *name = NULL, *names[FAKE_MAX_OFFERS];
+        double limit = -1, used = 0, units[FAKE_MAX_OFFERS];
+        int rc;
+
+        if ((rc = conf_check_keys(m, keys, e)) < 0 ||
+            (rc = conf_get_string(m, "name", &name, e)) < 0 ||
+            (rc = conf_get_double(m, "limit", 0, 1e9, &limit, e)) < 0 ||
+            (rc = conf_get_double(m, "used", 0, 1e9, &used, e)) < 0)
+            return rc;
+        offers = conf_find(m, "offers");
+        if (!name || limit < 0 || !offers || offers->kind != CONF_MAPPING || offers->n == 0 ||
+            offers->n > FAKE_MAX_OFFERS)
+            return err_set(e, ERR_PARSE, m->file, m->line, m->column,
+                           "%s: a quota needs a name, a limit and offers (offer: units a node "
+                           "takes)",
+                           m->path);
+        for (size_t k = 0; k < offers->n; k++) {
+            names[k] = offers->entries[k].key;
+            if ((rc = conf_get_double(offers, names[k], 1e-9, 1e9, &units[k], e)) < 0)
+                return rc;
+        }
+        rc = cloud_fake_set_quota(c, name, limit, used, names, units, offers->n);
+        if (rc < 0)
+            return err_set(e, rc, offers->file, offers->line, offers->column, "%s: %s",
+                           offers->path,
+                           rc == ERR_UNKNOWN ? "names an offer not listed" : err_str(rc));
+    }
+    return 0;
+}
+
 int cloud_fake_new(const struct conf_node *section, const char *base_dir,
                    const struct cloud_host *host, struct cloud *out, struct error *e)
 {
-    static const char *const keys[] = {"path", "offers", NULL};
+    static const char *const keys[] = {"path", "offers", "quotas", NULL};
     static const char *const offer_keys[] = {"name", "gpus", "market", "price", "capacity", NULL};
     static const char *const markets[] = {"on-demand", "spot", NULL};
     struct cloud_offer offers[FAKE_MAX_OFFERS];
+    struct cloud made;
     int capacity[FAKE_MAX_OFFERS] = {0};
     const struct conf_node *list = NULL;
     const char *path = NULL;
@@ -488,9 +594,15 @@ int cloud_fake_new(const struct conf_node *section, const char *base_dir,
         snprintf(full, sizeof(full), "%s/%s", base_dir, path);
         path = full;
     }
-    rc = cloud_fake_create(offers, capacity, n, path, out);
+    rc = cloud_fake_create(offers, capacity, n, path, &made);
     if (rc < 0)
         return err_set(e, rc, path ? path : "", 0, 0, "the fake cloud: %s", err_str(rc));
+    list = section ? conf_find(section, "quotas") : NULL;
+    if (list && (rc = fake_quotas_conf(list, &made, e)) < 0) {
+        cloud_free(&made);
+        return rc;
+    }
+    *out = made;
     return 0;
 }
 
@@ -517,7 +629,8 @@ int cloud_fake_counts(struct cloud *c, struct cloud_fake_counts *out)
 
 int cloud_fake_fail(struct cloud *c, const char *op, int code, int times)
 {
-    static const char *const ops[] = {"offers", "list", "launch", "launch-lost", "terminate", NULL};
+    static const char *const ops[] = {"offers",    "list",   "launch", "launch-lost",
+                                      "terminate", "quotas", NULL};
     struct fake_cloud *f = fake_of(c);
     int known = 0;
 
@@ -599,4 +712,42 @@ void cloud_fake_set_clock(struct cloud *c, double (*fn)(void *ctx), void *ctx)
     f->clock = fn;
     f->clock_ctx = ctx;
     pthread_mutex_unlock(&f->mu);
+}
+
+int cloud_fake_set_quota(struct cloud *c, const char *name, double limit, double others,
+                         const char *const *offers, const double *units, size_t n)
+{
+    struct fake_cloud *f;
+    struct fake_quota q = {0};
+    size_t k;
+
+    if (!(f = fake_of(c)) || !name || !name[0] || strlen(name) >= CLOUD_NAME_MAX || !(limit >= 0) ||
+        !(others >= 0) || (n && (!offers || !units)))
+        return ERR_INVAL;
+    pthread_mutex_lock(&f->mu);
+    for (size_t i = 0; i < n; i++) {
+        int o = fake_offer_index(f, offers[i]);
+
+        if (o < 0 || !(units[i] > 0)) {
+            pthread_mutex_unlock(&f->mu);
+            return o < 0 ? ERR_UNKNOWN : ERR_INVAL;
+        }
+        q.units[o] = units[i];
+    }
+    fake_copy(q.q.name, sizeof(q.q.name), name);
+    snprintf(q.q.title, sizeof(q.q.title), "%s (fake)", name);
+    fake_copy(q.q.unit, sizeof(q.q.unit), "vCPUs");
+    q.q.limit = limit;
+    q.q.used = others;
+    for (k = 0; k < f->nquotas && strcmp(f->quotas[k].q.name, name) != 0; k++)
+        ;
+    if (k == FAKE_MAX_QUOTAS) {
+        pthread_mutex_unlock(&f->mu);
+        return ERR_RANGE;
+    }
+    f->quotas[k] = q;
+    if (k == f->nquotas)
+        f->nquotas++;
+    pthread_mutex_unlock(&f->mu);
+    return 0;
 }

@@ -25,6 +25,7 @@ struct cloud_fake_counts {
     long launch_calls;
     long launched; /* instances made: a launch by a token already used makes none */
     long terminate_calls;
+    long quotas_calls;
 };
 
 /* The counts into *out. ERR_INVAL for a cloud that is not the fake. */
@@ -33,12 +34,22 @@ int cloud_fake_counts(struct cloud *c, struct cloud_fake_counts *out);
 /*
  * The next `times` calls of op fail with code (a negative error code): op is "offers", "list",
  * "launch" (nothing is made) or "launch-lost" (the instance is made, but the answer is lost: the
- * call returns code), or "terminate" (nothing changes). ERR_INVAL for another op or cloud.
+ * call returns code), "terminate" (nothing changes) or "quotas". ERR_INVAL for another op or cloud.
  */
 int cloud_fake_fail(struct cloud *c, const char *op, int code, int times);
 
 /* The most instances of offer alive at once (0: no limit). ERR_UNKNOWN: no such offer. */
 int cloud_fake_set_capacity(struct cloud *c, const char *offer, int capacity);
+
+/*
+ * Set (or replace, by name) a quota over the n offers named, a node of offers[i] taking units[i]
+ * (> 0): a launch that would bring what it counts past limit is refused with ERR_QUOTA. It counts
+ * the live instances of its offers, any cluster's, and `others` units held by others. At most 8
+ * quotas; the quotas op answers them (unit "vCPUs"). ERR_UNKNOWN: no such offer; ERR_INVAL: a bad
+ * argument; ERR_RANGE: too many quotas.
+ */
+int cloud_fake_set_quota(struct cloud *c, const char *name, double limit, double others,
+                         const char *const *offers, const double *units, size_t n);
 
 /* Make an instance as if someone else had launched it (a stray, or a launch whose answer was
  * lost): running, tagged with cluster and token (may be ""); its id into id (CLOUD_ID_MAX

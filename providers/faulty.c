@@ -136,6 +136,15 @@ static int fy_terminate(void *ctx, const char *cluster, const char *id)
     return rc == 0 && kind == FAULTY_LOST ? ERR_IO : rc;
 }
 
+static int fy_quotas(void *ctx, struct cloud_quota **quotas, size_t *nq,
+                     struct cloud_quota_use **uses, size_t *nu)
+{
+    struct faulty *f = ctx;
+    int kind = fy_draw(f, fy_read_kinds, sizeof(fy_read_kinds) / sizeof(fy_read_kinds[0]));
+
+    return kind >= 0 ? fy_before(f, kind) : cloud_quotas(&f->inner, quotas, nq, uses, nu);
+}
+
 static void fy_destroy(void *ctx)
 {
     struct faulty *f = ctx;
@@ -152,6 +161,7 @@ static const struct cloud_ops faulty_ops = {
     .launch = fy_launch,
     .terminate = fy_terminate,
     .destroy = fy_destroy,
+    .quotas = fy_quotas,
 };
 
 int faulty_wrap(struct cloud *inner, const struct faulty_config *cfg, struct cloud *out)

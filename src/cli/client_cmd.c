@@ -203,6 +203,21 @@ static void cl_jobs_table(const struct jv *jobs, FILE *out)
     }
 }
 
+/* The cloud's quotas as /v1/fleet lists them: a line each, and each offer they leave no room. */
+static void cl_quotas(const struct jv *quotas, FILE *out)
+{
+    for (size_t i = 0; i < jv_size(quotas); i++) {
+        const struct jv *q = jv_at(quotas, i), *offers = jv_get(q, "offers");
+
+        fprintf(out, "quota %s (%s): %.0f of %.0f %s in use\n", cl_str(q, "title"),
+                cl_str(q, "quota"), cl_num(q, "used"), cl_num(q, "limit"), cl_str(q, "unit"));
+        for (size_t k = 0; k < jv_size(offers); k++)
+            if (cl_num(jv_at(offers, k), "room") <= 0)
+                fprintf(out, "  %s: no room for another node (ask the cloud for more)\n",
+                        cl_str(jv_at(offers, k), "offer"));
+    }
+}
+
 static int cl_status(struct cl_conn *c, int json, FILE *out, FILE *err)
 {
     static const char *const states[] = {"pending", "running", "finished", "cancelled", "failed"};
@@ -237,6 +252,7 @@ static int cl_status(struct cl_conn *c, int json, FILE *out, FILE *err)
                 cl_num(fleet, "spend_period") >= cl_num(fleet, "spend_limit")
                     ? ": reached, nothing is rented until the next"
                     : "");
+    cl_quotas(jv_get(fleet, "quotas"), out);
     if (jv_size(nodes) > 0)
         fprintf(out, "%-24s %-10s %-32s %-10s %5s %9s\n", "INSTANCE", "STATE", "OFFER", "MARKET",
                 "GPUS", "PRICE/H");

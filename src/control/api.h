@@ -75,6 +75,22 @@ struct api_call_metrics {
     long long count;
 };
 
+/* A cloud quota as the controller last read it (realworld_quota.c). */
+struct api_quota_metrics {
+    const char *quota; /* the cloud's name for it, e.g. "ec2/us-east-1/L-3819A6DF" */
+    const char *title; /* for people */
+    const char *unit;  /* "vCPUs", "GPUs" */
+    double limit;
+    double used; /* as last read, with what castor launched since */
+};
+
+/* The nodes of an offer that its quotas still let the controller launch. */
+struct api_offer_room {
+    const char *offer;
+    const char *quota; /* the quota that leaves it the least room */
+    long long room;
+};
+
 /* Why nodes were lost (castor_node_losses_total's reason label, api_node_loss_names). */
 enum api_node_loss {
     API_LOSS_GONE,         /* the cloud reports the instance gone (preempted, or terminated) */
@@ -104,6 +120,10 @@ struct api_metrics {
                                * nodes say are alive (docs/api.md, wait_for) */
     double spend_limit;       /* the fleet's spend limit per period, dollars (0 or NAN: none) */
     double spend_period;      /* what the fleet cost in the current period (NAN: no limit) */
+    const struct api_quota_metrics *quotas; /* the cloud's quotas (none: not read, or none) */
+    size_t nquotas;
+    const struct api_offer_room *rooms; /* per offer that a quota limits */
+    size_t nrooms;
 };
 
 /* Count one decide of the given latency (seconds, >= 0) into m's histogram. ERR_INVAL for a

@@ -36,6 +36,10 @@ struct ap_metrics {
     size_t ncalls;
     struct api_call_metrics *errors;
     size_t nerrors;
+    struct api_quota_metrics *quotas;
+    size_t nquotas;
+    struct api_offer_room *rooms;
+    size_t nrooms;
     char *strings;
 };
 

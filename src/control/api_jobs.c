@@ -422,6 +422,38 @@ const char *ap_market_name(enum state_market m)
     return m == STATE_MARKET_SPOT ? "spot" : "on-demand";
 }
 
+/* The cloud's quotas as the daemon last read them: [{quota, title, unit, limit, used, offers:
+ * [{offer, room}]}] (room: the nodes of the offer it still lets castor launch, under its
+ * tightest quota, listed with that quota). */
+static struct jv *ap_fleet_quotas(struct ap_ctx *c)
+{
+    const struct ap_metrics *m = &c->a->metrics;
+    struct jv *arr = jv_array();
+
+    for (size_t i = 0; i < m->nquotas; i++) {
+        struct jv *q = jv_object(), *offers = jv_array();
+
+        ap_set(c, q, "quota", jv_string(m->quotas[i].quota));
+        ap_set(c, q, "title", jv_string(m->quotas[i].title));
+        ap_set(c, q, "unit", jv_string(m->quotas[i].unit));
+        ap_set(c, q, "limit", jv_number(m->quotas[i].limit));
+        ap_set(c, q, "used", jv_number(m->quotas[i].used));
+        for (size_t r = 0; r < m->nrooms; r++) {
+            struct jv *v;
+
+            if (strcmp(m->rooms[r].quota, m->quotas[i].quota) != 0)
+                continue;
+            v = jv_object();
+            ap_set(c, v, "offer", jv_string(m->rooms[r].offer));
+            ap_set(c, v, "room", jv_integer(m->rooms[r].room));
+            ap_push(c, offers, v);
+        }
+        ap_set(c, q, "offers", offers);
+        ap_push(c, arr, q);
+    }
+    return arr;
+}
+
 void ap_fleet(struct ap_ctx *c)
 {
     struct state_node *nodes = NULL;
@@ -472,6 +504,7 @@ void ap_fleet(struct ap_ctx *c)
            jv_number(c->a->metrics.spend_limit > 0 ? c->a->metrics.spend_limit : NAN));
     ap_set(c, o, "spend_period",
            jv_number(c->a->metrics.spend_limit > 0 ? c->a->metrics.spend_period : NAN));
+    ap_set(c, o, "quotas", ap_fleet_quotas(c));
     state_nodes_free(nodes, n);
     ap_reply(c, 200, o);
 }

@@ -31,6 +31,8 @@ void ap_metrics_free(struct ap_metrics *m)
     free(m->jobs);
     free(m->calls);
     free(m->errors);
+    free(m->quotas);
+    free(m->rooms);
     free(m->strings);
     memset(m, 0, sizeof(*m));
 }
@@ -73,11 +75,24 @@ int ap_metrics_copy(const struct api_metrics *m, struct ap_metrics *out)
             return ERR_INVAL;
         else
             size += strlen(m->errors[i].op) + strlen(m->errors[i].code) + 2;
+    for (size_t i = 0; i < m->nquotas; i++)
+        if (!m->quotas[i].quota || !m->quotas[i].title || !m->quotas[i].unit)
+            return ERR_INVAL;
+        else
+            size += strlen(m->quotas[i].quota) + strlen(m->quotas[i].title) +
+                    strlen(m->quotas[i].unit) + 3;
+    for (size_t i = 0; i < m->nrooms; i++)
+        if (!m->rooms[i].offer || !m->rooms[i].quota)
+            return ERR_INVAL;
+        else
+            size += strlen(m->rooms[i].offer) + strlen(m->rooms[i].quota) + 2;
     c.strings = malloc(size);
     c.jobs = calloc(m->njobs + 1, sizeof(*c.jobs));
     c.calls = calloc(m->ncalls + 1, sizeof(*c.calls));
     c.errors = calloc(m->nerrors + 1, sizeof(*c.errors));
-    if (!c.strings || !c.jobs || !c.calls || !c.errors) {
+    c.quotas = calloc(m->nquotas + 1, sizeof(*c.quotas));
+    c.rooms = calloc(m->nrooms + 1, sizeof(*c.rooms));
+    if (!c.strings || !c.jobs || !c.calls || !c.errors || !c.quotas || !c.rooms) {
         ap_metrics_free(&c);
         return ERR_NOMEM;
     }
@@ -95,6 +110,19 @@ int ap_metrics_copy(const struct api_metrics *m, struct ap_metrics *out)
         c.errors[i].code = ap_put(c.strings, &pos, m->errors[i].code);
         c.errors[i].count = m->errors[i].count;
     }
+    for (size_t i = 0; i < m->nquotas; i++) {
+        c.quotas[i] = m->quotas[i];
+        c.quotas[i].quota = ap_put(c.strings, &pos, m->quotas[i].quota);
+        c.quotas[i].title = ap_put(c.strings, &pos, m->quotas[i].title);
+        c.quotas[i].unit = ap_put(c.strings, &pos, m->quotas[i].unit);
+    }
+    for (size_t i = 0; i < m->nrooms; i++) {
+        c.rooms[i] = m->rooms[i];
+        c.rooms[i].offer = ap_put(c.strings, &pos, m->rooms[i].offer);
+        c.rooms[i].quota = ap_put(c.strings, &pos, m->rooms[i].quota);
+    }
+    c.nquotas = m->nquotas;
+    c.nrooms = m->nrooms;
     c.njobs = m->njobs;
     c.ncalls = m->ncalls;
     c.nerrors = m->nerrors;
@@ -326,6 +354,26 @@ static void ap_metrics_daemon(const struct ap_metrics *m, FILE *f)
     for (size_t i = 0; i < m->nerrors; i++)
         ap_sample(f, "castor_provider_errors_total", "op", m->errors[i].op, "code",
                   m->errors[i].code, (double)m->errors[i].count);
+    if (m->nquotas == 0)
+        return;
+    for (int k = 0; k < 2; k++) {
+        static const char *const qnames[2] = {"castor_quota_limit", "castor_quota_used"};
+        static const char *const qhelps[2] = {
+            "A cloud quota that limits launches: what may be held, in its unit.",
+            "What a cloud quota counts now, everything it counts (not only castor's): as last "
+            "read, with castor's launches since."};
+
+        ap_family(f, qnames[k], "gauge", qhelps[k]);
+        for (size_t i = 0; i < m->nquotas; i++)
+            ap_sample(f, qnames[k], "quota", m->quotas[i].quota, "unit", m->quotas[i].unit,
+                      k ? m->quotas[i].used : m->quotas[i].limit);
+    }
+    ap_family(f, "castor_offer_quota_room_nodes", "gauge",
+              "Nodes of an offer that its quotas still let castor launch (0: ask the cloud for an "
+              "increase of the quota named).");
+    for (size_t i = 0; i < m->nrooms; i++)
+        ap_sample(f, "castor_offer_quota_room_nodes", "offer", m->rooms[i].offer, "quota",
+                  m->rooms[i].quota, (double)m->rooms[i].room);
 }
 
 void ap_metrics_text(struct ap_ctx *c)

@@ -265,6 +265,7 @@ int realworld_new(const struct realworld_config *cfg, struct realworld **out, st
     rw->model = cfg->model ? cfg->model : &tput_model_castor;
     rw->wake_at = NAN;
     rw->watch_from = NAN;
+    rw->quotas_read_at = NAN;
     rw->spend_told = rw->stop_told = NAN;
     realworld_set_spend(rw, &cfg->spend);
     if (realworld_set_options(rw, &cfg->timeouts, cfg->offers, cfg->noffers) < 0) {
@@ -308,6 +309,9 @@ void realworld_free(struct realworld *rw)
     free(rw->call_rows);
     free(rw->error_rows);
     free(rw->job_rows);
+    free(rw->quota_rows);
+    free(rw->room_rows);
+    rw_quotas_free(rw);
     rw_meta_free(rw->meta, rw->nmeta);
     rw_strv_free(rw->silent);
     rw_strv_free(rw->fenced);
@@ -321,14 +325,38 @@ int realworld_metrics(struct realworld *rw, struct api_metrics *m)
 {
     size_t nj = rw->sjob_rw ? (size_t)rw->snap.njobs : 0;
 
+    size_t nrooms = 0;
+
     free(rw->call_rows);
     free(rw->error_rows);
     free(rw->job_rows);
+    free(rw->quota_rows);
+    free(rw->room_rows);
     rw->call_rows = calloc(RW_NOPS, sizeof(*rw->call_rows));
     rw->error_rows = calloc(rw->nerrors + 1, sizeof(*rw->error_rows));
     rw->job_rows = calloc(nj + 1, sizeof(*rw->job_rows));
-    if (!rw->call_rows || !rw->error_rows || !rw->job_rows)
+    rw->quota_rows = calloc(rw->nquotas + 1, sizeof(*rw->quota_rows));
+    rw->room_rows = calloc(rw->noffers + 1, sizeof(*rw->room_rows));
+    if (!rw->call_rows || !rw->error_rows || !rw->job_rows || !rw->quota_rows || !rw->room_rows)
         return ERR_NOMEM;
+    for (size_t i = 0; i < rw->nquotas; i++)
+        rw->quota_rows[i] =
+            (struct api_quota_metrics){.quota = rw->quotas[i].name,
+                                       .title = rw->quotas[i].title,
+                                       .unit = rw->quotas[i].unit,
+                                       .limit = rw->quotas[i].limit,
+                                       .used = rw->quotas[i].used + rw->quotas[i].launched};
+    for (size_t o = 0; o < rw->noffers; o++) {
+        int room, q = rw_quota_binding(rw, (int)o);
+
+        if (q >= 0 && rw_offer_room(rw, (int)o, &room))
+            rw->room_rows[nrooms++] = (struct api_offer_room){
+                .offer = rw->offers[o].name, .quota = rw->quotas[q].name, .room = room};
+    }
+    m->quotas = rw->quota_rows;
+    m->nquotas = rw->nquotas;
+    m->rooms = rw->room_rows;
+    m->nrooms = nrooms;
     for (int op = 0; op < RW_NOPS; op++)
         rw->call_rows[op] =
             (struct api_call_metrics){.op = rw_ops[op], .code = "", .count = rw->calls[op]};

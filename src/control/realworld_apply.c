@@ -274,7 +274,13 @@ int rw_resize(void *ctx, const struct fleet_plan *f)
         for (int i = 0; i < f->launch[o]; i++) {
             char token[CLOUD_ID_MAX];
 
+            int room;
+
             if (now < rw->offers[o].unavailable_until)
+                break;
+            /* the plan was made within the room of each offer; offers that share a quota share
+             * it, so it is asked again before each launch */
+            if (rw_offer_room(rw, o, &room) && room <= 0)
                 break;
             if ((r = rw_token_new(rw, token, sizeof(token))) < 0 ||
                 (r = state_intent_record(rw->state, token, rw->offers[o].name, 1, now)) < 0) {

@@ -50,6 +50,21 @@ struct rw_offer {
     int present; /* in the cloud's last answer */
     double unavailable_until;
     int quota_held; /* unavailable for a quota: released early by a termination in its market */
+    int quota_full; /* the quotas read leave it no room (told once) */
+};
+
+/* A quota of the cloud's, as last read (realworld_quota.c). */
+struct rw_quota {
+    char *name, *title, *unit; /* owned */
+    double limit, used;        /* as read (used: everything it counts, not only ours) */
+    double launched;           /* units of this controller's launches since the read */
+};
+
+/* What one node of an offer takes from a quota. */
+struct rw_quota_use {
+    int offer;    /* index in rw->offers */
+    size_t quota; /* index in rw->quotas */
+    double units;
 };
 
 /* What is kept of a job between ticks. */
@@ -111,6 +126,15 @@ struct realworld {
     char **unfenced; /* silent static nodes whose replicas may still run (no self-fence, or not
                       * past it): their jobs wait until they are heard again or taken down (ids
                       * owned), NULL-terminated */
+    struct rw_quota *quotas; /* as last read (realworld_quota.c) */
+    size_t nquotas;
+    struct rw_quota_use *quota_uses;
+    size_t nquota_uses;
+    double quotas_read_at; /* NAN: never */
+    int quotas_stale;      /* an instance went or a launch was refused: read again soon */
+    int quotas_failed;     /* the last read failed (told once) */
+    struct api_quota_metrics *quota_rows;
+    struct api_offer_room *room_rows;
     struct realworld_offer *meta; /* strings owned */
     size_t nmeta;
     const struct tput_model_ops *model;
@@ -169,6 +193,29 @@ int rw_offer_find(const struct realworld *rw, const char *name);
 /* realworld.c: fetch the cloud's offers into rw->offers: known ones keep their index, new ones
  * are appended, those no longer offered stay, marked absent (unavailable). */
 int rw_offers_refresh(struct realworld *rw);
+
+/* ---- quotas (realworld_quota.c) ---- */
+
+/* Read the cloud's quotas when due (every 5 minutes; 30 s after an instance went or a launch was
+ * refused for a quota); a failed read keeps the last figures and is logged once. Offers left no
+ * room are logged once, and an offer held for a quota refusal that has room again is released. */
+void rw_quotas_refresh(struct realworld *rw, double now);
+
+/* 1 when the quotas read limit offer o, with the nodes they still let this controller launch
+ * into *room (>= 0); 0 (room untouched) when none known does. */
+int rw_offer_room(const struct realworld *rw, int o, int *room);
+
+/* Tell in the log the offers the quotas leave no room (once, until they have room again). */
+void rw_quotas_tell(struct realworld *rw, double now);
+
+/* The quota (index in rw->quotas) that leaves offer o the least room, or -1: none limits it. */
+int rw_quota_binding(const struct realworld *rw, int o);
+
+/* Count one launch of offer o against its quotas until the next read. */
+void rw_quota_launched(struct realworld *rw, int o);
+
+/* Forget the quotas read (freeing them). */
+void rw_quotas_free(struct realworld *rw);
 
 /* ---- nodes in the state and reconciliation (realworld_reconcile.c) ---- */
 

@@ -338,6 +338,7 @@ static int rw_observe_jobs(struct realworld *rw, int gpus, double now)
 
 static int rw_observe_offers(struct realworld *rw, double now)
 {
+    rw_quotas_tell(rw, now);
     if (!(rw->soffers = calloc(rw->noffers + 1, sizeof(*rw->soffers))))
         return ERR_NOMEM;
     for (size_t o = 0; o < rw->noffers; o++) {
@@ -347,6 +348,8 @@ static int rw_observe_offers(struct realworld *rw, double now)
                       : of->spot                           ? 0.05
                                                            : 0.0;
 
+        int room = 0, capped = rw_offer_room(rw, (int)o, &room);
+
         rw->soffers[o] = (struct snap_offer){
             .name = of->name,
             .gpus = of->gpus > 0 ? of->gpus : 1,
@@ -354,7 +357,10 @@ static int rw_observe_offers(struct realworld *rw, double now)
             .price = isfinite(of->price) ? of->price : 0,
             .preempt_rate = rate,
             .boot_s = meta && meta->boot_s > 0 ? meta->boot_s : 180,
-            .unavailable = !of->present || now < of->unavailable_until || rw->over_spend,
+            .unavailable = !of->present || now < of->unavailable_until || rw->over_spend ||
+                           (capped && room == 0),
+            .capped = capped,
+            .room = room,
         };
     }
     rw->snap.noffers = (int)rw->noffers;
@@ -378,6 +384,7 @@ int rw_observe(void *ctx, const struct snapshot **out)
     rw_spend_check(rw, now); /* over the limit: no launch, the instances terminated */
     if (rw_offers_refresh(rw) < 0)
         log_msg(rw->log, now, LOG_WARN, NULL, NULL, "cannot read the offers: prices as before");
+    rw_quotas_refresh(rw, now); /* after the offers: the quotas name them */
     memset(&rw->snap, 0, sizeof(rw->snap));
     rw_watch_start(rw, now);
     if ((rc = rw_intents_read(rw)) == 0 && (rc = rw_observe_nodes(rw, &gpus, now)) == 0) {

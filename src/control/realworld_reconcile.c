@@ -57,6 +57,7 @@ static int rw_node_record(struct realworld *rw, const char *id, const char *offe
  * market held for a quota may launch again. */
 static void rw_quota_freed(struct realworld *rw, int spot, double now)
 {
+    rw->quotas_stale = 1; /* what the quotas count has changed */
     for (size_t o = 0; spot >= 0 && o < rw->noffers; o++)
         if (rw->offers[o].quota_held && rw->offers[o].spot == spot) {
             rw->offers[o].quota_held = 0;
@@ -98,6 +99,7 @@ int rw_launch_token(struct realworld *rw, int o, const char *token, double now)
 
     rw_count(rw, RW_OP_LAUNCH, rc);
     if (rc == 0) {
+        rw_quota_launched(rw, o);
         if ((rc = rw_node_record(rw, id, offer, token, now, now)) == 0)
             rc = state_intent_resolve(rw->state, token, STATE_INTENT_LAUNCHED, now);
         if (rc == 0)
@@ -109,6 +111,7 @@ int rw_launch_token(struct realworld *rw, int o, const char *token, double now)
         log_msg(rw->log, now, LOG_WARN, NULL, NULL, "the cloud refused a launch of %s: %s", offer,
                 err_str(rc));
         rw->offers[o].quota_held = rc == ERR_QUOTA;
+        rw->quotas_stale |= rc == ERR_QUOTA;
         rw->offers[o].unavailable_until =
             now + (rc == ERR_QUOTA ? RW_QUOTA_HOLD_S : RW_UNAVAILABLE_S);
         state_intent_resolve(rw->state, token, STATE_INTENT_FAILED, now);

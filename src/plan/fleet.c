@@ -1,6 +1,7 @@
 /* fleet.c: fleet plans, their checks, and snapshots restricted to the nodes a plan keeps. */
 #include "plan/fleet.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,6 +58,61 @@ int fleet_plan_empty(const struct fleet_plan *f)
     return 1;
 }
 
+int fleet_offer_room(const struct snapshot *s, int o)
+{
+    if (o < 0 || o >= s->noffers || s->offers[o].unavailable)
+        return 0;
+    if (!s->offers[o].capped)
+        return INT_MAX;
+    return s->offers[o].room > 0 ? s->offers[o].room : 0;
+}
+
+/* Launch up to n more on offer o within its room; returns how many. */
+static int fleet_launch_within(const struct snapshot *s, int o, int n, struct fleet_plan *f)
+{
+    int room = fleet_offer_room(s, o);
+    int k;
+
+    if (room != INT_MAX)
+        room -= f->launch[o];
+    k = n < room ? n : room;
+    if (k <= 0)
+        return 0;
+    f->launch[o] += k;
+    return k;
+}
+
+int fleet_plan_launch(const struct snapshot *s, int o, int n, int spill, struct fleet_plan *f)
+{
+    int done;
+
+    if (o < 0 || o >= s->noffers || n <= 0)
+        return 0;
+    done = fleet_launch_within(s, o, n, f);
+    while (spill && done < n) {
+        /* the next cheapest per GPU of the same market and node size with room left */
+        int best = -1;
+        double best_p = 0;
+
+        for (int k = 0; k < s->noffers; k++) {
+            const struct snap_offer *x = &s->offers[k];
+            int room = fleet_offer_room(s, k);
+
+            if (k == o || x->spot != s->offers[o].spot || x->gpus != s->offers[o].gpus ||
+                room == 0 || (room != INT_MAX && room <= f->launch[k]))
+                continue;
+            if (best < 0 || x->price / x->gpus < best_p) {
+                best = k;
+                best_p = x->price / x->gpus;
+            }
+        }
+        if (best < 0)
+            break;
+        done += fleet_launch_within(s, best, n - done, f);
+    }
+    return done;
+}
+
 int fleet_plan_check(const struct snapshot *s, const struct fleet_plan *f, const struct alloc *a)
 {
     int *used, rc = 0;
@@ -64,7 +120,8 @@ int fleet_plan_check(const struct snapshot *s, const struct fleet_plan *f, const
     if (f->noffers != s->noffers || f->nnodes != s->nnodes || f->nbooting != s->nbooting)
         return ERR_INTERNAL;
     for (int o = 0; o < f->noffers; o++)
-        if (f->launch[o] < 0 || (f->launch[o] > 0 && s->offers[o].unavailable))
+        if (f->launch[o] < 0 || (f->launch[o] > 0 && s->offers[o].unavailable) ||
+            (s->offers[o].capped && f->launch[o] > fleet_offer_room(s, o)))
             return ERR_INTERNAL;
     if (!(used = calloc((size_t)s->nnodes + 1, sizeof(int))))
         return ERR_NOMEM;

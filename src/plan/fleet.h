@@ -27,9 +27,22 @@ void fleet_plan_clear(struct fleet_plan *f);
 /* 1 if the plan changes nothing. */
 int fleet_plan_empty(const struct fleet_plan *f);
 
+/* Nodes of offer o that its quotas let a plan launch now: its room when capped, else INT_MAX
+ * (0 for an unavailable offer). */
+int fleet_offer_room(const struct snapshot *s, int o);
+
+/*
+ * Add up to n launches to f on offer o, within the room its quotas leave (less what f already
+ * launches there); with spill, the rest on the snapshot's other available offers of the same
+ * market and node size, the cheapest per GPU first, each within its room. Returns the launches
+ * added (0 to n).
+ */
+int fleet_plan_launch(const struct snapshot *s, int o, int n, int spill, struct fleet_plan *f);
+
 /*
  * Check a fleet plan with its allocation against snapshot s: no negative launch, no launch of an
- * offer marked unavailable, no released node that the allocation uses. 0 or ERR_INTERNAL.
+ * offer marked unavailable or beyond the room its quotas leave, no released node that the
+ * allocation uses. 0 or ERR_INTERNAL.
  */
 int fleet_plan_check(const struct snapshot *s, const struct fleet_plan *f, const struct alloc *a);
 

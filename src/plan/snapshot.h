@@ -26,6 +26,8 @@ struct snap_offer {
     double preempt_rate; /* the world's estimate of preemptions per node-hour */
     double boot_s;       /* expected seconds from launch to a ready node */
     int unavailable;     /* 1: a recent launch was refused for capacity; do not count on it */
+    int capped;          /* 1: the cloud's quotas allow only `room` more nodes of it now */
+    int room;            /* (capped) nodes that may still be launched, >= 0 */
 };
 
 /* An instance launched and not ready yet. */

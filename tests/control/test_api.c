@@ -1674,6 +1674,46 @@ static void api_fleet__nodes_and_cost(void **state)
         assert_true(d == 500);
         assert_int_equal(jv_number_value(jv_get(v, "spend_period"), &d), 0);
         assert_true(d == 123.5);
+        assert_int_equal(jv_size(jv_get(v, "quotas")), 0); /* none read */
+        jv_free(v);
+    }
+    /* the cloud's quotas as the daemon last read them, each with the offers it binds */
+    {
+        const struct api_quota_metrics q[] = {
+            {"ec2/us-east-1/L-3819A6DF", "All G and VT Spot Instance Requests (us-east-1)", "vCPUs",
+             96, 48},
+            {"ec2/us-east-1/L-DB2E81BA", "Running On-Demand G and VT instances (us-east-1)",
+             "vCPUs", 0, 0}};
+        const struct api_offer_room rooms[] = {
+            {"g4dn.12xlarge/us-east-1a/spot", "ec2/us-east-1/L-3819A6DF", 1},
+            {"g4dn.12xlarge/us-east-1b/spot", "ec2/us-east-1/L-3819A6DF", 1},
+            {"g4dn.12xlarge/us-east-1a/on-demand", "ec2/us-east-1/L-DB2E81BA", 0}};
+        struct api_metrics m = {.quotas = q, .nquotas = 2, .rooms = rooms, .nrooms = 3};
+        const struct jv *qs, *first;
+
+        assert_int_equal(api_set_metrics(f->api, &m), 0);
+        assert_int_equal(call(f, "GET", "/v1/fleet", TOKEN_USER, NULL, &v), 200);
+        qs = jv_get(v, "quotas");
+        assert_int_equal(jv_size(qs), 2);
+        first = jv_at(qs, 0);
+        assert_string_equal(jv_string_value(jv_get(first, "quota")), "ec2/us-east-1/L-3819A6DF");
+        assert_string_equal(jv_string_value(jv_get(first, "unit")), "vCPUs");
+        assert_int_equal(jv_number_value(jv_get(first, "used"), &d), 0);
+        assert_true(d == 48);
+        assert_int_equal(jv_size(jv_get(first, "offers")), 2);
+        assert_string_equal(jv_string_value(jv_get(jv_at(jv_get(first, "offers"), 1), "offer")),
+                            "g4dn.12xlarge/us-east-1b/spot");
+        assert_int_equal(jv_size(jv_get(jv_at(qs, 1), "offers")), 1);
+        assert_int_equal(
+            jv_integer_value(jv_get(jv_at(jv_get(jv_at(qs, 1), "offers"), 0), "room"), &x), 0);
+        assert_int_equal(x, 0);
+        jv_free(v);
+        /* a row without its strings is refused, and the last figures stay */
+        m.rooms = (const struct api_offer_room[]){{"o", NULL, 1}};
+        m.nrooms = 1;
+        assert_int_equal(api_set_metrics(f->api, &m), ERR_INVAL);
+        assert_int_equal(call(f, "GET", "/v1/fleet", TOKEN_USER, NULL, &v), 200);
+        assert_int_equal(jv_size(jv_get(v, "quotas")), 2);
         jv_free(v);
     }
 }
@@ -1766,6 +1806,10 @@ static void api_metrics__prometheus_text(void **state)
                                            {"c", 10, 1, 8, 1.9e9, 0}};
     const struct api_call_metrics calls[] = {{"launch", NULL, 7}, {"terminate", NULL, 2}};
     const struct api_call_metrics errors[] = {{"launch", "Insufficient\"Capacity\\\n", 3}};
+    const struct api_quota_metrics quotas[] = {
+        {"compute/GPUS_ALL_REGIONS", "GPUS_ALL_REGIONS", "GPUs", 8, 4}};
+    const struct api_offer_room rooms[] = {
+        {"a2/us-central1-a/spot", "compute/GPUS_ALL_REGIONS", 0}};
     struct api_metrics m = {.jobs = jobs,
                             .njobs = 3,
                             .decide_failures = 4,
@@ -1776,7 +1820,11 @@ static void api_metrics__prometheus_text(void **state)
                             .node_losses = {[API_LOSS_SILENT] = 2, [API_LOSS_GONE] = 5},
                             .nodes_unfenced = 3,
                             .spend_limit = 100,
-                            .spend_period = 42.5};
+                            .spend_period = 42.5,
+                            .quotas = quotas,
+                            .nquotas = 1,
+                            .rooms = rooms,
+                            .nrooms = 1};
     struct http_client_request req = {.method = "GET"};
     struct http_client_response r = {0};
     char url[96], auth[96], name[128], labels[256], family[128] = "";
@@ -1832,6 +1880,17 @@ static void api_metrics__prometheus_text(void **state)
     assert_float_equal(sample_value(r.body, "castor_nodes_unfenced"), 3, 0);
     assert_float_equal(sample_value(r.body, "castor_spend_limit_dollars"), 100, 0);
     assert_float_equal(sample_value(r.body, "castor_spend_period_dollars"), 42.5, 0);
+    assert_float_equal(
+        sample_value(r.body,
+                     "castor_quota_limit{quota=\"compute/GPUS_ALL_REGIONS\",unit=\"GPUs\"}"),
+        8, 0);
+    assert_float_equal(
+        sample_value(r.body, "castor_quota_used{quota=\"compute/GPUS_ALL_REGIONS\",unit=\"GPUs\"}"),
+        4, 0);
+    assert_float_equal(sample_value(r.body, "castor_offer_quota_room_nodes{offer=\"a2/"
+                                            "us-central1-a/spot\",quota=\"compute/"
+                                            "GPUS_ALL_REGIONS\"}"),
+                       0, 0);
     assert_float_equal(sample_value(r.body, "castor_job_goodput{job=\"a\"}"), 812.5, 0);
     assert_true(isnan(sample_value(r.body, "castor_job_goodput{job=\"b\"}")));
     assert_float_equal(sample_value(r.body, "castor_job_finish_timestamp_seconds{job=\"a\"}"), 2e9,

@@ -78,6 +78,11 @@ static void write_config_every(struct run *r, int interval, const char *jobs, co
             "    - name: box/on-demand\n"
             "      gpus: 2\n"
             "      price: 3.6\n"
+            "  quotas:\n"
+            "    - name: box-vcpus\n"
+            "      limit: 96\n"
+            "      used: 16\n"
+            "      offers: {box/on-demand: 16}\n"
             "interval: %d\n"
             "state: state.db\n"
             "launch_timeout: 60\n"
@@ -440,6 +445,8 @@ static void daemon_run__signals_restart_and_no_double_launch(void **state)
     assert_int_equal(client(r, &out, "status", NULL, NULL), 0);
     assert_non_null(strstr(out, "fleet: 2 nodes, 4 GPUs, $7.20/h"));
     assert_non_null(strstr(out, "of $1000.00 this period")); /* the spend limit, not reached */
+    /* the cloud's quota, read by the daemon: others' 16 vCPUs and its two nodes' 32 */
+    assert_non_null(strstr(out, "quota box-vcpus (fake) (box-vcpus): 48 of 96 vCPUs in use"));
     assert_null(strstr(out, "reached"));
     free(out);
     assert_int_equal(client(r, &out, "cancel", "gamma", NULL), 0);
@@ -616,7 +623,7 @@ static void daemon_run__bad_configuration_exits_2(void **state)
     assert_int_equal(run_to_end(r, 1), 2);
     log = slurp(r->log);
     assert_non_null(log);
-    assert_non_null(strstr(log, "castor.yaml:20:14: jobs[0].command: expected a list of 1 to 256"));
+    assert_non_null(strstr(log, "castor.yaml:25:14: jobs[0].command: expected a list of 1 to 256"));
     free(log);
 }
 

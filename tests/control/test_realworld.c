@@ -101,12 +101,19 @@ static int spy_terminate(void *ctx, const char *cluster, const char *id)
     return cloud_terminate(&((struct fixture *)ctx)->fake, cluster, id);
 }
 
+static int spy_quotas(void *ctx, struct cloud_quota **quotas, size_t *nq,
+                      struct cloud_quota_use **uses, size_t *nu)
+{
+    return cloud_quotas(&((struct fixture *)ctx)->fake, quotas, nq, uses, nu);
+}
+
 static const struct cloud_ops spy_ops = {
     .name = "fake",
     .offers = spy_offers,
     .list = spy_list,
     .launch = spy_launch,
     .terminate = spy_terminate,
+    .quotas = spy_quotas,
 };
 
 /* ---- setup ---- */
@@ -1455,6 +1462,32 @@ static void realworld_resize__quota_released_by_a_termination_in_its_market(void
     assert_int_equal(counts(f).launched, 2);
 }
 
+/* The world made again, logging into a memory stream (*text, flushed by the caller). */
+static struct log *relog(struct fixture *f, FILE **mem, char **text, size_t *len)
+{
+    struct log *log = NULL;
+
+    assert_non_null(*mem = open_memstream(text, len));
+    assert_int_equal(log_new(*mem, LOG_INFO, &log), 0);
+    realworld_free(f->rw);
+    assert_int_equal(make_world_logged(f, log), 0);
+    f->loop.provider = &f->prov;
+    return log;
+}
+
+/* The world made again without a log; the log and its stream closed, the text freed (after the
+ * close, which may move it). */
+static void unlog(struct fixture *f, struct log *log, FILE *mem, char **text)
+{
+    realworld_free(f->rw);
+    f->rw = NULL;
+    assert_int_equal(make_world(f), 0);
+    log_free(log);
+    fclose(mem);
+    free(*text);
+    *text = NULL;
+}
+
 /* A job that declares its samples gets a predicted finish: its iterations left (samples / M0 -
  * progress) at its goodput over M0, from now. With a deadline, the log warns once when that is
  * after it (on its one GPU, 64 000 samples at its goodput, about 430 a second, take 150 s; the
@@ -1465,14 +1498,10 @@ static void realworld_metrics__predicted_finish_and_deadline(void **state)
     struct fixture *f = *state;
     char ids[8][CLOUD_ID_MAX], body[256], *text = NULL;
     size_t len = 0;
-    FILE *mem = open_memstream(&text, &len);
-    struct log *log = NULL;
+    FILE *mem = NULL;
+    struct log *log = relog(f, &mem, &text, &len);
     struct api_metrics m = {0};
 
-    assert_non_null(mem);
-    assert_int_equal(log_new(mem, LOG_INFO, &log), 0);
-    realworld_free(f->rw);
-    assert_int_equal(make_world_logged(f, log), 0);
     assert_int_equal(make_loop(f, 1), 0);
     snprintf(body, sizeof(body), ", \"samples\": 64000, \"deadline\": %.0f", f->now + 100);
     submit_job_with(f, "a", 1, body);
@@ -1503,12 +1532,7 @@ static void realworld_metrics__predicted_finish_and_deadline(void **state)
         assert_null(strstr(late + 1, "after its deadline"));
         assert_non_null(strstr(late, "before its deadline again"));
     }
-    realworld_free(f->rw);
-    f->rw = NULL;
-    assert_int_equal(make_world(f), 0);
-    log_free(log);
-    fclose(mem);
-    free(text);
+    unlog(f, log, mem, &text);
 }
 
 static void realworld_metrics__errors_by_operation_and_code(void **state)
@@ -1530,9 +1554,158 @@ static void realworld_metrics__errors_by_operation_and_code(void **state)
     assert_int_equal(m.calls[1].count, 3);
 }
 
+/* ---- quotas ---- */
+
+/* The spot offer under a quota of `limit` vCPUs (a node takes 48), `others` held by others. */
+static void spot_quota(struct fixture *f, double limit, double others)
+{
+    const char *offers[] = {OFFER_SPOT};
+    const double units[] = {48};
+
+    assert_int_equal(cloud_fake_set_quota(&f->fake, "spot-vcpus", limit, others, offers, units, 1),
+                     0);
+}
+
+/* Quotas read up front cap the launches: the fixed fleet wants 3 spot nodes, the quota leaves
+ * room for 2 (96 vCPUs, 48 a node), so 2 are asked and none is refused; the offer shows no room,
+ * the log says which quota once, and the metrics show it. An increase is seen at the next read
+ * (5 minutes), and the third node is launched then. */
+static void realworld_resize__quotas_cap_the_launches(void **state)
+{
+    struct fixture *f = *state;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = NULL;
+    struct log *log = relog(f, &mem, &text, &len);
+    struct api_metrics m;
+
+    spot_quota(f, 96, 0);
+    assert_int_equal(make_loop_with(f, "fixed", 1, 3), 0);
+    submit_job(f, "a", 4);
+    tick(f, 0);
+    assert_int_equal(f->tried[1], 2); /* within the quota: nothing refused */
+    assert_int_equal(counts(f).launched, 2);
+    assert_int_equal(counts(f).quotas_calls, 1);
+    assert_int_equal(spot_unavailable(f), 1);
+    m = metrics(f);
+    assert_int_equal(m.nquotas, 1);
+    assert_string_equal(m.quotas[0].quota, "spot-vcpus");
+    assert_true(m.quotas[0].limit == 96);
+    assert_true(m.quotas[0].used == 96); /* the read's 0 and the two launched since */
+    assert_int_equal(m.nrooms, 1);
+    assert_string_equal(m.rooms[0].offer, OFFER_SPOT);
+    assert_int_equal(m.rooms[0].room, 0);
+    tick(f, 100);
+    tick(f, 100);
+    assert_int_equal(f->tried[1], 2);
+    assert_int_equal(counts(f).quotas_calls, 1); /* read every 5 minutes */
+    spot_quota(f, 144, 0);                       /* an increase granted */
+    tick(f, 101);
+    assert_int_equal(counts(f).quotas_calls, 2);
+    assert_int_equal(f->tried[1], 3);
+    assert_int_equal(counts(f).launched, 3);
+    assert_int_equal(fflush(mem), 0);
+    {
+        const char *told = strstr(text, "box/spot cannot be launched: quota spot-vcpus");
+
+        assert_non_null(told);
+        assert_non_null(strstr(told, "96 of 96 vCPUs in use")); /* read, and launched since */
+        assert_null(strstr(told + 20, "cannot be launched"));
+        assert_non_null(strstr(told, "box/spot may be launched again"));
+    }
+    unlog(f, log, mem, &text);
+}
+
+/* A quota with no room (the default of new accounts for spot GPUs) keeps castor's planner off
+ * that offer from its first round: it rents on-demand at once, and no launch is refused. Others'
+ * instances count: 48 of 48 vCPUs held by another team leave none. */
+static void realworld_resize__no_quota_room_rents_the_other_market(void **state)
+{
+    struct fixture *f = *state;
+
+    spot_quota(f, 48, 48);
+    assert_int_equal(make_loop_with(f, "castor", 0, 0), 0);
+    submit_job(f, "a", 4);
+    tick(f, 0);
+    assert_int_equal(f->tried[1], 0);
+    assert_true(f->tried[0] >= 1);
+    assert_true(counts(f).launched >= 1);
+    assert_int_equal(sql_int(f, "SELECT count(*) FROM launch_intents WHERE state = 'failed'"), 0);
+}
+
+/* When the quotas cannot be read, launches go on as without them (the read's failure is logged
+ * once), and the cloud's own refusal holds the offer as before. */
+static void realworld_resize__unreadable_quotas_limit_nothing(void **state)
+{
+    struct fixture *f = *state;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = NULL;
+    struct log *log = relog(f, &mem, &text, &len);
+
+    spot_quota(f, 96, 0);
+    assert_int_equal(cloud_fake_fail(&f->fake, "quotas", ERR_PERM, 5), 0);
+    assert_int_equal(make_loop_with(f, "fixed", 1, 3), 0);
+    submit_job(f, "a", 4);
+    tick(f, 0);
+    assert_int_equal(f->tried[1], 3); /* the third refused by the cloud */
+    assert_int_equal(counts(f).launched, 2);
+    assert_int_equal(spot_unavailable(f), 1); /* held for the refusal */
+    tick(f, 400);                             /* read again: refused again, told once */
+    assert_int_equal(counts(f).quotas_calls, 2);
+    assert_int_equal(fflush(mem), 0);
+    {
+        const char *told = strstr(text, "cannot read the cloud's quotas (");
+
+        assert_non_null(told);
+        assert_non_null(strstr(told, "may not read them"));
+        assert_null(strstr(told + 1, "cannot read the cloud's quotas"));
+    }
+    unlog(f, log, mem, &text);
+}
+
+/* Offers that share a quota share its room: a plan that launches one of each while the quota
+ * leaves room for one node in all launches one, the next offer's room asked again before its
+ * launch. */
+static void realworld_resize__offers_sharing_a_quota_share_its_room(void **state)
+{
+    struct fixture *f = *state;
+    const char *offers[] = {OFFER_OD, OFFER_SPOT};
+    const double units[] = {4, 4};
+    const struct snapshot *s = NULL;
+    struct fleet_plan *plan = NULL;
+    int od = -1, spot = -1;
+
+    assert_int_equal(cloud_fake_set_quota(&f->fake, "all-gpus", 4, 0, offers, units, 2), 0);
+    assert_int_equal(realworld_offer_index(f->rw, OFFER_OD, &od), 0);
+    assert_int_equal(realworld_offer_index(f->rw, OFFER_SPOT, &spot), 0);
+    assert_int_equal(provider_observe(&f->prov, &s), 0);
+    assert_int_equal(s->offers[od].capped, 1);
+    assert_int_equal(s->offers[od].room, 1);
+    assert_int_equal(s->offers[spot].room, 1);
+    assert_int_equal(fleet_plan_new(s, &plan), 0);
+    plan->launch[od] = 1;
+    plan->launch[spot] = 1;
+    assert_int_equal(provider_resize(&f->prov, plan), 0);
+    assert_int_equal(f->tried[0] + f->tried[1], 1);
+    assert_int_equal(counts(f).launched, 1);
+    fleet_plan_free(plan);
+    assert_int_equal(provider_observe(&f->prov, &s), 0);
+    assert_int_equal(s->offers[od].unavailable, 1);
+    assert_int_equal(s->offers[spot].unavailable, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(realworld_resize__quotas_cap_the_launches, rw_setup,
+                                        rw_teardown),
+        cmocka_unit_test_setup_teardown(realworld_resize__no_quota_room_rents_the_other_market,
+                                        rw_setup, rw_teardown),
+        cmocka_unit_test_setup_teardown(realworld_resize__unreadable_quotas_limit_nothing, rw_setup,
+                                        rw_teardown),
+        cmocka_unit_test_setup_teardown(realworld_resize__offers_sharing_a_quota_share_its_room,
+                                        rw_setup, rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_resize__intent_committed_before_launch, rw_setup,
                                         rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_observe__schedulable_only_once_registered,

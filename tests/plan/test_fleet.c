@@ -1,5 +1,6 @@
 /* test_fleet.c: fleet plans (new, clear, empty), the checks every fleet answer must pass, and
  * snapshots restricted to the nodes a plan keeps, mapped there and back, on a hand-built fleet. */
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -245,6 +246,50 @@ static void snapshot_sub_unmap__round_trip(void **state)
     snapshot_sub_free(sub);
 }
 
+/*
+ * Launches within the room quotas leave, spilling over by price. Four offers: "a" spot $2 (room
+ * 1), "b" spot $1.5 (room 2), "c" spot $1 with 8 GPUs a node (another size), "d" on-demand $0.5
+ * (no quota); "a" first. 5 asked of "a" with spill: 1 there, 2 on "b" (the cheaper spot of the
+ * same size with room), none on "c" (its nodes are another size) or "d" (the other market): 3 in
+ * all. Without spill, only "a"'s room. An uncapped offer takes all; an unavailable one none.
+ * The check refuses a plan beyond an offer's room.
+ */
+static void fleet_plan_launch__within_room_and_spilled(void **state)
+{
+    struct fixture *x = *state;
+    struct snap_offer offers[4] = {
+        {.name = "a", .gpus = 4, .spot = 1, .price = 8, .capped = 1, .room = 1},
+        {.name = "b", .gpus = 4, .spot = 1, .price = 6, .capped = 1, .room = 2},
+        {.name = "c", .gpus = 8, .spot = 1, .price = 8},
+        {.name = "d", .gpus = 4, .spot = 0, .price = 2}};
+    struct snapshot s = x->s;
+    struct fleet_plan *f = NULL;
+
+    s.offers = offers;
+    s.noffers = 4;
+    assert_int_equal(fleet_plan_new(&s, &f), 0);
+    assert_int_equal(fleet_offer_room(&s, 0), 1);
+    assert_int_equal(fleet_offer_room(&s, 2), INT_MAX);
+    assert_int_equal(fleet_plan_launch(&s, 0, 5, 1, f), 3);
+    assert_int_equal(f->launch[0], 1);
+    assert_int_equal(f->launch[1], 2);
+    assert_int_equal(f->launch[2] + f->launch[3], 0);
+    assert_int_equal(fleet_plan_check(&s, f, x->cur), 0);
+    assert_int_equal(fleet_plan_launch(&s, 1, 1, 1, f), 0); /* no room left on either */
+    fleet_plan_clear(f);
+    assert_int_equal(fleet_plan_launch(&s, 1, 5, 0, f), 2);
+    assert_int_equal(f->launch[0], 0);
+    assert_int_equal(fleet_plan_launch(&s, 3, 7, 1, f), 7);
+    assert_int_equal(f->launch[3], 7);
+    f->launch[1] = 3; /* beyond b's room */
+    assert_int_equal(fleet_plan_check(&s, f, x->cur), ERR_INTERNAL);
+    fleet_plan_clear(f);
+    offers[3].unavailable = 1;
+    assert_int_equal(fleet_offer_room(&s, 3), 0);
+    assert_int_equal(fleet_plan_launch(&s, 3, 2, 0, f), 0);
+    fleet_plan_free(f);
+}
+
 #define FIX(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -252,7 +297,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         FIX(fleet_plan_new__sized_and_empty),   FIX(fleet_plan_check__rules),
         FIX(snapshot_sub_new__keeps_and_drops), FIX(snapshot_sub_new__nothing_kept),
-        FIX(snapshot_sub_unmap__round_trip),
+        FIX(snapshot_sub_unmap__round_trip),    FIX(fleet_plan_launch__within_room_and_spilled),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
