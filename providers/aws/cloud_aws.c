@@ -3,7 +3,8 @@
  * (spot) and a static on-demand table, the cluster's instances by tag, launches by an instant
  * CreateFleet of one pool (RunInstances without a launch template, or where CreateFleet is
  * refused) with the launch token as ClientToken and tag, terminations of this cluster's
- * instances only. */
+ * instances only, and the EC2 vCPU quotas the offers fall in (Service Quotas, the account's
+ * instances, the types' vCPUs). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include "providers/aws/credentials.h"
 #include "providers/aws/ec2.h"
 #include "providers/aws/pricing.h"
+#include "providers/aws/service_quotas.h"
 #include "providers/cloud.h"
 #include "providers/retry.h"
 #include "util/conf.h"
@@ -19,6 +21,8 @@
 #define AWS_CONF_MAX_OFFERS 64
 #define AWS_CONF_PATH_MAX 4096
 #define AWS_ID_MAX 64
+#define AWS_MAX_QUOTA_RULES 32
+#define AWS_QUOTA_CODE_MAX 32
 
 /* One pool, as configured. */
 struct aws_offer {
@@ -32,10 +36,28 @@ struct aws_offer {
     double on_demand; /* from the static price table; NAN: unknown */
 };
 
+/* A configured mapping of instance types to a quota (the `quotas: codes:` entries). */
+struct aws_quota_rule {
+    char pattern[32];              /* an instance type, or a prefix ending in '*' ("p5*") */
+    int spot;                      /* the market it applies to */
+    char code[AWS_QUOTA_CODE_MAX]; /* "": no quota limits these types */
+};
+
+/* An instance type's vCPUs, as DescribeInstanceTypes told them (they do not change). */
+struct aws_vcpus {
+    char type[32];
+    int vcpus; /* 0: EC2 does not know the type */
+};
+
 struct aws_cloud {
     struct aws_credential_source *creds;
     struct ec2_client *ec2;
     struct aws_pricing *pricing; /* NULL: on-demand prices from the static table only */
+    struct sq_client *quotas;    /* NULL: quotas not read (`quotas: off`) */
+    struct aws_quota_rule rules[AWS_MAX_QUOTA_RULES];
+    size_t n_rules;
+    struct aws_vcpus *vcpus; /* the cache of types' vCPUs */
+    size_t n_vcpus;
     char region[32];
     char template_id[AWS_ID_MAX];
     char image_id[AWS_ID_MAX];
@@ -247,6 +269,316 @@ static int aws_terminate(void *ctx, const char *cluster, const char *id)
     return ec2_terminate_instances(a->ec2, &id, 1, NULL);
 }
 
+/* ---- quotas ---- */
+
+/*
+ * EC2's vCPU quotas by instance family (the type's letters before its first digit) and market.
+ * Facts from AWS's documentation (docs.aws.amazon.com): "Amazon EC2 service quotas" (the
+ * On-Demand Instance quotas, counted in vCPUs, one per family group) and "Spot Instance quotas"
+ * (the "All ... Spot Instance Requests" quotas, in vCPUs). A family not listed here (dl, trn,
+ * x, u-, hpc, ...) is limited by no quota castor knows; the configuration's `quotas: codes:`
+ * adds or overrides entries.
+ */
+static const struct {
+    const char *families; /* space-separated */
+    int spot;
+    const char *code;
+    const char *name;
+} aws_quota_table[] = {
+    {"g vt", 0, "L-DB2E81BA", "Running On-Demand G and VT instances"},
+    {"p", 0, "L-417A185B", "Running On-Demand P instances"},
+    {"inf", 0, "L-1945791B", "Running On-Demand Inf instances"},
+    {"a c d h i m r t z", 0, "L-1216C47A",
+     "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances"},
+    {"g vt", 1, "L-3819A6DF", "All G and VT Spot Instance Requests"},
+    {"p", 1, "L-7212CCBC", "All P Spot Instance Requests"},
+    {"inf", 1, "L-B5D1601B", "All Inf Spot Instance Requests"},
+    {"a c d h i m r t z", 1, "L-34B43A08",
+     "All Standard (A, C, D, H, I, M, R, T, Z) Spot Instance Requests"},
+};
+
+/* 1 when the space-separated list holds word (of n bytes). */
+static int aws_word_in(const char *list, const char *word, size_t n)
+{
+    for (const char *p = list; *p;) {
+        size_t k = strcspn(p, " ");
+
+        if (k == n && strncmp(p, word, n) == 0)
+            return 1;
+        p += k;
+        p += strspn(p, " ");
+    }
+    return 0;
+}
+
+/* The quota code limiting instances of type in a market (the configured rules in order, then
+ * the table by family), and the table's name for it into *name (NULL for a configured one);
+ * NULL when none is known. */
+static const char *aws_quota_code(const struct aws_cloud *a, const char *type, int spot,
+                                  const char **name)
+{
+    size_t family = strcspn(type, "0123456789");
+
+    *name = NULL;
+    for (size_t i = 0; i < a->n_rules; i++) {
+        const struct aws_quota_rule *r = &a->rules[i];
+        size_t n = strlen(r->pattern);
+        int match = n && r->pattern[n - 1] == '*' ? strncmp(type, r->pattern, n - 1) == 0
+                                                  : strcmp(type, r->pattern) == 0;
+
+        if (match && r->spot == spot)
+            return r->code[0] ? r->code : NULL;
+    }
+    for (size_t i = 0; i < sizeof(aws_quota_table) / sizeof(aws_quota_table[0]); i++)
+        if (aws_quota_table[i].spot == spot && family > 0 && type[family] &&
+            aws_word_in(aws_quota_table[i].families, type, family)) {
+            *name = aws_quota_table[i].name;
+            return aws_quota_table[i].code;
+        }
+    return NULL;
+}
+
+/* The cached vCPUs of type: the entry, or NULL when it was never asked. */
+static const struct aws_vcpus *aws_vcpus_of(const struct aws_cloud *a, const char *type)
+{
+    for (size_t i = 0; i < a->n_vcpus; i++)
+        if (strcmp(a->vcpus[i].type, type) == 0)
+            return &a->vcpus[i];
+    return NULL;
+}
+
+/* Cache vcpus for type (0: EC2 does not know it); ERR_NOMEM. */
+static int aws_vcpus_put(struct aws_cloud *a, const char *type, int vcpus)
+{
+    struct aws_vcpus *g = realloc(a->vcpus, (a->n_vcpus + 1) * sizeof(*g));
+
+    if (!g)
+        return ERR_NOMEM;
+    a->vcpus = g;
+    snprintf(g[a->n_vcpus].type, sizeof(g->type), "%s", type);
+    g[a->n_vcpus++].vcpus = vcpus;
+    return 0;
+}
+
+/* DescribeInstanceTypes for the n names into the cache; a name the answer leaves out is cached
+ * as unknown. ERR_INVAL with e naming InvalidInstanceType when EC2 refuses a name. */
+static int aws_describe_vcpus(struct aws_cloud *a, const char *const *names, size_t n,
+                              struct error *e)
+{
+    struct ec2_instance_type *t = NULL;
+    size_t nt = 0;
+    int rc = ec2_describe_instance_types(a->ec2, names, n, &t, &nt, e);
+
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        int vcpus = 0;
+
+        for (size_t k = 0; k < nt; k++)
+            if (strcmp(t[k].name, names[i]) == 0 && t[k].vcpus > 0)
+                vcpus = t[k].vcpus;
+        if (!aws_vcpus_of(a, names[i]))
+            rc = aws_vcpus_put(a, names[i], vcpus);
+    }
+    free(t);
+    return rc;
+}
+
+/* 1 when e says EC2 refused a call for naming an instance type it does not have. */
+static int aws_unknown_type(int rc, const struct error *e)
+{
+    return rc == ERR_INVAL && strncmp(e->msg, "InvalidInstanceType", 19) == 0;
+}
+
+/*
+ * The vCPUs of each of the n types (repeats allowed) into the cache, asking EC2 only for the
+ * types not in it, 100 names a call. EC2 refuses a whole call that names a type it does not
+ * have (InvalidInstanceType): that batch is asked again a type at a time, and a type refused
+ * alone is cached as unknown (0 vCPUs), as is one a successful answer leaves out. Errors:
+ * ec2_describe_instance_types' (ERR_INVAL: UnauthorizedOperation, AuthFailure, ...).
+ */
+static int aws_resolve_vcpus(struct aws_cloud *a, const char *const *types, size_t n)
+{
+    const char **ask = calloc(n ? n : 1, sizeof(*ask));
+    size_t na = 0;
+    int rc = ask ? 0 : ERR_NOMEM;
+
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        int seen = aws_vcpus_of(a, types[i]) != NULL;
+
+        for (size_t k = 0; k < na && !seen; k++)
+            seen = strcmp(ask[k], types[i]) == 0;
+        if (!seen)
+            ask[na++] = types[i];
+    }
+    for (size_t at = 0; rc == 0 && at < na; at += 100) {
+        size_t m = na - at < 100 ? na - at : 100;
+        struct error e = {0};
+
+        rc = aws_describe_vcpus(a, ask + at, m, &e);
+        if (!aws_unknown_type(rc, &e))
+            continue;
+        rc = 0;
+        for (size_t i = 0; rc == 0 && i < m; i++) {
+            rc = aws_describe_vcpus(a, ask + at + i, 1, &e);
+            if (aws_unknown_type(rc, &e))
+                rc = aws_vcpus_put(a, ask[at + i], 0);
+        }
+    }
+    free(ask);
+    return rc;
+}
+
+/* The op's error for a failed call: ERR_NOMEM, ERR_AGAIN and ERR_PERM as they are; ERR_INVAL
+ * (EC2 refuses a Describe call it does not authorise: UnauthorizedOperation, AuthFailure; a
+ * signature or key Service Quotas refuses) is ERR_PERM; anything else (transport, a bad
+ * answer, an error castor does not know) ERR_IO. */
+static int aws_quota_error(int rc)
+{
+    if (rc == ERR_NOMEM || rc == ERR_AGAIN || rc == ERR_PERM)
+        return rc;
+    return rc == ERR_INVAL ? ERR_PERM : ERR_IO;
+}
+
+/* One quota code the offers use, as read. */
+struct aws_quota_read {
+    const char *code;       /* borrowed from the rules or the table */
+    const char *table_name; /* the table's name, or NULL */
+    struct sq_quota sq;
+    int known;    /* 0: Service Quotas does not know the code (left out of the answer) */
+    size_t index; /* in the answer, when known */
+    double used;  /* vCPUs the account's instances hold in it */
+};
+
+/* The index in r (n entries) of code, or n. */
+static size_t aws_quota_find(const struct aws_quota_read *r, size_t n, const char *code)
+{
+    size_t i = 0;
+
+    while (i < n && strcmp(r[i].code, code) != 0)
+        i++;
+    return i;
+}
+
+/* The answer from what was read: the known quotas, one use per offer of a known quota and a
+ * type EC2 knows. */
+static int aws_quota_answer(const struct aws_cloud *a, struct aws_quota_read *r, size_t nr,
+                            const size_t *offer_quota, struct cloud_quota **quotas, size_t *nq,
+                            struct cloud_quota_use **uses, size_t *nu)
+{
+    struct cloud_quota *q = calloc(nr ? nr : 1, sizeof(*q));
+    struct cloud_quota_use *u = calloc(a->n ? a->n : 1, sizeof(*u));
+    size_t m = 0, k = 0;
+
+    if (!q || !u) {
+        free(q);
+        free(u);
+        return ERR_NOMEM;
+    }
+    for (size_t i = 0; i < nr; i++) {
+        const char *name = r[i].sq.name[0] ? r[i].sq.name : r[i].table_name;
+
+        if (!r[i].known)
+            continue;
+        r[i].index = m;
+        snprintf(q[m].name, sizeof(q[m].name), "ec2/%s/%s", a->region, r[i].code);
+        snprintf(q[m].title, sizeof(q[m].title), "%.120s (%s)", name ? name : r[i].code, a->region);
+        snprintf(q[m].unit, sizeof(q[m].unit), "vCPUs");
+        q[m].limit = r[i].sq.value;
+        q[m].used = r[i].used;
+        m++;
+    }
+    for (size_t i = 0; nr > 0 && i < a->n; i++) {
+        const struct aws_vcpus *v = aws_vcpus_of(a, a->offers[i].type);
+
+        if (offer_quota[i] >= nr || !r[offer_quota[i]].known || !v || v->vcpus <= 0)
+            continue;
+        u[k].quota = r[offer_quota[i]].index;
+        memcpy(u[k].offer, a->offers[i].name, sizeof(u[k].offer));
+        u[k].units = v->vcpus;
+        k++;
+    }
+    *quotas = q;
+    *nq = m;
+    *uses = u;
+    *nu = k;
+    return 0;
+}
+
+/*
+ * The quotas op: for each quota code the offers map to, its limit (Service Quotas: the applied
+ * value, else AWS's default; a code it does not know is left out, its offers limited by none
+ * known), what the whole account's pending and running instances of its types and market hold
+ * (vCPUs, from an account-wide DescribeInstances), and each offer's vCPUs (DescribeInstanceTypes,
+ * cached). An instance or offer whose type EC2 does not know counts no vCPUs. Off: no quotas.
+ */
+static int aws_quotas(void *ctx, struct cloud_quota **quotas, size_t *nq,
+                      struct cloud_quota_use **uses, size_t *nu)
+{
+    struct aws_cloud *a = ctx;
+    struct aws_quota_read r[AWS_CONF_MAX_OFFERS];
+    size_t offer_quota[AWS_CONF_MAX_OFFERS] = {0}, nr = 0, nin = 0, nt = 0, known = 0;
+    struct ec2_instance *in = NULL;
+    const char **types = NULL;
+    int rc = 0;
+
+    memset(r, 0, sizeof(r));
+    if (!a->quotas) /* off */
+        return aws_quota_answer(a, r, 0, offer_quota, quotas, nq, uses, nu);
+    for (size_t i = 0; i < a->n; i++) {
+        const char *name, *code = aws_quota_code(a, a->offers[i].type, a->offers[i].spot, &name);
+
+        offer_quota[i] = code ? aws_quota_find(r, nr, code) : AWS_CONF_MAX_OFFERS;
+        if (code && offer_quota[i] == nr) {
+            r[nr].code = code;
+            r[nr].table_name = name;
+            nr++;
+        }
+    }
+    for (size_t i = 0; i < a->n; i++) /* "no quota" is nr from here on */
+        offer_quota[i] = offer_quota[i] == AWS_CONF_MAX_OFFERS ? nr : offer_quota[i];
+    if (nr == 0)
+        return aws_quota_answer(a, r, 0, offer_quota, quotas, nq, uses, nu);
+    for (size_t i = 0; i < nr && rc == 0; i++) {
+        rc = sq_get_quota(a->quotas, "ec2", r[i].code, &r[i].sq, NULL);
+        r[i].known = rc == 0;
+        known += r[i].known;
+        if (rc == ERR_NOENT) /* logged by the client */
+            rc = 0;
+    }
+    if (rc == 0 && known == 0) /* nothing to count in */
+        return aws_quota_answer(a, r, nr, offer_quota, quotas, nq, uses, nu);
+    if (rc == 0)
+        rc = ec2_describe_running(a->ec2, &in, &nin, NULL);
+    if (rc == 0 && !(types = calloc(nin + a->n + 1, sizeof(*types))))
+        rc = ERR_NOMEM;
+    if (rc < 0)
+        goto out;
+    for (size_t i = 0; i < a->n; i++)
+        types[nt++] = a->offers[i].type;
+    for (size_t i = 0; i < nin; i++) { /* only those in a quota read */
+        const char *name, *code = aws_quota_code(a, in[i].type, in[i].market == EC2_SPOT, &name);
+
+        size_t k = code ? aws_quota_find(r, nr, code) : nr;
+
+        if (k < nr && r[k].known)
+            types[nt++] = in[i].type;
+    }
+    if ((rc = aws_resolve_vcpus(a, types, nt)) < 0)
+        goto out;
+    for (size_t i = 0; i < nin; i++) {
+        const char *name, *code = aws_quota_code(a, in[i].type, in[i].market == EC2_SPOT, &name);
+        const struct aws_vcpus *v = aws_vcpus_of(a, in[i].type);
+        size_t k = code ? aws_quota_find(r, nr, code) : nr;
+
+        if (k < nr && v)
+            r[k].used += v->vcpus;
+    }
+    rc = aws_quota_answer(a, r, nr, offer_quota, quotas, nq, uses, nu);
+out:
+    free(types);
+    free(in);
+    return rc < 0 ? aws_quota_error(rc) : 0;
+}
+
 static void aws_destroy(void *ctx)
 {
     struct aws_cloud *a = ctx;
@@ -255,6 +587,8 @@ static void aws_destroy(void *ctx)
         return;
     ec2_client_free(a->ec2);
     aws_pricing_free(a->pricing);
+    sq_client_free(a->quotas);
+    free(a->vcpus);
     aws_credential_source_free(a->creds);
     free(a);
 }
@@ -266,6 +600,7 @@ static const struct cloud_ops aws_ops = {
     .launch = aws_launch,
     .terminate = aws_terminate,
     .destroy = aws_destroy,
+    .quotas = aws_quotas,
 };
 
 /* key's string in m into buf (size bytes): 1, 0 when absent, ERR_RANGE (at the value) when too
@@ -371,6 +706,98 @@ static int aws_offers_conf(const struct conf_node *section, const char *where, i
     return 0;
 }
 
+/* 1 when s is a quota code as Service Quotas writes them: a letter, then 1 to 30 letters,
+ * digits and '-'. */
+static int aws_code_ok(const char *s)
+{
+    size_t n = strlen(s);
+
+    if (n < 2 || n >= AWS_QUOTA_CODE_MAX || !((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z')))
+        return 0;
+    return strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-") == n;
+}
+
+/* 1 when s is an instance type, or a prefix of one ending in '*': lower-case letters, digits,
+ * '.' and '-', then at most one '*' at the end. */
+static int aws_pattern_ok(const char *s)
+{
+    size_t n = strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789.-");
+
+    return n > 0 && (s[n] == '\0' || (s[n] == '*' && s[n + 1] == '\0'));
+}
+
+/* One `codes:` entry (type, market, code) into r. */
+static int aws_rule_conf(const struct conf_node *m, struct aws_quota_rule *r, struct error *e)
+{
+    static const char *const keys[] = {"type", "market", "code", NULL};
+    static const char *const markets[] = {"on-demand", "spot", NULL};
+    char code[AWS_QUOTA_CODE_MAX] = "";
+    const struct conf_node *n;
+    int rc;
+
+    if (m->kind != CONF_MAPPING || !conf_find(m, "type") || !conf_find(m, "market") ||
+        !conf_find(m, "code"))
+        return err_set(e, ERR_PARSE, m->file, m->line, m->column,
+                       "%s: type, market and code are required", m->path);
+    if ((rc = conf_check_keys(m, keys, e)) < 0 ||
+        (rc = aws_get_text(m, "type", r->pattern, sizeof(r->pattern), e)) < 0 ||
+        (rc = conf_get_choice(m, "market", markets, &r->spot, e)) < 0 ||
+        (rc = aws_get_text(m, "code", code, sizeof(code), e)) < 0)
+        return rc;
+    if (!aws_pattern_ok(r->pattern)) {
+        n = conf_find(m, "type");
+        return err_set(e, ERR_PARSE, n->file, n->line, n->column,
+                       "%s: an instance type (p5.48xlarge) or a prefix ending in * (p5*)", n->path);
+    }
+    if (strcmp(code, "none") != 0 && !aws_code_ok(code)) {
+        n = conf_find(m, "code");
+        return err_set(e, ERR_PARSE, n->file, n->line, n->column,
+                       "%s: a quota code (L-7212CCBC) or none", n->path);
+    }
+    snprintf(r->code, sizeof(r->code), "%s", strcmp(code, "none") == 0 ? "" : code);
+    return 0;
+}
+
+/* The `quotas:` key: off or false (none read; *on 0), true, or a mapping of endpoint (into
+ * *endpoint, borrowed from the document) and codes (rules into a). */
+static int aws_quotas_conf(const struct conf_node *section, struct aws_cloud *a, int *on,
+                           const char **endpoint, struct error *e)
+{
+    static const char *const keys[] = {"endpoint", "codes", NULL};
+    const struct conf_node *q = conf_find(section, "quotas"), *list;
+    int rc;
+
+    *on = 1;
+    if (!q)
+        return 0;
+    if (q->kind == CONF_SCALAR && !q->quoted && strcmp(q->text, "off") == 0) {
+        *on = 0;
+        return 0;
+    }
+    if (q->kind != CONF_MAPPING) {
+        rc = conf_as_bool(q, on, NULL);
+        if (rc < 0)
+            return err_set(e, ERR_PARSE, q->file, q->line, q->column,
+                           "%s: off, false, true, or a mapping of endpoint and codes", q->path);
+        return 0;
+    }
+    if ((rc = conf_check_keys(q, keys, e)) < 0 ||
+        (rc = conf_get_string(q, "endpoint", endpoint, e)) < 0)
+        return rc;
+    list = conf_find(q, "codes");
+    if (!list)
+        return 0;
+    if (list->kind != CONF_SEQUENCE || list->n > AWS_MAX_QUOTA_RULES)
+        return err_set(e, ERR_PARSE, list->file, list->line, list->column,
+                       "%s: a list of at most %d entries of type, market and code", list->path,
+                       AWS_MAX_QUOTA_RULES);
+    for (size_t i = 0; i < list->n; i++)
+        if ((rc = aws_rule_conf(list->items[i], &a->rules[i], e)) < 0)
+            return rc;
+    a->n_rules = list->n;
+    return 0;
+}
+
 /* rc, with e's message located at key's value when the section has the key. */
 static int aws_at_key(const struct conf_node *section, const char *key, int rc, struct error *e)
 {
@@ -387,16 +814,19 @@ int cloud_aws_from_conf(const struct conf_node *section, const char *base_dir,
                         const struct cloud_host *host, struct cloud *out, struct error *e)
 {
     static const char *const keys[] = {
-        "region",           "endpoint",        "profile",  "credentials_file", "imds",   "pricing",
-        "pricing_endpoint", "launch_template", "image_id", "prices",           "offers", NULL};
+        "region",   "endpoint", "profile",          "credentials_file",
+        "imds",     "pricing",  "pricing_endpoint", "launch_template",
+        "image_id", "prices",   "offers",           "quotas",
+        NULL};
     char region[32] = "", creds_file[AWS_CONF_PATH_MAX] = "", prices[AWS_CONF_PATH_MAX] = "";
     const char *where = section && section->file ? section->file : "";
     int line = section ? section->line : 0, column = section ? section->column : 0;
     struct aws_credential_config cc = {0};
     struct ec2_config ec = {0};
     struct aws_pricing_config pc = {0};
+    struct aws_json_config qc = {0};
     struct aws_cloud *a = NULL;
-    int imds = 1, pricing = 1, rc;
+    int imds = 1, pricing = 1, quotas = 1, rc;
 
     (void)host;
     if (!section || section->kind == CONF_NULL)
@@ -430,7 +860,8 @@ int cloud_aws_from_conf(const struct conf_node *section, const char *base_dir,
                      "cloud: one of launch_template and image_id is required");
         goto out;
     }
-    if ((rc = aws_offers_conf(section, where, line, column, a, e)) < 0)
+    if ((rc = aws_offers_conf(section, where, line, column, a, e)) < 0 ||
+        (rc = aws_quotas_conf(section, a, &quotas, &qc.endpoint, e)) < 0)
         goto out;
     if (prices[0] && (rc = aws_prices(prices, a, e)) < 0) {
         const struct conf_node *n = conf_find(section, "prices");
@@ -459,6 +890,11 @@ int cloud_aws_from_conf(const struct conf_node *section, const char *base_dir,
     pc.credentials = a->creds;
     if (pricing && (rc = aws_pricing_new(&pc, &a->pricing, e)) < 0) {
         rc = aws_at_key(section, "pricing_endpoint", rc, e);
+        goto out;
+    }
+    qc.credentials = a->creds;
+    if (quotas && (rc = sq_client_new(region, &qc, &a->quotas, e)) < 0) {
+        rc = aws_at_key(conf_find(section, "quotas"), "endpoint", rc, e);
         goto out;
     }
     snprintf(a->region, sizeof(a->region), "%s", region);

@@ -1173,26 +1173,43 @@ static int read_cluster(void *arg, const struct xml_doc *doc, struct error *e)
     return 0;
 }
 
-int ec2_describe_cluster(struct ec2_client *c, const char *cluster_id, struct ec2_instance **out,
-                         size_t *n_out, struct error *e)
+/* DescribeInstances with one filter (name = the n values), every page, read by read_cluster. */
+static int describe_instances(struct ec2_client *c, const char *name, const char *const *values,
+                              size_t n, struct ec2_instance **out, size_t *n_out, struct error *e)
 {
     struct list x = {0};
-    struct ec2_params *p;
+    struct ec2_params *p = ec2_params_new();
     int rc;
 
-    if (!c || !cluster_id || !*cluster_id || !out || !n_out)
-        return err_set(e, ERR_INVAL, "ec2", 0, 0, "DescribeInstances: missing argument");
-    p = ec2_params_new();
     if (!p)
         return ERR_NOMEM;
-    ec2_params_add(p, "tag:" EC2_TAG_CLUSTER, "Filter.1.Name");
-    ec2_params_add(p, cluster_id, "Filter.1.Value.1");
+    ec2_params_add(p, name, "Filter.1.Name");
+    for (size_t i = 0; i < n; i++)
+        ec2_params_add(p, values[i], "Filter.1.Value.%zu", i + 1);
     rc = collect(c, "DescribeInstances", p, c->page_size, read_cluster, &x, e);
     if (rc < 0)
         return rc;
     *out = x.items;
     *n_out = x.n;
     return 0;
+}
+
+int ec2_describe_cluster(struct ec2_client *c, const char *cluster_id, struct ec2_instance **out,
+                         size_t *n_out, struct error *e)
+{
+    if (!c || !cluster_id || !*cluster_id || !out || !n_out)
+        return err_set(e, ERR_INVAL, "ec2", 0, 0, "DescribeInstances: missing argument");
+    return describe_instances(c, "tag:" EC2_TAG_CLUSTER, &cluster_id, 1, out, n_out, e);
+}
+
+int ec2_describe_running(struct ec2_client *c, struct ec2_instance **out, size_t *n_out,
+                         struct error *e)
+{
+    static const char *const states[] = {"pending", "running"};
+
+    if (!c || !out || !n_out)
+        return err_set(e, ERR_INVAL, "ec2", 0, 0, "DescribeInstances: missing argument");
+    return describe_instances(c, "instance-state-name", states, 2, out, n_out, e);
 }
 
 /* ---- TerminateInstances ---- */

@@ -1,5 +1,6 @@
 /* ec2.h: the EC2 Query API client (signed with SigV4, over util/http_client): instance types,
- * spot prices, instant fleets, RunInstances, the cluster's instances by tag, termination; with
+ * spot prices, instant fleets, RunInstances, the cluster's instances by tag, the account's
+ * running ones, termination; with
  * pagination, idempotency tokens, retries with backoff and full jitter, and a timeout on every
  * attempt. */
 #ifndef CASTOR_PROVIDERS_AWS_EC2_H
@@ -240,6 +241,13 @@ struct ec2_instance {
  * unchanged. */
 int ec2_describe_cluster(struct ec2_client *c, const char *cluster_id, struct ec2_instance **out,
                          size_t *n_out, struct error *e);
+
+/* Every pending or running instance of the account in the client's region, whoever launched it
+ * and however tagged (DescribeInstances filtered on instance-state-name), all pages, into a new
+ * array *out (free()). Errors as ec2_call; ERR_PARSE for an item without id, type or state;
+ * outputs unchanged. */
+int ec2_describe_running(struct ec2_client *c, struct ec2_instance **out, size_t *n_out,
+                         struct error *e);
 
 /* Terminate the n instances (in calls of at most 1000 ids). Errors as ec2_call; on an error
  * some earlier batch may have been terminated (terminating is idempotent: call again). */

@@ -1,29 +1,23 @@
 /* pricing.c: the Price List Query API's GetProducts over the JSON protocol (X-Amz-Target, a
- * JSON body, SigV4 for "pricing"), its answers' PriceList read as JSON documents inside strings,
- * errors mapped into castor's table with the request id of the x-amzn-RequestId header,
- * retries with backoff and full jitter, and a cache of prices by (region, type). */
+ * JSON body, SigV4 for "pricing": providers/aws/json_api.c), its answers' PriceList read as JSON
+ * documents inside strings, errors mapped into castor's table, and a cache of prices by (region,
+ * type). */
 #include "providers/aws/pricing.h"
 
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "providers/aws/ec2.h"
-#include "providers/retry.h"
-#include "util/http_client.h"
+#include "providers/aws/json_api.h"
 #include "util/json.h"
-#include "util/sigv4.h"
 #include "util/strbuf.h"
 
-#define PRICING_TIMEOUT_MS 30000
 #define PRICING_TTL_S 86400.0
 #define PRICING_RETRY_S 900.0
 #define PRICING_MAX_PAGES 100
 #define PRICING_WHERE "pricing GetProducts"
-#define PRICING_CONTENT_TYPE "application/x-amz-json-1.1"
 
 /* One cached price (or a failure) of a type in a region. */
 struct pricing_entry {
@@ -35,25 +29,35 @@ struct pricing_entry {
 };
 
 struct aws_pricing {
-    char endpoint[512];
-    char signing_region[32];
-    struct http_client_url url;
-    int tls_insecure;
-    long timeout_ms;
+    struct aws_json *json;
     double ttl_s, retry_s;
-    struct retry retry;
-    struct aws_credential_source *credentials;
-    int64_t (*clock)(void *arg);
-    void (*log)(void *arg, const char *line);
-    void *hook_arg;
-    struct http_client *http;
     struct pricing_entry *cache;
     size_t n_cache;
 };
 
+/* castor's codes for the error types of the Price List API; 0: retried. */
+static const struct aws_json_code pricing_codes[] = {
+    {"ThrottlingException", 0},
+    {"InternalErrorException", 0},
+    {"ServiceUnavailableException", 0},
+    {"InvalidParameterException", ERR_INVAL},
+    {"InvalidNextTokenException", ERR_INVAL},
+    {"ExpiredNextTokenException", ERR_INVAL},
+    {"AccessDeniedException", ERR_INVAL},
+    {"UnrecognizedClientException", ERR_INVAL},
+    {"InvalidSignatureException", ERR_INVAL},
+    {"IncompleteSignature", ERR_INVAL},
+    {"MissingAuthenticationToken", ERR_INVAL},
+    {"NotFoundException", ERR_NOENT},
+};
+
+static const struct aws_json_api pricing_api = {"pricing", "pricing", "AWS_ENDPOINT_URL_PRICING",
+                                                pricing_codes,
+                                                sizeof(pricing_codes) / sizeof(pricing_codes[0])};
+
 int aws_pricing_new(const struct aws_pricing_config *cfg, struct aws_pricing **out, struct error *e)
 {
-    const char *any = getenv("AWS_ENDPOINT_URL");
+    struct aws_json_config jc = {0};
     struct aws_pricing *p;
     int rc;
 
@@ -62,259 +66,42 @@ int aws_pricing_new(const struct aws_pricing_config *cfg, struct aws_pricing **o
     p = calloc(1, sizeof(*p));
     if (!p)
         return ERR_NOMEM;
-    /* the configured endpoint, the environment's, else the public one */
-    rc = ec2_resolve_endpoint(cfg->endpoint, getenv("AWS_ENDPOINT_URL_PRICING"),
-                              any && *any ? any : PRICING_DEFAULT_ENDPOINT, "us-east-1",
-                              p->endpoint, sizeof(p->endpoint));
+    jc.endpoint = cfg->endpoint;
+    jc.signing_region = cfg->signing_region;
+    jc.tls_insecure = cfg->tls_insecure;
+    jc.timeout_ms = cfg->timeout_ms;
+    jc.max_attempts = cfg->max_attempts;
+    jc.backoff_base_ms = cfg->backoff_base_ms;
+    jc.backoff_cap_ms = cfg->backoff_cap_ms;
+    jc.seed = cfg->seed;
+    jc.credentials = cfg->credentials;
+    jc.clock = cfg->clock;
+    jc.sleep_ms = cfg->sleep_ms;
+    jc.log = cfg->log;
+    jc.hook_arg = cfg->hook_arg;
+    rc = aws_json_new(&pricing_api, PRICING_DEFAULT_ENDPOINT, "us-east-1", &jc, &p->json, e);
     if (rc < 0) {
-        rc = err_set(e, ERR_INVAL, "pricing", 0, 0, "endpoint too long");
-        goto fail;
+        free(p);
+        return rc;
     }
-    if ((rc = ec2_endpoint_check("pricing", p->endpoint, cfg->tls_insecure, &p->url, e)) < 0)
-        goto fail;
-    snprintf(p->signing_region, sizeof(p->signing_region), "%s",
-             cfg->signing_region && *cfg->signing_region ? cfg->signing_region : "us-east-1");
-    p->tls_insecure = cfg->tls_insecure;
-    p->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : PRICING_TIMEOUT_MS;
     p->ttl_s = cfg->ttl_s > 0 ? cfg->ttl_s : PRICING_TTL_S;
     p->retry_s = cfg->retry_s > 0 ? cfg->retry_s : PRICING_RETRY_S;
-    retry_init(&p->retry, cfg->max_attempts, cfg->backoff_base_ms, cfg->backoff_cap_ms, cfg->seed,
-               cfg->sleep_ms, cfg->hook_arg);
-    p->credentials = cfg->credentials;
-    p->clock = cfg->clock ? cfg->clock : retry_default_clock;
-    p->log = cfg->log ? cfg->log : retry_default_log;
-    p->hook_arg = cfg->hook_arg;
-    if ((rc = http_client_new(&p->http)) < 0)
-        goto fail;
     *out = p;
     return 0;
-fail:
-    free(p);
-    return rc;
 }
 
 void aws_pricing_free(struct aws_pricing *p)
 {
     if (!p)
         return;
-    http_client_free(p->http);
+    aws_json_free(p->json);
     free(p->cache);
     free(p);
 }
 
 const char *aws_pricing_endpoint(const struct aws_pricing *p)
 {
-    return p->endpoint;
-}
-
-/* Log a printf-formatted line with the secret and session token starred out. */
-static void pricing_log(struct aws_pricing *p, const struct aws_credentials *cred, const char *fmt,
-                        ...) __attribute__((format(printf, 3, 4)));
-
-static void pricing_log(struct aws_pricing *p, const struct aws_credentials *cred, const char *fmt,
-                        ...)
-{
-    char line[768];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof(line), fmt, ap);
-    va_end(ap);
-    if (cred) {
-        strbuf_redact(line, cred->secret_access_key);
-        strbuf_redact(line, cred->session_token);
-    }
-    p->log(p->hook_arg, line);
-}
-
-/* ---- one call ---- */
-
-/* What one call carries from attempt to attempt. */
-struct pricing_call {
-    struct aws_pricing *p;
-    const char *body;
-    struct aws_credentials cred;
-    struct http_client_response r;
-    char code[96], message[256], request_id[160];
-    int last; /* ERR_IO or ERR_AGAIN: what the last retried attempt met */
-    struct error *e;
-};
-
-/* The error type of a JSON error body ("__type", after any '#'), its message, into x; 0, or
- * ERR_PARSE when the body is not such a document. */
-static int pricing_read_error(struct pricing_call *x)
-{
-    struct jv *doc = NULL;
-    const char *type, *msg, *hash;
-    int rc = ERR_PARSE;
-
-    if (jv_parse(x->r.body, x->r.body_len, &doc, NULL) < 0)
-        return ERR_PARSE;
-    type = jv_string_value(jv_get(doc, "__type"));
-    msg = jv_string_value(jv_get(doc, "message"));
-    if (!msg)
-        msg = jv_string_value(jv_get(doc, "Message"));
-    if (type && *type) {
-        hash = strrchr(type, '#');
-        snprintf(x->code, sizeof(x->code), "%s", hash ? hash + 1 : type);
-        snprintf(x->message, sizeof(x->message), "%s", msg ? msg : "");
-        strbuf_printable(x->code);
-        strbuf_printable(x->message);
-        rc = 0;
-    }
-    jv_free(doc);
-    return rc;
-}
-
-/* castor's code for a Price List error type; 0 for the retried ones. */
-static int pricing_error_code(const char *type)
-{
-    static const struct {
-        const char *type;
-        int err;
-    } codes[] = {
-        {"ThrottlingException", 0},
-        {"InternalErrorException", 0},
-        {"ServiceUnavailableException", 0},
-        {"InvalidParameterException", ERR_INVAL},
-        {"InvalidNextTokenException", ERR_INVAL},
-        {"ExpiredNextTokenException", ERR_INVAL},
-        {"AccessDeniedException", ERR_INVAL},
-        {"UnrecognizedClientException", ERR_INVAL},
-        {"InvalidSignatureException", ERR_INVAL},
-        {"IncompleteSignature", ERR_INVAL},
-        {"MissingAuthenticationToken", ERR_INVAL},
-        {"NotFoundException", ERR_NOENT},
-    };
-
-    for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++)
-        if (strcmp(type, codes[i].type) == 0)
-            return codes[i].err;
-    return ERR_UNKNOWN;
-}
-
-/* One signed attempt (retry_attempt_fn): 0 with a 200 answer in x->r, RETRY_AGAIN, or an error
- * for good. */
-static int pricing_attempt(void *arg, int attempt)
-{
-    struct pricing_call *x = arg;
-    struct aws_pricing *p = x->p;
-    struct sigv4_header sh[3] = {{"Host", p->url.authority},
-                                 {"Content-Type", PRICING_CONTENT_TYPE},
-                                 {"X-Amz-Target", PRICING_TARGET}};
-    struct sigv4_request sreq = {"POST", p->url.path, NULL, sh, 3, x->body, strlen(x->body)};
-    struct sigv4_params sp = {p->signing_region, "pricing", 0, SIGV4_NORMALIZE_PATH, NULL};
-    struct sigv4_credentials sc;
-    struct sigv4_signed s = {0};
-    struct http_client_header hs[3 + SIGV4_MAX_ADDED + 1];
-    struct http_client_request req = {0};
-    struct error sub = {0};
-    size_t n = 0;
-    int rc, mapped;
-
-    (void)attempt;
-    http_client_response_clear(&x->r);
-    aws_credentials_clear(&x->cred);
-    sp.time = p->clock(p->hook_arg);
-    rc = aws_credential_source_get(p->credentials, sp.time, &x->cred, &sub);
-    if (rc < 0)
-        return err_set(x->e, rc, PRICING_WHERE, 0, 0, "no credentials: %.300s", sub.msg);
-    sc = (struct sigv4_credentials){x->cred.access_key_id, x->cred.secret_access_key,
-                                    x->cred.session_token};
-    if ((rc = sigv4_sign(&sreq, &sc, &sp, &s)) < 0)
-        return err_set(x->e, rc, PRICING_WHERE, 0, 0, "cannot sign the request (%s)", err_str(rc));
-    for (size_t i = 0; i < 3; i++)
-        hs[n++] = (struct http_client_header){sh[i].name, sh[i].value};
-    for (size_t i = 0; i < s.n_added; i++)
-        hs[n++] = (struct http_client_header){s.added[i].name, s.added[i].value};
-    hs[n++] = (struct http_client_header){"Authorization", s.authorization};
-    req.method = "POST";
-    req.url = p->endpoint;
-    req.headers = hs;
-    req.nheaders = n;
-    req.body = x->body;
-    req.body_len = strlen(x->body);
-    req.timeout_ms = p->timeout_ms;
-    req.insecure = p->tls_insecure;
-    req.capture_header = "x-amzn-RequestId";
-    rc = http_client_do(p->http, &req, &x->r, &sub);
-    sigv4_signed_free(&s);
-    if (rc == ERR_IO || rc == ERR_AGAIN) { /* a transport failure or a timeout */
-        x->last = ERR_IO;
-        snprintf(x->code, sizeof(x->code), "(transport)");
-        snprintf(x->message, sizeof(x->message), "%.250s", sub.msg);
-        snprintf(x->request_id, sizeof(x->request_id), "(none)");
-        return RETRY_AGAIN;
-    }
-    if (rc < 0)
-        return err_set(x->e, rc, PRICING_WHERE, 0, 0, "%.300s", sub.msg);
-    snprintf(x->request_id, sizeof(x->request_id), "%s",
-             x->r.captured[0] ? x->r.captured : "(none)");
-    strbuf_printable(x->request_id);
-    if (x->r.status == 200)
-        return 0;
-    if (pricing_read_error(x) == 0) {
-        mapped = pricing_error_code(x->code);
-        if (mapped == ERR_UNKNOWN)
-            return err_set(x->e, ERR_UNKNOWN, PRICING_WHERE, 0, 0,
-                           "unknown error type %s (HTTP %ld): %s (request id %s)", x->code,
-                           x->r.status, x->message, x->request_id);
-        if (mapped < 0)
-            return err_set(x->e, mapped, PRICING_WHERE, 0, 0, "%s: %s (request id %s)", x->code,
-                           x->message, x->request_id);
-    } else if (x->r.status < 500) {
-        return err_set(x->e, ERR_PARSE, PRICING_WHERE, 0, 0,
-                       "HTTP %ld with an answer that is not a JSON error (request id %s)",
-                       x->r.status, x->request_id);
-    } else {
-        snprintf(x->code, sizeof(x->code), "HTTP %ld", x->r.status);
-        x->message[0] = '\0';
-    }
-    x->last = ERR_AGAIN;
-    return RETRY_AGAIN;
-}
-
-/* Before a retry's wait (retry_wait_fn): one log line. */
-static void pricing_wait(void *arg, int attempt, int max_attempts, long delay)
-{
-    struct pricing_call *x = arg;
-
-    pricing_log(x->p, &x->cred, "%s: %s: %s: %s (request id %s); retry %d of %d in %ld ms",
-                PRICING_WHERE,
-                x->last == ERR_IO ? "transport failure" : "throttled or server error", x->code,
-                x->message, x->request_id, attempt + 1, max_attempts - 1, delay);
-}
-
-/* Send body, signed, with retries; the parsed answer into *out and its request id into rid. */
-static int pricing_call(struct aws_pricing *p, const char *body, struct jv **out, char *rid,
-                        size_t rid_size, struct error *e)
-{
-    struct pricing_call x = {0};
-    struct error sub = {0};
-    int rc;
-
-    x.p = p;
-    x.body = body;
-    x.e = e;
-    rc = retry_run(&p->retry, pricing_attempt, pricing_wait, &x);
-    if (rc == RETRY_AGAIN)
-        rc = err_set(e, x.last, PRICING_WHERE, 0, 0,
-                     "gave up after %d attempts: %s %s (request id %s)", p->retry.max_attempts,
-                     x.code, x.message, x.request_id);
-    if (rc == 0) {
-        snprintf(rid, rid_size, "%s", x.request_id);
-        rc = jv_parse(x.r.body, x.r.body_len, out, &sub);
-        if (rc < 0)
-            rc = err_set(e, rc == ERR_NOMEM ? rc : ERR_PARSE, PRICING_WHERE, 0, 0,
-                         "the answer is not JSON: %.200s (request id %s)", sub.msg, x.request_id);
-    }
-    if (rc < 0 && e) {
-        strbuf_redact(e->msg, x.cred.secret_access_key);
-        strbuf_redact(e->msg, x.cred.session_token);
-    }
-    aws_credentials_clear(&x.cred);
-    http_client_response_clear(&x.r);
-    return rc;
+    return aws_json_endpoint(p->json);
 }
 
 /* ---- GetProducts ---- */
@@ -458,7 +245,7 @@ int aws_pricing_get(struct aws_pricing *p, const char *region, const char *type,
             rc = err_set(e, ERR_NOMEM, PRICING_WHERE, 0, 0, "out of memory");
             break;
         }
-        rc = pricing_call(p, body, &doc, rid, sizeof(rid), e);
+        rc = aws_json_call(p->json, PRICING_WHERE, PRICING_TARGET, body, &doc, rid, sizeof(rid), e);
         free(body);
         if (rc == 0)
             rc = pricing_page(doc, type, rid, &f, e);
@@ -475,7 +262,7 @@ int aws_pricing_get(struct aws_pricing *p, const char *region, const char *type,
                      "no on-demand Linux price for %.40s in %.40s (request id %s)", type, region,
                      rid);
     if (rc < 0) {
-        pricing_log(p, NULL, "%s failed: %s", PRICING_WHERE, e ? e->msg : err_str(rc));
+        aws_json_log(p->json, "%s failed: %s", PRICING_WHERE, e ? e->msg : err_str(rc));
         return rc;
     }
     *usd = f.usd;

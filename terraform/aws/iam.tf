@@ -1,6 +1,6 @@
 # iam.tf: the roles. The controller's is docs/aws.md's least-privilege policy (launch only with
 # the cluster's tag, tag only at launch, terminate only what carries the cluster's tag, pass only
-# the workers' role), plus its tokens in SSM Parameter Store. The workers' role reads the node
+# the workers' role, read the EC2 quotas), plus its tokens in SSM Parameter Store. The workers' role reads the node
 # token and nothing else: each job's replicas get the job's own token from its assignment, so the
 # shared job token stays on the controller.
 
@@ -31,6 +31,12 @@ data "aws_iam_policy_document" "controller" {
       "ec2:DescribeImages",
     ]
     resources = ["*"] # Describe* calls take no resource-level restriction
+  }
+  statement {
+    # the EC2 vCPU quotas castor reads up front (docs/aws.md, "Quotas"); read-only
+    sid       = "ReadEC2Quotas"
+    actions   = ["servicequotas:GetServiceQuota", "servicequotas:GetAWSDefaultServiceQuota"]
+    resources = ["*"]
   }
   statement {
     sid       = "LaunchOnlyTaggedInstances"

@@ -127,6 +127,7 @@ static void write_config(struct world *w)
              "  imds: false\n"
              "  credentials_file: /nonexistent\n"
              "  pricing: false\n" /* moto has no Price List API: the table prices on-demand */
+             "  quotas: off\n"    /* moto's Service Quotas knows no EC2 quota */
              "  prices: %s/aws-prices.yaml\n"
              "  launch_template: %s\n"
              "  offers:\n"

@@ -1,6 +1,6 @@
 /* fake_ec2.c: the strict fake EC2 endpoint (see fake_ec2.h): SigV4 verified with util/sigv4 from
  * what arrived on the wire, scripted answers, recorded form parameters; or, switched to the
- * Price List API, its JSON protocol checked and answered likewise. */
+ * Price List API or Service Quotas, their JSON protocol checked and answered likewise. */
 #include "providers/fake_ec2.h"
 
 #include <stdio.h>
@@ -24,7 +24,8 @@ struct fake_param {
 struct fake_request {
     struct fake_param *params;
     size_t n;
-    char *body; /* as received */
+    char *body;      /* as received */
+    char target[96]; /* X-Amz-Target, "" when absent */
 };
 
 struct fake_script {
@@ -38,7 +39,8 @@ struct fake_ec2 {
     struct lh_server *server;
     char url[64];
     char akid[128], secret[128], region[64];
-    char service[16]; /* "ec2" or "pricing" */
+    char service[16];       /* "ec2", "pricing" or "servicequotas" */
+    const char *targets[3]; /* JSON APIs: the X-Amz-Target values accepted (NULL: ec2) */
     struct fake_script script[FAKE_MAX_SCRIPT];
     size_t head, tail;
     struct fake_request requests[FAKE_MAX_REQUESTS];
@@ -60,8 +62,8 @@ static char *decode(const char *s, size_t n)
     return strbuf_take(&b);
 }
 
-/* Record the form body of a request. */
-static void record(struct fake_ec2 *f, const char *body)
+/* Record the form body (and the target) of a request. */
+static void record(struct fake_ec2 *f, const char *body, const char *target)
 {
     struct fake_request *r;
     const char *p = body;
@@ -70,7 +72,8 @@ static void record(struct fake_ec2 *f, const char *body)
         return;
     r = &f->requests[f->n_requests++];
     r->body = strdup(body);
-    if (strcmp(f->service, "pricing") == 0)
+    snprintf(r->target, sizeof(r->target), "%s", target ? target : "");
+    if (f->targets[0])
         return; /* a JSON body: no form parameters */
     while (*p) {
         const char *amp = strchr(p, '&'), *end = amp ? amp : p + strlen(p);
@@ -137,7 +140,7 @@ static int verify(struct fake_ec2 *f, const struct lh_request *req)
     if (!strstr(signed_names, "host") || !strstr(signed_names, "x-amz-date") ||
         !strstr(signed_names, "content-type") ||
         (token && !strstr(signed_names, "x-amz-security-token")) ||
-        (strcmp(f->service, "pricing") == 0 && !strstr(signed_names, "x-amz-target")))
+        (f->targets[0] && !strstr(signed_names, "x-amz-target")))
         return 0;
     for (name = strtok_r(signed_names, ";", &save); name; name = strtok_r(NULL, ";", &save)) {
         const char *v = lh_header(req, name);
@@ -186,17 +189,18 @@ static char *expand(const char *body, const char *token)
     return out;
 }
 
-/* 1 when req is a Price List GetProducts request: POST, the JSON protocol's content type and
- * target, a body that is a JSON object. */
-static int pricing_form(const struct lh_request *req)
+/* 1 when req is a request of the JSON API: POST to /, the JSON protocol's content type, one of
+ * the API's targets, a body that is a JSON object. */
+static int json_form(const struct fake_ec2 *f, const struct lh_request *req)
 {
     const char *type = lh_header(req, "Content-Type"), *target = lh_header(req, "X-Amz-Target");
     struct jv *doc = NULL;
-    int ok;
+    int ok = 0;
 
-    if (strcmp(req->method, "POST") != 0 || !type ||
-        strcmp(type, "application/x-amz-json-1.1") != 0 || !target ||
-        strcmp(target, "AWSPriceListService.GetProducts") != 0 ||
+    for (size_t i = 0; target && i < 3 && f->targets[i]; i++)
+        ok |= strcmp(target, f->targets[i]) == 0;
+    if (!ok || strcmp(req->method, "POST") != 0 || strcmp(req->target, "/") != 0 || !type ||
+        strcmp(type, "application/x-amz-json-1.1") != 0 ||
         jv_parse(req->body, req->body_len, &doc, NULL) < 0)
         return 0;
     ok = jv_type_of(doc) == JV_OBJECT;
@@ -204,20 +208,20 @@ static int pricing_form(const struct lh_request *req)
     return ok;
 }
 
-/* The Price List API's side: JSON errors, the request id in x-amzn-RequestId. */
-static int handle_pricing(struct fake_ec2 *f, const struct lh_request *req, struct lh_reply *reply)
+/* A JSON API's side: JSON errors, the request id in x-amzn-RequestId. */
+static int handle_json(struct fake_ec2 *f, const struct lh_request *req, struct lh_reply *reply)
 {
-    if (strcmp(f->service, "pricing") != 0)
+    if (!f->targets[0])
         return 0;
     if (!verify(f, req)) {
         f->auth_failures++;
         lh_reply_text(reply, 403, "application/x-amz-json-1.1",
                       "{\"__type\":\"InvalidSignatureException\",\"message\":\"The request "
                       "signature we calculated does not match the signature you provided.\"}");
-    } else if (!pricing_form(req)) {
+    } else if (!json_form(f, req)) {
         lh_reply_text(reply, 400, "application/x-amz-json-1.1",
                       "{\"__type\":\"SerializationException\",\"message\":\"not a "
-                      "GetProducts request\"}");
+                      "request of this API\"}");
     } else if (f->head == f->tail) {
         lh_reply_text(reply, 500, "application/x-amz-json-1.1",
                       "{\"__type\":\"FakeUnscripted\",\"message\":\"no reply queued\"}");
@@ -234,10 +238,10 @@ static void handle(void *arg, const struct lh_request *req, struct lh_reply *rep
     const char *type = lh_header(req, "Content-Type");
     struct fake_script *s;
 
-    record(f, req->body);
-    if (handle_pricing(f, req, reply))
+    record(f, req->body, lh_header(req, "X-Amz-Target"));
+    if (handle_json(f, req, reply))
         return;
-    if (strcmp(f->service, "pricing") == 0) {
+    if (f->targets[0]) {
         /* verified and well formed: the script's answer */
     } else if (!verify(f, req)) {
         f->auth_failures++;
@@ -265,7 +269,7 @@ static void handle(void *arg, const struct lh_request *req, struct lh_reply *rep
     reply->action = s->how;
     reply->status = s->status;
     reply->cut_after = s->cut;
-    if (strcmp(f->service, "pricing") == 0) {
+    if (f->targets[0]) {
         snprintf(reply->content_type, sizeof(reply->content_type), "application/x-amz-json-1.1");
         snprintf(reply->header, sizeof(reply->header), "x-amzn-RequestId: fake-req-%zu",
                  f->n_requests);
@@ -324,6 +328,19 @@ const char *fake_ec2_url(const struct fake_ec2 *f)
 void fake_ec2_set_pricing(struct fake_ec2 *f)
 {
     snprintf(f->service, sizeof(f->service), "pricing");
+    f->targets[0] = "AWSPriceListService.GetProducts";
+}
+
+void fake_ec2_set_quotas(struct fake_ec2 *f)
+{
+    snprintf(f->service, sizeof(f->service), "servicequotas");
+    f->targets[0] = "ServiceQuotasV20190624.GetServiceQuota";
+    f->targets[1] = "ServiceQuotasV20190624.GetAWSDefaultServiceQuota";
+}
+
+const char *fake_ec2_target(const struct fake_ec2 *f, size_t i)
+{
+    return i < f->n_requests ? f->requests[i].target : NULL;
 }
 
 const char *fake_ec2_body(const struct fake_ec2 *f, size_t i)

@@ -1,7 +1,8 @@
 /* fake_ec2.h: a strict fake EC2 endpoint on loopback for tests: it verifies every request's
  * SigV4 signature against the secret it was given (AuthFailure otherwise), checks the Query
  * form, answers from a script of replies in the real XML shapes, and records what it got. It can
- * act as the Price List Query API instead (the JSON protocol, service "pricing"). */
+ * act as the Price List Query API or Service Quotas instead (the JSON protocol, services
+ * "pricing" and "servicequotas"). */
 #ifndef CASTOR_TESTS_FAKE_EC2_H
 #define CASTOR_TESTS_FAKE_EC2_H
 
@@ -20,6 +21,14 @@ void fake_ec2_stop(struct fake_ec2 *f);
  * ({"__type", "message"}: InvalidSignatureException, SerializationException); every answer
  * carries "x-amzn-RequestId: fake-req-N" (N: the request's index, from 1). */
 void fake_ec2_set_pricing(struct fake_ec2 *f);
+
+/* Act as Service Quotas instead (before any request), as fake_ec2_set_pricing does but for the
+ * service "servicequotas" and the targets ServiceQuotasV20190624.GetServiceQuota and
+ * ServiceQuotasV20190624.GetAWSDefaultServiceQuota. */
+void fake_ec2_set_quotas(struct fake_ec2 *f);
+
+/* The X-Amz-Target of request i ("" when it had none), or NULL. */
+const char *fake_ec2_target(const struct fake_ec2 *f, size_t i);
 
 /* "http://127.0.0.1:PORT". */
 const char *fake_ec2_url(const struct fake_ec2 *f);

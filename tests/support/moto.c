@@ -83,14 +83,16 @@ static int moto_iam(const struct moto *m, const char *form, struct xml_doc **out
     return rc;
 }
 
-/* Create the IAM user whose key the tests sign with, allowed every EC2 action. */
+/* Create the IAM user whose key the tests sign with, allowed every EC2 action and the two
+ * Service Quotas reads castor makes (servicequotas:GetServiceQuota, GetAWSDefaultServiceQuota). */
 static int moto_user(struct moto *m)
 {
-    const char *policy = "%7B%22Version%22%3A%222012-10-17%22%2C%22Statement%22%3A%5B%7B%22Effect"
-                         "%22%3A%22Allow%22%2C%22Action%22%3A%22ec2%3A%2A%22%2C%22Resource%22%3A"
-                         "%22%2A%22%7D%5D%7D";
+    const char *policy =
+        "%7B%22Version%22%3A%222012-10-17%22%2C%22Statement%22%3A%5B%7B%22Effect%22%3A%22Allow%"
+        "22%2C%22Action%22%3A%5B%22ec2%3A%2A%22%2C%22servicequotas%3AGetServiceQuota%22%2C%22se"
+        "rvicequotas%3AGetAWSDefaultServiceQuota%22%5D%2C%22Resource%22%3A%22%2A%22%7D%5D%7D";
     struct xml_doc *doc = NULL;
-    char form[512];
+    char form[768];
     int rc;
 
     if (moto_iam(m, "Action=CreateUser&Version=2010-05-08&UserName=castor", &doc) < 0)

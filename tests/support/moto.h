@@ -1,7 +1,8 @@
 /* moto.h: moto's server (the PyPI package moto, an implementation of AWS castor did not write)
  * for tests: started as `moto_server` on a free loopback port with request authentication on
- * (INITIAL_NO_AUTH_ACTION_COUNT), an IAM user allowed every EC2 action made through the first
- * unauthenticated actions, its key handed back; stopped by its pid. */
+ * (INITIAL_NO_AUTH_ACTION_COUNT), an IAM user allowed every EC2 action and castor's two Service
+ * Quotas reads made through the first unauthenticated actions, its key handed back; stopped by
+ * its pid. */
 #ifndef CASTOR_TESTS_MOTO_H
 #define CASTOR_TESTS_MOTO_H
 
