@@ -1,7 +1,8 @@
 /* cloud_gcp.c: struct cloud_ops over the Compute Engine and Billing Catalog clients, with the
- * memory of zones out of capacity and quotas reached. */
+ * memory of zones out of capacity and quotas reached, and the quotas each offer takes from. */
 #include "providers/gcp/cloud_gcp.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -325,6 +326,190 @@ static int terminate(void *arg, const char *cluster, const char *id)
     return rc == ERR_NOENT ? 0 : rc;
 }
 
+/* ---- quotas ---- */
+
+/* The quotas and uses being gathered for the quotas op. */
+struct gathered {
+    struct cloud_quota *quotas;
+    size_t nq, capq;
+    struct cloud_quota_use *uses;
+    size_t nu, capu;
+};
+
+/* The quota of metric in q[0..n), or NULL. */
+static const struct gcp_quota *quota_of(const struct gcp_quota *q, size_t n, const char *metric)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(q[i].metric, metric) == 0)
+            return &q[i];
+    return NULL;
+}
+
+/* The regional quota a node takes from: a Spot VM's the preemptible one when the region grants
+ * it (a limit above 0), else the standard metric, as Google documents it (Spot VMs use the
+ * standard quotas unless the project has preemptible quota); NULL when the region lists neither
+ * (it limits nothing). */
+static const struct gcp_quota *counted(const struct gcp_quota *q, size_t n, const char *preemptible,
+                                       const char *metric, int spot)
+{
+    const struct gcp_quota *p = spot ? quota_of(q, n, preemptible) : NULL;
+
+    return p && p->limit > 0 ? p : quota_of(q, n, metric);
+}
+
+/* The standard CPU metric of o's family: "<FAMILY>_CPUS" where the region lists one (A2_CPUS,
+ * N2_CPUS, ...), else CPUS (N1 and the families without their own). */
+static void cpu_metric(const struct offer *o, const struct gcp_quota *q, size_t n, char *buf,
+                       size_t size)
+{
+    char family[sizeof(o->family)];
+
+    for (size_t i = 0; i < sizeof(family); i++)
+        family[i] = (char)toupper((unsigned char)o->family[i]);
+    snprintf(buf, size, "%s_CPUS", family);
+    if (!family[0] || !quota_of(q, n, buf))
+        snprintf(buf, size, "CPUS");
+}
+
+/* Grow *p (of *cap items of size each) to hold one more than used. */
+static int grow(void **p, size_t *cap, size_t used, size_t size)
+{
+    size_t cap2 = *cap ? 2 * *cap : 8;
+    void *g;
+
+    if (used < *cap)
+        return 0;
+    g = realloc(*p, cap2 * size);
+    if (!g)
+        return ERR_NOMEM;
+    *p = g;
+    *cap = cap2;
+    return 0;
+}
+
+/* A node of o takes units of g ("compute/<region>/<metric>", or "compute/<metric>" for a
+ * project-wide one when region is NULL): the quota added once, the use each time. */
+static int take(struct gathered *x, const struct offer *o, const struct gcp_quota *g,
+                const char *region, const char *unit, double units)
+{
+    char name[CLOUD_NAME_MAX];
+    size_t i;
+
+    if (region)
+        snprintf(name, sizeof(name), "compute/%.40s/%.46s", region, g->metric);
+    else
+        snprintf(name, sizeof(name), "compute/%.80s", g->metric);
+    for (i = 0; i < x->nq && strcmp(x->quotas[i].name, name) != 0; i++)
+        ;
+    if (i == x->nq) {
+        struct cloud_quota *q;
+
+        if (grow((void **)&x->quotas, &x->capq, x->nq, sizeof(*x->quotas)) < 0)
+            return ERR_NOMEM;
+        q = &x->quotas[x->nq++];
+        memset(q, 0, sizeof(*q));
+        snprintf(q->name, sizeof(q->name), "%s", name);
+        if (region)
+            snprintf(q->title, sizeof(q->title), "%s in %s", g->metric, region);
+        else
+            snprintf(q->title, sizeof(q->title), "%s (all regions)", g->metric);
+        snprintf(q->unit, sizeof(q->unit), "%s", unit);
+        q->limit = g->limit;
+        q->used = g->usage;
+    }
+    if (grow((void **)&x->uses, &x->capu, x->nu, sizeof(*x->uses)) < 0)
+        return ERR_NOMEM;
+    x->uses[x->nu].quota = i;
+    snprintf(x->uses[x->nu].offer, sizeof(x->uses[x->nu].offer), "%s", o->name);
+    x->uses[x->nu++].units = units;
+    return 0;
+}
+
+/* What a node of o takes: its GPU model's regional quota, its family's regional CPUs (for a
+ * Spot VM PREEMPTIBLE_<GPU metric> and PREEMPTIBLE_CPUS where the region grants them) and, with
+ * GPUs, the project's GPUS_ALL_REGIONS. region (n) and project (np): the quotas read. */
+static int offer_uses(struct gathered *x, const struct offer *o, const struct gcp_quota *region,
+                      size_t n, const struct gcp_quota *project, size_t np)
+{
+    const char *gpu = o->gpus > 0 ? gcp_gpu_quota_metric(o->accelerator) : NULL;
+    const struct gcp_quota *g;
+    char cpus[GCP_METRIC_MAX], spot_gpu[GCP_METRIC_MAX + 16];
+    int rc = 0;
+
+    snprintf(spot_gpu, sizeof(spot_gpu), "PREEMPTIBLE_%s", gpu ? gpu : "");
+    if (gpu && (g = counted(region, n, spot_gpu, gpu, o->spot)) != NULL)
+        rc = take(x, o, g, o->region, "GPUs", o->gpus);
+    cpu_metric(o, region, n, cpus, sizeof(cpus));
+    g = counted(region, n, "PREEMPTIBLE_CPUS", cpus, o->spot);
+    if (rc == 0 && o->vcpus > 0 && g)
+        rc = take(x, o, g, o->region, "vCPUs", o->vcpus);
+    if (rc == 0 && o->gpus > 0 && (g = quota_of(project, np, "GPUS_ALL_REGIONS")) != NULL)
+        rc = take(x, o, g, NULL, "GPUs", o->gpus);
+    return rc;
+}
+
+/* The quotas of the region of offer i, read once: *q (n) borrowed from read[]. A region
+ * Compute Engine does not know (ERR_NOENT) lists none; another failure is returned. */
+static int region_quotas(struct ctx *x, size_t i, struct gcp_quota **read, size_t *nread,
+                         const struct gcp_quota **q, size_t *n)
+{
+    struct error e = {0}; /* the client logs the failure; e makes its line say why */
+    size_t first = 0;
+    int rc;
+
+    while (first < i && strcmp(x->offers[first].region, x->offers[i].region) != 0)
+        first++;
+    if (first == i) {
+        rc = gcp_region_quotas(x->compute, x->offers[i].region, &read[i], &nread[i], &e);
+        if (rc < 0 && rc != ERR_NOENT)
+            return rc;
+    }
+    *q = read[first];
+    *n = nread[first];
+    return 0;
+}
+
+static int quotas(void *arg, struct cloud_quota **out, size_t *nq, struct cloud_quota_use **uses,
+                  size_t *nu)
+{
+    struct ctx *x = arg;
+    struct gathered g = {0};
+    struct gcp_quota *project = NULL, **read;
+    size_t np = 0, *nread;
+    struct error e = {0};
+    int rc;
+
+    if (!out || !nq || !uses || !nu)
+        return ERR_INVAL;
+    read = calloc(x->n_offers, sizeof(*read));
+    nread = calloc(x->n_offers, sizeof(*nread));
+    rc = read && nread ? gcp_project_quotas(x->compute, &project, &np, &e) : ERR_NOMEM;
+    for (size_t i = 0; rc == 0 && i < x->n_offers; i++) {
+        const struct gcp_quota *q = NULL;
+        size_t n = 0;
+
+        rc = region_quotas(x, i, read, nread, &q, &n);
+        if (rc == 0)
+            rc = offer_uses(&g, &x->offers[i], q, n, project, np);
+    }
+    for (size_t i = 0; read && i < x->n_offers; i++)
+        free(read[i]);
+    free(read);
+    free(nread);
+    free(project);
+    if (rc < 0) {
+        free(g.quotas);
+        free(g.uses);
+        /* a refusal (403, or 401 with a new token) or a project Compute Engine does not show */
+        return rc == ERR_INVAL || rc == ERR_NOENT ? ERR_PERM : rc;
+    }
+    *out = g.quotas;
+    *nq = g.nq;
+    *uses = g.uses;
+    *nu = g.nu;
+    return 0;
+}
+
 static const struct cloud_ops gcp_ops = {
     .name = "gcp",
     .offers = offers,
@@ -332,6 +517,7 @@ static const struct cloud_ops gcp_ops = {
     .launch = launch,
     .terminate = terminate,
     .destroy = destroy,
+    .quotas = quotas,
 };
 
 /* Fill *o from c; ERR_INVAL with e saying why. */

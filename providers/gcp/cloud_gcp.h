@@ -63,7 +63,14 @@ struct cloud_gcp_config {
  * planner fails over to another zone or region, and a launch of one is refused at once
  * (ERR_CAPACITY or ERR_QUOTA) without asking Compute Engine. Listing deletes the cluster's
  * instances that are stopped (TERMINATED, STOPPED, SUSPENDED: after a host's maintenance, say)
- * and reports them gone: castor never starts one again, and a stopped one keeps its disk. Errors,
+ * and reports them gone: castor never starts one again, and a stopped one keeps its disk. The
+ * quotas op reads the project's quotas (projects.get) and those of each region the offers use
+ * (regions.get): a node takes its GPU model's regional quota (NVIDIA_T4_GPUS, ...) in GPUs, its
+ * family's regional CPUs (A2_CPUS where listed, else CPUS) in vCPUs, each the PREEMPTIBLE_ one
+ * for a Spot VM where the region grants it (a limit above 0), and GPUS_ALL_REGIONS in GPUs; a
+ * metric the region does not list (or a region Compute Engine answers 404 for) limits nothing.
+ * Its errors: ERR_PERM (403, a token refused twice, a project not shown), ERR_AGAIN, ERR_IO,
+ * ERR_PARSE (a malformed answer), ERR_NOMEM; nothing written then (docs/gcp.md, Quotas). Errors,
  * with e naming the offer: ERR_INVAL (no compute, no source image, no offer, an offer without
  * machine type or zone, GPUs attached to a type that carries its own, a name too long),
  * ERR_CONFLICT (two offers with one name), ERR_NOMEM; *out then untouched.

@@ -20,6 +20,7 @@ struct gcp_conf_cloud {
     struct gcp_auth *auth;
     struct gcp_compute *compute;
     struct gcp_billing *billing;
+    int quotas; /* 0: `quotas: false`, none read */
 };
 
 static int gcf_offers(void *ctx, struct cloud_offer **out, size_t *n)
@@ -43,6 +44,20 @@ static int gcf_terminate(void *ctx, const char *cluster, const char *id)
     return cloud_terminate(&((struct gcp_conf_cloud *)ctx)->inner, cluster, id);
 }
 
+static int gcf_quotas(void *ctx, struct cloud_quota **quotas, size_t *nq,
+                      struct cloud_quota_use **uses, size_t *nu)
+{
+    struct gcp_conf_cloud *g = ctx;
+
+    if (!g->quotas) {
+        *quotas = NULL;
+        *uses = NULL;
+        *nq = *nu = 0;
+        return 0;
+    }
+    return cloud_quotas(&g->inner, quotas, nq, uses, nu);
+}
+
 static void gcf_destroy(void *ctx)
 {
     struct gcp_conf_cloud *g = ctx;
@@ -63,6 +78,7 @@ static const struct cloud_ops gcf_ops = {
     .launch = gcf_launch,
     .terminate = gcf_terminate,
     .destroy = gcf_destroy,
+    .quotas = gcf_quotas,
 };
 
 /* key's URL in m into *out (borrowed): http:// or https://; 1, 0 when absent, or an error. */
@@ -163,9 +179,10 @@ static int gcf_instance(const struct conf_node *section, const char *where, int 
 int cloud_gcp_from_conf(const struct conf_node *section, const char *base_dir,
                         const struct cloud_host *host, struct cloud *out, struct error *e)
 {
-    static const char *const keys[] = {"project",       "key_file",  "metadata_url", "compute_url",
-                                       "billing_url",   "prices",    "offers",       "instance",
-                                       "poll_interval", "zone_hold", "quota_hold",   NULL};
+    static const char *const keys[] = {
+        "project", "key_file", "metadata_url",  "compute_url", "billing_url", "prices",
+        "offers",  "instance", "poll_interval", "zone_hold",   "quota_hold",  "quotas",
+        NULL};
     struct cloud_gcp_offer offers[GCP_CONF_MAX_OFFERS];
     char key_file[GCP_CONF_PATH_MAX] = "", prices[GCP_CONF_PATH_MAX] = "";
     struct gcp_auth_config acfg = {0};
@@ -173,6 +190,7 @@ int cloud_gcp_from_conf(const struct conf_node *section, const char *base_dir,
     struct gcp_billing_config bcfg = {0};
     struct cloud_gcp_config cfg = {0};
     struct gcp_conf_cloud *g = NULL;
+    int read_quotas = 1;
     double poll_s = 2, zone_hold_s = CLOUD_GCP_ZONE_HOLD_S, quota_hold_s = CLOUD_GCP_QUOTA_HOLD_S;
     const char *where = section && section->file ? section->file : "";
     int line = section ? section->line : 0, column = section ? section->column : 0;
@@ -196,7 +214,8 @@ int cloud_gcp_from_conf(const struct conf_node *section, const char *base_dir,
         (rc = conf_get_path(section, "prices", base_dir, prices, sizeof(prices), e)) < 0 ||
         (rc = conf_get_double(section, "poll_interval", 0.01, 60, &poll_s, e)) < 0 ||
         (rc = conf_get_double(section, "zone_hold", 1, 86400, &zone_hold_s, e)) < 0 ||
-        (rc = conf_get_double(section, "quota_hold", 1, 86400, &quota_hold_s, e)) < 0)
+        (rc = conf_get_double(section, "quota_hold", 1, 86400, &quota_hold_s, e)) < 0 ||
+        (rc = conf_get_bool(section, "quotas", &read_quotas, e)) < 0)
         return rc;
     ccfg.poll_interval_ms = (long)(poll_s * 1000 + 0.5);
     cfg.zone_hold_s = (long)(zone_hold_s + 0.5);
@@ -219,6 +238,7 @@ int cloud_gcp_from_conf(const struct conf_node *section, const char *base_dir,
         }
         goto out;
     }
+    g->quotas = read_quotas;
     ccfg.rest.auth = g->auth;
     bcfg.rest.auth = g->auth;
     bcfg.fallback_path = prices[0] ? prices : NULL;

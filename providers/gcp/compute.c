@@ -775,3 +775,105 @@ int gcp_instances_list(struct gcp_compute *c, const char *cluster, struct gcp_in
     *n = x.n;
     return 0;
 }
+
+/* ---- quotas ---- */
+
+/* The regional quota metric of each GPU model castor rents (Compute Engine's Quota.metric
+ * values; the name is not the accelerator type's in capitals: "nvidia-h100-80gb" counts under
+ * NVIDIA_H100_GPUS, "nvidia-a100-80gb" under NVIDIA_A100_80GB_GPUS). */
+static const struct {
+    const char *accelerator, *metric;
+} gpu_metrics[] = {
+    {"nvidia-tesla-t4", "NVIDIA_T4_GPUS"},         {"nvidia-tesla-v100", "NVIDIA_V100_GPUS"},
+    {"nvidia-tesla-p100", "NVIDIA_P100_GPUS"},     {"nvidia-tesla-p4", "NVIDIA_P4_GPUS"},
+    {"nvidia-tesla-k80", "NVIDIA_K80_GPUS"},       {"nvidia-tesla-a100", "NVIDIA_A100_GPUS"},
+    {"nvidia-a100-80gb", "NVIDIA_A100_80GB_GPUS"}, {"nvidia-l4", "NVIDIA_L4_GPUS"},
+    {"nvidia-h100-80gb", "NVIDIA_H100_GPUS"},
+};
+
+const char *gcp_gpu_quota_metric(const char *accelerator)
+{
+    for (size_t i = 0; accelerator && i < sizeof(gpu_metrics) / sizeof(gpu_metrics[0]); i++)
+        if (strcmp(accelerator, gpu_metrics[i].accelerator) == 0)
+            return gpu_metrics[i].metric;
+    return NULL;
+}
+
+/* The answer's "quotas" array into a new array *out of *n. */
+static int read_quotas(struct gcp_compute *c, const struct jv *v, const char *call,
+                       struct gcp_quota **out, size_t *n, struct error *e)
+{
+    const struct jv *list = jv_get(v, "quotas");
+    size_t count = jv_size(list);
+    struct gcp_quota *q;
+
+    if (jv_type_of(list) != JV_ARRAY)
+        return bad_answer(c, e, call, "an answer without its quotas array");
+    q = calloc(count ? count : 1, sizeof(*q));
+    if (!q)
+        return ERR_NOMEM;
+    for (size_t i = 0; i < count; i++) {
+        const struct jv *item = jv_at(list, i), *usage = jv_get(item, "usage");
+
+        if (text(item, "metric", 1, q[i].metric, sizeof(q[i].metric)) < 0 ||
+            jv_number_value(jv_get(item, "limit"), &q[i].limit) < 0 ||
+            (usage && jv_number_value(usage, &q[i].usage) < 0) || !(q[i].limit >= 0) ||
+            !(q[i].usage >= 0)) {
+            free(q);
+            return bad_answer(c, e, call,
+                              "a quota without its metric, or whose limit or usage is not a "
+                              "number >= 0");
+        }
+    }
+    *out = q;
+    *n = count;
+    return 0;
+}
+
+/* GET path (freed here), then read the answer's quotas. */
+static int quota_call(struct gcp_compute *c, const char *call, char *path, struct gcp_quota **out,
+                      size_t *n, struct error *e)
+{
+    struct gcp_error_info info;
+    struct jv *v = NULL;
+    int rc;
+
+    if (!path)
+        return ERR_NOMEM;
+    rc = gcp_rest_call(c->rest, call, "GET", path, NULL, &v, &info, e);
+    free(path);
+    if (rc == ERR_INVAL && info.http_status == 403) {
+        /* a role without the permission: told apart from a request castor got wrong */
+        rc = ERR_PERM;
+        if (e)
+            e->code = ERR_PERM;
+    }
+    if (rc < 0)
+        return rc;
+    rc = read_quotas(c, v, call, out, n, e);
+    jv_free(v);
+    return rc;
+}
+
+int gcp_region_quotas(struct gcp_compute *c, const char *region, struct gcp_quota **out, size_t *n,
+                      struct error *e)
+{
+    static const char call[] = "regions.get";
+    struct strbuf path = {0};
+
+    if (!c || !out || !n || !segment_ok(region, 63))
+        return refuse(e, call, "needs a client, a region name and outputs");
+    strbuf_printf(&path, "/projects/%s/regions/%s", c->project, region);
+    return quota_call(c, call, strbuf_take(&path), out, n, e);
+}
+
+int gcp_project_quotas(struct gcp_compute *c, struct gcp_quota **out, size_t *n, struct error *e)
+{
+    static const char call[] = "projects.get";
+    struct strbuf path = {0};
+
+    if (!c || !out || !n)
+        return refuse(e, call, "needs a client and outputs");
+    strbuf_printf(&path, "/projects/%s", c->project);
+    return quota_call(c, call, strbuf_take(&path), out, n, e);
+}

@@ -1,8 +1,9 @@
 /* compute.h: the Compute Engine client castor rents GPU VMs with (REST v1 over providers/gcp/rest):
  * instances.insert (spot or standard, GPUs attached where the machine type needs them, the
  * cluster and the launch token as labels, the token as requestId), zone operations polled until
- * DONE, instances.get and instances.delete, and the cluster's instances by label over every zone
- * and page (aggregatedList). */
+ * DONE, instances.get and instances.delete, the cluster's instances by label over every zone
+ * and page (aggregatedList), and the quotas of a region (regions.get) and of the project
+ * (projects.get). */
 #ifndef CASTOR_PROVIDERS_GCP_COMPUTE_H
 #define CASTOR_PROVIDERS_GCP_COMPUTE_H
 
@@ -155,5 +156,39 @@ int gcp_instance_get(struct gcp_compute *c, const char *zone, const char *name,
  */
 int gcp_instances_list(struct gcp_compute *c, const char *cluster, struct gcp_instance **out,
                        size_t *n, struct error *e);
+
+/* ---- quotas ---- */
+
+#define GCP_METRIC_MAX 64 /* "PREEMPTIBLE_NVIDIA_A100_80GB_GPUS" and a NUL fit */
+
+/* One quota as Compute Engine reports it: the project's limit and what the whole project (castor
+ * and everything else in it) holds now. */
+struct gcp_quota {
+    char metric[GCP_METRIC_MAX]; /* "NVIDIA_T4_GPUS", "PREEMPTIBLE_CPUS", "GPUS_ALL_REGIONS" */
+    double limit;                /* >= 0 */
+    double usage;                /* >= 0; 0 when the answer leaves it out */
+};
+
+/* The regional quota metric that counts GPUs of an accelerator type on standard VMs
+ * ("nvidia-tesla-t4" -> "NVIDIA_T4_GPUS", "nvidia-h100-80gb" -> "NVIDIA_H100_GPUS"; Spot VMs'
+ * count under "PREEMPTIBLE_" and this when the project has that quota). Static storage; NULL
+ * for a type castor does not know. */
+const char *gcp_gpu_quota_metric(const char *accelerator);
+
+/*
+ * regions.get of region: its quotas (regions[].quotas: metric, limit, usage) into a new array
+ * *out (free()) of *n entries. Errors as gcp_rest_call, with ERR_PERM for a refusal with HTTP
+ * 403 (the role lacks compute.regions.get), ERR_NOENT (no such region), ERR_INVAL (a region
+ * name that cannot go into a URL; 401 with a new token), ERR_PARSE (no quotas array, an entry
+ * without metric, a limit or usage that is not a number >= 0: e says which); outputs then
+ * untouched.
+ */
+int gcp_region_quotas(struct gcp_compute *c, const char *region, struct gcp_quota **out, size_t *n,
+                      struct error *e);
+
+/* projects.get of the client's project: its project-wide quotas (GPUS_ALL_REGIONS,
+ * CPUS_ALL_REGIONS, ...) as gcp_region_quotas does (ERR_PERM: the role lacks
+ * compute.projects.get; ERR_NOENT: no such project). */
+int gcp_project_quotas(struct gcp_compute *c, struct gcp_quota **out, size_t *n, struct error *e);
 
 #endif

@@ -20,6 +20,7 @@
 #define MAX_INSTANCES 512
 #define MAX_OPS 512
 #define MAX_SEEN 64
+#define MAX_QUOTAS 128
 
 struct script {
     char prefix[128];
@@ -42,6 +43,12 @@ struct op {
     char error[64];  /* the error code it ends with, or "" */
     char metric[64]; /* the quota metric of a QUOTA_EXCEEDED */
     int instance;    /* index of the instance it makes RUNNING or deletes, or -1 */
+};
+
+struct quota {
+    char region[64]; /* "" for the project */
+    char metric[64];
+    double limit, usage;
 };
 
 struct seen {
@@ -72,6 +79,8 @@ struct fake_gce {
     int exhausted_details[8];
     size_t n_exhausted;
     char quota[64];
+    struct quota quotas[MAX_QUOTAS];
+    size_t n_quotas;
     size_t requests;
     char (*paths)[256]; /* every request's path, for counting by prefix */
     size_t n_paths, cap_paths;
@@ -661,17 +670,103 @@ out:
     free(page);
 }
 
+/* The quotas of region ("" for the project) as Compute Engine lists them; NULL when the fake
+ * knows no such region. */
+static struct jv *quotas_json(struct fake_gce *f, const char *region)
+{
+    struct jv *list = NULL;
+
+    for (size_t i = 0; i < f->n_quotas; i++) {
+        struct jv *q;
+
+        if (strcmp(f->quotas[i].region, region) != 0)
+            continue;
+        if (!list)
+            list = jv_array();
+        q = jv_object();
+        jv_set(q, "metric", jv_string(f->quotas[i].metric));
+        jv_set(q, "limit", jv_number(f->quotas[i].limit));
+        jv_set(q, "usage", jv_number(f->quotas[i].usage));
+        jv_push(list, q);
+    }
+    return list;
+}
+
+/* regions.get: the region's zones and quotas, or 404 as Compute Engine answers an unknown one. */
+static void get_region(struct fake_gce *f, const char *region, struct lh_reply *r)
+{
+    struct jv *quotas = quotas_json(f, region), *v, *zones;
+    char buf[512];
+
+    if (!quotas) {
+        snprintf(buf, sizeof(buf), "The resource 'projects/%s/regions/%s' was not found",
+                 f->project, region);
+        reply_error(r, 404, "notFound", buf);
+        return;
+    }
+    v = jv_object();
+    zones = jv_array();
+    jv_set(v, "kind", jv_string("compute#region"));
+    jv_set(v, "id", jv_string("1000"));
+    jv_set(v, "creationTimestamp", jv_string("1969-12-31T16:00:00.000-08:00"));
+    jv_set(v, "name", jv_string(region));
+    jv_set(v, "description", jv_string(region));
+    jv_set(v, "status", jv_string("UP"));
+    for (const char *z = "abc"; *z; z++) {
+        snprintf(buf, sizeof(buf), "https://www.googleapis.com/compute/v1/projects/%s/zones/%s-%c",
+                 f->project, region, *z);
+        jv_push(zones, jv_string(buf));
+    }
+    jv_set(v, "zones", zones);
+    jv_set(v, "quotas", quotas);
+    snprintf(buf, sizeof(buf), "https://www.googleapis.com/compute/v1/projects/%s/regions/%s",
+             f->project, region);
+    jv_set(v, "selfLink", jv_string(buf));
+    jv_set(v, "supportsPzs", jv_bool(0));
+    reply_json(r, 200, v);
+}
+
+/* projects.get: the project with its project-wide quotas. */
+static void get_project(struct fake_gce *f, struct lh_reply *r)
+{
+    struct jv *v = jv_object(), *quotas = quotas_json(f, "");
+    char buf[256];
+
+    jv_set(v, "kind", jv_string("compute#project"));
+    jv_set(v, "id", jv_string("5000000000000000001"));
+    jv_set(v, "creationTimestamp", jv_string("2026-01-05T01:00:00.000-08:00"));
+    jv_set(v, "name", jv_string(f->project));
+    jv_set(v, "quotas", quotas ? quotas : jv_array());
+    snprintf(buf, sizeof(buf), "https://www.googleapis.com/compute/v1/projects/%s", f->project);
+    jv_set(v, "selfLink", jv_string(buf));
+    snprintf(buf, sizeof(buf), "123456789012-compute@developer.gserviceaccount.com");
+    jv_set(v, "defaultServiceAccount", jv_string(buf));
+    jv_set(v, "xpnProjectStatus", jv_string("UNSPECIFIED_XPN_PROJECT_STATUS"));
+    jv_set(v, "defaultNetworkTier", jv_string("PREMIUM"));
+    reply_json(r, 200, v);
+}
+
 /* /compute/v1/projects/P/... */
 static void compute(struct fake_gce *f, const char *path, const char *query,
                     const struct lh_request *req, struct lh_reply *r)
 {
-    char proj[64] = "", zone[64] = "", kind[32] = "", name[128] = "", extra[8] = "";
+    char proj[64] = "", zone[64] = "", kind[32] = "", name[128] = "", extra[8] = "", self[128];
     int n = sscanf(path, "/compute/v1/projects/%63[^/]/zones/%63[^/]/%31[^/]/%127[^/]%7s", proj,
                    zone, kind, name, extra);
 
     if (strcmp(proj, f->project) != 0 && sscanf(path, "/compute/v1/projects/%63[^/]", proj) == 1 &&
         strcmp(proj, f->project) != 0) {
         reply_error(r, 404, "notFound", "The resource 'projects/x' was not found");
+        return;
+    }
+    snprintf(self, sizeof(self), FAKE_GCE_COMPUTE "/projects/%s", f->project);
+    if (strcmp(req->method, "GET") == 0 && strcmp(path, self) == 0) {
+        get_project(f, r);
+        return;
+    }
+    if (strcmp(req->method, "GET") == 0 &&
+        sscanf(path, "/compute/v1/projects/%63[^/]/regions/%63[^/]%7s", proj, zone, extra) == 2) {
+        get_region(f, zone, r);
         return;
     }
     if (n == 3 && strcmp(kind, "instances") == 0 && strcmp(req->method, "POST") == 0)
@@ -757,6 +852,9 @@ static void handle(void *arg, const struct lh_request *req, struct lh_reply *r)
 
 /* ---- setup and queries ---- */
 
+static const char *const default_regions[] = {"us-central1",  "us-east1",   "us-west1",
+                                              "europe-west4", "asia-east1", NULL};
+
 struct fake_gce *fake_gce_start(const char *project, const char *client_email,
                                 const char *pub_pem_path)
 {
@@ -768,6 +866,10 @@ struct fake_gce *fake_gce_start(const char *project, const char *client_email,
     snprintf(f->project, sizeof(f->project), "%s", project);
     snprintf(f->email, sizeof(f->email), "%s", client_email);
     f->ttl = 3600;
+    for (const char *const *region = default_regions; *region; region++)
+        fake_gce_set_quota(f, *region, "CPUS", 96, 0);
+    fake_gce_set_quota(f, NULL, "GPUS_ALL_REGIONS", 16, 0);
+    fake_gce_set_quota(f, NULL, "CPUS_ALL_REGIONS", 512, 0);
     if (file_read_all(pub_pem_path, &f->pub, &f->pub_len, NULL) < 0 ||
         lh_start(handle, f, &f->server) < 0) {
         free(f->pub);
@@ -847,6 +949,27 @@ void fake_gce_quota(struct fake_gce *f, const char *metric)
 {
     pthread_mutex_lock(&f->lock);
     snprintf(f->quota, sizeof(f->quota), "%s", metric ? metric : "");
+    pthread_mutex_unlock(&f->lock);
+}
+
+void fake_gce_set_quota(struct fake_gce *f, const char *region, const char *metric, double limit,
+                        double usage)
+{
+    size_t i;
+
+    pthread_mutex_lock(&f->lock);
+    for (i = 0; i < f->n_quotas; i++)
+        if (strcmp(f->quotas[i].region, region ? region : "") == 0 &&
+            strcmp(f->quotas[i].metric, metric) == 0)
+            break;
+    if (i < MAX_QUOTAS) {
+        snprintf(f->quotas[i].region, sizeof(f->quotas[i].region), "%s", region ? region : "");
+        snprintf(f->quotas[i].metric, sizeof(f->quotas[i].metric), "%s", metric);
+        f->quotas[i].limit = limit;
+        f->quotas[i].usage = usage;
+        if (i == f->n_quotas)
+            f->n_quotas++;
+    }
     pthread_mutex_unlock(&f->lock);
 }
 

@@ -2,7 +2,8 @@
  * each service-account JWT (RS256 signature against the public key, header and claims) before it
  * issues a token; the metadata server's token; Compute Engine (instances.insert with requestId,
  * zone operations that run PENDING, RUNNING, DONE over polls, instances.get and delete,
- * aggregatedList by label with paging) and the Billing Catalog's SKU pages, each refusing a
+ * aggregatedList by label with paging, regions.get and projects.get with their quotas) and the
+ * Billing Catalog's SKU pages, each refusing a
  * request without a token it issued. Failures are set up (exhausted zones, quota) or scripted
  * (any status and body, a hang, a cut answer) per path prefix. */
 #ifndef CASTOR_TESTS_FAKE_GCE_H
@@ -45,6 +46,15 @@ void fake_gce_restore_zone(struct fake_gce *f, const char *zone);
 
 /* From now on inserts end in QUOTA_EXCEEDED on metric (NULL: none). */
 void fake_gce_quota(struct fake_gce *f, const char *metric);
+
+/* The quota metric that regions.get of region (NULL: projects.get) reports, with limit and
+ * usage as given (set, or replaced). The usage is the test's figure: the fake's own instances do
+ * not move it. regions.get answers for a region that has a quota and 404 notFound for any other;
+ * from the start us-central1, us-east1, us-west1, europe-west4 and asia-east1 list CPUS (96, 0)
+ * and the project GPUS_ALL_REGIONS (16, 0: granted, unlike a new project's 0) and
+ * CPUS_ALL_REGIONS (512, 0), so that a controller that heeds quotas launches. */
+void fake_gce_set_quota(struct fake_gce *f, const char *region, const char *metric, double limit,
+                        double usage);
 
 /* Put an instance there directly (status RUNNING unless given). 0, or -1 when full. */
 int fake_gce_add_instance(struct fake_gce *f, const char *zone, const char *name,

@@ -3,7 +3,8 @@
  * by token (requestId, and the instance name derived from the token), capacity and quota
  * failures, the cluster's instances with their offer, token and state, terminations of this
  * cluster's instances only, and configurations it refuses; exhausted zones and quotas held for a
- * while (the planner fails over), bad answers that leave the cloud usable. */
+ * while (the planner fails over), bad answers that leave the cloud usable; the quotas each
+ * offer takes from (regions.get, projects.get), and reads of them that fail. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,6 +23,8 @@
 #define T4_SPOT_EAST "n1-standard-8+nvidia-tesla-t4x1/us-east1-c/spot"
 #define N_OFFERS 5
 #define INSERTS FAKE_GCE_COMPUTE "/projects/" GCP_PROJECT "/zones/"
+#define PROJECT FAKE_GCE_COMPUTE "/projects/" GCP_PROJECT
+#define REGIONS PROJECT "/regions/"
 
 struct fixture {
     struct gcp_world w;
@@ -381,6 +384,144 @@ static void cloud_gcp_list__stopped_instances_deleted(void **state)
     free(list);
 }
 
+/* A cloud over f's client of a T4 on a Spot VM in us-central1 (offers[0]), an A100
+ * (a2-highgpu-1g, 12 vCPUs) on a standard VM in us-east1 and, when n is 3, a T4 in a region
+ * Compute Engine does not know. */
+static void quotas_cloud(struct fixture *f, size_t n, struct cloud *c)
+{
+    struct cloud_gcp_offer list[3] = {offers[0], {.machine_type = "a2-highgpu-1g"}, offers[2]};
+    struct cloud_gcp_config cfg = {
+        .compute = f->compute,
+        .offers = list,
+        .n_offers = n,
+        .instance = {.source_image = "img"},
+        .clock = hooks_clock,
+        .hook_arg = &f->w.h,
+    };
+
+    list[1].zone = "us-east1-b";
+    list[2].zone = "mars-north1-a";
+    assert_int_equal(cloud_gcp_new(&cfg, c, NULL), 0);
+}
+
+/* Quota i of q is name with limit and used; its title and unit as said. */
+static void quota_is(const struct cloud_quota *q, const char *name, const char *title,
+                     const char *unit, double limit, double used)
+{
+    assert_string_equal(q->name, name);
+    assert_string_equal(q->title, title);
+    assert_string_equal(q->unit, unit);
+    assert_float_equal(q->limit, limit, 0);
+    assert_float_equal(q->used, used, 0);
+}
+
+/* Use u takes units of quota from offer. */
+static void use_is(const struct cloud_quota_use *u, size_t quota, const char *offer, double units)
+{
+    assert_int_equal(u->quota, quota);
+    assert_string_equal(u->offer, offer);
+    assert_float_equal(u->units, units, 0);
+}
+
+#define Q_T4_SPOT "n1-standard-8+nvidia-tesla-t4x1/us-central1-a/spot"
+#define Q_A2 "a2-highgpu-1g/us-east1-b/standard"
+
+/* One projects.get and one regions.get per region: the Spot T4 takes a GPU from the region's
+ * PREEMPTIBLE_NVIDIA_T4_GPUS (granted: limit 4) and 8 vCPUs from CPUS (PREEMPTIBLE_CPUS is
+ * listed at 0: Spot VMs then count as standard ones); the A2 takes from NVIDIA_A100_GPUS and its
+ * family's A2_CPUS; both a GPU from GPUS_ALL_REGIONS, a new project's 0. The figures are
+ * Compute Engine's. Without the PREEMPTIBLE_ GPU quota granted, the Spot T4 counts in
+ * NVIDIA_T4_GPUS. */
+static void cloud_gcp_quotas__spot_and_standard(void **state)
+{
+    struct fixture *f = *state;
+    struct cloud c = {0};
+    struct cloud_quota *q = NULL;
+    struct cloud_quota_use *u = NULL;
+    size_t nq = 0, nu = 0;
+
+    fake_gce_set_quota(f->w.fake, "us-central1", "NVIDIA_T4_GPUS", 2, 0);
+    fake_gce_set_quota(f->w.fake, "us-central1", "PREEMPTIBLE_NVIDIA_T4_GPUS", 4, 1);
+    fake_gce_set_quota(f->w.fake, "us-central1", "PREEMPTIBLE_CPUS", 0, 0);
+    fake_gce_set_quota(f->w.fake, "us-central1", "CPUS", 24, 6);
+    fake_gce_set_quota(f->w.fake, "us-east1", "NVIDIA_A100_GPUS", 8, 3);
+    fake_gce_set_quota(f->w.fake, "us-east1", "A2_CPUS", 96, 36);
+    fake_gce_set_quota(f->w.fake, NULL, "GPUS_ALL_REGIONS", 0, 0); /* a new project's */
+    quotas_cloud(f, 2, &c);
+    assert_int_equal(cloud_quotas(&c, &q, &nq, &u, &nu), 0);
+    assert_int_equal(fake_gce_requests(f->w.fake, REGIONS), 2);
+    assert_int_equal(fake_gce_requests(f->w.fake, PROJECT), 3); /* and one projects.get */
+    assert_int_equal(nq, 5);
+    quota_is(&q[0], "compute/us-central1/PREEMPTIBLE_NVIDIA_T4_GPUS",
+             "PREEMPTIBLE_NVIDIA_T4_GPUS in us-central1", "GPUs", 4, 1);
+    quota_is(&q[1], "compute/us-central1/CPUS", "CPUS in us-central1", "vCPUs", 24, 6);
+    quota_is(&q[2], "compute/GPUS_ALL_REGIONS", "GPUS_ALL_REGIONS (all regions)", "GPUs", 0, 0);
+    quota_is(&q[3], "compute/us-east1/NVIDIA_A100_GPUS", "NVIDIA_A100_GPUS in us-east1", "GPUs", 8,
+             3);
+    quota_is(&q[4], "compute/us-east1/A2_CPUS", "A2_CPUS in us-east1", "vCPUs", 96, 36);
+    assert_int_equal(nu, 6);
+    use_is(&u[0], 0, Q_T4_SPOT, 1);
+    use_is(&u[1], 1, Q_T4_SPOT, 8);
+    use_is(&u[2], 2, Q_T4_SPOT, 1);
+    use_is(&u[3], 3, Q_A2, 1);
+    use_is(&u[4], 4, Q_A2, 12);
+    use_is(&u[5], 2, Q_A2, 1);
+    free(q);
+    free(u);
+
+    fake_gce_set_quota(f->w.fake, "us-central1", "PREEMPTIBLE_NVIDIA_T4_GPUS", 0, 0);
+    fake_gce_set_quota(f->w.fake, NULL, "GPUS_ALL_REGIONS", 32, 5);
+    assert_int_equal(cloud_quotas(&c, &q, &nq, &u, &nu), 0);
+    quota_is(&q[0], "compute/us-central1/NVIDIA_T4_GPUS", "NVIDIA_T4_GPUS in us-central1", "GPUs",
+             2, 0);
+    quota_is(&q[2], "compute/GPUS_ALL_REGIONS", "GPUS_ALL_REGIONS (all regions)", "GPUs", 32, 5);
+    free(q);
+    free(u);
+    cloud_free(&c);
+}
+
+/* A metric the region does not list limits nothing: an offer in a region Compute Engine does not
+ * know (404) takes only from GPUS_ALL_REGIONS. A failed read (the role without
+ * compute.regions.get or compute.projects.get, a malformed answer, a server that stays
+ * unavailable) writes nothing; the next read goes through. */
+static void cloud_gcp_quotas__failures_write_nothing(void **state)
+{
+    size_t nq = 77, nu = 77;
+    struct cloud_quota_use *u = NULL;
+    struct cloud_quota *q = NULL;
+    struct fixture *f = *state;
+    struct cloud c = {0};
+
+    quotas_cloud(f, 3, &c);
+    fake_gce_push(f->w.fake, REGIONS, 403,
+                  "{\"error\":{\"code\":403,\"message\":\"Required 'compute.regions.get' "
+                  "permission\",\"errors\":[{\"reason\":\"forbidden\"}]}}");
+    assert_int_equal(cloud_quotas(&c, &q, &nq, &u, &nu), ERR_PERM);
+    fake_gce_push(f->w.fake, PROJECT, 403,
+                  "{\"error\":{\"code\":403,\"message\":\"no\",\"status\":\"PERMISSION_DENIED\"}}");
+    assert_int_equal(cloud_quotas(&c, &q, &nq, &u, &nu), ERR_PERM);
+    fake_gce_push(f->w.fake, REGIONS, 200, "{\"quotas\":[{\"metric\":\"CPUS\"}]}");
+    assert_int_equal(cloud_quotas(&c, &q, &nq, &u, &nu), ERR_PARSE);
+    for (int i = 0; i < 3; i++)
+        fake_gce_push(f->w.fake, REGIONS, 503, "{}");
+    assert_int_equal(cloud_quotas(&c, &q, &nq, &u, &nu), ERR_AGAIN);
+    assert_null(q);
+    assert_null(u);
+    assert_int_equal(nq, 77);
+    assert_int_equal(nu, 77);
+
+    assert_int_equal(cloud_quotas(&c, &q, &nq, &u, &nu), 0);
+    assert_int_equal(nq, 3); /* no GPU metric listed in us-central1 or us-east1 */
+    assert_string_equal(q[0].name, "compute/us-central1/CPUS");
+    assert_string_equal(q[1].name, "compute/GPUS_ALL_REGIONS");
+    assert_string_equal(q[2].name, "compute/us-east1/CPUS"); /* no A2_CPUS listed there */
+    assert_int_equal(nu, 5);
+    use_is(&u[4], 1, "n1-standard-8+nvidia-tesla-t4x1/mars-north1-a/standard", 1);
+    free(q);
+    free(u);
+    cloud_free(&c);
+}
+
 /* Configurations refused before anything is asked. */
 static void cloud_gcp_new__refusals(void **state)
 {
@@ -423,6 +564,8 @@ int main(void)
         T(cloud_gcp_launch__quota_held_by_region),
         T(cloud_gcp__bad_answers_then_recovery),
         T(cloud_gcp_list__stopped_instances_deleted),
+        T(cloud_gcp_quotas__spot_and_standard),
+        T(cloud_gcp_quotas__failures_write_nothing),
     };
 #undef T
 

@@ -106,6 +106,24 @@ static void cloud_gcp_from_conf__every_key_driven(void **state)
     free(list);
     assert_int_equal(cloud_terminate(&c, CLUSTER, id), 0);
     assert_int_equal(fake_gce_instance_count(w.fake), 0);
+    /* the project's and the region's quotas, read through the section's cloud; none with
+     * `quotas: false` */
+    {
+        struct cloud_quota *q = NULL;
+        struct cloud_quota_use *u = NULL;
+        size_t nq = 0, nu = 0;
+        size_t len = strlen(text);
+
+        assert_int_equal(cloud_quotas(&c, &q, &nq, &u, &nu), 0);
+        assert_true(nq > 0 && nu > 0);
+        free(q);
+        free(u);
+        cloud_free(&c);
+        snprintf(text + len, sizeof(text) - len, "  quotas: false\n");
+        assert_int_equal(make("gcp", text, &c, &e), 0);
+        assert_int_equal(cloud_quotas(&c, &q, &nq, &u, &nu), 0);
+        assert_int_equal(nq + nu, 0);
+    }
     cloud_free(&c);
     gcp_world_stop(&w);
 }

@@ -2,9 +2,10 @@
  * fake_gce.c, which checks every bearer token it gets and issues them only for JWTs that verify):
  * the requests it sends (spot and standard, GPUs, labels, requestId), operations polled until
  * DONE, exhausted zones, quotas (GPUS_ALL_REGIONS), 429, 5xx, timeouts, cut and malformed
- * answers, unknown reasons, a revoked token, listing by label over pages, deletion; the helpers
- * (request ids, names, labels, zones, built-in GPUs, reasons); and no secret in any message or log
- * line of the run. */
+ * answers, unknown reasons, a revoked token, listing by label over pages, deletion; the quotas
+ * of a region and of the project (regions.get, projects.get), refused and malformed; the helpers
+ * (request ids, names, labels, zones, built-in GPUs, quota metrics, reasons); and no secret in
+ * any message or log line of the run. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +20,8 @@
 #define CLUSTER "alpha"
 #define TOKEN "launch-0001"
 #define OPS_PATH FAKE_GCE_COMPUTE "/projects/" GCP_PROJECT "/zones/"
+#define PROJECT_PATH FAKE_GCE_COMPUTE "/projects/" GCP_PROJECT
+#define REGIONS_PATH PROJECT_PATH "/regions/"
 
 struct fixture {
     struct gcp_world w;
@@ -557,6 +560,109 @@ static void gcp_rest_call__revoked_token_and_echo(void **state)
     hooks_capture(e.msg);
 }
 
+/* regions.get and projects.get: GET of the region's and the project's resource, each quota's
+ * metric, limit and usage as Compute Engine lists them (a usage left out reads as 0). */
+static void gcp_quotas__region_and_project(void **state)
+{
+    struct fixture *f = *state;
+    struct gcp_quota *q = NULL;
+    size_t n = 0;
+
+    fake_gce_set_quota(f->fake, "us-central1", "NVIDIA_T4_GPUS", 4, 1);
+    fake_gce_set_quota(f->fake, "us-central1", "PREEMPTIBLE_NVIDIA_T4_GPUS", 16, 2.5);
+    assert_int_equal(gcp_region_quotas(f->c, "us-central1", &q, &n, NULL), 0);
+    assert_string_equal(fake_gce_last_target(f->fake, REGIONS_PATH), REGIONS_PATH "us-central1");
+    assert_int_equal(n, 3);
+    assert_string_equal(q[0].metric, "CPUS");
+    assert_float_equal(q[0].limit, 96, 0);
+    assert_string_equal(q[1].metric, "NVIDIA_T4_GPUS");
+    assert_float_equal(q[1].limit, 4, 0);
+    assert_float_equal(q[1].usage, 1, 0);
+    assert_string_equal(q[2].metric, "PREEMPTIBLE_NVIDIA_T4_GPUS");
+    assert_float_equal(q[2].usage, 2.5, 0);
+    free(q);
+    assert_int_equal(gcp_project_quotas(f->c, &q, &n, NULL), 0);
+    assert_string_equal(fake_gce_last_target(f->fake, PROJECT_PATH), PROJECT_PATH);
+    assert_int_equal(n, 2);
+    assert_string_equal(q[0].metric, "GPUS_ALL_REGIONS");
+    assert_float_equal(q[0].limit, 16, 0);
+    assert_string_equal(q[1].metric, "CPUS_ALL_REGIONS");
+    free(q);
+    fake_gce_push(f->fake, REGIONS_PATH, 200,
+                  "{\"name\":\"us-east1\",\"quotas\":[{\"metric\":\"CPUS\",\"limit\":8.0}]}");
+    assert_int_equal(gcp_region_quotas(f->c, "us-east1", &q, &n, NULL), 0);
+    assert_int_equal(n, 1);
+    assert_float_equal(q[0].usage, 0, 0);
+    free(q);
+}
+
+/* A role without the permission (403) is ERR_PERM, a region Compute Engine does not know (404)
+ * ERR_NOENT, a token refused twice (401) ERR_INVAL, a region that cannot be a path segment
+ * ERR_INVAL unasked; the outputs are left alone. */
+static void gcp_quotas__refusals(void **state)
+{
+    struct fixture *f = *state;
+    static struct gcp_quota untouched;
+    struct gcp_quota *q = &untouched;
+    size_t n = 77, asked;
+    struct error e = {0};
+
+    fake_gce_push(f->fake, REGIONS_PATH, 403,
+                  "{\"error\":{\"code\":403,\"message\":\"Required 'compute.regions.get' "
+                  "permission\",\"errors\":[{\"reason\":\"forbidden\"}]}}");
+    assert_int_equal(gcp_region_quotas(f->c, "us-central1", &q, &n, &e), ERR_PERM);
+    assert_int_equal(e.code, ERR_PERM);
+    assert_non_null(strstr(e.msg, "compute.regions.get"));
+    fake_gce_push(f->fake, PROJECT_PATH, 403,
+                  "{\"error\":{\"code\":403,\"message\":\"no\",\"status\":\"PERMISSION_DENIED\"}}");
+    assert_int_equal(gcp_project_quotas(f->c, &q, &n, &e), ERR_PERM);
+    assert_int_equal(gcp_region_quotas(f->c, "mars-north1", &q, &n, &e), ERR_NOENT);
+    assert_non_null(strstr(e.msg, "notFound"));
+    fake_gce_push(f->fake, REGIONS_PATH, 401, "{}");
+    fake_gce_push(f->fake, REGIONS_PATH, 401, "{}");
+    assert_int_equal(gcp_region_quotas(f->c, "us-central1", &q, &n, &e), ERR_INVAL);
+    asked = fake_gce_requests(f->fake, REGIONS_PATH);
+    assert_int_equal(gcp_region_quotas(f->c, "us-central1/../x", &q, &n, &e), ERR_INVAL);
+    assert_int_equal(fake_gce_requests(f->fake, REGIONS_PATH), asked);
+    assert_ptr_equal(q, &untouched);
+    assert_int_equal(n, 77);
+    hooks_capture(e.msg);
+}
+
+/* Answers without a quotas array, or with a quota that lacks its metric or whose limit or usage
+ * is not a number >= 0, are ERR_PARSE with the reason; nothing is written. */
+static void gcp_quotas__malformed_answers(void **state)
+{
+    struct fixture *f = *state;
+    /* "quotas": not an array; then an array holding one bad quota */
+    static const char *const not_arrays[] = {"null", "{\"CPUS\":24}"};
+    static const char *const bad_quotas[] = {
+        "{\"limit\":24}", "{\"metric\":\"CPUS\",\"limit\":\"24\"}", "{\"metric\":\"CPUS\"}",
+        "{\"metric\":\"CPUS\",\"limit\":24,\"usage\":-1}", "7"};
+    struct gcp_quota *q = NULL;
+    size_t n = 77;
+
+    for (size_t i = 0; i < 2 + sizeof(bad_quotas) / sizeof(bad_quotas[0]); i++) {
+        struct error e = {0};
+        char body[128];
+
+        if (i < 2)
+            snprintf(body, sizeof(body), "{\"quotas\":%s}", not_arrays[i]);
+        else
+            snprintf(body, sizeof(body), "{\"quotas\":[{\"metric\":\"CPUS\",\"limit\":1},%s]}",
+                     bad_quotas[i - 2]);
+        fake_gce_push(f->fake, REGIONS_PATH, 200, body);
+        assert_int_equal(gcp_region_quotas(f->c, "us-central1", &q, &n, &e), ERR_PARSE);
+        assert_non_null(strstr(e.file, "regions.get"));
+        if (!strstr(e.msg, i < 2 ? "without its quotas array" : "a quota without its metric, or"))
+            fail_msg("case %zu: %s", i, e.msg);
+    }
+    fake_gce_push(f->fake, PROJECT_PATH, 200, "{\"name\":\"" GCP_PROJECT "\"}");
+    assert_int_equal(gcp_project_quotas(f->c, &q, &n, NULL), ERR_PARSE);
+    assert_null(q);
+    assert_int_equal(n, 77);
+}
+
 /* The helpers: request ids (a UUID token passes, lower-cased; others map to a fixed version-8
  * UUID), names, labels, regions, built-in GPUs, reasons. */
 static void gcp_compute__helpers(void **state)
@@ -617,6 +723,22 @@ static void gcp_compute__helpers(void **state)
         assert_int_equal(gcp_machine_shape("e2-medium", &vcpus, &gib), ERR_UNKNOWN);
         assert_int_equal(vcpus, 208);
     }
+    {
+        /* accelerator type, then its regional quota metric: not the type in capitals */
+        static const char *const metrics[][2] = {
+            {"nvidia-tesla-t4", "NVIDIA_T4_GPUS"},
+            {"nvidia-tesla-v100", "NVIDIA_V100_GPUS"},
+            {"nvidia-tesla-a100", "NVIDIA_A100_GPUS"},
+            {"nvidia-a100-80gb", "NVIDIA_A100_80GB_GPUS"},
+            {"nvidia-l4", "NVIDIA_L4_GPUS"},
+            {"nvidia-h100-80gb", "NVIDIA_H100_GPUS"},
+        };
+
+        for (size_t i = 0; i < sizeof(metrics) / sizeof(metrics[0]); i++)
+            assert_string_equal(gcp_gpu_quota_metric(metrics[i][0]), metrics[i][1]);
+        assert_null(gcp_gpu_quota_metric("nvidia-b200"));
+    }
+    assert_null(gcp_gpu_quota_metric(NULL));
     assert_int_equal(gcp_error_code("ZONE_RESOURCE_POOL_EXHAUSTED"), ERR_CAPACITY);
     assert_int_equal(gcp_error_code("ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS"), ERR_CAPACITY);
     assert_int_equal(gcp_error_code("QUOTA_EXCEEDED"), ERR_QUOTA);
@@ -652,6 +774,9 @@ int main(void)
         T(gcp_instances_list__pages_and_filter),
         T(gcp_instances_list__unreachable_and_malformed),
         T(gcp_rest_call__revoked_token_and_echo),
+        T(gcp_quotas__region_and_project),
+        T(gcp_quotas__refusals),
+        T(gcp_quotas__malformed_answers),
         cmocka_unit_test(gcp_compute__helpers),
         cmocka_unit_test(gcp_compute__no_secret_in_any_message),
     };
