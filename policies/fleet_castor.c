@@ -1,13 +1,16 @@
 /* fleet_castor.c: castor's fleet planner. Each round it prices every offer per GPU-hour of useful
  * work (the price over the fraction of time that preemptions leave: rate times the restart delay
  * and half a checkpoint interval), sizes every job by a greedy on its goodput model, packs the
- * wanted GPUs into nodes, launches on the cheapest useful offer, and lets surplus nodes go once the
- * surplus has lasted `patience` rounds (never before their minimum billed time). The allocation
+ * wanted GPUs into nodes, launches on the cheapest useful offer (within the room the cloud's quotas
+ * leave it: GPUs past the cheaper market's room are priced and launched on the other market), and
+ * lets surplus nodes go once the surplus has lasted `patience` rounds (never before their minimum
+ * billed time). The allocation
  * policy then splits the nodes kept. Modes: efficiency (a GPU is added to a job while the hours of
  * completion time it saves, at `value` dollars per job-hour, pay for its GPU-hours), budget (the
  * same greedy, until the nodes cost the budget in $/h), deadline (each job with a deadline first
  * gets the fewest GPUs that finish it in time on spot, or on on-demand when spot cannot, and runs
  * on that market; then efficiency). docs/fleet.md describes it and what was measured. */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +36,8 @@ struct castor_round {
     int best[2];       /* the cheapest available offer per market (0 on-demand, 1 spot), or -1 */
     double price[2];   /* its dollars per useful GPU-hour */
     int any;           /* the market of the two whose best offer is cheaper */
+    long cap[2];       /* GPUs a market can hold: its nodes' and what its offers' quotas leave
+                        * (LONG_MAX: no quota known); past it, a GPU costs the other market's */
     int uniform;       /* 1: every job checkpoints at the same interval (one price per market) */
     int mixed;         /* 1: by their checkpoints, some jobs run on spot and some on on-demand */
     double *ckpt;      /* per job: its checkpoint interval for the loss (3600 s when it has none) */
@@ -256,6 +261,41 @@ static double castor_fleet_job_price(const struct castor_round *rd, int j, int s
     return split || rd->any == 1 ? rd->spot[j] : rd->price[0];
 }
 
+/* GPUs market m can hold now: those of its nodes (ready and booting) and the room the quotas
+ * leave its available offers; LONG_MAX when one of them has no quota known. */
+static long castor_fleet_cap(const struct snapshot *s, int m)
+{
+    long gpus = 0;
+
+    for (int k = 0; k < s->nnodes; k++)
+        gpus += s->nodes[k].preemptible == m ? s->nodes[k].gpus : 0;
+    for (int b = 0; b < s->nbooting; b++)
+        gpus +=
+            !!s->offers[s->booting[b].offer].spot == m ? s->offers[s->booting[b].offer].gpus : 0;
+    for (int o = 0; o < s->noffers; o++) {
+        int room = fleet_offer_room(s, o);
+
+        if (!!s->offers[o].spot != m || s->offers[o].unavailable)
+            continue;
+        if (room == INT_MAX)
+            return LONG_MAX;
+        gpus += (long)room * s->offers[o].gpus;
+    }
+    return gpus;
+}
+
+/* The price a move of job j to `total` GPUs in all pays per useful GPU-hour: its own market's;
+ * with one market for all (not split), the other market's once the cheaper one's quotas are
+ * full (its GPUs would be launched there). */
+static double castor_fleet_move_price(const struct castor_round *rd, int j, int split, long total)
+{
+    int other = !rd->any;
+
+    if (split || total <= rd->cap[rd->any] || rd->best[other] < 0)
+        return castor_fleet_job_price(rd, j, split);
+    return rd->price[other];
+}
+
 /* What orders the greedy's moves: job j's key, over its price when jobs run at different prices
  * (efficiency and deadline modes; a budget buys the most goodput per GPU whatever it costs). */
 static double castor_fleet_score(const struct castor_round *rd, int j, int split,
@@ -295,10 +335,11 @@ static int castor_fleet_size(const struct fleet_castor_state *st, struct castor_
                 bj = j;
         if (bj < 0)
             break;
-        /* efficiency and deadline: the hours saved must pay for the GPU-hours */
+        /* efficiency and deadline: the hours saved must pay for the GPU-hours (those past the
+         * cheaper market's quotas at the other market's price) */
         if (st->mode != FLEET_BUDGET &&
             rd->key[bj] * st->value * snapshot_job_weight(&s->jobs[bj]) <
-                castor_fleet_job_price(rd, bj, split))
+                castor_fleet_move_price(rd, bj, split, (long)total + rd->to[bj] - rd->want[bj]))
             break;
         was = rd->want[bj];
         rd->want[bj] = rd->to[bj];
@@ -406,6 +447,8 @@ static int castor_fleet_plan(void *ctx, const struct snapshot *s, struct policy 
     }
     /* the cheapest of the two markets: where jobs without a deadline run */
     rd.any = rd.best[1] >= 0 && (rd.best[0] < 0 || rd.price[1] <= rd.price[0]) ? 1 : 0;
+    for (int m = 0; m < 2; m++)
+        rd.cap[m] = castor_fleet_cap(s, m);
     castor_fleet_markets(st, &rd);
     rd.gpn = rd.best[rd.any] >= 0 ? s->offers[rd.best[rd.any]].gpus
              : s->nnodes > 0      ? s->nodes[0].gpus
@@ -434,8 +477,14 @@ static int castor_fleet_plan(void *ctx, const struct snapshot *s, struct policy 
         }
         if (wanted > st->max_nodes)
             wanted = st->max_nodes;
-        if (wanted > have && best >= 0)
-            fleet_plan_launch(s, best, wanted - have, 1, f);
+        if (wanted > have && best >= 0) {
+            /* the cheaper market within its quotas, the rest on the other (the greedy priced
+             * those GPUs there) */
+            int n = wanted - have, done = fleet_plan_launch(s, best, n, 1, f);
+
+            if (done < n && rd.best[!rd.any] >= 0)
+                fleet_plan_launch(s, rd.best[!rd.any], n - done, 1, f);
+        }
         if (wanted < have) {
             /* surplus: it goes only once it has lasted (fleet_shrink_to cancels the newest
              * booting instances first, then releases the least used nodes) */

@@ -357,8 +357,7 @@ static int rw_observe_offers(struct realworld *rw, double now)
             .price = isfinite(of->price) ? of->price : 0,
             .preempt_rate = rate,
             .boot_s = meta && meta->boot_s > 0 ? meta->boot_s : 180,
-            .unavailable = !of->present || now < of->unavailable_until || rw->over_spend ||
-                           (capped && room == 0),
+            .unavailable = !of->present || now < of->unavailable_until || rw->over_spend,
             .capped = capped,
             .room = room,
         };

@@ -26,7 +26,9 @@ struct snap_offer {
     double preempt_rate; /* the world's estimate of preemptions per node-hour */
     double boot_s;       /* expected seconds from launch to a ready node */
     int unavailable;     /* 1: a recent launch was refused for capacity; do not count on it */
-    int capped;          /* 1: the cloud's quotas allow only `room` more nodes of it now */
+    int capped;          /* 1: the cloud's quotas allow only `room` more nodes of it now (an
+                          * offer without room stays available: its price is what the nodes
+                          * held there cost, and planners launch elsewhere) */
     int room;            /* (capped) nodes that may still be launched, >= 0 */
 };
 

@@ -884,6 +884,9 @@ static void random_fleet(struct fw *w, uint64_t *x)
                                            .preempt_rate = spot ? 5 * lcg_uniform(x) : 0,
                                            .boot_s = 180,
                                            .unavailable = lcg_uniform(x) < 0.25};
+        /* a third under quotas that leave room for 0 to 2 nodes */
+        w->offers[o].capped = lcg_uniform(x) < 0.33;
+        w->offers[o].room = (int)(3 * lcg_uniform(x));
     }
     for (int k = 0; k < nn; k++)
         node(w, k, (int)(no * lcg_uniform(x)), NOW - 200 * lcg_uniform(x));
@@ -930,8 +933,9 @@ static void random_fleet(struct fw *w, uint64_t *x)
 /* The rules every answer must follow, checked here independently of plan_decide_fleet's own
  * checks: node capacity, the owners' replica limits, no negative launch, no launch on an
  * unavailable offer, no release of a node the answer uses or that is younger than the minimum
- * billed time, and no more than max_nodes instances after a launch (the fixed fleet: exactly its
- * 3 of its offer). */
+ * billed time, no launch past the room an offer's quotas leave, and no more than max_nodes
+ * instances after a launch (the fixed fleet: exactly its 3 of its offer, or fewer within its
+ * room). */
 static void check_answer(const struct fw *w, const char *what, int trial, int fixed)
 {
     const struct snapshot *s = &w->s;
@@ -965,6 +969,9 @@ static void check_answer(const struct fw *w, const char *what, int trial, int fi
         if (f->launch[o] < 0 || (f->launch[o] > 0 && s->offers[o].unavailable))
             fail_msg("%s, trial %d: launch[%d] = %d (unavailable %d)", what, trial, o, f->launch[o],
                      s->offers[o].unavailable);
+        if (s->offers[o].capped && f->launch[o] > s->offers[o].room)
+            fail_msg("%s, trial %d: launch[%d] = %d past its room %d", what, trial, o, f->launch[o],
+                     s->offers[o].room);
         launched += f->launch[o];
     }
     if (fixed) {
@@ -975,7 +982,11 @@ static void check_answer(const struct fw *w, const char *what, int trial, int fi
             own += s->nodes[k].offer == 0;
         for (int b = 0; b < s->nbooting; b++)
             own += s->booting[b].offer == 0;
-        if (launched > 0 && (own != 3 || launched != f->launch[0]))
+        /* (short of 3 only where its quotas leave no more room) */
+        if (launched > 0 &&
+            ((s->offers[0].capped ? own > 3 || (own < 3 && f->launch[0] != s->offers[0].room)
+                                  : own != 3) ||
+             launched != f->launch[0]))
             fail_msg("%s, trial %d: %d of offer 0 after launching", what, trial, own);
     } else if (launched > 0 && after + launched > PMAX_MAX_NODES) {
         fail_msg("%s, trial %d: %d instances after launching", what, trial, after + launched);
@@ -1046,6 +1057,94 @@ static void fleet_policy_defaults__castor_planner_pollux_geometric(void **state)
     assert_true(policy_p_mean(&c, -1.0) == -1 && policy_p_mean(NULL, 1.0) == 1);
 }
 
+/*
+ * Quotas (the snapshot's capped offers) on a spot offer at $2/h and an on-demand one at $4/h, 4
+ * GPUs a node, no preemptions; a perfectly scaling job that may use 12 GPUs (measured on 8): any
+ * value pays for them (its GPU-hours stay the same), so it wants 3 nodes. Spot with room for 1
+ * and none held: 1 spot node, the other 2 on-demand. One spot node held and room for 2 more:
+ * the 2 missing on spot. Room for none and none held: all 3 on-demand. The spot offer stays
+ * available throughout: it prices the market.
+ */
+static void castor_fleet__quota_full_spills_to_the_other_market(void **state)
+{
+    struct fw *w = *state;
+    struct fleet_config cfg = {.mode = FLEET_EFFICIENCY};
+    const int room[3] = {1, 2, 0}, held[3] = {0, 1, 0};
+    const int want[3][2] = {{1, 2}, {2, 0}, {0, 3}};
+
+    for (int i = 0; i < 3; i++) {
+        offer(w, 0, 1, 2.0, 0);
+        offer(w, 1, 0, 4.0, 0);
+        w->offers[0].capped = 1;
+        w->offers[0].room = room[i];
+        job(w, 0, &perfect, 8);
+        w->jobs[0].max_replicas = 12;
+        if (held[i])
+            node(w, 0, 0, OLD);
+        fw_ready(w, 2, held[i], 0, 1);
+        assert_int_equal(decide_once(w, "castor", &cfg, "castor"), 0);
+        assert_launch(w, want[i]);
+    }
+}
+
+/*
+ * The GPUs past the cheaper market's quota cost the other market's price. The sublinear job
+ * (value_decides_sublinear_growth: a move from 1 to 2 GPUs or from 2 to 3 saves an hour per
+ * GPU-hour, from 3 to 4 half an hour) on nodes of 2 GPUs, spot at $1/h ($0.5 a GPU-hour),
+ * on-demand at $4/h ($2), $1.5 a job-hour: on spot alone it takes 4 GPUs (0.5 x 1.5 >= 0.5), 2
+ * nodes. With spot room for one node, the move to 3 GPUs would land on on-demand, where an hour
+ * saved per GPU-hour is worth $1.5 < $2: it stays at 2 GPUs, one spot node, no on-demand one.
+ */
+static void castor_fleet__gpus_past_the_quota_priced_on_the_other_market(void **state)
+{
+    struct fw *w = *state;
+    struct fleet_config cfg = {.mode = FLEET_EFFICIENCY, .value = 1.5};
+
+    for (int capped = 0; capped < 2; capped++) {
+        offer(w, 0, 1, 1.0, 0);
+        offer(w, 1, 0, 4.0, 0);
+        w->offers[0].gpus = w->offers[1].gpus = 2;
+        w->offers[0].capped = capped;
+        w->offers[0].room = 1;
+        job(w, 0, &sublinear, 4);
+        fw_ready(w, 2, 0, 0, 1);
+        assert_int_equal(decide_once(w, "castor", &cfg, "castor"), 0);
+        assert_launch(w, capped ? (int[]){1, 0} : (int[]){2, 0});
+    }
+}
+
+/*
+ * No flapping at a full quota: the sublinear job holds its 4 GPUs on two spot nodes and the spot
+ * quota has no room left. The planner still prices spot (the nodes held) and wants the same 2
+ * nodes: over rounds past its patience it neither releases one nor launches on-demand. (Had the
+ * full offer been taken as unavailable, the job would be priced on-demand, want 1 GPU, and a spot
+ * node would be released, then launched again once its quota had room.)
+ */
+static void castor_fleet__full_quota_keeps_the_fleet(void **state)
+{
+    struct fw *w = *state;
+    struct fleet_config cfg = {.mode = FLEET_EFFICIENCY, .value = 1.5, .patience = 2};
+    struct fleet_policy fp;
+
+    offer(w, 0, 1, 1.0, 0);
+    offer(w, 1, 0, 4.0, 0);
+    w->offers[0].gpus = w->offers[1].gpus = 2;
+    w->offers[0].capped = 1;
+    w->offers[0].room = 0;
+    job(w, 0, &sublinear, 4);
+    node(w, 0, 0, OLD);
+    node(w, 1, 0, OLD);
+    fw_ready(w, 2, 2, 0, 1);
+    set_row(w->cur, 0, (int[]){0, 0, 1, 1}, 4);
+    assert_int_equal(fleet_new("castor", &cfg, &fp), 0);
+    for (int round = 0; round < 4; round++) {
+        fleet_plan_clear(w->f);
+        assert_int_equal(decide(w, &fp, "castor"), 0);
+        assert_true(fleet_plan_empty(w->f));
+    }
+    fleet_free(&fp);
+}
+
 #define FW(f) cmocka_unit_test_setup_teardown(f, fw_setup, fw_teardown)
 
 int main(void)
@@ -1053,6 +1152,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         FW(castor_fleet__spot_or_on_demand_flips_at_break_even),
         FW(castor_fleet__unavailable_offer_never_launched),
+        FW(castor_fleet__quota_full_spills_to_the_other_market),
+        FW(castor_fleet__gpus_past_the_quota_priced_on_the_other_market),
+        FW(castor_fleet__full_quota_keeps_the_fleet),
         FW(castor_fleet__efficiency_sizes_by_gain),
         FW(castor_fleet__value_decides_sublinear_growth),
         FW(castor_fleet__deadline_picks_the_market),
