@@ -129,6 +129,8 @@ static int run_system(const struct scenario *sc, const struct scenario_system *s
                                         .max_nodes = sc->max_nodes,
                                         .market_seed = sc->seed,
                                         .rate_prior = sc->rate_prior,
+                                        .quotas = sc->quotas,
+                                        .nquotas = sc->nquotas,
                                         .checkpoint_s = sc->checkpoint_s,
                                         .batch_hysteresis = 1.05,
                                         .gpus_per_node = sc->offers[sys->initial_offer].gpus,
@@ -235,6 +237,7 @@ static struct jv *result_json(const struct run_result *r)
     jv_set(o, "deadlines_met", jv_integer(r->fleet.deadlines_met));
     jv_set(o, "launches", jv_integer(r->fleet.launches));
     jv_set(o, "capacity_errors", jv_integer(r->fleet.capacity_errs));
+    jv_set(o, "quota_errors", jv_integer(r->fleet.quota_errs));
     jv_set(o, "unfinished", jv_integer(r->unfinished));
     return o;
 }
@@ -278,6 +281,7 @@ static void result_mean(const struct run_result *rs, int n, struct run_result *m
         m->fleet.deadlines_met += rs[i].fleet.deadlines_met;
         m->fleet.launches += rs[i].fleet.launches;
         m->fleet.capacity_errs += rs[i].fleet.capacity_errs;
+        m->fleet.quota_errs += rs[i].fleet.quota_errs;
         m->avg_jct += rs[i].avg_jct / n;
         m->p99_jct += rs[i].p99_jct / n;
         m->makespan += rs[i].makespan / n;

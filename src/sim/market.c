@@ -45,7 +45,7 @@ struct mkt_offer_rt {
     int cursor;
     long *live; /* indices of its instances not gone, in no order */
     long nlive, caplive;
-    long cap_errors, preemptions;
+    long cap_errors, quota_errors, preemptions;
     double gone_cost, gone_hours; /* whole bills and running hours of gone instances */
 };
 
@@ -64,6 +64,8 @@ struct market {
     long nlive;              /* instances not gone */
     struct mkt_event *evbuf; /* scratch of market_advance */
     long capev;
+    struct mkt_quota_spec *quotas; /* units owned (n per quota) */
+    int nquotas;
     double now;         /* latest time given to launch, terminate or advance */
     double gone_latest; /* latest end_at of a gone instance */
 };
@@ -325,6 +327,13 @@ out:
     return r;
 }
 
+static void mkt_quotas_free(struct mkt_quota_spec *q, int nq)
+{
+    for (int i = 0; q && i < nq; i++)
+        free((void *)q[i].units);
+    free(q);
+}
+
 void market_free(struct market *m)
 {
     if (!m)
@@ -334,6 +343,7 @@ void market_free(struct market *m)
     free(m->offers);
     free(m->inst);
     free(m->evbuf);
+    mkt_quotas_free(m->quotas, m->nquotas);
     free(m);
 }
 
@@ -530,6 +540,74 @@ static long mkt_alive_at(const struct market *m, const struct mkt_offer_rt *o, d
     return k;
 }
 
+/* What quota q counts at now: the nodes alive of its offers times their units. */
+static double mkt_quota_used(const struct market *m, const struct mkt_quota_spec *q, double now)
+{
+    double used = 0;
+
+    for (int o = 0; o < m->n; o++)
+        if (q->units[o] > 0)
+            used += q->units[o] * (double)mkt_alive_at(m, &m->offers[o], now);
+    return used;
+}
+
+int market_offer_room(const struct market *m, int offer, double now, int *room)
+{
+    int capped = 0, least = 0;
+
+    for (int i = 0; offer >= 0 && offer < m->n && i < m->nquotas; i++) {
+        const struct mkt_quota_spec *q = &m->quotas[i];
+        double left;
+        int n;
+
+        if (!(q->units[offer] > 0))
+            continue;
+        left = q->limit - mkt_quota_used(m, q, now);
+        n = left > 0 ? (int)floor(left / q->units[offer] + 1e-9) : 0;
+        if (!capped || n < least)
+            least = n;
+        capped = 1;
+    }
+    if (capped)
+        *room = least;
+    return capped;
+}
+
+int market_set_quotas(struct market *m, const struct mkt_quota_spec *q, int nq, struct error *e)
+{
+    struct mkt_quota_spec *copy = nq > 0 ? calloc((size_t)nq, sizeof(*copy)) : NULL;
+
+    if (nq > 0 && !copy)
+        return err_set(e, ERR_NOMEM, "", 0, 0, "out of memory");
+    for (int i = 0; i < nq; i++) {
+        double *units = calloc((size_t)m->n, sizeof(double));
+        int counts = 0;
+
+        if (!units) {
+            mkt_quotas_free(copy, i);
+            return err_set(e, ERR_NOMEM, "", 0, 0, "out of memory");
+        }
+        copy[i] = (struct mkt_quota_spec){.name = q[i].name, .limit = q[i].limit, .units = units};
+        for (int o = 0; o < m->n && q[i].units; o++) {
+            units[o] = q[i].units[o];
+            counts |= units[o] > 0;
+            if (!isfinite(units[o]) || units[o] < 0)
+                counts = -1;
+        }
+        if (!q[i].name || !q[i].name[0] || !isfinite(q[i].limit) || q[i].limit < 0 || counts <= 0) {
+            mkt_quotas_free(copy, i + 1);
+            return err_set(e, ERR_INVAL, "", 0, 0,
+                           "quota %s: a name, a limit of 0 or more, and units of 0 or more that "
+                           "count an offer",
+                           q[i].name ? q[i].name : "(unnamed)");
+        }
+    }
+    mkt_quotas_free(m->quotas, m->nquotas);
+    m->quotas = copy;
+    m->nquotas = nq;
+    return 0;
+}
+
 static int mkt_grow(void **p, long *cap, long need, size_t size)
 {
     long c = *cap ? *cap : 16;
@@ -566,6 +644,13 @@ static int mkt_launch(struct market *m, int offer, double now, int ready, long *
     if (o->spec.capacity > 0 && o->nlive >= o->spec.capacity &&
         mkt_alive_at(m, o, now) >= o->spec.capacity)
         goto full;
+    for (int i = 0; i < m->nquotas; i++)
+        if (m->quotas[i].units[offer] > 0 &&
+            mkt_quota_used(m, &m->quotas[i], now) + m->quotas[i].units[offer] >
+                m->quotas[i].limit + 1e-9) {
+            o->quota_errors++;
+            return ERR_QUOTA;
+        }
     if (o->spec.ntrace > 0) {
         mkt_trace_to(o, now);
         for (int k = 0; k < o->nnodes && node < 0; k++)
@@ -837,6 +922,16 @@ long market_capacity_errors(const struct market *m, int offer)
     for (int i = 0; i < m->n; i++)
         if (offer < 0 || offer == i)
             sum += m->offers[i].cap_errors;
+    return sum;
+}
+
+long market_quota_errors(const struct market *m, int offer)
+{
+    long sum = 0;
+
+    for (int i = 0; i < m->n; i++)
+        if (offer < 0 || offer == i)
+            sum += m->offers[i].quota_errors;
     return sum;
 }
 

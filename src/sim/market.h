@@ -66,6 +66,14 @@ struct mkt_offer_spec {
     int ntrace;
 };
 
+/* A quota of the account over some offers (market_set_quotas): the nodes alive of its offers,
+ * each taking its offer's units, may not pass limit (a launch that would is refused). */
+struct mkt_quota_spec {
+    const char *name;    /* for reports, e.g. "G and VT spot vCPUs" */
+    double limit;        /* units, >= 0 */
+    const double *units; /* per offer (the market's n): what one node takes; 0: not counted */
+};
+
 enum mkt_state {
     MKT_BOOTING, /* launched, not ready yet */
     MKT_READY,   /* running, schedulable */
@@ -143,12 +151,24 @@ double market_min_gpu_price(struct market *m, double t);
 /*
  * Launch one instance of offer at now; *id is its id. ERR_CAPACITY (insufficient capacity: the
  * pool has capacity instances alive at now (booting, ready or noticed), or the trace has no free
- * node now; nothing changes but the counter), ERR_RANGE (no such offer), ERR_INVAL (now not
+ * node now; nothing changes but the counter), ERR_QUOTA (a quota over the offer would pass its
+ * limit; nothing changes but the counter), ERR_RANGE (no such offer), ERR_INVAL (now not
  * finite or before an earlier call's time), ERR_NOMEM. A launch at now is ready at now + boot_s;
  * its notice and preemption (drawn from the rate, or the removal of its trace node) are planned
  * at launch.
  */
 int market_launch(struct market *m, int offer, double now, long *id);
+
+/*
+ * Put the market's offers under nq quotas (copied; replacing any set before). ERR_INVAL (e names
+ * the quota) for a quota without a name, a limit or a unit that is negative or not finite, or
+ * one that counts no offer; ERR_NOMEM. On error the quotas are unchanged.
+ */
+int market_set_quotas(struct market *m, const struct mkt_quota_spec *q, int nq, struct error *e);
+
+/* 1 when quotas limit offer, with the nodes of it that they still allow at now into *room (>= 0);
+ * 0 (room untouched) when none counts it or there is no such offer. */
+int market_offer_room(const struct market *m, int offer, double now, int *room);
 
 /* As market_launch, for a node that is there before the simulation starts: ready at now, with
  * no boot delay (ready_at = now, MKT_READY at once, no READY event; a fixed cluster's nodes, an
@@ -198,6 +218,9 @@ double market_cost(struct market *m, double t);
 /* Counters: launches refused for capacity, and preemptions applied, per offer (or all with offer
  * -1; 0 for no such offer). */
 long market_capacity_errors(const struct market *m, int offer);
+
+/* Launches refused for a quota, per offer (all with offer -1; 0 for no such offer). */
+long market_quota_errors(const struct market *m, int offer);
 long market_preemptions(const struct market *m, int offer);
 
 /* Node-hours of offer's instances (or all with -1) up to t: running time from launch (boot

@@ -318,6 +318,62 @@ static int scenario_offer(struct scenario *s, struct scenario_mem *m, const stru
     return 0;
 }
 
+/*
+ * The `quotas:` list (NULL: none): each {name, limit, offers: {offer: units a node takes}}, as an
+ * account's quotas (AWS's vCPU quotas over instance families, Compute Engine's GPU quotas).
+ * Errors at file:line:column: not a list, more than SCENARIO_MAX_QUOTAS, a key not known, a
+ * name missing or given twice, a limit out of [0, 1e9], no offers, an offer not in the
+ * scenario, units out of (0, 1e6].
+ */
+static int scenario_quotas(struct scenario *s, const struct conf_node *list, struct error *e)
+{
+    static const char *const keys[] = {"name", "limit", "offers", NULL};
+
+    if (!list)
+        return 0;
+    if (list->kind != CONF_SEQUENCE || list->n > SCENARIO_MAX_QUOTAS)
+        return err_set(e, ERR_PARSE, list->file, list->line, list->column,
+                       "quotas: a list of at most %d quotas (- name: ..., limit: ..., offers: "
+                       "{offer: units})",
+                       SCENARIO_MAX_QUOTAS);
+    for (size_t i = 0; i < list->n; i++) {
+        const struct conf_node *q = list->items[i], *offers;
+        struct mkt_quota_spec *sp = &s->quotas[i];
+        int rc;
+
+        sp->limit = -1;
+        if ((rc = conf_check_keys(q, keys, e)) < 0 ||
+            (rc = conf_get_string(q, "name", &sp->name, e)) < 0 ||
+            (rc = conf_get_double(q, "limit", 0, 1e9, &sp->limit, e)) < 0)
+            return rc;
+        offers = conf_find(q, "offers");
+        if (!sp->name || sp->limit < 0 || !offers || offers->kind != CONF_MAPPING || offers->n == 0)
+            return err_set(e, ERR_PARSE, q->file, q->line, q->column,
+                           "%s: a quota needs a name, a limit and offers (offer: units a node "
+                           "takes)",
+                           q->path);
+        for (size_t k = 0; k < i; k++)
+            if (strcmp(s->quotas[k].name, sp->name) == 0)
+                return err_set(e, ERR_PARSE, q->file, q->line, q->column,
+                               "%s.name: the quota %s is listed twice", q->path, sp->name);
+        for (size_t k = 0; k < offers->n; k++) {
+            const struct conf_entry *en = &offers->entries[k];
+            int o = 0;
+
+            while (o < s->noffers && strcmp(s->offers[o].name, en->key) != 0)
+                o++;
+            if (o == s->noffers)
+                return err_set(e, ERR_UNKNOWN, offers->file, en->line, en->column,
+                               "%s: %s is not an offer of the scenario", offers->path, en->key);
+            if ((rc = conf_get_double(offers, en->key, 1e-9, 1e6, &s->quota_units[i][o], e)) < 0)
+                return rc;
+        }
+        sp->units = s->quota_units[i];
+        s->nquotas++;
+    }
+    return 0;
+}
+
 static int scenario_offer_by_key(const struct scenario *s, const struct conf_node *sec,
                                  const char *key, int spot, int *out, struct error *e)
 {
@@ -341,7 +397,7 @@ static int scenario_offer_by_key(const struct scenario *s, const struct conf_nod
 int scenario_load(const char *path, struct scenario **out, struct error *e)
 {
     static const char *const keys[] = {"workload", "interval", "seed",   "checkpoint", "max_nodes",
-                                       "offers",   "compare",  "castor", NULL};
+                                       "offers",   "compare",  "castor", "quotas",     NULL};
     static const char *const compare_keys[] = {"on_demand", "spot", "nodes",  "policy",
                                                "high",      "low",  "window", NULL};
     static const char *const castor_keys[] = {"mode",   "value",    "budget", "patience",
@@ -406,6 +462,8 @@ int scenario_load(const char *path, struct scenario **out, struct error *e)
     for (size_t i = 0; i < offers->n; i++)
         if ((rc = scenario_offer(s, m, offers->items[i], e)) < 0)
             goto out;
+    if ((rc = scenario_quotas(s, conf_find(root, "quotas"), e)) < 0)
+        goto out;
     /* the comparison */
     base.max_nodes = s->max_nodes;
     base.nodes = 16;

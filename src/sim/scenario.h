@@ -11,6 +11,7 @@
 #include "util/error.h"
 
 #define SCENARIO_MAX_OFFERS 32
+#define SCENARIO_MAX_QUOTAS 8
 #define SCENARIO_SYSTEMS 4
 
 /* One system of the comparison: a fleet policy and an allocation policy on the same market. */
@@ -37,6 +38,9 @@ struct scenario {
     int noffers;
     struct mkt_offer_spec offers[SCENARIO_MAX_OFFERS];
     double rate_prior[SCENARIO_MAX_OFFERS]; /* the planner's prior per offer */
+    int nquotas; /* the account's quotas over the offers (every system meets them) */
+    struct mkt_quota_spec quotas[SCENARIO_MAX_QUOTAS];
+    double quota_units[SCENARIO_MAX_QUOTAS][SCENARIO_MAX_OFFERS]; /* their units */
     struct scenario_system systems[SCENARIO_SYSTEMS];
     void *mem; /* private: the document, traces, series and strings */
 };
@@ -44,9 +48,9 @@ struct scenario {
 /*
  * Read the scenario at path. Errors name file, line and column in *e: YAML syntax, unknown or
  * duplicate keys, wrong types or values out of range, no offers, a duplicate offer name, a
- * negative price, an unknown offer named by the comparison, a trace or price file that cannot be
- * read or is malformed (its own file, line and column), a trace that removes a node that is not
- * there. On success *out is owned by the caller (scenario_free); on error it is untouched.
+ * negative price, an unknown offer named by the comparison or a quota, a trace or price file that
+ * cannot be read or is malformed (its own file, line and column), a trace that removes a node that
+ * is not there. On success *out is owned by the caller (scenario_free); on error it is untouched.
  */
 int scenario_load(const char *path, struct scenario **out, struct error *e);
 

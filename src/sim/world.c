@@ -200,6 +200,8 @@ int sim_world_new(const struct sim_config *cfg, const struct workload *wl, struc
         if (w->nslots < cfg->nodes)
             w->nslots = cfg->nodes;
         rc = market_new(cfg->offers, cfg->noffers, cfg->market_seed, &w->mkt, e);
+        if (rc == 0 && cfg->nquotas > 0)
+            rc = market_set_quotas(w->mkt, cfg->quotas, cfg->nquotas, e);
         for (int o = 0; o < cfg->noffers; o++)
             if (cfg->offers[o].gpus > maxgpn)
                 maxgpn = cfg->offers[o].gpus;
@@ -235,7 +237,10 @@ int sim_world_new(const struct sim_config *cfg, const struct workload *wl, struc
         goto out;
     }
     for (int i = 0; i < cfg->nodes; i++)
-        if ((rc = sim_world_launch(w, w->fleet ? cfg->initial_offer : 0, 1)) < 0) {
+        if ((rc = sim_world_launch(w, w->fleet ? cfg->initial_offer : 0, 1)) == ERR_QUOTA) {
+            rc = 0; /* a fixed cluster starts with what its quota allows */
+            break;
+        } else if (rc < 0) {
             err_set(e, rc, "", 0, 0, "cannot start with %d nodes of offer %s: %s", cfg->nodes,
                     market_offer(w->mkt, w->fleet ? cfg->initial_offer : 0)->name, err_str(rc));
             goto out;
@@ -525,6 +530,7 @@ int sim_world_observe(struct sim_world *w, const struct snapshot **out)
             .boot_s = sp->boot_s > 0 ? sp->boot_s : 180,
             .unavailable = w->now < w->unavail_until[o],
         };
+        w->offers[o].capped = market_offer_room(w->mkt, o, w->now, &w->offers[o].room);
     }
     w->snap.now = w->now;
     w->snap.nnodes = nn;
@@ -624,8 +630,14 @@ int sim_world_resize(struct sim_world *w, const struct fleet_plan *f)
         }
     for (int o = 0; o < f->noffers; o++)
         for (int i = 0; i < f->launch[o]; i++) {
+            int room;
+
+            /* offers that share a quota share its room: asked again before each launch, as the
+             * controller does (realworld_apply.c) */
+            if (market_offer_room(w->mkt, o, w->now, &room) && room <= 0)
+                break;
             rc = sim_world_launch(w, o, 0);
-            if (rc == ERR_CAPACITY) {
+            if (rc == ERR_CAPACITY || rc == ERR_QUOTA) {
                 w->unavail_until[o] = w->now + 600;
                 break;
             }
@@ -669,6 +681,7 @@ void sim_world_fleet_stats(const struct sim_world *w, struct sim_fleet_stats *ou
         out->gpu_hours += market_node_hours(w->mkt, o, w->now) * market_offer(w->mkt, o)->gpus;
     out->launches = market_ninstances(w->mkt);
     out->capacity_errs = market_capacity_errors(w->mkt, -1);
+    out->quota_errs = market_quota_errors(w->mkt, -1);
     out->preemptions = market_preemptions(w->mkt, -1);
     for (int j = 0; j < w->njobs; j++)
         out->lost_work_s += w->jobs[j].lost_s;

@@ -32,6 +32,11 @@ struct sim_config {
     /* per offer, preemptions per node-hour the planner assumes before it has seen any (NULL: 0
      * on-demand, 0.05 spot) */
     const double *rate_prior;
+    /* the account's quotas over the offers (borrowed; units per offer as the offers): launches
+     * past one are refused, and the planners see the room they leave each offer; a fixed
+     * cluster larger than a quota starts with what the quota allows */
+    const struct mkt_quota_spec *quotas;
+    int nquotas;
     double checkpoint_s;     /* seconds between each job's checkpoints (0: only on restarts) */
     double batch_hysteresis; /* see sim_job.hysteresis (0: none) */
     /* 1: the jobs do not declare their length (the snapshot's progress_target is 0), as jobs
@@ -48,6 +53,7 @@ struct sim_fleet_stats {
     double gpu_hours;      /* GPUs times running hours of every instance */
     long launches;         /* instances launched */
     long capacity_errs;    /* launches refused for capacity */
+    long quota_errs;       /* launches refused for a quota */
     long preemptions;      /* instances preempted */
     double lost_work_s;    /* job-seconds of work lost to preemptions (since the last checkpoint) */
     double min_gpu_price;  /* lowest $/GPU-hour any offer had so far */

@@ -89,7 +89,7 @@ add_test(NAME cli_scenario_deadline_report COMMAND ${EXPECT_FILE}
   --workload ${CASTOR_TEST_DATA}/workloads/deadline_missed.csv --quiet
   --report ${CMAKE_CURRENT_BINARY_DIR}/deadlines.html)
 # every shipped scenario loads and runs the four systems (on the ten-job trace, to stay short)
-foreach(scn t4 heavy-preemption deadline no-notice)
+foreach(scn t4 heavy-preemption deadline no-notice spot-quota)
   castor_cli_test(scenario_shipped_${scn} 0 "castor against pollux-autoscale: dollars"
     simulate --scenario ${CMAKE_SOURCE_DIR}/config/scenarios/${scn}.yaml --compare
     --workload ${CASTOR_TEST_DATA}/workloads/ten.csv)
@@ -108,6 +108,8 @@ castor_cli_test(scenario_duplicate_offer 2 "duplicate_offer.yaml:6:11: offers[1]
   simulate --scenario ${SCN}/duplicate_offer.yaml)
 castor_cli_test(scenario_typo 2 "did you mean \"offers[0].capacity\""
   simulate --scenario ${SCN}/typo.yaml)
+castor_cli_test(scenario_unknown_quota_offer 2 "unknown_quota_offer.yaml:14:14: quotas[0].offers: spt is not an offer"
+  simulate --scenario ${SCN}/unknown_quota_offer.yaml)
 castor_cli_test(scenario_compare_needs_spot 2 "--compare needs an on-demand and a spot offer"
   simulate --scenario ${SCN}/typo_free_od_only.yaml --compare)
 castor_cli_test(scenario_past_deadline 1 "past_deadline.csv:4:16: deadline: seconds after the submission, must be positive"

@@ -660,6 +660,66 @@ static void market_new__rejects_bad_specs(void **state)
     }
 }
 
+/*
+ * A quota over two spot offers of 4 GPUs (48 units a node of a, 24 of b), limit 100: a, a (96)
+ * fit; b (120) does not and is refused for the quota, counted, nothing made; a's room is 0, b's
+ * is 0 (4 left, 24 a node); the on-demand offer is under none. Once an a goes at 10 s, a has room
+ * for 1 (52 left) and b for 2; b, b (96) fit then. A quota over no offer, or with a negative
+ * limit, is refused and the quotas stay.
+ */
+static void market_set_quotas__launches_within_the_limit(void **state)
+{
+    const struct mkt_offer_spec offers[3] = {
+        {.name = "a", .type = "x", .zone = "z", .gpu = "t4", .spot = 1, .gpus = 4, .price = 1},
+        {.name = "b", .type = "x", .zone = "y", .gpu = "t4", .spot = 1, .gpus = 4, .price = 1},
+        od36};
+    const double units[3] = {48, 24, 0}, none[3] = {0, 0, 0};
+    const struct mkt_quota_spec q = {.name = "spot", .limit = 100, .units = units};
+    struct market *m = mk(offers, 3, 1);
+    struct error e = {0};
+    long a1, id = 0;
+    int room = -1;
+
+    (void)state;
+    assert_int_equal(market_set_quotas(m, &q, 1, &e), 0);
+    assert_int_equal(market_offer_room(m, 0, 0, &room), 1);
+    assert_int_equal(room, 2);
+    a1 = launch(m, 0, 0);
+    launch(m, 0, 0);
+    assert_int_equal(market_launch(m, 1, 0, &id), ERR_QUOTA);
+    assert_int_equal(market_quota_errors(m, 1), 1);
+    assert_int_equal(market_quota_errors(m, -1), 1);
+    assert_int_equal(market_capacity_errors(m, -1), 0);
+    assert_int_equal(market_ninstances(m), 2);
+    assert_int_equal(market_offer_room(m, 0, 0, &room), 1);
+    assert_int_equal(room, 0);
+    assert_int_equal(market_offer_room(m, 1, 0, &room), 1);
+    assert_int_equal(room, 0);
+    room = -1;
+    assert_int_equal(market_offer_room(m, 2, 0, &room), 0);
+    assert_int_equal(room, -1);
+    launch(m, 2, 0); /* on-demand: no quota */
+    assert_int_equal(market_terminate(m, a1, 10), 0);
+    assert_int_equal(market_offer_room(m, 0, 10, &room), 1);
+    assert_int_equal(room, 1);
+    assert_int_equal(market_offer_room(m, 1, 10, &room), 1);
+    assert_int_equal(room, 2);
+    launch(m, 1, 10);
+    launch(m, 1, 10);
+    assert_int_equal(market_launch(m, 1, 10, &id), ERR_QUOTA);
+    {
+        const struct mkt_quota_spec bad[2] = {{.name = "none", .limit = 1, .units = none},
+                                              {.name = "neg", .limit = -1, .units = units}};
+
+        assert_int_equal(market_set_quotas(m, &bad[0], 1, &e), ERR_INVAL);
+        assert_non_null(strstr(e.msg, "none"));
+        assert_int_equal(market_set_quotas(m, &bad[1], 1, &e), ERR_INVAL);
+        assert_int_equal(market_offer_room(m, 1, 10, &room), 1); /* the quota stays */
+        assert_int_equal(room, 0);
+    }
+    market_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -686,6 +746,7 @@ int main(void)
         cmocka_unit_test(market_min_gpu_price__over_time),
         cmocka_unit_test(market_min_gpu_price__seeded_model),
         cmocka_unit_test(market_new__rejects_bad_specs),
+        cmocka_unit_test(market_set_quotas__launches_within_the_limit),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

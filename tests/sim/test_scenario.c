@@ -103,12 +103,56 @@ static void scenario_load__bad_p_mean_located(void **state)
     }
 }
 
+/* A quota over both offers with its units per node; each error at its line and column. */
+static void scenario_load__quotas(void **state)
+{
+    static const struct {
+        const char *text;
+        int code, line, column;
+        const char *msg;
+    } bad[] = {
+        {OFFERS "quotas:\n  - name: q\n    limit: 8\n    offers: {spt: 4}\n", ERR_UNKNOWN, 12, 14,
+         "spt is not an offer"},
+        {OFFERS "quotas:\n  - name: q\n    offers: {spot: 4}\n", ERR_PARSE, 10, 5,
+         "a quota needs a name, a limit"},
+        {OFFERS "quotas:\n  - name: q\n    limit: -2\n    offers: {spot: 4}\n", ERR_RANGE, 11, 12,
+         "limit"},
+        {OFFERS "quotas:\n  - name: q\n    limit: 8\n    offers: {spot: 0}\n", ERR_RANGE, 12, 20,
+         "spot"},
+        {OFFERS "quotas:\n  - name: q\n    limit: 8\n    offers: {spot: 4}\n  - name: q\n"
+                "    limit: 4\n    offers: {od: 4}\n",
+         ERR_PARSE, 13, 5, "listed twice"},
+        {OFFERS "quotas: 3\n", ERR_PARSE, 9, 9, "a list of at most"},
+    };
+    struct scenario *s = load_ok(OFFERS "quotas:\n  - name: gpus\n    limit: 8\n"
+                                        "    offers: {od: 4, spot: 2}\n");
+
+    (void)state;
+    assert_int_equal(s->nquotas, 1);
+    assert_string_equal(s->quotas[0].name, "gpus");
+    assert_true(s->quotas[0].limit == 8);
+    assert_true(s->quotas[0].units[0] == 4 && s->quotas[0].units[1] == 2);
+    scenario_free(s);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct error e = {0};
+        int rc;
+
+        s = NULL;
+        rc = load(bad[i].text, &s, &e);
+        if (rc != bad[i].code || e.line != bad[i].line || e.column != bad[i].column ||
+            !strstr(e.msg, bad[i].msg))
+            fail_msg("case %zu: %s at %d:%d \"%s\"", i, err_name(rc), e.line, e.column, e.msg);
+        assert_null(s);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(scenario_load__castor_splits_with_the_geometric_mean),
         cmocka_unit_test(scenario_load__castor_p_mean_as_given),
         cmocka_unit_test(scenario_load__bad_p_mean_located),
+        cmocka_unit_test(scenario_load__quotas),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

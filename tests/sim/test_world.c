@@ -58,20 +58,25 @@ static int group_teardown(void **state)
 
 /* A world of trace t renting from the market above: `nodes` ready nodes of offer `initial` at
  * time 0, jobs checkpointing every checkpoint_s unless the trace says otherwise. */
+static struct sim_config market_config(int nodes, int initial, double checkpoint_s)
+{
+    return (struct sim_config){.profiles = CASTOR_DATADIR "/profiles",
+                               .model = &tput_model_pollux,
+                               .adaptive_batch = 1,
+                               .gpus_per_node = 4,
+                               .offers = offers,
+                               .noffers = NOFFERS,
+                               .nodes = nodes,
+                               .initial_offer = initial,
+                               .max_nodes = 4,
+                               .market_seed = 1,
+                               .checkpoint_s = checkpoint_s};
+}
+
 static struct sim_world *market_world_of(const struct workload *t, int nodes, int initial,
                                          double checkpoint_s)
 {
-    struct sim_config cfg = {.profiles = CASTOR_DATADIR "/profiles",
-                             .model = &tput_model_pollux,
-                             .adaptive_batch = 1,
-                             .gpus_per_node = 4,
-                             .offers = offers,
-                             .noffers = NOFFERS,
-                             .nodes = nodes,
-                             .initial_offer = initial,
-                             .max_nodes = 4,
-                             .market_seed = 1,
-                             .checkpoint_s = checkpoint_s};
+    struct sim_config cfg = market_config(nodes, initial, checkpoint_s);
     struct sim_world *w = NULL;
     struct error e;
 
@@ -446,6 +451,61 @@ static void sim_world_observe__families_seed_later_jobs(void **state)
     workload_free(two);
 }
 
+/*
+ * A quota of 8 GPUs over the on-demand and traced offers (4 a node): the snapshot shows both
+ * capped with room for 2, then (one od launched) for 1; a plan that launches 1 of each (each
+ * within its own room, 2 past the quota's) launches the first, and the room is asked again
+ * before the second, which is not launched: no launch is refused (the market would refuse it,
+ * test_market.c). A fixed cluster of 3 od nodes under it starts with the 2 the quota allows.
+ */
+static void sim_world_resize__quota_room_and_refusal(void **state)
+{
+    const double units[NOFFERS] = {[OD] = 4, [TRACED] = 4};
+    const struct mkt_quota_spec q = {.name = "gpus", .limit = 8, .units = units};
+    struct sim_config cfg = market_config(0, OD, 0);
+    struct sim_world *w = NULL;
+    struct fleet_plan *f;
+    struct sim_fleet_stats st;
+    const struct snapshot *s;
+    struct error e;
+
+    (void)state;
+    cfg.quotas = &q;
+    cfg.nquotas = 1;
+    assert_int_equal(sim_world_new(&cfg, wl, &w, &e), 0);
+    s = observe(w);
+    assert_int_equal(s->offers[OD].capped, 1);
+    assert_int_equal(s->offers[OD].room, 2);
+    assert_int_equal(s->offers[SPOT].capped, 0);
+    f = launching(w, OD, 1);
+    assert_int_equal(sim_world_resize(w, f), 0);
+    fleet_plan_free(f);
+    s = observe(w);
+    assert_int_equal(s->offers[OD].room, 1);
+    assert_int_equal(s->offers[TRACED].room, 1);
+    f = launching(w, OD, 1);
+    f->launch[TRACED] = 1;
+    assert_int_equal(sim_world_resize(w, f), 0);
+    fleet_plan_free(f);
+    s = observe(w);
+    assert_int_equal(s->nbooting, 2);
+    assert_int_equal(s->offers[TRACED].unavailable, 0);
+    assert_int_equal(s->offers[TRACED].room, 0);
+    assert_int_equal(s->offers[OD].room, 0);
+    sim_world_fleet_stats(w, &st);
+    assert_int_equal(st.launches, 2);
+    assert_int_equal(st.quota_errs, 0); /* asked again before the launch: none refused */
+    assert_int_equal(st.capacity_errs, 0);
+    sim_world_free(w);
+
+    cfg.nodes = 3;
+    assert_int_equal(sim_world_new(&cfg, wl, &w, &e), 0);
+    s = observe(w);
+    assert_int_equal(s->nnodes, 2);
+    assert_int_equal(s->offers[OD].room, 0);
+    sim_world_free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -457,6 +517,7 @@ int main(void)
         cmocka_unit_test(sim_world_advance__the_traces_interval_per_job),
         cmocka_unit_test(sim_world_resize__release_of_held_node_refused),
         cmocka_unit_test(sim_world_fleet_stats__dollars_are_the_bill),
+        cmocka_unit_test(sim_world_resize__quota_room_and_refusal),
         cmocka_unit_test(sim_world_observe__families_seed_later_jobs),
     };
 
