@@ -131,6 +131,7 @@ struct realworld {
     struct rw_quota_use *quota_uses;
     size_t nquota_uses;
     double quotas_read_at; /* NAN: never */
+    double quotas_ok_at;   /* the last read that succeeded */
     int quotas_stale;      /* an instance went or a launch was refused: read again soon */
     int quotas_failed;     /* the last read failed (told once) */
     struct api_quota_metrics *quota_rows;

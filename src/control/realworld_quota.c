@@ -14,6 +14,9 @@
  * that goes (ours or another's) makes the next read come sooner. */
 #define RW_QUOTA_READ_S 300.0
 #define RW_QUOTA_SOON_S 30.0
+/* Figures older than this (every read since failed) are dropped: launches are then limited by no
+ * quota, as before any read, rather than by a count of launches that never forgets. */
+#define RW_QUOTA_STALE_S 3600.0
 
 void rw_quotas_free(struct realworld *rw)
 {
@@ -170,16 +173,25 @@ void rw_quotas_refresh(struct realworld *rw, double now)
     rw->quotas_read_at = now;
     rc = cloud_quotas(rw->cloud, &q, &nq, &u, &nu);
     if (rc < 0) {
-        /* the last figures stay (counting our launches); none: launches as without quotas */
+        /* the last figures stay (counting our launches) for an hour; none: launches as without
+         * quotas */
         if (!rw->quotas_failed)
             log_msg(rw->log, now, LOG_WARN, NULL, NULL,
                     "cannot read the cloud's quotas (%s)%s: launches go on, and a launch refused "
                     "for a quota holds its offer",
                     err_str(rc), rc == ERR_PERM ? "; the controller's role may not read them" : "");
         rw->quotas_failed = 1;
+        if (rw->nquotas > 0 && now - rw->quotas_ok_at >= RW_QUOTA_STALE_S) {
+            log_msg(rw->log, now, LOG_WARN, NULL, NULL,
+                    "the quotas read last at %.0f are an hour old: launches are limited by none "
+                    "until they are read again",
+                    rw->quotas_ok_at);
+            rw_quotas_free(rw);
+        }
         return;
     }
     rw->quotas_failed = 0;
+    rw->quotas_ok_at = now;
     rw->quotas_stale = 0;
     rc = rw_quotas_take(rw, q, nq, u, nu);
     free(q);

@@ -1665,6 +1665,7 @@ static void realworld_resize__unreadable_quotas_limit_nothing(void **state)
     assert_int_equal(spot_unavailable(f), 1); /* held for the refusal */
     tick(f, 400);                             /* read again: refused again, told once */
     assert_int_equal(counts(f).quotas_calls, 2);
+    assert_int_equal(spot_room(f), -1); /* none read: nothing capped */
     assert_int_equal(fflush(mem), 0);
     {
         const char *told = strstr(text, "cannot read the cloud's quotas (");
@@ -1674,6 +1675,30 @@ static void realworld_resize__unreadable_quotas_limit_nothing(void **state)
         assert_null(strstr(told + 1, "cannot read the cloud's quotas"));
     }
     unlog(f, log, mem, &text);
+}
+
+/* Quotas read once and then unreadable for an hour: the last figures (and the launches counted
+ * since) limit the offer until they are an hour old, then nothing does. */
+static void realworld_resize__quotas_unread_for_an_hour_are_dropped(void **state)
+{
+    struct fixture *f = *state;
+
+    spot_quota(f, 48, 0);
+    assert_int_equal(make_loop_with(f, "fixed", 1, 2), 0);
+    submit_job(f, "a", 4);
+    tick(f, 0);
+    assert_int_equal(f->tried[1], 1);
+    assert_int_equal(spot_room(f), 0);
+    assert_int_equal(cloud_fake_fail(&f->fake, "quotas", ERR_IO, 100), 0);
+    tick(f, 301);
+    tick(f, 3000);
+    assert_int_equal(counts(f).quotas_calls, 3);
+    assert_int_equal(spot_room(f), 0); /* 3301 s old: kept */
+    assert_int_equal(f->tried[1], 1);
+    tick(f, 300);
+    assert_int_equal(spot_room(f), -1); /* 3601 s: dropped */
+    assert_int_equal(f->tried[1], 2);   /* asked, and refused by the cloud itself */
+    assert_int_equal(counts(f).launched, 1);
 }
 
 /* Offers that share a quota share its room: a plan that launches one of each while the quota
@@ -1716,6 +1741,8 @@ int main(void)
                                         rw_setup, rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_resize__unreadable_quotas_limit_nothing, rw_setup,
                                         rw_teardown),
+        cmocka_unit_test_setup_teardown(realworld_resize__quotas_unread_for_an_hour_are_dropped,
+                                        rw_setup, rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_resize__offers_sharing_a_quota_share_its_room,
                                         rw_setup, rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_resize__intent_committed_before_launch, rw_setup,
