@@ -38,6 +38,7 @@ struct castor_round {
     int any;           /* the market of the two whose best offer is cheaper */
     long cap[2];       /* GPUs a market can hold: its nodes' and what its offers' quotas leave
                         * (LONG_MAX: no quota known); past it, a GPU costs the other market's */
+    long bound[2];     /* deadline mode: GPUs the jobs' deadlines already bound to each market */
     int uniform;       /* 1: every job checkpoints at the same interval (one price per market) */
     int mixed;         /* 1: by their checkpoints, some jobs run on spot and some on on-demand */
     double *ckpt;      /* per job: its checkpoint interval for the loss (3600 s when it has none) */
@@ -204,8 +205,9 @@ static void castor_fleet_markets(const struct fleet_castor_state *st, struct cas
     }
 }
 
-/* Deadline mode: the fewest GPUs that finish job j by its deadline, on spot if it can (od[j] 0),
- * else on on-demand (od[j] 1; the most it may use if even that is late). 1 without a deadline. A
+/* Deadline mode: the fewest GPUs that finish job j by its deadline, on spot if it can (od[j] 0;
+ * and spot's quotas can hold them beside the jobs bound there before), else on on-demand (od[j]
+ * 1; the most it may use if even that is late). 1 without a deadline. A
  * job with a deadline and no model yet gets what its owner asked for (req_replicas), on
  * on-demand where there is one: nothing says what it needs, and a preemption before its first
  * measurement would cost it a start. The count may exceed what the job's exploration allows yet
@@ -239,8 +241,10 @@ static int castor_fleet_deadline(const struct fleet_castor_state *st, struct cas
         for (int r = 1; r <= lim; r++) {
             double g = fleet_job_goodput(sj, rd->gpn, r) * (1 - loss) / m0;
 
-            if (g > 0 && left / g <= slack) {
+            /* only where the market's quotas can hold it besides the jobs bound there before */
+            if (g > 0 && left / g <= slack && rd->bound[m] + r <= rd->cap[m]) {
                 rd->od[j] = (unsigned char)(m == 0);
+                rd->bound[m] += r;
                 return r;
             }
         }

@@ -344,13 +344,16 @@ static void castor_fleet__budget_never_exceeded_by_packing(void **state)
 /* One deadline-mode round for the perfect job below (measured on `profiled` replicas, at most
  * maxr, 0: no limit; deadline due seconds away) on a spot ($2, 0.6 preemptions per node-hour) and
  * an on-demand ($4) offer of 4-GPU nodes booting in 170 s: the nodes launched must be want. */
-static void deadline_round(struct fw *w, int profiled, int maxr, double due, const int *want)
+static void deadline_round_room(struct fw *w, int profiled, int maxr, double due, int spot_room,
+                                const int *want)
 {
     struct fleet_config cfg = {.mode = FLEET_DEADLINE};
 
     offer(w, 0, 1, 2.0, 0.6);
     offer(w, 1, 0, 4.0, 0);
     w->offers[0].boot_s = w->offers[1].boot_s = 170;
+    w->offers[0].capped = spot_room >= 0;
+    w->offers[0].room = spot_room;
     job(w, 0, &perfect, profiled);
     w->jobs[0].max_replicas = maxr;
     w->jobs[0].checkpoint_s = 600;
@@ -359,6 +362,11 @@ static void deadline_round(struct fw *w, int profiled, int maxr, double due, con
     fw_ready(w, 2, 0, 0, 1);
     assert_int_equal(decide_once(w, "castor", &cfg, "pollux"), 0);
     assert_launch(w, want);
+}
+
+static void deadline_round(struct fw *w, int profiled, int maxr, double due, const int *want)
+{
+    deadline_round_room(w, profiled, maxr, due, -1, want);
 }
 
 /*
@@ -380,6 +388,46 @@ static void castor_fleet__deadline_picks_the_market(void **state)
     deadline_round(w, 4, 2, 1460, (int[]){1, 0});
     deadline_round(w, 4, 1, 1460, (int[]){0, 1});
     deadline_round(w, 4, 1, -10, (int[]){0, 1});
+    /* spot would make it with 2 GPUs, but its quotas have no room: one on-demand GPU makes it
+     * (with room for a node, spot as before) */
+    deadline_round_room(w, 4, 2, 1460, 0, (int[]){0, 1});
+    deadline_round_room(w, 4, 2, 1460, 1, (int[]){1, 0});
+}
+
+/*
+ * Deadline mode with two such jobs on nodes of one GPU (the markets of deadline_round): job 0 may
+ * use 1 GPU, so only on-demand makes it (1000 s of 1008) and the two markets are sized apart;
+ * job 1 may use 2, which spot makes (529 s). With spot's quotas leaving room for one node (one
+ * GPU), job 1's 2 spot GPUs do not fit: it is bound to on-demand, where 1 GPU makes it and the
+ * greedy then gives it its second (perfect scaling pays at any value): three on-demand nodes,
+ * none on spot. (Bound to spot, it would get the one spot node there is room for.) With room
+ * for 2: two spot nodes and job 0's on-demand one.
+ */
+static void castor_fleet__deadline_market_within_its_quota(void **state)
+{
+    struct fw *w = *state;
+    struct fleet_config cfg = {.mode = FLEET_DEADLINE};
+    const int room[2] = {1, 2};
+    const int want[2][2] = {{0, 3}, {2, 1}};
+
+    for (int i = 0; i < 2; i++) {
+        offer(w, 0, 1, 0.5, 0.6);
+        offer(w, 1, 0, 1.0, 0);
+        w->offers[0].gpus = w->offers[1].gpus = 1;
+        w->offers[0].boot_s = w->offers[1].boot_s = 170;
+        w->offers[0].capped = 1;
+        w->offers[0].room = room[i];
+        for (int j = 0; j < 2; j++) {
+            job(w, j, &perfect, 4);
+            w->jobs[j].max_replicas = j + 1;
+            w->jobs[j].checkpoint_s = 600;
+            w->jobs[j].progress_target = 1190.476;
+            w->jobs[j].deadline = NOW + 1460;
+        }
+        fw_ready(w, 2, 0, 0, 2);
+        assert_int_equal(decide_once(w, "castor", &cfg, "pollux"), 0);
+        assert_launch(w, want[i]);
+    }
 }
 
 /*
@@ -1158,6 +1206,7 @@ int main(void)
         FW(castor_fleet__efficiency_sizes_by_gain),
         FW(castor_fleet__value_decides_sublinear_growth),
         FW(castor_fleet__deadline_picks_the_market),
+        FW(castor_fleet__deadline_market_within_its_quota),
         FW(castor_fleet__deadline_sizes_beyond_exploration),
         FW(castor_fleet__deadline_unmeasured_job_gets_its_request),
         FW(castor_fleet__checkpoints_choose_each_jobs_market),
