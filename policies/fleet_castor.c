@@ -4,12 +4,12 @@
  * wanted GPUs into nodes, launches on the cheapest useful offer (within the room the cloud's quotas
  * leave it: GPUs past the cheaper market's room are priced and launched on the other market), and
  * lets surplus nodes go once the surplus has lasted `patience` rounds (never before their minimum
- * billed time). The allocation
- * policy then splits the nodes kept. Modes: efficiency (a GPU is added to a job while the hours of
- * completion time it saves, at `value` dollars per job-hour, pay for its GPU-hours), budget (the
- * same greedy, until the nodes cost the budget in $/h), deadline (each job with a deadline first
- * gets the fewest GPUs that finish it in time on spot, or on on-demand when spot cannot, and runs
- * on that market; then efficiency). docs/fleet.md describes it and what was measured. */
+ * billed time). The allocation policy then splits the nodes kept. Modes: efficiency (a GPU is
+ * added to a job while the hours of completion time it saves, at `value` dollars per job-hour,
+ * pay for its GPU-hours), budget (the same greedy, until the nodes cost the budget in $/h),
+ * deadline (each job with a deadline first gets the fewest GPUs that finish it in time on spot
+ * where spot's quotas hold them, or on on-demand when spot cannot, and runs on that market; then
+ * efficiency). docs/fleet.md describes it and what was measured. */
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
