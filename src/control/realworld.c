@@ -323,9 +323,7 @@ void realworld_free(struct realworld *rw)
 
 int realworld_metrics(struct realworld *rw, struct api_metrics *m)
 {
-    size_t nj = rw->sjob_rw ? (size_t)rw->snap.njobs : 0;
-
-    size_t nrooms = 0;
+    size_t nj = rw->sjob_rw ? (size_t)rw->snap.njobs : 0, nrooms = 0;
 
     free(rw->call_rows);
     free(rw->error_rows);
@@ -347,7 +345,7 @@ int realworld_metrics(struct realworld *rw, struct api_metrics *m)
                                        .limit = rw->quotas[i].limit,
                                        .used = rw->quotas[i].used + rw->quotas[i].launched};
     for (size_t o = 0; o < rw->noffers; o++) {
-        int room, q = rw_quota_binding(rw, (int)o);
+        int room, q = rw_quota_binding(rw, (int)o, NULL);
 
         if (q >= 0 && rw_offer_room(rw, (int)o, &room))
             rw->room_rows[nrooms++] = (struct api_offer_room){

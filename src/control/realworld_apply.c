@@ -273,7 +273,6 @@ int rw_resize(void *ctx, const struct fleet_plan *f)
     for (int o = 0; o < f->noffers; o++)
         for (int i = 0; i < f->launch[o]; i++) {
             char token[CLOUD_ID_MAX];
-
             int room;
 
             if (now < rw->offers[o].unavailable_until)

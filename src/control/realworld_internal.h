@@ -209,8 +209,9 @@ int rw_offer_room(const struct realworld *rw, int o, int *room);
 /* Tell in the log the offers the quotas leave no room (once, until they have room again). */
 void rw_quotas_tell(struct realworld *rw, double now);
 
-/* The quota (index in rw->quotas) that leaves offer o the least room, or -1: none limits it. */
-int rw_quota_binding(const struct realworld *rw, int o);
+/* The quota (index in rw->quotas) that leaves offer o the least room, or -1: none limits it;
+ * with left not NULL, the nodes of o it leaves room for (not rounded; < 0 past its limit). */
+int rw_quota_binding(const struct realworld *rw, int o, double *left);
 
 /* Count one launch of offer o against its quotas until the next read. */
 void rw_quota_launched(struct realworld *rw, int o);

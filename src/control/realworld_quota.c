@@ -34,25 +34,12 @@ void rw_quotas_free(struct realworld *rw)
 
 int rw_offer_room(const struct realworld *rw, int o, int *room)
 {
-    int capped = 0, least = INT_MAX;
+    double left;
 
-    for (size_t i = 0; i < rw->nquota_uses; i++) {
-        const struct rw_quota_use *u = &rw->quota_uses[i];
-        const struct rw_quota *q = &rw->quotas[u->quota];
-        double left;
-        int n;
-
-        if (u->offer != o)
-            continue;
-        left = q->limit - q->used - q->launched;
-        n = left > 0 ? (int)floor(left / u->units + 1e-9) : 0;
-        capped = 1;
-        if (n < least)
-            least = n;
-    }
-    if (capped)
-        *room = least;
-    return capped;
+    if (rw_quota_binding(rw, o, &left) < 0)
+        return 0;
+    *room = left > 0 ? (int)fmin(floor(left + 1e-9), INT_MAX) : 0;
+    return 1;
 }
 
 void rw_quota_launched(struct realworld *rw, int o)
@@ -62,7 +49,7 @@ void rw_quota_launched(struct realworld *rw, int o)
             rw->quotas[rw->quota_uses[i].quota].launched += rw->quota_uses[i].units;
 }
 
-int rw_quota_binding(const struct realworld *rw, int o)
+int rw_quota_binding(const struct realworld *rw, int o, double *left)
 {
     int best = -1;
     double least = INFINITY;
@@ -72,11 +59,13 @@ int rw_quota_binding(const struct realworld *rw, int o)
         const struct rw_quota *q = &rw->quotas[u->quota];
         double n = (q->limit - q->used - q->launched) / u->units;
 
-        if (u->offer == o && n < least) {
+        if (u->offer == o && (best < 0 || n < least)) {
             least = n;
             best = (int)u->quota;
         }
     }
+    if (best >= 0 && left)
+        *left = least;
     return best;
 }
 
@@ -130,7 +119,7 @@ void rw_quotas_tell(struct realworld *rw, double now)
             continue;
         }
         if (room == 0 && !of->quota_full) {
-            const struct rw_quota *q = &rw->quotas[rw_quota_binding(rw, (int)o)];
+            const struct rw_quota *q = &rw->quotas[rw_quota_binding(rw, (int)o, NULL)];
 
             log_msg(rw->log, now, LOG_WARN, NULL, NULL,
                     "%s cannot be launched: quota %s \"%s\" has %.0f of %.0f %s in use; ask the "
