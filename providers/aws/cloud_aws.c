@@ -845,7 +845,7 @@ int cloud_aws_from_conf(const struct conf_node *section, const char *base_dir,
                             e)) < 0 ||
         (rc = conf_get_bool(section, "imds", &imds, e)) < 0 ||
         (rc = conf_get_bool(section, "pricing", &pricing, e)) < 0 ||
-        (rc = conf_get_string(section, "pricing_endpoint", &pc.endpoint, e)) < 0 ||
+        (rc = conf_get_string(section, "pricing_endpoint", &pc.json.endpoint, e)) < 0 ||
         (rc = aws_get_text(section, "launch_template", a->template_id, sizeof(a->template_id), e)) <
             0 ||
         (rc = aws_get_text(section, "image_id", a->image_id, sizeof(a->image_id), e)) < 0 ||
@@ -887,7 +887,7 @@ int cloud_aws_from_conf(const struct conf_node *section, const char *base_dir,
         rc = aws_at_key(section, "endpoint", rc, e);
         goto out;
     }
-    pc.credentials = a->creds;
+    pc.json.credentials = a->creds;
     if (pricing && (rc = aws_pricing_new(&pc, &a->pricing, e)) < 0) {
         rc = aws_at_key(section, "pricing_endpoint", rc, e);
         goto out;

@@ -57,29 +57,15 @@ static const struct aws_json_api pricing_api = {"pricing", "pricing", "AWS_ENDPO
 
 int aws_pricing_new(const struct aws_pricing_config *cfg, struct aws_pricing **out, struct error *e)
 {
-    struct aws_json_config jc = {0};
     struct aws_pricing *p;
     int rc;
 
-    if (!cfg || !out || !cfg->credentials)
+    if (!cfg || !out || !cfg->json.credentials)
         return err_set(e, ERR_INVAL, "pricing", 0, 0, "a credential source is needed");
     p = calloc(1, sizeof(*p));
     if (!p)
         return ERR_NOMEM;
-    jc.endpoint = cfg->endpoint;
-    jc.signing_region = cfg->signing_region;
-    jc.tls_insecure = cfg->tls_insecure;
-    jc.timeout_ms = cfg->timeout_ms;
-    jc.max_attempts = cfg->max_attempts;
-    jc.backoff_base_ms = cfg->backoff_base_ms;
-    jc.backoff_cap_ms = cfg->backoff_cap_ms;
-    jc.seed = cfg->seed;
-    jc.credentials = cfg->credentials;
-    jc.clock = cfg->clock;
-    jc.sleep_ms = cfg->sleep_ms;
-    jc.log = cfg->log;
-    jc.hook_arg = cfg->hook_arg;
-    rc = aws_json_new(&pricing_api, PRICING_DEFAULT_ENDPOINT, "us-east-1", &jc, &p->json, e);
+    rc = aws_json_new(&pricing_api, PRICING_DEFAULT_ENDPOINT, "us-east-1", &cfg->json, &p->json, e);
     if (rc < 0) {
         free(p);
         return rc;

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "providers/aws/credentials.h"
+#include "providers/aws/json_api.h"
 #include "util/error.h"
 
 #define PRICING_DEFAULT_ENDPOINT "https://api.pricing.us-east-1.amazonaws.com"
@@ -16,27 +17,15 @@
 
 struct aws_pricing; /* opaque; one thread at a time */
 
-/* How the client behaves; NULL or 0 members take the defaults said here. Copied at
- * aws_pricing_new except credentials and hook_arg, which are borrowed and must outlive it. */
+/* How the client behaves: the JSON client's settings (json.endpoint: this, else
+ * AWS_ENDPOINT_URL_PRICING, else AWS_ENDPOINT_URL, else PRICING_DEFAULT_ENDPOINT; the SigV4
+ * scope's region "us-east-1" unless json.signing_region says otherwise) and the cache's; NULL or
+ * 0 members take the defaults. Copied at aws_pricing_new except json.credentials (required) and
+ * json.hook_arg, which are borrowed and must outlive it. */
 struct aws_pricing_config {
-    /* The endpoint: this, else AWS_ENDPOINT_URL_PRICING, else AWS_ENDPOINT_URL, else
-     * PRICING_DEFAULT_ENDPOINT. Plain http only on loopback. */
-    const char *endpoint;
-    const char *signing_region; /* the SigV4 scope's region; NULL: "us-east-1" */
-    int tls_insecure;           /* refused unless the endpoint is loopback */
-    long timeout_ms;            /* per attempt; 0: 30000 */
-    int max_attempts;           /* throttling, 5xx and transport failures; 0: 5 */
-    long backoff_base_ms;       /* 0: 200 */
-    long backoff_cap_ms;        /* 0: 20000 */
-    uint64_t seed;              /* the jitter's */
-    double ttl_s;               /* a price read serves this long; 0: 86400 (a day) */
-    double retry_s;             /* a failed lookup is not tried again for this long; 0: 900 */
-    struct aws_credential_source *credentials; /* required; borrowed */
-    /* Hooks as ec2_config's (NULL: the defaults of providers/retry.h). */
-    int64_t (*clock)(void *arg);
-    void (*sleep_ms)(void *arg, long ms);
-    void (*log)(void *arg, const char *line);
-    void *hook_arg;
+    struct aws_json_config json;
+    double ttl_s;   /* a price read serves this long; 0: 86400 (a day) */
+    double retry_s; /* a failed lookup is not tried again for this long; 0: 900 */
 };
 
 /* A new client in *out (aws_pricing_free). ERR_INVAL (no credentials, a bad endpoint: e says

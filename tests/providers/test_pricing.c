@@ -15,6 +15,7 @@
 
 #include "providers/aws/pricing.h"
 #include "providers/fake_ec2.h"
+#include "support/aws_json_fixture.h"
 #include "support/hooks.h"
 #include "util/json.h"
 
@@ -38,25 +39,12 @@ static int setup(void **state)
     if (!f)
         return -1;
     f->h.now = NOW;
-    setenv("AWS_ACCESS_KEY_ID", AKID, 1);
-    setenv("AWS_SECRET_ACCESS_KEY", SECRET, 1);
-    unsetenv("AWS_SESSION_TOKEN");
-    unsetenv("AWS_ENDPOINT_URL");
-    unsetenv("AWS_ENDPOINT_URL_PRICING");
+    aws_json_test_env(AKID, SECRET, "AWS_ENDPOINT_URL_PRICING");
     f->fake = fake_ec2_start(AKID, SECRET, "us-east-1");
     if (!f->fake || aws_credential_source_new(&cc, &f->creds) < 0)
         return -1;
     fake_ec2_set_pricing(f->fake);
-    cfg.endpoint = fake_ec2_url(f->fake);
-    cfg.timeout_ms = 300;
-    cfg.max_attempts = 3;
-    cfg.backoff_base_ms = 100;
-    cfg.seed = 7;
-    cfg.credentials = f->creds;
-    cfg.clock = hooks_clock;
-    cfg.sleep_ms = hooks_sleep;
-    cfg.log = hooks_log;
-    cfg.hook_arg = &f->h;
+    cfg.json = aws_json_test_quick(fake_ec2_url(f->fake), f->creds, &f->h);
     if (aws_pricing_new(&cfg, &f->p, NULL) < 0)
         return -1;
     *state = f;
@@ -319,12 +307,8 @@ static void get__wrong_secret_refused(void **state)
     fake_ec2_set_pricing(f->fake);
     aws_pricing_free(f->p);
     {
-        struct aws_pricing_config cfg = {.endpoint = fake_ec2_url(f->fake),
-                                         .credentials = f->creds,
-                                         .clock = hooks_clock,
-                                         .sleep_ms = hooks_sleep,
-                                         .log = hooks_log,
-                                         .hook_arg = &f->h};
+        struct aws_pricing_config cfg = {
+            .json = aws_json_test_config(fake_ec2_url(f->fake), f->creds, &f->h)};
 
         assert_int_equal(aws_pricing_new(&cfg, &f->p, NULL), 0);
     }
@@ -383,7 +367,7 @@ static void on_demand__cached_a_day_failures_held(void **state)
 static void new__endpoint_precedence(void **state)
 {
     struct fixture *f = *state;
-    struct aws_pricing_config cfg = {.credentials = f->creds};
+    struct aws_pricing_config cfg = {.json = {.credentials = f->creds}};
     struct aws_pricing *p = NULL;
     struct error e = {0};
 
@@ -399,12 +383,12 @@ static void new__endpoint_precedence(void **state)
     for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
         if (steps[i].env)
             setenv(steps[i].env, steps[i].value, 1);
-        cfg.endpoint = steps[i].configured;
+        cfg.json.endpoint = steps[i].configured;
         assert_int_equal(aws_pricing_new(&cfg, &p, NULL), 0);
         assert_string_equal(aws_pricing_endpoint(p), steps[i].expect);
         aws_pricing_free(p);
     }
-    cfg.endpoint = "http://pricing.example.com";
+    cfg.json.endpoint = "http://pricing.example.com";
     p = NULL;
     assert_int_equal(aws_pricing_new(&cfg, &p, &e), ERR_INVAL);
     assert_non_null(strstr(e.msg, "plain http"));

@@ -14,6 +14,7 @@
 
 #include "providers/aws/service_quotas.h"
 #include "providers/fake_ec2.h"
+#include "support/aws_json_fixture.h"
 #include "support/hooks.h"
 #include "util/json.h"
 
@@ -51,25 +52,12 @@ static int setup(void **state)
     if (!f)
         return -1;
     f->h.now = NOW;
-    setenv("AWS_ACCESS_KEY_ID", AKID, 1);
-    setenv("AWS_SECRET_ACCESS_KEY", SECRET, 1);
-    unsetenv("AWS_SESSION_TOKEN");
-    unsetenv("AWS_ENDPOINT_URL");
-    unsetenv("AWS_ENDPOINT_URL_SERVICE_QUOTAS");
+    aws_json_test_env(AKID, SECRET, "AWS_ENDPOINT_URL_SERVICE_QUOTAS");
     f->fake = fake_ec2_start(AKID, SECRET, REGION);
     if (!f->fake || aws_credential_source_new(&cc, &f->creds) < 0)
         return -1;
     fake_ec2_set_quotas(f->fake);
-    cfg.endpoint = fake_ec2_url(f->fake);
-    cfg.timeout_ms = 300;
-    cfg.max_attempts = 3;
-    cfg.backoff_base_ms = 100;
-    cfg.seed = 7;
-    cfg.credentials = f->creds;
-    cfg.clock = hooks_clock;
-    cfg.sleep_ms = hooks_sleep;
-    cfg.log = hooks_log;
-    cfg.hook_arg = &f->h;
+    cfg = aws_json_test_quick(fake_ec2_url(f->fake), f->creds, &f->h);
     if (sq_client_new(REGION, &cfg, &f->c, NULL) < 0)
         return -1;
     *state = f;
@@ -253,12 +241,7 @@ static void get__wrong_secret_refused(void **state)
     assert_non_null(f->fake);
     fake_ec2_set_quotas(f->fake);
     sq_client_free(f->c);
-    cfg.endpoint = fake_ec2_url(f->fake);
-    cfg.credentials = f->creds;
-    cfg.clock = hooks_clock;
-    cfg.sleep_ms = hooks_sleep;
-    cfg.log = hooks_log;
-    cfg.hook_arg = &f->h;
+    cfg = aws_json_test_config(fake_ec2_url(f->fake), f->creds, &f->h);
     assert_int_equal(sq_client_new(REGION, &cfg, &f->c, NULL), 0);
     assert_int_equal(sq_get_quota(f->c, "ec2", "L-DB2E81BA", &q, &e), ERR_INVAL);
     assert_non_null(strstr(e.msg, "InvalidSignatureException"));
