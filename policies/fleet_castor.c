@@ -9,7 +9,9 @@
  * pay for its GPU-hours), budget (the same greedy, until the nodes cost the budget in $/h),
  * deadline (each job with a deadline first gets the fewest GPUs that finish it in time on spot
  * where spot's quotas hold them, or on on-demand when spot cannot, and runs on that market; then
- * efficiency). docs/fleet.md describes it and what was measured. */
+ * efficiency). With the markets sized apart, a job its market's quotas cannot hold stays on what
+ * is left there or moves whole to the other market, whichever costs it less. docs/fleet.md
+ * describes it and what was measured. */
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -310,25 +312,159 @@ static double castor_fleet_score(const struct castor_round *rd, int j, int split
     return rd->key[j] / castor_fleet_job_price(rd, j, split);
 }
 
-/* Size every job: the deadline minimums, then the greedy. ERR_NOMEM. */
-static int castor_fleet_size(const struct fleet_castor_state *st, struct castor_round *rd)
+/* GPUs job j holds now on the nodes of market m (0 on-demand, 1 spot). */
+static int castor_fleet_held(const struct snapshot *s, int j, int m)
+{
+    int n = 0;
+
+    for (int k = 0; s->current && k < s->nnodes; k++)
+        if (s->nodes[k].preemptible == m)
+            n += alloc_on_node(s->current, j, k);
+    return n;
+}
+
+/* Whether job a keeps its market before job b when the market's quotas cannot hold both: a job
+ * bound there by its deadline first, then one that holds GPUs there now (it is not moved), then
+ * the one that market costs less (spot: by its own checkpoints), then the earlier. */
+static int castor_fleet_first(const struct fleet_castor_state *st, const struct castor_round *rd,
+                              const int *held, int a, int b)
+{
+    const struct snap_job *ja = &rd->s->jobs[a], *jb = &rd->s->jobs[b];
+    int da = st->mode == FLEET_DEADLINE && ja->deadline > 0,
+        db = st->mode == FLEET_DEADLINE && jb->deadline > 0;
+    double pa, pb;
+
+    if (da != db)
+        return da;
+    if (!!held[a] != !!held[b])
+        return !!held[a];
+    pa = castor_fleet_job_price(rd, a, 1);
+    pb = castor_fleet_job_price(rd, b, 1);
+    if (pa != pb)
+        return pa < pb;
+    return a < b;
+}
+
+/* Dollars per useful GPU-hour for job j on market m (spot: by its own checkpoints, or the
+ * jobs' one interval). */
+static double castor_fleet_market_price(const struct castor_round *rd, int j, int m)
+{
+    if (m == 0 || rd->best[1] < 0)
+        return rd->price[0];
+    return rd->uniform ? rd->price[1] : rd->spot[j];
+}
+
+/* The GPUs job j takes on its own from `from` (at most lim) at `price` per useful GPU-hour: its
+ * greedy's moves while the hours they save pay for them. */
+static int castor_fleet_alone(const struct fleet_castor_state *st, const struct castor_round *rd,
+                              int j, int from, double price, int lim)
+{
+    const struct snap_job *sj = &rd->s->jobs[j];
+    int want = from, to;
+    double k;
+
+    for (;;) {
+        castor_fleet_next(sj, rd->gpn, want, lim, &k, &to);
+        if (to <= want || k * st->value * snapshot_job_weight(sj) < price)
+            return want;
+        want = to;
+    }
+}
+
+/* What job j on r GPUs at `price` costs per unit of its work, its time at `value` and its
+ * GPU-hours (the time falls as 1/speedup); INFINITY when r GPUs do not run it. */
+static double castor_fleet_cost(const struct fleet_castor_state *st, const struct castor_round *rd,
+                                int j, int r, double price)
+{
+    const struct snap_job *sj = &rd->s->jobs[j];
+    double sp = r > 0 ? fleet_job_speedup(sj, rd->gpn, r) : 0;
+
+    if (!(sp > 0))
+        return INFINITY;
+    return (st->value * snapshot_job_weight(sj) + price * r) / sp;
+}
+
+/*
+ * Split markets under quotas: each job runs on one market, and the jobs bound to a market may
+ * want more GPUs (rd->want, the greedy's without quotas) than its quotas let it hold (rd->cap).
+ * In castor_fleet_first's order a job keeps its market while its want fits what is left there.
+ * One that does not fit either stays, on what is left (at least its minimum, first[j]), or moves
+ * to the other market, on what it would take there at that market's price within its room:
+ * whichever costs less per unit of its work (castor_fleet_cost). A spot quota of 0 so sends a
+ * checkpointed job to on-demand rather than wait; a job that fits nowhere stays and waits for
+ * room. rd->od is rewritten. ERR_NOMEM.
+ */
+static int castor_fleet_fit_caps(const struct fleet_castor_state *st, struct castor_round *rd,
+                                 const int *first)
 {
     const struct snapshot *s = rd->s;
-    int maxgpus = st->max_nodes * rd->gpn, total = 0,
-        split = st->mode == FLEET_DEADLINE || rd->mixed;
+    long left[2] = {rd->cap[0], rd->cap[1]}, most = (long)st->max_nodes * rd->gpn;
+    int *order, *held;
+
+    order = malloc(((size_t)s->njobs + 1) * sizeof(int));
+    held = malloc(((size_t)s->njobs + 1) * sizeof(int));
+    if (!order || !held) {
+        free(order);
+        free(held);
+        return ERR_NOMEM;
+    }
+    for (int j = 0; j < s->njobs; j++) {
+        int i = j;
+
+        held[j] = castor_fleet_held(s, j, !rd->od[j]);
+        /* insertion sort: castor_fleet_first's order */
+        while (i > 0 && castor_fleet_first(st, rd, held, j, order[i - 1])) {
+            order[i] = order[i - 1];
+            i--;
+        }
+        order[i] = j;
+    }
+    for (int i = 0; i < s->njobs; i++) {
+        int j = order[i], m = !rd->od[j], least = first[j] > 0 ? first[j] : 1, stay = 0, move = 0;
+        long need = rd->want[j] > least ? rd->want[j] : least;
+        double ps = castor_fleet_market_price(rd, j, m), po = castor_fleet_market_price(rd, j, !m);
+
+        if (need <= left[m]) {
+            left[m] -= need;
+            continue;
+        }
+        if (left[m] >= least)
+            stay = (int)left[m];
+        if (rd->best[!m] >= 0 && left[!m] >= least) {
+            move = castor_fleet_alone(st, rd, j, first[j], po,
+                                      (int)(left[!m] < most ? left[!m] : most));
+            move = move < least || move > left[!m] ? 0 : move;
+        }
+        if (move > 0 &&
+            castor_fleet_cost(st, rd, j, move, po) < castor_fleet_cost(st, rd, j, stay, ps)) {
+            rd->od[j] = (unsigned char)m; /* to the other market */
+            left[!m] -= move;
+        } else {
+            left[m] = 0; /* it stays on what is left (stay GPUs), or waits for room */
+        }
+    }
+    free(order);
+    free(held);
+    return 0;
+}
+
+/* The greedy from the wants set: the best move each time while it pays (efficiency, deadline) or
+ * fits the budget. With `capped` (split markets under quotas) a job grows only within the GPUs
+ * its market's quotas hold. */
+static void castor_fleet_grow(const struct fleet_castor_state *st, struct castor_round *rd,
+                              int split, int capped)
+{
+    const struct snapshot *s = rd->s;
+    int maxgpus = st->max_nodes * rd->gpn, total = 0;
+    long used[2] = {0, 0}; /* GPUs wanted on each market */
 
     for (int j = 0; j < s->njobs; j++) {
-        if (st->mode == FLEET_DEADLINE)
-            rd->want[j] = castor_fleet_deadline(st, rd, j);
-        else
-            rd->want[j] = st->mode == FLEET_BUDGET ? 0 : 1;
-        if (s->jobs[j].min_replicas > rd->want[j])
-            rd->want[j] = s->jobs[j].min_replicas;
         total += rd->want[j];
+        used[!rd->od[j]] += rd->want[j];
         castor_fleet_next(&s->jobs[j], rd->gpn, rd->want[j], maxgpus, &rd->key[j], &rd->to[j]);
     }
     while (total < maxgpus) {
-        int bj = -1, was;
+        int bj = -1, was, m;
 
         /* the best move: the most hours saved per GPU-hour, or (jobs on different prices) per
          * dollar */
@@ -339,6 +475,17 @@ static int castor_fleet_size(const struct fleet_castor_state *st, struct castor_
                 bj = j;
         if (bj < 0)
             break;
+        m = !rd->od[bj];
+        if (capped && rd->to[bj] - rd->want[bj] > rd->cap[m] - used[m]) {
+            /* past what its market's quotas hold: its best move within them, weighed again */
+            long room = rd->cap[m] - used[m] > 0 ? rd->cap[m] - used[m] : 0;
+
+            castor_fleet_next(&s->jobs[bj], rd->gpn, rd->want[bj], rd->want[bj] + (int)room,
+                              &rd->key[bj], &rd->to[bj]);
+            if (rd->to[bj] - rd->want[bj] > room)
+                rd->to[bj] = rd->want[bj]; /* none within them (a job's first GPU) */
+            continue;
+        }
         /* efficiency and deadline: the hours saved must pay for the GPU-hours (those past the
          * cheaper market's quotas at the other market's price) */
         if (st->mode != FLEET_BUDGET &&
@@ -354,9 +501,40 @@ static int castor_fleet_size(const struct fleet_castor_state *st, struct castor_
             continue;
         }
         total += rd->want[bj] - was;
+        used[m] += rd->want[bj] - was;
         castor_fleet_next(&s->jobs[bj], rd->gpn, rd->want[bj], maxgpus, &rd->key[bj], &rd->to[bj]);
     }
-    return 0;
+}
+
+/* Size every job: the deadline minimums, then the greedy. With split markets under quotas, the
+ * jobs a market cannot hold at the sizes the greedy gave them are bound to the other market
+ * (castor_fleet_fit_caps), and the greedy runs again from the minimums within the quotas.
+ * ERR_NOMEM. */
+static int castor_fleet_size(const struct fleet_castor_state *st, struct castor_round *rd)
+{
+    const struct snapshot *s = rd->s;
+    int split = st->mode == FLEET_DEADLINE || rd->mixed, rc = 0;
+    int *first = malloc(((size_t)s->njobs + 1) * sizeof(int));
+
+    if (!first)
+        return ERR_NOMEM;
+    for (int j = 0; j < s->njobs; j++) {
+        if (st->mode == FLEET_DEADLINE)
+            rd->want[j] = castor_fleet_deadline(st, rd, j);
+        else
+            rd->want[j] = st->mode == FLEET_BUDGET ? 0 : 1;
+        if (s->jobs[j].min_replicas > rd->want[j])
+            rd->want[j] = s->jobs[j].min_replicas;
+        first[j] = rd->want[j];
+    }
+    castor_fleet_grow(st, rd, split, 0);
+    if (split && (rd->cap[0] != LONG_MAX || rd->cap[1] != LONG_MAX) &&
+        (rc = castor_fleet_fit_caps(st, rd, first)) == 0) {
+        memcpy(rd->want, first, (size_t)s->njobs * sizeof(int));
+        castor_fleet_grow(st, rd, split, 1);
+    }
+    free(first);
+    return rc;
 }
 
 /* Ready and booting nodes of market m (0 on-demand, 1 spot; all with m < 0). */

@@ -89,7 +89,7 @@ add_test(NAME cli_scenario_deadline_report COMMAND ${EXPECT_FILE}
   --workload ${CASTOR_TEST_DATA}/workloads/deadline_missed.csv --quiet
   --report ${CMAKE_CURRENT_BINARY_DIR}/deadlines.html)
 # every shipped scenario loads and runs the four systems (on the ten-job trace, to stay short)
-foreach(scn t4 heavy-preemption deadline no-notice spot-quota)
+foreach(scn t4 heavy-preemption deadline no-notice spot-quota spot-quota-zero)
   castor_cli_test(scenario_shipped_${scn} 0 "castor against pollux-autoscale: dollars"
     simulate --scenario ${CMAKE_SOURCE_DIR}/config/scenarios/${scn}.yaml --compare
     --workload ${CASTOR_TEST_DATA}/workloads/ten.csv)

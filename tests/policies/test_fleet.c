@@ -431,6 +431,39 @@ static void castor_fleet__deadline_market_within_its_quota(void **state)
 }
 
 /*
+ * A job bound to spot by its deadline keeps spot first when spot's quota cannot hold everyone.
+ * The deadline job of deadline_round (2 spot GPUs make it) and job 1, without a deadline, which
+ * holds the one spot node the quota allows, all 4 of its GPUs. Job 0 keeps 2 of them; job 1
+ * stays on the other 2 ((1.5 + 2 x 0.529) / 2 = 1.28 per unit of work against (1.5 + 4) / 4 =
+ * 1.38 on on-demand): nothing is launched. (Job 1 first, as the job holding the node, would
+ * keep all 4 and send the deadline job to an on-demand node.)
+ */
+static void castor_fleet__deadline_job_keeps_spot_first(void **state)
+{
+    struct fw *w = *state;
+    struct fleet_config cfg = {.mode = FLEET_DEADLINE};
+
+    offer(w, 0, 1, 2.0, 0.6);
+    offer(w, 1, 0, 4.0, 0);
+    w->offers[0].boot_s = w->offers[1].boot_s = 170;
+    w->offers[0].capped = 1;
+    w->offers[0].room = 0;
+    for (int j = 0; j < 2; j++) {
+        job(w, j, &perfect, 4);
+        w->jobs[j].checkpoint_s = 600;
+        w->jobs[j].max_replicas = j ? 4 : 2;
+    }
+    w->jobs[0].progress_target = 1190.476;
+    w->jobs[0].deadline = NOW + 1460;
+    node(w, 0, 0, OLD);
+    fw_ready(w, 2, 1, 0, 2);
+    set_row(w->cur, 1, (int[]){0, 0, 0, 0}, 4);
+    assert_int_equal(decide_once(w, "castor", &cfg, "pollux"), 0);
+    assert_launch(w, (int[]){0, 0});
+    assert_true(alloc_on_node(w->out, 0, 0) > 0);
+}
+
+/*
  * Deadline mode sizes the fleet for a job's whole need, beyond what its exploration allows yet.
  * The perfect job of the test above, measured on 1 replica only (its exploration allows 2): r
  * spot GPUs take 1000 / (0.945 r) s, on-demand ones 1000 / r s. Deadline 575 s away: the plan may
@@ -1193,6 +1226,133 @@ static void castor_fleet__full_quota_keeps_the_fleet(void **state)
     fleet_free(&fp);
 }
 
+/* The market of checkpoints_choose_each_jobs_market (spot at $2/h with 2 preemptions per
+ * node-hour, on-demand at $4/h, 4-GPU nodes) and nj perfect jobs that may use maxr GPUs each: job
+ * 1 checkpoints every 3000 s (on-demand), the others every 60 s (spot). Set quotas after. */
+static void ckpt_market(struct fw *w, int nj, int maxr)
+{
+    offer(w, 0, 1, 2.0, 2.0);
+    offer(w, 1, 0, 4.0, 0);
+    for (int j = 0; j < nj; j++) {
+        job(w, j, &perfect, 4);
+        w->jobs[j].max_replicas = maxr;
+        w->jobs[j].checkpoint_s = j == 1 ? 3000 : 60;
+    }
+}
+
+/*
+ * Markets chosen by the jobs' checkpoints (checkpoints_choose_each_jobs_market's market: spot at
+ * $2/h with 2 preemptions per node-hour, on-demand at $4/h; each job may use one node), under
+ * quotas. Job 0 checkpoints every 60 s (spot), job 1 every 3000 s (on-demand):
+ * - spot's quota has no room: job 0 would wait for spot forever; it runs on on-demand instead,
+ *   two on-demand nodes (not one, and job 0 waiting);
+ * - spot's quota has room for one node: one of each, as without quotas;
+ * - on-demand's quota has no room: job 1 runs on spot rather than wait, two spot nodes;
+ * - neither has room: nothing is launched (and nothing breaks).
+ */
+static void castor_fleet__quota_full_market_sends_its_jobs_to_the_other(void **state)
+{
+    struct fw *w = *state;
+    struct fleet_config cfg = {.mode = FLEET_EFFICIENCY};
+    const int room[4][2] = {{-1, 0}, {-1, 1}, {0, -1}, {0, 0}}; /* on-demand, spot; -1: none */
+    const int launch[4][2] = {{0, 2}, {1, 1}, {2, 0}, {0, 0}};  /* spot, on-demand */
+
+    for (int i = 0; i < 4; i++) {
+        ckpt_market(w, 2, 4);
+        w->offers[1].capped = room[i][0] >= 0;
+        w->offers[1].room = room[i][0];
+        w->offers[0].capped = room[i][1] >= 0;
+        w->offers[0].room = room[i][1];
+        fw_ready(w, 2, 0, 0, 2);
+        assert_int_equal(decide_once(w, "castor", &cfg, "pollux"), 0);
+        assert_launch(w, launch[i]);
+    }
+}
+
+/*
+ * Which jobs keep a full market: jobs 0 and 2 checkpoint every 60 s (spot), job 1 every 3000 s
+ * (on-demand), each wants one node, and spot's quota holds one node. With none held, job 0 (the
+ * earlier of two at one price) keeps spot and job 2 goes to on-demand: one spot node, two
+ * on-demand. Then job 2 holds a ready spot node, there is no room for another, and job 0 may use
+ * only 2 GPUs: job 2 keeps its node (it is not moved) and job 0 goes to on-demand, two on-demand
+ * nodes. (Job 0 first would keep 2 GPUs of the spot node and job 2 stay on the other 2, at
+ * (1.5 + 2 x 0.517) / 2 = 1.27 against (1.5 + 4) / 4 = 1.38 on on-demand: one on-demand node.)
+ */
+static void castor_fleet__quota_keeps_the_jobs_it_holds(void **state)
+{
+    struct fw *w = *state;
+    struct fleet_config cfg = {.mode = FLEET_EFFICIENCY};
+
+    for (int held = 0; held < 2; held++) {
+        ckpt_market(w, 3, 4);
+        w->offers[0].capped = 1;
+        w->offers[0].room = held ? 0 : 1;
+        if (held) {
+            node(w, 0, 0, OLD);
+            w->jobs[0].max_replicas = 2;
+        }
+        fw_ready(w, 2, held, 0, 3);
+        if (held)
+            set_row(w->cur, 2, (int[]){0, 0, 0, 0}, 4);
+        assert_int_equal(decide_once(w, "castor", &cfg, "pollux"), 0);
+        assert_launch(w, held ? (int[]){0, 2} : (int[]){1, 2});
+        if (held) /* (job 0 may share it until its on-demand node is ready) */
+            assert_true(alloc_on_node(w->out, 2, 0) > 0);
+    }
+}
+
+/*
+ * A job its market's quotas cannot hold whole stays there on what is left, or moves to the other
+ * market, whichever costs less per unit of its work: (value + price x GPUs) / speedup. Job 0
+ * checkpoints every 60 s (spot: $0.5 / (1 - 2 x (30 + 30) / 3600) = $0.517 per useful GPU-hour),
+ * job 1 every 3000 s (on-demand, $1); both scale perfectly up to 8 GPUs, and spot's quota holds
+ * one node. Job 0 would take 8 GPUs on spot; it can have 4 there, or 8 on on-demand (each pays at
+ * any value). At $1.5 a job-hour: (1.5 + 2.07) / 4 = 0.89 on spot against (1.5 + 8) / 8 = 1.19
+ * on on-demand: it stays on one spot node, job 1 takes two on-demand nodes. At $12: 3.52 against
+ * 2.5: it moves, four on-demand nodes (the break-even is $3.86).
+ */
+static void castor_fleet__quota_stay_on_less_or_move_whole(void **state)
+{
+    struct fw *w = *state;
+    const double value[2] = {1.5, 12};
+    const int launch[2][2] = {{1, 2}, {0, 4}};
+
+    for (int i = 0; i < 2; i++) {
+        struct fleet_config cfg = {.mode = FLEET_EFFICIENCY, .value = value[i]};
+
+        ckpt_market(w, 2, 8);
+        w->offers[0].capped = 1;
+        w->offers[0].room = 1;
+        fw_ready(w, 2, 0, 0, 2);
+        assert_int_equal(decide_once(w, "castor", &cfg, "pollux"), 0);
+        assert_launch(w, launch[i]);
+    }
+}
+
+/*
+ * A budget spent within the quotas: the jobs of the test above, $12/h. The budget's greedy buys
+ * a GPU at a time for the first job it ranks (perfect scaling: every move is worth the same):
+ * without quotas job 0 takes 8 GPUs on spot (two nodes at the jobs' mean interval of 1530 s:
+ * 4 x $0.5 / (1 - 2 x (30 + 765) / 3600) = $3.58/h each) and job 1 the 4 of one on-demand node
+ * ($4/h): $11.16/h. With spot's quota at one node job 0 stays there (as above) on 4 GPUs, and the
+ * budget the second spot node would have taken buys job 1 a second on-demand node: $11.58/h, one
+ * spot and two on-demand launches (sized without the quota, job 1 would have one).
+ */
+static void castor_fleet__budget_within_the_quota(void **state)
+{
+    struct fw *w = *state;
+    struct fleet_config cfg = {.mode = FLEET_BUDGET, .budget = 12};
+
+    for (int capped = 0; capped < 2; capped++) {
+        ckpt_market(w, 2, 8);
+        w->offers[0].capped = capped;
+        w->offers[0].room = 1;
+        fw_ready(w, 2, 0, 0, 2);
+        assert_int_equal(decide_once(w, "castor", &cfg, "pollux"), 0);
+        assert_launch(w, capped ? (int[]){1, 2} : (int[]){2, 1});
+    }
+}
+
 #define FW(f) cmocka_unit_test_setup_teardown(f, fw_setup, fw_teardown)
 
 int main(void)
@@ -1203,6 +1363,11 @@ int main(void)
         FW(castor_fleet__quota_full_spills_to_the_other_market),
         FW(castor_fleet__gpus_past_the_quota_priced_on_the_other_market),
         FW(castor_fleet__full_quota_keeps_the_fleet),
+        FW(castor_fleet__quota_full_market_sends_its_jobs_to_the_other),
+        FW(castor_fleet__quota_keeps_the_jobs_it_holds),
+        FW(castor_fleet__quota_stay_on_less_or_move_whole),
+        FW(castor_fleet__budget_within_the_quota),
+        FW(castor_fleet__deadline_job_keeps_spot_first),
         FW(castor_fleet__efficiency_sizes_by_gain),
         FW(castor_fleet__value_decides_sublinear_growth),
         FW(castor_fleet__deadline_picks_the_market),
