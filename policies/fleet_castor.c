@@ -42,7 +42,9 @@ struct castor_round {
                         * (LONG_MAX: no quota known); past it, a GPU costs the other market's */
     long bound[2];     /* deadline mode: GPUs the jobs' deadlines already bound to each market */
     int uniform;       /* 1: every job checkpoints at the same interval (one price per market) */
-    int mixed;         /* 1: by their checkpoints, some jobs run on spot and some on on-demand */
+    int mixed;         /* 1: the markets are sized apart, each job on its own (od): by their
+                        * checkpoints some run on spot and some on on-demand, or spot costs every
+                        * job more than on-demand (its nodes are then let go) */
     double *ckpt;      /* per job: its checkpoint interval for the loss (3600 s when it has none) */
     double *spot;      /* per job: dollars per useful GPU-hour on the best spot offer, its loss */
     int *want;         /* GPUs per job */
@@ -178,7 +180,8 @@ static double castor_fleet_rate(const struct castor_round *rd, int split)
  * Each job's market by its own checkpoint interval: spot at the best spot offer's price over what
  * its preemptions leave of the job's time (rd->spot[j]), or on-demand where that is dearer (od[j]).
  * With one interval for every job the market is rd->any for all, as priced. rd->mixed: the jobs run
- * on both markets, which are then sized and split apart.
+ * on both markets, which are then sized and split apart; or spot costs all of them more than
+ * on-demand, and all are bound to on-demand (so that the spot nodes held go as a surplus).
  */
 static void castor_fleet_markets(const struct fleet_castor_state *st, struct castor_round *rd)
 {
@@ -203,7 +206,11 @@ static void castor_fleet_markets(const struct fleet_castor_state *st, struct cas
             rd->any = 0;
         else if (!rd->uniform && n_od == 0 && rd->best[1] >= 0)
             rd->any = 1;
-        memset(rd->od, 0, (size_t)s->njobs);
+        /* spot costs every job more per useful GPU-hour than on-demand: all run on on-demand,
+         * not on the spot nodes held (where a preemption would cost them more than the
+         * on-demand GPU-hour) */
+        rd->mixed = rd->any == 0 && rd->best[0] >= 0 && rd->best[1] >= 0;
+        memset(rd->od, rd->mixed, (size_t)s->njobs);
     }
 }
 

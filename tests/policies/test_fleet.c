@@ -176,6 +176,42 @@ static void castor_fleet__spot_or_on_demand_flips_at_break_even(void **state)
     }
 }
 
+/*
+ * Spot dearer than on-demand for every job (the market above at 5 preemptions per node-hour:
+ * $3.0 against $1 per useful GPU-hour) while the job runs on a spot node it holds: it moves to
+ * on-demand and the spot node goes. Round 1: an on-demand node is launched, the job stays on the
+ * spot node while it boots. Round 2, the on-demand node ready: the job moves there, the spot node
+ * (in use until now) stays this round. Round 3: the idle spot node is released (patience 1).
+ * (Taken as one market for all, the job kept running on the spot node, losing 55% of its time
+ * to preemptions, and nothing was launched.)
+ */
+static void castor_fleet__spot_nodes_go_where_spot_costs_more(void **state)
+{
+    struct fw *w = *state;
+    struct fleet_config cfg = {.mode = FLEET_EFFICIENCY, .patience = 1};
+    struct fleet_policy fp;
+    const int on[3] = {0, 0, 1}; /* the node the job holds at each round */
+
+    assert_int_equal(fleet_new("castor", &cfg, &fp), 0);
+    for (int round = 0; round < 3; round++) {
+        offer(w, 0, 1, 2.0, 5.0);
+        offer(w, 1, 0, 4.0, 0);
+        job(w, 0, &perfect, 4);
+        w->jobs[0].max_replicas = 4;
+        w->jobs[0].checkpoint_s = 1140;
+        node(w, 0, 0, OLD);
+        node(w, 1, 1, OLD);
+        fw_ready(w, 2, round ? 2 : 1, 0, 1);
+        set_row(w->cur, 0, (int[]){on[round], on[round], on[round], on[round]}, 4);
+        assert_int_equal(decide(w, &fp, "castor"), 0);
+        assert_launch(w, round ? (int[]){0, 0} : (int[]){0, 1});
+        assert_int_equal(alloc_on_node(w->out, 0, round ? 1 : 0), 4);
+        if (round)
+            assert_release(w, round == 2 ? (int[]){1, 0} : (int[]){0, 0});
+    }
+    fleet_free(&fp);
+}
+
 /* Offers at $1, $2 and $4 per node (no preemptions): the cheapest is unavailable (a launch was
  * just refused), so the one launch goes to the $2 offer; with that one unavailable too, to the
  * $4 one; with none available, nothing is launched and the answer is still valid. */
@@ -1368,6 +1404,7 @@ int main(void)
         FW(castor_fleet__quota_stay_on_less_or_move_whole),
         FW(castor_fleet__budget_within_the_quota),
         FW(castor_fleet__deadline_job_keeps_spot_first),
+        FW(castor_fleet__spot_nodes_go_where_spot_costs_more),
         FW(castor_fleet__efficiency_sizes_by_gain),
         FW(castor_fleet__value_decides_sublinear_growth),
         FW(castor_fleet__deadline_picks_the_market),
