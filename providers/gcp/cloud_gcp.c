@@ -426,8 +426,9 @@ static int take(struct gathered *x, const struct offer *o, const struct gcp_quot
 }
 
 /* What a node of o takes: its GPU model's regional quota, its family's regional CPUs (for a
- * Spot VM PREEMPTIBLE_<GPU metric> and PREEMPTIBLE_CPUS where the region grants them) and, with
- * GPUs, the project's GPUS_ALL_REGIONS. region (n) and project (np): the quotas read. */
+ * Spot VM PREEMPTIBLE_<GPU metric> and PREEMPTIBLE_CPUS where the region grants them), with GPUs
+ * the project's GPUS_ALL_REGIONS, and its vCPUs from the project's CPUS_ALL_REGIONS. region (n)
+ * and project (np): the quotas read. */
 static int offer_uses(struct gathered *x, const struct offer *o, const struct gcp_quota *region,
                       size_t n, const struct gcp_quota *project, size_t np)
 {
@@ -445,6 +446,8 @@ static int offer_uses(struct gathered *x, const struct offer *o, const struct gc
         rc = take(x, o, g, o->region, "vCPUs", o->vcpus);
     if (rc == 0 && o->gpus > 0 && (g = quota_of(project, np, "GPUS_ALL_REGIONS")) != NULL)
         rc = take(x, o, g, NULL, "GPUs", o->gpus);
+    if (rc == 0 && o->vcpus > 0 && (g = quota_of(project, np, "CPUS_ALL_REGIONS")) != NULL)
+        rc = take(x, o, g, NULL, "vCPUs", o->vcpus);
     return rc;
 }
 

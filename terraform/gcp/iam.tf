@@ -16,7 +16,7 @@ resource "google_project_iam_custom_role" "controller_read" {
     "compute.disks.create",
     "compute.subnetworks.use",
     "compute.regions.get",  # the regional quotas (GPUs, CPUs) of the offers' regions
-    "compute.projects.get", # the project-wide quotas (GPUS_ALL_REGIONS)
+    "compute.projects.get", # the project-wide quotas (GPUS_ALL_REGIONS, CPUS_ALL_REGIONS)
   ]
 }
 

@@ -429,9 +429,9 @@ static void use_is(const struct cloud_quota_use *u, size_t quota, const char *of
 /* One projects.get and one regions.get per region: the Spot T4 takes a GPU from the region's
  * PREEMPTIBLE_NVIDIA_T4_GPUS (granted: limit 4) and 8 vCPUs from CPUS (PREEMPTIBLE_CPUS is
  * listed at 0: Spot VMs then count as standard ones); the A2 takes from NVIDIA_A100_GPUS and its
- * family's A2_CPUS; both a GPU from GPUS_ALL_REGIONS, a new project's 0. The figures are
- * Compute Engine's. Without the PREEMPTIBLE_ GPU quota granted, the Spot T4 counts in
- * NVIDIA_T4_GPUS. */
+ * family's A2_CPUS; both a GPU from GPUS_ALL_REGIONS, a new project's 0, and their vCPUs from
+ * CPUS_ALL_REGIONS. The figures are Compute Engine's. Without the PREEMPTIBLE_ GPU quota granted,
+ * the Spot T4 counts in NVIDIA_T4_GPUS. */
 static void cloud_gcp_quotas__spot_and_standard(void **state)
 {
     struct fixture *f = *state;
@@ -447,25 +447,29 @@ static void cloud_gcp_quotas__spot_and_standard(void **state)
     fake_gce_set_quota(f->w.fake, "us-east1", "NVIDIA_A100_GPUS", 8, 3);
     fake_gce_set_quota(f->w.fake, "us-east1", "A2_CPUS", 96, 36);
     fake_gce_set_quota(f->w.fake, NULL, "GPUS_ALL_REGIONS", 0, 0); /* a new project's */
+    fake_gce_set_quota(f->w.fake, NULL, "CPUS_ALL_REGIONS", 64, 20);
     quotas_cloud(f, 2, &c);
     assert_int_equal(cloud_quotas(&c, &q, &nq, &u, &nu), 0);
     assert_int_equal(fake_gce_requests(f->w.fake, REGIONS), 2);
     assert_int_equal(fake_gce_requests(f->w.fake, PROJECT), 3); /* and one projects.get */
-    assert_int_equal(nq, 5);
+    assert_int_equal(nq, 6);
     quota_is(&q[0], "compute/us-central1/PREEMPTIBLE_NVIDIA_T4_GPUS",
              "PREEMPTIBLE_NVIDIA_T4_GPUS in us-central1", "GPUs", 4, 1);
     quota_is(&q[1], "compute/us-central1/CPUS", "CPUS in us-central1", "vCPUs", 24, 6);
     quota_is(&q[2], "compute/GPUS_ALL_REGIONS", "GPUS_ALL_REGIONS (all regions)", "GPUs", 0, 0);
-    quota_is(&q[3], "compute/us-east1/NVIDIA_A100_GPUS", "NVIDIA_A100_GPUS in us-east1", "GPUs", 8,
+    quota_is(&q[3], "compute/CPUS_ALL_REGIONS", "CPUS_ALL_REGIONS (all regions)", "vCPUs", 64, 20);
+    quota_is(&q[4], "compute/us-east1/NVIDIA_A100_GPUS", "NVIDIA_A100_GPUS in us-east1", "GPUs", 8,
              3);
-    quota_is(&q[4], "compute/us-east1/A2_CPUS", "A2_CPUS in us-east1", "vCPUs", 96, 36);
-    assert_int_equal(nu, 6);
+    quota_is(&q[5], "compute/us-east1/A2_CPUS", "A2_CPUS in us-east1", "vCPUs", 96, 36);
+    assert_int_equal(nu, 8);
     use_is(&u[0], 0, Q_T4_SPOT, 1);
     use_is(&u[1], 1, Q_T4_SPOT, 8);
     use_is(&u[2], 2, Q_T4_SPOT, 1);
-    use_is(&u[3], 3, Q_A2, 1);
-    use_is(&u[4], 4, Q_A2, 12);
-    use_is(&u[5], 2, Q_A2, 1);
+    use_is(&u[3], 3, Q_T4_SPOT, 8);
+    use_is(&u[4], 4, Q_A2, 1);
+    use_is(&u[5], 5, Q_A2, 12);
+    use_is(&u[6], 2, Q_A2, 1);
+    use_is(&u[7], 3, Q_A2, 12);
     free(q);
     free(u);
 
@@ -481,9 +485,9 @@ static void cloud_gcp_quotas__spot_and_standard(void **state)
 }
 
 /* A metric the region does not list limits nothing: an offer in a region Compute Engine does not
- * know (404) takes only from GPUS_ALL_REGIONS. A failed read (the role without
- * compute.regions.get or compute.projects.get, a malformed answer, a server that stays
- * unavailable) writes nothing; the next read goes through. */
+ * know (404) takes only from the project's GPUS_ALL_REGIONS and CPUS_ALL_REGIONS. A failed read
+ * (the role without compute.regions.get or compute.projects.get, a malformed answer, a server that
+ * stays unavailable) writes nothing; the next read goes through. */
 static void cloud_gcp_quotas__failures_write_nothing(void **state)
 {
     size_t nq = 77, nu = 77;
@@ -511,12 +515,14 @@ static void cloud_gcp_quotas__failures_write_nothing(void **state)
     assert_int_equal(nu, 77);
 
     assert_int_equal(cloud_quotas(&c, &q, &nq, &u, &nu), 0);
-    assert_int_equal(nq, 3); /* no GPU metric listed in us-central1 or us-east1 */
+    assert_int_equal(nq, 4); /* no GPU metric listed in us-central1 or us-east1 */
     assert_string_equal(q[0].name, "compute/us-central1/CPUS");
     assert_string_equal(q[1].name, "compute/GPUS_ALL_REGIONS");
-    assert_string_equal(q[2].name, "compute/us-east1/CPUS"); /* no A2_CPUS listed there */
-    assert_int_equal(nu, 5);
-    use_is(&u[4], 1, "n1-standard-8+nvidia-tesla-t4x1/mars-north1-a/standard", 1);
+    assert_string_equal(q[2].name, "compute/CPUS_ALL_REGIONS"); /* the fake's 512 */
+    assert_string_equal(q[3].name, "compute/us-east1/CPUS");    /* no A2_CPUS listed there */
+    assert_int_equal(nu, 8);
+    use_is(&u[6], 1, "n1-standard-8+nvidia-tesla-t4x1/mars-north1-a/standard", 1);
+    use_is(&u[7], 2, "n1-standard-8+nvidia-tesla-t4x1/mars-north1-a/standard", 8);
     free(q);
     free(u);
     cloud_free(&c);
