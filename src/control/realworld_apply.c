@@ -170,6 +170,8 @@ int rw_apply(void *ctx, const struct alloc *plan)
 {
     struct realworld *rw = ctx;
     double now = rw_now(rw);
+    char why[STATE_EVENT_MESSAGE_MAX - 96] = "";
+    int blocked = -1; /* whether the fleet can grow: asked once, for the first job with none */
 
     if (!rw->observed || plan->njobs != rw->snap.njobs || plan->nnodes != rw->current->nnodes)
         return ERR_INVAL;
@@ -208,6 +210,9 @@ int rw_apply(void *ctx, const struct alloc *plan)
             rw_note_placement(rw, st->name, rows, (size_t)nodes, replicas, now);
         }
         rw_apply_config(rw, j, moved, nodes, replicas, now);
+        if (replicas == 0 && blocked < 0)
+            blocked = rw_fleet_blocked(rw, now, why, sizeof(why));
+        rw_tell_blocked(rw, st, &rw->jobs[rw->sjob_rw[j]], replicas, blocked > 0, why, now);
     }
     return 0;
 }

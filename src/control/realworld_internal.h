@@ -86,6 +86,7 @@ struct rw_job {
     int late;   /* 1 while that is after its deadline (told once, and again when it is not) */
     int cost_warned;  /* its dollars passed RW_COST_WARN of its max_dollars (told once) */
     double wait_told; /* the placement (since) whose wait for old replicas was told; NAN: none */
+    int blocked_told; /* 1 while its wait for a fleet that cannot grow was told */
 };
 
 /* A job's spec, as the decide step needs it. */
@@ -218,6 +219,21 @@ void rw_quota_launched(struct realworld *rw, int o);
 
 /* Forget the quotas read (freeing them). */
 void rw_quotas_free(struct realworld *rw);
+
+/* ---- realworld_blocked.c ---- */
+
+/* 1 when the fleet cannot grow now: the cloud has offers, no instance is booting, and none can be
+ * launched (not offered, held after a refusal, no room under its quotas) or the spend limit stops
+ * launches; why (size
+ * bytes, cut to fit) then says so offer by offer. 0 (why untouched) otherwise, and for a static
+ * cluster (no offers). */
+int rw_fleet_blocked(const struct realworld *rw, double now, char *why, size_t size);
+
+/* Tell job st (its kept figures job) in its events, once, that it has no GPUs and why the fleet
+ * cannot grow (blocked, why: rw_fleet_blocked's), once it has waited RW_WAIT_TELL_S since its
+ * submission; told again after it had replicas or the fleet could grow. */
+void rw_tell_blocked(struct realworld *rw, const struct state_job *st, struct rw_job *job,
+                     int replicas, int blocked, const char *why, double now);
 
 /* ---- nodes in the state and reconciliation (realworld_reconcile.c) ---- */
 

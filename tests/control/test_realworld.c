@@ -1645,6 +1645,43 @@ static void realworld_resize__no_quota_room_rents_the_other_market(void **state)
     assert_int_equal(sql_int(f, "SELECT count(*) FROM launch_intents WHERE state = 'failed'"), 0);
 }
 
+/* A fleet that cannot grow is told to the jobs that wait for it: both offers' quotas at 0 (a new
+ * account's, for GPUs), castor's planner launches nothing and job a waits. Once it has waited
+ * 120 s its events say why, offer by offer, once; when the spot quota is raised (read 5 minutes
+ * later) a node is launched, and with none of its GPUs ready yet the job waits without another
+ * such event. A job that had no such wait is not told. */
+static void realworld_resize__a_job_is_told_the_fleet_cannot_grow(void **state)
+{
+    struct fixture *f = *state;
+    const char *od[] = {OFFER_OD};
+    const double units[] = {48};
+    const char *kind = "SELECT count(*) FROM events WHERE kind = 'waiting'";
+
+    spot_quota(f, 0, 0);
+    assert_int_equal(cloud_fake_set_quota(&f->fake, "od-vcpus", 0, 0, od, units, 1), 0);
+    assert_int_equal(make_loop_with(f, "castor", 0, 0), 0);
+    submit_job(f, "a", 4);
+    tick(f, 0);
+    assert_int_equal(f->tried[0] + f->tried[1], 0);
+    assert_int_equal(sql_int(f, kind), 0); /* not yet: it has waited 0 s */
+    tick(f, 60);
+    assert_int_equal(sql_int(f, kind), 0);
+    tick(f, 60);
+    assert_int_equal(sql_int(f, kind), 1);
+    assert_true(
+        has_event(f, "a", "waiting", NULL,
+                  "no GPUs, and the fleet cannot grow: no offer can be launched now (" OFFER_OD
+                  ": quota od-vcpus \"od-vcpus (fake)\" has 0 of 0 vCPUs in use; " OFFER_SPOT
+                  ": quota spot-vcpus"));
+    tick(f, 60);
+    assert_int_equal(sql_int(f, kind), 1); /* once */
+    spot_quota(f, 48, 0);
+    tick(f, 300); /* read again: room for one spot node */
+    assert_int_equal(f->tried[1], 1);
+    tick(f, 60);
+    assert_int_equal(sql_int(f, kind), 1);
+}
+
 /* When the quotas cannot be read, launches go on as without them (the read's failure is logged
  * once), and the cloud's own refusal holds the offer as before. */
 static void realworld_resize__unreadable_quotas_limit_nothing(void **state)
@@ -1738,6 +1775,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(realworld_resize__quotas_cap_the_launches, rw_setup,
                                         rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_resize__no_quota_room_rents_the_other_market,
+                                        rw_setup, rw_teardown),
+        cmocka_unit_test_setup_teardown(realworld_resize__a_job_is_told_the_fleet_cannot_grow,
                                         rw_setup, rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_resize__unreadable_quotas_limit_nothing, rw_setup,
                                         rw_teardown),
