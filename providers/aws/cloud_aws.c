@@ -5,6 +5,7 @@
  * refused) with the launch token as ClientToken and tag, terminations of this cluster's
  * instances only, and the EC2 vCPU quotas the offers fall in (Service Quotas, the account's
  * instances, the types' vCPUs). */
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -291,10 +292,23 @@ static const struct {
     {"a c d h i m r t z", 0, "L-1216C47A",
      "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances"},
     {"g vt", 1, "L-3819A6DF", "All G and VT Spot Instance Requests"},
-    {"p", 1, "L-7212CCBC", "All P Spot Instance Requests"},
+    {"p", 1, "L-7212CCBC", "All P4, P3 and P2 Spot Instance Requests"},
     {"inf", 1, "L-B5D1601B", "All Inf Spot Instance Requests"},
     {"a c d h i m r t z", 1, "L-34B43A08",
      "All Standard (A, C, D, H, I, M, R, T, Z) Spot Instance Requests"},
+};
+
+/* Generations with a quota of their own, before the family table: the type's name begins with
+ * the prefix and then a letter or the dot (p5.48xlarge, p5e, p5en; not p50). "All P5 Spot
+ * Instance Requests" as AWS's "Spot Instance quotas" page names it; its code as the Service Quotas
+ * console lists it (ec2, L-C4BD4855). On-demand P5 instances count in the P family's quota. */
+static const struct {
+    const char *prefix;
+    int spot;
+    const char *code;
+    const char *name;
+} aws_quota_generations[] = {
+    {"p5", 1, "L-C4BD4855", "All P5 Spot Instance Requests"},
 };
 
 /* 1 when the space-separated list holds word (of n bytes). */
@@ -312,8 +326,8 @@ static int aws_word_in(const char *list, const char *word, size_t n)
 }
 
 /* The quota code limiting instances of type in a market (the configured rules in order, then
- * the table by family), and the table's name for it into *name (NULL for a configured one);
- * NULL when none is known. */
+ * the generations with a quota of their own, then the table by family), and the table's name for it
+ * into *name (NULL for a configured one); NULL when none is known. */
 static const char *aws_quota_code(const struct aws_cloud *a, const char *type, int spot,
                                   const char **name)
 {
@@ -328,6 +342,16 @@ static const char *aws_quota_code(const struct aws_cloud *a, const char *type, i
 
         if (match && r->spot == spot)
             return r->code[0] ? r->code : NULL;
+    }
+    for (size_t i = 0; i < sizeof(aws_quota_generations) / sizeof(aws_quota_generations[0]); i++) {
+        size_t n = strlen(aws_quota_generations[i].prefix);
+
+        if (aws_quota_generations[i].spot == spot &&
+            strncmp(type, aws_quota_generations[i].prefix, n) == 0 &&
+            (type[n] == '.' || isalpha((unsigned char)type[n]))) {
+            *name = aws_quota_generations[i].name;
+            return aws_quota_generations[i].code;
+        }
     }
     for (size_t i = 0; i < sizeof(aws_quota_table) / sizeof(aws_quota_table[0]); i++)
         if (aws_quota_table[i].spot == spot && family > 0 && type[family] &&

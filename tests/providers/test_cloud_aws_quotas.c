@@ -279,6 +279,62 @@ static void quotas__configured_codes(void **state)
     free(u);
 }
 
+/* P5 Spot instances have their own quota (All P5 Spot Instance Requests, L-C4BD4855), P4, P3 and
+ * P2 Spot instances theirs (L-7212CCBC): a p5.48xlarge spot offer and a p4d.24xlarge one read
+ * one each, and the account's untagged p5e spot instance (192 vCPUs) counts in the P5 one, its
+ * p4d (96) in the other. (By family alone both would be one quota, L-7212CCBC, using 288.) */
+static void quotas__p5_spot_has_its_own(void **state)
+{
+    struct fixture *f = *state;
+    struct cloud_quota *q = NULL;
+    struct cloud_quota_use *u = NULL;
+    struct error e = {0};
+    char more[1024];
+    size_t nq = 0, nu = 0;
+    const struct cloud_quota_use *p5;
+
+    snprintf(more, sizeof(more),
+             "    - instance_type: p5.48xlarge\n"
+             "      zone: us-east-1a\n"
+             "      market: spot\n"
+             "      gpus: 8\n"
+             "    - instance_type: p4d.24xlarge\n"
+             "      zone: us-east-1a\n"
+             "      market: spot\n"
+             "      gpus: 8\n"
+             "  quotas:\n"
+             "    endpoint: %s\n",
+             fake_ec2_url(f->sq));
+    if (make(f, more, &e) < 0)
+        fail_msg("%d:%d: %s", e.line, e.column, e.msg);
+    fake_ec2_push(f->sq, 200, QUOTA(G_SPOT, "G", "64"));
+    fake_ec2_push(f->sq, 200, QUOTA(P_OD, "P", "32"));
+    fake_ec2_push(f->sq, 200, QUOTA("L-C4BD4855", "All P5 Spot Instance Requests", "384"));
+    fake_ec2_push(f->sq, 200,
+                  QUOTA("L-7212CCBC", "All P4, P3 and P2 Spot Instance Requests", "96"));
+    fake_ec2_push(f->ec2, 200,
+                  DESCRIBE(INSTANCE("i-p5e", "p5e.48xlarge", "running", SPOT, "")
+                               INSTANCE("i-p4d", "p4d.24xlarge", "running", SPOT, "")));
+    fake_ec2_push(f->ec2, 200,
+                  TYPES(TYPE("g4dn.12xlarge", "48") TYPE("p3.2xlarge", "8")
+                            TYPE("p5.48xlarge", "192") TYPE("p4d.24xlarge", "96")
+                                TYPE("p5e.48xlarge", "192")));
+    assert_int_equal(cloud_quotas(&f->c, &q, &nq, &u, &nu), 0);
+    assert_non_null(strstr(fake_ec2_body(f->sq, 2), "\"L-C4BD4855\""));
+    assert_non_null(strstr(fake_ec2_body(f->sq, 3), "\"L-7212CCBC\""));
+    assert_int_equal(nq, 4);
+    assert_string_equal(q[2].name, "ec2/us-east-1/L-C4BD4855");
+    assert_float_equal(q[2].limit, 384, 0);
+    assert_float_equal(q[2].used, 192, 0);
+    assert_string_equal(q[3].name, "ec2/us-east-1/L-7212CCBC");
+    assert_float_equal(q[3].used, 96, 0);
+    assert_non_null(p5 = use_of(u, nu, "p5.48xlarge/us-east-1a/spot"));
+    assert_int_equal(p5->quota, 2);
+    assert_float_equal(p5->units, 192, 0);
+    free(q);
+    free(u);
+}
+
 /* quotas: off (and false): no quotas, nothing asked. */
 static void quotas__off(void **state)
 {
@@ -418,6 +474,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(quotas__offers_limits_and_the_accounts_use),
         T(quotas__configured_codes),
+        T(quotas__p5_spot_has_its_own),
         T(quotas__off),
         T(quotas__refused_writes_nothing),
         T(quotas__unknown_type_counts_nothing),
