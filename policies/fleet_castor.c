@@ -23,6 +23,10 @@
 /* The share of a deadline's remaining time a plan may use (the rest absorbs model error). */
 #define CASTOR_DEADLINE_MARGIN 0.8
 
+/* How much dearer than on-demand spot must be, per useful GPU-hour, for every job, before the
+ * spot nodes held are let go for on-demand ones. */
+#define CASTOR_SPOT_DEARER 1.1
+
 struct fleet_castor_state {
     enum fleet_mode mode;
     double value, budget, restart_s;
@@ -176,6 +180,17 @@ static double castor_fleet_rate(const struct castor_round *rd, int split)
     return r;
 }
 
+/* The cheapest of the jobs' own spot prices (rd->spot: the one price when they share an
+ * interval). */
+static double castor_fleet_spot_price(const struct castor_round *rd)
+{
+    double p = INFINITY;
+
+    for (int j = 0; j < rd->s->njobs; j++)
+        p = rd->spot[j] < p ? rd->spot[j] : p;
+    return p;
+}
+
 /*
  * Each job's market by its own checkpoint interval: spot at the best spot offer's price over what
  * its preemptions leave of the job's time (rd->spot[j]), or on-demand where that is dearer (od[j]).
@@ -206,10 +221,12 @@ static void castor_fleet_markets(const struct fleet_castor_state *st, struct cas
             rd->any = 0;
         else if (!rd->uniform && n_od == 0 && rd->best[1] >= 0)
             rd->any = 1;
-        /* spot costs every job more per useful GPU-hour than on-demand: all run on on-demand,
-         * not on the spot nodes held (where a preemption would cost them more than the
-         * on-demand GPU-hour) */
-        rd->mixed = rd->any == 0 && rd->best[0] >= 0 && rd->best[1] >= 0;
+        /* spot costs every job clearly more per useful GPU-hour than on-demand: all run on
+         * on-demand, not on the spot nodes held (where a preemption would cost them more than
+         * the on-demand GPU-hour); near the break-even, one market for all as priced (no moves
+         * back and forth as prices wander across it) */
+        rd->mixed = rd->any == 0 && rd->best[0] >= 0 && rd->best[1] >= 0 &&
+                    castor_fleet_spot_price(rd) > CASTOR_SPOT_DEARER * rd->price[0];
         memset(rd->od, rd->mixed, (size_t)s->njobs);
     }
 }

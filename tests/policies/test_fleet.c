@@ -176,6 +176,20 @@ static void castor_fleet__spot_or_on_demand_flips_at_break_even(void **state)
     }
 }
 
+/* The market of castor_fleet__spot_nodes_go_where_spot_costs_more at `rate` preemptions per
+ * node-hour on spot: the job (perfect, 4 GPUs, a checkpoint every 1140 s), a spot node and an
+ * on-demand one (nodes 0 and 1: set nn). */
+static void spot_job_world(struct fw *w, double rate)
+{
+    offer(w, 0, 1, 2.0, rate);
+    offer(w, 1, 0, 4.0, 0);
+    job(w, 0, &perfect, 4);
+    w->jobs[0].max_replicas = 4;
+    w->jobs[0].checkpoint_s = 1140;
+    node(w, 0, 0, OLD);
+    node(w, 1, 1, OLD);
+}
+
 /*
  * Spot dearer than on-demand for every job (the market above at 5 preemptions per node-hour:
  * $3.0 against $1 per useful GPU-hour) while the job runs on a spot node it holds: it moves to
@@ -183,7 +197,9 @@ static void castor_fleet__spot_or_on_demand_flips_at_break_even(void **state)
  * spot node while it boots. Round 2, the on-demand node ready: the job moves there, the spot node
  * (in use until now) stays this round. Round 3: the idle spot node is released (patience 1).
  * (Taken as one market for all, the job kept running on the spot node, losing 55% of its time
- * to preemptions, and nothing was launched.)
+ * to preemptions, and nothing was launched.) Near the break-even (3.1 preemptions per node-hour:
+ * spot $1.034, within 10% of on-demand's $1) the job stays on its spot node and nothing is
+ * launched: prices that wander across the break-even do not move it back and forth.
  */
 static void castor_fleet__spot_nodes_go_where_spot_costs_more(void **state)
 {
@@ -192,15 +208,16 @@ static void castor_fleet__spot_nodes_go_where_spot_costs_more(void **state)
     struct fleet_policy fp;
     const int on[3] = {0, 0, 1}; /* the node the job holds at each round */
 
+    spot_job_world(w, 3.1);
+    fw_ready(w, 2, 1, 0, 1);
+    set_row(w->cur, 0, (int[]){0, 0, 0, 0}, 4);
+    assert_int_equal(decide_once(w, "castor", &cfg, "castor"), 0);
+    assert_launch(w, (int[]){0, 0});
+    assert_int_equal(alloc_on_node(w->out, 0, 0), 4);
+
     assert_int_equal(fleet_new("castor", &cfg, &fp), 0);
     for (int round = 0; round < 3; round++) {
-        offer(w, 0, 1, 2.0, 5.0);
-        offer(w, 1, 0, 4.0, 0);
-        job(w, 0, &perfect, 4);
-        w->jobs[0].max_replicas = 4;
-        w->jobs[0].checkpoint_s = 1140;
-        node(w, 0, 0, OLD);
-        node(w, 1, 1, OLD);
+        spot_job_world(w, 5.0);
         fw_ready(w, 2, round ? 2 : 1, 0, 1);
         set_row(w->cur, 0, (int[]){on[round], on[round], on[round], on[round]}, 4);
         assert_int_equal(decide(w, &fp, "castor"), 0);
