@@ -22,12 +22,14 @@ import importlib.util
 import json
 import math
 import os
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from procs import free_port  # noqa: E402  (a port below the ephemeral range)
 
 SKIP = 77
 TOKENS = {
@@ -50,12 +52,6 @@ class Failure(Exception):
 def check(cond, what):
     if not cond:
         raise Failure(what)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Controller:

@@ -10,9 +10,11 @@
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "control/state.h"
@@ -49,19 +51,30 @@ static inline int world_write_file(const char *path, const char *text, mode_t mo
     return ok ? 0 : -1;
 }
 
-/* A port free now on 127.0.0.1 (the kernel's choice), or -1. */
+/* A port free now on 127.0.0.1, or -1: drawn from 20000 to 29499, below the kernel's ephemeral
+ * range (Linux: 32768 and up), so that no other test's connection, which takes an ephemeral
+ * port, can take it between the draw and the controller's bind (castor-node's rank-0 ports,
+ * 29500 to 29999, left out), and checked by a bind. */
 static inline int world_free_port(void)
 {
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof(a);
-    int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
+    static unsigned seed;
 
-    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-        port = ntohs(a.sin_port);
-    if (fd >= 0)
+    if (!seed)
+        seed = (unsigned)getpid() ^ (unsigned)time(NULL);
+    for (int i = 0; i < 200; i++) {
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        int fd = socket(AF_INET, SOCK_STREAM, 0), port = 20000 + (int)(rand_r(&seed) % 9500);
+        int ok;
+
+        if (fd < 0)
+            return -1;
+        a.sin_port = htons((uint16_t)port);
+        ok = bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
         close(fd);
-    return port;
+        if (ok)
+            return port;
+    }
+    return -1;
 }
 
 /* How many times text is in the file at path (0 when it cannot be read). */
