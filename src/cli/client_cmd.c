@@ -179,7 +179,19 @@ static const char *cl_str(const struct jv *o, const char *key)
     return s ? s : "-";
 }
 
-/* The jobs, a line each; then why each failed job failed. */
+/* Why each pending job waits, where its events say (the list's `waiting`): a line each. */
+static void cl_waiting(const struct jv *jobs, FILE *out)
+{
+    for (size_t i = 0; i < jv_size(jobs); i++) {
+        const struct jv *j = jv_at(jobs, i);
+
+        if (jv_string_value(jv_get(j, "waiting")))
+            fprintf(out, "%s waits: %s\n", cl_str(j, "name"), cl_str(j, "waiting"));
+    }
+}
+
+/* The jobs, a line each; then why each failed job failed, and why each pending job waits where
+ * its events say. */
 static void cl_jobs_table(const struct jv *jobs, FILE *out)
 {
     fprintf(out, "%-32s %-10s %-21s %10s %10s %8s %8s %10s %-21s\n", "NAME", "STATE", "SUBMITTED",
@@ -201,6 +213,7 @@ static void cl_jobs_table(const struct jv *jobs, FILE *out)
         if (strcmp(cl_str(j, "state"), "failed") == 0)
             fprintf(out, "%s failed: %s\n", cl_str(j, "name"), cl_str(j, "failure"));
     }
+    cl_waiting(jobs, out);
 }
 
 /* The cloud's quotas as /v1/fleet lists them: a line each, and each offer they leave no room. */
@@ -273,6 +286,7 @@ static int cl_status(struct cl_conn *c, int json, FILE *out, FILE *err)
         fprintf(out, "%s %d %s", s ? "," : "", count, states[s]);
     }
     fprintf(out, "\n");
+    cl_waiting(list, out);
 out:
     jv_free(fleet);
     jv_free(jobs);

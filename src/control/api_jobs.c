@@ -224,6 +224,22 @@ static double ap_job_eta(const struct api *a, const char *name)
     return NAN;
 }
 
+/* Why a pending job waits: the message of its newest event when that is a `waiting` one (no
+ * GPUs, a fleet that cannot grow, ...), else null; null for a job in another state, and when
+ * its events cannot be read. */
+static struct jv *ap_job_waiting(struct ap_ctx *c, const struct state_job *j)
+{
+    struct state_event *ev = NULL;
+    struct jv *w = NULL;
+    size_t n = 0;
+
+    if (j->state != STATE_JOB_PENDING || state_events_list(c->a->state, j->name, 1, &ev, &n) < 0)
+        return jv_null();
+    w = n == 1 && strcmp(ev[0].kind, "waiting") == 0 ? jv_string(ev[0].message) : jv_null();
+    state_events_free(ev, n);
+    return w;
+}
+
 /* A job's summary, as listed. */
 static struct jv *ap_job_summary(struct ap_ctx *c, const struct state_job *j)
 {
@@ -239,6 +255,7 @@ static struct jv *ap_job_summary(struct ap_ctx *c, const struct state_job *j)
     ap_set(c, o, "failures", jv_integer(j->failures));
     ap_set(c, o, "failure", j->failure ? jv_string(j->failure) : jv_null());
     ap_set(c, o, "failure_at", jv_number(j->failure_at));
+    ap_set(c, o, "waiting", ap_job_waiting(c, j));
     ap_set(c, o, "dollars", jv_number(j->dollars));
     /* (only jobs pending or running have one: the lookup stays within the daemon's jobs) */
     ap_set(c, o, "eta",

@@ -1084,6 +1084,45 @@ static void api_jobs__events_tell_what_happened(void **state)
     expect_error(f, "GET", "/v1/jobs/a/events?limit=x", TOKEN_USER, NULL, 400, "limit");
 }
 
+/* The job v has a `waiting` that is null (present, not missing). */
+static void assert_waiting_null(const struct jv *v)
+{
+    assert_non_null(jv_get(v, "waiting"));
+    assert_int_equal(jv_type_of(jv_get(v, "waiting")), JV_NULL);
+}
+
+/* A pending job's `waiting`: the message of its newest event when that is a `waiting` one, in
+ * the list and the job alike; null once a newer event of another kind comes, for a running job,
+ * and before any. */
+static void api_jobs__pending_job_says_why_it_waits(void **state)
+{
+    struct fixture *f = *state;
+    struct jv *v = NULL;
+
+    populate(f);
+    assert_int_equal(call(f, "GET", "/v1/jobs/a", TOKEN_USER, NULL, &v), 200);
+    assert_waiting_null(v);
+    jv_free(v);
+    assert_int_equal(
+        state_event_add(f->st, "a", f->now, "waiting", NULL, "no offer can be launched now"), 0);
+    assert_int_equal(call(f, "GET", "/v1/jobs/a", TOKEN_USER, NULL, &v), 200);
+    assert_string_equal(jv_string_value(jv_get(v, "waiting")), "no offer can be launched now");
+    jv_free(v);
+    assert_int_equal(call(f, "GET", "/v1/jobs?state=pending", TOKEN_USER, NULL, &v), 200);
+    assert_string_equal(jv_string_value(jv_get(jv_at(jv_get(v, "jobs"), 0), "waiting")),
+                        "no offer can be launched now");
+    jv_free(v);
+    assert_int_equal(state_job_set_state(f->st, "a", STATE_JOB_RUNNING, f->now), 0);
+    assert_int_equal(call(f, "GET", "/v1/jobs/a", TOKEN_USER, NULL, &v), 200);
+    assert_waiting_null(v);
+    jv_free(v);
+    assert_int_equal(state_job_set_state(f->st, "a", STATE_JOB_PENDING, f->now), 0);
+    assert_int_equal(state_event_add(f->st, "a", f->now + 1, "notice", "i-1", "a notice"), 0);
+    assert_int_equal(call(f, "GET", "/v1/jobs/a", TOKEN_USER, NULL, &v), 200);
+    assert_waiting_null(v);
+    jv_free(v);
+}
+
 /* A deadline without samples is taken (201) with a warning in the answer and the log: castor
  * cannot tell how much work is left. With samples, or without a deadline, no warning. */
 static void api_jobs__deadline_without_samples_is_warned(void **state)
@@ -2245,6 +2284,7 @@ int main(void)
         API_TEST(api_nodes__replica_failures_restart_then_fail),
         API_TEST(api_nodes__bad_failure_reports_write_nothing),
         API_TEST(api_jobs__events_tell_what_happened),
+        API_TEST(api_jobs__pending_job_says_why_it_waits),
         API_TEST(api_jobs__submit_list_get_cancel),
         API_TEST(api_jobs__deadline_without_samples_is_warned),
         API_TEST(api_jobs__samples_stored_or_null),

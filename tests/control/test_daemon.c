@@ -231,8 +231,9 @@ static int client(struct run *r, char **out, const char *a1, const char *a2, con
     return castor_argv(r, out, argv);
 }
 
-/* `castor submit` of a job spec named name (2 replicas at most); the client's exit status. */
-static int submit(struct run *r, char **out, const char *name)
+/* `castor submit` of a job spec named name with the replicas lines given; the client's exit
+ * status. */
+static int submit_with(struct run *r, char **out, const char *name, const char *replicas)
 {
     char path[160];
     FILE *f;
@@ -242,10 +243,16 @@ static int submit(struct run *r, char **out, const char *name)
     assert_non_null(f);
     fprintf(f,
             "name: %s\ncommand: [train]\nworkdir: /w\ninit_batch_size: 32\nmax_batch_size: 256\n"
-            "max_local_bsz: 64\nmax_replicas: 2\n",
-            name);
+            "max_local_bsz: 64\n%s",
+            name, replicas);
     fclose(f);
     return client(r, out, "submit", path, NULL);
+}
+
+/* submit_with of a job of 2 replicas at most. */
+static int submit(struct run *r, char **out, const char *name)
+{
+    return submit_with(r, out, name, "max_replicas: 2\n");
 }
 
 /* A fake node agent: one request to the API with the node token. */
@@ -452,6 +459,24 @@ static void daemon_run__signals_restart_and_no_double_launch(void **state)
     assert_int_equal(client(r, &out, "cancel", "gamma", NULL), 0);
     assert_non_null(strstr(out, "cancelled gamma"));
     free(out);
+    /* a pending job's wait, as its newest event says, in `castor jobs` and `castor status`:
+     * epsilon's gang of 16 never fits the fleet's 4 GPUs, and the event is written beside the
+     * daemon */
+    assert_int_equal(submit_with(r, NULL, "epsilon", "min_replicas: 16\nmax_replicas: 16\n"), 0);
+    assert_int_equal(state_open(r->state, &st, NULL), 0);
+    assert_int_equal(state_event_add(st, "epsilon", (double)time(NULL), "waiting", NULL,
+                                     "no GPUs, and the fleet cannot grow"),
+                     0);
+    state_close(st);
+    st = NULL;
+    assert_int_equal(client(r, &out, "jobs", NULL, NULL), 0);
+    assert_non_null(strstr(out, "epsilon waits: no GPUs, and the fleet cannot grow\n"));
+    free(out);
+    assert_int_equal(client(r, &out, "status", NULL, NULL), 0);
+    assert_non_null(strstr(out, "epsilon waits: no GPUs, and the fleet cannot grow\n"));
+    assert_null(strstr(out, "alpha waits"));
+    free(out);
+    assert_int_equal(client(r, NULL, "cancel", "epsilon", NULL), 0);
     assert_int_equal(client(r, NULL, "cancel", "no-such-job", NULL), 1);
     /* a static node taken down by its operator; a launched one is refused */
     assert_int_equal(agent(r, "POST", "/v1/nodes", "{\"instance_id\":\"rack-7\",\"gpus\":1}"), 201);
@@ -513,13 +538,15 @@ static void daemon_run__signals_restart_and_no_double_launch(void **state)
     /* no job lost; decisions and costs recorded */
     assert_int_equal(state_open(r->state, &st, NULL), 0);
     assert_int_equal(state_jobs_list(st, (1u << STATE_JOB_NSTATES) - 1, &jobs, &njobs), 0);
-    assert_int_equal(njobs, 4);
+    assert_int_equal(njobs, 5);
     assert_string_equal(jobs[0].name, "alpha");
     assert_string_equal(jobs[1].name, "beta");
     assert_true(jobs[0].dollars > 0 && jobs[1].dollars > 0); /* they held GPUs for several ticks */
     assert_string_equal(jobs[2].name, "gamma");
     assert_int_equal(jobs[2].state, STATE_JOB_CANCELLED);
-    assert_string_equal(jobs[3].name, "delta");
+    assert_string_equal(jobs[3].name, "epsilon");
+    assert_int_equal(jobs[3].state, STATE_JOB_CANCELLED);
+    assert_string_equal(jobs[4].name, "delta");
     state_jobs_free(jobs, njobs);
     {
         long long tick = -1;
