@@ -50,6 +50,7 @@ struct fixture {
     int spy_checked;    /* launches whose intent the spy found committed */
     int tried[2];       /* launches asked of the fake: [0] on-demand, [1] spot */
     int register_gpus;  /* > 0: each launched instance's agent registers during the launch */
+    double spot_rate;   /* the spot offer's preemptions per node-hour (0: the default) */
     struct realworld *rw;
     struct provider prov;
     struct policy policy;
@@ -124,8 +125,10 @@ static const struct cloud_ops spy_ops = {
 static int make_world_watching(struct fixture *f, struct log *log, double registration,
                                double heartbeat)
 {
-    struct realworld_offer meta[1] = {
-        {.name = OFFER_SPOT, .zone = "zone-a", .boot_s = 30, .preempt_rate = NAN}};
+    struct realworld_offer meta[1] = {{.name = OFFER_SPOT,
+                                       .zone = "zone-a",
+                                       .boot_s = 30,
+                                       .preempt_rate = f->spot_rate > 0 ? f->spot_rate : NAN}};
     struct realworld_config rc = {.state = f->st,
                                   .cloud = &f->cloud,
                                   .cluster = CLUSTER,
@@ -1682,6 +1685,33 @@ static void realworld_resize__a_job_is_told_the_fleet_cannot_grow(void **state)
     assert_int_equal(sql_int(f, kind), 1);
 }
 
+/* Jobs bound to a market by their checkpoints, in the real world: spot preempted twice a node-hour
+ * keeps 97% of the time of job a, which checkpoints every 60 s, and 10% of job b's, which
+ * checkpoints hourly, so a runs on spot and b on on-demand. With spot's quota at 0, a runs on
+ * on-demand too: their first GPUs share one on-demand node, none is launched on spot nor refused,
+ * and once the node is ready both run there (before, a waited for spot room: b alone ran). */
+static void realworld_resize__checkpointed_job_leaves_a_full_spot_quota(void **state)
+{
+    struct fixture *f = *state;
+
+    f->spot_rate = 2.0;
+    realworld_free(f->rw);
+    assert_int_equal(make_world(f), 0);
+    spot_quota(f, 0, 0);
+    assert_int_equal(make_loop_with(f, "castor", 0, 0), 0);
+    submit_job_with(f, "a", 4, ", \"checkpoint_interval\": 60");
+    submit_job_with(f, "b", 4, ", \"checkpoint_interval\": 3600");
+    f->register_gpus = 4;
+    tick(f, 0);
+    f->register_gpus = 0;
+    assert_int_equal(f->tried[1], 0);
+    assert_int_equal(f->tried[0], 1);
+    assert_int_equal(sql_int(f, "SELECT count(*) FROM launch_intents WHERE state = 'failed'"), 0);
+    tick(f, 1);
+    assert_int_equal(sql_int(f, "SELECT count(*) FROM jobs WHERE state = 'running'"), 2);
+    assert_int_equal(f->tried[1], 0);
+}
+
 /* When the quotas cannot be read, launches go on as without them (the read's failure is logged
  * once), and the cloud's own refusal holds the offer as before. */
 static void realworld_resize__unreadable_quotas_limit_nothing(void **state)
@@ -1777,6 +1807,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(realworld_resize__no_quota_room_rents_the_other_market,
                                         rw_setup, rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_resize__a_job_is_told_the_fleet_cannot_grow,
+                                        rw_setup, rw_teardown),
+        cmocka_unit_test_setup_teardown(realworld_resize__checkpointed_job_leaves_a_full_spot_quota,
                                         rw_setup, rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_resize__unreadable_quotas_limit_nothing, rw_setup,
                                         rw_teardown),
