@@ -1,10 +1,13 @@
-/* log.c: JSON lines through the JSON wrapper, one mutex per log so that lines never interleave. */
+/* log.c: JSON lines through the JSON wrapper, one mutex per log so that lines never interleave,
+ * and each line written whole at once so that those of other processes on the same file do not
+ * either. */
 #include "util/log.h"
 
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "util/json.h"
 #include "util/timestamp.h"
@@ -109,10 +112,25 @@ int log_msg(struct log *l, double now, enum log_level level, const char *job, co
         rc = jv_dump(line, &text);
     if (rc < 0)
         goto out;
-    pthread_mutex_lock(&l->mu);
-    if (fputs(text, l->f) == EOF || fputc('\n', l->f) == EOF || fflush(l->f) == EOF)
-        rc = ERR_IO;
-    pthread_mutex_unlock(&l->mu);
+    {
+        /* the line and its newline in one write: on an unbuffered stream (stderr) shared with
+         * other processes (the replicas of a node writing to its log), two writes let another
+         * process's line in between */
+        size_t n = strlen(text);
+        char *whole = realloc(text, n + 2);
+
+        if (!whole) {
+            rc = ERR_NOMEM;
+            goto out;
+        }
+        text = whole;
+        text[n] = '\n';
+        text[n + 1] = '\0';
+        pthread_mutex_lock(&l->mu);
+        if (fwrite(text, 1, n + 1, l->f) != n + 1 || fflush(l->f) == EOF)
+            rc = ERR_IO;
+        pthread_mutex_unlock(&l->mu);
+    }
 out:
     free(text);
     jv_free(line);

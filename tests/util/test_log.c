@@ -1,10 +1,13 @@
 /* test_log.c: JSON lines: their fields, the time format, levels below the minimum, text that is
- * not UTF-8, and lines from several threads that never interleave. */
+ * not UTF-8, and lines from several threads, or several processes on one file, that never
+ * interleave. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -162,6 +165,56 @@ static void log_msg__threads_never_interleave(void **state)
     free(s.text);
 }
 
+/* Lines written by two processes at once through one unbuffered stream on one file (as a node's
+ * replicas write to its log through their inherited stderr) each parse whole: with the line and
+ * its newline written apart, another process's line came in between ("}{"). */
+static void log_msg__processes_never_interleave(void **state)
+{
+    char path[] = "/tmp/castor-test-log-XXXXXX", *text = NULL;
+    int fd = mkstemp(path), status = 0, lines = 0;
+    pid_t pid[2];
+    FILE *f;
+    size_t cap = 0;
+    ssize_t len;
+
+    (void)state;
+    assert_true(fd >= 0);
+    for (int k = 0; k < 2; k++) {
+        pid[k] = fork();
+        assert_true(pid[k] >= 0);
+        if (pid[k] == 0) {
+            FILE *w = fdopen(fd, "a");
+            struct log *l = NULL;
+
+            if (!w || setvbuf(w, NULL, _IONBF, 0) != 0 || log_new(w, LOG_DEBUG, &l) < 0)
+                _exit(2);
+            for (int i = 0; i < 2000; i++)
+                if (log_msg(l, 1, LOG_INFO, k ? "b" : "a", NULL, "line %d", i) < 0)
+                    _exit(3);
+            _exit(0);
+        }
+    }
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(waitpid(pid[k], &status, 0), pid[k]);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    close(fd);
+    f = fopen(path, "r");
+    assert_non_null(f);
+    while ((len = getline(&text, &cap, f)) > 0) {
+        struct jv *v = NULL;
+
+        if (jv_parse(text, (size_t)len - 1, &v, NULL) < 0)
+            fail_msg("line %d does not parse: %s", lines + 1, text);
+        jv_free(v);
+        lines++;
+    }
+    free(text);
+    fclose(f);
+    unlink(path);
+    assert_int_equal(lines, 4000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -169,6 +222,7 @@ int main(void)
         cmocka_unit_test(log_msg__levels),
         cmocka_unit_test(log_msg__not_utf8_and_long),
         cmocka_unit_test(log_msg__threads_never_interleave),
+        cmocka_unit_test(log_msg__processes_never_interleave),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
