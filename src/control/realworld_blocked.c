@@ -29,10 +29,10 @@ static int rw_offer_blocked(const struct realworld *rw, size_t o, double now, ch
         return 1;
     }
     if (rw_offer_room(rw, (int)o, &room) && room == 0) {
-        const struct rw_quota *q = &rw->quotas[rw_quota_binding(rw, (int)o, NULL)];
+        int n = snprintf(buf, size, "%s: ", of->name);
 
-        snprintf(buf, size, "%s: quota %s \"%s\" has %.0f of %.0f %s in use", of->name, q->name,
-                 q->title, q->used + q->launched, q->limit, q->unit);
+        if (n >= 0 && (size_t)n < size)
+            rw_quota_say(rw, (int)o, buf + n, size - (size_t)n);
         return 1;
     }
     return 0;

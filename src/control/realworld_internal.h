@@ -207,6 +207,11 @@ void rw_quotas_refresh(struct realworld *rw, double now);
  * into *room (>= 0); 0 (room untouched) when none known does. */
 int rw_offer_room(const struct realworld *rw, int o, int *room);
 
+/* The quota that leaves offer o the least room, said into buf (size bytes): "quota NAME \"TITLE\"
+ * has USED of LIMIT UNIT in use", what it counts with this controller's launches since the read
+ * (for the log and the events of an offer without room). */
+void rw_quota_say(const struct realworld *rw, int o, char *buf, size_t size);
+
 /* Tell in the log the offers the quotas leave no room (once, until they have room again). */
 void rw_quotas_tell(struct realworld *rw, double now);
 

@@ -4,6 +4,7 @@
  * the log and the metrics are told of them. */
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -108,6 +109,18 @@ static int rw_quotas_take(struct realworld *rw, const struct cloud_quota *q, siz
     return 0;
 }
 
+void rw_quota_say(const struct realworld *rw, int o, char *buf, size_t size)
+{
+    int b = rw_quota_binding(rw, o, NULL);
+    const struct rw_quota *q = b >= 0 ? &rw->quotas[b] : NULL;
+
+    if (q)
+        snprintf(buf, size, "quota %s \"%s\" has %.0f of %.0f %s in use", q->name, q->title,
+                 q->used + q->launched, q->limit, q->unit);
+    else
+        snprintf(buf, size, "no quota limits it");
+}
+
 void rw_quotas_tell(struct realworld *rw, double now)
 {
     for (size_t o = 0; o < rw->noffers; o++) {
@@ -119,12 +132,11 @@ void rw_quotas_tell(struct realworld *rw, double now)
             continue;
         }
         if (room == 0 && !of->quota_full) {
-            const struct rw_quota *q = &rw->quotas[rw_quota_binding(rw, (int)o, NULL)];
+            char said[512];
 
+            rw_quota_say(rw, (int)o, said, sizeof(said));
             log_msg(rw->log, now, LOG_WARN, NULL, NULL,
-                    "%s cannot be launched: quota %s \"%s\" has %.0f of %.0f %s in use; ask the "
-                    "cloud for an increase",
-                    of->name, q->name, q->title, q->used + q->launched, q->limit, q->unit);
+                    "%s cannot be launched: %s; ask the cloud for an increase", of->name, said);
         } else if (room > 0 && of->quota_full) {
             log_msg(rw->log, now, LOG_INFO, NULL, NULL,
                     "%s may be launched again: its quotas leave room for %d", of->name, room);
