@@ -427,11 +427,15 @@ static int take(struct gathered *x, const struct offer *o, const struct gcp_quot
 
 /* What a node of o takes: its GPU model's regional quota, its family's regional CPUs (for a
  * Spot VM PREEMPTIBLE_<GPU metric> and PREEMPTIBLE_CPUS where the region grants them), with GPUs
- * the project's GPUS_ALL_REGIONS, and its vCPUs from the project's CPUS_ALL_REGIONS. region (n)
- * and project (np): the quotas read. */
-static int offer_uses(struct gathered *x, const struct offer *o, const struct gcp_quota *region,
-                      size_t n, const struct gcp_quota *project, size_t np)
+ * the project's GPUS_ALL_REGIONS, its vCPUs from the project's CPUS_ALL_REGIONS, and its boot
+ * disk's size (when configured) from the region's quota of its disk type, Spot VMs' too (their
+ * preemptible quotas hold CPUs, GPUs and local SSDs, not persistent disks). region (n) and
+ * project (np): the quotas read. */
+static int offer_uses(struct gathered *x, const struct ctx *c, const struct offer *o,
+                      const struct gcp_quota *region, size_t n, const struct gcp_quota *project,
+                      size_t np)
 {
+    const char *disk = gcp_disk_quota_metric(c->disk_type);
     const char *gpu = o->gpus > 0 ? gcp_gpu_quota_metric(o->accelerator) : NULL;
     const struct gcp_quota *g;
     char cpus[GCP_METRIC_MAX], spot_gpu[GCP_METRIC_MAX + 16];
@@ -448,6 +452,8 @@ static int offer_uses(struct gathered *x, const struct offer *o, const struct gc
         rc = take(x, o, g, NULL, "GPUs", o->gpus);
     if (rc == 0 && o->vcpus > 0 && (g = quota_of(project, np, "CPUS_ALL_REGIONS")) != NULL)
         rc = take(x, o, g, NULL, "vCPUs", o->vcpus);
+    if (rc == 0 && c->disk_gb > 0 && disk && (g = quota_of(region, n, disk)) != NULL)
+        rc = take(x, o, g, o->region, "GB", (double)c->disk_gb);
     return rc;
 }
 
@@ -493,7 +499,7 @@ static int quotas(void *arg, struct cloud_quota **out, size_t *nq, struct cloud_
 
         rc = region_quotas(x, i, read, nread, &q, &n);
         if (rc == 0)
-            rc = offer_uses(&g, &x->offers[i], q, n, project, np);
+            rc = offer_uses(&g, x, &x->offers[i], q, n, project, np);
     }
     for (size_t i = 0; read && i < x->n_offers; i++)
         free(read[i]);

@@ -799,6 +799,15 @@ const char *gcp_gpu_quota_metric(const char *accelerator)
     return NULL;
 }
 
+const char *gcp_disk_quota_metric(const char *disk_type)
+{
+    if (!disk_type || !disk_type[0] || strcmp(disk_type, "pd-standard") == 0)
+        return "DISKS_TOTAL_GB";
+    if (strcmp(disk_type, "pd-ssd") == 0 || strcmp(disk_type, "pd-balanced") == 0)
+        return "SSD_TOTAL_GB";
+    return NULL;
+}
+
 /* The answer's "quotas" array into a new array *out of *n. */
 static int read_quotas(struct gcp_compute *c, const struct jv *v, const char *call,
                        struct gcp_quota **out, size_t *n, struct error *e)

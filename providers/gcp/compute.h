@@ -175,6 +175,12 @@ struct gcp_quota {
  * for a type castor does not know. */
 const char *gcp_gpu_quota_metric(const char *accelerator);
 
+/* The regional quota metric that counts the size in GB of a persistent disk of disk_type:
+ * "pd-ssd" and "pd-balanced" count in SSD_TOTAL_GB, "pd-standard" (and NULL or "", the type
+ * instances.insert gives a boot disk when none is named) in DISKS_TOTAL_GB. Static storage; NULL
+ * for another type (hyperdisks and pd-extreme have quotas of their own, not counted). */
+const char *gcp_disk_quota_metric(const char *disk_type);
+
 /*
  * regions.get of region: its quotas (regions[].quotas: metric, limit, usage) into a new array
  * *out (free()) of *n entries. Errors as gcp_rest_call, with ERR_PERM for a refusal with HTTP

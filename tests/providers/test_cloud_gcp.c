@@ -387,14 +387,15 @@ static void cloud_gcp_list__stopped_instances_deleted(void **state)
 /* A cloud over f's client of a T4 on a Spot VM in us-central1 (offers[0]), an A100
  * (a2-highgpu-1g, 12 vCPUs) on a standard VM in us-east1 and, when n is 3, a T4 in a region
  * Compute Engine does not know. */
-static void quotas_cloud(struct fixture *f, size_t n, struct cloud *c)
+static void quotas_cloud_disk(struct fixture *f, size_t n, long disk_gb, const char *disk_type,
+                              struct cloud *c)
 {
     struct cloud_gcp_offer list[3] = {offers[0], {.machine_type = "a2-highgpu-1g"}, offers[2]};
     struct cloud_gcp_config cfg = {
         .compute = f->compute,
         .offers = list,
         .n_offers = n,
-        .instance = {.source_image = "img"},
+        .instance = {.source_image = "img", .disk_gb = disk_gb, .disk_type = disk_type},
         .clock = hooks_clock,
         .hook_arg = &f->w.h,
     };
@@ -402,6 +403,12 @@ static void quotas_cloud(struct fixture *f, size_t n, struct cloud *c)
     list[1].zone = "us-east1-b";
     list[2].zone = "mars-north1-a";
     assert_int_equal(cloud_gcp_new(&cfg, c, NULL), 0);
+}
+
+/* The cloud of the first n quota offers, with the boot disk's size and type left to the image. */
+static void quotas_cloud(struct fixture *f, size_t n, struct cloud *c)
+{
+    quotas_cloud_disk(f, n, 0, NULL, c);
 }
 
 /* Quota i of q is name with limit and used; its title and unit as said. */
@@ -482,6 +489,58 @@ static void cloud_gcp_quotas__spot_and_standard(void **state)
     free(q);
     free(u);
     cloud_free(&c);
+}
+
+/* A configured boot disk takes its size from its type's regional quota, Spot nodes' too:
+ * pd-balanced and pd-ssd from SSD_TOTAL_GB, pd-standard (and a disk of no named type, which
+ * Compute Engine makes pd-standard) from DISKS_TOTAL_GB; a hyperdisk, or a disk of the image's own
+ * size (no disk_gb), from neither. The T4 offer is in us-central1, the A2 in us-east1, which lists
+ * no disk quota: the A2's disk limits nothing. */
+static void cloud_gcp_quotas__boot_disks(void **state)
+{
+    static const struct {
+        long gb;
+        const char *type, *metric; /* NULL: no disk quota taken */
+    } cases[] = {
+        {200, "pd-balanced", "SSD_TOTAL_GB"},   {100, "pd-ssd", "SSD_TOTAL_GB"},
+        {300, "pd-standard", "DISKS_TOTAL_GB"}, {50, NULL, "DISKS_TOTAL_GB"},
+        {200, "hyperdisk-balanced", NULL},      {0, "pd-balanced", NULL},
+    };
+    struct fixture *f = *state;
+
+    fake_gce_set_quota(f->w.fake, "us-central1", "NVIDIA_T4_GPUS", 8, 0);
+    fake_gce_set_quota(f->w.fake, "us-central1", "CPUS", 24, 6);
+    fake_gce_set_quota(f->w.fake, "us-central1", "SSD_TOTAL_GB", 500, 120);
+    fake_gce_set_quota(f->w.fake, "us-central1", "DISKS_TOTAL_GB", 4096, 10);
+    fake_gce_set_quota(f->w.fake, "us-east1", "A2_CPUS", 96, 0);
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        struct cloud_quota *q = NULL;
+        struct cloud_quota_use *u = NULL;
+        size_t nq = 0, nu = 0, i;
+        struct cloud c = {0};
+
+        quotas_cloud_disk(f, 2, cases[k].gb, cases[k].type, &c);
+        assert_int_equal(cloud_quotas(&c, &q, &nq, &u, &nu), 0);
+        for (i = 0; i < nq && !strstr(q[i].name, "_TOTAL_GB"); i++)
+            ;
+        if (!cases[k].metric) {
+            assert_int_equal(i, nq);
+        } else {
+            char name[64], title[64];
+
+            snprintf(name, sizeof(name), "compute/us-central1/%s", cases[k].metric);
+            snprintf(title, sizeof(title), "%s in us-central1", cases[k].metric);
+            quota_is(&q[i], name, title, "GB", cases[k].metric[0] == 'S' ? 500 : 4096,
+                     cases[k].metric[0] == 'S' ? 120 : 10);
+            assert_int_equal(nq - i, 2); /* then only the A2's A2_CPUS: no disk quota there */
+            for (size_t j = 0; j < nu; j++)
+                if (u[j].quota == i)
+                    use_is(&u[j], i, Q_T4_SPOT, (double)cases[k].gb);
+        }
+        free(q);
+        free(u);
+        cloud_free(&c);
+    }
 }
 
 /* A metric the region does not list limits nothing: an offer in a region Compute Engine does not
@@ -572,6 +631,7 @@ int main(void)
         T(cloud_gcp_list__stopped_instances_deleted),
         T(cloud_gcp_quotas__spot_and_standard),
         T(cloud_gcp_quotas__failures_write_nothing),
+        T(cloud_gcp_quotas__boot_disks),
     };
 #undef T
 
