@@ -35,6 +35,8 @@ struct instance {
     char zone[64], name[64], cluster[64], token[64], status[16], machine[64];
     int spot;
     long id;
+    char disk_metric[32]; /* the regional quota its boot disk counts in */
+    double disk_gb;
 };
 
 struct op {
@@ -42,7 +44,9 @@ struct op {
     int polls;       /* GETs so far: PENDING, RUNNING, then DONE */
     char error[64];  /* the error code it ends with, or "" */
     char metric[64]; /* the quota metric of a QUOTA_EXCEEDED */
-    int instance;    /* index of the instance it makes RUNNING or deletes, or -1 */
+    char region[64]; /* and its region ("" for a quota forced by fake_gce_quota) */
+    double limit;
+    int instance; /* index of the instance it makes RUNNING or deletes, or -1 */
 };
 
 struct quota {
@@ -423,10 +427,14 @@ static struct jv *op_json(struct fake_gce *f, const struct op *o)
         if (strcmp(o->error, "QUOTA_EXCEEDED") == 0) {
             struct jv *details = jv_array(), *d = jv_object(), *qi = jv_object();
 
-            snprintf(buf, sizeof(buf), "Quota '%s' exceeded.  Limit: 0.0 globally.", o->metric);
+            if (o->region[0])
+                snprintf(buf, sizeof(buf), "Quota '%s' exceeded.  Limit: %.1f in region %s.",
+                         o->metric, o->limit, o->region);
+            else
+                snprintf(buf, sizeof(buf), "Quota '%s' exceeded.  Limit: 0.0 globally.", o->metric);
             jv_set(one, "message", jv_string(buf));
             jv_set(qi, "metricName", jv_string(o->metric));
-            jv_set(qi, "limit", jv_number(0));
+            jv_set(qi, "limit", jv_number(o->limit));
             jv_set(d, "quotaInfo", qi);
             jv_push(details, d);
             jv_set(one, "errorDetails", details);
@@ -506,10 +514,79 @@ static void machine_of(const char *s, const char *zone, char *out, size_t size)
         snprintf(out, size, "%s", s + strlen(prefix));
 }
 
+/* The region of zone ("us-central1-a" -> "us-central1"). */
+static void region_of(const char *zone, char *out, size_t size)
+{
+    const char *dash = strrchr(zone, '-');
+
+    snprintf(out, size, "%.*s", dash ? (int)(dash - zone) : (int)strlen(zone), zone);
+}
+
+/* A boot disk's quota metric and size from its initializeParams, as Compute Engine counts them:
+ * pd-ssd and pd-balanced in SSD_TOTAL_GB, pd-standard (the type of a disk that names none) in
+ * DISKS_TOTAL_GB, others in none (""); without diskSizeGb, the image's 10 GB (Debian 12's). */
+static void boot_disk(const struct jv *init, char *metric, double *gb)
+{
+    const struct jv *size = jv_get(init, "diskSizeGb");
+    const char *type = jv_string_value(jv_get(init, "diskType")), *slash;
+    const char *s = jv_string_value(size);
+
+    *gb = 10;
+    if (s)
+        *gb = strtod(s, NULL);
+    else if (size)
+        jv_number_value(size, gb);
+    slash = type ? strrchr(type, '/') : NULL;
+    type = slash ? slash + 1 : type;
+    if (!type || strcmp(type, "pd-standard") == 0)
+        snprintf(metric, 32, "DISKS_TOTAL_GB");
+    else if (strcmp(type, "pd-ssd") == 0 || strcmp(type, "pd-balanced") == 0)
+        snprintf(metric, 32, "SSD_TOTAL_GB");
+    else
+        metric[0] = '\0';
+}
+
+/* GB of the live instances' disks in region that count in metric. */
+static double disks_in_use(const struct fake_gce *f, const char *region, const char *metric)
+{
+    double gb = 0;
+    char r[64];
+
+    for (size_t i = 0; metric[0] && i < f->n_instances; i++) {
+        region_of(f->instances[i].zone, r, sizeof(r));
+        if (f->live[i] && strcmp(r, region) == 0 &&
+            strcmp(f->instances[i].disk_metric, metric) == 0)
+            gb += f->instances[i].disk_gb;
+    }
+    return gb;
+}
+
+/* A disk of gb counted in metric, in zone's region, past what the region's quota of that metric
+ * leaves (where it lists one): o ends QUOTA_EXCEEDED on it. */
+static void disk_quota_check(struct fake_gce *f, const char *zone, const char *metric, double gb,
+                             struct op *o)
+{
+    char region[64];
+
+    region_of(zone, region, sizeof(region));
+    for (size_t i = 0; metric[0] && i < f->n_quotas; i++) {
+        const struct quota *q = &f->quotas[i];
+
+        if (strcmp(q->region, region) != 0 || strcmp(q->metric, metric) != 0 ||
+            q->usage + disks_in_use(f, region, metric) + gb <= q->limit)
+            continue;
+        snprintf(o->error, sizeof(o->error), "QUOTA_EXCEEDED");
+        snprintf(o->metric, sizeof(o->metric), "%s", metric);
+        snprintf(o->region, sizeof(o->region), "%s", region);
+        o->limit = q->limit;
+    }
+}
+
 static void insert(struct fake_gce *f, const char *zone, const char *query,
                    const struct lh_request *req, struct lh_reply *r)
 {
-    char *request_id = param(query, "requestId"), machine[64];
+    char *request_id = param(query, "requestId"), machine[64], disk_metric[32];
+    double disk_gb;
     struct jv *body = NULL;
     const char *name, *cluster, *token, *model, *action;
     const struct jv *labels, *sched, *accs;
@@ -571,10 +648,18 @@ static void insert(struct fake_gce *f, const char *zone, const char *query,
         snprintf(o->error, sizeof(o->error), "QUOTA_EXCEEDED");
         snprintf(o->metric, sizeof(o->metric), "%s", f->quota);
     }
+    boot_disk(jv_get(jv_at(jv_get(body, "disks"), 0), "initializeParams"), disk_metric, &disk_gb);
+    if (!o->error[0])
+        disk_quota_check(f, zone, disk_metric, disk_gb, o);
     if (!o->error[0]) {
         idx = add_instance(f, zone, name, machine, cluster, token, "PROVISIONING",
                            strcmp(model, "SPOT") == 0);
         o->instance = idx;
+        if (idx >= 0) {
+            snprintf(f->instances[idx].disk_metric, sizeof(f->instances[idx].disk_metric), "%s",
+                     disk_metric);
+            f->instances[idx].disk_gb = disk_gb;
+        }
     }
     reply_json(r, 200, op_json(f, o));
 out:
@@ -686,7 +771,9 @@ static struct jv *quotas_json(struct fake_gce *f, const char *region)
         q = jv_object();
         jv_set(q, "metric", jv_string(f->quotas[i].metric));
         jv_set(q, "limit", jv_number(f->quotas[i].limit));
-        jv_set(q, "usage", jv_number(f->quotas[i].usage));
+        jv_set(q, "usage",
+               jv_number(f->quotas[i].usage +
+                         (region[0] ? disks_in_use(f, region, f->quotas[i].metric) : 0)));
         jv_push(list, q);
     }
     return list;

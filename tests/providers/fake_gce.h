@@ -48,8 +48,12 @@ void fake_gce_restore_zone(struct fake_gce *f, const char *zone);
 void fake_gce_quota(struct fake_gce *f, const char *metric);
 
 /* The quota metric that regions.get of region (NULL: projects.get) reports, with limit and
- * usage as given (set, or replaced). The usage is the test's figure: the fake's own instances do
- * not move it. regions.get answers for a region that has a quota and 404 notFound for any other;
+ * usage as given (set, or replaced). The usage is the test's figure, except for the persistent
+ * disk quotas, as Compute Engine keeps them: the boot disks of the fake's live instances add to
+ * SSD_TOTAL_GB (pd-ssd, pd-balanced) and DISKS_TOTAL_GB (pd-standard, or no type named) of their
+ * region (diskSizeGb, else the image's 10 GB), and an insert whose disk would take a listed one
+ * past its limit ends in QUOTA_EXCEEDED on it. The other quotas do not count the fake's
+ * instances. regions.get answers for a region that has a quota and 404 notFound for any other;
  * from the start us-central1, us-east1, us-west1, europe-west4 and asia-east1 list CPUS (96, 0)
  * and the project GPUS_ALL_REGIONS (16, 0: granted, unlike a new project's 0) and
  * CPUS_ALL_REGIONS (512, 0), so that a controller that heeds quotas launches. */

@@ -543,6 +543,65 @@ static void cloud_gcp_quotas__boot_disks(void **state)
     }
 }
 
+/* What the quotas op reads of us-central1's SSD_TOTAL_GB in use (-1: not listed). */
+static double ssd_used(struct fixture *f)
+{
+    struct cloud_quota *q = NULL;
+    struct cloud_quota_use *u = NULL;
+    size_t nq = 0, nu = 0;
+    double used = -1;
+
+    assert_int_equal(cloud_quotas(&f->cloud, &q, &nq, &u, &nu), 0);
+    for (size_t i = 0; i < nq; i++)
+        if (strcmp(q[i].name, "compute/us-central1/SSD_TOTAL_GB") == 0)
+            used = q[i].used;
+    free(q);
+    free(u);
+    return used;
+}
+
+/* Boot disks fill a region's SSD_TOTAL_GB, which the fake keeps as Compute Engine does (the live
+ * instances' disks in its usage, an insert past its limit refused): 200 GB pd-balanced disks
+ * under a limit of 500 with 100 in use by others leave room for two nodes. The quotas read after
+ * each launch show what the region has left; the third launch is refused on SSD_TOTAL_GB and
+ * holds every offer of the region (a disk of any of them counts there), not the other region's,
+ * which lists no disk quota; a node deleted gives its disk's GB back. */
+static void cloud_gcp_quotas__boot_disks_fill_the_region(void **state)
+{
+    struct fixture *f = *state;
+    struct cloud_gcp_config cfg = {
+        .compute = f->compute,
+        .billing = f->billing,
+        .offers = offers,
+        .n_offers = N_OFFERS,
+        .instance = {.source_image = "img", .disk_gb = 200, .disk_type = "pd-balanced"},
+        .zone_hold_s = 600,
+        .quota_hold_s = 1800,
+        .clock = hooks_clock,
+        .hook_arg = &f->w.h,
+    };
+    char id[CLOUD_ID_MAX], first[CLOUD_ID_MAX];
+
+    cloud_free(&f->cloud);
+    assert_int_equal(cloud_gcp_new(&cfg, &f->cloud, NULL), 0);
+    fake_gce_push(f->w.fake, FAKE_GCE_BILLING "/services", 500, "{}");
+    fake_gce_set_quota(f->w.fake, "us-central1", "SSD_TOTAL_GB", 500, 100);
+    assert_float_equal(ssd_used(f), 100, 0);
+    assert_int_equal(cloud_launch(&f->cloud, T4_SPOT, CLUSTER, "tok-d1", first), 0);
+    assert_float_equal(ssd_used(f), 300, 0);
+    assert_int_equal(cloud_launch(&f->cloud, T4_SPOT_C, CLUSTER, "tok-d2", id), 0);
+    assert_float_equal(ssd_used(f), 500, 0);
+    assert_int_equal(cloud_launch(&f->cloud, T4_STD_A, CLUSTER, "tok-d3", id), ERR_QUOTA);
+    assert_false(offered(f, T4_SPOT));
+    assert_false(offered(f, A2_STD));
+    assert_true(offered(f, T4_SPOT_EAST));
+    assert_int_equal(cloud_launch(&f->cloud, T4_SPOT_EAST, CLUSTER, "tok-d4", id), 0);
+    assert_int_equal(fake_gce_instance_count(f->w.fake), 3);
+    assert_float_equal(ssd_used(f), 500, 0);
+    assert_int_equal(cloud_terminate(&f->cloud, CLUSTER, first), 0);
+    assert_float_equal(ssd_used(f), 300, 0);
+}
+
 /* A metric the region does not list limits nothing: an offer in a region Compute Engine does not
  * know (404) takes only from the project's GPUS_ALL_REGIONS and CPUS_ALL_REGIONS. A failed read
  * (the role without compute.regions.get or compute.projects.get, a malformed answer, a server that
@@ -632,6 +691,7 @@ int main(void)
         T(cloud_gcp_quotas__spot_and_standard),
         T(cloud_gcp_quotas__failures_write_nothing),
         T(cloud_gcp_quotas__boot_disks),
+        T(cloud_gcp_quotas__boot_disks_fill_the_region),
     };
 #undef T
 
