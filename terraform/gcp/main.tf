@@ -30,6 +30,7 @@ locals {
     offers          = local.offers
     image           = var.worker_image
     disk_gb         = var.worker_disk_gb
+    disk_type       = var.worker_disk_type
     network         = "projects/${var.project_id}/global/networks/${var.network}"
     subnetwork      = "projects/${var.project_id}/regions/${var.region}/subnetworks/${var.subnetwork}"
     service_account = google_service_account.worker.email

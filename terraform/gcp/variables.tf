@@ -231,6 +231,16 @@ variable "worker_disk_gb" {
   }
 }
 
+variable "worker_disk_type" {
+  description = "The workers' boot disk type: pd-standard (Compute Engine's default; counted in the region's DISKS_TOTAL_GB quota), pd-balanced or pd-ssd (faster; counted in SSD_TOTAL_GB, often a few hundred GB in a new project: worker_disk_gb times the nodes must fit)."
+  type        = string
+  default     = "pd-standard"
+  validation {
+    condition     = contains(["pd-standard", "pd-balanced", "pd-ssd"], var.worker_disk_type)
+    error_message = "worker_disk_type must be pd-standard, pd-balanced or pd-ssd."
+  }
+}
+
 variable "labels" {
   description = "Labels added to every resource the module makes (castor-cluster is always added)."
   type        = map(string)

@@ -13,6 +13,7 @@ resource "google_compute_instance_template" "worker" {
   disk {
     source_image = var.worker_image
     disk_size_gb = var.worker_disk_gb
+    disk_type    = var.worker_disk_type
     boot         = true
     auto_delete  = true
   }

@@ -374,7 +374,7 @@ GOOD = {
         "admin_cidrs": ["10.128.0.0/9"], "allow_public_admin": False, "api_plain_http": True,
         "api_port": 8470,
         "budget_per_hour": 25.5, "value_per_job_hour": 1.2, "max_nodes": 16, "policy": "castor",
-        "interval": 30, "state_disk_gb": 10, "worker_disk_gb": 200,
+        "interval": 30, "state_disk_gb": 10, "worker_disk_gb": 200, "worker_disk_type": "pd-standard",
     },
 }
 
@@ -439,6 +439,7 @@ BAD = {
         ("interval", 1e6, {}),
         ("state_disk_gb", 1, {}),
         ("worker_disk_gb", 5, {}),
+        ("worker_disk_type", "hyperdisk-balanced", {}),
     ],
 }
 
@@ -446,7 +447,8 @@ ACCEPTED = {
     "aws": [("admin_cidrs", ["0.0.0.0/0"], {"allow_public_admin": True}),
             ("identity_certificate", "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n", {}),
             ("budget_per_hour", 40, {}), ("controller_ami_id", "ami-0123456789abcdef0", {})],
-    "gcp": [("admin_cidrs", ["0.0.0.0/0"], {"allow_public_admin": True}), ("budget_per_hour", 0, {})],
+    "gcp": [("admin_cidrs", ["0.0.0.0/0"], {"allow_public_admin": True}), ("budget_per_hour", 0, {}),
+            ("worker_disk_type", "pd-balanced", {})],
 }
 
 
@@ -603,7 +605,8 @@ def gcp_renderings(root):
         out.append((f"gcp castor.yaml (budget {budget})", os.path.join(tdir, "castor.yaml.tftpl"), {
             "cluster": "castor-prod", "project": "my-project-123", "prices_file": prices,
             "offers": offers, "image": "projects/debian-cloud/global/images/family/debian-12",
-            "disk_gb": 200, "network": "projects/my-project-123/global/networks/default",
+            "disk_gb": 200, "disk_type": "pd-balanced" if budget else "pd-standard",
+            "network": "projects/my-project-123/global/networks/default",
             "subnetwork": "projects/my-project-123/regions/us-central1/subnetworks/default",
             "service_account": "castor-node-castor-prod@my-project-123.iam.gserviceaccount.com",
             "startup_script": ("@worker", 6), "interval": 60, "api_port": 8470, "plain_http": True,
