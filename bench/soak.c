@@ -175,10 +175,15 @@ int main(int argc, char **argv)
         }
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    printf("# resident memory: %.1f MiB after hour 1, %.1f after hour 4, %.1f to %.1f from hour 4 "
-           "on: %+.1f%% from hour 4 to the end (%ld ticks, %.1f s wall)\n",
-           rss0, rss_settled, rss_min, rss_max, 100.0 * (rss_max - rss_settled) / rss_settled,
-           run.l.ticks, (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
+    if (rss_settled > 0)
+        printf("# resident memory: %.1f MiB after hour 1, %.1f after hour 4, %.1f to %.1f from "
+               "hour 4 on: %+.1f%% from hour 4 to the end",
+               rss0, rss_settled, rss_min, rss_max, 100.0 * (rss_max - rss_settled) / rss_settled);
+    else /* fewer than 4 hours: nothing settled to compare with */
+        printf("# resident memory: %.1f MiB after hour 1 (the growth is measured from hour 4)",
+               rss0);
+    printf(" (%ld ticks, %.1f s wall)\n", run.l.ticks,
+           (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
     rc = 0;
 out:
     unlink(trace);
