@@ -290,8 +290,8 @@ static void ap_metrics_daemon(const struct ap_metrics *m, FILE *f)
         "Goodput of each job at its configuration, samples per second at full efficiency.",
         "Speedup of each job over one GPU at its initial batch size.",
         "Total batch size of each job.",
-        "When each job that declares its samples is predicted to finish at its configuration, "
-        "seconds since the epoch.",
+        ("When each job that declares its samples is predicted to finish at its configuration, "
+         "seconds since the epoch."),
         "Each job's deadline minus its predicted finish: below 0, late at its configuration."};
     long long cum = 0;
     char le[32];

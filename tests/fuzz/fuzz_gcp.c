@@ -1,6 +1,7 @@
 /* fuzz_gcp.c: libFuzzer target for the Google Cloud answers: Compute Engine's instances, an
- * aggregated list page, operations and their errors (read_instance, read_zone and read_operation
- * in providers/gcp/compute.c; gcp_error_read in providers/gcp/rest.c), and a Cloud Billing
+ * aggregated list page, operations and their errors, and the quotas of regions.get and
+ * projects.get (read_instance, read_zone, read_operation and read_quotas in
+ * providers/gcp/compute.c; gcp_error_read in providers/gcp/rest.c), and a Cloud Billing
  * Catalog page of SKUs (gcp_prices_parse_skus in providers/gcp/billing.c). The Compute readers are
  * static in compute.c; this file includes compute.c to reach them (a fuzzing seam that compiles
  * the very code castor runs; no second copy of compute.o is linked). */
@@ -40,6 +41,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct gcp_error_info info;
     struct list x = {.cluster = "fuzz"};
     struct error e = {0};
+    struct gcp_quota *quotas = NULL;
+    size_t nquotas = 0;
     struct jv *v = NULL;
     char next[256];
 
@@ -52,6 +55,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     (void)gcp_error_read(jv_get(v, "error"), &info);
     (void)jv_each(jv_get(v, "items"), read_zone, &x);
     free(x.items);
+    if (read_quotas(fz_c, v, "fuzz", &quotas, &nquotas, &e) == 0)
+        free(quotas);
     jv_free(v);
     return 0;
 }
