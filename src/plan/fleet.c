@@ -67,14 +67,20 @@ int fleet_offer_room(const struct snapshot *s, int o)
     return s->offers[o].room > 0 ? s->offers[o].room : 0;
 }
 
+/* What offer o's room leaves after the launches f plans there (INT_MAX: no limit). */
+static int fleet_room_left(const struct snapshot *s, int o, const struct fleet_plan *f)
+{
+    int room = fleet_offer_room(s, o);
+
+    return room == INT_MAX ? INT_MAX : room - f->launch[o];
+}
+
 /* Launch up to n more on offer o within its room; returns how many. */
 static int fleet_launch_within(const struct snapshot *s, int o, int n, struct fleet_plan *f)
 {
-    int room = fleet_offer_room(s, o);
+    int room = fleet_room_left(s, o, f);
     int k;
 
-    if (room != INT_MAX)
-        room -= f->launch[o];
     k = n < room ? n : room;
     if (k <= 0)
         return 0;
@@ -96,10 +102,9 @@ int fleet_plan_launch(const struct snapshot *s, int o, int n, int spill, struct 
 
         for (int k = 0; k < s->noffers; k++) {
             const struct snap_offer *x = &s->offers[k];
-            int room = fleet_offer_room(s, k);
 
             if (k == o || x->spot != s->offers[o].spot || x->gpus != s->offers[o].gpus ||
-                room == 0 || (room != INT_MAX && room <= f->launch[k]))
+                fleet_room_left(s, k, f) <= 0)
                 continue;
             if (best < 0 || x->price / x->gpus < best_p) {
                 best = k;
