@@ -291,8 +291,15 @@ static double castor_fleet_job_price(const struct castor_round *rd, int j, int s
     return split || rd->any == 1 ? rd->spot[j] : rd->price[0];
 }
 
+/* 1 when castor may launch on offer o: available, and priced (an offer whose price is unknown
+ * cannot be weighed against the others; the nodes held there are still used). */
+static int castor_fleet_launchable(const struct snapshot *s, int o)
+{
+    return !s->offers[o].unavailable && isfinite(s->offers[o].price);
+}
+
 /* GPUs market m can hold now: those of its nodes (ready and booting) and the room the quotas
- * leave its available offers; LONG_MAX when one of them has no quota known. */
+ * leave its launchable offers; LONG_MAX when one of them has no quota known. */
 static long castor_fleet_cap(const struct snapshot *s, int m)
 {
     long gpus = 0;
@@ -305,7 +312,7 @@ static long castor_fleet_cap(const struct snapshot *s, int m)
     for (int o = 0; o < s->noffers; o++) {
         int room = fleet_offer_room(s, o);
 
-        if (!!s->offers[o].spot != m || s->offers[o].unavailable)
+        if (!!s->offers[o].spot != m || !castor_fleet_launchable(s, o))
             continue;
         if (room == INT_MAX)
             return LONG_MAX;
@@ -646,7 +653,7 @@ static int castor_fleet_plan(void *ctx, const struct snapshot *s, struct policy 
         double p = s->offers[o].price / s->offers[o].gpus /
                    (1.0 - castor_fleet_loss(st, &s->offers[o], ckpt));
 
-        if (!s->offers[o].unavailable && p < rd.price[m]) {
+        if (castor_fleet_launchable(s, o) && p < rd.price[m]) {
             rd.price[m] = p;
             rd.best[m] = o;
         }

@@ -103,6 +103,7 @@ int rw_offers_refresh(struct realworld *rw)
     struct cloud_offer *got = NULL;
     size_t n = 0;
     int rc = cloud_offers(rw->cloud, &got, &n);
+    double now = rw_now(rw);
 
     rw_count(rw, RW_OP_OFFERS, rc);
     if (rc < 0)
@@ -122,6 +123,8 @@ int rw_offers_refresh(struct realworld *rw)
             rw->offers = grown;
             k = (int)rw->noffers;
             memset(&grown[k], 0, sizeof(grown[k]));
+            grown[k].price = NAN;
+            grown[k].priced_at = -INFINITY;
             if (!(grown[k].name = strdup(got[i].name))) {
                 rc = ERR_NOMEM;
                 break;
@@ -130,7 +133,12 @@ int rw_offers_refresh(struct realworld *rw)
         }
         rw->offers[k].gpus = got[i].gpus;
         rw->offers[k].spot = got[i].spot;
-        rw->offers[k].price = got[i].price;
+        if (isfinite(got[i].price)) {
+            rw->offers[k].price = got[i].price;
+            rw->offers[k].priced_at = now;
+        } else if (!(now - rw->offers[k].priced_at < RW_PRICE_KEEP_S)) {
+            rw->offers[k].price = NAN; /* never told, or told too long ago */
+        }
         rw->offers[k].present = got[i].gpus > 0;
     }
     free(got);

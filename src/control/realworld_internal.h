@@ -49,9 +49,16 @@ struct rw_offer {
     double price;
     int present; /* in the cloud's last answer */
     double unavailable_until;
-    int quota_held; /* unavailable for a quota: released early by a termination in its market */
-    int quota_full; /* the quotas read leave it no room (told once) */
+    int quota_held;   /* unavailable for a quota: released early by a termination in its market */
+    int quota_full;   /* the quotas read leave it no room (told once) */
+    int unpriced;     /* offered, but the cloud cannot tell its price (told once) */
+    double priced_at; /* when the cloud last told its price */
 };
+
+/* A price the cloud cannot tell now (a spot price read that failed) stands at the last one told
+ * for this long; past it, or never told, it is unknown (NAN) and castor's planner does not
+ * launch the offer. */
+#define RW_PRICE_KEEP_S 3600.0
 
 /* A quota of the cloud's, as last read (realworld_quota.c). */
 struct rw_quota {

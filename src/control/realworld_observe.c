@@ -336,9 +336,30 @@ static int rw_observe_jobs(struct realworld *rw, int gpus, double now)
     return 0;
 }
 
+/* Tell the log once when an offer's price becomes unknown (castor's planner then does not launch
+ * it: it would weigh it as free) and when it is known again. */
+static void rw_prices_tell(struct realworld *rw, double now)
+{
+    for (size_t o = 0; o < rw->noffers; o++) {
+        struct rw_offer *of = &rw->offers[o];
+        int unpriced = of->present && !isfinite(of->price);
+
+        if (unpriced && !of->unpriced)
+            log_msg(rw->log, now, LOG_WARN, NULL, NULL,
+                    "%s has no known price: castor's planner does not launch it until the cloud "
+                    "prices it (a price table, docs/run.md)",
+                    of->name);
+        else if (!unpriced && of->unpriced && of->present)
+            log_msg(rw->log, now, LOG_INFO, NULL, NULL, "%s is priced again: $%.4f/h", of->name,
+                    of->price);
+        of->unpriced = unpriced;
+    }
+}
+
 static int rw_observe_offers(struct realworld *rw, double now)
 {
     rw_quotas_tell(rw, now);
+    rw_prices_tell(rw, now);
     if (!(rw->soffers = calloc(rw->noffers + 1, sizeof(*rw->soffers))))
         return ERR_NOMEM;
     for (size_t o = 0; o < rw->noffers; o++) {
@@ -354,7 +375,7 @@ static int rw_observe_offers(struct realworld *rw, double now)
             .name = of->name,
             .gpus = of->gpus > 0 ? of->gpus : 1,
             .spot = of->spot,
-            .price = isfinite(of->price) ? of->price : 0,
+            .price = of->price, /* NAN: unknown, and castor's planner does not launch there */
             .preempt_rate = rate,
             .boot_s = meta && meta->boot_s > 0 ? meta->boot_s : 180,
             .unavailable = !of->present || now < of->unavailable_until || rw->over_spend,

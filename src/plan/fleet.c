@@ -2,6 +2,7 @@
 #include "plan/fleet.h"
 
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -104,7 +105,7 @@ int fleet_plan_launch(const struct snapshot *s, int o, int n, int spill, struct 
             const struct snap_offer *x = &s->offers[k];
 
             if (k == o || x->spot != s->offers[o].spot || x->gpus != s->offers[o].gpus ||
-                fleet_room_left(s, k, f) <= 0)
+                !isfinite(x->price) || fleet_room_left(s, k, f) <= 0)
                 continue;
             if (best < 0 || x->price / x->gpus < best_p) {
                 best = k;

@@ -22,7 +22,7 @@ struct snap_offer {
     const char *name;
     int gpus;            /* per node */
     int spot;            /* 1: preemptible */
-    double price;        /* $/h per node now */
+    double price;        /* $/h per node now; NAN: unknown (the cloud could not price it) */
     double preempt_rate; /* the world's estimate of preemptions per node-hour */
     double boot_s;       /* expected seconds from launch to a ready node */
     int unavailable;     /* 1: a recent launch was refused for capacity; do not count on it */

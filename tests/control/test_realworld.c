@@ -50,6 +50,7 @@ struct fixture {
     int spy_checked;    /* launches whose intent the spy found committed */
     int tried[2];       /* launches asked of the fake: [0] on-demand, [1] spot */
     int register_gpus;  /* > 0: each launched instance's agent registers during the launch */
+    int spot_unpriced;  /* 1: the spy's offers give the spot offer no price (NAN) */
     double spot_rate;   /* the spot offer's preemptions per node-hour (0: the default) */
     struct realworld *rw;
     struct provider prov;
@@ -69,7 +70,13 @@ static double fake_clock(void *ctx)
 
 static int spy_offers(void *ctx, struct cloud_offer **out, size_t *n)
 {
-    return cloud_offers(&((struct fixture *)ctx)->fake, out, n);
+    struct fixture *f = ctx;
+    int rc = cloud_offers(&f->fake, out, n);
+
+    for (size_t i = 0; rc == 0 && f->spot_unpriced && i < *n; i++)
+        if (strcmp((*out)[i].name, OFFER_SPOT) == 0)
+            (*out)[i].price = NAN;
+    return rc;
 }
 
 static int spy_list(void *ctx, const char *cluster, struct cloud_instance **out, size_t *n)
@@ -1502,6 +1509,71 @@ static void unlog(struct fixture *f, struct log *log, FILE *mem, char **text)
     *text = NULL;
 }
 
+/* Submit `count` jobs of one GPU named from `first` on ("b", "c", ...), then two ticks. */
+static void one_gpu_jobs(struct fixture *f, char first, int count)
+{
+    for (int i = 0; i < count; i++) {
+        char name[2] = {(char)(first + i), 0};
+
+        submit_job(f, name, 4);
+    }
+    tick(f, 10);
+    tick(f, 10);
+}
+
+/* An offer the cloud cannot price (a machine type missing from the catalog and the price table,
+ * a spot price read that fails) is not launched by castor's planner, which would weigh it as
+ * free (before, its price stood as $0 and spot, the unpriced offer here, took every launch):
+ * - never priced: the first job's node comes from on-demand, and the log says once why spot is
+ *   not used;
+ * - priced: the log says so, and the next node (five more jobs of one GPU) is spot's, the
+ *   cheaper;
+ * - a read that gives no price within the hour after the last one: that price stands (a throttled
+ *   read does not send the fleet to on-demand), and the next node is spot's again;
+ * - no price for more than an hour: unknown again, told again, and the next node is on-demand. */
+static void realworld_resize__an_unpriced_offer_is_not_launched(void **state)
+{
+    struct fixture *f = *state;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = NULL;
+    struct log *log = relog(f, &mem, &text, &len);
+    int spot, od;
+
+    f->spot_unpriced = 1;
+    assert_int_equal(make_loop_with(f, "castor", 0, 0), 0);
+    one_gpu_jobs(f, 'a', 1);
+    assert_int_equal(f->tried[1], 0);
+    assert_true(f->tried[0] >= 1);
+    f->spot_unpriced = 0;
+    od = f->tried[0];
+    one_gpu_jobs(f, 'b', 5); /* six jobs of one GPU: a second node */
+    assert_true(f->tried[1] >= 1);
+    assert_int_equal(f->tried[0], od);
+    f->spot_unpriced = 1;
+    f->now += 3000; /* the last price 3020 s old at the next read */
+    spot = f->tried[1];
+    one_gpu_jobs(f, 'g', 4); /* ten: a third node */
+    assert_true(f->tried[1] > spot);
+    assert_int_equal(f->tried[0], od);
+    f->now += 3600;
+    spot = f->tried[1];
+    one_gpu_jobs(f, 'k', 4); /* fourteen: a fourth node */
+    assert_int_equal(f->tried[1], spot);
+    assert_true(f->tried[0] > od);
+    assert_int_equal(fflush(mem), 0);
+    {
+        const char *said = strstr(text, OFFER_SPOT " has no known price"), *again;
+
+        assert_non_null(said);
+        assert_non_null(again = strstr(said, OFFER_SPOT " is priced again: $0.8000/h"));
+        said = strstr(again, OFFER_SPOT " has no known price"); /* after the hour, not before */
+        assert_non_null(said);
+        assert_null(strstr(said + 1, OFFER_SPOT " has no known price"));
+    }
+    unlog(f, log, mem, &text);
+}
+
 /* A job that declares its samples gets a predicted finish: its iterations left (samples / M0 -
  * progress) at its goodput over M0, from now. With a deadline, the log warns once when that is
  * after it (on its one GPU, 64 000 samples at its goodput, about 430 a second, take 150 s; the
@@ -1875,6 +1947,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(realworld_metrics__errors_by_operation_and_code, rw_setup,
                                         rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_resize__capacity_fails_over_to_another_offer,
+                                        rw_setup, rw_teardown),
+        cmocka_unit_test_setup_teardown(realworld_resize__an_unpriced_offer_is_not_launched,
                                         rw_setup, rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_resize__quota_holds_the_offer_for_an_hour,
                                         rw_setup, rw_teardown),

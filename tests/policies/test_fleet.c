@@ -231,25 +231,32 @@ static void castor_fleet__spot_nodes_go_where_spot_costs_more(void **state)
 
 /* Offers at $1, $2 and $4 per node (no preemptions): the cheapest is unavailable (a launch was
  * just refused), so the one launch goes to the $2 offer; with that one unavailable too, to the
- * $4 one; with none available, nothing is launched and the answer is still valid. */
+ * $4 one; with none available, nothing is launched and the answer is still valid. The same where
+ * the prices are unknown (NAN: the cloud could not price them) instead: an unpriced offer is
+ * never launched, however cheap it may be, rather than weighed as free. */
 static void castor_fleet__unavailable_offer_never_launched(void **state)
 {
     struct fw *w = *state;
     struct fleet_config cfg = {.mode = FLEET_EFFICIENCY};
     const int want[3][3] = {{0, 1, 0}, {0, 0, 1}, {0, 0, 0}};
 
-    for (int i = 0; i < 3; i++) {
-        offer(w, 0, 1, 1.0, 0);
-        offer(w, 1, 1, 2.0, 0);
-        offer(w, 2, 0, 4.0, 0);
-        for (int o = 0; o <= i; o++)
-            w->offers[o].unavailable = 1;
-        job(w, 0, &perfect, 4);
-        w->jobs[0].max_replicas = 4;
-        fw_ready(w, 3, 0, 0, 1);
-        assert_int_equal(decide_once(w, "castor", &cfg, "castor"), 0);
-        assert_launch(w, want[i]);
-    }
+    for (int unpriced = 0; unpriced < 2; unpriced++)
+        for (int i = 0; i < 3; i++) {
+            offer(w, 0, 1, 1.0, 0);
+            offer(w, 1, 1, 2.0, 0);
+            offer(w, 2, 0, 4.0, 0);
+            for (int o = 0; o <= i; o++) {
+                if (unpriced)
+                    w->offers[o].price = NAN;
+                else
+                    w->offers[o].unavailable = 1;
+            }
+            job(w, 0, &perfect, 4);
+            w->jobs[0].max_replicas = 4;
+            fw_ready(w, 3, 0, 0, 1);
+            assert_int_equal(decide_once(w, "castor", &cfg, "castor"), 0);
+            assert_launch(w, want[i]);
+        }
 }
 
 /* Two jobs (small_world.h): a scales perfectly (each GPU adds about 1 to its speedup) and may
