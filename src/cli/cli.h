@@ -24,6 +24,21 @@ int cli_run(int argc, char **argv, FILE *out, FILE *err);
  * terminated: run it again), 2 (bad usage or configuration). */
 int cli_teardown(int argc, char **argv, FILE *out, FILE *err);
 
+/* `castor check -c FILE [--json]`: ask the configuration's cloud what castor would rent from
+ * (offers and prices, quotas and the room they leave, the cluster's instances), launching
+ * nothing. 0 when castor can launch an offer, 1 when it can launch none or the cloud cannot be
+ * asked, 2 (bad usage or configuration). */
+int cli_check(int argc, char **argv, FILE *out, FILE *err);
+
+/* The cloud of configuration c, made as the daemon makes it (the API's URL, the token files and
+ * this program's folder for the clouds whose nodes talk back). 0, or the constructor's error
+ * with e saying why (file:line:column for a bad `cloud:` section); *out is the caller's
+ * (cloud_free). */
+struct config;
+struct cloud;
+struct error;
+int cli_config_cloud(const struct config *c, struct cloud *out, struct error *e);
+
 /* `castor backup -c FILE OUT`: a consistent copy of the configuration's state at OUT, taken while
  * the controller runs (state_backup). 0, 1 (it could not: OUT exists, the state cannot be read),
  * 2 (bad usage or configuration). */
@@ -37,7 +52,6 @@ int cli_validate(int argc, char **argv, FILE *out, FILE *err);
  * runcmd and the environment castor-node needs (docs/terraform.md). 0 when good; else ERR_PARSE
  * or ERR_INVAL (a token in the user-data, a fixed instance id) with e at file:line:column,
  * ERR_NOENT or ERR_IO when it cannot be read. */
-struct error;
 int cli_cloud_init_check(const char *path, struct error *e);
 
 /* `castor status|jobs|submit|cancel|events ...`: the client of the controller's API; argv[0] names

@@ -1,4 +1,5 @@
-/* common.c: what the castor subcommands share: finding workload files, wall time, numbers. */
+/* common.c: what the castor subcommands share: finding workload files, wall time, numbers, the
+ * configuration's cloud. */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,6 +8,9 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "control/config.h"
+#include "providers/cloud.h"
+#include "util/file.h"
 
 static int cmp_str(const void *a, const void *b)
 {
@@ -81,4 +85,18 @@ int cli_parse_double(const char *s, double lo, double hi, double *out)
         return -1;
     *out = v;
     return 0;
+}
+
+int cli_config_cloud(const struct config *c, struct cloud *out, struct error *e)
+{
+    struct cloud_host host = {0};
+    char url[600], bin_dir[4096];
+
+    config_api_url(c, c->api.port > 0 ? c->api.port : 1, url, sizeof(url));
+    host.api_url = url;
+    host.node_token_file = c->token_files[API_ROLE_NODE];
+    host.job_token_file = c->token_files[API_ROLE_JOB];
+    if (file_exe_dir(bin_dir, sizeof(bin_dir)) == 0)
+        host.bin_dir = bin_dir;
+    return cloud_new(c->world, c->cloud, c->dir, &host, out, e);
 }

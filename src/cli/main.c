@@ -19,6 +19,8 @@ static void usage(FILE *f)
                "  teardown -c FILE [--yes]\n"
                "                          terminate every instance of the cluster (the end)\n"
                "  backup -c FILE OUT      a consistent copy of the controller's state\n"
+               "  check -c FILE [--json]  ask the cloud what castor would rent: prices, quotas\n"
+               "                          and the room they leave, launching nothing\n"
                "  validate FILE           check a configuration (or --kind job|cloud-init)\n"
                "                          without starting anything\n"
                "  status                  the controller's fleet and jobs (CASTOR_URL)\n"
@@ -45,6 +47,8 @@ int main(int argc, char **argv)
         return cli_run(argc - 1, argv + 1, stdout, stderr);
     if (strcmp(argv[1], "teardown") == 0)
         return cli_teardown(argc - 1, argv + 1, stdout, stderr);
+    if (strcmp(argv[1], "check") == 0)
+        return cli_check(argc - 1, argv + 1, stdout, stderr);
     if (strcmp(argv[1], "backup") == 0)
         return cli_backup(argc - 1, argv + 1, stdout, stderr);
     if (strcmp(argv[1], "validate") == 0)

@@ -36,21 +36,6 @@ static double td_now(void)
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* The configuration's cloud, made as the daemon makes it (no launch is asked of it here). */
-static int td_cloud(const struct config *c, struct cloud *out, struct error *e)
-{
-    struct cloud_host host = {0};
-    char url[600], bin_dir[4096];
-
-    config_api_url(c, c->api.port > 0 ? c->api.port : 1, url, sizeof(url));
-    host.api_url = url;
-    host.node_token_file = c->token_files[API_ROLE_NODE];
-    host.job_token_file = c->token_files[API_ROLE_JOB];
-    if (file_exe_dir(bin_dir, sizeof(bin_dir)) == 0)
-        host.bin_dir = bin_dir;
-    return cloud_new(c->world, c->cloud, c->dir, &host, out, e);
-}
-
 int cli_teardown(int argc, char **argv, FILE *out, FILE *err)
 {
     struct teardown_result r = {0};
@@ -86,7 +71,7 @@ int cli_teardown(int argc, char **argv, FILE *out, FILE *err)
         return 2;
     }
     if (state_claim(c->state_path, &claim, &e) < 0 || state_open(c->state_path, &st, &e) < 0 ||
-        td_cloud(c, &cloud, &e) < 0)
+        cli_config_cloud(c, &cloud, &e) < 0)
         goto fail;
     have_cloud = 1;
     if (teardown_run(st, &cloud, c->cluster, apply, td_now(), out, &r, &e) < 0)

@@ -110,3 +110,22 @@ set_tests_properties(cli_client_no_token PROPERTIES ENVIRONMENT
   "CASTOR_USER_TOKEN=;CASTOR_TOKEN_FILE=")
 set_tests_properties(cli_client_unreachable cli_client_bad_name cli_client_down_bad_node PROPERTIES ENVIRONMENT
   "CASTOR_URL=http://127.0.0.1:1;CASTOR_USER_TOKEN=user-token-0123456789abcdef")
+
+# castor check: what the configuration's cloud would let castor rent (the fake world, whose
+# quotas refuse launches as a cloud's do): offers, prices, the room the quotas leave each, and
+# whether castor can launch anything (exit 0) or nothing (1).
+set(CHECK "${CMAKE_CURRENT_SOURCE_DIR}/cli/check")
+castor_cli_test(check_spot_quota_zero 0 "castor can launch 1 of the 2 offers"
+  check -c ${CHECK}/spot-quota-zero.yaml)
+castor_cli_test(check_binding_quota 0
+  "spot-vcpus \"spot-vcpus (fake)\": 0 of 0 vCPUs held, 48 a node"
+  check -c ${CHECK}/spot-quota-zero.yaml)
+castor_cli_test(check_room 0 "\"room\": 2" check -c ${CHECK}/spot-quota-zero.yaml --json)
+castor_cli_test(check_no_room 1 "castor can launch none of the 2 offers" check -c ${CHECK}/no-room.yaml)
+castor_cli_test(check_fixed_no_room 1 "the fixed fleet launches g4/spot only: its quotas leave it no room"
+  check -c ${CHECK}/fixed-no-room.yaml)
+castor_cli_test(check_fixed_no_offer 1 "fleet.offer g5/on-demand is not among the fake cloud's offers"
+  check -c ${CHECK}/fixed-no-offer.yaml)
+castor_cli_test(check_no_config 2 "a configuration is required (-c FILE)" check)
+castor_cli_test(check_bad_config 2 "unknown_key.yaml:2:1: unknown key" check -c ${CONF}/unknown_key.yaml)
+castor_cli_test(check_bad_argument 2 "unexpected argument \"--launch\"" check --launch)

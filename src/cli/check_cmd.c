@@ -1,0 +1,269 @@
+/* check_cmd.c: `castor check -c FILE [--json]`: before a fleet is trusted to a cloud, ask the
+ * configuration's cloud what castor would rent from, launching nothing: each offer's price now,
+ * the quotas and the room they leave each offer, and the instances that carry the cluster's tag;
+ * then whether castor can launch anything at all (a zero quota, a missing price, a role that may
+ * not read the quotas are said before the first job waits on them). */
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "control/config.h"
+#include "providers/cloud.h"
+#include "util/json.h"
+
+static void check_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: castor check -c FILE [--json]\n"
+            "\n"
+            "Ask the configuration's cloud, with its credentials, what castor would rent from,\n"
+            "launching and changing nothing: each offer's price now, the cloud's quotas and how\n"
+            "many more nodes of each offer they leave room for (and the quota that binds), and\n"
+            "the instances that carry the cluster's tag. Exit status 0 when castor can launch at\n"
+            "least one offer (priced, with room; for a fixed or pollux-autoscale fleet, its\n"
+            "offer), 1 when it can launch none or the cloud cannot be asked (the reason: the\n"
+            "credentials, a permission, the network), 2 for bad usage or a bad configuration\n"
+            "(file:line:column).\n"
+            "  -c, --config FILE   the controller's configuration\n"
+            "  --json              the same as JSON on stdout\n");
+}
+
+/* What check found of one offer. */
+struct ck_offer {
+    const struct cloud_offer *o;
+    long room;  /* nodes the quotas leave room for; LONG_MAX: no quota known limits it */
+    long bind;  /* the quota that binds (index), or -1 */
+    double per; /* units a node takes from it */
+    int usable; /* priced, with room */
+};
+
+/* The room the quotas leave offer c->o (c->room, c->bind, c->per), as the controller counts it:
+ * the fewest whole nodes over the quotas it takes from, each (limit - used) / units. */
+static void ck_room(struct ck_offer *c, const struct cloud_quota *q, size_t nq,
+                    const struct cloud_quota_use *u, size_t nu)
+{
+    c->room = LONG_MAX;
+    c->bind = -1;
+    for (size_t i = 0; i < nu; i++) {
+        double left;
+        long nodes;
+
+        if (strcmp(u[i].offer, c->o->name) != 0 || u[i].quota >= nq || !(u[i].units > 0))
+            continue;
+        left = (q[u[i].quota].limit - q[u[i].quota].used) / u[i].units;
+        nodes = left > 0 ? (long)fmin(floor(left + 1e-9), (double)LONG_MAX / 2) : 0;
+        if (nodes < c->room) {
+            c->room = nodes;
+            c->bind = (long)u[i].quota;
+            c->per = u[i].units;
+        }
+    }
+    c->usable = isfinite(c->o->price) && c->room > 0;
+}
+
+/* The offer a fixed or pollux-autoscale fleet launches (its fleet.offer, else the first); NULL
+ * for castor's planner, which may launch any. */
+static const struct ck_offer *ck_fleet_offer(const struct config *c, const struct ck_offer *v,
+                                             size_t n)
+{
+    if (strcmp(c->fleet, "castor") == 0 || n == 0)
+        return NULL;
+    for (size_t i = 0; c->fleet_offer && i < n; i++)
+        if (strcmp(v[i].o->name, c->fleet_offer) == 0)
+            return &v[i];
+    return c->fleet_offer ? NULL : &v[0];
+}
+
+/* The table, the quotas' troubles and the verdict, for people. */
+static void ck_print(FILE *out, const struct config *c, const struct ck_offer *v, size_t n,
+                     const struct cloud_quota *q, size_t nq, const char *quota_note, long instances,
+                     const char *list_note, size_t usable)
+{
+    fprintf(out, "cloud %s, cluster %s: %zu offer%s, %zu quota%s read", c->world, c->cluster, n,
+            n == 1 ? "" : "s", nq, nq == 1 ? "" : "s");
+    if (instances >= 0)
+        fprintf(out, ", %ld instance%s with the cluster's tag\n", instances,
+                instances == 1 ? "" : "s");
+    else
+        fprintf(out, "; the cluster's instances cannot be listed: %s\n", list_note);
+    if (quota_note)
+        fprintf(out, "quotas: %s\n", quota_note);
+    fprintf(out, "\n%-48s %4s %-9s %10s %6s  %s\n", "offer", "GPUs", "market", "$/h", "room",
+            "bound by");
+    for (size_t i = 0; i < n; i++) {
+        const struct ck_offer *x = &v[i];
+        char price[32], room[32];
+
+        snprintf(price, sizeof(price), isfinite(x->o->price) ? "%.4f" : "unknown", x->o->price);
+        snprintf(room, sizeof(room), x->room == LONG_MAX ? "-" : "%ld", x->room);
+        fprintf(out, "%-48s %4d %-9s %10s %6s  ", x->o->name, x->o->gpus,
+                x->o->spot ? "spot" : "on-demand", price, room);
+        if (x->bind >= 0)
+            fprintf(out, "%s \"%s\": %.0f of %.0f %s held, %.0f a node", q[x->bind].name,
+                    q[x->bind].title, q[x->bind].used, q[x->bind].limit, q[x->bind].unit, x->per);
+        else
+            fprintf(out, "no quota known");
+        if (!isfinite(x->o->price))
+            fprintf(out, "; castor's planner does not launch an offer it cannot price");
+        fprintf(out, "\n");
+    }
+    fprintf(out, "\n");
+    if (usable == 0)
+        fprintf(out, "castor can launch none of the %zu offers%s\n", n,
+                n ? ": ask the cloud for the quotas named above, or add a price table" : "");
+    else
+        fprintf(out, "castor can launch %zu of the %zu offers\n", usable, n);
+}
+
+/* The same as JSON. */
+static int ck_json(FILE *out, const struct config *c, const struct ck_offer *v, size_t n,
+                   const struct cloud_quota *q, size_t nq, const char *quota_note, long instances,
+                   const char *list_note, size_t usable, const struct ck_offer *fleet)
+{
+    struct jv *doc = jv_object(), *offers = jv_array(), *quotas = jv_array();
+    int rc;
+
+    for (size_t i = 0; i < n; i++) {
+        struct jv *o = jv_object();
+
+        jv_set(o, "name", jv_string(v[i].o->name));
+        jv_set(o, "gpus", jv_integer(v[i].o->gpus));
+        jv_set(o, "spot", jv_bool(v[i].o->spot));
+        jv_set(o, "price", jv_number(v[i].o->price)); /* null: unknown */
+        jv_set(o, "room", v[i].room == LONG_MAX ? jv_null() : jv_integer(v[i].room));
+        jv_set(o, "bound_by", v[i].bind >= 0 ? jv_string(q[v[i].bind].name) : jv_null());
+        jv_set(o, "launchable", jv_bool(v[i].usable));
+        jv_push(offers, o);
+    }
+    for (size_t i = 0; i < nq; i++) {
+        struct jv *o = jv_object();
+
+        jv_set(o, "name", jv_string(q[i].name));
+        jv_set(o, "title", jv_string(q[i].title));
+        jv_set(o, "unit", jv_string(q[i].unit));
+        jv_set(o, "limit", jv_number(q[i].limit));
+        jv_set(o, "used", jv_number(q[i].used));
+        jv_push(quotas, o);
+    }
+    jv_set(doc, "world", jv_string(c->world));
+    jv_set(doc, "cluster", jv_string(c->cluster));
+    jv_set(doc, "offers", offers);
+    jv_set(doc, "quotas", quotas);
+    jv_set(doc, "quotas_error", quota_note ? jv_string(quota_note) : jv_null());
+    jv_set(doc, "instances", instances >= 0 ? jv_integer(instances) : jv_null());
+    jv_set(doc, "instances_error", instances < 0 ? jv_string(list_note) : jv_null());
+    jv_set(doc, "launchable", jv_integer((long long)usable));
+    jv_set(doc, "fleet_offer", fleet ? jv_string(fleet->o->name) : jv_null());
+    jv_set(doc, "ok", jv_bool(fleet ? fleet->room > 0 : usable > 0));
+    rc = jv_write(doc, out);
+    jv_free(doc);
+    return rc;
+}
+
+int cli_check(int argc, char **argv, FILE *out, FILE *err)
+{
+    struct cloud_offer *offers = NULL;
+    struct cloud_quota *q = NULL;
+    struct cloud_quota_use *u = NULL;
+    struct cloud_instance *inst = NULL;
+    struct ck_offer *v = NULL;
+    const struct ck_offer *fleet = NULL;
+    struct config *c = NULL;
+    struct cloud cloud = {0};
+    struct error e = {0};
+    const char *path = NULL, *quota_note = NULL;
+    char buf[800], qbuf[200], lbuf[200] = "";
+    size_t n = 0, nq = 0, nu = 0, ni = 0, usable = 0;
+    long instances = -1;
+    int json = 0, status = 1, have_cloud = 0, rc;
+
+    for (int i = 1; i < argc; i++) {
+        if ((strcmp(argv[i], "-c") == 0 || strcmp(argv[i], "--config") == 0) && i + 1 < argc) {
+            path = argv[++i];
+        } else if (strcmp(argv[i], "--json") == 0) {
+            json = 1;
+        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            check_usage(out);
+            return 0;
+        } else {
+            fprintf(err, "castor check: unexpected argument \"%s\"\n", argv[i]);
+            check_usage(err);
+            return 2;
+        }
+    }
+    if (!path) {
+        fprintf(err, "castor check: a configuration is required (-c FILE)\n");
+        check_usage(err);
+        return 2;
+    }
+    if (config_load(path, &c, &e) < 0) {
+        fprintf(err, "castor check: %s\n", err_format(&e, buf, sizeof(buf)));
+        return 2;
+    }
+    if (cli_config_cloud(c, &cloud, &e) < 0) {
+        fprintf(err, "castor check: %s\n", err_format(&e, buf, sizeof(buf)));
+        status = e.line > 0 ? 2 : 1; /* a fault in the file, or one met making the cloud */
+        goto out;
+    }
+    have_cloud = 1;
+    if ((rc = cloud_offers(&cloud, &offers, &n)) < 0) {
+        fprintf(err, "castor check: the %s cloud's offers cannot be read: %s\n", c->world,
+                err_str(rc));
+        goto out;
+    }
+    if ((rc = cloud_quotas(&cloud, &q, &nq, &u, &nu)) < 0) {
+        snprintf(qbuf, sizeof(qbuf),
+                 "cannot be read (%s)%s: launches are limited by none known, and a launch "
+                 "refused for a quota holds its offer",
+                 err_str(rc), rc == ERR_PERM ? ", the role may not read them" : "");
+        quota_note = qbuf;
+        q = NULL;
+        u = NULL;
+        nq = nu = 0;
+    }
+    if ((rc = cloud_list(&cloud, c->cluster, &inst, &ni)) < 0) {
+        snprintf(lbuf, sizeof(lbuf), "%s", err_str(rc));
+    } else {
+        instances = 0;
+        for (size_t i = 0; i < ni; i++)
+            instances += inst[i].state != CLOUD_GONE;
+    }
+    if (!(v = calloc(n + 1, sizeof(*v)))) {
+        fprintf(err, "castor check: out of memory\n");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        v[i].o = &offers[i];
+        ck_room(&v[i], q, nq, u, nu);
+        usable += (size_t)v[i].usable;
+    }
+    fleet = ck_fleet_offer(c, v, n);
+    if (strcmp(c->fleet, "castor") != 0 && c->fleet_offer && !fleet) {
+        fprintf(err, "castor check: fleet.offer %s is not among the %s cloud's offers\n",
+                c->fleet_offer, c->world);
+        goto out;
+    }
+    if (json) {
+        ck_json(out, c, v, n, q, nq, quota_note, instances, lbuf, usable, fleet);
+    } else {
+        ck_print(out, c, v, n, q, nq, quota_note, instances, lbuf, usable);
+        if (fleet)
+            fprintf(out, "the %s fleet launches %s only: %s\n", c->fleet, fleet->o->name,
+                    fleet->room > 0 ? "its quotas leave it room" : "its quotas leave it no room");
+    }
+    /* a fixed or pollux-autoscale fleet launches its own offer, priced or not */
+    status = (fleet ? fleet->room > 0 : usable > 0) ? 0 : 1;
+out:
+    free(v);
+    free(offers);
+    free(q);
+    free(u);
+    free(inst);
+    if (have_cloud)
+        cloud_free(&cloud);
+    config_free(c);
+    return status;
+}
