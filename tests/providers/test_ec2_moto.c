@@ -20,8 +20,6 @@
 #define REGION "us-east-1"
 #define CLUSTER "castor-moto"
 
-static struct moto moto;
-
 static int64_t real_clock(void *arg)
 {
     (void)arg;
@@ -32,22 +30,6 @@ static void quiet_log(void *arg, const char *line)
 {
     (void)arg;
     fprintf(stderr, "  [ec2] %s\n", line);
-}
-
-static int start_moto(void **state)
-{
-    char path[1024];
-
-    (void)state;
-    moto_find(CASTOR_TEST_DATA, path, sizeof(path));
-    return moto_start(path, &moto);
-}
-
-static int stop_moto(void **state)
-{
-    (void)state;
-    moto_stop(&moto);
-    return 0;
 }
 
 struct fixture {
@@ -68,12 +50,12 @@ static int setup(void **state)
 
     if (!f)
         return -1;
-    setenv("AWS_ACCESS_KEY_ID", moto.akid, 1);
-    setenv("AWS_SECRET_ACCESS_KEY", moto.secret, 1);
+    setenv("AWS_ACCESS_KEY_ID", moto_group.akid, 1);
+    setenv("AWS_SECRET_ACCESS_KEY", moto_group.secret, 1);
     unsetenv("AWS_SESSION_TOKEN");
     if (aws_credential_source_new(&cc, &f->creds) < 0)
         return -1;
-    cfg.endpoint = moto.url;
+    cfg.endpoint = moto_group.url;
     cfg.credentials = f->creds;
     if (ec2_client_new(&cfg, &f->client, NULL) < 0)
         return -1;
@@ -270,7 +252,7 @@ static void moto__wrong_secret_refused(void **state)
     struct fixture *f = *state;
     struct aws_credential_config cc = {.imds_disabled = 1, .credentials_file = "/nonexistent"};
     struct ec2_config cfg = {.region = REGION,
-                             .endpoint = moto.url,
+                             .endpoint = moto_group.url,
                              .timeout_ms = 20000,
                              .clock = real_clock,
                              .log = quiet_log};
@@ -281,7 +263,7 @@ static void moto__wrong_secret_refused(void **state)
 
     (void)f;
     for (int k = 0; k < 2; k++) {
-        setenv("AWS_ACCESS_KEY_ID", k == 0 ? moto.akid : "AKIAUNKNOWNKEY000000", 1);
+        setenv("AWS_ACCESS_KEY_ID", k == 0 ? moto_group.akid : "AKIAUNKNOWNKEY000000", 1);
         setenv("AWS_SECRET_ACCESS_KEY", "wrong-secret-wrong-secret-wrong-secret00", 1);
         assert_int_equal(aws_credential_source_new(&cc, &s), 0);
         cfg.credentials = s;
@@ -306,5 +288,5 @@ int main(void)
 
     if (!moto_find(CASTOR_TEST_DATA, path, sizeof(path)))
         return moto_missing("test_ec2_moto", path);
-    return cmocka_run_group_tests(tests, start_moto, stop_moto);
+    return cmocka_run_group_tests(tests, moto_group_start, moto_group_stop);
 }

@@ -22,8 +22,6 @@
 
 #define REGION "us-east-1"
 
-static struct moto moto;
-
 struct fixture {
     struct aws_credential_source *creds;
     struct sq_client *c;
@@ -53,27 +51,11 @@ static void keep_log(void *arg, const char *line)
     fprintf(stderr, "  [servicequotas] %s\n", line);
 }
 
-static int start_moto(void **state)
-{
-    char path[1024];
-
-    (void)state;
-    moto_find(CASTOR_TEST_DATA, path, sizeof(path));
-    return moto_start(path, &moto);
-}
-
-static int stop_moto(void **state)
-{
-    (void)state;
-    moto_stop(&moto);
-    return 0;
-}
-
 /* A client signing with the moto user's key id and secret. */
 static int client(struct fixture *f, const char *secret)
 {
     struct aws_credential_config cc = {.imds_disabled = 1, .credentials_file = "/nonexistent"};
-    struct aws_json_config cfg = {.endpoint = moto.url,
+    struct aws_json_config cfg = {.endpoint = moto_group.url,
                                   .timeout_ms = 20000,
                                   .max_attempts = 2,
                                   .seed = 1,
@@ -81,7 +63,7 @@ static int client(struct fixture *f, const char *secret)
                                   .sleep_ms = no_sleep,
                                   .log = keep_log};
 
-    setenv("AWS_ACCESS_KEY_ID", moto.akid, 1);
+    setenv("AWS_ACCESS_KEY_ID", moto_group.akid, 1);
     setenv("AWS_SECRET_ACCESS_KEY", secret, 1);
     unsetenv("AWS_SESSION_TOKEN");
     unsetenv("AWS_ENDPOINT_URL");
@@ -97,7 +79,7 @@ static int setup(void **state)
 {
     struct fixture *f = calloc(1, sizeof(*f));
 
-    if (!f || client(f, moto.secret) < 0)
+    if (!f || client(f, moto_group.secret) < 0)
         return -1;
     *state = f;
     return 0;
@@ -179,5 +161,5 @@ int main(void)
 
     if (!moto_find(CASTOR_TEST_DATA, path, sizeof(path)))
         return moto_missing("test_service_quotas_moto", path);
-    return cmocka_run_group_tests(tests, start_moto, stop_moto);
+    return cmocka_run_group_tests(tests, moto_group_start, moto_group_stop);
 }

@@ -194,3 +194,21 @@ int moto_missing(const char *test, const char *path)
     fprintf(stderr, "%s: SKIPPED: %s is missing (run scripts/test-venv)\n", test, path);
     return 77;
 }
+
+struct moto moto_group = {.pid = -1};
+
+int moto_group_start(void **state)
+{
+    char path[1024];
+
+    (void)state;
+    moto_find(CASTOR_TEST_DATA, path, sizeof(path));
+    return moto_start(path, &moto_group);
+}
+
+int moto_group_stop(void **state)
+{
+    (void)state;
+    moto_stop(&moto_group);
+    return 0;
+}

@@ -30,4 +30,11 @@ void moto_stop(struct moto *m);
  * the test and the missing path. */
 int moto_missing(const char *test, const char *path);
 
+/* The server of a test program's group of tests, between moto_group_start and moto_group_stop
+ * (cmocka group set-up and tear-down; state unused): moto_server found under the tests' data
+ * folder as moto_find finds it, and started. */
+extern struct moto moto_group;
+int moto_group_start(void **state);
+int moto_group_stop(void **state);
+
 #endif
