@@ -91,6 +91,13 @@ struct api_offer_room {
     long long room;
 };
 
+/* An offer's price as the planner last saw it. */
+struct api_offer_price {
+    const char *offer;
+    int spot;
+    double price; /* $/h per node; NAN: unknown (castor's planner does not launch the offer) */
+};
+
 /* Why nodes were lost (castor_node_losses_total's reason label, api_node_loss_names). */
 enum api_node_loss {
     API_LOSS_GONE,         /* the cloud reports the instance gone (preempted, or terminated) */
@@ -124,6 +131,8 @@ struct api_metrics {
     size_t nquotas;
     const struct api_offer_room *rooms; /* per offer that a quota limits */
     size_t nrooms;
+    const struct api_offer_price *prices; /* per offer the cloud offers now */
+    size_t nprices;
 };
 
 /* Count one decide of the given latency (seconds, >= 0) into m's histogram. ERR_INVAL for a

@@ -40,6 +40,8 @@ struct ap_metrics {
     size_t nquotas;
     struct api_offer_room *rooms;
     size_t nrooms;
+    struct api_offer_price *prices;
+    size_t nprices;
     char *strings;
 };
 

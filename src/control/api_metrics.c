@@ -33,6 +33,7 @@ void ap_metrics_free(struct ap_metrics *m)
     free(m->errors);
     free(m->quotas);
     free(m->rooms);
+    free(m->prices);
     free(m->strings);
     memset(m, 0, sizeof(*m));
 }
@@ -86,13 +87,19 @@ int ap_metrics_copy(const struct api_metrics *m, struct ap_metrics *out)
             return ERR_INVAL;
         else
             size += strlen(m->rooms[i].offer) + strlen(m->rooms[i].quota) + 2;
+    for (size_t i = 0; i < m->nprices; i++)
+        if (!m->prices[i].offer)
+            return ERR_INVAL;
+        else
+            size += strlen(m->prices[i].offer) + 1;
     c.strings = malloc(size);
     c.jobs = calloc(m->njobs + 1, sizeof(*c.jobs));
     c.calls = calloc(m->ncalls + 1, sizeof(*c.calls));
     c.errors = calloc(m->nerrors + 1, sizeof(*c.errors));
     c.quotas = calloc(m->nquotas + 1, sizeof(*c.quotas));
     c.rooms = calloc(m->nrooms + 1, sizeof(*c.rooms));
-    if (!c.strings || !c.jobs || !c.calls || !c.errors || !c.quotas || !c.rooms) {
+    c.prices = calloc(m->nprices + 1, sizeof(*c.prices));
+    if (!c.strings || !c.jobs || !c.calls || !c.errors || !c.quotas || !c.rooms || !c.prices) {
         ap_metrics_free(&c);
         return ERR_NOMEM;
     }
@@ -121,6 +128,11 @@ int ap_metrics_copy(const struct api_metrics *m, struct ap_metrics *out)
         c.rooms[i].offer = ap_put(c.strings, &pos, m->rooms[i].offer);
         c.rooms[i].quota = ap_put(c.strings, &pos, m->rooms[i].quota);
     }
+    for (size_t i = 0; i < m->nprices; i++) {
+        c.prices[i] = m->prices[i];
+        c.prices[i].offer = ap_put(c.strings, &pos, m->prices[i].offer);
+    }
+    c.nprices = m->nprices;
     c.nquotas = m->nquotas;
     c.nrooms = m->nrooms;
     c.njobs = m->njobs;
@@ -374,6 +386,13 @@ static void ap_metrics_daemon(const struct ap_metrics *m, FILE *f)
     for (size_t i = 0; i < m->nrooms; i++)
         ap_sample(f, "castor_offer_quota_room_nodes", "offer", m->rooms[i].offer, "quota",
                   m->rooms[i].quota, (double)m->rooms[i].room);
+    ap_family(f, "castor_offer_price_dollars_per_hour", "gauge",
+              "An offer's price per node as the planner last saw it (NaN: unknown; castor's "
+              "planner does not launch it).");
+    for (size_t i = 0; i < m->nprices; i++)
+        ap_sample(f, "castor_offer_price_dollars_per_hour", "market",
+                  m->prices[i].spot ? "spot" : "on-demand", "offer", m->prices[i].offer,
+                  m->prices[i].price);
 }
 
 void ap_metrics_text(struct ap_ctx *c)

@@ -319,6 +319,7 @@ void realworld_free(struct realworld *rw)
     free(rw->job_rows);
     free(rw->quota_rows);
     free(rw->room_rows);
+    free(rw->price_rows);
     rw_quotas_free(rw);
     rw_meta_free(rw->meta, rw->nmeta);
     rw_strv_free(rw->silent);
@@ -338,12 +339,15 @@ int realworld_metrics(struct realworld *rw, struct api_metrics *m)
     free(rw->job_rows);
     free(rw->quota_rows);
     free(rw->room_rows);
+    free(rw->price_rows);
     rw->call_rows = calloc(RW_NOPS, sizeof(*rw->call_rows));
     rw->error_rows = calloc(rw->nerrors + 1, sizeof(*rw->error_rows));
     rw->job_rows = calloc(nj + 1, sizeof(*rw->job_rows));
     rw->quota_rows = calloc(rw->nquotas + 1, sizeof(*rw->quota_rows));
     rw->room_rows = calloc(rw->noffers + 1, sizeof(*rw->room_rows));
-    if (!rw->call_rows || !rw->error_rows || !rw->job_rows || !rw->quota_rows || !rw->room_rows)
+    rw->price_rows = calloc(rw->noffers + 1, sizeof(*rw->price_rows));
+    if (!rw->call_rows || !rw->error_rows || !rw->job_rows || !rw->quota_rows || !rw->room_rows ||
+        !rw->price_rows)
         return ERR_NOMEM;
     for (size_t i = 0; i < rw->nquotas; i++)
         rw->quota_rows[i] =
@@ -363,6 +367,13 @@ int realworld_metrics(struct realworld *rw, struct api_metrics *m)
     m->nquotas = rw->nquotas;
     m->rooms = rw->room_rows;
     m->nrooms = nrooms;
+    m->nprices = 0;
+    for (size_t o = 0; o < rw->noffers; o++)
+        if (rw->offers[o].present)
+            rw->price_rows[m->nprices++] = (struct api_offer_price){.offer = rw->offers[o].name,
+                                                                    .spot = rw->offers[o].spot,
+                                                                    .price = rw->offers[o].price};
+    m->prices = rw->price_rows;
     for (int op = 0; op < RW_NOPS; op++)
         rw->call_rows[op] =
             (struct api_call_metrics){.op = rw_ops[op], .code = "", .count = rw->calls[op]};

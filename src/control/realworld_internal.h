@@ -144,6 +144,7 @@ struct realworld {
     int quotas_failed;     /* the last read failed (told once) */
     struct api_quota_metrics *quota_rows;
     struct api_offer_room *room_rows;
+    struct api_offer_price *price_rows;
     struct realworld_offer *meta; /* strings owned */
     size_t nmeta;
     const struct tput_model_ops *model;

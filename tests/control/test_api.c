@@ -1849,6 +1849,8 @@ static void api_metrics__prometheus_text(void **state)
         {"compute/GPUS_ALL_REGIONS", "GPUS_ALL_REGIONS", "GPUs", 8, 4}};
     const struct api_offer_room rooms[] = {
         {"a2/us-central1-a/spot", "compute/GPUS_ALL_REGIONS", 0}};
+    const struct api_offer_price prices[] = {{"a2/us-central1-a/spot", 1, 1.25},
+                                             {"a2/europe-west4-a/standard", 0, NAN}};
     struct api_metrics m = {.jobs = jobs,
                             .njobs = 3,
                             .decide_failures = 4,
@@ -1863,7 +1865,9 @@ static void api_metrics__prometheus_text(void **state)
                             .quotas = quotas,
                             .nquotas = 1,
                             .rooms = rooms,
-                            .nrooms = 1};
+                            .nrooms = 1,
+                            .prices = prices,
+                            .nprices = 2};
     struct http_client_request req = {.method = "GET"};
     struct http_client_response r = {0};
     char url[96], auth[96], name[128], labels[256], family[128] = "";
@@ -1930,6 +1934,11 @@ static void api_metrics__prometheus_text(void **state)
                                             "us-central1-a/spot\",quota=\"compute/"
                                             "GPUS_ALL_REGIONS\"}"),
                        0, 0);
+    assert_float_equal(sample_value(r.body, "castor_offer_price_dollars_per_hour{market=\"spot\","
+                                            "offer=\"a2/us-central1-a/spot\"}"),
+                       1.25, 0);
+    assert_non_null(strstr(r.body, "castor_offer_price_dollars_per_hour{market=\"on-demand\","
+                                   "offer=\"a2/europe-west4-a/standard\"} NaN\n"));
     assert_float_equal(sample_value(r.body, "castor_job_goodput{job=\"a\"}"), 812.5, 0);
     assert_true(isnan(sample_value(r.body, "castor_job_goodput{job=\"b\"}")));
     assert_float_equal(sample_value(r.body, "castor_job_finish_timestamp_seconds{job=\"a\"}"), 2e9,

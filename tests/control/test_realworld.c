@@ -1538,6 +1538,7 @@ static void realworld_resize__an_unpriced_offer_is_not_launched(void **state)
     size_t len = 0;
     FILE *mem = NULL;
     struct log *log = relog(f, &mem, &text, &len);
+    struct api_metrics m = {0};
     int spot, od;
 
     f->spot_unpriced = 1;
@@ -1545,6 +1546,11 @@ static void realworld_resize__an_unpriced_offer_is_not_launched(void **state)
     one_gpu_jobs(f, 'a', 1);
     assert_int_equal(f->tried[1], 0);
     assert_true(f->tried[0] >= 1);
+    assert_int_equal(realworld_metrics(f->rw, &m), 0); /* what /metrics shows of the prices */
+    assert_int_equal(m.nprices, 2);
+    for (size_t i = 0; i < m.nprices; i++)
+        assert_true(strcmp(m.prices[i].offer, OFFER_SPOT) == 0 ? isnan(m.prices[i].price)
+                                                               : m.prices[i].price == 2.0);
     f->spot_unpriced = 0;
     od = f->tried[0];
     one_gpu_jobs(f, 'b', 5); /* six jobs of one GPU: a second node */
