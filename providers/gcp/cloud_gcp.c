@@ -33,6 +33,7 @@ struct ctx {
     size_t n_offers;
     char *image, *disk_type, *network, *subnetwork, *service_account, *startup_script;
     long disk_gb;
+    double image_gb; /* the image's own size, read once (boot disks without disk_gb); 0: not yet */
     int external_ip;
     long zone_hold_s, quota_hold_s;
     int64_t (*clock)(void *arg);
@@ -428,13 +429,15 @@ static int take(struct gathered *x, const struct offer *o, const struct gcp_quot
 /* What a node of o takes: its GPU model's regional quota, its family's regional CPUs (for a
  * Spot VM PREEMPTIBLE_<GPU metric> and PREEMPTIBLE_CPUS where the region grants them), with GPUs
  * the project's GPUS_ALL_REGIONS, its vCPUs from the project's CPUS_ALL_REGIONS, and its boot
- * disk's size (when configured) from the region's quota of its disk type, Spot VMs' too (their
+ * disk's size (disk_gb, else the image's when read) from the region's quota of its disk type,
+ * Spot VMs' too (their
  * preemptible quotas hold CPUs, GPUs and local SSDs, not persistent disks). region (n) and
  * project (np): the quotas read. */
 static int offer_uses(struct gathered *x, const struct ctx *c, const struct offer *o,
                       const struct gcp_quota *region, size_t n, const struct gcp_quota *project,
                       size_t np)
 {
+    double disk_gb = c->disk_gb > 0 ? (double)c->disk_gb : c->image_gb;
     const char *disk = gcp_disk_quota_metric(c->disk_type);
     const char *gpu = o->gpus > 0 ? gcp_gpu_quota_metric(o->accelerator) : NULL;
     const struct gcp_quota *g;
@@ -452,8 +455,8 @@ static int offer_uses(struct gathered *x, const struct ctx *c, const struct offe
         rc = take(x, o, g, NULL, "GPUs", o->gpus);
     if (rc == 0 && o->vcpus > 0 && (g = quota_of(project, np, "CPUS_ALL_REGIONS")) != NULL)
         rc = take(x, o, g, NULL, "vCPUs", o->vcpus);
-    if (rc == 0 && c->disk_gb > 0 && disk && (g = quota_of(region, n, disk)) != NULL)
-        rc = take(x, o, g, o->region, "GB", (double)c->disk_gb);
+    if (rc == 0 && disk_gb > 0 && disk && (g = quota_of(region, n, disk)) != NULL)
+        rc = take(x, o, g, o->region, "GB", disk_gb);
     return rc;
 }
 
@@ -490,6 +493,10 @@ static int quotas(void *arg, struct cloud_quota **out, size_t *nq, struct cloud_
 
     if (!out || !nq || !uses || !nu)
         return ERR_INVAL;
+    /* a boot disk of the image's own size: that size, read once (a failure, logged by the
+     * client, leaves the disks uncounted until a later read) */
+    if (x->disk_gb <= 0 && !(x->image_gb > 0) && gcp_disk_quota_metric(x->disk_type))
+        (void)gcp_image_disk_gb(x->compute, x->image, &x->image_gb, &e);
     read = calloc(x->n_offers, sizeof(*read));
     nread = calloc(x->n_offers, sizeof(*nread));
     rc = read && nread ? gcp_project_quotas(x->compute, &project, &np, &e) : ERR_NOMEM;

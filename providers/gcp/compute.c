@@ -839,24 +839,33 @@ static int read_quotas(struct gcp_compute *c, const struct jv *v, const char *ca
     return 0;
 }
 
-/* GET path (freed here), then read the answer's quotas. */
-static int quota_call(struct gcp_compute *c, const char *call, char *path, struct gcp_quota **out,
-                      size_t *n, struct error *e)
+/* GET path (freed here), the answer into *out. A refusal (403) is ERR_PERM, told apart from a
+ * request castor got wrong: a role without the permission. */
+static int read_get(struct gcp_compute *c, const char *call, char *path, struct jv **out,
+                    struct error *e)
 {
     struct gcp_error_info info;
-    struct jv *v = NULL;
     int rc;
 
     if (!path)
         return ERR_NOMEM;
-    rc = gcp_rest_call(c->rest, call, "GET", path, NULL, &v, &info, e);
+    rc = gcp_rest_call(c->rest, call, "GET", path, NULL, out, &info, e);
     free(path);
     if (rc == ERR_INVAL && info.http_status == 403) {
-        /* a role without the permission: told apart from a request castor got wrong */
         rc = ERR_PERM;
         if (e)
             e->code = ERR_PERM;
     }
+    return rc;
+}
+
+/* GET path (freed here), then read the answer's quotas. */
+static int quota_call(struct gcp_compute *c, const char *call, char *path, struct gcp_quota **out,
+                      size_t *n, struct error *e)
+{
+    struct jv *v = NULL;
+    int rc = read_get(c, call, path, &v, e);
+
     if (rc < 0)
         return rc;
     rc = read_quotas(c, v, call, out, n, e);
@@ -874,6 +883,53 @@ int gcp_region_quotas(struct gcp_compute *c, const char *region, struct gcp_quot
         return refuse(e, call, "needs a client, a region name and outputs");
     strbuf_printf(&path, "/projects/%s/regions/%s", c->project, region);
     return quota_call(c, call, strbuf_take(&path), out, n, e);
+}
+
+/* 1 when path (after "projects/" or "global/") holds only the letters of Compute Engine's
+ * resource names and slashes, and no empty or dot segment. */
+static int image_path_ok(const char *s)
+{
+    if (!*s || strlen(s) > 300 || strstr(s, "//") || strstr(s, "/.") || s[strlen(s) - 1] == '/')
+        return 0;
+    for (; *s; s++)
+        if (!isalnum((unsigned char)*s) && !strchr("-._/", *s))
+            return 0;
+    return 1;
+}
+
+int gcp_image_disk_gb(struct gcp_compute *c, const char *image, double *gb, struct error *e)
+{
+    static const char call[] = "images.get";
+    const char *rel = image, *v1 = image ? strstr(image, "/compute/v1/") : NULL, *s;
+    struct strbuf path = {0};
+    struct jv *v = NULL;
+    double size = 0;
+    int rc;
+
+    if (!c || !image || !gb)
+        return refuse(e, call, "needs a client, an image and an output");
+    if (v1 && strncmp(image, "https://", 8) == 0)
+        rel = v1 + strlen("/compute/v1/");
+    if (strncmp(rel, "projects/", 9) == 0 && strstr(rel, "/global/images/") && image_path_ok(rel))
+        strbuf_printf(&path, "/%s", rel);
+    else if (strncmp(rel, "global/images/", 14) == 0 && image_path_ok(rel))
+        strbuf_printf(&path, "/projects/%s/%s", c->project, rel);
+    else
+        return refuse(e, call,
+                      "an image named projects/P/global/images/NAME (or .../family/F) or "
+                      "global/images/NAME");
+    if ((rc = read_get(c, call, strbuf_take(&path), &v, e)) < 0)
+        return rc;
+    s = jv_string_value(jv_get(v, "diskSizeGb")); /* an int64: a string in Google's JSON */
+    if (s)
+        size = strtod(s, NULL);
+    else if (jv_number_value(jv_get(v, "diskSizeGb"), &size) < 0)
+        size = 0;
+    jv_free(v);
+    if (!(size > 0) || size > 1e6)
+        return bad_answer(c, e, call, "an image without its diskSizeGb");
+    *gb = size;
+    return 0;
 }
 
 int gcp_project_quotas(struct gcp_compute *c, struct gcp_quota **out, size_t *n, struct error *e)

@@ -181,6 +181,15 @@ const char *gcp_gpu_quota_metric(const char *accelerator);
  * for another type (hyperdisks and pd-extreme have quotas of their own, not counted). */
 const char *gcp_disk_quota_metric(const char *disk_type);
 
+/* The size in GB of a boot disk made from image, as Compute Engine makes it when the insert gives
+ * none: the image's diskSizeGb (images.get, or images.getFromFamily for ".../images/family/F").
+ * image as an insert takes it: "projects/P/global/images/NAME", ".../images/family/F",
+ * "global/images/NAME" (this project's), or the same after "https://.../compute/v1/". *gb written
+ * only on success. Errors: ERR_INVAL (a name of another shape; nothing asked), ERR_NOENT (no such
+ * image), ERR_PERM (not allowed to read it), ERR_PARSE (an answer without a size > 0), and the
+ * calls' errors (ERR_AGAIN, ERR_IO). */
+int gcp_image_disk_gb(struct gcp_compute *c, const char *image, double *gb, struct error *e);
+
 /*
  * regions.get of region: its quotas (regions[].quotas: metric, limit, usage) into a new array
  * *out (free()) of *n entries. Errors as gcp_rest_call, with ERR_PERM for a refusal with HTTP

@@ -21,6 +21,7 @@
 #define MAX_OPS 512
 #define MAX_SEEN 64
 #define MAX_QUOTAS 128
+#define MAX_IMAGES 8
 
 struct script {
     char prefix[128];
@@ -85,6 +86,11 @@ struct fake_gce {
     char quota[64];
     struct quota quotas[MAX_QUOTAS];
     size_t n_quotas;
+    struct {
+        char path[160]; /* "projects/P/global/images/NAME" or ".../images/family/F" */
+        double gb;
+    } images[MAX_IMAGES];
+    size_t n_images;
     size_t requests;
     char (*paths)[256]; /* every request's path, for counting by prefix */
     size_t n_paths, cap_paths;
@@ -524,14 +530,18 @@ static void region_of(const char *zone, char *out, size_t size)
 
 /* A boot disk's quota metric and size from its initializeParams, as Compute Engine counts them:
  * pd-ssd and pd-balanced in SSD_TOTAL_GB, pd-standard (the type of a disk that names none) in
- * DISKS_TOTAL_GB, others in none (""); without diskSizeGb, the image's 10 GB (Debian 12's). */
-static void boot_disk(const struct jv *init, char *metric, double *gb)
+ * DISKS_TOTAL_GB, others in none (""); without diskSizeGb, its image's size (10 GB for an image
+ * the fake does not know). */
+static void boot_disk(const struct fake_gce *f, const struct jv *init, char *metric, double *gb)
 {
     const struct jv *size = jv_get(init, "diskSizeGb");
     const char *type = jv_string_value(jv_get(init, "diskType")), *slash;
-    const char *s = jv_string_value(size);
+    const char *s = jv_string_value(size), *image = jv_string_value(jv_get(init, "sourceImage"));
 
     *gb = 10;
+    for (size_t i = 0; image && i < f->n_images; i++)
+        if (strcmp(f->images[i].path, image) == 0)
+            *gb = f->images[i].gb;
     if (s)
         *gb = strtod(s, NULL);
     else if (size)
@@ -648,7 +658,8 @@ static void insert(struct fake_gce *f, const char *zone, const char *query,
         snprintf(o->error, sizeof(o->error), "QUOTA_EXCEEDED");
         snprintf(o->metric, sizeof(o->metric), "%s", f->quota);
     }
-    boot_disk(jv_get(jv_at(jv_get(body, "disks"), 0), "initializeParams"), disk_metric, &disk_gb);
+    boot_disk(f, jv_get(jv_at(jv_get(body, "disks"), 0), "initializeParams"), disk_metric,
+              &disk_gb);
     if (!o->error[0])
         disk_quota_check(f, zone, disk_metric, disk_gb, o);
     if (!o->error[0]) {
@@ -833,6 +844,33 @@ static void get_project(struct fake_gce *f, struct lh_reply *r)
     reply_json(r, 200, v);
 }
 
+/* images.get and images.getFromFamily (path: "projects/P/global/images/..."), of any project
+ * (public images live in their own): the image with its diskSizeGb, or 404. */
+static void get_image(struct fake_gce *f, const char *path, struct lh_reply *r)
+{
+    char buf[512];
+    const char *name = strrchr(path, '/') + 1;
+
+    for (size_t i = 0; i < f->n_images; i++) {
+        struct jv *v;
+
+        if (strcmp(f->images[i].path, path) != 0)
+            continue;
+        v = jv_object();
+        jv_set(v, "kind", jv_string("compute#image"));
+        jv_set(v, "name", jv_string(strstr(path, "/family/") ? "fake-image-v1" : name));
+        if (strstr(path, "/family/"))
+            jv_set(v, "family", jv_string(name));
+        snprintf(buf, sizeof(buf), "%.0f", f->images[i].gb);
+        jv_set(v, "diskSizeGb", jv_string(buf)); /* an int64, written as a string */
+        jv_set(v, "status", jv_string("READY"));
+        reply_json(r, 200, v);
+        return;
+    }
+    snprintf(buf, sizeof(buf), "The resource '%.300s' was not found", path);
+    reply_error(r, 404, "notFound", buf);
+}
+
 /* /compute/v1/projects/P/... */
 static void compute(struct fake_gce *f, const char *path, const char *query,
                     const struct lh_request *req, struct lh_reply *r)
@@ -841,6 +879,10 @@ static void compute(struct fake_gce *f, const char *path, const char *query,
     int n = sscanf(path, "/compute/v1/projects/%63[^/]/zones/%63[^/]/%31[^/]/%127[^/]%7s", proj,
                    zone, kind, name, extra);
 
+    if (strcmp(req->method, "GET") == 0 && strstr(path, "/global/images/")) {
+        get_image(f, path + strlen("/compute/v1/"), r);
+        return;
+    }
     if (strcmp(proj, f->project) != 0 && sscanf(path, "/compute/v1/projects/%63[^/]", proj) == 1 &&
         strcmp(proj, f->project) != 0) {
         reply_error(r, 404, "notFound", "The resource 'projects/x' was not found");
@@ -957,6 +999,7 @@ struct fake_gce *fake_gce_start(const char *project, const char *client_email,
         fake_gce_set_quota(f, *region, "CPUS", 96, 0);
     fake_gce_set_quota(f, NULL, "GPUS_ALL_REGIONS", 16, 0);
     fake_gce_set_quota(f, NULL, "CPUS_ALL_REGIONS", 512, 0);
+    fake_gce_set_image(f, "projects/debian-cloud/global/images/family/debian-12", 10);
     if (file_read_all(pub_pem_path, &f->pub, &f->pub_len, NULL) < 0 ||
         lh_start(handle, f, &f->server) < 0) {
         free(f->pub);
@@ -1169,4 +1212,20 @@ const char *fake_gce_last_body(const struct fake_gce *f, const char *prefix)
 const char *fake_gce_last_claims(const struct fake_gce *f)
 {
     return f->claims;
+}
+
+void fake_gce_set_image(struct fake_gce *f, const char *path, double gb)
+{
+    size_t i;
+
+    pthread_mutex_lock(&f->lock);
+    for (i = 0; i < f->n_images && strcmp(f->images[i].path, path) != 0; i++)
+        ;
+    if (i < MAX_IMAGES) {
+        snprintf(f->images[i].path, sizeof(f->images[i].path), "%s", path);
+        f->images[i].gb = gb;
+        if (i == f->n_images)
+            f->n_images++;
+    }
+    pthread_mutex_unlock(&f->lock);
 }

@@ -60,6 +60,11 @@ void fake_gce_quota(struct fake_gce *f, const char *metric);
 void fake_gce_set_quota(struct fake_gce *f, const char *region, const char *metric, double limit,
                         double usage);
 
+/* An image images.get (or getFromFamily) answers, of any project, with its diskSizeGb: path as
+ * "projects/P/global/images/NAME" or ".../images/family/F" (set, or replaced). From the start the
+ * fake has Debian 12's family, 10 GB; any other image is 404 notFound. */
+void fake_gce_set_image(struct fake_gce *f, const char *path, double gb);
+
 /* Put an instance there directly (status RUNNING unless given). 0, or -1 when full. */
 int fake_gce_add_instance(struct fake_gce *f, const char *zone, const char *name,
                           const char *cluster, const char *token, const char *status, int spot);

@@ -387,15 +387,15 @@ static void cloud_gcp_list__stopped_instances_deleted(void **state)
 /* A cloud over f's client of a T4 on a Spot VM in us-central1 (offers[0]), an A100
  * (a2-highgpu-1g, 12 vCPUs) on a standard VM in us-east1 and, when n is 3, a T4 in a region
  * Compute Engine does not know. */
-static void quotas_cloud_disk(struct fixture *f, size_t n, long disk_gb, const char *disk_type,
-                              struct cloud *c)
+static void quotas_cloud_image(struct fixture *f, size_t n, const char *image, long disk_gb,
+                               const char *disk_type, struct cloud *c)
 {
     struct cloud_gcp_offer list[3] = {offers[0], {.machine_type = "a2-highgpu-1g"}, offers[2]};
     struct cloud_gcp_config cfg = {
         .compute = f->compute,
         .offers = list,
         .n_offers = n,
-        .instance = {.source_image = "img", .disk_gb = disk_gb, .disk_type = disk_type},
+        .instance = {.source_image = image, .disk_gb = disk_gb, .disk_type = disk_type},
         .clock = hooks_clock,
         .hook_arg = &f->w.h,
     };
@@ -403,6 +403,13 @@ static void quotas_cloud_disk(struct fixture *f, size_t n, long disk_gb, const c
     list[1].zone = "us-east1-b";
     list[2].zone = "mars-north1-a";
     assert_int_equal(cloud_gcp_new(&cfg, c, NULL), 0);
+}
+
+/* The same with an image castor does not look up ("img": not an image's full name). */
+static void quotas_cloud_disk(struct fixture *f, size_t n, long disk_gb, const char *disk_type,
+                              struct cloud *c)
+{
+    quotas_cloud_image(f, n, "img", disk_gb, disk_type, c);
 }
 
 /* The cloud of the first n quota offers, with the boot disk's size and type left to the image. */
@@ -539,6 +546,62 @@ static void cloud_gcp_quotas__boot_disks(void **state)
         }
         free(q);
         free(u);
+        cloud_free(&c);
+    }
+}
+
+/* A boot disk without disk_gb is the image's size, which castor reads once (images.getFromFamily
+ * or images.get of another project's image, as the insert names it): Debian 12's family 10 GB, an
+ * image of 120 GB; an image Compute Engine does not know (404) leaves the disk uncounted, and is
+ * asked again at the next read (then known). */
+static void cloud_gcp_quotas__boot_disk_of_the_image_size(void **state)
+{
+    static const struct {
+        const char *image;
+        double gb; /* 0: no disk quota taken */
+    } cases[] = {
+        {"projects/debian-cloud/global/images/family/debian-12", 10},
+        {"https://www.googleapis.com/compute/v1/projects/ml-images/global/images/cuda-12-v3", 120},
+        {"global/images/ours-v1", 0}, /* not there yet */
+    };
+    struct fixture *f = *state;
+
+    fake_gce_set_quota(f->w.fake, "us-central1", "SSD_TOTAL_GB", 500, 0);
+    fake_gce_set_image(f->w.fake, "projects/ml-images/global/images/cuda-12-v3", 120);
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        struct cloud_quota *q = NULL;
+        struct cloud_quota_use *u = NULL;
+        size_t nq = 0, nu = 0, i;
+        struct cloud c = {0};
+
+        quotas_cloud_image(f, 1, cases[k].image, 0, "pd-balanced", &c);
+        assert_int_equal(cloud_quotas(&c, &q, &nq, &u, &nu), 0);
+        for (i = 0; i < nq && strcmp(q[i].name, "compute/us-central1/SSD_TOTAL_GB") != 0; i++)
+            ;
+        assert_int_equal(i<nq, cases[k].gb> 0);
+        for (size_t j = 0; j < nu; j++)
+            if (u[j].quota == i)
+                use_is(&u[j], i, Q_T4_SPOT, cases[k].gb);
+        free(q);
+        free(u);
+        if (k == 2) { /* made since: the next read counts it */
+            fake_gce_set_image(f->w.fake, "projects/" GCP_PROJECT "/global/images/ours-v1", 64);
+            assert_int_equal(cloud_quotas(&c, &q, &nq, &u, &nu), 0);
+            assert_string_equal(q[nq - 1].name, "compute/us-central1/SSD_TOTAL_GB");
+            assert_float_equal(u[nu - 1].units, 64, 0);
+            free(q);
+            free(u);
+        }
+        if (k == 0) { /* read once: the next read does not ask again */
+            size_t asked = fake_gce_requests(f->w.fake, FAKE_GCE_COMPUTE "/projects/debian-cloud");
+
+            assert_int_equal(asked, 1);
+            assert_int_equal(cloud_quotas(&c, &q, &nq, &u, &nu), 0);
+            assert_int_equal(
+                fake_gce_requests(f->w.fake, FAKE_GCE_COMPUTE "/projects/debian-cloud"), asked);
+            free(q);
+            free(u);
+        }
         cloud_free(&c);
     }
 }
@@ -691,6 +754,7 @@ int main(void)
         T(cloud_gcp_quotas__spot_and_standard),
         T(cloud_gcp_quotas__failures_write_nothing),
         T(cloud_gcp_quotas__boot_disks),
+        T(cloud_gcp_quotas__boot_disk_of_the_image_size),
         T(cloud_gcp_quotas__boot_disks_fill_the_region),
     };
 #undef T

@@ -663,6 +663,54 @@ static void gcp_quotas__malformed_answers(void **state)
     assert_int_equal(n, 77);
 }
 
+/* An image's size: by family or by name, in another project or this one, or after the API's
+ * URL; its diskSizeGb a string (as Google writes an int64) or a number. Refused unasked: a name
+ * of another shape, a dot segment. 404 ERR_NOENT, 403 ERR_PERM, an answer without a size
+ * ERR_PARSE; the output is left alone on every failure. */
+static void gcp_image_disk_gb__reads_and_refusals(void **state)
+{
+    static const char *const bad[] = {"img",
+                                      "debian-12",
+                                      "projects/p/zones/a/images/x",
+                                      "projects/p/global/images/../x",
+                                      "global/images/",
+                                      "projects/p/global/images/a//b"};
+    struct fixture *f = *state;
+    struct error e = {0};
+    double gb = 0;
+    size_t asked;
+
+    assert_int_equal(
+        gcp_image_disk_gb(f->c, "projects/debian-cloud/global/images/family/debian-12", &gb, &e),
+        0);
+    assert_float_equal(gb, 10, 0);
+    fake_gce_set_image(f->fake, "projects/" GCP_PROJECT "/global/images/ours", 64);
+    assert_int_equal(gcp_image_disk_gb(f->c, "global/images/ours", &gb, &e), 0);
+    assert_float_equal(gb, 64, 0);
+    fake_gce_push(f->fake, PROJECT_PATH "/global/images/ours", 200, "{\"diskSizeGb\":32}");
+    assert_int_equal(gcp_image_disk_gb(f->c,
+                                       "https://www.googleapis.com/compute/v1/projects/" GCP_PROJECT
+                                       "/global/images/ours",
+                                       &gb, &e),
+                     0);
+    assert_float_equal(gb, 32, 0);
+
+    gb = -1;
+    asked = fake_gce_requests(f->fake, FAKE_GCE_COMPUTE);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_int_equal(gcp_image_disk_gb(f->c, bad[i], &gb, &e), ERR_INVAL);
+    assert_int_equal(fake_gce_requests(f->fake, FAKE_GCE_COMPUTE), asked);
+    assert_int_equal(gcp_image_disk_gb(f->c, "global/images/gone", &gb, &e), ERR_NOENT);
+    fake_gce_push(f->fake, PROJECT_PATH "/global/images/ours", 403,
+                  "{\"error\":{\"code\":403,\"message\":\"Required 'compute.images.get' "
+                  "permission\",\"errors\":[{\"reason\":\"forbidden\"}]}}");
+    assert_int_equal(gcp_image_disk_gb(f->c, "global/images/ours", &gb, &e), ERR_PERM);
+    fake_gce_push(f->fake, PROJECT_PATH "/global/images/ours", 200, "{\"name\":\"ours\"}");
+    assert_int_equal(gcp_image_disk_gb(f->c, "global/images/ours", &gb, &e), ERR_PARSE);
+    assert_non_null(strstr(e.msg, "without its diskSizeGb"));
+    assert_float_equal(gb, -1, 0);
+}
+
 /* The helpers: request ids (a UUID token passes, lower-cased; others map to a fixed version-8
  * UUID), names, labels, regions, built-in GPUs, reasons. */
 static void gcp_compute__helpers(void **state)
@@ -777,6 +825,7 @@ int main(void)
         T(gcp_quotas__region_and_project),
         T(gcp_quotas__refusals),
         T(gcp_quotas__malformed_answers),
+        T(gcp_image_disk_gb__reads_and_refusals),
         cmocka_unit_test(gcp_compute__helpers),
         cmocka_unit_test(gcp_compute__no_secret_in_any_message),
     };
