@@ -11,6 +11,7 @@
 
 #include "cli/cli.h"
 #include "control/config.h"
+#include "control/realworld.h"
 #include "providers/cloud.h"
 #include "util/json.h"
 
@@ -38,6 +39,7 @@ struct ck_offer {
     long bind;  /* the quota that binds (index), or -1 */
     double per; /* units a node takes from it */
     int usable; /* priced, with room */
+    const struct config_offer *conf; /* the configuration's price or discount for it, or NULL */
 };
 
 /* The room the quotas leave offer c->o (c->room, c->bind, c->per), as the controller counts it:
@@ -108,6 +110,11 @@ static void ck_print(FILE *out, const struct config *c, const struct ck_offer *v
             fprintf(out, "no quota known");
         if (!isfinite(x->o->price))
             fprintf(out, "; castor's planner does not launch an offer it cannot price");
+        else if (x->conf && x->conf->price > 0)
+            fprintf(out, "; the configuration's price");
+        else if (x->conf)
+            fprintf(out, "; the cloud's price less the configuration's %.0f%%",
+                    100 * x->conf->discount);
         fprintf(out, "\n");
     }
     fprintf(out, "\n");
@@ -237,6 +244,15 @@ int cli_check(int argc, char **argv, FILE *out, FILE *err)
     }
     for (size_t i = 0; i < n; i++) {
         v[i].o = &offers[i];
+        for (size_t k = 0; k < c->noffers; k++)
+            if (strcmp(c->offers[k].name, offers[i].name) == 0 &&
+                (c->offers[k].price > 0 || c->offers[k].discount > 0)) {
+                struct realworld_offer meta = {.price = c->offers[k].price,
+                                               .discount = c->offers[k].discount};
+
+                v[i].conf = &c->offers[k]; /* the price the controller will count */
+                offers[i].price = realworld_offer_price(&meta, offers[i].price);
+            }
         ck_room(&v[i], q, nq, u, nu);
         usable += (size_t)v[i].usable;
     }

@@ -574,7 +574,8 @@ static int cf_fleet(struct config *c, const struct conf_node *root, struct error
 
 static int cf_offers(struct config *c, const struct conf_node *root, struct error *e)
 {
-    static const char *const keys[] = {"name", "zone", "boot", "preemption_rate", NULL};
+    static const char *const keys[] = {"name",  "zone",     "boot", "preemption_rate",
+                                       "price", "discount", NULL};
     const struct conf_node *l = conf_find(root, "offers");
     int rc;
 
@@ -595,8 +596,13 @@ static int cf_offers(struct config *c, const struct conf_node *root, struct erro
             (rc = cf_string(m, "name", CONFIG_OFFER_MAX, &name, e)) < 0 ||
             (rc = cf_string(m, "zone", 127, &zone, e)) < 0 ||
             (rc = conf_get_double(m, "boot", 0, 86400, &o->boot_s, e)) < 0 ||
-            (rc = conf_get_double(m, "preemption_rate", 0, 100, &o->preempt_rate, e)) < 0)
+            (rc = conf_get_double(m, "preemption_rate", 0, 100, &o->preempt_rate, e)) < 0 ||
+            (rc = conf_get_double(m, "price", 1e-6, 1e6, &o->price, e)) < 0 ||
+            (rc = conf_get_double(m, "discount", 0, 0.99, &o->discount, e)) < 0)
             return rc;
+        if (conf_find(m, "price") && conf_find(m, "discount"))
+            return cf_bad(conf_find(m, "discount"), e,
+                          "give the offer a price or a discount off the cloud's, not both");
         for (size_t k = 0; k < i; k++)
             if (strcmp(c->offers[k].name, name) == 0)
                 return cf_bad(conf_find(m, "name"), e, "this offer is listed twice");

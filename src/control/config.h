@@ -29,6 +29,8 @@ struct config_offer {
     char *zone;          /* NULL: "default" */
     double boot_s;       /* expected seconds from launch to a ready node (default 180) */
     double preempt_rate; /* preemptions per node-hour assumed; NAN: 0.05 on spot, 0 on-demand */
+    double price;        /* > 0: $/h per node in place of the cloud's; 0: the cloud's */
+    double discount;     /* 0 to 0.99 off the cloud's price (0: none) */
 };
 
 /* A job to submit: its name and its spec as JSON text in the form the API stores (every field,

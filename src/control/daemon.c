@@ -362,7 +362,9 @@ static int dm_offer_meta(const struct config *cfg, struct realworld_offer **out)
         m[i] = (struct realworld_offer){.name = cfg->offers[i].name,
                                         .zone = cfg->offers[i].zone,
                                         .boot_s = cfg->offers[i].boot_s,
-                                        .preempt_rate = cfg->offers[i].preempt_rate};
+                                        .preempt_rate = cfg->offers[i].preempt_rate,
+                                        .price = cfg->offers[i].price,
+                                        .discount = cfg->offers[i].discount};
     *out = m;
     return 0;
 }

@@ -60,6 +60,13 @@ const struct realworld_offer *rw_meta(const struct realworld *rw, const char *of
     return NULL;
 }
 
+double realworld_offer_price(const struct realworld_offer *meta, double cloud)
+{
+    if (meta && meta->price > 0)
+        return meta->price;
+    return meta && meta->discount > 0 ? cloud * (1.0 - meta->discount) : cloud;
+}
+
 int rw_offer_find(const struct realworld *rw, const char *name)
 {
     for (size_t i = 0; name && i < rw->noffers; i++)
@@ -103,7 +110,7 @@ int rw_offers_refresh(struct realworld *rw)
     struct cloud_offer *got = NULL;
     size_t n = 0;
     int rc = cloud_offers(rw->cloud, &got, &n);
-    double now = rw_now(rw);
+    double now = rw_now(rw), price;
 
     rw_count(rw, RW_OP_OFFERS, rc);
     if (rc < 0)
@@ -133,8 +140,9 @@ int rw_offers_refresh(struct realworld *rw)
         }
         rw->offers[k].gpus = got[i].gpus;
         rw->offers[k].spot = got[i].spot;
-        if (isfinite(got[i].price)) {
-            rw->offers[k].price = got[i].price;
+        price = realworld_offer_price(rw_meta(rw, got[i].name), got[i].price);
+        if (isfinite(price)) {
+            rw->offers[k].price = price;
             rw->offers[k].priced_at = now;
         } else if (!(now - rw->offers[k].priced_at < RW_PRICE_KEEP_S)) {
             rw->offers[k].price = NAN; /* never told, or told too long ago */

@@ -23,7 +23,13 @@ struct realworld_offer {
     const char *zone;    /* NULL: "default" */
     double boot_s;       /* expected seconds from launch to a ready node; <= 0: 180 */
     double preempt_rate; /* preemptions per node-hour assumed; NAN: 0.05 on spot, 0 on-demand */
+    double price;    /* > 0: $/h per node in place of the cloud's (a negotiated price); 0: none */
+    double discount; /* 0 to 0.99: the fraction taken off the cloud's price (0: none) */
 };
+
+/* The price castor counts for an offer the cloud prices at cloud ($/h per node; NAN: unknown):
+ * meta's price when it gives one, else cloud less meta's discount (meta NULL: cloud). */
+double realworld_offer_price(const struct realworld_offer *meta, double cloud);
 
 /* The daemon's clock: seconds since the Unix epoch. */
 typedef double (*realworld_clock_fn)(void *ctx);

@@ -129,3 +129,6 @@ castor_cli_test(check_fixed_no_offer 1 "fleet.offer g5/on-demand is not among th
 castor_cli_test(check_no_config 2 "a configuration is required (-c FILE)" check)
 castor_cli_test(check_bad_config 2 "unknown_key.yaml:2:1: unknown key" check -c ${CONF}/unknown_key.yaml)
 castor_cli_test(check_bad_argument 2 "unexpected argument \"--launch\"" check --launch)
+castor_cli_test(check_discount 0 "the cloud's price less the configuration's 30%"
+  check -c ${CHECK}/discounts.yaml)
+castor_cli_test(check_price 0 "\"price\": 2.7384" check -c ${CHECK}/discounts.yaml --json)

@@ -103,8 +103,10 @@ static void config_load__every_key(void **state)
     assert_int_equal(c->noffers, 2);
     assert_string_equal(c->offers[0].zone, "zone-a");
     assert_true(c->offers[0].boot_s == 30 && c->offers[0].preempt_rate == 0.2);
+    assert_true(c->offers[0].price == 1.25 && c->offers[0].discount == 0);
     assert_null(c->offers[1].zone);
     assert_true(c->offers[1].boot_s == 180 && isnan(c->offers[1].preempt_rate));
+    assert_true(c->offers[1].price == 0 && c->offers[1].discount == 0.3);
     /* jobs: the spec as the API stores it, defaults filled in */
     assert_int_equal(c->njobs, 2);
     assert_string_equal(c->jobs[0].name, "resnet");
@@ -310,6 +312,10 @@ static const struct bad_case bad_cases[] = {
     {BASE "offers:\n  - name: a\n  - name: a\n", ERR_PARSE, 5, 11, "listed twice"},
     {BASE "offers:\n  - name: a\n    boot: -5\n", ERR_RANGE, 5, 11, "offers[0].boot"},
     {BASE "offers:\n  - name: a\n    zones: b\n", ERR_UNKNOWN, 5, 5, "offers[0].zones"},
+    {BASE "offers:\n  - name: a\n    price: 0\n", ERR_RANGE, 5, 12, "offers[0].price"},
+    {BASE "offers:\n  - name: a\n    discount: 1\n", ERR_RANGE, 5, 15, "offers[0].discount"},
+    {BASE "offers:\n  - name: a\n    price: 2\n    discount: 0.1\n", ERR_PARSE, 6, 15,
+     "a price or a discount off the cloud's, not both"},
     {BASE "jobs: x\n", ERR_PARSE, 3, 7, "expected a list of jobs"},
     {BASE JOB_HEAD "    workdir: /w\n" JOB_REST, ERR_PARSE, 4, 5, "jobs[0].command is required"},
     {BASE JOB_HEAD "    command: []\n    workdir: /w\n" JOB_REST, ERR_PARSE, 5, 14,

@@ -1580,6 +1580,37 @@ static void realworld_resize__an_unpriced_offer_is_not_launched(void **state)
     unlog(f, log, mem, &text);
 }
 
+/* The configuration's price and discount (`offers:` price, discount) stand in for the cloud's
+ * wherever castor counts one. On-demand at 75% off ($0.50 for the cloud's $2.00) is cheaper than
+ * spot ($0.80, and preempted): castor's planner launches on-demand, and the node is recorded at
+ * $0.50/h, the rate its costs accrue at. Then a spot offer the cloud cannot price, given $0.30
+ * by the configuration, with on-demand at the cloud's $2.00 again: the next node is spot's,
+ * recorded at $0.30/h. */
+static void realworld_resize__configured_prices_stand_in(void **state)
+{
+    struct fixture *f = *state;
+    const struct realworld_timeouts t = {TIMEOUT, 0, 0};
+    struct realworld_offer off[2] = {{.name = OFFER_OD, .discount = 0.75, .preempt_rate = NAN},
+                                     {.name = OFFER_SPOT, .preempt_rate = NAN}};
+    int od;
+
+    assert_int_equal(realworld_set_options(f->rw, &t, off, 2), 0);
+    assert_int_equal(make_loop_with(f, "castor", 0, 0), 0);
+    one_gpu_jobs(f, 'a', 1);
+    assert_int_equal(f->tried[1], 0);
+    assert_true((od = f->tried[0]) >= 1);
+    assert_int_equal(sql_int(f, "SELECT count(*) FROM nodes WHERE price = 0.5"), od);
+
+    off[0].discount = 0;
+    off[1].price = 0.3;
+    f->spot_unpriced = 1;
+    assert_int_equal(realworld_set_options(f->rw, &t, off, 2), 0);
+    one_gpu_jobs(f, 'b', 5); /* six jobs of one GPU: a second node */
+    assert_int_equal(f->tried[0], od);
+    assert_true(f->tried[1] >= 1);
+    assert_int_equal(sql_int(f, "SELECT count(*) FROM nodes WHERE price = 0.3"), f->tried[1]);
+}
+
 /* A job that declares its samples gets a predicted finish: its iterations left (samples / M0 -
  * progress) at its goodput over M0, from now. With a deadline, the log warns once when that is
  * after it (on its one GPU, 64 000 samples at its goodput, about 430 a second, take 150 s; the
@@ -1956,6 +1987,8 @@ int main(void)
                                         rw_setup, rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_resize__an_unpriced_offer_is_not_launched,
                                         rw_setup, rw_teardown),
+        cmocka_unit_test_setup_teardown(realworld_resize__configured_prices_stand_in, rw_setup,
+                                        rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_resize__quota_holds_the_offer_for_an_hour,
                                         rw_setup, rw_teardown),
         cmocka_unit_test_setup_teardown(
