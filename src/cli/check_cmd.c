@@ -256,6 +256,17 @@ int cli_check(int argc, char **argv, FILE *out, FILE *err)
         ck_room(&v[i], q, nq, u, nu);
         usable += (size_t)v[i].usable;
     }
+    for (size_t k = 0; k < c->noffers; k++) { /* a typo would apply to nothing, in silence */
+        size_t i = 0;
+
+        while (i < n && strcmp(offers[i].name, c->offers[k].name) != 0)
+            i++;
+        if (i == n)
+            fprintf(err,
+                    "castor check: warning: offers: %s is not an offer of the %s cloud: what the "
+                    "configuration says of it applies to nothing\n",
+                    c->offers[k].name, c->world);
+    }
     fleet = ck_fleet_offer(c, v, n);
     if (strcmp(c->fleet, "castor") != 0 && c->fleet_offer && !fleet) {
         fprintf(err, "castor check: fleet.offer %s is not among the %s cloud's offers\n",

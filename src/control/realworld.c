@@ -105,6 +105,23 @@ static int rw_meta_copy(const struct realworld_offer *src, size_t n, struct real
 
 /* ---- offers ---- */
 
+/* Once the cloud's offers are known (and again after each change of the options): an entry of the
+ * configuration's `offers:` that names none of them applies to nothing (a typo, an offer the
+ * cloud no longer has): warned once, so that a price, a discount or a preemption rate does not
+ * go unused in silence. */
+static void rw_meta_check(struct realworld *rw, double now)
+{
+    if (rw->meta_checked)
+        return;
+    rw->meta_checked = 1;
+    for (size_t i = 0; i < rw->nmeta; i++)
+        if (rw_offer_find(rw, rw->meta[i].name) < 0)
+            log_msg(rw->log, now, LOG_WARN, NULL, NULL,
+                    "offers: %s is not an offer of the cloud: what the configuration says of it "
+                    "applies to nothing",
+                    rw->meta[i].name);
+}
+
 int rw_offers_refresh(struct realworld *rw)
 {
     struct cloud_offer *got = NULL;
@@ -150,6 +167,8 @@ int rw_offers_refresh(struct realworld *rw)
         rw->offers[k].present = got[i].gpus > 0;
     }
     free(got);
+    if (rc == 0)
+        rw_meta_check(rw, now);
     return rc;
 }
 
@@ -303,6 +322,7 @@ int realworld_set_options(struct realworld *rw, const struct realworld_timeouts 
     rw_meta_free(rw->meta, rw->nmeta);
     rw->meta = m;
     rw->nmeta = offers ? noffers : 0;
+    rw->meta_checked = 0; /* checked against the cloud's offers at their next read */
     rw->launch_timeout = timeouts->launch > 0 ? timeouts->launch : 600;
     rw->register_timeout = timeouts->registration > 0 ? timeouts->registration : 0;
     rw->heartbeat_timeout = timeouts->heartbeat > 0 ? timeouts->heartbeat : 0;

@@ -147,6 +147,7 @@ struct realworld {
     struct api_offer_price *price_rows;
     struct realworld_offer *meta; /* strings owned */
     size_t nmeta;
+    int meta_checked; /* the configuration's offers were checked against the cloud's (told once) */
     const struct tput_model_ops *model;
     double wake_at; /* the deadline of the wait in progress (NAN: none) */
     double last_observe;

@@ -46,6 +46,7 @@ locals {
     policy          = var.policy
     budget          = var.budget_per_hour
     value           = var.value_per_job_hour
+    discount        = var.on_demand_discount
     max_nodes       = var.max_nodes
     attest          = var.identity_certificate != ""
     account         = local.account

@@ -182,6 +182,16 @@ variable "value_per_job_hour" {
   }
 }
 
+variable "on_demand_discount" {
+  description = "The fraction castor takes off the cloud's on-demand list prices when it plans and counts costs (a Savings Plan or an Enterprise Discount Program; 0 to 0.99, e.g. 0.28). 0: the list prices."
+  type        = number
+  default     = 0
+  validation {
+    condition     = var.on_demand_discount >= 0 && var.on_demand_discount <= 0.99
+    error_message = "on_demand_discount must be from 0 to 0.99."
+  }
+}
+
 variable "max_nodes" {
   description = "The most worker instances castor holds at once (1 to 4096)."
   type        = number

@@ -41,6 +41,7 @@ locals {
     policy          = var.policy
     budget          = var.budget_per_hour
     value           = var.value_per_job_hour
+    discount        = var.on_demand_discount
     max_nodes       = var.max_nodes
     attest          = var.worker_attestation
     api_url         = local.api_url

@@ -132,3 +132,6 @@ castor_cli_test(check_bad_argument 2 "unexpected argument \"--launch\"" check --
 castor_cli_test(check_discount 0 "the cloud's price less the configuration's 30%"
   check -c ${CHECK}/discounts.yaml)
 castor_cli_test(check_price 0 "\"price\": 2.7384" check -c ${CHECK}/discounts.yaml --json)
+castor_cli_test(check_unknown_offer 0
+  "warning: offers: g4/ondemand is not an offer of the fake cloud"
+  check -c ${CHECK}/unknown-offer.yaml)

@@ -1611,6 +1611,37 @@ static void realworld_resize__configured_prices_stand_in(void **state)
     assert_int_equal(sql_int(f, "SELECT count(*) FROM nodes WHERE price = 0.3"), f->tried[1]);
 }
 
+/* An entry of the configuration's offers that names no offer of the cloud (a typo) is warned of
+ * once, at the first read of the cloud's offers, and again after the options change; one that
+ * names an offer is not. */
+static void realworld_options__an_unknown_offer_is_told(void **state)
+{
+    struct fixture *f = *state;
+    const struct realworld_timeouts t = {TIMEOUT, 0, 0};
+    const struct realworld_offer off[2] = {{.name = "box/spto", .discount = 0.2},
+                                           {.name = OFFER_SPOT, .preempt_rate = NAN}};
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = NULL;
+    struct log *log = relog(f, &mem, &text, &len);
+    const char *said;
+
+    assert_int_equal(realworld_set_options(f->rw, &t, off, 2), 0);
+    assert_int_equal(make_loop(f, 1), 0);
+    tick(f, 0);
+    tick(f, 10);
+    assert_int_equal(realworld_set_options(f->rw, &t, off, 2), 0); /* a reload */
+    tick(f, 10);
+    assert_int_equal(fflush(mem), 0);
+    said = strstr(text, "offers: box/spto is not an offer of the cloud");
+    assert_non_null(said);
+    said = strstr(said + 1, "offers: box/spto is not an offer of the cloud");
+    assert_non_null(said);
+    assert_null(strstr(said + 1, "offers: box/spto"));
+    assert_null(strstr(text, "offers: " OFFER_SPOT));
+    unlog(f, log, mem, &text);
+}
+
 /* A job that declares its samples gets a predicted finish: its iterations left (samples / M0 -
  * progress) at its goodput over M0, from now. With a deadline, the log warns once when that is
  * after it (on its one GPU, 64 000 samples at its goodput, about 430 a second, take 150 s; the
@@ -1988,6 +2019,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(realworld_resize__an_unpriced_offer_is_not_launched,
                                         rw_setup, rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_resize__configured_prices_stand_in, rw_setup,
+                                        rw_teardown),
+        cmocka_unit_test_setup_teardown(realworld_options__an_unknown_offer_is_told, rw_setup,
                                         rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_resize__quota_holds_the_offer_for_an_hour,
                                         rw_setup, rw_teardown),

@@ -412,6 +412,7 @@ BAD = {
         ("interval", 0, {}),
         ("state_volume_gb", 0, {}),
         ("worker_volume_gb", 4, {}),
+        ("on_demand_discount", 1, {}),
     ],
     "gcp": [
         ("zones", [], {}),
@@ -440,6 +441,7 @@ BAD = {
         ("state_disk_gb", 1, {}),
         ("worker_disk_gb", 5, {}),
         ("worker_disk_type", "hyperdisk-balanced", {}),
+        ("on_demand_discount", -0.1, {}),
     ],
 }
 
@@ -580,6 +582,7 @@ def aws_renderings(root):
             "cluster": "castor-prod", "region": "us-east-1", "launch_template": "lt-0123456789abcdef0",
             "prices_file": prices, "offers": offers, "interval": 60, "api_port": 8470, "plain_http": True,
             "policy": "pollux", "budget": budget, "value": 1.2, "max_nodes": 16,
+            "discount": 0.28 if budget else 0,
             # with a budget, workers must also prove their instance (identity_certificate set)
             "attest": budget > 0, "account": "123456789012"}))
     out.append(("aws worker user-data", os.path.join(tdir, "worker-init.yaml.tftpl"), {
@@ -611,6 +614,7 @@ def gcp_renderings(root):
             "service_account": "castor-node-castor-prod@my-project-123.iam.gserviceaccount.com",
             "startup_script": ("@worker", 6), "interval": 60, "api_port": 8470, "plain_http": True,
             "policy": "pollux", "budget": budget, "value": 1.2, "max_nodes": 16,
+            "discount": 0.28 if budget else 0,
             # with no budget, workers prove their instance (worker_attestation, the default)
             "attest": budget == 0, "api_url": "http://10.128.0.5:8470"}))
     return out
@@ -636,6 +640,33 @@ def terraform_render(tf, template, variables, tmp):
     if p.returncode != 0:
         return None
     return json.loads(json.loads(p.stdout.strip()))
+
+
+def offer_names(cloud):
+    """The names castor gives the offers of a castor.yaml's cloud section: <type>/<zone>/<market>
+    on AWS (docs/aws.md), <machine>[+<gpu>x<count>]/<zone>/<spot|standard> on Compute Engine
+    (docs/gcp.md)."""
+    names = set()
+    for o in cloud.get("offers") or []:
+        if "instance_type" in o:
+            names.add(f"{o['instance_type']}/{o['zone']}/{o.get('market', 'on-demand')}")
+        else:
+            gpus = f"+{o['accelerator_type']}x{o.get('accelerator_count', 1)}" if o.get("accelerator_type") else ""
+            names.add(f"{o['machine_type']}{gpus}/{o['zone']}/{'spot' if o.get('spot') else 'standard'}")
+    return names
+
+
+def check_offer_names(text, name, report):
+    """Every entry of a rendered castor.yaml's top-level offers names one of its cloud's offers:
+    castor warns of one that does not at run time, and its settings (a discount) apply to nothing."""
+    doc = yaml.safe_load(text)
+    known = offer_names(doc.get("cloud") or {})
+    listed = [o["name"] for o in (doc.get("offers") or [])]
+    unknown = [n for n in listed if n not in known]
+    if unknown:
+        report.fault(name, f"offers: {', '.join(unknown)} not among the cloud's offers {sorted(known)}")
+    elif listed:
+        report.note(f"{name}: offers: its {len(listed)} entries name offers of its cloud")
 
 
 def check_templates(root, castor, report):
@@ -670,6 +701,7 @@ def check_templates(root, castor, report):
                 f.write(text)
             if "castor.yaml" in name:
                 castor_validate(castor, [], out, name, report)
+                check_offer_names(text, name, report)
             else:
                 castor_validate(castor, ["--cloud-init"], out, name, report)
         # the controllers' boot: the castor.yaml they install is the one checked above
