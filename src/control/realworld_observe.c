@@ -345,11 +345,12 @@ static void rw_prices_tell(struct realworld *rw, double now)
         int unpriced = of->present && !isfinite(of->price);
 
         if (unpriced && !of->unpriced)
-            log_msg(rw->log, now, LOG_WARN, NULL, NULL,
-                    "%s has no known price: castor's planner does not launch it, and nodes a "
-                    "fixed fleet launches there count $0 in job costs and the spend limit, until "
-                    "the cloud prices it (a price table, docs/run.md)",
-                    of->name);
+            log_msg(
+                rw->log, now, LOG_WARN, NULL, NULL,
+                "%s has no known price: castor's planner does not launch it, and nodes a "
+                "fixed fleet launches there count $0 in job costs and the spend limit, until "
+                "the cloud prices it (a price table), or the configuration does (offers: price)",
+                of->name);
         else if (!unpriced && of->unpriced && of->present)
             log_msg(rw->log, now, LOG_INFO, NULL, NULL, "%s is priced again: $%.4f/h", of->name,
                     of->price);
