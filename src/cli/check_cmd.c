@@ -79,11 +79,38 @@ static const struct ck_offer *ck_fleet_offer(const struct config *c, const struc
     return c->fleet_offer ? NULL : &v[0];
 }
 
+/* How to ask for more of quota q, one line on out: what castor's max_nodes nodes of the offers it
+ * binds would take (units a node: per), and, for an EC2 quota ("ec2/<region>/<code>"), the
+ * command that asks; a Compute Engine quota ("compute/...") is asked for in the console. */
+static void ck_ask(FILE *out, const struct cloud_quota *q, double per, int max_nodes)
+{
+    char region[64], code[64];
+    double want = q->used + per * max_nodes;
+
+    fprintf(out,
+            "  %s \"%s\": %.0f of %.0f %s held; %d nodes (max_nodes) take %.0f more: ", q->name,
+            q->title, q->used, q->limit, q->unit, max_nodes, per * max_nodes);
+    if (sscanf(q->name, "ec2/%63[^/]/%63s", region, code) == 2)
+        fprintf(out,
+                "aws service-quotas request-service-quota-increase --region %s --service-code ec2 "
+                "--quota-code %s --desired-value %.0f\n",
+                region, code, want);
+    else if (strncmp(q->name, "compute/", 8) == 0)
+        fprintf(out,
+                "ask for %.0f in the Google Cloud console (IAM & Admin > Quotas & System "
+                "Limits)\n",
+                want);
+    else
+        fprintf(out, "ask the cloud for %.0f\n", want);
+}
+
 /* The table, the quotas' troubles and the verdict, for people. */
 static void ck_print(FILE *out, const struct config *c, const struct ck_offer *v, size_t n,
                      const struct cloud_quota *q, size_t nq, const char *quota_note, long instances,
                      const char *list_note, size_t usable)
 {
+    int asked = 0;
+
     fprintf(out, "cloud %s, cluster %s: %zu offer%s, %zu quota%s read", c->world, c->cluster, n,
             n == 1 ? "" : "s", nq, nq == 1 ? "" : "s");
     if (instances >= 0)
@@ -118,6 +145,21 @@ static void ck_print(FILE *out, const struct config *c, const struct ck_offer *v
         fprintf(out, "\n");
     }
     fprintf(out, "\n");
+    for (size_t i = 0; i < n; i++) { /* each quota that leaves an offer no room, once */
+        size_t k = 0;
+
+        if (v[i].bind < 0 || v[i].room > 0)
+            continue;
+        while (k < i && !(v[k].bind == v[i].bind && v[k].room == 0))
+            k++;
+        if (k < i)
+            continue;
+        if (!asked++)
+            fprintf(out, "quotas that leave an offer no room, and how to ask for more:\n");
+        ck_ask(out, &q[v[i].bind], v[i].per, c->fcfg.max_nodes);
+    }
+    if (asked)
+        fprintf(out, "\n");
     if (usable == 0)
         fprintf(out, "castor can launch none of the %zu offers%s\n", n,
                 n ? ": ask the cloud for the quotas named above, or add a price table" : "");

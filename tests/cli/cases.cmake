@@ -135,3 +135,8 @@ castor_cli_test(check_price 0 "\"price\": 2.7384" check -c ${CHECK}/discounts.ya
 castor_cli_test(check_unknown_offer 0
   "warning: offers: g4/ondemand is not an offer of the fake cloud"
   check -c ${CHECK}/unknown-offer.yaml)
+castor_cli_test(check_ask 1 "16 nodes (max_nodes) take 768 more: ask the cloud for 864"
+  check -c ${CHECK}/no-room.yaml)
+castor_cli_test(check_ask_aws 1
+  "request-service-quota-increase --region us-east-1 --service-code ec2 --quota-code L-3819A6DF --desired-value 384"
+  check -c ${CHECK}/aws-named-quota.yaml)

@@ -173,6 +173,8 @@ static void check__nothing_to_launch(void **state)
     write_config(f, "pd-ssd", "");
     assert_int_equal(check(f, NULL, &text), 1);
     assert_non_null(strstr(text, "\"SSD_TOTAL_GB in us-central1\": 400 of 500 GB held"));
+    assert_non_null(strstr(text, "16 nodes (max_nodes) take 3200 more: ask for 3600 in the Google "
+                                 "Cloud console"));
     assert_non_null(strstr(text, "castor can launch none of the 2 offers"));
     free(text);
 }
