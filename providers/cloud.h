@@ -19,6 +19,8 @@ struct cloud_offer {
     int gpus;                  /* per node */
     int spot;                  /* 1: preemptible */
     double price;              /* $/h per node now (NAN: unknown) */
+    double max_price;          /* spot: the most a launch bids, $/h per node (0: none); while the
+                                * price is above it the cloud launches none (as capacity) */
 };
 
 enum cloud_state {

@@ -353,6 +353,10 @@ static int fake_launch_locked(struct fake_cloud *f, const char *offer, const cha
         alive += f->inst[i].state != CLOUD_GONE && strcmp(f->inst[i].offer, offer) == 0;
     if (f->capacity[o] > 0 && alive >= f->capacity[o])
         return ERR_CAPACITY;
+    /* as EC2 refuses a bid below the spot price (SpotMaxPriceTooLow): no capacity at that bid */
+    if (f->offers[o].spot && f->offers[o].max_price > 0 &&
+        f->offers[o].price > f->offers[o].max_price)
+        return ERR_CAPACITY;
     for (size_t k = 0; k < f->nquotas; k++)
         if (f->quotas[k].units[o] > 0 &&
             fake_quota_used(f, k) + f->quotas[k].units[o] > f->quotas[k].q.limit)
@@ -536,7 +540,8 @@ int cloud_fake_new(const struct conf_node *section, const char *base_dir,
                    const struct cloud_host *host, struct cloud *out, struct error *e)
 {
     static const char *const keys[] = {"path", "offers", "quotas", NULL};
-    static const char *const offer_keys[] = {"name", "gpus", "market", "price", "capacity", NULL};
+    static const char *const offer_keys[] = {"name",     "gpus",      "market", "price",
+                                             "capacity", "max_price", NULL};
     static const char *const markets[] = {"on-demand", "spot", NULL};
     struct cloud_offer offers[FAKE_MAX_OFFERS];
     struct cloud made;
@@ -571,7 +576,8 @@ int cloud_fake_new(const struct conf_node *section, const char *base_dir,
             (rc = conf_get_long(m, "gpus", 1, 1024, &gpus, e)) < 0 ||
             (rc = conf_get_choice(m, "market", markets, &market, e)) < 0 ||
             (rc = conf_get_double(m, "price", 0, 1e6, &offers[i].price, e)) < 0 ||
-            (rc = conf_get_long(m, "capacity", 0, 1000000, &cap, e)) < 0)
+            (rc = conf_get_long(m, "capacity", 0, 1000000, &cap, e)) < 0 ||
+            (rc = conf_get_double(m, "max_price", 0, 1e6, &offers[i].max_price, e)) < 0)
             return rc;
         if (!name || strlen(name) >= CLOUD_NAME_MAX)
             return err_set(e, ERR_PARSE, m->file, m->line, m->column,
@@ -661,6 +667,21 @@ int cloud_fake_set_capacity(struct cloud *c, const char *offer, int capacity)
     o = fake_offer_index(f, offer);
     if (o >= 0)
         f->capacity[o] = capacity > 0 ? capacity : 0;
+    pthread_mutex_unlock(&f->mu);
+    return o >= 0 ? 0 : ERR_UNKNOWN;
+}
+
+int cloud_fake_set_price(struct cloud *c, const char *offer, double price)
+{
+    struct fake_cloud *f = fake_of(c);
+    int o;
+
+    if (!f || !offer || !(price >= 0))
+        return ERR_INVAL;
+    pthread_mutex_lock(&f->mu);
+    o = fake_offer_index(f, offer);
+    if (o >= 0)
+        f->offers[o].price = price;
     pthread_mutex_unlock(&f->mu);
     return o >= 0 ? 0 : ERR_UNKNOWN;
 }

@@ -41,6 +41,10 @@ int cloud_fake_fail(struct cloud *c, const char *op, int code, int times);
 /* The most instances of offer alive at once (0: no limit). ERR_UNKNOWN: no such offer. */
 int cloud_fake_set_capacity(struct cloud *c, const char *offer, int capacity);
 
+/* Offer's price from now on ($/h per node; a spot one above its max_price launches none, as
+ * capacity). ERR_UNKNOWN: no such offer; ERR_INVAL: a negative price. */
+int cloud_fake_set_price(struct cloud *c, const char *offer, double price);
+
 /*
  * Set (or replace, by name) a quota over the n offers named, a node of offers[i] taking units[i]
  * (> 0): a launch that would bring what it counts past limit is refused with ERR_QUOTA. It counts

@@ -98,6 +98,7 @@ static int aws_offers(void *ctx, struct cloud_offer **out, size_t *n)
         o[i].gpus = f->gpus;
         o[i].spot = f->spot;
         o[i].price = f->spot ? NAN : f->on_demand;
+        o[i].max_price = f->spot ? f->max_price : 0;
         /* the Price List API's (cached), else the static table's */
         if (!f->spot && a->pricing &&
             aws_pricing_on_demand(a->pricing, a->region, f->type, (double)retry_default_clock(NULL),

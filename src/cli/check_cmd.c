@@ -38,7 +38,8 @@ struct ck_offer {
     long room;  /* nodes the quotas leave room for; LONG_MAX: no quota known limits it */
     long bind;  /* the quota that binds (index), or -1 */
     double per; /* units a node takes from it */
-    int usable; /* priced, with room */
+    int usable; /* priced, with room, not above its max_price */
+    int over;   /* spot, its price above its max_price: the cloud launches none */
     const struct config_offer *conf; /* the configuration's price or discount for it, or NULL */
 };
 
@@ -63,7 +64,7 @@ static void ck_room(struct ck_offer *c, const struct cloud_quota *q, size_t nq,
             c->per = u[i].units;
         }
     }
-    c->usable = isfinite(c->o->price) && c->room > 0;
+    c->usable = isfinite(c->o->price) && c->room > 0 && !c->over;
 }
 
 /* The offer a fixed or pollux-autoscale fleet launches (its fleet.offer, else the first); NULL
@@ -135,6 +136,8 @@ static void ck_print(FILE *out, const struct config *c, const struct ck_offer *v
                     q[x->bind].title, q[x->bind].used, q[x->bind].limit, q[x->bind].unit, x->per);
         else
             fprintf(out, "no quota known");
+        if (x->over)
+            fprintf(out, "; above its max_price $%.4f: none launched", x->o->max_price);
         if (!isfinite(x->o->price))
             fprintf(out, "; castor's planner does not launch an offer it cannot price");
         else if (x->conf && x->conf->price > 0)
@@ -184,6 +187,7 @@ static int ck_json(FILE *out, const struct config *c, const struct ck_offer *v, 
         jv_set(o, "price", jv_number(v[i].o->price)); /* null: unknown */
         jv_set(o, "room", v[i].room == LONG_MAX ? jv_null() : jv_integer(v[i].room));
         jv_set(o, "bound_by", v[i].bind >= 0 ? jv_string(q[v[i].bind].name) : jv_null());
+        jv_set(o, "max_price", v[i].o->max_price > 0 ? jv_number(v[i].o->max_price) : jv_null());
         jv_set(o, "launchable", jv_bool(v[i].usable));
         jv_push(offers, o);
     }
@@ -206,7 +210,7 @@ static int ck_json(FILE *out, const struct config *c, const struct ck_offer *v, 
     jv_set(doc, "instances_error", instances < 0 ? jv_string(list_note) : jv_null());
     jv_set(doc, "launchable", jv_integer((long long)usable));
     jv_set(doc, "fleet_offer", fleet ? jv_string(fleet->o->name) : jv_null());
-    jv_set(doc, "ok", jv_bool(fleet ? fleet->room > 0 : usable > 0));
+    jv_set(doc, "ok", jv_bool(fleet ? fleet->room > 0 && !fleet->over : usable > 0));
     rc = jv_write(doc, out);
     jv_free(doc);
     return rc;
@@ -286,6 +290,8 @@ int cli_check(int argc, char **argv, FILE *out, FILE *err)
     }
     for (size_t i = 0; i < n; i++) {
         v[i].o = &offers[i];
+        v[i].over = offers[i].spot && offers[i].max_price > 0 && isfinite(offers[i].price) &&
+                    offers[i].price > offers[i].max_price; /* the cloud's own price */
         for (size_t k = 0; k < c->noffers; k++)
             if (strcmp(c->offers[k].name, offers[i].name) == 0 &&
                 (c->offers[k].price > 0 || c->offers[k].discount > 0)) {
@@ -321,10 +327,12 @@ int cli_check(int argc, char **argv, FILE *out, FILE *err)
         ck_print(out, c, v, n, q, nq, quota_note, instances, lbuf, usable);
         if (fleet)
             fprintf(out, "the %s fleet launches %s only: %s\n", c->fleet, fleet->o->name,
-                    fleet->room > 0 ? "its quotas leave it room" : "its quotas leave it no room");
+                    fleet->over       ? "its spot price is above its max_price"
+                    : fleet->room > 0 ? "its quotas leave it room"
+                                      : "its quotas leave it no room");
     }
     /* a fixed or pollux-autoscale fleet launches its own offer, priced or not */
-    status = (fleet ? fleet->room > 0 : usable > 0) ? 0 : 1;
+    status = (fleet ? fleet->room > 0 && !fleet->over : usable > 0) ? 0 : 1;
 out:
     free(v);
     free(offers);

@@ -157,6 +157,8 @@ int rw_offers_refresh(struct realworld *rw)
         }
         rw->offers[k].gpus = got[i].gpus;
         rw->offers[k].spot = got[i].spot;
+        rw->offers[k].list_price = got[i].price;
+        rw->offers[k].max_price = got[i].max_price;
         price = realworld_offer_price(rw_meta(rw, got[i].name), got[i].price);
         if (isfinite(price)) {
             rw->offers[k].price = price;

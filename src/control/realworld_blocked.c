@@ -28,6 +28,11 @@ static int rw_offer_blocked(const struct realworld *rw, size_t o, double now, ch
                  of->quota_held ? "a quota" : "capacity");
         return 1;
     }
+    if (of->over_max) {
+        snprintf(buf, size, "%s: its spot price $%.4f/h is above its max_price $%.4f/h", of->name,
+                 of->list_price, of->max_price);
+        return 1;
+    }
     if (rw_offer_room(rw, (int)o, &room) && room == 0) {
         int n = snprintf(buf, size, "%s: ", of->name);
 

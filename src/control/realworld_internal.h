@@ -49,10 +49,13 @@ struct rw_offer {
     double price;
     int present; /* in the cloud's last answer */
     double unavailable_until;
-    int quota_held;   /* unavailable for a quota: released early by a termination in its market */
-    int quota_full;   /* the quotas read leave it no room (told once) */
-    int unpriced;     /* offered, but the cloud cannot tell its price (told once) */
-    double priced_at; /* when the cloud last told its price */
+    int quota_held;    /* unavailable for a quota: released early by a termination in its market */
+    int quota_full;    /* the quotas read leave it no room (told once) */
+    int unpriced;      /* offered, but the cloud cannot tell its price (told once) */
+    double list_price; /* the cloud's own price in its last answer (NAN: unknown) */
+    double max_price;  /* spot: the most a launch bids (0: none) */
+    int over_max;      /* its spot price is above its max_price: none launched (told once) */
+    double priced_at;  /* when the cloud last told its price */
 };
 
 /* A price the cloud cannot tell now (a spot price read that failed) stands at the last one told

@@ -337,12 +337,26 @@ static int rw_observe_jobs(struct realworld *rw, int gpus, double now)
 }
 
 /* Tell the log once when an offer's price becomes unknown (castor's planner then does not launch
- * it: it would weigh it as free) and when it is known again. */
+ * it: it would weigh it as free) and when it is known again; and when a spot price rises above
+ * the offer's max_price (no launch is asked there: the cloud would refuse it) and falls back. */
 static void rw_prices_tell(struct realworld *rw, double now)
 {
     for (size_t o = 0; o < rw->noffers; o++) {
         struct rw_offer *of = &rw->offers[o];
         int unpriced = of->present && !isfinite(of->price);
+        int over = of->present && of->spot && of->max_price > 0 && isfinite(of->list_price) &&
+                   of->list_price > of->max_price;
+
+        if (over && !of->over_max)
+            log_msg(rw->log, now, LOG_WARN, NULL, NULL,
+                    "%s: its spot price $%.4f/h is above its max_price $%.4f/h: nothing is "
+                    "launched there until it falls below",
+                    of->name, of->list_price, of->max_price);
+        else if (!over && of->over_max && of->present)
+            log_msg(rw->log, now, LOG_INFO, NULL, NULL,
+                    "%s: its spot price $%.4f/h is below its max_price again", of->name,
+                    of->list_price);
+        of->over_max = over;
 
         if (unpriced && !of->unpriced)
             log_msg(
@@ -380,7 +394,8 @@ static int rw_observe_offers(struct realworld *rw, double now)
             .price = of->price, /* NAN: unknown, and castor's planner does not launch there */
             .preempt_rate = rate,
             .boot_s = meta && meta->boot_s > 0 ? meta->boot_s : 180,
-            .unavailable = !of->present || now < of->unavailable_until || rw->over_spend,
+            .unavailable =
+                !of->present || now < of->unavailable_until || rw->over_spend || of->over_max,
             .capped = capped,
             .room = room,
         };

@@ -140,3 +140,7 @@ castor_cli_test(check_ask 1 "16 nodes (max_nodes) take 768 more: ask the cloud f
 castor_cli_test(check_ask_aws 1
   "request-service-quota-increase --region us-east-1 --service-code ec2 --quota-code L-3819A6DF --desired-value 384"
   check -c ${CHECK}/aws-named-quota.yaml)
+castor_cli_test(check_max_price 0 "above its max_price $1.2000: none launched"
+  check -c ${CHECK}/max-price.yaml)
+castor_cli_test(check_max_price_count 0 "castor can launch 1 of the 2 offers"
+  check -c ${CHECK}/max-price.yaml)

@@ -194,7 +194,7 @@ static int rw_setup(void **state)
 {
     static const struct cloud_offer offers[2] = {
         {.name = OFFER_OD, .gpus = 4, .price = 2.0},
-        {.name = OFFER_SPOT, .gpus = 4, .spot = 1, .price = 0.8}};
+        {.name = OFFER_SPOT, .gpus = 4, .spot = 1, .price = 0.8, .max_price = 1.0}};
     struct api_tokens tokens = {{strdup(TOKEN_NODE), strdup(TOKEN_JOB), strdup(TOKEN_USER), NULL}};
     struct http_server_config hc = {0};
     struct fixture *f = calloc(1, sizeof(*f));
@@ -1642,6 +1642,37 @@ static void realworld_options__an_unknown_offer_is_told(void **state)
     unlog(f, log, mem, &text);
 }
 
+/* A spot offer whose price rises above its max_price (the most a launch bids: the cloud would
+ * refuse it, as EC2 refuses a bid below the spot price) is not asked: at $1.20 against $1.00, the
+ * job's node is on-demand's and the log says why once; at $0.80 again the log says so, and the
+ * next node is spot's. */
+static void realworld_resize__spot_above_its_max_price_is_not_asked(void **state)
+{
+    struct fixture *f = *state;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = NULL;
+    struct log *log = relog(f, &mem, &text, &len);
+    const char *said;
+    int od;
+
+    assert_int_equal(cloud_fake_set_price(&f->fake, OFFER_SPOT, 1.2), 0);
+    assert_int_equal(make_loop_with(f, "castor", 0, 0), 0);
+    one_gpu_jobs(f, 'a', 1);
+    assert_int_equal(f->tried[1], 0);
+    assert_true((od = f->tried[0]) >= 1);
+    assert_int_equal(cloud_fake_set_price(&f->fake, OFFER_SPOT, 0.8), 0);
+    one_gpu_jobs(f, 'b', 5); /* six jobs of one GPU: a second node */
+    assert_true(f->tried[1] >= 1);
+    assert_int_equal(f->tried[0], od);
+    assert_int_equal(fflush(mem), 0);
+    said = strstr(text, OFFER_SPOT ": its spot price $1.2000/h is above its max_price $1.0000/h");
+    assert_non_null(said);
+    assert_null(strstr(said + 1, OFFER_SPOT ": its spot price $1.2000/h")); /* told once */
+    assert_non_null(strstr(said, OFFER_SPOT ": its spot price $0.8000/h is below its max_price"));
+    unlog(f, log, mem, &text);
+}
+
 /* A job that declares its samples gets a predicted finish: its iterations left (samples / M0 -
  * progress) at its goodput over M0, from now. With a deadline, the log warns once when that is
  * after it (on its one GPU, 64 000 samples at its goodput, about 430 a second, take 150 s; the
@@ -2022,6 +2053,8 @@ int main(void)
                                         rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_options__an_unknown_offer_is_told, rw_setup,
                                         rw_teardown),
+        cmocka_unit_test_setup_teardown(realworld_resize__spot_above_its_max_price_is_not_asked,
+                                        rw_setup, rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_resize__quota_holds_the_offer_for_an_hour,
                                         rw_setup, rw_teardown),
         cmocka_unit_test_setup_teardown(

@@ -271,6 +271,8 @@ static void offers__on_demand_from_the_price_list(void **state)
         assert_string_equal(o[1].name, G4_OD);
         assert_float_equal(o[1].price, 3.5, 1e-12); /* not the table's 3.912 */
         assert_true(isnan(o[0].price));             /* spot, with no price history */
+        assert_float_equal(o[0].max_price, 0.9, 0); /* the spot offer's bid, as configured */
+        assert_float_equal(o[1].max_price, 0, 0);   /* on-demand bids nothing */
         free(o);
     }
     assert_int_equal(fake_ec2_requests(pricing), 1);

@@ -73,6 +73,35 @@ static void cloud_fake_set_quota__refuses_past_the_limit(void **state)
     cloud_free(&c);
 }
 
+/* A spot offer bids at most its max_price: while its price is above, a launch is refused as EC2
+ * refuses a bid below the spot price (no capacity at that bid), and the offers op tells the bid;
+ * at or below it, the launch goes through. An on-demand offer's max_price means nothing. */
+static void cloud_fake_set_price__spot_above_its_max_price(void **state)
+{
+    struct cloud_offer bid[2] = {
+        {.name = "a/spot", .gpus = 4, .spot = 1, .price = 1, .max_price = 1.1},
+        {.name = "c/on-demand", .gpus = 4, .price = 3, .max_price = 1}};
+    struct cloud_offer *list = NULL;
+    struct cloud c = {0};
+    char id[CLOUD_ID_MAX];
+    size_t n = 0;
+
+    (void)state;
+    assert_int_equal(cloud_fake_create(bid, NULL, 2, NULL, &c), 0);
+    assert_int_equal(cloud_launch(&c, "a/spot", "x", "t1", id), 0);
+    assert_int_equal(cloud_fake_set_price(&c, "a/spot", 1.2), 0);
+    assert_int_equal(cloud_launch(&c, "a/spot", "x", "t2", id), ERR_CAPACITY);
+    assert_int_equal(cloud_offers(&c, &list, &n), 0);
+    assert_true(n == 2 && list[0].price == 1.2 && list[0].max_price == 1.1);
+    free(list);
+    assert_int_equal(cloud_launch(&c, "c/on-demand", "x", "t3", id), 0);
+    assert_int_equal(cloud_fake_set_price(&c, "a/spot", 1.1), 0);
+    assert_int_equal(cloud_launch(&c, "a/spot", "x", "t4", id), 0);
+    assert_int_equal(cloud_fake_set_price(&c, "nope", 1), ERR_UNKNOWN);
+    assert_int_equal(cloud_fake_set_price(&c, "a/spot", -1), ERR_INVAL);
+    cloud_free(&c);
+}
+
 /* The fake made from a section with every key of a quota, then each error at its place. */
 static void cloud_fake_new__quotas_section(void **state)
 {
@@ -125,6 +154,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(cloud_fake_set_quota__refuses_past_the_limit),
         cmocka_unit_test(cloud_fake_new__quotas_section),
+        cmocka_unit_test(cloud_fake_set_price__spot_above_its_max_price),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

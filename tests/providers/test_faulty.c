@@ -14,7 +14,8 @@
 #include "providers/fake.h"
 #include "providers/faulty.h"
 
-static const struct cloud_offer offers[] = {{"small/spot", 4, 1, 1.0}};
+static const struct cloud_offer offers[] = {
+    {.name = "small/spot", .gpus = 4, .spot = 1, .price = 1.0}};
 static const int capacity[] = {-1};
 
 static double slept; /* what the timeouts of the cloud made by faulty() waited */
