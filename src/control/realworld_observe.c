@@ -347,6 +347,9 @@ static void rw_prices_tell(struct realworld *rw, double now)
         int over = of->present && of->spot && of->max_price > 0 && isfinite(of->list_price) &&
                    of->list_price > of->max_price;
 
+        if (of->present && !isfinite(of->list_price))
+            over = of->over_max; /* a read without its price: as it was */
+
         if (over && !of->over_max)
             log_msg(rw->log, now, LOG_WARN, NULL, NULL,
                     "%s: its spot price $%.4f/h is above its max_price $%.4f/h: nothing is "

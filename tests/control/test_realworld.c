@@ -1644,8 +1644,9 @@ static void realworld_options__an_unknown_offer_is_told(void **state)
 
 /* A spot offer whose price rises above its max_price (the most a launch bids: the cloud would
  * refuse it, as EC2 refuses a bid below the spot price) is not asked: at $1.20 against $1.00, the
- * job's node is on-demand's and the log says why once; at $0.80 again the log says so, and the
- * next node is spot's. */
+ * job's node is on-demand's and the log says why once; a read that gives no spot price leaves it
+ * as it was (the next node on-demand's too, nothing said); at $0.80 again the log says so, and
+ * the next node is spot's. */
 static void realworld_resize__spot_above_its_max_price_is_not_asked(void **state)
 {
     struct fixture *f = *state;
@@ -1660,9 +1661,14 @@ static void realworld_resize__spot_above_its_max_price_is_not_asked(void **state
     assert_int_equal(make_loop_with(f, "castor", 0, 0), 0);
     one_gpu_jobs(f, 'a', 1);
     assert_int_equal(f->tried[1], 0);
-    assert_true((od = f->tried[0]) >= 1);
-    assert_int_equal(cloud_fake_set_price(&f->fake, OFFER_SPOT, 0.8), 0);
+    assert_true(f->tried[0] >= 1);
+    f->spot_unpriced = 1; /* a read without the spot price: still above its bid as far as known */
     one_gpu_jobs(f, 'b', 5); /* six jobs of one GPU: a second node */
+    assert_int_equal(f->tried[1], 0);
+    od = f->tried[0];
+    f->spot_unpriced = 0;
+    assert_int_equal(cloud_fake_set_price(&f->fake, OFFER_SPOT, 0.8), 0);
+    one_gpu_jobs(f, 'g', 4); /* ten: a third node */
     assert_true(f->tried[1] >= 1);
     assert_int_equal(f->tried[0], od);
     assert_int_equal(fflush(mem), 0);
@@ -1670,6 +1676,7 @@ static void realworld_resize__spot_above_its_max_price_is_not_asked(void **state
     assert_non_null(said);
     assert_null(strstr(said + 1, OFFER_SPOT ": its spot price $1.2000/h")); /* told once */
     assert_non_null(strstr(said, OFFER_SPOT ": its spot price $0.8000/h is below its max_price"));
+    assert_null(strstr(text, "nan/h")); /* nothing said of the read without a price */
     unlog(f, log, mem, &text);
 }
 
