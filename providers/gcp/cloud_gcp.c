@@ -430,9 +430,8 @@ static int take(struct gathered *x, const struct offer *o, const struct gcp_quot
  * Spot VM PREEMPTIBLE_<GPU metric> and PREEMPTIBLE_CPUS where the region grants them), with GPUs
  * the project's GPUS_ALL_REGIONS, its vCPUs from the project's CPUS_ALL_REGIONS, and its boot
  * disk's size (disk_gb, else the image's when read) from the region's quota of its disk type,
- * Spot VMs' too (their
- * preemptible quotas hold CPUs, GPUs and local SSDs, not persistent disks). region (n) and
- * project (np): the quotas read. */
+ * Spot VMs' too (their preemptible quotas hold CPUs, GPUs and local SSDs, not persistent disks).
+ * region (n) and project (np): the quotas read. */
 static int offer_uses(struct gathered *x, const struct ctx *c, const struct offer *o,
                       const struct gcp_quota *region, size_t n, const struct gcp_quota *project,
                       size_t np)

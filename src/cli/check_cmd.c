@@ -173,7 +173,7 @@ static void ck_print(FILE *out, const struct config *c, const struct ck_offer *v
 /* The same as JSON. */
 static int ck_json(FILE *out, const struct config *c, const struct ck_offer *v, size_t n,
                    const struct cloud_quota *q, size_t nq, const char *quota_note, long instances,
-                   const char *list_note, size_t usable, const struct ck_offer *fleet)
+                   const char *list_note, size_t usable, const struct ck_offer *fleet, int ok)
 {
     struct jv *doc = jv_object(), *offers = jv_array(), *quotas = jv_array();
     int rc;
@@ -210,7 +210,7 @@ static int ck_json(FILE *out, const struct config *c, const struct ck_offer *v, 
     jv_set(doc, "instances_error", instances < 0 ? jv_string(list_note) : jv_null());
     jv_set(doc, "launchable", jv_integer((long long)usable));
     jv_set(doc, "fleet_offer", fleet ? jv_string(fleet->o->name) : jv_null());
-    jv_set(doc, "ok", jv_bool(fleet ? fleet->room > 0 && !fleet->over : usable > 0));
+    jv_set(doc, "ok", jv_bool(ok));
     rc = jv_write(doc, out);
     jv_free(doc);
     return rc;
@@ -231,7 +231,7 @@ int cli_check(int argc, char **argv, FILE *out, FILE *err)
     char buf[800], qbuf[200], lbuf[200] = "";
     size_t n = 0, nq = 0, nu = 0, ni = 0, usable = 0;
     long instances = -1;
-    int json = 0, status = 1, have_cloud = 0, rc;
+    int json = 0, status = 1, have_cloud = 0, ok, rc;
 
     for (int i = 1; i < argc; i++) {
         if ((strcmp(argv[i], "-c") == 0 || strcmp(argv[i], "--config") == 0) && i + 1 < argc) {
@@ -321,8 +321,10 @@ int cli_check(int argc, char **argv, FILE *out, FILE *err)
                 c->fleet_offer, c->world);
         goto out;
     }
+    /* a fixed or pollux-autoscale fleet launches its own offer, priced or not */
+    ok = fleet ? fleet->room > 0 && !fleet->over : usable > 0;
     if (json) {
-        ck_json(out, c, v, n, q, nq, quota_note, instances, lbuf, usable, fleet);
+        ck_json(out, c, v, n, q, nq, quota_note, instances, lbuf, usable, fleet, ok);
     } else {
         ck_print(out, c, v, n, q, nq, quota_note, instances, lbuf, usable);
         if (fleet)
@@ -331,8 +333,7 @@ int cli_check(int argc, char **argv, FILE *out, FILE *err)
                     : fleet->room > 0 ? "its quotas leave it room"
                                       : "its quotas leave it no room");
     }
-    /* a fixed or pollux-autoscale fleet launches its own offer, priced or not */
-    status = (fleet ? fleet->room > 0 && !fleet->over : usable > 0) ? 0 : 1;
+    status = ok ? 0 : 1;
 out:
     free(v);
     free(offers);

@@ -240,9 +240,9 @@ void rw_quotas_free(struct realworld *rw);
 /* ---- realworld_blocked.c ---- */
 
 /* 1 when the fleet cannot grow now: the cloud has offers, no instance is booting, and none can be
- * launched (not offered, held after a refusal, no room under its quotas) or the spend limit stops
- * launches; why (size
- * bytes, cut to fit) then says so offer by offer. 0 (why untouched) otherwise, and for a static
+ * launched (not offered, held after a refusal, a spot price above its max_price, no room under its
+ * quotas) or the spend limit stops launches; why (size bytes, cut to fit) then says so offer by
+ * offer. 0 (why untouched) otherwise, and for a static
  * cluster (no offers). */
 int rw_fleet_blocked(const struct realworld *rw, double now, char *why, size_t size);
 

@@ -344,11 +344,9 @@ static void rw_prices_tell(struct realworld *rw, double now)
     for (size_t o = 0; o < rw->noffers; o++) {
         struct rw_offer *of = &rw->offers[o];
         int unpriced = of->present && !isfinite(of->price);
-        int over = of->present && of->spot && of->max_price > 0 && isfinite(of->list_price) &&
-                   of->list_price > of->max_price;
-
-        if (of->present && !isfinite(of->list_price))
-            over = of->over_max; /* a read without its price: as it was */
+        /* a read without its price leaves it as it was */
+        int over = of->present && of->spot && of->max_price > 0 &&
+                   (isfinite(of->list_price) ? of->list_price > of->max_price : of->over_max);
 
         if (over && !of->over_max)
             log_msg(rw->log, now, LOG_WARN, NULL, NULL,
