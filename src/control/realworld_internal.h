@@ -208,6 +208,17 @@ int rw_offer_find(const struct realworld *rw, const char *name);
  * are appended, those no longer offered stay, marked absent (unavailable). */
 int rw_offers_refresh(struct realworld *rw);
 
+/* realworld_reconcile.c: what a node of the offer is billed now ($/h): its price (the cloud's,
+ * or the configuration's), else for spot its max_price (no spot node is billed above its bid),
+ * else NAN (unknown). */
+double rw_offer_bill(const struct rw_offer *of);
+
+/* realworld_reconcile.c: every live node castor launched takes its offer's price from now on
+ * when it is known and has changed (a spot price moves while the instance runs, and the cloud
+ * bills the price of the moment); static nodes keep theirs, and a node whose offer's price is
+ * unknown keeps its last. A state that cannot be read changes nothing. */
+void rw_node_prices(struct realworld *rw, double now);
+
 /* ---- quotas (realworld_quota.c) ---- */
 
 /* Read the cloud's quotas when due (every 5 minutes; 30 s after an instance went or a launch was

@@ -360,12 +360,11 @@ static void rw_prices_tell(struct realworld *rw, double now)
         of->over_max = over;
 
         if (unpriced && !of->unpriced)
-            log_msg(
-                rw->log, now, LOG_WARN, NULL, NULL,
-                "%s has no known price: castor's planner does not launch it, and nodes a "
-                "fixed fleet launches there count $0 in job costs and the spend limit, until "
-                "the cloud prices it (a price table), or the configuration does (offers: price)",
-                of->name);
+            log_msg(rw->log, now, LOG_WARN, NULL, NULL,
+                    "%s has no known price: castor's planner does not launch it, and its nodes "
+                    "count %s in job costs and the spend limit until the cloud prices it (a price "
+                    "table), or the configuration does (offers: price)",
+                    of->name, of->spot && of->max_price > 0 ? "their max_price" : "$0");
         else if (!unpriced && of->unpriced && of->present)
             log_msg(rw->log, now, LOG_INFO, NULL, NULL, "%s is priced again: $%.4f/h", of->name,
                     of->price);
@@ -422,7 +421,9 @@ int rw_observe(void *ctx, const struct snapshot **out)
     rw_spend_check(rw, now); /* over the limit: no launch, the instances terminated */
     if (rw_offers_refresh(rw) < 0)
         log_msg(rw->log, now, LOG_WARN, NULL, NULL, "cannot read the offers: prices as before");
-    rw_quotas_refresh(rw, now); /* after the offers: the quotas name them */
+    else
+        rw_node_prices(rw, now); /* the nodes are billed at the prices of now */
+    rw_quotas_refresh(rw, now);  /* after the offers: the quotas name them */
     memset(&rw->snap, 0, sizeof(rw->snap));
     rw_watch_start(rw, now);
     if ((rc = rw_intents_read(rw)) == 0 && (rc = rw_observe_nodes(rw, &gpus, now)) == 0) {

@@ -49,8 +49,42 @@ static int rw_node_record(struct realworld *rw, const char *id, const char *offe
     n.launched_at = launched > 0 ? launched : now;
     n.ready_at = NAN;
     n.terminated_at = NAN;
-    n.price = o >= 0 && isfinite(rw->offers[o].price) ? rw->offers[o].price : 0;
+    n.price = o >= 0 ? rw_offer_bill(&rw->offers[o]) : NAN;
+    if (!isfinite(n.price))
+        n.price = 0; /* priced when the cloud or the configuration tells (rw_node_prices) */
     return state_node_upsert(rw->state, &n);
+}
+
+double rw_offer_bill(const struct rw_offer *of)
+{
+    if (isfinite(of->price))
+        return of->price;
+    return of->spot && of->max_price > 0 ? of->max_price : NAN;
+}
+
+void rw_node_prices(struct realworld *rw, double now)
+{
+    struct state_node *nodes = NULL;
+    size_t n = 0;
+
+    if (state_nodes_list(rw->state, RW_LIVE_NODES, &nodes, &n) < 0)
+        return; /* the prices as they were; asked again next tick */
+    for (size_t i = 0; i < n; i++) {
+        int o = rw_offer_find(rw, nodes[i].offer);
+        /* unknown now: a node priced before keeps its last price, the best guess there is */
+        double bill = o < 0                           ? NAN
+                      : isfinite(rw->offers[o].price) ? rw->offers[o].price
+                      : nodes[i].price > 0            ? NAN
+                                                      : rw_offer_bill(&rw->offers[o]);
+
+        if (!nodes[i].launch_token || !isfinite(bill) || fabs(bill - nodes[i].price) < 1e-9)
+            continue; /* a static node keeps the price it registered with */
+        if (state_node_set_price(rw->state, nodes[i].instance_id, bill) == 0)
+            log_msg(rw->log, now, LOG_DEBUG, NULL, nodes[i].instance_id,
+                    "billed at $%.4f/h from now (was $%.4f/h): the price of %s", bill,
+                    nodes[i].price, nodes[i].offer);
+    }
+    state_nodes_free(nodes, n);
 }
 
 /* An instance of market spot (1 spot, 0 on-demand, -1 not known) is gone: the offers of that

@@ -316,6 +316,14 @@ int state_node_upsert(struct state *st, const struct state_node *node);
 int state_node_set_state(struct state *st, const char *instance_id, enum state_node_state to,
                          double now);
 
+/*
+ * The node's price from now on ($/h, finite and >= 0): what the cloud bills for it changed (a
+ * spot price moves while the instance runs) or became known. The costs recorded so far keep the
+ * price they were recorded at. ERR_INVAL: a bad price; ERR_UNKNOWN: no such node; ERR_CONFLICT:
+ * it is terminated (its bill is closed). Nothing is written on error.
+ */
+int state_node_set_price(struct state *st, const char *instance_id, double price);
+
 /* The longest self-fence a node may register (seconds). */
 #define STATE_NODE_FENCE_MAX 86400.0
 

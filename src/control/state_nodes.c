@@ -310,6 +310,25 @@ out:
     return st_end(st, rc);
 }
 
+int state_node_set_price(struct state *st, const char *instance_id, double price)
+{
+    enum state_node_state cur = STATE_NODE_LAUNCHING;
+    long long id = 0;
+    int rc;
+
+    if (!st_name_ok(instance_id) || !isfinite(price) || price < 0)
+        return ERR_INVAL;
+    rc = db_begin(st->db);
+    if (rc < 0)
+        return rc;
+    rc = st_node_find(st->db, instance_id, &id, &cur);
+    if (rc == 0 && cur == STATE_NODE_TERMINATED)
+        rc = ERR_CONFLICT;
+    if (rc == 0)
+        rc = st_run(st->db, "UPDATE nodes SET price = ?2 WHERE id = ?1", "id", id, price);
+    return st_end(st, rc);
+}
+
 int state_node_register(struct state *st, const struct state_node *n, double now)
 {
     enum state_node_state cur = STATE_NODE_LAUNCHING;

@@ -1680,6 +1680,46 @@ static void realworld_resize__spot_above_its_max_price_is_not_asked(void **state
     unlog(f, log, mem, &text);
 }
 
+/* node_price(f, id): the node's recorded price in thousandths of a dollar an hour. */
+static long long node_price(struct fixture *f, const char *id)
+{
+    char sql[160];
+
+    snprintf(sql, sizeof(sql), "SELECT round(price * 1000) FROM nodes WHERE instance_id = '%s'",
+             id);
+    return sql_int(f, sql);
+}
+
+/* A launched node is billed at its offer's price of the moment, as the cloud bills it (a spot
+ * price moves while the instance runs; before, a node kept its launch's price for life): a fixed
+ * fleet's spot node launched while the cloud cannot price spot is recorded at its bid ($1.00, the
+ * most it can be billed; before, $0); priced at $0.80, then $0.95, it follows; a price unknown
+ * for more than an hour leaves it at its last. A static node keeps the price it registered. */
+static void realworld_observe__nodes_are_billed_at_the_price_of_now(void **state)
+{
+    struct fixture *f = *state;
+    char ids[8][CLOUD_ID_MAX];
+
+    f->spot_unpriced = 1;
+    assert_int_equal(make_loop_with(f, "fixed", 1, 1), 0);
+    agent_register_with(f, "static-1", 4, ", \"price\": 3.5");
+    tick(f, 0);
+    assert_int_equal(live_instances(f, ids), 1);
+    assert_int_equal(node_price(f, ids[0]), 1000);
+    f->spot_unpriced = 0;
+    tick(f, 10);
+    assert_int_equal(node_price(f, ids[0]), 800);
+    assert_int_equal(cloud_fake_set_price(&f->fake, OFFER_SPOT, 0.95), 0);
+    tick(f, 10);
+    assert_int_equal(node_price(f, ids[0]), 950);
+    f->spot_unpriced = 1;
+    f->now += 4000;
+    tick(f, 10);
+    assert_int_equal(node_price(f, ids[0]), 950);
+    assert_int_equal(node_price(f, "static-1"), 3500);
+    assert_int_equal(live_instances(f, ids), 1);
+}
+
 /* A job that declares its samples gets a predicted finish: its iterations left (samples / M0 -
  * progress) at its goodput over M0, from now. With a deadline, the log warns once when that is
  * after it (on its one GPU, 64 000 samples at its goodput, about 430 a second, take 150 s; the
@@ -2060,6 +2100,8 @@ int main(void)
                                         rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_options__an_unknown_offer_is_told, rw_setup,
                                         rw_teardown),
+        cmocka_unit_test_setup_teardown(realworld_observe__nodes_are_billed_at_the_price_of_now,
+                                        rw_setup, rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_resize__spot_above_its_max_price_is_not_asked,
                                         rw_setup, rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_resize__quota_holds_the_offer_for_an_hour,

@@ -492,6 +492,30 @@ static void state_node_set_state__moves_and_release(void **state)
     state_close(st);
 }
 
+/* A node's price changes from now on; a bad price, an unknown node and a terminated one (its
+ * bill closed) change nothing. */
+static void state_node_set_price__live_nodes_only(void **state)
+{
+    static const char *const ids[] = {"i-1", "i-2"};
+    struct state *st = open_state(*state);
+    struct state_node got;
+
+    add_ready_nodes(st, ids, 2);
+    assert_int_equal(state_node_set_price(st, "i-1", 0.95), 0);
+    assert_int_equal(state_node_set_price(st, "i-1", -1.0), ERR_INVAL);
+    assert_int_equal(state_node_set_price(st, "i-1", NAN), ERR_INVAL);
+    assert_int_equal(state_node_set_price(st, "i-9", 1.0), ERR_UNKNOWN);
+    assert_int_equal(state_node_get(st, "i-1", &got), 0);
+    assert_true(got.price == 0.95);
+    state_node_clear(&got);
+    assert_int_equal(state_node_set_state(st, "i-2", STATE_NODE_TERMINATED, 160.0), 0);
+    assert_int_equal(state_node_get(st, "i-2", &got), 0);
+    assert_int_equal(state_node_set_price(st, "i-2", got.price + 1), ERR_CONFLICT);
+    state_node_clear(&got);
+    assert_int_equal(state_node_set_price(st, "i-1", 0.0), 0); /* free: allowed */
+    state_close(st);
+}
+
 /* ---- allocations ---- */
 
 /* Check that job a holds exactly i-1 x2 and i-2 x1 since 10 s. */
@@ -1786,6 +1810,7 @@ int main(void)
         STATE_TEST(state_intent__record_resolve_pending),
         STATE_TEST(state_node_upsert__insert_update_rules),
         STATE_TEST(state_node_set_state__moves_and_release),
+        STATE_TEST(state_node_set_price__live_nodes_only),
         STATE_TEST(state_alloc_replace__all_or_nothing),
         STATE_TEST(state_foreign_keys__enforced),
         STATE_TEST(state_model__store_and_replace),
