@@ -540,8 +540,8 @@ int cloud_fake_new(const struct conf_node *section, const char *base_dir,
                    const struct cloud_host *host, struct cloud *out, struct error *e)
 {
     static const char *const keys[] = {"path", "offers", "quotas", NULL};
-    static const char *const offer_keys[] = {"name",     "gpus",      "market", "price",
-                                             "capacity", "max_price", NULL};
+    static const char *const offer_keys[] = {"name",     "gpus",      "market",         "price",
+                                             "capacity", "max_price", "reclaim_free_s", NULL};
     static const char *const markets[] = {"on-demand", "spot", NULL};
     struct cloud_offer offers[FAKE_MAX_OFFERS];
     struct cloud made;
@@ -577,7 +577,8 @@ int cloud_fake_new(const struct conf_node *section, const char *base_dir,
             (rc = conf_get_choice(m, "market", markets, &market, e)) < 0 ||
             (rc = conf_get_double(m, "price", 0, 1e6, &offers[i].price, e)) < 0 ||
             (rc = conf_get_long(m, "capacity", 0, 1000000, &cap, e)) < 0 ||
-            (rc = conf_get_double(m, "max_price", 0, 1e6, &offers[i].max_price, e)) < 0)
+            (rc = conf_get_double(m, "max_price", 0, 1e6, &offers[i].max_price, e)) < 0 ||
+            (rc = conf_get_double(m, "reclaim_free_s", 0, 86400, &offers[i].reclaim_free_s, e)) < 0)
             return rc;
         if (!name || strlen(name) >= CLOUD_NAME_MAX)
             return err_set(e, ERR_PARSE, m->file, m->line, m->column,
@@ -589,6 +590,9 @@ int cloud_fake_new(const struct conf_node *section, const char *base_dir,
         fake_copy(offers[i].name, sizeof(offers[i].name), name);
         offers[i].gpus = (int)gpus;
         offers[i].spot = market == 1;
+        if (offers[i].reclaim_free_s > 0 && !offers[i].spot)
+            return err_set(e, ERR_PARSE, m->file, m->line, m->column,
+                           "%s.reclaim_free_s: only a spot offer is reclaimed", m->path);
         capacity[i] = (int)cap;
         n++;
     }

@@ -99,6 +99,8 @@ static int aws_offers(void *ctx, struct cloud_offer **out, size_t *n)
         o[i].spot = f->spot;
         o[i].price = f->spot ? NAN : f->on_demand;
         o[i].max_price = f->spot ? f->max_price : 0;
+        /* EC2 bills no seconds of a spot instance it interrupts in its first hour */
+        o[i].reclaim_free_s = f->spot ? 3600 : 0;
         /* the Price List API's (cached), else the static table's */
         if (!f->spot && a->pricing &&
             aws_pricing_on_demand(a->pricing, a->region, f->type, (double)retry_default_clock(NULL),

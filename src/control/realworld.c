@@ -159,6 +159,7 @@ int rw_offers_refresh(struct realworld *rw)
         rw->offers[k].spot = got[i].spot;
         rw->offers[k].list_price = got[i].price;
         rw->offers[k].max_price = got[i].max_price;
+        rw->offers[k].reclaim_free_s = got[i].reclaim_free_s;
         price = realworld_offer_price(rw_meta(rw, got[i].name), got[i].price);
         if (isfinite(price)) {
             rw->offers[k].price = price;

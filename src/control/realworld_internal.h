@@ -56,6 +56,7 @@ struct rw_offer {
     double max_price;  /* spot: the most a launch bids (0: none) */
     int over_max;      /* its spot price is above its max_price: none launched (told once) */
     double priced_at;  /* when the cloud last told its price */
+    double reclaim_free_s; /* spot: reclaimed by the cloud this soon after its launch, unbilled */
 };
 
 /* A price the cloud cannot tell now (a spot price read that failed) stands at the last one told

@@ -245,6 +245,27 @@ static void rw_reconcile_instances(struct realworld *rw, const struct cloud_inst
     }
 }
 
+/* A spot node the cloud reclaimed (its notice seen, and castor did not terminate it) within its
+ * offer's reclaim_free_s of its launch is not billed (EC2: in its first hour): what it cost is
+ * taken back from the fleet's costs and its jobs'. Before the node is terminated (its jobs'
+ * shares go then). A notice missed leaves it billed: castor does not guess. */
+static void rw_reclaim_refund(struct realworld *rw, const struct state_node *node, double now)
+{
+    int o = rw_offer_find(rw, node->offer);
+    double gone = isfinite(node->notice_deadline) ? fmin(node->notice_deadline, now) : now;
+    double back = 0;
+
+    if (o < 0 || !rw_node_spot(node) || !isfinite(node->notice_at) ||
+        rw_listed(rw->fenced, node->instance_id) ||
+        !(gone - node->launched_at < rw->offers[o].reclaim_free_s))
+        return;
+    if (state_cost_refund(rw->state, node->instance_id, &back) == 0)
+        log_msg(rw->log, now, LOG_INFO, NULL, node->instance_id,
+                "reclaimed by the cloud %.0f s after its launch, within the %.0f s it does not "
+                "bill: its $%.4f are taken back from the fleet's and its jobs' costs",
+                gone - node->launched_at, rw->offers[o].reclaim_free_s, back);
+}
+
 /* The nodes the state holds: terminate those whose instance is gone. */
 static void rw_reconcile_nodes(struct realworld *rw, const struct cloud_instance *in, size_t n,
                                const struct state_node *nodes, size_t nn, double now)
@@ -268,6 +289,7 @@ static void rw_reconcile_nodes(struct realworld *rw, const struct cloud_instance
             rw->losses[API_LOSS_GONE]++;
         }
         rw_quota_freed(rw, rw_node_spot(node), now);
+        rw_reclaim_refund(rw, node, now);
         if (state_node_set_state(rw->state, node->instance_id, STATE_NODE_TERMINATED, now) == 0)
             log_msg(rw->log, now, LOG_WARN, NULL, node->instance_id,
                     "the instance is gone: the node is terminated");

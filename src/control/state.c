@@ -174,6 +174,16 @@ static const char *const st_migrations[STATE_SCHEMA_VERSION] = {
     " PRIMARY KEY (node_id, job, generation)"
     ") STRICT;"
     "CREATE INDEX node_replicas_by_job ON node_replicas (job);",
+    /* v12: each job's dollars by the live node they were spent on (state_cost_add's shares), so
+     * that a node the cloud did not bill is taken back from its jobs too (state_cost_refund); a
+     * node's rows go when it terminates. Nodes live at the migration have none: taken back, they
+     * leave their jobs' dollars as they were. */
+    "CREATE TABLE node_job_costs ("
+    " node_id INTEGER NOT NULL REFERENCES nodes (id),"
+    " job_id INTEGER NOT NULL REFERENCES jobs (id),"
+    " dollars REAL NOT NULL CHECK (dollars >= 0),"
+    " PRIMARY KEY (node_id, job_id)"
+    ") STRICT;",
 };
 
 /* ---- checks, statements and rows ---- */

@@ -20,7 +20,7 @@ struct state; /* an open state database; opaque */
 struct db;
 
 /* The schema version this build writes (PRAGMA user_version). */
-#define STATE_SCHEMA_VERSION 11
+#define STATE_SCHEMA_VERSION 12
 
 /* Longest name, instance id, token, provider, offer or zone, in bytes. */
 #define STATE_NAME_MAX 128
@@ -554,6 +554,16 @@ int state_decision_last_tick(struct state *st, long long *tick);
  * GPUs goes to no job). One transaction. ERR_UNKNOWN: no such node (nothing written). */
 int state_cost_add(struct state *st, const char *instance_id, double from, double to,
                    double dollars);
+
+/*
+ * A node the cloud did not bill (an AWS spot instance it interrupted in its first hour): every
+ * cost added for it is taken back, from the fleet's costs (so from every period's spend) and
+ * from each job's dollars (the shares state_cost_add gave it of this node), and its price is 0
+ * from now on, so that what is added after costs nothing. *dollars (may be NULL) is what was
+ * taken back. ERR_UNKNOWN: no such node; ERR_CONFLICT: it is terminated (its shares are no
+ * longer kept: take it back before the node is terminated). One transaction.
+ */
+int state_cost_refund(struct state *st, const char *instance_id, double *dollars);
 
 /* What the fleet cost (every cost added), the part the jobs held (their dollars, over every job
  * ever: state_cost_add's shares), and the rest, what idle GPUs cost (never below 0); 0 each with

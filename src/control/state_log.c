@@ -58,7 +58,53 @@ int state_cost_add(struct state *st, const char *instance_id, double from, doubl
                     " FROM allocations a JOIN nodes n ON n.id = a.node_id"
                     " WHERE a.job_id = jobs.id AND n.instance_id = ?1 AND n.gpus > 0",
                     "td", instance_id, dollars);
+    /* the same shares by node, while it lives (state_cost_refund) */
+    if (rc == 0)
+        rc = st_run(st->db,
+                    "INSERT INTO node_job_costs (node_id, job_id, dollars)"
+                    " SELECT n.id, a.job_id, ?2 * a.replicas / max(n.gpus,"
+                    " (SELECT total(replicas) FROM allocations WHERE node_id = n.id))"
+                    " FROM allocations a JOIN nodes n ON n.id = a.node_id"
+                    " WHERE n.instance_id = ?1 AND n.gpus > 0 AND n.state != 'terminated'"
+                    " ON CONFLICT (node_id, job_id) DO UPDATE SET dollars = dollars +"
+                    " excluded.dollars",
+                    "td", instance_id, dollars);
     return st_end(st, rc);
+}
+
+int state_cost_refund(struct state *st, const char *instance_id, double *dollars)
+{
+    double back = 0;
+    long long id = 0, gone = 0;
+    int rc;
+
+    if (!st_name_ok(instance_id))
+        return ERR_INVAL;
+    if ((rc = db_begin(st->db)) < 0)
+        return rc;
+    rc = st_int(st->db, &id, "SELECT id FROM nodes WHERE instance_id = ?1", "t", instance_id);
+    if (rc == 0)
+        rc = st_int(st->db, &gone, "SELECT state = 'terminated' FROM nodes WHERE id = ?1", "i", id);
+    if (rc == 0 && gone)
+        rc = ERR_CONFLICT;
+    if (rc == 0)
+        rc = st_double(st->db, &back, "SELECT total(dollars) FROM costs WHERE node_id = ?1", "i",
+                       id);
+    if (rc == 0)
+        rc = st_run(st->db, "UPDATE costs SET dollars = 0 WHERE node_id = ?1", "i", id);
+    if (rc == 0)
+        rc = st_run(st->db,
+                    "UPDATE jobs SET dollars = max(0, jobs.dollars - c.dollars)"
+                    " FROM node_job_costs c WHERE c.job_id = jobs.id AND c.node_id = ?1",
+                    "i", id);
+    if (rc == 0)
+        rc = st_run(st->db, "DELETE FROM node_job_costs WHERE node_id = ?1", "i", id);
+    if (rc == 0)
+        rc = st_run(st->db, "UPDATE nodes SET price = 0 WHERE id = ?1", "i", id);
+    rc = st_end(st, rc);
+    if (rc == 0 && dollars)
+        *dollars = back;
+    return rc;
 }
 
 int state_cost_total(struct state *st, double *dollars)

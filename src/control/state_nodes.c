@@ -306,6 +306,8 @@ int state_node_set_state(struct state *st, const char *instance_id, enum state_n
         rc = st_run(st->db, "DELETE FROM allocations WHERE node_id = ?1", "i", id);
     if (rc == 0 && to == STATE_NODE_TERMINATED)
         rc = st_run(st->db, "DELETE FROM node_replicas WHERE node_id = ?1", "i", id);
+    if (rc == 0 && to == STATE_NODE_TERMINATED)
+        rc = st_run(st->db, "DELETE FROM node_job_costs WHERE node_id = ?1", "i", id);
 out:
     return st_end(st, rc);
 }

@@ -192,9 +192,13 @@ static int make_loop(struct fixture *f, int nodes)
 
 static int rw_setup(void **state)
 {
-    static const struct cloud_offer offers[2] = {
-        {.name = OFFER_OD, .gpus = 4, .price = 2.0},
-        {.name = OFFER_SPOT, .gpus = 4, .spot = 1, .price = 0.8, .max_price = 1.0}};
+    static const struct cloud_offer offers[2] = {{.name = OFFER_OD, .gpus = 4, .price = 2.0},
+                                                 {.name = OFFER_SPOT,
+                                                  .gpus = 4,
+                                                  .spot = 1,
+                                                  .price = 0.8,
+                                                  .max_price = 1.0,
+                                                  .reclaim_free_s = 3600}};
     struct api_tokens tokens = {{strdup(TOKEN_NODE), strdup(TOKEN_JOB), strdup(TOKEN_USER), NULL}};
     struct http_server_config hc = {0};
     struct fixture *f = calloc(1, sizeof(*f));
@@ -1680,6 +1684,83 @@ static void realworld_resize__spot_above_its_max_price_is_not_asked(void **state
     unlog(f, log, mem, &text);
 }
 
+/* The fleet's dollars and job a's. */
+static void costs_are(struct fixture *f, double fleet, double job_a)
+{
+    struct state_job job;
+    double total = -1;
+
+    assert_int_equal(state_cost_total(f->st, &total), 0);
+    assert_float_equal(total, fleet, 1e-9);
+    assert_int_equal(state_job_get(f->st, "a", &job), 0);
+    assert_float_equal(job.dollars, job_a, 1e-9);
+    state_job_clear(&job);
+}
+
+/* The fixed fleet's one spot node, its agent registered and job "a" on it, billed from now for
+ * `seconds` at $0.80/h (as the daemon records it); its id in id. Returns job a's share of the
+ * bill (its replicas there over the node's 4 GPUs). */
+static double spot_node_billed(struct fixture *f, double seconds, char id[CLOUD_ID_MAX])
+{
+    char ids[8][CLOUD_ID_MAX];
+    struct state_alloc *rows = NULL;
+    size_t n = 0;
+    int replicas = 0;
+    double bill = 0.8 * seconds / 3600;
+
+    assert_int_equal(live_instances(f, ids), 1);
+    memcpy(id, ids[0], CLOUD_ID_MAX);
+    agent_register(f, id, 4);
+    tick(f, 10);
+    assert_int_equal(state_alloc_get(f->st, "a", &rows, &n), 0);
+    for (size_t r = 0; r < n; r++)
+        replicas += strcmp(rows[r].node, id) == 0 ? rows[r].replicas : 0;
+    state_allocs_free(rows, n);
+    assert_true(replicas >= 1);
+    assert_int_equal(state_cost_add(f->st, id, f->now, f->now + seconds, bill), 0);
+    f->now += seconds;
+    return bill * replicas / 4;
+}
+
+/* The cloud reclaims the node (a notice, and 120 s later it is gone). */
+static void reclaimed(struct fixture *f, const char *id)
+{
+    assert_int_equal(cloud_fake_set_state(&f->fake, id, CLOUD_NOTICED, f->now + 120), 0);
+    tick(f, 10);
+    f->now += 110;
+    assert_int_equal(cloud_fake_set_state(&f->fake, id, CLOUD_GONE, 0), 0);
+    tick(f, 10);
+}
+
+/* EC2 bills nothing of a spot instance it interrupts in its first hour (the fake's spot offer:
+ * reclaim_free_s 3600), and castor's costs say so: a node reclaimed 32 minutes after its launch
+ * gives back its $0.40, from the fleet's costs and job a's share; its replacement, reclaimed 72
+ * minutes after its launch, stays billed ($0.93); the next, gone in its first hour without a
+ * notice (a terminate castor did not ask for, which EC2 bills), stays billed too ($0.27). */
+static void realworld_reconcile__a_spot_node_reclaimed_in_its_first_hour_is_free(void **state)
+{
+    struct fixture *f = *state;
+    char id[CLOUD_ID_MAX];
+    const double second = 0.8 * 4200 / 3600, third = 0.8 * 1200 / 3600;
+    double share, kept;
+
+    assert_int_equal(make_loop_with(f, "fixed", 1, 1), 0);
+    submit_job(f, "a", 4);
+    tick(f, 0);
+    share = spot_node_billed(f, 1800, id);
+    costs_are(f, 0.4, share);
+    reclaimed(f, id);
+    costs_are(f, 0, 0);
+    kept = spot_node_billed(f, 4200, id);
+    reclaimed(f, id);
+    costs_are(f, second, kept);
+    kept += spot_node_billed(f, 1200, id);
+    assert_int_equal(cloud_fake_set_state(&f->fake, id, CLOUD_GONE, 0), 0);
+    tick(f, 10);
+    costs_are(f, second + third, kept);
+    assert_int_equal(sql_int(f, "SELECT count(*) FROM nodes WHERE state = 'terminated'"), 3);
+}
+
 /* node_price(f, id): the node's recorded price in thousandths of a dollar an hour. */
 static long long node_price(struct fixture *f, const char *id)
 {
@@ -2100,6 +2181,9 @@ int main(void)
                                         rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_options__an_unknown_offer_is_told, rw_setup,
                                         rw_teardown),
+        cmocka_unit_test_setup_teardown(
+            realworld_reconcile__a_spot_node_reclaimed_in_its_first_hour_is_free, rw_setup,
+            rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_observe__nodes_are_billed_at_the_price_of_now,
                                         rw_setup, rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_resize__spot_above_its_max_price_is_not_asked,

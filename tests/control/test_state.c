@@ -731,6 +731,63 @@ static void state_cost_add__shared_by_the_jobs_on_the_node(void **state)
     state_close(st);
 }
 
+/* job's dollars. */
+static double job_dollars(struct state *st, const char *name)
+{
+    struct state_job job;
+    double d;
+
+    assert_int_equal(state_job_get(st, name, &job), 0);
+    d = job.dollars;
+    state_job_clear(&job);
+    return d;
+}
+
+/* A node the cloud did not bill is taken back whole: its costs (so the fleet's total and every
+ * period's spend) and each job's share of it, which a job that also held another node keeps for
+ * that one (b: $2 on i-1 taken back, $2 on i-2 kept; a ended before, its $1 on i-1 taken back
+ * too); its price is 0 from then on. Taken back twice, nothing more goes; a terminated node's
+ * shares are gone (ERR_CONFLICT), and so is an unknown node (ERR_UNKNOWN). */
+static void state_cost_refund__takes_back_the_node_and_its_shares(void **state)
+{
+    static const char *const ids[] = {"i-1", "i-2"};
+    struct state *st = open_state(*state);
+    struct state_alloc a_rows[] = {{"i-1", 1, 0}}, b_rows[] = {{"i-1", 2, 0}, {"i-2", 4, 0}};
+    struct state_node node;
+    double back = -1, since = -1;
+
+    add_ready_nodes(st, ids, 2); /* 4 GPUs each */
+    assert_int_equal(state_job_submit(st, "a", "{}", 1.0), 0);
+    assert_int_equal(state_job_submit(st, "b", "{}", 1.0), 0);
+    assert_int_equal(state_alloc_replace(st, "a", a_rows, 1, 2.0), 0);
+    assert_int_equal(state_alloc_replace(st, "b", b_rows, 2, 2.0), 0);
+    assert_int_equal(state_cost_add(st, "i-1", 0.0, 1800.0, 2.0), 0);
+    assert_int_equal(state_cost_add(st, "i-2", 0.0, 3600.0, 2.0), 0);
+    assert_int_equal(state_job_set_state(st, "a", STATE_JOB_CANCELLED, 1900.0), 0);
+    assert_int_equal(state_cost_add(st, "i-1", 1800.0, 3600.0, 2.0), 0);
+    assert_float_equal(job_dollars(st, "a"), 0.5, 1e-12);
+    assert_float_equal(job_dollars(st, "b"), 1.0 + 1.0 + 2.0, 1e-12);
+
+    assert_int_equal(state_cost_refund(st, "i-1", &back), 0);
+    assert_float_equal(back, 4.0, 1e-12);
+    assert_float_equal(job_dollars(st, "a"), 0.0, 1e-12);
+    assert_float_equal(job_dollars(st, "b"), 2.0, 1e-12);
+    assert_int_equal(state_cost_since(st, 0.0, &since), 0);
+    assert_float_equal(since, 2.0, 1e-12);
+    assert_int_equal(state_node_get(st, "i-1", &node), 0);
+    assert_true(node.price == 0.0);
+    state_node_clear(&node);
+    assert_int_equal(state_cost_refund(st, "i-1", &back), 0);
+    assert_true(back == 0.0);
+    assert_float_equal(job_dollars(st, "b"), 2.0, 1e-12);
+    assert_int_equal(state_cost_refund(st, "i-9", &back), ERR_UNKNOWN);
+    assert_int_equal(state_node_set_state(st, "i-2", STATE_NODE_TERMINATED, 4000.0), 0);
+    assert_int_equal(state_cost_refund(st, "i-2", NULL), ERR_CONFLICT);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM node_job_costs"), 0);
+    assert_float_equal(job_dollars(st, "b"), 2.0, 1e-12);
+    state_close(st);
+}
+
 /* ---- a writer SIGKILLed mid-run ---- */
 
 #define CRASH_ITERS 400
@@ -1841,6 +1898,7 @@ int main(void)
         STATE_TEST(state_cost_add__one_row_per_node_and_hour),
         STATE_TEST(state_job_fail__reason_kept_allocation_released),
         STATE_TEST(state_cost_add__shared_by_the_jobs_on_the_node),
+        STATE_TEST(state_cost_refund__takes_back_the_node_and_its_shares),
         STATE_TEST(state_node_register__fence_and_static_return),
     };
 

@@ -269,10 +269,12 @@ static void offers__on_demand_from_the_price_list(void **state)
         assert_int_equal(cloud_offers(&f->c, &o, &n), 0);
         assert_int_equal(n, 2);
         assert_string_equal(o[1].name, G4_OD);
-        assert_float_equal(o[1].price, 3.5, 1e-12); /* not the table's 3.912 */
-        assert_true(isnan(o[0].price));             /* spot, with no price history */
-        assert_float_equal(o[0].max_price, 0.9, 0); /* the spot offer's bid, as configured */
-        assert_float_equal(o[1].max_price, 0, 0);   /* on-demand bids nothing */
+        assert_float_equal(o[1].price, 3.5, 1e-12);       /* not the table's 3.912 */
+        assert_true(isnan(o[0].price));                   /* spot, with no price history */
+        assert_float_equal(o[0].max_price, 0.9, 0);       /* the spot offer's bid, as configured */
+        assert_float_equal(o[1].max_price, 0, 0);         /* on-demand bids nothing */
+        assert_float_equal(o[0].reclaim_free_s, 3600, 0); /* EC2: its first hour unbilled */
+        assert_float_equal(o[1].reclaim_free_s, 0, 0);
         free(o);
     }
     assert_int_equal(fake_ec2_requests(pricing), 1);

@@ -119,6 +119,10 @@ static void cloud_fake_new__quotas_section(void **state)
          35, "fake.4gpu/on-demand"},
         {"quotas:\n  - name: q\n    limt: 4\n", ERR_UNKNOWN, 3, 5, "did you mean"},
         {"quotas: 3\n", ERR_PARSE, 1, 9, "expected a list"},
+        {"offers:\n  - {name: a, reclaim_free_s: 60}\n", ERR_PARSE, 2, 5,
+         "only a spot offer is reclaimed"},
+        {"offers:\n  - {name: a, market: spot, reclaim_free_s: -1}\n", ERR_RANGE, 2, 45,
+         "reclaim_free_s"},
     };
     const char *good = "quotas:\n  - name: q\n    limit: 8\n    used: 4\n"
                        "    offers: {fake.4gpu/on-demand: 4}\n";
@@ -134,6 +138,19 @@ static void cloud_fake_new__quotas_section(void **state)
     assert_int_equal(cloud_launch(&c, "fake.4gpu/on-demand", "x", "t1", id), 0);
     assert_int_equal(cloud_launch(&c, "fake.4gpu/on-demand", "x", "t2", id), ERR_QUOTA);
     cloud_free(&c);
+    {
+        const char *spot = "offers:\n  - {name: s, market: spot, reclaim_free_s: 3600}\n";
+        struct cloud_offer *o = NULL;
+        size_t n = 0;
+
+        assert_int_equal(conf_parse("t.yaml", spot, strlen(spot), &doc, &e), 0);
+        assert_int_equal(cloud_new("fake", doc->root, NULL, NULL, &c, &e), 0);
+        conf_free(doc);
+        assert_int_equal(cloud_offers(&c, &o, &n), 0);
+        assert_true(n == 1 && o[0].spot && o[0].reclaim_free_s == 3600);
+        free(o);
+        cloud_free(&c);
+    }
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         struct cloud untouched = {0};
 
