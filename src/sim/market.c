@@ -198,6 +198,10 @@ static int mkt_check(const struct mkt_offer_spec *offers, int i, int *nnodes, st
         return mkt_bad(e, o->name, "a boot time that is negative or not finite", -1);
     if (!isfinite(o->notice_s))
         return mkt_bad(e, o->name, "a notice time that is not finite", -1);
+    if (!isfinite(o->reclaim_free_s) || o->reclaim_free_s < 0 ||
+        (o->reclaim_free_s > 0 && !o->spot))
+        return mkt_bad(e, o->name, "an unbilled window that is negative, not finite or on-demand",
+                       -1);
     if (!isfinite(o->volatility) || o->volatility < 0)
         return mkt_bad(e, o->name, "a volatility that is negative or not finite", -1);
     if (!isfinite(o->price_min) || o->price_min < 0 || !isfinite(o->price_max) || o->price_max < 0)
@@ -704,13 +708,21 @@ static double mkt_bill_end(const struct mkt_instance *in)
     return in->end_at;
 }
 
+/* Instance in of an offer of spec sp goes by preemption within the offer's unbilled window: as
+ * it went, or (alive) at its planned preemption, unless it is terminated first. */
+static int mkt_unbilled(const struct mkt_offer_spec *sp, const struct mkt_instance *in)
+{
+    return sp->reclaim_free_s > 0 && (in->state != MKT_GONE || in->preempted) &&
+           in->end_at - in->launched < sp->reclaim_free_s;
+}
+
 /* Dollars billed for instance rt up to t; cum_t is mkt_cum of its offer at t, or NAN. */
 static double mkt_inst_cost(struct market *m, const struct mkt_inst_rt *rt, double t, double cum_t)
 {
     const struct mkt_instance *in = &rt->pub;
     double upto;
 
-    if (t < in->launched)
+    if (t < in->launched || mkt_unbilled(&m->offers[in->offer].spec, in))
         return 0;
     upto = fmin(fmax(t, in->launched + MKT_MIN_BILLED), mkt_bill_end(in));
     if (!(upto > in->launched))

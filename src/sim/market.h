@@ -52,6 +52,9 @@ struct mkt_offer_spec {
     int capacity;    /* most instances alive at once (0: no limit) */
     double boot_s;   /* seconds from launch to a ready node (0: 180) */
     double notice_s; /* seconds of notice before a preemption (0: 120; < 0: none) */
+    /* spot: an instance preempted within this many seconds of its launch is not billed (EC2
+     * bills nothing of a spot instance it interrupts in its first hour: 3600; 0: billed) */
+    double reclaim_free_s;
     /* preemptions per node-hour (spot, no trace): each launch draws a lifetime ~ Exponential(rate)
      * hours from the offer's own stream of the market seed, so the n-th launch of an offer gets
      * the same lifetime for the same seed whatever the other offers do */

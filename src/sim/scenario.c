@@ -225,15 +225,25 @@ static int scenario_offer_index(const struct scenario *s, const struct conf_node
 static int scenario_offer(struct scenario *s, struct scenario_mem *m, const struct conf_node *n,
                           struct error *e)
 {
-    static const char *const keys[] = {"name",          "type",
-                                       "zone",          "gpu",
-                                       "market",        "gpus",
-                                       "price",         "volatility",
-                                       "price_min",     "price_max",
-                                       "capacity",      "boot",
-                                       "notice",        "preemption_rate",
-                                       "expected_rate", "trace",
-                                       "prices",        NULL};
+    static const char *const keys[] = {"name",
+                                       "type",
+                                       "zone",
+                                       "gpu",
+                                       "market",
+                                       "gpus",
+                                       "price",
+                                       "volatility",
+                                       "price_min",
+                                       "price_max",
+                                       "capacity",
+                                       "boot",
+                                       "notice",
+                                       "preemption_rate",
+                                       "expected_rate",
+                                       "trace",
+                                       "prices",
+                                       "reclaim_free_s",
+                                       NULL};
     static const char *const markets[] = {"on-demand", "spot", NULL};
     int o = s->noffers, rc, market = 0;
     struct mkt_offer_spec *sp = &s->offers[o];
@@ -267,6 +277,7 @@ static int scenario_offer(struct scenario *s, struct scenario_mem *m, const stru
         (rc = conf_get_long(n, "capacity", 0, 100000, &v, e)) < 0 ||
         (rc = conf_get_double(n, "boot", 0, 86400, &sp->boot_s, e)) < 0 ||
         (rc = conf_get_double(n, "notice", -1, 3600, &sp->notice_s, e)) < 0 ||
+        (rc = conf_get_double(n, "reclaim_free_s", 0, 86400, &sp->reclaim_free_s, e)) < 0 ||
         (rc = conf_get_double(n, "preemption_rate", 0, 1000, &sp->rate, e)) < 0 ||
         (rc = conf_get_double(n, "expected_rate", 0, 1000, &s->rate_prior[o], e)) < 0 ||
         (rc = conf_get_string(n, "trace", &trace, e)) < 0 ||
@@ -282,10 +293,11 @@ static int scenario_offer(struct scenario *s, struct scenario_mem *m, const stru
             return err_set(e, ERR_INVAL, nn->file, nn->line, nn->column,
                            "%s: offer '%s' is named twice", nn->path, sp->name);
         }
-    if ((trace || prices || sp->rate > 0 || sp->volatility > 0) && !sp->spot) {
+    if ((trace || prices || sp->rate > 0 || sp->volatility > 0 || sp->reclaim_free_s > 0) &&
+        !sp->spot) {
         return err_set(e, ERR_INVAL, n->file, n->line, n->column,
-                       "%s: only a spot offer has a trace, a price series, a volatility or a "
-                       "preemption rate",
+                       "%s: only a spot offer has a trace, a price series, a volatility, a "
+                       "preemption rate or an unbilled window",
                        n->path);
     }
     if (trace) {

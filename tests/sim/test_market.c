@@ -116,6 +116,50 @@ static void market_instance_cost__preempted_to_preemption(void **state)
     market_free(m);
 }
 
+/* EC2's rule, reclaim_free_s 3600: a trace takes its node 0 at 1800 s and node 1 at 5400 s, and
+ * lends node 2 for good. Instance a (node 0, launched at 0) is preempted 1800 s after its launch:
+ * not billed, even before the preemption is applied (its bill is planned); b (node 1) goes 5400 s
+ * after its launch: billed to it, $5.40; c (node 2), terminated by castor 600 s after its launch
+ * (EC2 bills what you stop): billed, $0.60. The sum is b's and c's. An on-demand offer with a
+ * window, or a negative one, is refused. */
+static void market_instance_cost__reclaimed_in_the_first_hour_is_free(void **state)
+{
+    static const struct mkt_trace_event tr[] = {
+        {0, 1, 0}, {0, 1, 1}, {0, 1, 2}, {1800, 0, 0}, {5400, 0, 1}};
+    struct mkt_offer_spec o = {.name = "t",
+                               .spot = 1,
+                               .gpus = 1,
+                               .price = 3.60,
+                               .trace = tr,
+                               .ntrace = 5,
+                               .reclaim_free_s = 3600};
+    struct market *m = mk(&o, 1, 1);
+    struct mkt_event ev[8];
+    struct error e;
+    long a, b, c;
+
+    (void)state;
+    a = launch(m, 0, 0);
+    b = launch(m, 0, 0);
+    c = launch(m, 0, 0);
+    assert_near(market_instance_cost(m, a, 900), 0);
+    assert_near(market_instance_cost(m, b, 900), 0.90);
+    assert_int_equal(market_terminate(m, c, 600), 0);
+    advance(m, 6000, ev, 8);
+    assert_int_equal(market_instance(m, a)->preempted, 1);
+    assert_int_equal(market_instance(m, b)->preempted, 1);
+    assert_near(market_instance_cost(m, a, 6000), 0);
+    assert_near(market_instance_cost(m, b, 6000), 5.40);
+    assert_near(market_instance_cost(m, c, 6000), 0.60);
+    assert_near(market_cost(m, 6000), 6.00);
+    market_free(m);
+    o = (struct mkt_offer_spec){.name = "od", .gpus = 1, .price = 1, .reclaim_free_s = 60};
+    assert_int_equal(market_new(&o, 1, 1, &m, &e), ERR_INVAL);
+    o.spot = 1;
+    o.reclaim_free_s = -1;
+    assert_int_equal(market_new(&o, 1, 1, &m, &e), ERR_INVAL);
+}
+
 /* Two offers: od at $3.60/h, a spot one fixed at $0.72/h ($0.0002/s). At t = 1000: od instance
  * 1 from 0 to 30 ($0.06), od instance 2 from 100 live (900 s, $0.90), spot instance 3 from 400
  * live (600 s, $0.12): $1.08. At t = 20 (before instance 1 ended) the sum is $0.06 (instance 1's
@@ -726,6 +770,7 @@ int main(void)
         cmocka_unit_test(market_instance_cost__on_demand_minimum),
         cmocka_unit_test(market_instance_cost__series_piecewise),
         cmocka_unit_test(market_instance_cost__preempted_to_preemption),
+        cmocka_unit_test(market_instance_cost__reclaimed_in_the_first_hour_is_free),
         cmocka_unit_test(market_cost__sums),
         cmocka_unit_test(market_node_hours__running_time),
         cmocka_unit_test(market_advance__ready_after_boot),

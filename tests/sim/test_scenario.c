@@ -103,6 +103,38 @@ static void scenario_load__bad_p_mean_located(void **state)
     }
 }
 
+/* A spot offer's unbilled window (reclaim_free_s) reaches the market's spec; on an on-demand offer,
+ * or negative, it is refused at its place. */
+static void scenario_load__reclaim_free_s(void **state)
+{
+    static const struct {
+        const char *text;
+        int code, line, column;
+        const char *msg;
+    } bad[] = {
+        {"offers:\n  - name: od\n    gpus: 4\n    price: 4\n    reclaim_free_s: 60\n", ERR_INVAL, 2,
+         5, "unbilled window"},
+        {OFFERS "    reclaim_free_s: -1\n", ERR_RANGE, 9, 21, "reclaim_free_s"},
+    };
+    struct scenario *s = load_ok(OFFERS "    reclaim_free_s: 3600\n");
+
+    (void)state;
+    assert_true(s->offers[1].spot && s->offers[1].reclaim_free_s == 3600);
+    assert_true(s->offers[0].reclaim_free_s == 0);
+    scenario_free(s);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct error e = {0};
+        int rc;
+
+        s = NULL;
+        rc = load(bad[i].text, &s, &e);
+        if (rc != bad[i].code || e.line != bad[i].line || e.column != bad[i].column ||
+            !strstr(e.msg, bad[i].msg))
+            fail_msg("case %zu: %s at %d:%d \"%s\"", i, err_name(rc), e.line, e.column, e.msg);
+        assert_null(s);
+    }
+}
+
 /* A quota over both offers with its units per node; each error at its line and column. */
 static void scenario_load__quotas(void **state)
 {
@@ -153,6 +185,7 @@ int main(void)
         cmocka_unit_test(scenario_load__castor_p_mean_as_given),
         cmocka_unit_test(scenario_load__bad_p_mean_located),
         cmocka_unit_test(scenario_load__quotas),
+        cmocka_unit_test(scenario_load__reclaim_free_s),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
