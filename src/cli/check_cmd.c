@@ -41,7 +41,38 @@ struct ck_offer {
     int usable; /* priced, with room, not above its max_price */
     int over;   /* spot, its price above its max_price: the cloud launches none */
     const struct config_offer *conf; /* the configuration's price or discount for it, or NULL */
+    long held;                       /* the cluster's live instances of it */
 };
+
+/* The cluster's live instances (those that carry its tag), and what they cost now. */
+struct ck_held {
+    long instances;   /* -1: they cannot be listed (note says why) */
+    double rate;      /* $/h at the prices now of those whose offer is priced */
+    long unpriced;    /* those whose offer has no known price, or is no longer offered */
+    const char *note; /* why they cannot be listed */
+};
+
+/* Count the live instances in (n) into h and each offer's held (v, nv). */
+static void ck_count_held(const struct cloud_instance *in, size_t n, struct ck_offer *v, size_t nv,
+                          struct ck_held *h)
+{
+    h->instances = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t k = 0;
+
+        if (in[i].state == CLOUD_GONE)
+            continue;
+        h->instances++;
+        while (k < nv && strcmp(v[k].o->name, in[i].offer) != 0)
+            k++;
+        if (k < nv)
+            v[k].held++;
+        if (k < nv && isfinite(v[k].o->price))
+            h->rate += v[k].o->price;
+        else
+            h->unpriced++;
+    }
+}
 
 /* The room the quotas leave offer c->o (c->room, c->bind, c->per), as the controller counts it:
  * the fewest whole nodes over the quotas it takes from, each (limit - used) / units. */
@@ -107,30 +138,33 @@ static void ck_ask(FILE *out, const struct cloud_quota *q, double per, int max_n
 
 /* The table, the quotas' troubles and the verdict, for people. */
 static void ck_print(FILE *out, const struct config *c, const struct ck_offer *v, size_t n,
-                     const struct cloud_quota *q, size_t nq, const char *quota_note, long instances,
-                     const char *list_note, size_t usable)
+                     const struct cloud_quota *q, size_t nq, const char *quota_note,
+                     const struct ck_held *h, size_t usable)
 {
     int asked = 0;
 
     fprintf(out, "cloud %s, cluster %s: %zu offer%s, %zu quota%s read", c->world, c->cluster, n,
             n == 1 ? "" : "s", nq, nq == 1 ? "" : "s");
-    if (instances >= 0)
-        fprintf(out, ", %ld instance%s with the cluster's tag\n", instances,
-                instances == 1 ? "" : "s");
+    if (h->instances > 0)
+        fprintf(out, ", %ld instance%s with the cluster's tag, $%.4f/h at the prices now%s\n",
+                h->instances, h->instances == 1 ? "" : "s", h->rate,
+                h->unpriced ? " (some of unknown price)" : "");
+    else if (h->instances == 0)
+        fprintf(out, ", 0 instances with the cluster's tag\n");
     else
-        fprintf(out, "; the cluster's instances cannot be listed: %s\n", list_note);
+        fprintf(out, "; the cluster's instances cannot be listed: %s\n", h->note);
     if (quota_note)
         fprintf(out, "quotas: %s\n", quota_note);
-    fprintf(out, "\n%-48s %4s %-9s %10s %6s  %s\n", "offer", "GPUs", "market", "$/h", "room",
-            "bound by");
+    fprintf(out, "\n%-48s %4s %-9s %10s %4s %6s  %s\n", "offer", "GPUs", "market", "$/h", "held",
+            "room", "bound by");
     for (size_t i = 0; i < n; i++) {
         const struct ck_offer *x = &v[i];
         char price[32], room[32];
 
         snprintf(price, sizeof(price), isfinite(x->o->price) ? "%.4f" : "unknown", x->o->price);
         snprintf(room, sizeof(room), x->room == LONG_MAX ? "-" : "%ld", x->room);
-        fprintf(out, "%-48s %4d %-9s %10s %6s  ", x->o->name, x->o->gpus,
-                x->o->spot ? "spot" : "on-demand", price, room);
+        fprintf(out, "%-48s %4d %-9s %10s %4ld %6s  ", x->o->name, x->o->gpus,
+                x->o->spot ? "spot" : "on-demand", price, x->held, room);
         if (x->bind >= 0)
             fprintf(out, "%s \"%s\": %.0f of %.0f %s held, %.0f a node", q[x->bind].name,
                     q[x->bind].title, q[x->bind].used, q[x->bind].limit, q[x->bind].unit, x->per);
@@ -172,8 +206,8 @@ static void ck_print(FILE *out, const struct config *c, const struct ck_offer *v
 
 /* The same as JSON. */
 static int ck_json(FILE *out, const struct config *c, const struct ck_offer *v, size_t n,
-                   const struct cloud_quota *q, size_t nq, const char *quota_note, long instances,
-                   const char *list_note, size_t usable, const struct ck_offer *fleet, int ok)
+                   const struct cloud_quota *q, size_t nq, const char *quota_note,
+                   const struct ck_held *h, size_t usable, const struct ck_offer *fleet, int ok)
 {
     struct jv *doc = jv_object(), *offers = jv_array(), *quotas = jv_array();
     int rc;
@@ -189,6 +223,7 @@ static int ck_json(FILE *out, const struct config *c, const struct ck_offer *v, 
         jv_set(o, "bound_by", v[i].bind >= 0 ? jv_string(q[v[i].bind].name) : jv_null());
         jv_set(o, "max_price", v[i].o->max_price > 0 ? jv_number(v[i].o->max_price) : jv_null());
         jv_set(o, "launchable", jv_bool(v[i].usable));
+        jv_set(o, "held", jv_integer(v[i].held));
         jv_push(offers, o);
     }
     for (size_t i = 0; i < nq; i++) {
@@ -206,8 +241,11 @@ static int ck_json(FILE *out, const struct config *c, const struct ck_offer *v, 
     jv_set(doc, "offers", offers);
     jv_set(doc, "quotas", quotas);
     jv_set(doc, "quotas_error", quota_note ? jv_string(quota_note) : jv_null());
-    jv_set(doc, "instances", instances >= 0 ? jv_integer(instances) : jv_null());
-    jv_set(doc, "instances_error", instances < 0 ? jv_string(list_note) : jv_null());
+    jv_set(doc, "instances", h->instances >= 0 ? jv_integer(h->instances) : jv_null());
+    jv_set(doc, "instances_error", h->instances < 0 ? jv_string(h->note) : jv_null());
+    /* what the instances cost now ($/h; null: some of unknown price, or not listed) */
+    jv_set(doc, "dollars_per_hour",
+           h->instances >= 0 && h->unpriced == 0 ? jv_number(h->rate) : jv_null());
     jv_set(doc, "launchable", jv_integer((long long)usable));
     jv_set(doc, "fleet_offer", fleet ? jv_string(fleet->o->name) : jv_null());
     jv_set(doc, "ok", jv_bool(ok));
@@ -230,8 +268,8 @@ int cli_check(int argc, char **argv, FILE *out, FILE *err)
     const char *path = NULL, *quota_note = NULL;
     char buf[800], qbuf[200], lbuf[200] = "";
     size_t n = 0, nq = 0, nu = 0, ni = 0, usable = 0;
-    long instances = -1;
-    int json = 0, status = 1, have_cloud = 0, ok, rc;
+    struct ck_held held = {.instances = -1, .note = lbuf};
+    int json = 0, status = 1, have_cloud = 0, listed = 0, ok, rc;
 
     for (int i = 1; i < argc; i++) {
         if ((strcmp(argv[i], "-c") == 0 || strcmp(argv[i], "--config") == 0) && i + 1 < argc) {
@@ -277,13 +315,10 @@ int cli_check(int argc, char **argv, FILE *out, FILE *err)
         u = NULL;
         nq = nu = 0;
     }
-    if ((rc = cloud_list(&cloud, c->cluster, &inst, &ni)) < 0) {
+    if ((rc = cloud_list(&cloud, c->cluster, &inst, &ni)) < 0)
         snprintf(lbuf, sizeof(lbuf), "%s", err_str(rc));
-    } else {
-        instances = 0;
-        for (size_t i = 0; i < ni; i++)
-            instances += inst[i].state != CLOUD_GONE;
-    }
+    else
+        listed = 1;
     if (!(v = calloc(n + 1, sizeof(*v)))) {
         fprintf(err, "castor check: out of memory\n");
         goto out;
@@ -315,6 +350,8 @@ int cli_check(int argc, char **argv, FILE *out, FILE *err)
                     "configuration says of it applies to nothing\n",
                     c->offers[k].name, c->world);
     }
+    if (listed) /* at the prices castor counts */
+        ck_count_held(inst, ni, v, n, &held);
     fleet = ck_fleet_offer(c, v, n);
     if (strcmp(c->fleet, "castor") != 0 && c->fleet_offer && !fleet) {
         fprintf(err, "castor check: fleet.offer %s is not among the %s cloud's offers\n",
@@ -324,9 +361,9 @@ int cli_check(int argc, char **argv, FILE *out, FILE *err)
     /* a fixed or pollux-autoscale fleet launches its own offer, priced or not */
     ok = fleet ? fleet->room > 0 && !fleet->over : usable > 0;
     if (json) {
-        ck_json(out, c, v, n, q, nq, quota_note, instances, lbuf, usable, fleet, ok);
+        ck_json(out, c, v, n, q, nq, quota_note, &held, usable, fleet, ok);
     } else {
-        ck_print(out, c, v, n, q, nq, quota_note, instances, lbuf, usable);
+        ck_print(out, c, v, n, q, nq, quota_note, &held, usable);
         if (fleet)
             fprintf(out, "the %s fleet launches %s only: %s\n", c->fleet, fleet->o->name,
                     fleet->over       ? "its spot price is above its max_price"

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "cli/cli.h"
+#include "providers/fake.h"
 #include "providers/gcp_fixture.h"
 #include "support/moto.h"
 
@@ -289,6 +290,72 @@ static void check__aws_wrong_secret(void **state)
     free(text);
 }
 
+/* The fake world's own folder (no Google Cloud). */
+static int fake_setup(void **state)
+{
+    return (*state = new_fixture()) ? 0 : -1;
+}
+
+static int fake_teardown(void **state)
+{
+    struct fixture *f = *state;
+    char file[160];
+
+    snprintf(file, sizeof(file), "%s/fake.json", f->dir);
+    unlink(file);
+    return teardown(state);
+}
+
+/* What the cluster's instances cost now, at the prices castor counts: the fake world's file holds
+ * two spot nodes and an on-demand node of cluster ck, one of another cluster and one of ck gone;
+ * spot at the cloud's $1.37 less the configuration's 50%: 2 x $0.685 + $3.912 = $5.282/h, the
+ * offers holding 1 and 2. */
+static void check__what_the_instances_cost_now(void **state)
+{
+    static const struct cloud_offer offers[2] = {
+        {.name = "g4/on-demand", .gpus = 4, .price = 3.912},
+        {.name = "g4/spot", .gpus = 4, .spot = 1, .price = 1.37}};
+    static const char *const launches[][3] = {{"g4/spot", "ck", "t1"},
+                                              {"g4/spot", "ck", "t2"},
+                                              {"g4/on-demand", "ck", "t3"},
+                                              {"g4/on-demand", "other", "t4"},
+                                              {"g4/spot", "ck", "t5"}};
+    struct fixture *f = *state;
+    struct cloud c = {0};
+    char file[160], id[CLOUD_ID_MAX], *text = NULL;
+    FILE *out;
+
+    snprintf(file, sizeof(file), "%s/fake.json", f->dir);
+    assert_int_equal(cloud_fake_create(offers, NULL, 2, file, &c), 0);
+    for (size_t i = 0; i < sizeof(launches) / sizeof(launches[0]); i++)
+        assert_int_equal(cloud_launch(&c, launches[i][0], launches[i][1], launches[i][2], id), 0);
+    assert_int_equal(cloud_terminate(&c, "ck", id), 0); /* t5's */
+    cloud_free(&c);
+    assert_non_null(out = fopen(f->config, "w"));
+    fprintf(out, "cluster: ck\n"
+                 "world: fake\n"
+                 "cloud:\n"
+                 "  path: fake.json\n"
+                 "  offers:\n"
+                 "    - {name: g4/on-demand, gpus: 4, market: on-demand, price: 3.912}\n"
+                 "    - {name: g4/spot, gpus: 4, market: spot, price: 1.37}\n"
+                 "offers:\n"
+                 "  - {name: g4/spot, discount: 0.5}\n");
+    fclose(out);
+    assert_int_equal(check(f, NULL, &text), 0);
+    assert_non_null(
+        strstr(text, "3 instances with the cluster's tag, $5.2820/h at the prices now\n"));
+    assert_non_null(strstr(text,
+                           "g4/spot                                             4 spot          "
+                           "0.6850    2"));
+    assert_non_null(strstr(text, "on-demand     3.9120    1"));
+    free(text);
+    assert_int_equal(check(f, "--json", &text), 0);
+    assert_non_null(strstr(text, "\"dollars_per_hour\": 5.282"));
+    assert_non_null(strstr(text, "\"held\": 2"));
+    free(text);
+}
+
 int main(void)
 {
     char path[1024];
@@ -302,6 +369,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(check__nothing_to_launch, setup, teardown),
         cmocka_unit_test_setup_teardown(check__quotas_not_allowed, setup, teardown),
         cmocka_unit_test_setup_teardown(check__bad_cloud_section, setup, teardown),
+        cmocka_unit_test_setup_teardown(check__what_the_instances_cost_now, fake_setup,
+                                        fake_teardown),
     };
 
     failed = cmocka_run_group_tests(tests, NULL, NULL);
