@@ -1,4 +1,6 @@
 /* cloud.c: the wrappers through which the controller reaches a cloud. */
+#include <math.h>
+
 #include "providers/cloud.h"
 
 int cloud_offers(struct cloud *c, struct cloud_offer **out, size_t *n)
@@ -32,6 +34,13 @@ int cloud_quotas(struct cloud *c, struct cloud_quota **quotas, size_t *nq,
         return 0;
     }
     return c->ops->quotas(c->ctx, quotas, nq, uses, nu);
+}
+
+double cloud_quota_room(double limit, double used, double units)
+{
+    double left = (limit - used) / units;
+
+    return left > 0 ? floor(left + 1e-9) : 0;
 }
 
 void cloud_free(struct cloud *c)

@@ -104,6 +104,11 @@ int cloud_quotas(struct cloud *c, struct cloud_quota **quotas, size_t *nq,
                  struct cloud_quota_use **uses, size_t *nu);
 void cloud_free(struct cloud *c);
 
+/* The whole nodes a quota leaves room for: (limit - used) / units a node (> 0), rounded down (a
+ * hair below a whole node counts as it), 0 when nothing is left, INFINITY for an infinite limit.
+ * The controller and `castor check` count an offer's room by it, the fewest over its quotas. */
+double cloud_quota_room(double limit, double used, double units);
+
 /* ---- the registry: clouds chosen by name in the configuration (`world:`) ---- */
 
 struct conf_node;

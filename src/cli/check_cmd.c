@@ -87,8 +87,8 @@ static void ck_room(struct ck_offer *c, const struct cloud_quota *q, size_t nq,
 
         if (strcmp(u[i].offer, c->o->name) != 0 || u[i].quota >= nq || !(u[i].units > 0))
             continue;
-        left = (q[u[i].quota].limit - q[u[i].quota].used) / u[i].units;
-        nodes = left > 0 ? (long)fmin(floor(left + 1e-9), (double)LONG_MAX / 2) : 0;
+        left = cloud_quota_room(q[u[i].quota].limit, q[u[i].quota].used, u[i].units);
+        nodes = (long)fmin(left, (double)LONG_MAX / 2);
         if (nodes < c->room) {
             c->room = nodes;
             c->bind = (long)u[i].quota;

@@ -240,7 +240,8 @@ void rw_quota_say(const struct realworld *rw, int o, char *buf, size_t size);
 void rw_quotas_tell(struct realworld *rw, double now);
 
 /* The quota (index in rw->quotas) that leaves offer o the least room, or -1: none limits it;
- * with left not NULL, the nodes of o it leaves room for (not rounded; < 0 past its limit). */
+ * with left not NULL, the whole nodes of o it leaves room for (cloud_quota_room; 0 past its
+ * limit). */
 int rw_quota_binding(const struct realworld *rw, int o, double *left);
 
 /* Count one launch of offer o against its quotas until the next read. */

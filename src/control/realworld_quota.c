@@ -39,7 +39,7 @@ int rw_offer_room(const struct realworld *rw, int o, int *room)
 
     if (rw_quota_binding(rw, o, &left) < 0)
         return 0;
-    *room = left > 0 ? (int)fmin(floor(left + 1e-9), INT_MAX) : 0;
+    *room = (int)fmin(left, INT_MAX);
     return 1;
 }
 
@@ -58,7 +58,7 @@ int rw_quota_binding(const struct realworld *rw, int o, double *left)
     for (size_t i = 0; i < rw->nquota_uses; i++) {
         const struct rw_quota_use *u = &rw->quota_uses[i];
         const struct rw_quota *q = &rw->quotas[u->quota];
-        double n = (q->limit - q->used - q->launched) / u->units;
+        double n = cloud_quota_room(q->limit, q->used + q->launched, u->units);
 
         if (u->offer == o && (best < 0 || n < least)) {
             least = n;

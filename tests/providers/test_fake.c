@@ -2,6 +2,7 @@
  * a launch past a quota is refused with ERR_QUOTA as a real cloud refuses it, what it counts
  * (live instances of its offers, any cluster's, and others' units) is what the quotas op
  * answers, and the `quotas:` section's errors are located. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -166,12 +167,26 @@ static void cloud_fake_new__quotas_section(void **state)
     }
 }
 
+/* The whole nodes a quota leaves: 128 vCPUs with 20 held at 48 a node, 2 (2.25 rounded down); a
+ * hair short of a whole node counts as it (float sums of units); none left, or past the limit, 0;
+ * an infinite limit, infinite room. */
+static void cloud_quota_room__whole_nodes(void **state)
+{
+    (void)state;
+    assert_true(cloud_quota_room(128, 20, 48) == 2);
+    assert_true(cloud_quota_room(0.3, 0.1 + 0.2 - 0.3, 0.1) == 3);
+    assert_true(cloud_quota_room(96, 96, 48) == 0);
+    assert_true(cloud_quota_room(96, 100, 48) == 0);
+    assert_true(isinf(cloud_quota_room(INFINITY, 10, 48)));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(cloud_fake_set_quota__refuses_past_the_limit),
         cmocka_unit_test(cloud_fake_new__quotas_section),
         cmocka_unit_test(cloud_fake_set_price__spot_above_its_max_price),
+        cmocka_unit_test(cloud_quota_room__whole_nodes),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
