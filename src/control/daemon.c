@@ -407,25 +407,16 @@ static int dm_record(void *ctx, double now, const struct snapshot *s, const stru
     return 0; /* a record that failed is logged; the loop goes on */
 }
 
-/* The dollars of every node alive since the last time, at its price. */
+/* The dollars of every node alive since the last time, at its price (state_cost_accrue). */
 static void dm_costs(struct daemon *d, double now)
 {
-    struct state_node *nodes = NULL;
-    size_t n = 0;
+    int rc;
 
-    if (state_nodes_list(d->st, (1u << STATE_NODE_NSTATES) - 1, &nodes, &n) < 0)
-        return;
-    for (size_t i = 0; i < n; i++) {
-        double from = nodes[i].launched_at > d->cost_from ? nodes[i].launched_at : d->cost_from;
-        double to = isfinite(nodes[i].terminated_at) && nodes[i].terminated_at < now
-                        ? nodes[i].terminated_at
-                        : now;
-
-        if (to > from && nodes[i].price > 0)
-            state_cost_add(d->st, nodes[i].instance_id, from, to,
-                           nodes[i].price * (to - from) / 3600.0);
-    }
-    state_nodes_free(nodes, n);
+    if (!(now > d->cost_from))
+        return; /* a clock stepped back: what was recorded up to cost_from stands */
+    if ((rc = state_cost_accrue(d->st, d->cost_from, now)) < 0)
+        log_msg(d->log, now, LOG_WARN, NULL, NULL, "cannot record the nodes' costs: %s",
+                err_str(rc));
     d->cost_from = now;
 }
 

@@ -555,6 +555,20 @@ int state_decision_last_tick(struct state *st, long long *tick);
 int state_cost_add(struct state *st, const char *instance_id, double from, double to,
                    double dollars);
 
+/* The shortest time a cloud bills an instance it was asked to terminate (EC2 and Compute
+ * Engine: a minute). */
+#define STATE_MIN_BILLED_S 60.0
+
+/*
+ * Record what every node cost between from and now (seconds, from <= now) at its price: for each,
+ * its own part of that span (from its launch, to its end), state_cost_add'ed. A node castor
+ * launched (a launch token) that is terminated is billed at least STATE_MIN_BILLED_S from its
+ * launch, the rest of that minute recorded as the spans reach it; a node at price 0 adds nothing.
+ * Called with consecutive spans, each second is recorded once. ERR_INVAL: a bad span; else the
+ * first error met (the other nodes are still recorded).
+ */
+int state_cost_accrue(struct state *st, double from, double now);
+
 /*
  * A node the cloud did not bill (an AWS spot instance it interrupted in its first hour): every
  * cost added for it is taken back, from the fleet's costs (so from every period's spend) and

@@ -1,5 +1,6 @@
 /* state_log.c: the controller's records in its state: the decision log (one summary per tick),
  * the costs of nodes, and the jobs' events. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,6 +106,33 @@ int state_cost_refund(struct state *st, const char *instance_id, double *dollars
     if (rc == 0 && dollars)
         *dollars = back;
     return rc;
+}
+
+int state_cost_accrue(struct state *st, double from, double now)
+{
+    struct state_node *nodes = NULL;
+    size_t n = 0;
+    int rc, first = 0;
+
+    if (!st_time_ok(from) || !st_time_ok(now) || now < from)
+        return ERR_INVAL;
+    if ((rc = state_nodes_list(st, (1u << STATE_NODE_NSTATES) - 1, &nodes, &n)) < 0)
+        return rc;
+    for (size_t i = 0; i < n; i++) {
+        const struct state_node *x = &nodes[i];
+        double end = x->terminated_at, start = fmax(x->launched_at, from), to;
+
+        if (isfinite(end) && x->launch_token) /* the cloud's minimum, for what it was asked */
+            end = fmax(end, x->launched_at + STATE_MIN_BILLED_S);
+        to = isfinite(end) && end < now ? end : now;
+        if (to > start && x->price > 0 &&
+            (rc = state_cost_add(st, x->instance_id, start, to, x->price * (to - start) / 3600.0)) <
+                0 &&
+            first == 0)
+            first = rc;
+    }
+    state_nodes_free(nodes, n);
+    return first;
 }
 
 int state_cost_total(struct state *st, double *dollars)

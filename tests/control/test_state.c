@@ -788,6 +788,53 @@ static void state_cost_refund__takes_back_the_node_and_its_shares(void **state)
     state_close(st);
 }
 
+/* The dollars recorded for instance id, in millionths. */
+static long long node_micros(struct state *st, const char *id)
+{
+    char sql[200];
+
+    snprintf(sql, sizeof(sql),
+             "SELECT CAST(round(total(c.dollars) * 1000000) AS INTEGER) FROM costs c"
+             " JOIN nodes n ON n.id = c.node_id WHERE n.instance_id = '%s'",
+             id);
+    return count_rows(st, sql);
+}
+
+/* Ticks record each node's part of each span at its price ($3.60/h: $0.001 a second), each second
+ * once: i-1, launched at 100 under a token and terminated at 120 (cancelled while booting), is
+ * billed the clouds' minute, 100 to 160, over the spans that reach it ($0.06, not $0.02); a
+ * static node (no token) taken down at 130 is billed to 130 only ($0.02 from 110); i-3, launched
+ * at 140 and alive, from its launch ($0.12 at 260); a node at price 0 adds nothing. A span that
+ * ends before it starts is refused. */
+static void state_cost_accrue__spans_and_the_minute(void **state)
+{
+    struct state *st = open_state(*state);
+    struct state_node launched = node_of("i-1", 4, "tok", 0), late = node_of("i-3", 4, "tok", 1),
+                      fixed = node_of("static-1", 4, NULL, 0), free_ = node_of("i-0", 4, NULL, 0);
+
+    launched.price = late.price = fixed.price = 3.6;
+    fixed.launched_at = 110;
+    late.launched_at = 140;
+    free_.price = 0;
+    assert_int_equal(state_intent_record(st, "tok", "g4dn.12xlarge", 2, 90.0), 0);
+    assert_int_equal(state_node_upsert(st, &launched), 0);
+    assert_int_equal(state_node_upsert(st, &fixed), 0);
+    assert_int_equal(state_node_upsert(st, &free_), 0);
+    assert_int_equal(state_cost_accrue(st, 100, 110), 0);
+    assert_int_equal(state_node_set_state(st, "i-1", STATE_NODE_TERMINATED, 120), 0);
+    assert_int_equal(state_node_set_state(st, "static-1", STATE_NODE_TERMINATED, 130), 0);
+    assert_int_equal(state_cost_accrue(st, 110, 135), 0);
+    assert_int_equal(state_node_upsert(st, &late), 0);
+    assert_int_equal(state_cost_accrue(st, 135, 200), 0);
+    assert_int_equal(state_cost_accrue(st, 200, 260), 0);
+    assert_int_equal(node_micros(st, "i-1"), 60000);
+    assert_int_equal(node_micros(st, "static-1"), 20000);
+    assert_int_equal(node_micros(st, "i-3"), 120000);
+    assert_int_equal(node_micros(st, "i-0"), 0);
+    assert_int_equal(state_cost_accrue(st, 260, 250), ERR_INVAL);
+    state_close(st);
+}
+
 /* ---- a writer SIGKILLed mid-run ---- */
 
 #define CRASH_ITERS 400
@@ -1899,6 +1946,7 @@ int main(void)
         STATE_TEST(state_job_fail__reason_kept_allocation_released),
         STATE_TEST(state_cost_add__shared_by_the_jobs_on_the_node),
         STATE_TEST(state_cost_refund__takes_back_the_node_and_its_shares),
+        STATE_TEST(state_cost_accrue__spans_and_the_minute),
         STATE_TEST(state_node_register__fence_and_static_return),
     };
 
