@@ -474,6 +474,8 @@ struct nd_rep {
     enum nd_rep_state st;
     double kill_at; /* ND_STOPPING: when SIGKILL follows (monotonic) */
     int killed;
+    int stopped; /* ND_EXITED after this agent stopped it: no end of its own, so that its entry,
+                  * wanted again (a fence lifted while it was still stopping), starts it again */
     int gpu;
 };
 
@@ -1110,8 +1112,9 @@ static void nd_reconcile(struct nd *n, double now)
             r->killed = 1;
             nd_log(n, LOG_WARN, r->job, "rank %d did not stop within its grace: SIGKILL", r->rank);
         }
-        /* (a failure not reported yet goes too: the new entry restarts the replicas anyway) */
-        if (r->st == ND_EXITED && !keep) {
+        /* (a failure not reported yet goes too: the new entry restarts the replicas anyway); one
+         * this agent stopped goes even when its entry is wanted again, to be started again */
+        if (r->st == ND_EXITED && (!keep || r->stopped)) {
             nd_rep_remove(n, i);
             continue;
         }
@@ -1183,6 +1186,7 @@ static void nd_reap(struct nd *n)
                 nd_log(n, r->st == ND_STOPPING ? LOG_INFO : LOG_WARN, r->job,
                        "rank %d ended by signal %d", r->rank,
                        WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+            r->stopped = r->st == ND_STOPPING;
             r->st = ND_EXITED;
             if (r->gpu >= 0)
                 n->gpu_used[r->gpu] = 0;

@@ -4,7 +4,8 @@
 # records it (rank-R-PID.term) and then exits 0 (MODE=exit, the default) or goes on (MODE=ignore:
 # only SIGKILL ends it). MODE=fail-once: rank 1's first start exits 3 at once (a crash at start),
 # every other start runs as MODE=ignore. MODE=exit75: exits 75 at once ("checkpointed, restart
-# me"), which is not a failure.
+# me"), which is not a failure. MODE=slow0: rank 0 runs as MODE=ignore (it stops only at its
+# SIGKILL), the others as MODE=exit.
 out="$PWD/rank-$CASTOR_RANK-$$"
 env > "$out.tmp" && mv "$out.tmp" "$out.env"
 case "${MODE:-exit}" in
@@ -16,6 +17,9 @@ fail-once)
     MODE=ignore
     ;;
 exit75) exit 75 ;;
+slow0)
+    if [ "$CASTOR_RANK" = 0 ]; then MODE=ignore; else MODE=exit; fi
+    ;;
 esac
 sleep 300 &
 child=$!
