@@ -90,6 +90,13 @@ double gcp_prices_node(const struct gcp_prices *t, const char *family, int vcpus
     return total;
 }
 
+double gcp_prices_disk(const struct gcp_prices *t, const char *disk_type, double gb,
+                       const char *region)
+{
+    return gb *
+           gcp_prices_lookup(t, GCP_PRICE_DISK, disk_type ? disk_type : "pd-standard", region, 0);
+}
+
 /* ---- catalog SKUs ---- */
 
 /* GPU models by the words of their SKU descriptions ("Nvidia Tesla T4 GPU running in
@@ -103,6 +110,17 @@ static const struct {
     {"T4", "nvidia-tesla-t4"},         {"V100", "nvidia-tesla-v100"},
     {"P100", "nvidia-tesla-p100"},     {"P4", "nvidia-tesla-p4"},
     {"K80", "nvidia-tesla-k80"},       {"L4", "nvidia-l4"},
+};
+
+/* Zonal persistent disks by their SKU descriptions ("Balanced PD Capacity in Iowa"); regional
+ * ones ("Regional Balanced PD Capacity") are not what a boot disk pays. */
+static const struct {
+    const char *words;
+    const char *type;
+} disk_types[] = {
+    {"Balanced PD Capacity", "pd-balanced"},
+    {"SSD backed PD Capacity", "pd-ssd"},
+    {"Storage PD Capacity", "pd-standard"},
 };
 
 /* SKUs whose price is not what an on-demand or spot VM pays. */
@@ -131,6 +149,12 @@ static int classify(const char *desc, enum gcp_price_kind *kind, char *name, siz
     for (size_t i = 0; i < sizeof(excluded) / sizeof(excluded[0]); i++)
         if (has_words(desc, excluded[i]))
             return -1;
+    for (size_t i = 0; i < sizeof(disk_types) / sizeof(disk_types[0]); i++)
+        if (strncmp(desc, disk_types[i].words, strlen(disk_types[i].words)) == 0) {
+            *kind = GCP_PRICE_DISK;
+            snprintf(name, size, "%s", disk_types[i].type);
+            return 0;
+        }
     if (has_words(desc, "GPU")) {
         for (size_t i = 0; i < sizeof(gpu_models) / sizeof(gpu_models[0]); i++)
             if (has_words(desc, gpu_models[i].words)) {
@@ -228,7 +252,7 @@ static int read_sku(const struct jv *sku, struct gcp_prices *t, struct error *e)
     strbuf_printable(id);
     if (!family || !usage)
         return err_set(e, ERR_PARSE, "billing skus", 0, 0, "SKU %s has no category", id);
-    if (strcmp(family, "Compute") != 0)
+    if (strcmp(family, kind == GCP_PRICE_DISK ? "Storage" : "Compute") != 0)
         return 0;
     if (strcmp(usage, "OnDemand") == 0)
         spot = 0;
@@ -239,8 +263,13 @@ static int read_sku(const struct jv *sku, struct gcp_prices *t, struct error *e)
     if (!unit || jv_size(regions) == 0 || unit_price(expr, &price) < 0)
         return err_set(e, ERR_PARSE, "billing skus", 0, 0,
                        "SKU %s has no regions, usage unit or USD unit price", id);
-    if (strcmp(unit, kind == GCP_PRICE_RAM ? "GiBy.h" : "h") != 0)
+    if (strcmp(unit, kind == GCP_PRICE_RAM    ? "GiBy.h"
+                     : kind == GCP_PRICE_DISK ? "GiBy.mo"
+                                              : "h") != 0 ||
+        (kind == GCP_PRICE_DISK && spot))
         return 0;
+    if (kind == GCP_PRICE_DISK)
+        price /= GCP_HOURS_PER_MONTH;
     for (size_t i = 0; i < jv_size(regions); i++) {
         const char *region = jv_string_value(jv_at(regions, i));
 
@@ -322,10 +351,31 @@ static int read_kind(const struct conf_node *m, enum gcp_price_kind kind, const 
     return 0;
 }
 
+/* A region's {disk type: $ per GiB-month} into t, per GiB-hour (Spot VMs pay the same). */
+static int read_disks(const struct conf_node *m, const char *region, struct gcp_prices *t,
+                      struct error *e)
+{
+    if (m->kind != CONF_MAPPING)
+        return err_set(e, ERR_PARSE, m->file, m->line, m->column,
+                       "%s: a mapping of disk types to $ per GiB-month", m->path);
+    for (size_t i = 0; i < m->n; i++) {
+        double month = 0;
+        int rc = conf_get_double(m, m->entries[i].key, 0, 100, &month, e);
+
+        if (rc < 0)
+            return rc;
+        if (gcp_prices_add(t, GCP_PRICE_DISK, m->entries[i].key, region, 0,
+                           month / GCP_HOURS_PER_MONTH) < 0)
+            return err_set(e, ERR_INVAL, m->file, m->line, m->column,
+                           "%s: a name too long, or out of memory", m->path);
+    }
+    return 0;
+}
+
 int gcp_prices_load_yaml(const char *path, struct gcp_prices *out, struct error *e)
 {
     static const char *const top_keys[] = {"source", "date", "spot_factor", "regions", NULL};
-    static const char *const kind_keys[] = {"gpu", "core", "ram", NULL};
+    static const char *const kind_keys[] = {"gpu", "core", "ram", "disk", NULL};
     struct gcp_prices t = {0};
     struct conf *c = NULL;
     const struct conf_node *regions = NULL;
@@ -372,6 +422,8 @@ int gcp_prices_load_yaml(const char *path, struct gcp_prices *out, struct error 
             goto out;
         if ((k = conf_find(r, "ram")) &&
             (rc = read_kind(k, GCP_PRICE_RAM, name, spot_factor, &t, e)) < 0)
+            goto out;
+        if ((k = conf_find(r, "disk")) && (rc = read_disks(k, name, &t, e)) < 0)
             goto out;
     }
     snprintf(t.source, sizeof(t.source), "static table %.100s (%.10s)", path, date);

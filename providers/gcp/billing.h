@@ -1,7 +1,8 @@
 /* billing.h: Compute Engine prices for castor's GCP offers: GPU, vCPU and memory prices per hour,
- * on-demand and spot, per region, read from the Cloud Billing Catalog API (the SKUs of service
- * 6F81-5844-456A, Compute Engine), cached, with a static table (config/gcp-prices.yaml) that
- * serves while the catalog cannot be reached. A VM's price is the sum of its parts. */
+ * on-demand and spot, and persistent disks per GiB, per region, read from the Cloud Billing
+ * Catalog API (the SKUs of service 6F81-5844-456A, Compute Engine), cached, with a static table
+ * (config/gcp-prices.yaml) that serves while the catalog cannot be reached. A VM's price is the
+ * sum of its parts, its boot disk included. */
 #ifndef CASTOR_PROVIDERS_GCP_BILLING_H
 #define CASTOR_PROVIDERS_GCP_BILLING_H
 
@@ -19,7 +20,12 @@ enum gcp_price_kind {
     GCP_PRICE_GPU,  /* per GPU-hour; name: the accelerator type ("nvidia-tesla-t4") */
     GCP_PRICE_CORE, /* per vCPU-hour; name: the machine family ("n1", "a2", "g2") */
     GCP_PRICE_RAM,  /* per GiB-hour; name: the machine family */
+    GCP_PRICE_DISK, /* per GiB-hour of a zonal persistent disk (the catalog's GiB-month over 730
+                     * hours), the same for Spot VMs; name: the disk type ("pd-balanced") */
 };
+
+/* Hours in a month, as Google bills a GiB-month of persistent disk. */
+#define GCP_HOURS_PER_MONTH 730.0
 
 struct gcp_price {
     enum gcp_price_kind kind;
@@ -53,6 +59,11 @@ double gcp_prices_lookup(const struct gcp_prices *t, enum gcp_price_kind kind, c
  * gpus of accelerator gpu (gpus 0: none). NAN when a part has no price. */
 double gcp_prices_node(const struct gcp_prices *t, const char *family, int vcpus, double mem_gib,
                        const char *gpu, int gpus, const char *region, int spot);
+
+/* A boot disk's price per hour: gb GiB of disk_type (NULL: pd-standard, Compute Engine's default)
+ * in region, or NAN when the table has no price for it. */
+double gcp_prices_disk(const struct gcp_prices *t, const char *disk_type, double gb,
+                       const char *region);
 
 /*
  * Read one page of services/.../skus (JSON, len bytes) into t: the SKUs of resource family

@@ -122,6 +122,7 @@ static int offers(void *arg, struct cloud_offer **out, size_t *n)
     const struct gcp_prices *prices = NULL;
     struct cloud_offer *list;
     int64_t now = x->clock(x->hook_arg);
+    double disk_gb = x->disk_gb > 0 ? (double)x->disk_gb : x->image_gb, disk;
     size_t k = 0;
 
     if (!out || !n)
@@ -144,6 +145,11 @@ static int offers(void *arg, struct cloud_offer **out, size_t *n)
                             ? gcp_prices_node(prices, o->family, o->vcpus, o->memory_gib,
                                               o->accelerator, o->gpus, o->region, o->spot)
                             : NAN;
+        /* its boot disk, when its size and its type's price are known (else left out, as
+         * before: a VM is not left unpriced for its disk) */
+        disk = prices ? gcp_prices_disk(prices, x->disk_type, disk_gb, o->region) : NAN;
+        if (isfinite(disk) && disk > 0)
+            list[k].price += disk;
         k++;
     }
     *out = list;

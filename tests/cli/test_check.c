@@ -141,7 +141,10 @@ static void check__quotas_room_and_prices(void **state)
     assert_non_null(strstr(text,
                            "compute/us-central1/SSD_TOTAL_GB \"SSD_TOTAL_GB in us-central1\": "
                            "100 of 500 GB held, 200 a node"));
-    assert_non_null(strstr(text, "n1-standard-8+nvidia-tesla-t4x1/us-central1-a/spot"));
+    /* spot at 0.4 of the table's n1 vCPUs, memory and T4, plus its 200 GiB pd-balanced disk at
+     * $0.10 a GiB-month over 730 hours: 0.4 x (8 x 0.031611 + 30 x 0.004237 + 0.35) + 0.0274 */
+    assert_non_null(strstr(text, "n1-standard-8+nvidia-tesla-t4x1/us-central1-a/spot    1 spot"
+                                 "          0.3194"));
     assert_non_null(strstr(text, "unknown"));
     assert_non_null(strstr(text, "castor's planner does not launch an offer it cannot price"));
     assert_non_null(strstr(text, "castor can launch 1 of the 2 offers"));

@@ -70,7 +70,8 @@ static char *fixture_text(const char *name)
 }
 
 /* Both pages read into one table: each kept SKU once per region, at units + nanos of its first
- * tier; commitments, workstations, custom cores, storage and monthly RAM left out. */
+ * tier (a persistent disk's GiB-month over 730 hours); commitments, workstations, custom cores
+ * and monthly RAM left out. */
 static void gcp_prices_parse_skus__kept_and_left_out(void **state)
 {
     char *p1 = fixture_text("skus-page1.json"), *p2 = fixture_text("skus-page2.json");
@@ -81,12 +82,18 @@ static void gcp_prices_parse_skus__kept_and_left_out(void **state)
     (void)state;
     assert_int_equal(gcp_prices_parse_skus(p1, strlen(p1), &t, next, sizeof(next), &e), 0);
     assert_string_equal(next, "p2");
-    assert_int_equal(t.n, 12); /* T4, N1 core and RAM, on-demand and spot, in two regions */
+    assert_int_equal(t.n, 14); /* T4, N1 core and RAM, on-demand and spot, and pd-standard, in two
+                                * regions */
     assert_int_equal(gcp_prices_parse_skus(p2, strlen(p2), &t, next, sizeof(next), &e), 0);
     assert_string_equal(next, "");
-    assert_int_equal(t.n, 17);
+    assert_int_equal(t.n, 19);
     assert_float_equal(gcp_prices_lookup(&t, GCP_PRICE_GPU, "nvidia-tesla-t4", "us-east1", 0), 0.35,
                        1e-12);
+    assert_float_equal(gcp_prices_lookup(&t, GCP_PRICE_DISK, "pd-standard", "us-east1", 0),
+                       0.04 / 730, 1e-15);
+    /* 200 GiB of the default type (pd-standard): $8 a month; no pd-balanced price: unknown */
+    assert_float_equal(gcp_prices_disk(&t, NULL, 200, "us-central1"), 8.0 / 730, 1e-12);
+    assert_true(isnan(gcp_prices_disk(&t, "pd-balanced", 200, "us-central1")));
     assert_float_equal(gcp_prices_lookup(&t, GCP_PRICE_GPU, "nvidia-tesla-t4", "us-central1", 1),
                        0.112, 1e-12);
     assert_float_equal(gcp_prices_lookup(&t, GCP_PRICE_CORE, "n1", "us-central1", 0), 0.031611,
@@ -106,6 +113,46 @@ static void gcp_prices_parse_skus__kept_and_left_out(void **state)
     gcp_prices_clear(&t);
     free(p1);
     free(p2);
+}
+
+/* A persistent disk SKU of the Storage family, priced per GiB-month. */
+#define DISK_SKU(id, desc, family, usage, nanos)                                          \
+    "{\"skuId\":\"" id "\",\"description\":\"" desc                                       \
+    "\",\"category\":{\"resourceFamily\":\"" family "\",\"usageType\":\"" usage           \
+    "\"},\"serviceRegions\":[\"us-central1\"],"                                           \
+    "\"pricingInfo\":[{\"pricingExpression\":{\"usageUnit\":\"GiBy.mo\",\"tieredRates\":" \
+    "[{\"startUsageAmount\":0,\"unitPrice\":{\"currencyCode\":\"USD\",\"units\":\"0\","   \
+    "\"nanos\":" nanos "}}]}}]}"
+
+/* Zonal persistent disks by their descriptions, at their GiB-month over 730 hours: pd-balanced
+ * ($0.10) and pd-ssd ($0.17) kept; a regional disk, one in the Compute family and a commitment
+ * left out. */
+static void gcp_prices_parse_skus__disks(void **state)
+{
+    static const char *const skus[] = {
+        DISK_SKU("B", "Balanced PD Capacity in Iowa", "Storage", "OnDemand", "100000000"),
+        DISK_SKU("S", "SSD backed PD Capacity in Iowa", "Storage", "OnDemand", "170000000"),
+        DISK_SKU("R", "Regional Balanced PD Capacity in Iowa", "Storage", "OnDemand", "200000000"),
+        DISK_SKU("C", "Balanced PD Capacity in Iowa", "Compute", "OnDemand", "300000000"),
+        DISK_SKU("K", "Commitment v1: Balanced PD Capacity in Iowa", "Storage", "Commit1Yr",
+                 "50000000"),
+    };
+    struct gcp_prices t = {0};
+    struct error e = {0};
+    char page[4096], next[64];
+    size_t used = 0;
+
+    (void)state;
+    used += (size_t)snprintf(page, sizeof(page), "{\"skus\":[");
+    for (size_t i = 0; i < sizeof(skus) / sizeof(skus[0]); i++)
+        used += (size_t)snprintf(page + used, sizeof(page) - used, "%s%s", i ? "," : "", skus[i]);
+    snprintf(page + used, sizeof(page) - used, "]}");
+    assert_int_equal(gcp_prices_parse_skus(page, strlen(page), &t, next, sizeof(next), &e), 0);
+    assert_int_equal(t.n, 2);
+    assert_float_equal(gcp_prices_lookup(&t, GCP_PRICE_DISK, "pd-balanced", "us-central1", 0),
+                       0.10 / 730, 1e-15);
+    assert_float_equal(gcp_prices_disk(&t, "pd-ssd", 100, "us-central1"), 17.0 / 730, 1e-12);
+    gcp_prices_clear(&t);
 }
 
 /* A VM is the sum of its parts; a part without a price makes it unknown. */
@@ -191,6 +238,9 @@ static void gcp_prices_load_yaml__table_and_refusals(void **state)
                        0.35 * 0.4, 1e-12);
     assert_false(isnan(gcp_prices_node(&t, "n1", 8, 30, "nvidia-tesla-t4", 1, "us-central1", 1)));
     assert_false(isnan(gcp_prices_node(&t, "g2", 4, 16, "nvidia-l4", 1, "us-central1", 0)));
+    /* boot disks: $ per GiB-month over 730 hours */
+    assert_float_equal(gcp_prices_disk(&t, "pd-balanced", 200, "us-central1"), 20.0 / 730, 1e-12);
+    assert_true(isnan(gcp_prices_disk(&t, "pd-balanced", 200, "europe-west4")));
     gcp_prices_clear(&t);
     assert_int_equal(gcp_prices_load_yaml(CASTOR_TEST_DATA "/gcp/prices-no-on-demand.yaml", &t, &e),
                      ERR_PARSE);
@@ -216,7 +266,7 @@ static void gcp_billing_fetch__pages(void **state)
     fake_gce_push(f->fake, SKUS_PATH, 200, p1);
     fake_gce_push(f->fake, SKUS_PATH, 200, p2);
     assert_int_equal(gcp_billing_fetch(f->b, GCP_NOW, &t, &e), 0);
-    assert_int_equal(t.n, 17);
+    assert_int_equal(t.n, 19);
     assert_int_equal(t.from_catalog, 1);
     assert_int_equal(t.as_of, GCP_NOW);
     assert_int_equal(fake_gce_requests(f->fake, SKUS_PATH), 2);
@@ -299,6 +349,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(gcp_prices_parse_skus__kept_and_left_out),
         cmocka_unit_test(gcp_prices_node__sum_of_parts),
+        cmocka_unit_test(gcp_prices_parse_skus__disks),
         cmocka_unit_test(gcp_prices_parse_skus__malformed),
         cmocka_unit_test(gcp_prices_load_yaml__table_and_refusals),
         cmocka_unit_test_setup_teardown(gcp_billing_fetch__pages, setup, teardown),
