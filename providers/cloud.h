@@ -21,6 +21,8 @@ struct cloud_offer {
     double price;              /* $/h per node now (NAN: unknown) */
     double max_price;          /* spot: the most a launch bids, $/h per node (0: none); while the
                                 * price is above it the cloud launches none (as capacity) */
+    double storage;            /* $/h of a node's disks, included in price (0: none counted); a
+                                * spot bid (max_price) is on the rest, the instance alone */
     double reclaim_free_s;     /* spot: an instance the cloud reclaims (after its notice) within
                                 * this many seconds of its launch is not billed (EC2: 3600, its
                                 * first hour; 0: billed as any) */

@@ -24,6 +24,8 @@
 #define AWS_ID_MAX 64
 #define AWS_MAX_QUOTA_RULES 32
 #define AWS_QUOTA_CODE_MAX 32
+/* A GB-month of EBS per hour: an average month (EBS prorates over the month's own seconds). */
+#define AWS_HOURS_PER_MONTH 730.0
 
 /* One pool, as configured. */
 struct aws_offer {
@@ -64,6 +66,9 @@ struct aws_cloud {
     char image_id[AWS_ID_MAX];
     struct aws_offer offers[AWS_CONF_MAX_OFFERS];
     size_t n;
+    long volume_gb;       /* each worker's root volume (`volume_gb`; 0: not counted) */
+    char volume_type[16]; /* its EBS type (`volume_type`, gp3 by default) */
+    double volume_hour;   /* $/h of that volume, from the price table's `volumes` (0: unknown) */
 };
 
 static const struct aws_offer *aws_find(const struct aws_cloud *a, const char *name)
@@ -112,6 +117,9 @@ static int aws_offers(void *ctx, struct cloud_offer **out, size_t *n)
                 seen = sp[k].time;
                 o[i].price = sp[k].price;
             }
+        /* its root volume, billed beside the instance at the same rate on spot */
+        o[i].storage = a->volume_hour;
+        o[i].price += a->volume_hour;
     }
     free(sp);
     *out = o;
@@ -650,10 +658,13 @@ static int aws_get_text(const struct conf_node *m, const char *key, char *buf, s
     return 1;
 }
 
-/* The on-demand price table at path into the offers (NAN for a type not listed). */
+/* The on-demand price table at path into the offers (NAN for a type not listed), and the
+ * workers' root volume's $/h from its `volumes` ($ per GB-month of each EBS type, over 730 hours)
+ * when the configuration gives volume_gb. */
 static int aws_prices(const char *path, struct aws_cloud *a, struct error *e)
 {
-    static const char *const keys[] = {"source", "date", "region", "verified", "on_demand", NULL};
+    static const char *const keys[] = {"source",    "date",    "region", "verified",
+                                       "on_demand", "volumes", NULL};
     struct conf *doc = NULL;
     const struct conf_node *t = NULL;
     int rc;
@@ -675,6 +686,19 @@ static int aws_prices(const char *path, struct aws_cloud *a, struct error *e)
         for (size_t k = 0; k < a->n; k++)
             if (strcmp(a->offers[k].type, t->entries[i].key) == 0)
                 a->offers[k].on_demand = usd;
+    }
+    if ((t = conf_find(doc->root, "volumes")) && t->kind != CONF_MAPPING) {
+        rc = err_set(e, ERR_PARSE, t->file, t->line, t->column,
+                     "%s: a mapping of EBS volume type: $ per GB-month", t->path);
+        goto out;
+    }
+    for (size_t i = 0; t && i < t->n; i++) {
+        double month = 0;
+
+        if ((rc = conf_as_double(t->entries[i].value, 0, 100, &month, e)) < 0)
+            goto out;
+        if (a->volume_gb > 0 && strcmp(t->entries[i].key, a->volume_type) == 0)
+            a->volume_hour = (double)a->volume_gb * month / AWS_HOURS_PER_MONTH;
     }
     rc = 0;
 out:
@@ -841,10 +865,9 @@ int cloud_aws_from_conf(const struct conf_node *section, const char *base_dir,
                         const struct cloud_host *host, struct cloud *out, struct error *e)
 {
     static const char *const keys[] = {
-        "region",   "endpoint", "profile",          "credentials_file",
-        "imds",     "pricing",  "pricing_endpoint", "launch_template",
-        "image_id", "prices",   "offers",           "quotas",
-        NULL};
+        "region",  "endpoint",         "profile",         "credentials_file", "imds",
+        "pricing", "pricing_endpoint", "launch_template", "image_id",         "prices",
+        "offers",  "quotas",           "volume_gb",       "volume_type",      NULL};
     char region[32] = "", creds_file[AWS_CONF_PATH_MAX] = "", prices[AWS_CONF_PATH_MAX] = "";
     const char *where = section && section->file ? section->file : "";
     int line = section ? section->line : 0, column = section ? section->column : 0;
@@ -876,8 +899,12 @@ int cloud_aws_from_conf(const struct conf_node *section, const char *base_dir,
         (rc = aws_get_text(section, "launch_template", a->template_id, sizeof(a->template_id), e)) <
             0 ||
         (rc = aws_get_text(section, "image_id", a->image_id, sizeof(a->image_id), e)) < 0 ||
-        (rc = conf_get_path(section, "prices", base_dir, prices, sizeof(prices), e)) < 0)
+        (rc = conf_get_path(section, "prices", base_dir, prices, sizeof(prices), e)) < 0 ||
+        (rc = conf_get_long(section, "volume_gb", 1, 65536, &a->volume_gb, e)) < 0 ||
+        (rc = aws_get_text(section, "volume_type", a->volume_type, sizeof(a->volume_type), e)) < 0)
         goto out;
+    if (!a->volume_type[0])
+        snprintf(a->volume_type, sizeof(a->volume_type), "gp3"); /* terraform's launch template */
     if (!region[0]) {
         rc = err_set(e, ERR_PARSE, where, line, column, "cloud.region: required");
         goto out;

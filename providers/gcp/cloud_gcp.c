@@ -148,8 +148,10 @@ static int offers(void *arg, struct cloud_offer **out, size_t *n)
         /* its boot disk, when its size and its type's price are known (else left out, as
          * before: a VM is not left unpriced for its disk) */
         disk = prices ? gcp_prices_disk(prices, x->disk_type, disk_gb, o->region) : NAN;
-        if (isfinite(disk) && disk > 0)
+        if (isfinite(disk) && disk > 0) {
             list[k].price += disk;
+            list[k].storage = disk;
+        }
         k++;
     }
     *out = list;

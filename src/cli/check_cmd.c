@@ -325,8 +325,9 @@ int cli_check(int argc, char **argv, FILE *out, FILE *err)
     }
     for (size_t i = 0; i < n; i++) {
         v[i].o = &offers[i];
+        /* the cloud's own price of the instance (a bid is on it, not on its disks) */
         v[i].over = offers[i].spot && offers[i].max_price > 0 && isfinite(offers[i].price) &&
-                    offers[i].price > offers[i].max_price; /* the cloud's own price */
+                    offers[i].price - offers[i].storage > offers[i].max_price;
         for (size_t k = 0; k < c->noffers; k++)
             if (strcmp(c->offers[k].name, offers[i].name) == 0 &&
                 (c->offers[k].price > 0 || c->offers[k].discount > 0)) {

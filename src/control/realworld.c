@@ -157,7 +157,8 @@ int rw_offers_refresh(struct realworld *rw)
         }
         rw->offers[k].gpus = got[i].gpus;
         rw->offers[k].spot = got[i].spot;
-        rw->offers[k].list_price = got[i].price;
+        rw->offers[k].storage = got[i].storage > 0 ? got[i].storage : 0;
+        rw->offers[k].list_price = got[i].price - rw->offers[k].storage;
         rw->offers[k].max_price = got[i].max_price;
         rw->offers[k].reclaim_free_s = got[i].reclaim_free_s;
         price = realworld_offer_price(rw_meta(rw, got[i].name), got[i].price);

@@ -52,11 +52,13 @@ struct rw_offer {
     int quota_held;    /* unavailable for a quota: released early by a termination in its market */
     int quota_full;    /* the quotas read leave it no room (told once) */
     int unpriced;      /* offered, but the cloud cannot tell its price (told once) */
-    double list_price; /* the cloud's own price in its last answer (NAN: unknown) */
+    double list_price; /* the cloud's own price of the instance in its last answer, its disks
+                        * left out: what a spot bid is on (NAN: unknown) */
     double max_price;  /* spot: the most a launch bids (0: none) */
     int over_max;      /* its spot price is above its max_price: none launched (told once) */
     double priced_at;  /* when the cloud last told its price */
     double reclaim_free_s; /* spot: reclaimed by the cloud this soon after its launch, unbilled */
+    double storage;        /* $/h of a node's disks, in price and not in list_price */
 };
 
 /* A price the cloud cannot tell now (a spot price read that failed) stands at the last one told
@@ -210,8 +212,8 @@ int rw_offer_find(const struct realworld *rw, const char *name);
 int rw_offers_refresh(struct realworld *rw);
 
 /* realworld_reconcile.c: what a node of the offer is billed now ($/h): its price (the cloud's,
- * or the configuration's), else for spot its max_price (no spot node is billed above its bid),
- * else NAN (unknown). */
+ * or the configuration's), else for spot its max_price and its disks (no spot instance is billed
+ * above its bid), else NAN (unknown). */
 double rw_offer_bill(const struct rw_offer *of);
 
 /* realworld_reconcile.c: every live node castor launched takes its offer's price from now on

@@ -59,7 +59,7 @@ double rw_offer_bill(const struct rw_offer *of)
 {
     if (isfinite(of->price))
         return of->price;
-    return of->spot && of->max_price > 0 ? of->max_price : NAN;
+    return of->spot && of->max_price > 0 ? of->max_price + of->storage : NAN;
 }
 
 void rw_node_prices(struct realworld *rw, double now)

@@ -39,6 +39,7 @@ locals {
     region          = var.region
     launch_template = aws_launch_template.worker.id
     prices_file     = "/usr/local/share/castor/aws-prices.yaml"
+    volume_gb       = var.worker_volume_gb
     offers          = local.offers
     interval        = var.interval
     api_port        = var.api_port

@@ -45,13 +45,14 @@ struct fixture {
     struct http_client *client;
     char base[64];
     double now;
-    struct cloud fake;  /* the fake cloud */
-    struct cloud cloud; /* the spy in front of it, which the world uses */
-    int spy_checked;    /* launches whose intent the spy found committed */
-    int tried[2];       /* launches asked of the fake: [0] on-demand, [1] spot */
-    int register_gpus;  /* > 0: each launched instance's agent registers during the launch */
-    int spot_unpriced;  /* 1: the spy's offers give the spot offer no price (NAN) */
-    double spot_rate;   /* the spot offer's preemptions per node-hour (0: the default) */
+    struct cloud fake;   /* the fake cloud */
+    struct cloud cloud;  /* the spy in front of it, which the world uses */
+    int spy_checked;     /* launches whose intent the spy found committed */
+    int tried[2];        /* launches asked of the fake: [0] on-demand, [1] spot */
+    int register_gpus;   /* > 0: each launched instance's agent registers during the launch */
+    int spot_unpriced;   /* 1: the spy's offers give the spot offer no price (NAN) */
+    double spot_storage; /* $/h of disks the spy's offers add to the spot offer's price */
+    double spot_rate;    /* the spot offer's preemptions per node-hour (0: the default) */
     struct realworld *rw;
     struct provider prov;
     struct policy policy;
@@ -73,9 +74,11 @@ static int spy_offers(void *ctx, struct cloud_offer **out, size_t *n)
     struct fixture *f = ctx;
     int rc = cloud_offers(&f->fake, out, n);
 
-    for (size_t i = 0; rc == 0 && f->spot_unpriced && i < *n; i++)
-        if (strcmp((*out)[i].name, OFFER_SPOT) == 0)
-            (*out)[i].price = NAN;
+    for (size_t i = 0; rc == 0 && i < *n; i++)
+        if (strcmp((*out)[i].name, OFFER_SPOT) == 0) {
+            (*out)[i].storage = f->spot_storage;
+            (*out)[i].price = f->spot_unpriced ? NAN : (*out)[i].price + f->spot_storage;
+        }
     return rc;
 }
 
@@ -1801,6 +1804,23 @@ static void realworld_observe__nodes_are_billed_at_the_price_of_now(void **state
     assert_int_equal(live_instances(f, ids), 1);
 }
 
+/* A spot bid is on the instance, not on its disks: spot at $0.95 with $0.10/h of disks ($1.05 in
+ * all) under a $1.00 bid is asked (before, the whole price was held against the bid and spot was
+ * taken as above it), and its node is billed the $1.05. */
+static void realworld_resize__a_bid_is_on_the_instance_not_its_disks(void **state)
+{
+    struct fixture *f = *state;
+
+    f->spot_storage = 0.10;
+    assert_int_equal(cloud_fake_set_price(&f->fake, OFFER_SPOT, 0.95), 0);
+    assert_int_equal(make_loop_with(f, "castor", 0, 0), 0);
+    one_gpu_jobs(f, 'a', 1);
+    assert_true(f->tried[1] >= 1);
+    assert_int_equal(f->tried[0], 0);
+    assert_int_equal(sql_int(f, "SELECT count(*) FROM nodes WHERE round(price * 100) = 105"),
+                     f->tried[1]);
+}
+
 /* A job that declares its samples gets a predicted finish: its iterations left (samples / M0 -
  * progress) at its goodput over M0, from now. With a deadline, the log warns once when that is
  * after it (on its one GPU, 64 000 samples at its goodput, about 430 a second, take 150 s; the
@@ -2185,6 +2205,8 @@ int main(void)
             realworld_reconcile__a_spot_node_reclaimed_in_its_first_hour_is_free, rw_setup,
             rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_observe__nodes_are_billed_at_the_price_of_now,
+                                        rw_setup, rw_teardown),
+        cmocka_unit_test_setup_teardown(realworld_resize__a_bid_is_on_the_instance_not_its_disks,
                                         rw_setup, rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_resize__spot_above_its_max_price_is_not_asked,
                                         rw_setup, rw_teardown),

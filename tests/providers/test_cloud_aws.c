@@ -297,6 +297,45 @@ static void offers__on_demand_from_the_price_list(void **state)
     fake_ec2_stop(pricing);
 }
 
+/* A worker's root volume is in its node's price: 200 GB of gp3 at the table's $0.08 a GB-month
+ * over 730 hours, $0.0219/h, on the table's $3.912 on-demand (the Price List not asked); a spot
+ * offer without a price stays unknown. gp2 ($0.10) when volume_type says so; a type the table
+ * does not price counts nothing. */
+static void offers__the_root_volume_in_the_price(void **state)
+{
+    struct fixture *f = *state;
+    static const char no_spot[] =
+        "<DescribeSpotPriceHistoryResponse " NS "><requestId>r-v</requestId>"
+        "<spotPriceHistorySet/></DescribeSpotPriceHistoryResponse>";
+    static const struct {
+        const char *extra;
+        double storage;
+    } cases[] = {
+        {"", 200 * 0.08 / 730},
+        {"\n  volume_type: gp2", 200 * 0.10 / 730},
+        {"\n  volume_type: io2", 0},
+    };
+    struct cloud_offer *o = NULL;
+    char line[512];
+    size_t n = 0;
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        snprintf(line, sizeof(line),
+                 "image_id: ami-1\n  prices: %s/aws-prices.yaml\n  pricing: false\n"
+                 "  volume_gb: 200%s",
+                 CASTOR_CONFDIR, cases[i].extra);
+        make(f, line);
+        fake_ec2_push(f->fake, 200, no_spot);
+        assert_int_equal(cloud_offers(&f->c, &o, &n), 0);
+        assert_int_equal(n, 2);
+        assert_float_equal(o[1].storage, cases[i].storage, 1e-12);
+        assert_float_equal(o[1].price, 3.912 + cases[i].storage, 1e-12);
+        assert_true(isnan(o[0].price));
+        free(o);
+        cloud_free(&f->c);
+    }
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -305,6 +344,7 @@ int main(void)
         T(launch__fleet_errors_are_the_pools_codes),
         T(launch__run_instances_when_the_fleet_is_refused),
         T(offers__on_demand_from_the_price_list),
+        T(offers__the_root_volume_in_the_price),
     };
 #undef T
 

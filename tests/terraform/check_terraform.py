@@ -580,8 +580,8 @@ def aws_renderings(root):
     for budget in (0, 40):
         out.append((f"aws castor.yaml (budget {budget})", os.path.join(tdir, "castor.yaml.tftpl"), {
             "cluster": "castor-prod", "region": "us-east-1", "launch_template": "lt-0123456789abcdef0",
-            "prices_file": prices, "offers": offers, "interval": 60, "api_port": 8470, "plain_http": True,
-            "policy": "pollux", "budget": budget, "value": 1.2, "max_nodes": 16,
+            "prices_file": prices, "volume_gb": 200, "offers": offers, "interval": 60, "api_port": 8470,
+            "plain_http": True, "policy": "pollux", "budget": budget, "value": 1.2, "max_nodes": 16,
             "discount": 0.28 if budget else 0,
             # with a budget, workers must also prove their instance (identity_certificate set)
             "attest": budget > 0, "account": "123456789012"}))
