@@ -335,7 +335,7 @@ int cli_check(int argc, char **argv, FILE *out, FILE *err)
                                                .discount = c->offers[k].discount};
 
                 v[i].conf = &c->offers[k]; /* the price the controller will count */
-                offers[i].price = realworld_offer_price(&meta, offers[i].price);
+                offers[i].price = realworld_offer_price(&meta, offers[i].price, offers[i].storage);
             }
         ck_room(&v[i], q, nq, u, nu);
         usable += (size_t)v[i].usable;

@@ -60,11 +60,13 @@ const struct realworld_offer *rw_meta(const struct realworld *rw, const char *of
     return NULL;
 }
 
-double realworld_offer_price(const struct realworld_offer *meta, double cloud)
+double realworld_offer_price(const struct realworld_offer *meta, double cloud, double storage)
 {
     if (meta && meta->price > 0)
         return meta->price;
-    return meta && meta->discount > 0 ? cloud * (1.0 - meta->discount) : cloud;
+    /* a discount (a Savings Plan, a committed use) is on the instance, not on its disks */
+    return meta && meta->discount > 0 ? (cloud - storage) * (1.0 - meta->discount) + storage
+                                      : cloud;
 }
 
 int rw_offer_find(const struct realworld *rw, const char *name)
@@ -161,7 +163,8 @@ int rw_offers_refresh(struct realworld *rw)
         rw->offers[k].list_price = got[i].price - rw->offers[k].storage;
         rw->offers[k].max_price = got[i].max_price;
         rw->offers[k].reclaim_free_s = got[i].reclaim_free_s;
-        price = realworld_offer_price(rw_meta(rw, got[i].name), got[i].price);
+        price =
+            realworld_offer_price(rw_meta(rw, got[i].name), got[i].price, rw->offers[k].storage);
         if (isfinite(price)) {
             rw->offers[k].price = price;
             rw->offers[k].priced_at = now;

@@ -27,9 +27,10 @@ struct realworld_offer {
     double discount; /* 0 to 0.99: the fraction taken off the cloud's price (0: none) */
 };
 
-/* The price castor counts for an offer the cloud prices at cloud ($/h per node; NAN: unknown):
- * meta's price when it gives one, else cloud less meta's discount (meta NULL: cloud). */
-double realworld_offer_price(const struct realworld_offer *meta, double cloud);
+/* The price castor counts for an offer the cloud prices at cloud ($/h per node, storage of it its
+ * disks'; NAN: unknown): meta's price when it gives one, else cloud less meta's discount on the
+ * instance, the disks at their price (meta NULL: cloud). */
+double realworld_offer_price(const struct realworld_offer *meta, double cloud, double storage);
 
 /* The daemon's clock: seconds since the Unix epoch. */
 typedef double (*realworld_clock_fn)(void *ctx);

@@ -1804,6 +1804,21 @@ static void realworld_observe__nodes_are_billed_at_the_price_of_now(void **state
     assert_int_equal(live_instances(f, ids), 1);
 }
 
+/* The price castor counts: the configuration's price in place of the cloud's; its discount on the
+ * instance only, the disks at their price ($1.10 with $0.10 of disks at 50% off: $0.60); none:
+ * the cloud's; an unknown price stays unknown. */
+static void realworld_offer_price__discount_on_the_instance(void **state)
+{
+    const struct realworld_offer half = {.discount = 0.5}, fixed = {.price = 0.3};
+
+    (void)state;
+    assert_float_equal(realworld_offer_price(&half, 1.10, 0.10), 0.60, 1e-12);
+    assert_float_equal(realworld_offer_price(&half, 1.10, 0), 0.55, 1e-12);
+    assert_float_equal(realworld_offer_price(&fixed, 1.10, 0.10), 0.3, 1e-12);
+    assert_float_equal(realworld_offer_price(NULL, 1.10, 0.10), 1.10, 1e-12);
+    assert_true(isnan(realworld_offer_price(&half, NAN, 0.10)));
+}
+
 /* A spot bid is on the instance, not on its disks: spot at $0.95 with $0.10/h of disks ($1.05 in
  * all) under a $1.00 bid is asked (before, the whole price was held against the bid and spot was
  * taken as above it), and its node is billed the $1.05. */
@@ -2206,6 +2221,7 @@ int main(void)
             rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_observe__nodes_are_billed_at_the_price_of_now,
                                         rw_setup, rw_teardown),
+        cmocka_unit_test(realworld_offer_price__discount_on_the_instance),
         cmocka_unit_test_setup_teardown(realworld_resize__a_bid_is_on_the_instance_not_its_disks,
                                         rw_setup, rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_resize__spot_above_its_max_price_is_not_asked,
