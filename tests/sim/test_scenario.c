@@ -103,15 +103,33 @@ static void scenario_load__bad_p_mean_located(void **state)
     }
 }
 
+/* A scenario refused: its text, the error, where and what the message says. */
+struct refusal {
+    const char *text;
+    int code, line, column;
+    const char *msg;
+};
+
+/* Each of the n scenarios is refused as said, and makes nothing. */
+static void expect_refused(const struct refusal *bad, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct scenario *s = NULL;
+        struct error e = {0};
+        int rc = load(bad[i].text, &s, &e);
+
+        if (rc != bad[i].code || e.line != bad[i].line || e.column != bad[i].column ||
+            !strstr(e.msg, bad[i].msg))
+            fail_msg("case %zu: %s at %d:%d \"%s\"", i, err_name(rc), e.line, e.column, e.msg);
+        assert_null(s);
+    }
+}
+
 /* A spot offer's unbilled window (reclaim_free_s) reaches the market's spec; on an on-demand offer,
  * or negative, it is refused at its place. */
 static void scenario_load__reclaim_free_s(void **state)
 {
-    static const struct {
-        const char *text;
-        int code, line, column;
-        const char *msg;
-    } bad[] = {
+    static const struct refusal bad[] = {
         {"offers:\n  - name: od\n    gpus: 4\n    price: 4\n    reclaim_free_s: 60\n", ERR_INVAL, 2,
          5, "unbilled window"},
         {OFFERS "    reclaim_free_s: -1\n", ERR_RANGE, 9, 21, "reclaim_free_s"},
@@ -122,27 +140,13 @@ static void scenario_load__reclaim_free_s(void **state)
     assert_true(s->offers[1].spot && s->offers[1].reclaim_free_s == 3600);
     assert_true(s->offers[0].reclaim_free_s == 0);
     scenario_free(s);
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        struct error e = {0};
-        int rc;
-
-        s = NULL;
-        rc = load(bad[i].text, &s, &e);
-        if (rc != bad[i].code || e.line != bad[i].line || e.column != bad[i].column ||
-            !strstr(e.msg, bad[i].msg))
-            fail_msg("case %zu: %s at %d:%d \"%s\"", i, err_name(rc), e.line, e.column, e.msg);
-        assert_null(s);
-    }
+    expect_refused(bad, sizeof(bad) / sizeof(bad[0]));
 }
 
 /* A quota over both offers with its units per node; each error at its line and column. */
 static void scenario_load__quotas(void **state)
 {
-    static const struct {
-        const char *text;
-        int code, line, column;
-        const char *msg;
-    } bad[] = {
+    static const struct refusal bad[] = {
         {OFFERS "quotas:\n  - name: q\n    limit: 8\n    offers: {spt: 4}\n", ERR_UNKNOWN, 12, 14,
          "spt is not an offer"},
         {OFFERS "quotas:\n  - name: q\n    offers: {spot: 4}\n", ERR_PARSE, 10, 5,
@@ -165,17 +169,7 @@ static void scenario_load__quotas(void **state)
     assert_true(s->quotas[0].limit == 8);
     assert_true(s->quotas[0].units[0] == 4 && s->quotas[0].units[1] == 2);
     scenario_free(s);
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        struct error e = {0};
-        int rc;
-
-        s = NULL;
-        rc = load(bad[i].text, &s, &e);
-        if (rc != bad[i].code || e.line != bad[i].line || e.column != bad[i].column ||
-            !strstr(e.msg, bad[i].msg))
-            fail_msg("case %zu: %s at %d:%d \"%s\"", i, err_name(rc), e.line, e.column, e.msg);
-        assert_null(s);
-    }
+    expect_refused(bad, sizeof(bad) / sizeof(bad[0]));
 }
 
 int main(void)
