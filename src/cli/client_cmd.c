@@ -26,21 +26,25 @@ struct cl_conn {
 
 static void cl_usage(FILE *f)
 {
-    fprintf(f,
-            "usage: castor status [--json] [--url URL]\n"
-            "       castor jobs [--state pending,running,...] [--json] [--url URL]\n"
-            "       castor submit JOB.yaml [--json] [--url URL]\n"
-            "       castor cancel NAME [--json] [--url URL]\n"
-            "       castor events NAME [--json] [--url URL]\n"
-            "       castor down NODE [--json] [--url URL]\n"
-            "\n"
-            "down: a static node is off (castor cannot stop what runs on a node it did not\n"
-            "launch): its jobs restart elsewhere. Say it only once the node is off.\n"
-            "The controller's address: --url, else CASTOR_URL (default %s); a CA file for\n"
-            "its certificate: CASTOR_CA_FILE. The user token: CASTOR_USER_TOKEN, else the file\n"
-            "named by CASTOR_TOKEN_FILE (readable by its owner only); never an argument.\n"
-            "A job file has the keys of a job in config/castor.yaml's jobs list.\n",
-            CL_DEFAULT_URL);
+    fprintf(
+        f,
+        "usage: castor status [--json] [--url URL]\n"
+        "       castor jobs [--state pending,running,...] [--json] [--url URL]\n"
+        "       castor submit JOB.yaml [--json] [--url URL]\n"
+        "       castor cancel NAME [--json] [--url URL]\n"
+        "       castor events NAME [--json] [--url URL]\n"
+        "       castor down NODE [--json] [--url URL]\n"
+        "       castor costs [--since DATE] [--until DATE] [--by day|offer] [--json] [--url URL]\n"
+        "\n"
+        "costs: what the fleet cost, by UTC day or by offer, split into castor's on-demand\n"
+        "and spot nodes and static ones (DATE: YYYY-MM-DD, UTC, or an ISO 8601 time).\n"
+        "down: a static node is off (castor cannot stop what runs on a node it did not\n"
+        "launch): its jobs restart elsewhere. Say it only once the node is off.\n"
+        "The controller's address: --url, else CASTOR_URL (default %s); a CA file for\n"
+        "its certificate: CASTOR_CA_FILE. The user token: CASTOR_USER_TOKEN, else the file\n"
+        "named by CASTOR_TOKEN_FILE (readable by its owner only); never an argument.\n"
+        "A job file has the keys of a job in config/castor.yaml's jobs list.\n",
+        CL_DEFAULT_URL);
 }
 
 static void cl_close(struct cl_conn *c)
@@ -318,6 +322,51 @@ static int cl_jobs(struct cl_conn *c, const char *filter, int json, FILE *out, F
     return rc;
 }
 
+/* A query argument's value: what a date or an ISO 8601 time may hold (the API checks it). */
+static int cl_query_ok(const char *s)
+{
+    return s && s[0] && strspn(s, "0123456789-:TZ.+") == strlen(s) && strlen(s) < 40;
+}
+
+/* One row of the cost table. */
+static void cl_cost_row(const char *key, const struct jv *r, FILE *out)
+{
+    fprintf(out, "%-40s %12.2f %12.2f %12.2f %12.2f\n", key, cl_num(r, "on_demand"),
+            cl_num(r, "spot"), cl_num(r, "static"), cl_num(r, "dollars"));
+}
+
+static int cl_costs(struct cl_conn *c, const char *since, const char *until, const char *by,
+                    int json, FILE *out, FILE *err)
+{
+    char path[256];
+    struct jv *v = NULL;
+    const struct jv *rows;
+    long st;
+    int rc = 0;
+
+    snprintf(path, sizeof(path), "/v1/costs?by=%s%s%s%s%s", by ? by : "day", since ? "&since=" : "",
+             since ? since : "", until ? "&until=" : "", until ? until : "");
+    st = cl_call(c, "GET", path, NULL, &v, err);
+    if (st < 0) {
+        rc = 1;
+    } else if (st != 200) {
+        rc = cl_failed("costs", st, v, err);
+    } else if (json) {
+        rc = jv_write(v, out) < 0;
+    } else {
+        const char *key = strcmp(jv_string_value(jv_get(v, "by")), "offer") == 0 ? "offer" : "day";
+
+        rows = jv_get(v, "rows");
+        fprintf(out, "%-40s %12s %12s %12s %12s\n", strcmp(key, "day") == 0 ? "DAY (UTC)" : "OFFER",
+                "ON-DEMAND $", "SPOT $", "STATIC $", "TOTAL $");
+        for (size_t i = 0; i < jv_size(rows); i++)
+            cl_cost_row(jv_string_value(jv_get(jv_at(rows, i), key)), jv_at(rows, i), out);
+        cl_cost_row("total", jv_get(v, "total"), out);
+    }
+    jv_free(v);
+    return rc;
+}
+
 struct cl_strip {
     struct jv *to;
     int rc;
@@ -485,7 +534,8 @@ static int cl_down(struct cl_conn *c, const char *id, int json, FILE *out, FILE 
 
 int cli_client(int argc, char **argv, FILE *out, FILE *err)
 {
-    const char *cmd = argv[0], *url = NULL, *filter = NULL, *arg = NULL;
+    const char *cmd = argv[0], *url = NULL, *filter = NULL, *arg = NULL, *since = NULL,
+               *until = NULL, *by = NULL;
     int json = 0, rc,
         want_arg = strcmp(cmd, "submit") == 0 || strcmp(cmd, "cancel") == 0 ||
                    strcmp(cmd, "events") == 0 || strcmp(cmd, "down") == 0;
@@ -498,6 +548,12 @@ int cli_client(int argc, char **argv, FILE *out, FILE *err)
             url = argv[++i];
         } else if (strcmp(argv[i], "--state") == 0 && i + 1 < argc && strcmp(cmd, "jobs") == 0) {
             filter = argv[++i];
+        } else if (strcmp(argv[i], "--since") == 0 && i + 1 < argc && strcmp(cmd, "costs") == 0) {
+            since = argv[++i];
+        } else if (strcmp(argv[i], "--until") == 0 && i + 1 < argc && strcmp(cmd, "costs") == 0) {
+            until = argv[++i];
+        } else if (strcmp(argv[i], "--by") == 0 && i + 1 < argc && strcmp(cmd, "costs") == 0) {
+            by = argv[++i];
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             cl_usage(out);
             return 0;
@@ -517,6 +573,12 @@ int cli_client(int argc, char **argv, FILE *out, FILE *err)
         cl_usage(err);
         return 2;
     }
+    if ((since && !cl_query_ok(since)) || (until && !cl_query_ok(until)) ||
+        (by && strcmp(by, "day") != 0 && strcmp(by, "offer") != 0)) {
+        fprintf(err, "castor costs: --since and --until take a date (YYYY-MM-DD) or an ISO 8601 "
+                     "time, --by day or offer\n");
+        return 2;
+    }
     if (cl_open(&c, url, err) < 0)
         return 1;
     if (strcmp(cmd, "status") == 0)
@@ -529,6 +591,8 @@ int cli_client(int argc, char **argv, FILE *out, FILE *err)
         rc = cl_events(&c, arg, json, out, err);
     else if (strcmp(cmd, "down") == 0)
         rc = cl_down(&c, arg, json, out, err);
+    else if (strcmp(cmd, "costs") == 0)
+        rc = cl_costs(&c, since, until, by, json, out, err);
     else
         rc = cl_cancel(&c, arg, json, out, err);
     cl_close(&c);

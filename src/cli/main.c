@@ -29,6 +29,7 @@ static void usage(FILE *f)
                "  cancel NAME             cancel a job\n"
                "  events NAME             what happened to a job, and why\n"
                "  down NODE               a static node is off: its jobs restart elsewhere\n"
+               "  costs [--by day|offer]  what the fleet cost, by day or offer and market\n"
                "  bench sched             time the decide step at 16 to 1,000 nodes\n"
                "  version                 print the version\n"
                "\n"
@@ -55,7 +56,8 @@ int main(int argc, char **argv)
         return cli_validate(argc - 1, argv + 1, stdout, stderr);
     if (strcmp(argv[1], "status") == 0 || strcmp(argv[1], "jobs") == 0 ||
         strcmp(argv[1], "submit") == 0 || strcmp(argv[1], "cancel") == 0 ||
-        strcmp(argv[1], "events") == 0 || strcmp(argv[1], "down") == 0)
+        strcmp(argv[1], "events") == 0 || strcmp(argv[1], "down") == 0 ||
+        strcmp(argv[1], "costs") == 0)
         return cli_client(argc - 1, argv + 1, stdout, stderr);
     if (strcmp(argv[1], "simulate") == 0)
         return cli_simulate(argc - 1, argv + 1, stdout, stderr);

@@ -568,6 +568,7 @@ static const struct ap_route ap_routes[] = {
     {"GET", "/v1/jobs/*/events", AP_R(API_ROLE_USER), ap_job_events, 0, 0},
     {"DELETE", "/v1/jobs/*", AP_R(API_ROLE_USER), ap_job_cancel, 0, 1},
     {"GET", "/v1/fleet", AP_R(API_ROLE_USER), ap_fleet, 0, 0},
+    {"GET", "/v1/costs", AP_R(API_ROLE_USER), ap_costs, 0, 0},
     {"GET", "/metrics", AP_R(API_ROLE_METRICS), ap_metrics_text, 0, 0},
 };
 

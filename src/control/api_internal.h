@@ -245,6 +245,11 @@ void ap_job_cancel(struct ap_ctx *c);
  * what was spent. */
 void ap_fleet(struct ap_ctx *c);
 
+/* api_jobs.c: GET /v1/costs[?since=&until=&by=day|offer]: what the fleet cost, by UTC day or by
+ * offer, split by market (castor's on-demand and spot nodes, static nodes), with the total; since
+ * and until are a date (YYYY-MM-DD, UTC) or an ISO 8601 time (400 otherwise). */
+void ap_costs(struct ap_ctx *c);
+
 /* api_metrics.c: GET /metrics: the Prometheus text from the state, the daemon's metrics and the
  * API's own counts; an error as ap_state_fail's. */
 void ap_metrics_text(struct ap_ctx *c);

@@ -9,6 +9,7 @@
 #include "control/state.h"
 #include "util/json.h"
 #include "util/log.h"
+#include "util/timestamp.h"
 
 const char *const api_job_spec_keys[] = {
     "name",         "command",         "workdir",        "image",
@@ -523,5 +524,91 @@ void ap_fleet(struct ap_ctx *c)
            jv_number(c->a->metrics.spend_limit > 0 ? c->a->metrics.spend_period : NAN));
     ap_set(c, o, "quotas", ap_fleet_quotas(c));
     state_nodes_free(nodes, n);
+    ap_reply(c, 200, o);
+}
+
+/* A query's time: a date (YYYY-MM-DD, its UTC midnight) or an ISO 8601 time; absent: dflt. 0, or
+ * -1 when it is neither. */
+static int ap_query_time(struct ap_ctx *c, const char *name, double dflt, double *out)
+{
+    const char *text = http_request_query(c->req, name);
+    char stamp[40];
+    int64_t t = 0;
+
+    if (!text) {
+        *out = dflt;
+        return 0;
+    }
+    if (strlen(text) == 10 && snprintf(stamp, sizeof(stamp), "%sT00:00:00Z", text) > 0 &&
+        timestamp_parse_iso8601(stamp, &t) == 0) {
+        *out = (double)t;
+        return 0;
+    }
+    if (strlen(text) < sizeof(stamp) && timestamp_parse_iso8601(text, &t) == 0) {
+        *out = (double)t;
+        return 0;
+    }
+    return -1;
+}
+
+/* One row of the cost report as JSON, its key under key_name (NULL: none, the total). */
+static struct jv *ap_cost_row(struct ap_ctx *c, const char *key_name, const char *key,
+                              const struct state_cost_row *r)
+{
+    struct jv *v = jv_object();
+
+    if (key_name)
+        ap_set(c, v, key_name, jv_string(key));
+    ap_set(c, v, "on_demand", jv_number(r->on_demand));
+    ap_set(c, v, "spot", jv_number(r->spot));
+    ap_set(c, v, "static", jv_number(r->fixed));
+    ap_set(c, v, "dollars", jv_number(r->dollars));
+    return v;
+}
+
+void ap_costs(struct ap_ctx *c)
+{
+    const char *by = http_request_query(c->req, "by");
+    enum state_cost_by group = STATE_COST_BY_DAY;
+    struct state_cost_row *rows = NULL, sum = {0};
+    double since = 0, until = INFINITY;
+    struct jv *o, *arr;
+    size_t n = 0;
+    int rc;
+
+    if (by && strcmp(by, "offer") == 0)
+        group = STATE_COST_BY_OFFER;
+    else if (by && strcmp(by, "day") != 0) {
+        ap_fail(c, 400, "by must be day or offer");
+        return;
+    }
+    if (ap_query_time(c, "since", 0, &since) < 0 ||
+        ap_query_time(c, "until", INFINITY, &until) < 0) {
+        ap_fail(c, 400, "since and until must be a date (YYYY-MM-DD) or an ISO 8601 time");
+        return;
+    }
+    if (until < since) {
+        ap_fail(c, 400, "until is before since");
+        return;
+    }
+    if ((rc = state_cost_report(c->a->state, since, until, group, &rows, &n)) < 0) {
+        ap_state_fail(c, rc, "costs");
+        return;
+    }
+    o = jv_object();
+    arr = jv_array();
+    for (size_t i = 0; i < n; i++) {
+        ap_push(
+            c, arr,
+            ap_cost_row(c, group == STATE_COST_BY_DAY ? "day" : "offer", rows[i].key, &rows[i]));
+        sum.on_demand += rows[i].on_demand;
+        sum.spot += rows[i].spot;
+        sum.fixed += rows[i].fixed;
+        sum.dollars += rows[i].dollars;
+    }
+    ap_set(c, o, "by", jv_string(group == STATE_COST_BY_DAY ? "day" : "offer"));
+    ap_set(c, o, "rows", arr);
+    ap_set(c, o, "total", ap_cost_row(c, NULL, NULL, &sum));
+    state_cost_rows_free(rows, n);
     ap_reply(c, 200, o);
 }

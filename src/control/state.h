@@ -591,6 +591,28 @@ int state_cost_split(struct state *st, struct state_costs *out);
  * a row that straddles it counted whole (0 with none). */
 int state_cost_since(struct state *st, double from, double *dollars);
 
+/* What the fleet cost, by UTC day or by offer (state_cost_report). */
+enum state_cost_by { STATE_COST_BY_DAY, STATE_COST_BY_OFFER };
+
+struct state_cost_row {
+    char *key;        /* owned: the day ("2026-11-27", UTC) or the offer */
+    double on_demand; /* castor's on-demand nodes */
+    double spot;      /* castor's spot nodes */
+    double fixed;     /* static nodes (registered, not launched), at their registered price */
+    double dollars;   /* the three together */
+};
+
+/*
+ * The costs recorded from from to to (seconds; a cost counts where it starts: costs are kept per
+ * node and UTC hour, so a day's share is exact to a tick), summed by day (oldest first) or by offer
+ * (dearest first). What was taken back (state_cost_refund) is not in them. *out owns n rows
+ * (state_cost_rows_free); written only on success. ERR_INVAL: a bad span.
+ */
+int state_cost_report(struct state *st, double from, double to, enum state_cost_by by,
+                      struct state_cost_row **out, size_t *n);
+
+void state_cost_rows_free(struct state_cost_row *rows, size_t n);
+
 /* The dollars of every cost added (0 with none). */
 int state_cost_total(struct state *st, double *dollars);
 

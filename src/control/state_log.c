@@ -163,6 +163,64 @@ int state_cost_split(struct state *st, struct state_costs *out)
     return 0;
 }
 
+static int st_read_cost_row(struct db_stmt *s, void *item)
+{
+    struct state_cost_row *r = item;
+
+    r->on_demand = db_column_double(s, 1);
+    r->spot = db_column_double(s, 2);
+    r->fixed = db_column_double(s, 3);
+    r->dollars = db_column_double(s, 4);
+    return db_column_text_dup(s, 0, &r->key);
+}
+
+static void st_clear_cost_row(void *item)
+{
+    free(((struct state_cost_row *)item)->key);
+}
+
+static const struct st_rows st_cost_rows = {sizeof(struct state_cost_row), st_read_cost_row,
+                                            st_clear_cost_row};
+
+int state_cost_report(struct state *st, double from, double to, enum state_cost_by by,
+                      struct state_cost_row **out, size_t *n)
+{
+    /* the same sums over the costs of [from, to), grouped by ?3 (0: day, 1: offer) */
+    static const char *const sql[] = {
+        "SELECT date(c.start_at, 'unixepoch') AS k,"
+        " total(CASE WHEN n.launch_token IS NOT NULL AND n.market = 'on-demand' THEN c.dollars "
+        "END),"
+        " total(CASE WHEN n.launch_token IS NOT NULL AND n.market = 'spot' THEN c.dollars END),"
+        " total(CASE WHEN n.launch_token IS NULL THEN c.dollars END), total(c.dollars)"
+        " FROM costs c JOIN nodes n ON n.id = c.node_id"
+        " WHERE c.start_at >= ?1 AND c.start_at < ?2 GROUP BY k ORDER BY k",
+        "SELECT n.offer AS k,"
+        " total(CASE WHEN n.launch_token IS NOT NULL AND n.market = 'on-demand' THEN c.dollars "
+        "END),"
+        " total(CASE WHEN n.launch_token IS NOT NULL AND n.market = 'spot' THEN c.dollars END),"
+        " total(CASE WHEN n.launch_token IS NULL THEN c.dollars END), total(c.dollars) AS d"
+        " FROM costs c JOIN nodes n ON n.id = c.node_id"
+        " WHERE c.start_at >= ?1 AND c.start_at < ?2 GROUP BY k ORDER BY d DESC, k",
+    };
+    struct db_stmt *s = NULL;
+    int rc;
+
+    if (!st_time_ok(from) || !(to >= from) ||
+        (by != STATE_COST_BY_DAY && by != STATE_COST_BY_OFFER) || !out || !n)
+        return ERR_INVAL;
+    rc = st_prepare(st->db, &s, sql[by], "dd", from, isinf(to) ? 1e300 : to);
+    if (rc < 0)
+        return rc;
+    return st_collect(s, &st_cost_rows, (void **)out, n);
+}
+
+void state_cost_rows_free(struct state_cost_row *rows, size_t n)
+{
+    for (size_t i = 0; rows && i < n; i++)
+        st_clear_cost_row(&rows[i]);
+    free(rows);
+}
+
 /* ---- job events ---- */
 
 int state_event_add(struct state *st, const char *job, double now, const char *kind,

@@ -23,6 +23,7 @@
 #include "util/http_client.h"
 #include "util/http_server.h"
 #include "util/json.h"
+#include "util/timestamp.h"
 #include "util/log.h"
 
 #define TOKEN_NODE "node-token-0123456789abcdef"
@@ -283,6 +284,7 @@ static const struct {
     {"GET", "/v1/jobs/a/events", TOKEN_USER, NULL},
     {"DELETE", "/v1/jobs/a", TOKEN_USER, NULL},
     {"GET", "/v1/fleet", TOKEN_USER, NULL},
+    {"GET", "/v1/costs", TOKEN_USER, NULL},
     {"GET", "/metrics", TOKEN_METRICS, NULL},
     {"POST", "/v1/nodes/i-1/down", TOKEN_USER, "{}"},
 };
@@ -1757,6 +1759,64 @@ static void api_fleet__nodes_and_cost(void **state)
     }
 }
 
+/* What the fleet cost, by day and by offer, split by market: a static node $10 and a launched
+ * spot node (its launch recorded under an intent) $2, on the fixture's day; since the next day,
+ * nothing; by offer, dearest first. Bad queries are refused with their reason. */
+static void api_costs__by_day_and_by_offer(void **state)
+{
+    struct fixture *f = *state;
+    struct state_node spot = {.instance_id = "i-s",
+                              .provider = "fake",
+                              .offer = "g4/spot",
+                              .market = STATE_MARKET_SPOT,
+                              .zone = "z",
+                              .gpus = 4,
+                              .state = STATE_NODE_BOOTING,
+                              .launch_token = "tok",
+                              .launched_at = 0,
+                              .ready_at = NAN,
+                              .terminated_at = NAN,
+                              .price = 2};
+    struct jv *v = NULL;
+    const struct jv *row;
+    char day[TIMESTAMP_ISO8601_LEN + 1], path[80];
+    double d = 0;
+    int64_t midnight = (int64_t)(f->now / 86400) * 86400;
+
+    spot.launched_at = f->now - 3600;
+    assert_int_equal(call(f, "POST", "/v1/nodes", TOKEN_NODE,
+                          "{\"instance_id\":\"rack-1\",\"gpus\":8,\"price\":10}", NULL),
+                     201);
+    assert_int_equal(state_intent_record(f->st, "tok", "g4/spot", 1, f->now - 3600), 0);
+    assert_int_equal(state_node_upsert(f->st, &spot), 0);
+    assert_int_equal(state_cost_add(f->st, "rack-1", f->now - 3600, f->now, 10.0), 0);
+    assert_int_equal(state_cost_add(f->st, "i-s", f->now - 3600, f->now, 2.0), 0);
+    assert_int_equal(call(f, "GET", "/v1/costs", TOKEN_USER, NULL, &v), 200);
+    assert_string_equal(jv_string_value(jv_get(v, "by")), "day");
+    row = jv_at(jv_get(v, "rows"), 0);
+    assert_non_null(row);
+    assert_int_equal(jv_number_value(jv_get(row, "static"), &d), 0);
+    assert_float_equal(d, 10.0, 1e-12);
+    assert_int_equal(jv_number_value(jv_get(row, "spot"), &d), 0);
+    assert_float_equal(d, 2.0, 1e-12);
+    assert_int_equal(jv_number_value(jv_get(jv_get(v, "total"), "dollars"), &d), 0);
+    assert_float_equal(d, 12.0, 1e-12);
+    jv_free(v);
+    timestamp_format_iso8601(midnight + 86400, day);
+    day[10] = '\0';
+    snprintf(path, sizeof(path), "/v1/costs?since=%s", day);
+    assert_int_equal(call(f, "GET", path, TOKEN_USER, NULL, &v), 200);
+    assert_int_equal(jv_size(jv_get(v, "rows")), 0);
+    jv_free(v);
+    assert_int_equal(call(f, "GET", "/v1/costs?by=offer", TOKEN_USER, NULL, &v), 200);
+    assert_string_equal(jv_string_value(jv_get(jv_at(jv_get(v, "rows"), 0), "offer")), "static");
+    jv_free(v);
+    expect_error(f, "GET", "/v1/costs?by=week", TOKEN_USER, NULL, 400, "by must be day or offer");
+    expect_error(f, "GET", "/v1/costs?since=yesterday", TOKEN_USER, NULL, 400, "YYYY-MM-DD");
+    expect_error(f, "GET", "/v1/costs?since=2026-02-01&until=2026-01-01", TOKEN_USER, NULL, 400,
+                 "until is before since");
+}
+
 /* Is name a Prometheus metric name? */
 static int metric_name_ok(const char *s, size_t n)
 {
@@ -2307,6 +2367,7 @@ int main(void)
         API_TEST(api_handle__oversized_body_is_413),
         API_TEST(api_handle__route_table_walked_every_route_needs_its_token),
         API_TEST(api_fleet__nodes_and_cost),
+        API_TEST(api_costs__by_day_and_by_offer),
         API_TEST(api_metrics__prometheus_text),
         API_TEST(api_log__never_holds_a_token),
         API_TEST(api_job_token__speaks_for_its_job_only),

@@ -516,6 +516,15 @@ static void daemon_run__signals_restart_and_no_double_launch(void **state)
     assert_non_null(strstr(out, "FAILURES")); /* replica failures counted */
     assert_non_null(strstr(out, "COST"));     /* each job's share of its nodes' dollars */
     free(out);
+    /* what the fleet cost by day and by offer (the fake cloud's box/on-demand), and a bad query */
+    assert_int_equal(client(r, &out, "costs", NULL, NULL), 0);
+    assert_non_null(strstr(out, "DAY (UTC)"));
+    assert_non_null(strstr(out, "total"));
+    free(out);
+    assert_int_equal(client(r, &out, "costs", "--by", "offer"), 0);
+    assert_non_null(strstr(out, "box/on-demand"));
+    free(out);
+    assert_int_equal(client(r, NULL, "costs", "--since", "soon"), 2);
     /* SIGHUP with a good one: reloaded, its new job submitted (delta has a deadline and no
      * samples: taken, with a warning that castor cannot plan for it) */
     write_config(r, JOB("alpha") JOB("beta") JOB("delta") "    deadline: 2100-01-01T00:00:00Z\n");

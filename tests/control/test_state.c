@@ -835,6 +835,56 @@ static void state_cost_accrue__spans_and_the_minute(void **state)
     state_close(st);
 }
 
+/* The costs by UTC day and by offer, split by market: a spot node launched on day 1 (86400 s is
+ * 1970-01-02) billed $1 that day and $2 the next; an on-demand one $4 on day 2; a static node $8
+ * on day 2. By day: 1970-01-02 {spot 1}, 1970-01-03 {on-demand 4, spot 2, static 8}; from day 2
+ * on, only the latter; by offer, dearest first. A span that ends before it starts is refused. */
+static void state_cost_report__by_day_and_by_offer(void **state)
+{
+    struct state *st = open_state(*state);
+    struct state_node spot = node_of("i-s", 4, "tok", 0), od = node_of("i-o", 4, "tok", 1),
+                      fixed = node_of("rack-1", 4, NULL, 0);
+    struct state_cost_row *rows = NULL;
+    size_t n = 0;
+    const double day = 86400;
+
+    od.market = STATE_MARKET_ON_DEMAND;
+    od.offer = "p3.2xlarge";
+    fixed.offer = "rack";
+    assert_int_equal(state_intent_record(st, "tok", "g4dn.12xlarge", 2, 90.0), 0);
+    assert_int_equal(state_node_upsert(st, &spot), 0);
+    assert_int_equal(state_node_upsert(st, &od), 0);
+    assert_int_equal(state_node_upsert(st, &fixed), 0);
+    assert_int_equal(state_cost_add(st, "i-s", day + 100, day + 3600, 1.0), 0);
+    assert_int_equal(state_cost_add(st, "i-s", 2 * day, 2 * day + 3600, 2.0), 0);
+    assert_int_equal(state_cost_add(st, "i-o", 2 * day + 3600, 2 * day + 7200, 4.0), 0);
+    assert_int_equal(state_cost_add(st, "rack-1", 2 * day + 7200, 2 * day + 9000, 8.0), 0);
+
+    assert_int_equal(state_cost_report(st, 0, INFINITY, STATE_COST_BY_DAY, &rows, &n), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(rows[0].key, "1970-01-02");
+    assert_true(rows[0].spot == 1 && rows[0].on_demand == 0 && rows[0].dollars == 1);
+    assert_string_equal(rows[1].key, "1970-01-03");
+    assert_true(rows[1].spot == 2 && rows[1].on_demand == 4 && rows[1].fixed == 8);
+    assert_true(rows[1].dollars == 14);
+    state_cost_rows_free(rows, n);
+
+    assert_int_equal(state_cost_report(st, 2 * day, INFINITY, STATE_COST_BY_DAY, &rows, &n), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(rows[0].key, "1970-01-03");
+    state_cost_rows_free(rows, n);
+
+    assert_int_equal(state_cost_report(st, 0, INFINITY, STATE_COST_BY_OFFER, &rows, &n), 0);
+    assert_int_equal(n, 3);
+    assert_string_equal(rows[0].key, "rack");
+    assert_string_equal(rows[1].key, "p3.2xlarge");
+    assert_string_equal(rows[2].key, "g4dn.12xlarge");
+    assert_true(rows[2].dollars == 3 && rows[2].spot == 3);
+    state_cost_rows_free(rows, n);
+    assert_int_equal(state_cost_report(st, 10, 5, STATE_COST_BY_DAY, &rows, &n), ERR_INVAL);
+    state_close(st);
+}
+
 /* ---- a writer SIGKILLed mid-run ---- */
 
 #define CRASH_ITERS 400
@@ -1947,6 +1997,7 @@ int main(void)
         STATE_TEST(state_cost_add__shared_by_the_jobs_on_the_node),
         STATE_TEST(state_cost_refund__takes_back_the_node_and_its_shares),
         STATE_TEST(state_cost_accrue__spans_and_the_minute),
+        STATE_TEST(state_cost_report__by_day_and_by_offer),
         STATE_TEST(state_node_register__fence_and_static_return),
     };
 
