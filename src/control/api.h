@@ -91,11 +91,12 @@ struct api_offer_room {
     long long room;
 };
 
-/* An offer's price as the planner last saw it. */
+/* An offer's price and preemption rate as the planner last saw them. */
 struct api_offer_price {
     const char *offer;
     int spot;
     double price; /* $/h per node; NAN: unknown (castor's planner does not launch the offer) */
+    double rate;  /* preemptions per node-hour the planner counts on (learned; NAN: not yet) */
 };
 
 /* Why nodes were lost (castor_node_losses_total's reason label, api_node_loss_names). */

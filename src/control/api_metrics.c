@@ -393,6 +393,14 @@ static void ap_metrics_daemon(const struct ap_metrics *m, FILE *f)
         ap_sample(f, "castor_offer_price_dollars_per_hour", "market",
                   m->prices[i].spot ? "spot" : "on-demand", "offer", m->prices[i].offer,
                   m->prices[i].price);
+    ap_family(f, "castor_offer_preemptions_per_node_hour", "gauge",
+              "The preemption rate the planner counts on for an offer: the configured prior, "
+              "updated with the notices castor's own nodes there got over the last 7 days.");
+    for (size_t i = 0; i < m->nprices; i++)
+        if (!isnan(m->prices[i].rate))
+            ap_sample(f, "castor_offer_preemptions_per_node_hour", "market",
+                      m->prices[i].spot ? "spot" : "on-demand", "offer", m->prices[i].offer,
+                      m->prices[i].rate);
 }
 
 void ap_metrics_text(struct ap_ctx *c)

@@ -28,7 +28,8 @@ struct config_offer {
     char *name;
     char *zone;          /* NULL: "default" */
     double boot_s;       /* expected seconds from launch to a ready node (default 180) */
-    double preempt_rate; /* preemptions per node-hour assumed; NAN: 0.05 on spot, 0 on-demand */
+    double preempt_rate; /* preemptions per node-hour assumed before castor's own nodes there
+                          * are seen (the prior); NAN: 0.05 on spot, 0 on-demand */
     double price;        /* > 0: $/h per node in place of the cloud's; 0: the cloud's */
     double discount;     /* 0 to 0.99 off the cloud's price (0: none) */
 };

@@ -151,6 +151,7 @@ int rw_offers_refresh(struct realworld *rw)
             memset(&grown[k], 0, sizeof(grown[k]));
             grown[k].price = NAN;
             grown[k].priced_at = -INFINITY;
+            grown[k].rate = NAN;
             if (!(grown[k].name = strdup(got[i].name))) {
                 rc = ERR_NOMEM;
                 break;
@@ -407,7 +408,8 @@ int realworld_metrics(struct realworld *rw, struct api_metrics *m)
         if (rw->offers[o].present)
             rw->price_rows[m->nprices++] = (struct api_offer_price){.offer = rw->offers[o].name,
                                                                     .spot = rw->offers[o].spot,
-                                                                    .price = rw->offers[o].price};
+                                                                    .price = rw->offers[o].price,
+                                                                    .rate = rw->offers[o].rate};
     m->prices = rw->price_rows;
     for (int op = 0; op < RW_NOPS; op++)
         rw->call_rows[op] =

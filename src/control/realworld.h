@@ -22,7 +22,9 @@ struct realworld_offer {
     const char *name;
     const char *zone;    /* NULL: "default" */
     double boot_s;       /* expected seconds from launch to a ready node; <= 0: 180 */
-    double preempt_rate; /* preemptions per node-hour assumed; NAN: 0.05 on spot, 0 on-demand */
+    double preempt_rate; /* preemptions per node-hour assumed before castor's own nodes there
+                          * are seen (the prior, worth RW_RATE_PRIOR_H node-hours); NAN: 0.05 on
+                          * spot, 0 on-demand */
     double price;    /* > 0: $/h per node in place of the cloud's (a negotiated price); 0: none */
     double discount; /* 0 to 0.99: the fraction taken off the cloud's price (0: none) */
 };

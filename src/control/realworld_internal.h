@@ -59,12 +59,18 @@ struct rw_offer {
     double priced_at;  /* when the cloud last told its price */
     double reclaim_free_s; /* spot: reclaimed by the cloud this soon after its launch, unbilled */
     double storage;        /* $/h of a node's disks, in price and not in list_price */
+    double rate;           /* preemptions per node-hour in the last snapshot (NAN: none yet) */
 };
 
 /* A price the cloud cannot tell now (a spot price read that failed) stands at the last one told
  * for this long; past it, or never told, it is unknown (NAN) and castor's planner does not
  * launch the offer. */
 #define RW_PRICE_KEEP_S 3600.0
+
+/* An offer's preemption rate: the prior counts as this many node-hours, and castor's own nodes'
+ * notices over this window update it (realworld_observe.c). */
+#define RW_RATE_PRIOR_H 10.0
+#define RW_RATE_WINDOW_S (7 * 86400.0)
 
 /* A quota of the cloud's, as last read (realworld_quota.c). */
 struct rw_quota {

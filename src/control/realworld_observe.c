@@ -372,18 +372,42 @@ static void rw_prices_tell(struct realworld *rw, double now)
     }
 }
 
+/* The preemption rate the planner counts on for offer of: its prior (the configuration's
+ * preemption_rate, else 0.05 on spot and 0 on-demand), worth RW_RATE_PRIOR_H node-hours, updated
+ * with what castor's own nodes there went through in the last RW_RATE_WINDOW_S (notices per
+ * node-hour), as the simulated world learns it. */
+static double rw_offer_rate(const struct realworld *rw, const struct rw_offer *of,
+                            const struct state_offer_record *rec, size_t nrec)
+{
+    const struct realworld_offer *meta = rw_meta(rw, of->name);
+    double prior = meta && isfinite(meta->preempt_rate) ? meta->preempt_rate
+                   : of->spot                           ? 0.05
+                                                        : 0.0;
+
+    for (size_t i = 0; i < nrec; i++)
+        if (strcmp(rec[i].offer, of->name) == 0)
+            return (prior * RW_RATE_PRIOR_H + (double)rec[i].preemptions) /
+                   (RW_RATE_PRIOR_H + rec[i].hours);
+    return prior;
+}
+
 static int rw_observe_offers(struct realworld *rw, double now)
 {
+    struct state_offer_record *rec = NULL;
+    size_t nrec = 0;
+
     rw_quotas_tell(rw, now);
     rw_prices_tell(rw, now);
-    if (!(rw->soffers = calloc(rw->noffers + 1, sizeof(*rw->soffers))))
+    if (state_offer_records(rw->state, now - RW_RATE_WINDOW_S, now, &rec, &nrec) < 0)
+        nrec = 0; /* the priors alone this tick */
+    if (!(rw->soffers = calloc(rw->noffers + 1, sizeof(*rw->soffers)))) {
+        state_offer_records_free(rec, nrec);
         return ERR_NOMEM;
+    }
     for (size_t o = 0; o < rw->noffers; o++) {
-        const struct rw_offer *of = &rw->offers[o];
+        struct rw_offer *of = &rw->offers[o];
         const struct realworld_offer *meta = rw_meta(rw, of->name);
-        double rate = meta && isfinite(meta->preempt_rate) ? meta->preempt_rate
-                      : of->spot                           ? 0.05
-                                                           : 0.0;
+        double rate = of->rate = rw_offer_rate(rw, of, rec, nrec);
 
         int room = 0, capped = rw_offer_room(rw, (int)o, &room);
 
@@ -400,6 +424,7 @@ static int rw_observe_offers(struct realworld *rw, double now)
             .room = room,
         };
     }
+    state_offer_records_free(rec, nrec);
     rw->snap.noffers = (int)rw->noffers;
     rw->snap.offers = rw->soffers;
     return 0;

@@ -400,6 +400,21 @@ int state_node_jobs(struct state *st, const char *instance_id, struct state_node
 
 void state_node_jobs_free(struct state_node_job *rows, size_t n);
 
+/* What castor's own nodes of one offer went through between since and now. */
+struct state_offer_record {
+    char *offer;      /* owned */
+    long preemptions; /* its nodes that got a preemption notice in the span */
+    double hours;     /* the hours its nodes were alive in the span (from launch to their end) */
+};
+
+/* The records of every offer castor launched nodes of (launch token) alive in [since, now], by
+ * offer. *out owns n rows (state_offer_records_free); written only on success. ERR_INVAL: a bad
+ * span. */
+int state_offer_records(struct state *st, double since, double now, struct state_offer_record **out,
+                        size_t *n);
+
+void state_offer_records_free(struct state_offer_record *rows, size_t n);
+
 /* Read one node (strings owned by *out: state_node_clear). ERR_UNKNOWN: no such node. */
 int state_node_get(struct state *st, const char *instance_id, struct state_node *out);
 

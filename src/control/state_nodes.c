@@ -672,3 +672,46 @@ void state_allocs_free(struct state_alloc *rows, size_t n)
         st_clear_alloc(&rows[i]);
     free(rows);
 }
+
+static int st_read_offer_record(struct db_stmt *s, void *item)
+{
+    struct state_offer_record *r = item;
+
+    r->preemptions = (long)db_column_int(s, 1);
+    r->hours = db_column_double(s, 2);
+    return db_column_text_dup(s, 0, &r->offer);
+}
+
+static void st_clear_offer_record(void *item)
+{
+    free(((struct state_offer_record *)item)->offer);
+}
+
+static const struct st_rows st_offer_records = {sizeof(struct state_offer_record),
+                                                st_read_offer_record, st_clear_offer_record};
+
+int state_offer_records(struct state *st, double since, double now, struct state_offer_record **out,
+                        size_t *n)
+{
+    struct db_stmt *s = NULL;
+    int rc;
+
+    if (!st_time_ok(since) || !st_time_ok(now) || now < since || !out || !n)
+        return ERR_INVAL;
+    rc = st_prepare(st->db, &s,
+                    "SELECT offer, total(notice_at >= ?1 AND notice_at <= ?2),"
+                    " total(max(0, min(coalesce(terminated_at, ?2), ?2) - max(launched_at, ?1)))"
+                    " / 3600.0 FROM nodes WHERE launch_token IS NOT NULL AND launched_at <= ?2"
+                    " AND coalesce(terminated_at, ?2) >= ?1 GROUP BY offer ORDER BY offer",
+                    "dd", since, now);
+    if (rc < 0)
+        return rc;
+    return st_collect(s, &st_offer_records, (void **)out, n);
+}
+
+void state_offer_records_free(struct state_offer_record *rows, size_t n)
+{
+    for (size_t i = 0; rows && i < n; i++)
+        st_clear_offer_record(&rows[i]);
+    free(rows);
+}

@@ -1909,8 +1909,8 @@ static void api_metrics__prometheus_text(void **state)
         {"compute/GPUS_ALL_REGIONS", "GPUS_ALL_REGIONS", "GPUs", 8, 4}};
     const struct api_offer_room rooms[] = {
         {"a2/us-central1-a/spot", "compute/GPUS_ALL_REGIONS", 0}};
-    const struct api_offer_price prices[] = {{"a2/us-central1-a/spot", 1, 1.25},
-                                             {"a2/europe-west4-a/standard", 0, NAN}};
+    const struct api_offer_price prices[] = {{"a2/us-central1-a/spot", 1, 1.25, 0.125},
+                                             {"a2/europe-west4-a/standard", 0, NAN, NAN}};
     struct api_metrics m = {.jobs = jobs,
                             .njobs = 3,
                             .decide_failures = 4,
@@ -1999,6 +1999,12 @@ static void api_metrics__prometheus_text(void **state)
                        1.25, 0);
     assert_non_null(strstr(r.body, "castor_offer_price_dollars_per_hour{market=\"on-demand\","
                                    "offer=\"a2/europe-west4-a/standard\"} NaN\n"));
+    /* the learned preemption rate; none yet for the other offer: no sample */
+    assert_float_equal(sample_value(r.body,
+                                    "castor_offer_preemptions_per_node_hour{market=\"spot\","
+                                    "offer=\"a2/us-central1-a/spot\"}"),
+                       0.125, 0);
+    assert_null(strstr(r.body, "castor_offer_preemptions_per_node_hour{market=\"on-demand\""));
     assert_float_equal(sample_value(r.body, "castor_job_goodput{job=\"a\"}"), 812.5, 0);
     assert_true(isnan(sample_value(r.body, "castor_job_goodput{job=\"b\"}")));
     assert_float_equal(sample_value(r.body, "castor_job_finish_timestamp_seconds{job=\"a\"}"), 2e9,

@@ -1764,6 +1764,45 @@ static void realworld_reconcile__a_spot_node_reclaimed_in_its_first_hour_is_free
     assert_int_equal(sql_int(f, "SELECT count(*) FROM nodes WHERE state = 'terminated'"), 3);
 }
 
+/* The planner's preemption rate for an offer is learned from castor's own nodes there, as the
+ * simulated world learns it: the prior (0.05 a node-hour on spot) worth ten node-hours, and two
+ * spot nodes that each lived 5 hours and got a notice: (0.05 x 10 + 2) / (10 + 10) = 0.125. The
+ * on-demand offer, with none, keeps its 0. Before, 0.05 whatever castor saw. */
+static void realworld_observe__preemption_rates_are_learned(void **state)
+{
+    struct fixture *f = *state;
+    const struct snapshot *s;
+    const char *ids[2] = {"i-old-1", "i-old-2"};
+
+    assert_int_equal(state_intent_record(f->st, "tok-old", OFFER_SPOT, 2, T0 - 40000), 0);
+    for (int i = 0; i < 2; i++) {
+        struct state_node n = {.instance_id = (char *)ids[i],
+                               .provider = "fake",
+                               .offer = OFFER_SPOT,
+                               .market = STATE_MARKET_SPOT,
+                               .zone = "zone-a",
+                               .gpus = 4,
+                               .state = STATE_NODE_BOOTING,
+                               .launch_token = "tok-old",
+                               .launch_index = i,
+                               .launched_at = T0 - 30000 + i * 1000,
+                               .ready_at = NAN,
+                               .terminated_at = NAN,
+                               .price = 0.8};
+        double end = n.launched_at + 18000;
+
+        assert_int_equal(state_node_upsert(f->st, &n), 0);
+        assert_int_equal(state_node_notice(f->st, ids[i], end - 120, end), 0);
+        assert_int_equal(state_node_set_state(f->st, ids[i], STATE_NODE_TERMINATED, end), 0);
+    }
+    assert_int_equal(make_loop(f, 0), 0);
+    f->now += 10;
+    assert_int_equal(provider_observe(&f->prov, &s), 0);
+    assert_int_equal(s->noffers, 2);
+    for (int o = 0; o < 2; o++)
+        assert_float_equal(s->offers[o].preempt_rate, s->offers[o].spot ? 0.125 : 0.0, 1e-9);
+}
+
 /* node_price(f, id): the node's recorded price in thousandths of a dollar an hour. */
 static long long node_price(struct fixture *f, const char *id)
 {
@@ -2219,6 +2258,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             realworld_reconcile__a_spot_node_reclaimed_in_its_first_hour_is_free, rw_setup,
             rw_teardown),
+        cmocka_unit_test_setup_teardown(realworld_observe__preemption_rates_are_learned, rw_setup,
+                                        rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_observe__nodes_are_billed_at_the_price_of_now,
                                         rw_setup, rw_teardown),
         cmocka_unit_test(realworld_offer_price__discount_on_the_instance),

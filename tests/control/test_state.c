@@ -885,6 +885,44 @@ static void state_cost_report__by_day_and_by_offer(void **state)
     state_close(st);
 }
 
+/* What castor's nodes of each offer went through in a window (1000 to 37000 s): on g4dn, i-1
+ * (launched at 100, noticed at 18100 and terminated at 18200) alive 4.78 h of it and i-2 (launched
+ * at 100, alive) 10 h; i-0 noticed at 500 and gone at 900, before the window, not counted; on p3,
+ * i-3 from 1000, 10 h, no notice; a static node not at all. */
+static void state_offer_records__notices_and_hours(void **state)
+{
+    struct state *st = open_state(*state);
+    struct state_node a = node_of("i-1", 4, "tok", 0), b = node_of("i-2", 4, "tok", 1),
+                      old = node_of("i-0", 4, "tok", 2), od = node_of("i-3", 4, "tok", 3),
+                      fixed = node_of("rack-1", 4, NULL, 0);
+    struct state_offer_record *rows = NULL;
+    size_t n = 0;
+
+    od.offer = "p3.2xlarge";
+    od.launched_at = 1000;
+    assert_int_equal(state_intent_record(st, "tok", "g4dn.12xlarge", 4, 90.0), 0);
+    assert_int_equal(state_node_upsert(st, &a), 0);
+    assert_int_equal(state_node_upsert(st, &b), 0);
+    assert_int_equal(state_node_upsert(st, &old), 0);
+    assert_int_equal(state_node_upsert(st, &od), 0);
+    assert_int_equal(state_node_upsert(st, &fixed), 0);
+    assert_int_equal(state_node_notice(st, "i-0", 500, 620), 0);
+    assert_int_equal(state_node_set_state(st, "i-0", STATE_NODE_TERMINATED, 900), 0);
+    assert_int_equal(state_node_notice(st, "i-1", 18100, 18220), 0);
+    assert_int_equal(state_node_set_state(st, "i-1", STATE_NODE_TERMINATED, 18200), 0);
+    assert_int_equal(state_offer_records(st, 1000, 37000, &rows, &n), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(rows[0].offer, "g4dn.12xlarge");
+    assert_int_equal(rows[0].preemptions, 1);
+    assert_float_equal(rows[0].hours, (17200.0 + 36000.0) / 3600, 1e-9);
+    assert_string_equal(rows[1].offer, "p3.2xlarge");
+    assert_int_equal(rows[1].preemptions, 0);
+    assert_float_equal(rows[1].hours, 10.0, 1e-9);
+    state_offer_records_free(rows, n);
+    assert_int_equal(state_offer_records(st, 10, 5, &rows, &n), ERR_INVAL);
+    state_close(st);
+}
+
 /* ---- a writer SIGKILLed mid-run ---- */
 
 #define CRASH_ITERS 400
@@ -1998,6 +2036,7 @@ int main(void)
         STATE_TEST(state_cost_refund__takes_back_the_node_and_its_shares),
         STATE_TEST(state_cost_accrue__spans_and_the_minute),
         STATE_TEST(state_cost_report__by_day_and_by_offer),
+        STATE_TEST(state_offer_records__notices_and_hours),
         STATE_TEST(state_node_register__fence_and_static_return),
     };
 
