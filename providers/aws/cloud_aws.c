@@ -68,7 +68,7 @@ struct aws_cloud {
     size_t n;
     long volume_gb;       /* each worker's root volume (`volume_gb`; 0: not counted) */
     char volume_type[16]; /* its EBS type (`volume_type`, gp3 by default) */
-    double volume_hour;   /* $/h of that volume, from the price table's `volumes` (0: unknown) */
+    double volume_month;  /* $ per GB-month of that type in the price table (NAN: not listed) */
 };
 
 static const struct aws_offer *aws_find(const struct aws_cloud *a, const char *name)
@@ -85,10 +85,20 @@ static int aws_offers(void *ctx, struct cloud_offer **out, size_t *n)
     const char *types[AWS_CONF_MAX_OFFERS];
     struct ec2_spot_price *sp = NULL;
     struct cloud_offer *o = calloc(a->n, sizeof(*o));
+    double volume_hour = 0;
     size_t nt = 0, nsp = 0;
 
     if (!o)
         return ERR_NOMEM;
+    /* the root volume: the Price List API's price per GB-month (cached), else the table's */
+    if (a->volume_gb > 0) {
+        double month = a->volume_month;
+
+        if (a->pricing)
+            (void)aws_pricing_volume(a->pricing, a->region, a->volume_type,
+                                     (double)retry_default_clock(NULL), &month, NULL);
+        volume_hour = isfinite(month) ? (double)a->volume_gb * month / AWS_HOURS_PER_MONTH : 0;
+    }
     for (size_t i = 0; i < a->n; i++)
         if (a->offers[i].spot)
             types[nt++] = a->offers[i].type;
@@ -118,8 +128,8 @@ static int aws_offers(void *ctx, struct cloud_offer **out, size_t *n)
                 o[i].price = sp[k].price;
             }
         /* its root volume, billed beside the instance at the same rate on spot */
-        o[i].storage = a->volume_hour;
-        o[i].price += a->volume_hour;
+        o[i].storage = volume_hour;
+        o[i].price += volume_hour;
     }
     free(sp);
     *out = o;
@@ -697,8 +707,8 @@ static int aws_prices(const char *path, struct aws_cloud *a, struct error *e)
 
         if ((rc = conf_as_double(t->entries[i].value, 0, 100, &month, e)) < 0)
             goto out;
-        if (a->volume_gb > 0 && strcmp(t->entries[i].key, a->volume_type) == 0)
-            a->volume_hour = (double)a->volume_gb * month / AWS_HOURS_PER_MONTH;
+        if (strcmp(t->entries[i].key, a->volume_type) == 0)
+            a->volume_month = month;
     }
     rc = 0;
 out:
@@ -905,6 +915,7 @@ int cloud_aws_from_conf(const struct conf_node *section, const char *base_dir,
         goto out;
     if (!a->volume_type[0])
         snprintf(a->volume_type, sizeof(a->volume_type), "gp3"); /* terraform's launch template */
+    a->volume_month = NAN;
     if (!region[0]) {
         rc = err_set(e, ERR_PARSE, where, line, column, "cloud.region: required");
         goto out;

@@ -103,18 +103,32 @@ static void pricing_filter(struct jv *filters, const char *field, const char *va
     jv_push(filters, f);
 }
 
+/* What a lookup asks the Price List for: an instance type's hourly Linux price, or an EBS volume
+ * type's price per GB-month. */
+struct pricing_ask {
+    const char *attr; /* the product attribute that names it */
+    const char *name; /* "g5.xlarge", "gp3" */
+    const char *unit; /* its price dimension's unit */
+    int volume;
+};
+
 /* The request body for a page (token NULL: the first), in *out (free). */
-static int pricing_body(const char *region, const char *type, const char *token, char **out)
+static int pricing_body(const char *region, const struct pricing_ask *ask, const char *token,
+                        char **out)
 {
     struct jv *req = jv_object(), *filters = jv_array();
     int rc;
 
-    pricing_filter(filters, "instanceType", type);
+    pricing_filter(filters, ask->attr, ask->name);
     pricing_filter(filters, "regionCode", region);
-    pricing_filter(filters, "operatingSystem", "Linux");
-    pricing_filter(filters, "tenancy", "Shared");
-    pricing_filter(filters, "preInstalledSw", "NA");
-    pricing_filter(filters, "capacitystatus", "Used");
+    if (ask->volume) {
+        pricing_filter(filters, "productFamily", "Storage");
+    } else {
+        pricing_filter(filters, "operatingSystem", "Linux");
+        pricing_filter(filters, "tenancy", "Shared");
+        pricing_filter(filters, "preInstalledSw", "NA");
+        pricing_filter(filters, "capacitystatus", "Used");
+    }
     jv_set(req, "ServiceCode", jv_string("AmazonEC2"));
     jv_set(req, "Filters", filters);
     jv_set(req, "FormatVersion", jv_string("aws_v1"));
@@ -128,12 +142,13 @@ static int pricing_body(const char *region, const char *type, const char *token,
 
 /* What reading one product looks for and finds. */
 struct pricing_find {
-    double usd;      /* the first positive hourly price (NAN: none yet) */
-    const char *bad; /* a price string that did not parse, or NULL */
+    const char *unit; /* the dimension's unit looked for: "Hrs", "GB-Mo" */
+    double usd;       /* the first positive price in that unit (NAN: none yet) */
+    const char *bad;  /* a price string that did not parse, or NULL */
     char bad_text[48];
 };
 
-/* One price dimension (jv_each): a positive "Hrs" USD price. */
+/* One price dimension (jv_each): a positive USD price in the unit looked for. */
 static int pricing_dimension(void *ctx, const char *key, const struct jv *dim)
 {
     struct pricing_find *f = ctx;
@@ -143,7 +158,7 @@ static int pricing_dimension(void *ctx, const char *key, const struct jv *dim)
     double v;
 
     (void)key;
-    if (!usd || (unit && strcmp(unit, "Hrs") != 0))
+    if (!usd || (unit && strcmp(unit, f->unit) != 0))
         return 0;
     errno = 0;
     v = strtod(usd, &end);
@@ -166,7 +181,7 @@ static int pricing_term(void *ctx, const char *key, const struct jv *term)
 }
 
 /* One page's PriceList: each entry a JSON document in a string. */
-static int pricing_page(const struct jv *page, const char *type, const char *rid,
+static int pricing_page(const struct jv *page, const struct pricing_ask *ask, const char *rid,
                         struct pricing_find *f, struct error *e)
 {
     const struct jv *list = jv_get(page, "PriceList");
@@ -189,34 +204,33 @@ static int pricing_page(const struct jv *page, const char *type, const char *rid
             return err_set(e, ERR_PARSE, PRICING_WHERE, 0, 0,
                            "PriceList entry %zu is not a JSON document: %.150s (request id %s)", i,
                            sub.msg, rid);
-        t = jv_string_value(jv_get(jv_get(jv_get(doc, "product"), "attributes"), "instanceType"));
+        t = jv_string_value(jv_get(jv_get(jv_get(doc, "product"), "attributes"), ask->attr));
         if (!t || !jv_get(doc, "terms")) {
             jv_free(doc);
             return err_set(e, ERR_PARSE, PRICING_WHERE, 0, 0,
-                           "PriceList entry %zu has no product.attributes.instanceType or terms "
+                           "PriceList entry %zu has no product.attributes.%s or terms "
                            "(request id %s)",
-                           i, rid);
+                           i, ask->attr, rid);
         }
-        if (strcmp(t, type) == 0)
+        if (strcmp(t, ask->name) == 0)
             jv_each(jv_get(jv_get(doc, "terms"), "OnDemand"), pricing_term, f);
         jv_free(doc);
         if (f->bad)
             return err_set(e, ERR_PARSE, PRICING_WHERE, 0, 0,
-                           "%s: the price \"%s\" does not parse (request id %s)", type, f->bad,
+                           "%s: the price \"%s\" does not parse (request id %s)", ask->name, f->bad,
                            rid);
     }
     return 0;
 }
 
-int aws_pricing_get(struct aws_pricing *p, const char *region, const char *type, double *usd,
-                    struct error *e)
+/* The Price List's price of ask in region, page after page (aws_pricing_get's errors). */
+static int pricing_lookup(struct aws_pricing *p, const char *region, const struct pricing_ask *ask,
+                          double *usd, struct error *e)
 {
-    struct pricing_find f = {.usd = NAN};
+    struct pricing_find f = {.unit = ask->unit, .usd = NAN};
     char *token = NULL, rid[160] = "(none)";
     int rc = 0;
 
-    if (!p || !region || !*region || !type || !*type || !usd)
-        return err_set(e, ERR_INVAL, PRICING_WHERE, 0, 0, "needs a region and a type");
     for (int page = 0; rc == 0; page++) {
         struct jv *doc = NULL;
         char *body = NULL;
@@ -227,14 +241,14 @@ int aws_pricing_get(struct aws_pricing *p, const char *region, const char *type,
                 err_set(e, ERR_RANGE, PRICING_WHERE, 0, 0, "more than %d pages", PRICING_MAX_PAGES);
             break;
         }
-        if (pricing_body(region, type, token, &body) < 0) {
+        if (pricing_body(region, ask, token, &body) < 0) {
             rc = err_set(e, ERR_NOMEM, PRICING_WHERE, 0, 0, "out of memory");
             break;
         }
         rc = aws_json_call(p->json, PRICING_WHERE, PRICING_TARGET, body, &doc, rid, sizeof(rid), e);
         free(body);
         if (rc == 0)
-            rc = pricing_page(doc, type, rid, &f, e);
+            rc = pricing_page(doc, ask, rid, &f, e);
         next = jv_string_value(jv_get(doc, "NextToken"));
         free(token);
         token = rc == 0 && next && *next ? strdup(next) : NULL;
@@ -245,14 +259,46 @@ int aws_pricing_get(struct aws_pricing *p, const char *region, const char *type,
     free(token);
     if (rc == 0 && isnan(f.usd))
         rc = err_set(e, ERR_NOENT, PRICING_WHERE, 0, 0,
-                     "no on-demand Linux price for %.40s in %.40s (request id %s)", type, region,
-                     rid);
+                     "no %s price for %.40s in %.40s (request id %s)",
+                     ask->volume ? "EBS" : "on-demand Linux", ask->name, region, rid);
     if (rc < 0) {
         aws_json_log(p->json, "%s failed: %s", PRICING_WHERE, e ? e->msg : err_str(rc));
         return rc;
     }
     *usd = f.usd;
     return 0;
+}
+
+static const struct pricing_ask *pricing_instance(struct pricing_ask *a, const char *type)
+{
+    *a = (struct pricing_ask){.attr = "instanceType", .name = type, .unit = "Hrs"};
+    return a;
+}
+
+static const struct pricing_ask *pricing_volume(struct pricing_ask *a, const char *type)
+{
+    *a = (struct pricing_ask){.attr = "volumeApiName", .name = type, .unit = "GB-Mo", .volume = 1};
+    return a;
+}
+
+int aws_pricing_get(struct aws_pricing *p, const char *region, const char *type, double *usd,
+                    struct error *e)
+{
+    struct pricing_ask a;
+
+    if (!p || !region || !*region || !type || !*type || !usd)
+        return err_set(e, ERR_INVAL, PRICING_WHERE, 0, 0, "needs a region and a type");
+    return pricing_lookup(p, region, pricing_instance(&a, type), usd, e);
+}
+
+int aws_pricing_volume_get(struct aws_pricing *p, const char *region, const char *type, double *usd,
+                           struct error *e)
+{
+    struct pricing_ask a;
+
+    if (!p || !region || !*region || !type || !*type || !usd)
+        return err_set(e, ERR_INVAL, PRICING_WHERE, 0, 0, "needs a region and a volume type");
+    return pricing_lookup(p, region, pricing_volume(&a, type), usd, e);
 }
 
 /* ---- the cache ---- */
@@ -279,17 +325,19 @@ static struct pricing_entry *pricing_entry(struct aws_pricing *p, const char *re
     return x;
 }
 
-int aws_pricing_on_demand(struct aws_pricing *p, const char *region, const char *type, double now,
-                          double *usd, struct error *e)
+/* The price of ask through the cache, under key (aws_pricing_on_demand's behaviour). */
+static int pricing_cached(struct aws_pricing *p, const char *region, const struct pricing_ask *ask,
+                          const char *key, double now, double *usd, struct error *e)
 {
+    const char *type = ask->name;
     struct pricing_entry *x;
     double v = NAN;
     int rc;
 
-    if (!p || !region || !type || !usd || strlen(region) >= sizeof(x->region) ||
-        strlen(type) >= sizeof(x->type))
+    if (!p || !region || !*region || !type || !*type || !usd ||
+        strlen(region) >= sizeof(x->region) || strlen(key) >= sizeof(x->type))
         return err_set(e, ERR_INVAL, PRICING_WHERE, 0, 0, "needs a region and a type");
-    x = pricing_entry(p, region, type);
+    x = pricing_entry(p, region, key);
     if (!x)
         return err_set(e, ERR_NOMEM, PRICING_WHERE, 0, 0, "out of memory");
     if (!isnan(x->usd) && now - x->read_at < p->ttl_s) {
@@ -305,7 +353,7 @@ int aws_pricing_on_demand(struct aws_pricing *p, const char *region, const char 
                        "%.40s in %.40s: the last lookup failed %.0f s ago", type, region,
                        now - x->failed_at);
     }
-    rc = aws_pricing_get(p, region, type, &v, e);
+    rc = pricing_lookup(p, region, ask, &v, e);
     if (rc < 0) {
         x->failed_at = now;
         if (isnan(x->usd))
@@ -318,4 +366,22 @@ int aws_pricing_on_demand(struct aws_pricing *p, const char *region, const char 
     x->failed_at = NAN;
     *usd = v;
     return 0;
+}
+
+int aws_pricing_on_demand(struct aws_pricing *p, const char *region, const char *type, double now,
+                          double *usd, struct error *e)
+{
+    struct pricing_ask a;
+
+    return pricing_cached(p, region, pricing_instance(&a, type), type ? type : "", now, usd, e);
+}
+
+int aws_pricing_volume(struct aws_pricing *p, const char *region, const char *type, double now,
+                       double *usd, struct error *e)
+{
+    struct pricing_ask a;
+    char key[40];
+
+    snprintf(key, sizeof(key), "ebs/%.32s", type ? type : "");
+    return pricing_cached(p, region, pricing_volume(&a, type), key, now, usd, e);
 }

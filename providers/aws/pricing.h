@@ -61,4 +61,16 @@ int aws_pricing_get(struct aws_pricing *p, const char *region, const char *type,
 int aws_pricing_on_demand(struct aws_pricing *p, const char *region, const char *type, double now,
                           double *usd, struct error *e);
 
+/*
+ * An EBS volume type's ("gp3") price per GB-month in region: GetProducts with TERM_MATCH filters
+ * volumeApiName = type, regionCode = region and productFamily Storage, the first positive USD
+ * "GB-Mo" price of an OnDemand term. Errors as aws_pricing_get. Not cached.
+ */
+int aws_pricing_volume_get(struct aws_pricing *p, const char *region, const char *type, double *usd,
+                           struct error *e);
+
+/* The same through the cache, as aws_pricing_on_demand. */
+int aws_pricing_volume(struct aws_pricing *p, const char *region, const char *type, double now,
+                       double *usd, struct error *e);
+
 #endif

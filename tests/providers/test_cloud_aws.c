@@ -29,6 +29,17 @@
     "\\\"terms\\\":{\\\"OnDemand\\\":{\\\"S.T\\\":{\\\"priceDimensions\\\":{\\\"S.T.R\\\":{" \
     "\\\"unit\\\":\\\"Hrs\\\",\\\"pricePerUnit\\\":{\\\"USD\\\":\\\"3.5000000000\\\"}}}}}}}\"]}"
 
+#define GP3_PRICE_LIST                                                                       \
+    "{\"FormatVersion\":\"aws_v1\",\"PriceList\":[\"{\\\"product\\\":{\\\"attributes\\\":{"  \
+    "\\\"volumeApiName\\\":\\\"gp3\\\",\\\"regionCode\\\":\\\"us-east-1\\\"}},"              \
+    "\\\"terms\\\":{\\\"OnDemand\\\":{\\\"S.T\\\":{\\\"priceDimensions\\\":{\\\"S.T.R\\\":{" \
+    "\\\"unit\\\":\\\"GB-Mo\\\",\\\"pricePerUnit\\\":{\\\"USD\\\":\\\"0.0960000000\\\"}}}}}}}\"]}"
+
+/* DescribeSpotPriceHistory with no price */
+#define NO_SPOT                                                           \
+    "<DescribeSpotPriceHistoryResponse " NS "><requestId>r-p</requestId>" \
+    "<spotPriceHistorySet/></DescribeSpotPriceHistoryResponse>"
+
 struct fixture {
     struct fake_ec2 *fake;
     struct cloud c;
@@ -243,29 +254,35 @@ static void launch__run_instances_when_the_fleet_is_refused(void **state)
 #undef P
 }
 
+/* A fake Price List API, and the cloud made over both fakes from a section with the static
+ * table, that API and extra (its line, kept in line for another make). */
+static struct fake_ec2 *with_price_list(struct fixture *f, const char *extra, char *line,
+                                        size_t size)
+{
+    struct fake_ec2 *pricing = fake_ec2_start(AKID, SECRET, "us-east-1");
+
+    assert_non_null(pricing);
+    fake_ec2_set_pricing(pricing);
+    snprintf(line, size, "image_id: ami-1\n  prices: %s/aws-prices.yaml\n  pricing_endpoint: %s%s",
+             CASTOR_CONFDIR, fake_ec2_url(pricing), extra);
+    make(f, line);
+    return pricing;
+}
+
 /* On-demand offers are priced by the Price List API (the region's code in the filters) and the
  * price is cached: a second look asks EC2 for spot prices again but not the API. When the API
  * refuses, the static table's price serves, and the API is not asked again at once. */
 static void offers__on_demand_from_the_price_list(void **state)
 {
     struct fixture *f = *state;
-    struct fake_ec2 *pricing = fake_ec2_start(AKID, SECRET, "us-east-1");
-    static const char no_spot[] =
-        "<DescribeSpotPriceHistoryResponse " NS "><requestId>r-p</requestId>"
-        "<spotPriceHistorySet/></DescribeSpotPriceHistoryResponse>";
-    struct cloud_offer *o = NULL;
     char line[512];
+    struct fake_ec2 *pricing = with_price_list(f, "", line, sizeof(line));
+    struct cloud_offer *o = NULL;
     size_t n = 0;
 
-    assert_non_null(pricing);
-    fake_ec2_set_pricing(pricing);
-    snprintf(line, sizeof(line),
-             "image_id: ami-1\n  prices: %s/aws-prices.yaml\n  pricing_endpoint: %s",
-             CASTOR_CONFDIR, fake_ec2_url(pricing));
-    make(f, line);
     fake_ec2_push(pricing, 200, G4_PRICE_LIST);
     for (int round = 0; round < 2; round++) {
-        fake_ec2_push(f->fake, 200, no_spot);
+        fake_ec2_push(f->fake, 200, NO_SPOT);
         assert_int_equal(cloud_offers(&f->c, &o, &n), 0);
         assert_int_equal(n, 2);
         assert_string_equal(o[1].name, G4_OD);
@@ -286,7 +303,7 @@ static void offers__on_demand_from_the_price_list(void **state)
     make(f, line);
     fake_ec2_push(pricing, 400, "{\"__type\":\"AccessDeniedException\",\"message\":\"no\"}");
     for (int round = 0; round < 2; round++) {
-        fake_ec2_push(f->fake, 200, no_spot);
+        fake_ec2_push(f->fake, 200, NO_SPOT);
         assert_int_equal(cloud_offers(&f->c, &o, &n), 0);
         assert_float_equal(o[1].price, 3.912, 1e-12);
         free(o);
@@ -297,6 +314,32 @@ static void offers__on_demand_from_the_price_list(void **state)
     fake_ec2_stop(pricing);
 }
 
+/* With the Price List API, the root volume is priced by it ($0.096 a GB-month here, not the
+ * table's $0.08): 200 GB, $0.0263/h, on the API's $3.50 on-demand; asked once, then cached. */
+static void offers__the_root_volume_from_the_price_list(void **state)
+{
+    struct fixture *f = *state;
+    char line[512];
+    struct fake_ec2 *pricing = with_price_list(f, "\n  volume_gb: 200", line, sizeof(line));
+    struct cloud_offer *o = NULL;
+    size_t n = 0;
+
+    fake_ec2_push(pricing, 200, GP3_PRICE_LIST);
+    fake_ec2_push(pricing, 200, G4_PRICE_LIST);
+    for (int round = 0; round < 2; round++) {
+        fake_ec2_push(f->fake, 200, NO_SPOT);
+        assert_int_equal(cloud_offers(&f->c, &o, &n), 0);
+        assert_float_equal(o[1].storage, 200 * 0.096 / 730, 1e-12);
+        assert_float_equal(o[1].price, 3.5 + 200 * 0.096 / 730, 1e-12);
+        free(o);
+    }
+    assert_int_equal(fake_ec2_requests(pricing), 2);
+    assert_non_null(strstr(fake_ec2_body(pricing, 0), "\"volumeApiName\""));
+    assert_int_equal(fake_ec2_pending(pricing), 0);
+    cloud_free(&f->c);
+    fake_ec2_stop(pricing);
+}
+
 /* A worker's root volume is in its node's price: 200 GB of gp3 at the table's $0.08 a GB-month
  * over 730 hours, $0.0219/h, on the table's $3.912 on-demand (the Price List not asked); a spot
  * offer without a price stays unknown. gp2 ($0.10) when volume_type says so; a type the table
@@ -304,9 +347,6 @@ static void offers__on_demand_from_the_price_list(void **state)
 static void offers__the_root_volume_in_the_price(void **state)
 {
     struct fixture *f = *state;
-    static const char no_spot[] =
-        "<DescribeSpotPriceHistoryResponse " NS "><requestId>r-v</requestId>"
-        "<spotPriceHistorySet/></DescribeSpotPriceHistoryResponse>";
     static const struct {
         const char *extra;
         double storage;
@@ -325,7 +365,7 @@ static void offers__the_root_volume_in_the_price(void **state)
                  "  volume_gb: 200%s",
                  CASTOR_CONFDIR, cases[i].extra);
         make(f, line);
-        fake_ec2_push(f->fake, 200, no_spot);
+        fake_ec2_push(f->fake, 200, NO_SPOT);
         assert_int_equal(cloud_offers(&f->c, &o, &n), 0);
         assert_int_equal(n, 2);
         assert_float_equal(o[1].storage, cases[i].storage, 1e-12);
@@ -345,6 +385,7 @@ int main(void)
         T(launch__run_instances_when_the_fleet_is_refused),
         T(offers__on_demand_from_the_price_list),
         T(offers__the_root_volume_in_the_price),
+        T(offers__the_root_volume_from_the_price_list),
     };
 #undef T
 

@@ -362,6 +362,55 @@ static void on_demand__cached_a_day_failures_held(void **state)
     }
 }
 
+/* An EBS volume type's product as the Price List writes one: volumeApiName, an OnDemand term
+ * with one GB-Mo dimension at usd. */
+static struct jv *volume_product(const char *type, const char *usd)
+{
+    struct jv *doc = jv_object(), *prod = jv_object(), *attrs = jv_object();
+    struct jv *terms = jv_object(), *od = jv_object(), *term = jv_object(), *dims = jv_object();
+    struct jv *dim = jv_object(), *ppu = jv_object();
+
+    jv_set(attrs, "volumeApiName", jv_string(type));
+    jv_set(attrs, "regionCode", jv_string("eu-west-1"));
+    jv_set(prod, "productFamily", jv_string("Storage"));
+    jv_set(prod, "attributes", attrs);
+    jv_set(doc, "product", prod);
+    jv_set(ppu, "USD", jv_string(usd));
+    jv_set(dim, "unit", jv_string("GB-Mo"));
+    jv_set(dim, "pricePerUnit", ppu);
+    jv_set(dims, "VOL.JRTCKXETXF.6YS6EN2CT7", dim);
+    jv_set(term, "priceDimensions", dims);
+    jv_set(od, "VOL.JRTCKXETXF", term);
+    jv_set(terms, "OnDemand", od);
+    jv_set(doc, "terms", terms);
+    return doc;
+}
+
+/* An EBS volume's price per GB-month: asked by volumeApiName, region and the Storage family (no
+ * instance filters); another type's product in the answer is passed over; cached as the
+ * on-demand prices are, apart from them. */
+static void volume__price_per_gb_month(void **state)
+{
+    struct fixture *f = *state;
+    struct jv *p1[] = {volume_product("gp2", "0.1100000000"),
+                       volume_product("gp3", "0.0880000000")};
+    char buf[32];
+    double usd = 0;
+
+    push_page(f, p1, 2, NULL);
+    assert_int_equal(aws_pricing_volume(f->p, "eu-west-1", "gp3", NOW, &usd, NULL), 0);
+    assert_float_equal(usd, 0.088, 1e-12);
+    assert_string_equal(filter_value(f, 0, "volumeApiName", buf, sizeof(buf)), "gp3");
+    assert_string_equal(filter_value(f, 0, "regionCode", buf, sizeof(buf)), "eu-west-1");
+    assert_string_equal(filter_value(f, 0, "productFamily", buf, sizeof(buf)), "Storage");
+    assert_null(filter_value(f, 0, "operatingSystem", buf, sizeof(buf)));
+    usd = 0;
+    assert_int_equal(aws_pricing_volume(f->p, "eu-west-1", "gp3", NOW + 60, &usd, NULL), 0);
+    assert_float_equal(usd, 0.088, 1e-12);
+    assert_int_equal(fake_ec2_requests(f->fake), 1);
+    assert_int_equal(aws_pricing_volume(f->p, "eu-west-1", "", NOW, &usd, NULL), ERR_INVAL);
+}
+
 /* The endpoint: configured, else AWS_ENDPOINT_URL_PRICING, else AWS_ENDPOINT_URL, else the
  * public one; plain http off loopback is refused. */
 static void new__endpoint_precedence(void **state)
@@ -406,6 +455,7 @@ int main(void)
         T(get__bad_answers),
         T(get__wrong_secret_refused),
         T(on_demand__cached_a_day_failures_held),
+        T(volume__price_per_gb_month),
         T(new__endpoint_precedence),
     };
 #undef T
