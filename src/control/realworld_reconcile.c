@@ -253,17 +253,28 @@ static void rw_reclaim_refund(struct realworld *rw, const struct state_node *nod
 {
     int o = rw_offer_find(rw, node->offer);
     double gone = isfinite(node->notice_deadline) ? fmin(node->notice_deadline, now) : now;
+    struct state_cost_share *shares = NULL;
     double back = 0;
+    size_t n = 0;
 
     if (o < 0 || !rw_node_spot(node) || !isfinite(node->notice_at) ||
         rw_listed(rw->fenced, node->instance_id) ||
         !(gone - node->launched_at < rw->offers[o].reclaim_free_s))
         return;
-    if (state_cost_refund(rw->state, node->instance_id, &back) == 0)
-        log_msg(rw->log, now, LOG_INFO, NULL, node->instance_id,
-                "reclaimed by the cloud %.0f s after its launch, within the %.0f s it does not "
-                "bill: its $%.4f are taken back from the fleet's and its jobs' costs",
-                gone - node->launched_at, rw->offers[o].reclaim_free_s, back);
+    if (state_cost_refund(rw->state, node->instance_id, &back, &shares, &n) < 0)
+        return; /* billed, as far as castor can tell */
+    log_msg(rw->log, now, LOG_INFO, NULL, node->instance_id,
+            "reclaimed by the cloud %.0f s after its launch, within the %.0f s it does not bill: "
+            "its $%.4f are taken back from the fleet's and its jobs' costs",
+            gone - node->launched_at, rw->offers[o].reclaim_free_s, back);
+    for (size_t i = 0; i < n; i++) /* each job's owner sees why its cost fell */
+        if (shares[i].dollars > 0)
+            event_note(rw->state, rw->log, now, LOG_INFO, shares[i].job, node->instance_id,
+                       "refund",
+                       "the cloud reclaimed the node %.0f s after its launch and does not bill it: "
+                       "$%.4f taken back from this job's cost",
+                       gone - node->launched_at, shares[i].dollars);
+    state_cost_shares_free(shares, n);
 }
 
 /* The nodes the state holds: terminate those whose instance is gone. */

@@ -584,15 +584,26 @@ int state_cost_add(struct state *st, const char *instance_id, double from, doubl
  */
 int state_cost_accrue(struct state *st, double from, double now);
 
+/* A job's share of what was taken back from one node (state_cost_refund). */
+struct state_cost_share {
+    char *job; /* owned */
+    double dollars;
+};
+
 /*
  * A node the cloud did not bill (an AWS spot instance it interrupted in its first hour): every
  * cost added for it is taken back, from the fleet's costs (so from every period's spend) and
  * from each job's dollars (the shares state_cost_add gave it of this node), and its price is 0
  * from now on, so that what is added after costs nothing. *dollars (may be NULL) is what was
- * taken back. ERR_UNKNOWN: no such node; ERR_CONFLICT: it is terminated (its shares are no
- * longer kept: take it back before the node is terminated). One transaction.
+ * taken back; with shares not NULL, *shares owns *nshares rows, each job's part of it, by job
+ * (state_cost_shares_free). ERR_UNKNOWN: no such node; ERR_CONFLICT: it is terminated (its
+ * shares are no longer kept: take it back before the node is terminated). One transaction;
+ * nothing written, and nothing out, on error.
  */
-int state_cost_refund(struct state *st, const char *instance_id, double *dollars);
+int state_cost_refund(struct state *st, const char *instance_id, double *dollars,
+                      struct state_cost_share **shares, size_t *nshares);
+
+void state_cost_shares_free(struct state_cost_share *rows, size_t n);
 
 /* What the fleet cost (every cost added), the part the jobs held (their dollars, over every job
  * ever: state_cost_add's shares), and the rest, what idle GPUs cost (never below 0); 0 each with

@@ -73,10 +73,37 @@ int state_cost_add(struct state *st, const char *instance_id, double from, doubl
     return st_end(st, rc);
 }
 
-int state_cost_refund(struct state *st, const char *instance_id, double *dollars)
+static int st_read_share(struct db_stmt *s, void *item)
 {
+    struct state_cost_share *r = item;
+
+    r->dollars = db_column_double(s, 1);
+    return db_column_text_dup(s, 0, &r->job);
+}
+
+static void st_clear_share(void *item)
+{
+    free(((struct state_cost_share *)item)->job);
+}
+
+static const struct st_rows st_share_rows = {sizeof(struct state_cost_share), st_read_share,
+                                             st_clear_share};
+
+void state_cost_shares_free(struct state_cost_share *rows, size_t n)
+{
+    for (size_t i = 0; rows && i < n; i++)
+        st_clear_share(&rows[i]);
+    free(rows);
+}
+
+int state_cost_refund(struct state *st, const char *instance_id, double *dollars,
+                      struct state_cost_share **shares, size_t *nshares)
+{
+    struct state_cost_share *got = NULL;
+    struct db_stmt *s = NULL;
     double back = 0;
     long long id = 0, gone = 0;
+    size_t ngot = 0;
     int rc;
 
     if (!st_name_ok(instance_id))
@@ -91,6 +118,13 @@ int state_cost_refund(struct state *st, const char *instance_id, double *dollars
     if (rc == 0)
         rc = st_double(st->db, &back, "SELECT total(dollars) FROM costs WHERE node_id = ?1", "i",
                        id);
+    if (rc == 0 && shares &&
+        (rc = st_prepare(st->db, &s,
+                         "SELECT j.name, c.dollars FROM node_job_costs c"
+                         " JOIN jobs j ON j.id = c.job_id"
+                         " WHERE c.node_id = ?1 ORDER BY j.name",
+                         "i", id)) == 0)
+        rc = st_collect(s, &st_share_rows, (void **)&got, &ngot);
     if (rc == 0)
         rc = st_run(st->db, "UPDATE costs SET dollars = 0 WHERE node_id = ?1", "i", id);
     if (rc == 0)
@@ -103,9 +137,17 @@ int state_cost_refund(struct state *st, const char *instance_id, double *dollars
     if (rc == 0)
         rc = st_run(st->db, "UPDATE nodes SET price = 0 WHERE id = ?1", "i", id);
     rc = st_end(st, rc);
-    if (rc == 0 && dollars)
+    if (rc < 0) {
+        state_cost_shares_free(got, ngot);
+        return rc;
+    }
+    if (dollars)
         *dollars = back;
-    return rc;
+    if (shares) {
+        *shares = got;
+        *nshares = ngot;
+    }
+    return 0;
 }
 
 int state_cost_accrue(struct state *st, double from, double now)

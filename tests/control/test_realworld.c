@@ -1754,6 +1754,7 @@ static void realworld_reconcile__a_spot_node_reclaimed_in_its_first_hour_is_free
     costs_are(f, 0.4, share);
     reclaimed(f, id);
     costs_are(f, 0, 0);
+    assert_true(has_event(f, "a", "refund", id, "does not bill it")); /* its owner is told */
     kept = spot_node_billed(f, 4200, id);
     reclaimed(f, id);
     costs_are(f, second, kept);

@@ -754,6 +754,8 @@ static void state_cost_refund__takes_back_the_node_and_its_shares(void **state)
     struct state *st = open_state(*state);
     struct state_alloc a_rows[] = {{"i-1", 1, 0}}, b_rows[] = {{"i-1", 2, 0}, {"i-2", 4, 0}};
     struct state_node node;
+    struct state_cost_share *shares = NULL;
+    size_t nshares = 0;
     double back = -1, since = -1;
 
     add_ready_nodes(st, ids, 2); /* 4 GPUs each */
@@ -768,8 +770,14 @@ static void state_cost_refund__takes_back_the_node_and_its_shares(void **state)
     assert_float_equal(job_dollars(st, "a"), 0.5, 1e-12);
     assert_float_equal(job_dollars(st, "b"), 1.0 + 1.0 + 2.0, 1e-12);
 
-    assert_int_equal(state_cost_refund(st, "i-1", &back), 0);
+    assert_int_equal(state_cost_refund(st, "i-1", &back, &shares, &nshares), 0);
     assert_float_equal(back, 4.0, 1e-12);
+    assert_int_equal(nshares, 2); /* by job: a's $0.50, b's $2 */
+    assert_string_equal(shares[0].job, "a");
+    assert_float_equal(shares[0].dollars, 0.5, 1e-12);
+    assert_string_equal(shares[1].job, "b");
+    assert_float_equal(shares[1].dollars, 2.0, 1e-12);
+    state_cost_shares_free(shares, nshares);
     assert_float_equal(job_dollars(st, "a"), 0.0, 1e-12);
     assert_float_equal(job_dollars(st, "b"), 2.0, 1e-12);
     assert_int_equal(state_cost_since(st, 0.0, &since), 0);
@@ -777,12 +785,12 @@ static void state_cost_refund__takes_back_the_node_and_its_shares(void **state)
     assert_int_equal(state_node_get(st, "i-1", &node), 0);
     assert_true(node.price == 0.0);
     state_node_clear(&node);
-    assert_int_equal(state_cost_refund(st, "i-1", &back), 0);
+    assert_int_equal(state_cost_refund(st, "i-1", &back, NULL, NULL), 0);
     assert_true(back == 0.0);
     assert_float_equal(job_dollars(st, "b"), 2.0, 1e-12);
-    assert_int_equal(state_cost_refund(st, "i-9", &back), ERR_UNKNOWN);
+    assert_int_equal(state_cost_refund(st, "i-9", &back, NULL, NULL), ERR_UNKNOWN);
     assert_int_equal(state_node_set_state(st, "i-2", STATE_NODE_TERMINATED, 4000.0), 0);
-    assert_int_equal(state_cost_refund(st, "i-2", NULL), ERR_CONFLICT);
+    assert_int_equal(state_cost_refund(st, "i-2", NULL, NULL, NULL), ERR_CONFLICT);
     assert_int_equal(count_rows(st, "SELECT count(*) FROM node_job_costs"), 0);
     assert_float_equal(job_dollars(st, "b"), 2.0, 1e-12);
     state_close(st);
