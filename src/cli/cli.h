@@ -58,6 +58,12 @@ int cli_cloud_init_check(const char *path, struct error *e);
  * the command. */
 int cli_client(int argc, char **argv, FILE *out, FILE *err);
 
+/* `castor status`'s spend-limit line for fleet (GET /v1/fleet's answer) at now (UNIX seconds):
+ * what the period cost of the limit, reached or not, and when the fleet's cost rate now would
+ * reach it, before the period's end or past it. */
+struct jv;
+void cli_spend_line(const struct jv *fleet, double now, FILE *out);
+
 /* The workload files: path itself, or the *.csv in the folder path, sorted; *out (n strings, each
  * malloc'd) is the caller's. -1 with a message on err when there is none. */
 int cli_list_workloads(const char *path, char ***out, int *n, FILE *err);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "cli/cli.h"
 #include "control/config.h"
@@ -235,6 +236,26 @@ static void cl_quotas(const struct jv *quotas, FILE *out)
     }
 }
 
+void cli_spend_line(const struct jv *fleet, double now, FILE *out)
+{
+    double limit = cl_num(fleet, "spend_limit"), spent = cl_num(fleet, "spend_period");
+    double rate = cl_num(fleet, "cost_rate"), until = cl_num(fleet, "spend_until"), at;
+    char when[TIMESTAMP_ISO8601_LEN + 1];
+
+    fprintf(out, "spend limit: $%.2f of $%.2f this period", spent, limit);
+    if (spent >= limit) {
+        fprintf(out, ": reached, nothing is rented until the next\n");
+        return;
+    }
+    at = rate > 0 ? now + (limit - spent) / rate * 3600 : INFINITY;
+    if (isfinite(until) && at >= until && timestamp_format_iso8601((int64_t)until, when) == 0)
+        fprintf(out, "; at $%.2f/h it lasts past the period's end (%s)", rate, when);
+    else if (isfinite(at) && timestamp_format_iso8601((int64_t)at, when) == 0)
+        fprintf(out, "; at $%.2f/h the limit comes in %.1f h (%s), before the period ends", rate,
+                (at - now) / 3600, when);
+    fprintf(out, "\n");
+}
+
 static int cl_status(struct cl_conn *c, int json, FILE *out, FILE *err)
 {
     static const char *const states[] = {"pending", "running", "finished", "cancelled", "failed"};
@@ -264,11 +285,7 @@ static int cl_status(struct cl_conn *c, int json, FILE *out, FILE *err)
             jv_size(nodes), cl_num(fleet, "gpus"), cl_num(fleet, "cost_rate"),
             cl_num(fleet, "spent"), cl_num(fleet, "idle"));
     if (isfinite(cl_num(fleet, "spend_limit")))
-        fprintf(out, "spend limit: $%.2f of $%.2f this period%s\n", cl_num(fleet, "spend_period"),
-                cl_num(fleet, "spend_limit"),
-                cl_num(fleet, "spend_period") >= cl_num(fleet, "spend_limit")
-                    ? ": reached, nothing is rented until the next"
-                    : "");
+        cli_spend_line(fleet, (double)time(NULL), out);
     cl_quotas(jv_get(fleet, "quotas"), out);
     if (jv_size(nodes) > 0)
         fprintf(out, "%-24s %-10s %-32s %-10s %5s %9s\n", "INSTANCE", "STATE", "OFFER", "MARKET",

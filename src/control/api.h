@@ -128,6 +128,7 @@ struct api_metrics {
                                * nodes say are alive (docs/api.md, wait_for) */
     double spend_limit;       /* the fleet's spend limit per period, dollars (0 or NAN: none) */
     double spend_period;      /* what the fleet cost in the current period (NAN: no limit) */
+    double spend_until;       /* when the current period ends, UNIX seconds (NAN: no limit) */
     const struct api_quota_metrics *quotas; /* the cloud's quotas (none: not read, or none) */
     size_t nquotas;
     const struct api_offer_room *rooms; /* per offer that a quota limits */

@@ -31,7 +31,7 @@ struct ap_metrics {
     long long node_losses[API_NLOSSES];
     long long nodes_unfenced;
     long long jobs_waiting;
-    double spend_limit, spend_period;
+    double spend_limit, spend_period, spend_until;
     struct api_call_metrics *calls;
     size_t ncalls;
     struct api_call_metrics *errors;

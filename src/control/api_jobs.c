@@ -522,6 +522,8 @@ void ap_fleet(struct ap_ctx *c)
            jv_number(c->a->metrics.spend_limit > 0 ? c->a->metrics.spend_limit : NAN));
     ap_set(c, o, "spend_period",
            jv_number(c->a->metrics.spend_limit > 0 ? c->a->metrics.spend_period : NAN));
+    ap_set(c, o, "spend_until",
+           jv_number(c->a->metrics.spend_limit > 0 ? c->a->metrics.spend_until : NAN));
     ap_set(c, o, "quotas", ap_fleet_quotas(c));
     state_nodes_free(nodes, n);
     ap_reply(c, 200, o);

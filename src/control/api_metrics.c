@@ -146,6 +146,7 @@ int ap_metrics_copy(const struct api_metrics *m, struct ap_metrics *out)
     c.jobs_waiting = m->jobs_waiting;
     c.spend_limit = m->spend_limit;
     c.spend_period = m->spend_period;
+    c.spend_until = m->spend_until;
     *out = c;
     return 0;
 }

@@ -437,6 +437,8 @@ int realworld_metrics(struct realworld *rw, struct api_metrics *m)
     memcpy(m->node_losses, rw->losses, sizeof(m->node_losses));
     m->spend_limit = rw->spend.dollars > 0 ? rw->spend.dollars : NAN;
     m->spend_period = rw->spend.dollars > 0 ? rw->spent : NAN;
+    m->spend_until =
+        rw->spend.dollars > 0 ? realworld_period_next(rw_now(rw), rw->spend.period) : NAN;
     m->jobs_waiting = rw->jobs_waiting;
     m->nodes_unfenced = 0;
     for (size_t i = 0; rw->unfenced && rw->unfenced[i]; i++)

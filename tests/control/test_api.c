@@ -1707,7 +1707,7 @@ static void api_fleet__nodes_and_cost(void **state)
     jv_free(v);
     /* the daemon's spend limit, as it last said */
     {
-        struct api_metrics m = {.spend_limit = 500, .spend_period = 123.5};
+        struct api_metrics m = {.spend_limit = 500, .spend_period = 123.5, .spend_until = 2e9};
 
         assert_int_equal(api_set_metrics(f->api, &m), 0);
         assert_int_equal(call(f, "GET", "/v1/fleet", TOKEN_USER, NULL, &v), 200);
@@ -1715,6 +1715,8 @@ static void api_fleet__nodes_and_cost(void **state)
         assert_true(d == 500);
         assert_int_equal(jv_number_value(jv_get(v, "spend_period"), &d), 0);
         assert_true(d == 123.5);
+        assert_int_equal(jv_number_value(jv_get(v, "spend_until"), &d), 0);
+        assert_true(d == 2e9);                             /* when the period ends */
         assert_int_equal(jv_size(jv_get(v, "quotas")), 0); /* none read */
         jv_free(v);
     }

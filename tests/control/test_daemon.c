@@ -452,6 +452,9 @@ static void daemon_run__signals_restart_and_no_double_launch(void **state)
     assert_int_equal(client(r, &out, "status", NULL, NULL), 0);
     assert_non_null(strstr(out, "fleet: 2 nodes, 4 GPUs, $7.20/h"));
     assert_non_null(strstr(out, "of $1000.00 this period")); /* the spend limit, not reached */
+    /* at $7.20/h the $1000 of a day last past its end (the period's end, a UTC midnight) */
+    assert_non_null(strstr(out, "; at $7.20/h it lasts past the period's end ("));
+    assert_non_null(strstr(out, "T00:00:00Z)"));
     /* the cloud's quota, read by the daemon: others' 16 vCPUs and its two nodes' 32 */
     assert_non_null(strstr(out, "quota box-vcpus (fake) (box-vcpus): 48 of 96 vCPUs in use"));
     assert_null(strstr(out, "reached"));
