@@ -222,11 +222,11 @@ int rw_offers_refresh(struct realworld *rw);
  * above its bid), else NAN (unknown). */
 double rw_offer_bill(const struct rw_offer *of);
 
-/* realworld_reconcile.c: every live node castor launched takes its offer's price from now on
- * when it is known and has changed (a spot price moves while the instance runs, and the cloud
- * bills the price of the moment); static nodes keep theirs, and a node whose offer's price is
- * unknown keeps its last. A state that cannot be read changes nothing. */
-void rw_node_prices(struct realworld *rw, double now);
+/* realworld_reconcile.c: each of the n live nodes castor launched takes its offer's price from
+ * now on when it is known and has changed (a spot price moves while the instance runs, and the
+ * cloud bills the price of the moment), in the state and in nodes; static nodes keep theirs, and
+ * a node whose offer's price is unknown keeps its last. */
+void rw_node_prices(struct realworld *rw, struct state_node *nodes, size_t n, double now);
 
 /* ---- quotas (realworld_quota.c) ---- */
 

@@ -434,7 +434,7 @@ int rw_observe(void *ctx, const struct snapshot **out)
 {
     struct realworld *rw = ctx;
     double now = rw_now(rw);
-    int rc, gpus = 0;
+    int rc, gpus = 0, priced;
 
     /* GPU-seconds held since the last look, by what each job held then */
     if (rw->observed && now > rw->last_observe)
@@ -444,14 +444,14 @@ int rw_observe(void *ctx, const struct snapshot **out)
     memset(&rw->actions, 0, sizeof(rw->actions));
     realworld_reconcile(rw); /* a cloud that cannot list now: the state as it is */
     rw_spend_check(rw, now); /* over the limit: no launch, the instances terminated */
-    if (rw_offers_refresh(rw) < 0)
+    if (!(priced = rw_offers_refresh(rw) == 0))
         log_msg(rw->log, now, LOG_WARN, NULL, NULL, "cannot read the offers: prices as before");
-    else
-        rw_node_prices(rw, now); /* the nodes are billed at the prices of now */
-    rw_quotas_refresh(rw, now);  /* after the offers: the quotas name them */
+    rw_quotas_refresh(rw, now); /* after the offers: the quotas name them */
     memset(&rw->snap, 0, sizeof(rw->snap));
     rw_watch_start(rw, now);
     if ((rc = rw_intents_read(rw)) == 0 && (rc = rw_observe_nodes(rw, &gpus, now)) == 0) {
+        if (priced) /* the live nodes just read are billed at the prices of now */
+            rw_node_prices(rw, rw->live, rw->nlive, now);
         rw_watch_jobs(rw, now); /* after the nodes' silence, before the jobs are read: a job it
                                  * fails is not planned for */
     }

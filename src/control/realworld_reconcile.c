@@ -62,29 +62,24 @@ double rw_offer_bill(const struct rw_offer *of)
     return of->spot && of->max_price > 0 ? of->max_price + of->storage : NAN;
 }
 
-void rw_node_prices(struct realworld *rw, double now)
+void rw_node_prices(struct realworld *rw, struct state_node *nodes, size_t n, double now)
 {
-    struct state_node *nodes = NULL;
-    size_t n = 0;
-
-    if (state_nodes_list(rw->state, RW_LIVE_NODES, &nodes, &n) < 0)
-        return; /* the prices as they were; asked again next tick */
     for (size_t i = 0; i < n; i++) {
         int o = rw_offer_find(rw, nodes[i].offer);
         /* unknown now: a node priced before keeps its last price, the best guess there is */
-        double bill = o < 0                           ? NAN
-                      : isfinite(rw->offers[o].price) ? rw->offers[o].price
-                      : nodes[i].price > 0            ? NAN
-                                                      : rw_offer_bill(&rw->offers[o]);
+        double bill = o < 0 || (!isfinite(rw->offers[o].price) && nodes[i].price > 0)
+                          ? NAN
+                          : rw_offer_bill(&rw->offers[o]);
 
         if (!nodes[i].launch_token || !isfinite(bill) || fabs(bill - nodes[i].price) < 1e-9)
             continue; /* a static node keeps the price it registered with */
-        if (state_node_set_price(rw->state, nodes[i].instance_id, bill) == 0)
-            log_msg(rw->log, now, LOG_DEBUG, NULL, nodes[i].instance_id,
-                    "billed at $%.4f/h from now (was $%.4f/h): the price of %s", bill,
-                    nodes[i].price, nodes[i].offer);
+        if (state_node_set_price(rw->state, nodes[i].instance_id, bill) < 0)
+            continue; /* the price as it was; asked again next tick */
+        log_msg(rw->log, now, LOG_DEBUG, NULL, nodes[i].instance_id,
+                "billed at $%.4f/h from now (was $%.4f/h): the price of %s", bill, nodes[i].price,
+                nodes[i].offer);
+        nodes[i].price = bill;
     }
-    state_nodes_free(nodes, n);
 }
 
 /* An instance of market spot (1 spot, 0 on-demand, -1 not known) is gone: the offers of that
