@@ -227,23 +227,19 @@ static const struct st_rows st_cost_rows = {sizeof(struct state_cost_row), st_re
 int state_cost_report(struct state *st, double from, double to, enum state_cost_by by,
                       struct state_cost_row **out, size_t *n)
 {
-    /* the same sums over the costs of [from, to), grouped by ?3 (0: day, 1: offer) */
+    /* the same sums over the costs of [from, to), by day (UTC) or by offer */
+#define ST_COST_SUMS                                                                              \
+    " total(CASE WHEN n.launch_token IS NOT NULL AND n.market = 'on-demand' THEN c.dollars END)," \
+    " total(CASE WHEN n.launch_token IS NOT NULL AND n.market = 'spot' THEN c.dollars END),"      \
+    " total(CASE WHEN n.launch_token IS NULL THEN c.dollars END), total(c.dollars) AS d"          \
+    " FROM costs c JOIN nodes n ON n.id = c.node_id WHERE c.start_at >= ?1 AND c.start_at < ?2"
     static const char *const sql[] = {
-        "SELECT date(c.start_at, 'unixepoch') AS k,"
-        " total(CASE WHEN n.launch_token IS NOT NULL AND n.market = 'on-demand' THEN c.dollars "
-        "END),"
-        " total(CASE WHEN n.launch_token IS NOT NULL AND n.market = 'spot' THEN c.dollars END),"
-        " total(CASE WHEN n.launch_token IS NULL THEN c.dollars END), total(c.dollars)"
-        " FROM costs c JOIN nodes n ON n.id = c.node_id"
-        " WHERE c.start_at >= ?1 AND c.start_at < ?2 GROUP BY k ORDER BY k",
-        "SELECT n.offer AS k,"
-        " total(CASE WHEN n.launch_token IS NOT NULL AND n.market = 'on-demand' THEN c.dollars "
-        "END),"
-        " total(CASE WHEN n.launch_token IS NOT NULL AND n.market = 'spot' THEN c.dollars END),"
-        " total(CASE WHEN n.launch_token IS NULL THEN c.dollars END), total(c.dollars) AS d"
-        " FROM costs c JOIN nodes n ON n.id = c.node_id"
-        " WHERE c.start_at >= ?1 AND c.start_at < ?2 GROUP BY k ORDER BY d DESC, k",
+        [STATE_COST_BY_DAY] =
+            "SELECT date(c.start_at, 'unixepoch') AS k," ST_COST_SUMS " GROUP BY k ORDER BY k",
+        [STATE_COST_BY_OFFER] =
+            "SELECT n.offer AS k," ST_COST_SUMS " GROUP BY k ORDER BY d DESC, k",
     };
+#undef ST_COST_SUMS
     struct db_stmt *s = NULL;
     int rc;
 
