@@ -224,6 +224,13 @@ static int pricing_page(const struct jv *page, const struct pricing_ask *ask, co
 }
 
 /* The Price List's price of ask in region, page after page (aws_pricing_get's errors). */
+/* 1 when a lookup lacks its client, region, name or answer. */
+static int pricing_bad(const struct aws_pricing *p, const char *region,
+                       const struct pricing_ask *ask, const double *usd)
+{
+    return !p || !region || !*region || !ask->name || !*ask->name || !usd;
+}
+
 static int pricing_lookup(struct aws_pricing *p, const char *region, const struct pricing_ask *ask,
                           double *usd, struct error *e)
 {
@@ -231,6 +238,8 @@ static int pricing_lookup(struct aws_pricing *p, const char *region, const struc
     char *token = NULL, rid[160] = "(none)";
     int rc = 0;
 
+    if (pricing_bad(p, region, ask, usd))
+        return err_set(e, ERR_INVAL, PRICING_WHERE, 0, 0, "needs a region and a type");
     for (int page = 0; rc == 0; page++) {
         struct jv *doc = NULL;
         char *body = NULL;
@@ -286,8 +295,6 @@ int aws_pricing_get(struct aws_pricing *p, const char *region, const char *type,
 {
     struct pricing_ask a;
 
-    if (!p || !region || !*region || !type || !*type || !usd)
-        return err_set(e, ERR_INVAL, PRICING_WHERE, 0, 0, "needs a region and a type");
     return pricing_lookup(p, region, pricing_instance(&a, type), usd, e);
 }
 
@@ -296,8 +303,6 @@ int aws_pricing_volume_get(struct aws_pricing *p, const char *region, const char
 {
     struct pricing_ask a;
 
-    if (!p || !region || !*region || !type || !*type || !usd)
-        return err_set(e, ERR_INVAL, PRICING_WHERE, 0, 0, "needs a region and a volume type");
     return pricing_lookup(p, region, pricing_volume(&a, type), usd, e);
 }
 
@@ -334,8 +339,8 @@ static int pricing_cached(struct aws_pricing *p, const char *region, const struc
     double v = NAN;
     int rc;
 
-    if (!p || !region || !*region || !type || !*type || !usd ||
-        strlen(region) >= sizeof(x->region) || strlen(key) >= sizeof(x->type))
+    if (pricing_bad(p, region, ask, usd) || strlen(region) >= sizeof(x->region) ||
+        strlen(key) >= sizeof(x->type))
         return err_set(e, ERR_INVAL, PRICING_WHERE, 0, 0, "needs a region and a type");
     x = pricing_entry(p, region, key);
     if (!x)
