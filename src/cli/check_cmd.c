@@ -271,25 +271,8 @@ int cli_check(int argc, char **argv, FILE *out, FILE *err)
     struct ck_held held = {.instances = -1, .note = lbuf};
     int json = 0, status = 1, have_cloud = 0, listed = 0, ok, rc;
 
-    for (int i = 1; i < argc; i++) {
-        if ((strcmp(argv[i], "-c") == 0 || strcmp(argv[i], "--config") == 0) && i + 1 < argc) {
-            path = argv[++i];
-        } else if (strcmp(argv[i], "--json") == 0) {
-            json = 1;
-        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            check_usage(out);
-            return 0;
-        } else {
-            fprintf(err, "castor check: unexpected argument \"%s\"\n", argv[i]);
-            check_usage(err);
-            return 2;
-        }
-    }
-    if (!path) {
-        fprintf(err, "castor check: a configuration is required (-c FILE)\n");
-        check_usage(err);
-        return 2;
-    }
+    if ((rc = cli_config_args(argc, argv, "--json", &json, check_usage, out, err, &path)) >= 0)
+        return rc;
     if (config_load(path, &c, &e) < 0) {
         fprintf(err, "castor check: %s\n", err_format(&e, buf, sizeof(buf)));
         return 2;

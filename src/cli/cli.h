@@ -30,6 +30,13 @@ int cli_teardown(int argc, char **argv, FILE *out, FILE *err);
  * asked, 2 (bad usage or configuration). */
 int cli_check(int argc, char **argv, FILE *out, FILE *err);
 
+/* The arguments of `castor NAME -c FILE [FLAG]` (argv[0] is NAME; flag NULL: none): the
+ * configuration's path into *path and, when flag is given, whether it was into *flag_set. -1 to
+ * go on; else the exit status to return at once: 0 after --help (usage on out), 2 for an
+ * unexpected argument or no -c (the reason and usage on err). */
+int cli_config_args(int argc, char **argv, const char *flag, int *flag_set, void (*usage)(FILE *),
+                    FILE *out, FILE *err, const char **path);
+
 /* The cloud of configuration c, made as the daemon makes it (the API's URL, the token files and
  * this program's folder for the clouds whose nodes talk back). 0, or the constructor's error
  * with e saying why (file:line:column for a bad `cloud:` section); *out is the caller's

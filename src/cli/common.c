@@ -100,3 +100,31 @@ int cli_config_cloud(const struct config *c, struct cloud *out, struct error *e)
         host.bin_dir = bin_dir;
     return cloud_new(c->world, c->cloud, c->dir, &host, out, e);
 }
+
+int cli_config_args(int argc, char **argv, const char *flag, int *flag_set, void (*usage)(FILE *),
+                    FILE *out, FILE *err, const char **path)
+{
+    const char *got = NULL;
+
+    for (int i = 1; i < argc; i++) {
+        if ((strcmp(argv[i], "-c") == 0 || strcmp(argv[i], "--config") == 0) && i + 1 < argc) {
+            got = argv[++i];
+        } else if (flag && strcmp(argv[i], flag) == 0) {
+            *flag_set = 1;
+        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(out);
+            return 0;
+        } else {
+            fprintf(err, "castor %s: unexpected argument \"%s\"\n", argv[0], argv[i]);
+            usage(err);
+            return 2;
+        }
+    }
+    if (!got) {
+        fprintf(err, "castor %s: a configuration is required (-c FILE)\n", argv[0]);
+        usage(err);
+        return 2;
+    }
+    *path = got;
+    return -1;
+}

@@ -1,6 +1,5 @@
 /* run_cmd.c: `castor run -c castor.yaml`: the controller daemon (src/control/daemon.c). */
 #include <stdio.h>
-#include <string.h>
 
 #include "cli/cli.h"
 #include "control/daemon.h"
@@ -22,23 +21,7 @@ static void run_usage(FILE *f)
 int cli_run(int argc, char **argv, FILE *out, FILE *err)
 {
     const char *path = NULL;
+    int rc = cli_config_args(argc, argv, NULL, NULL, run_usage, out, err, &path);
 
-    for (int i = 1; i < argc; i++) {
-        if ((strcmp(argv[i], "-c") == 0 || strcmp(argv[i], "--config") == 0) && i + 1 < argc) {
-            path = argv[++i];
-        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            run_usage(out);
-            return 0;
-        } else {
-            fprintf(err, "castor run: unexpected argument \"%s\"\n", argv[i]);
-            run_usage(err);
-            return 2;
-        }
-    }
-    if (!path) {
-        fprintf(err, "castor run: a configuration is required (-c FILE)\n");
-        run_usage(err);
-        return 2;
-    }
-    return daemon_run(path, err);
+    return rc >= 0 ? rc : daemon_run(path, err);
 }

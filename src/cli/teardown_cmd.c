@@ -1,7 +1,6 @@
 /* teardown_cmd.c: `castor teardown -c FILE [--yes]`: the end of a cluster (src/control/teardown.c):
  * every instance with its tag terminated, while no controller runs on its state. */
 #include <stdio.h>
-#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -45,27 +44,11 @@ int cli_teardown(int argc, char **argv, FILE *out, FILE *err)
     struct error e = {0};
     const char *path = NULL;
     char buf[800];
-    int apply = 0, claim = -1, status = 1, have_cloud = 0;
+    int apply = 0, claim = -1, status = 1, have_cloud = 0,
+        rc = cli_config_args(argc, argv, "--yes", &apply, teardown_usage, out, err, &path);
 
-    for (int i = 1; i < argc; i++) {
-        if ((strcmp(argv[i], "-c") == 0 || strcmp(argv[i], "--config") == 0) && i + 1 < argc) {
-            path = argv[++i];
-        } else if (strcmp(argv[i], "--yes") == 0) {
-            apply = 1;
-        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            teardown_usage(out);
-            return 0;
-        } else {
-            fprintf(err, "castor teardown: unexpected argument \"%s\"\n", argv[i]);
-            teardown_usage(err);
-            return 2;
-        }
-    }
-    if (!path) {
-        fprintf(err, "castor teardown: a configuration is required (-c FILE)\n");
-        teardown_usage(err);
-        return 2;
-    }
+    if (rc >= 0)
+        return rc;
     if (config_load(path, &c, &e) < 0) {
         fprintf(err, "castor teardown: %s\n", err_format(&e, buf, sizeof(buf)));
         return 2;
