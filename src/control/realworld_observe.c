@@ -372,14 +372,13 @@ static void rw_prices_tell(struct realworld *rw, double now)
     }
 }
 
-/* The preemption rate the planner counts on for offer of: its prior (the configuration's
- * preemption_rate, else 0.05 on spot and 0 on-demand), worth RW_RATE_PRIOR_H node-hours, updated
- * with what castor's own nodes there went through in the last RW_RATE_WINDOW_S (notices per
- * node-hour), as the simulated world learns it. */
-static double rw_offer_rate(const struct realworld *rw, const struct rw_offer *of,
+/* The preemption rate the planner counts on for offer of (what the configuration says of it:
+ * meta, or NULL): its prior (meta's preemption_rate, else 0.05 on spot and 0 on-demand), worth
+ * RW_RATE_PRIOR_H node-hours, updated with what castor's own nodes there went through in the last
+ * RW_RATE_WINDOW_S (notices per node-hour), as the simulated world learns it. */
+static double rw_offer_rate(const struct rw_offer *of, const struct realworld_offer *meta,
                             const struct state_offer_record *rec, size_t nrec)
 {
-    const struct realworld_offer *meta = rw_meta(rw, of->name);
     double prior = meta && isfinite(meta->preempt_rate) ? meta->preempt_rate
                    : of->spot                           ? 0.05
                                                         : 0.0;
@@ -407,7 +406,7 @@ static int rw_observe_offers(struct realworld *rw, double now)
     for (size_t o = 0; o < rw->noffers; o++) {
         struct rw_offer *of = &rw->offers[o];
         const struct realworld_offer *meta = rw_meta(rw, of->name);
-        double rate = of->rate = rw_offer_rate(rw, of, rec, nrec);
+        double rate = of->rate = rw_offer_rate(of, meta, rec, nrec);
 
         int room = 0, capped = rw_offer_room(rw, (int)o, &room);
 
