@@ -116,13 +116,19 @@ static void hold_refused(struct ctx *x, const struct offer *from, int err, const
     }
 }
 
+/* A node's boot disk in GB: disk_gb, else the image's own size once read (0: not known yet). */
+static double boot_disk_gb(const struct ctx *c)
+{
+    return c->disk_gb > 0 ? (double)c->disk_gb : c->image_gb;
+}
+
 static int offers(void *arg, struct cloud_offer **out, size_t *n)
 {
     struct ctx *x = arg;
     const struct gcp_prices *prices = NULL;
     struct cloud_offer *list;
     int64_t now = x->clock(x->hook_arg);
-    double disk_gb = x->disk_gb > 0 ? (double)x->disk_gb : x->image_gb, disk;
+    double disk_gb = boot_disk_gb(x), disk;
     size_t k = 0;
 
     if (!out || !n)
@@ -444,7 +450,7 @@ static int offer_uses(struct gathered *x, const struct ctx *c, const struct offe
                       const struct gcp_quota *region, size_t n, const struct gcp_quota *project,
                       size_t np)
 {
-    double disk_gb = c->disk_gb > 0 ? (double)c->disk_gb : c->image_gb;
+    double disk_gb = boot_disk_gb(c);
     const char *disk = gcp_disk_quota_metric(c->disk_type);
     const char *gpu = o->gpus > 0 ? gcp_gpu_quota_metric(o->accelerator) : NULL;
     const struct gcp_quota *g;
