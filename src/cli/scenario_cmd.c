@@ -33,6 +33,7 @@ struct run_result {
     int nmissed; /* listed in missed (the first SC_MISSED_MAX in submission order) */
     double avg_jct, p99_jct, makespan, bound;
     double jct_bound; /* the lowest average JCT possible on the GPU-hours billed (sim_bound) */
+    double gpu_bound; /* the fewest GPU-hours that reach its average JCT (sim_bound) */
     int unfinished;
     double wall;
 };
@@ -145,6 +146,7 @@ static int run_system(const struct scenario *sc, const struct scenario_system *s
     struct sim_run run = {0};
     struct sim_record *rec = NULL;
     struct tick_ctx tc;
+    struct sim_bounds bounds;
     struct error e = {0};
     char buf[768];
     double t0 = cli_wall_now();
@@ -178,11 +180,13 @@ static int run_system(const struct scenario *sc, const struct scenario_system *s
         fprintf(err, "castor simulate: %s: no lower bound: %s\n", path, err_str(rc));
         goto out;
     }
-    if ((rc = sim_world_jct_bound(run.w, sc->offers[sys->initial_offer].gpus, res->fleet.gpu_hours,
-                                  &res->jct_bound)) < 0) {
+    if ((rc = sim_world_bounds(run.w, sc->offers[sys->initial_offer].gpus, res->fleet.gpu_hours,
+                               res->avg_jct, &bounds)) < 0) {
         fprintf(err, "castor simulate: %s: no completion time bound: %s\n", path, err_str(rc));
         goto out;
     }
+    res->jct_bound = bounds.avg_jct;
+    res->gpu_bound = bounds.gpu_hours;
     res->wall = cli_wall_now() - t0;
     rec->wall_seconds = res->wall;
     if (recp) {
@@ -197,9 +201,9 @@ out:
 
 static void print_header(FILE *out)
 {
-    fprintf(out, "%-15s %-16s %9s %8s %8s %9s %7s %7s %7s %7s %7s %7s\n", "workload", "system",
+    fprintf(out, "%-15s %-16s %9s %8s %8s %9s %7s %7s %7s %7s %7s %7s %7s\n", "workload", "system",
             "dollars", "avg JCT", "p99 JCT", "makespan", "GPU-h", "preempt", "lost s", "wait s",
-            "$/bound", "JCT/bnd");
+            "$/bound", "JCT/bnd", "GPU/bnd");
 }
 
 /* value over its lower bound; 0 when the bound is not a positive finite number. */
@@ -210,11 +214,11 @@ static double over_bound(double value, double bound)
 
 static void print_row(FILE *out, const char *wl, const char *sys, const struct run_result *r)
 {
-    fprintf(out, "%-15s %-16s %9.2f %8.1f %8.0f %9.0f %7.1f %7ld %7.0f %7.1f %7.2f %7.2f%s\n", wl,
-            sys, r->fleet.dollars, r->avg_jct, r->p99_jct, r->makespan, r->fleet.gpu_hours,
+    fprintf(out, "%-15s %-16s %9.2f %8.1f %8.0f %9.0f %7.1f %7ld %7.0f %7.1f %7.2f %7.2f %7.2f%s\n",
+            wl, sys, r->fleet.dollars, r->avg_jct, r->p99_jct, r->makespan, r->fleet.gpu_hours,
             r->fleet.preemptions, r->fleet.lost_work_s, r->fleet.mean_wait_s,
             over_bound(r->fleet.dollars, r->bound), over_bound(r->avg_jct, r->jct_bound),
-            r->unfinished ? " (unfinished)" : "");
+            over_bound(r->fleet.gpu_hours, r->gpu_bound), r->unfinished ? " (unfinished)" : "");
 }
 
 static struct jv *result_json(const struct run_result *r)
@@ -232,6 +236,8 @@ static struct jv *result_json(const struct run_result *r)
     jv_set(o, "mean_wait_s", jv_number(r->fleet.mean_wait_s));
     jv_set(o, "jct_bound_s", jv_number(isfinite(r->jct_bound) ? r->jct_bound : 0));
     jv_set(o, "jct_over_bound", jv_number(over_bound(r->avg_jct, r->jct_bound)));
+    jv_set(o, "gpu_bound_h", jv_number(isfinite(r->gpu_bound) ? r->gpu_bound : 0));
+    jv_set(o, "gpu_over_bound", jv_number(over_bound(r->fleet.gpu_hours, r->gpu_bound)));
     jv_set(o, "held_gpu_hours", jv_number(r->fleet.held_gpu_hours));
     jv_set(o, "deadlines", jv_integer(r->fleet.deadlines));
     jv_set(o, "deadlines_met", jv_integer(r->fleet.deadlines_met));
@@ -287,6 +293,7 @@ static void result_mean(const struct run_result *rs, int n, struct run_result *m
         m->makespan += rs[i].makespan / n;
         m->bound += rs[i].bound / n;
         m->jct_bound += rs[i].jct_bound / n;
+        m->gpu_bound += rs[i].gpu_bound / n;
         m->unfinished += rs[i].unfinished;
     }
 }

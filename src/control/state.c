@@ -426,6 +426,26 @@ int st_get_one(struct db *db, const char *sql, const char *key, const struct st_
     return 0;
 }
 
+int st_collect_by(struct db *db, enum st_key key, const char *name, const char *sql,
+                  const struct st_rows *kind, void **out, size_t *n)
+{
+    enum state_job_state job_state = STATE_JOB_PENDING;
+    enum state_node_state node_state = STATE_NODE_LAUNCHING;
+    struct db_stmt *s = NULL;
+    long long id = 0;
+    int rc;
+
+    if (!st_name_ok(name))
+        return ERR_INVAL;
+    rc = key == ST_KEY_JOB ? st_job_find(db, name, &id, &job_state)
+                           : st_node_find(db, name, &id, &node_state);
+    if (rc == 0)
+        rc = st_prepare(db, &s, sql, "i", id);
+    if (rc < 0)
+        return rc;
+    return st_collect(s, kind, out, n);
+}
+
 int st_list_by_state(struct db *db, const char *sql, const char *const *names, int count,
                      unsigned mask, const struct st_rows *kind, void **out, size_t *n)
 {

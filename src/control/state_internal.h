@@ -70,6 +70,15 @@ int st_collect(struct db_stmt *s, const struct st_rows *kind, void **out, size_t
 int st_get_one(struct db *db, const char *sql, const char *key, const struct st_rows *kind,
                void *out);
 
+/* What st_collect_by names. */
+enum st_key { ST_KEY_JOB, ST_KEY_NODE };
+
+/* The rows of sql, which selects by the id of the job (ST_KEY_JOB) or node (ST_KEY_NODE, by
+ * instance id) named name bound as ?1, into a new array of kind's structs (st_collect). ERR_INVAL
+ * for a bad name, ERR_UNKNOWN when there is no such job or node. */
+int st_collect_by(struct db *db, enum st_key key, const char *name, const char *sql,
+                  const struct st_rows *kind, void **out, size_t *n);
+
 /* The rows of sql, which selects by state IN (?1 .. ?count): state i is bound when its bit is in
  * mask, else NULL (which matches nothing). */
 int st_list_by_state(struct db *db, const char *sql, const char *const *names, int count,
@@ -84,6 +93,10 @@ int st_find(struct db *db, const char *sql, const char *key, const char *const *
 
 /* state_jobs.c: the job's id and state by name; ERR_UNKNOWN when there is none. */
 int st_job_find(struct db *db, const char *name, long long *id, enum state_job_state *state);
+
+/* state_nodes.c: the node's id and state by instance id; ERR_UNKNOWN when there is none. */
+int st_node_find(struct db *db, const char *instance_id, long long *id,
+                 enum state_node_state *state);
 
 /* state_jobs.c: a state a job does not leave: finished, cancelled or failed. */
 int st_job_final(enum state_job_state s);

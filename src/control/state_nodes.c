@@ -33,9 +33,8 @@ const char *state_node_state_name(enum state_node_state s)
     return (int)s >= 0 && (int)s < STATE_NODE_NSTATES ? st_node_states[s] : NULL;
 }
 
-/* The node's id and state by instance id; ERR_UNKNOWN when there is none. */
-static int st_node_find(struct db *db, const char *instance_id, long long *id,
-                        enum state_node_state *state)
+int st_node_find(struct db *db, const char *instance_id, long long *id,
+                 enum state_node_state *state)
 {
     int v = 0, rc;
 
@@ -523,23 +522,11 @@ static const struct st_rows st_node_job_rows = {sizeof(struct state_node_job), s
 int state_node_jobs(struct state *st, const char *instance_id, struct state_node_job **out,
                     size_t *n)
 {
-    enum state_node_state cur = STATE_NODE_LAUNCHING;
-    struct db_stmt *s = NULL;
-    long long id = 0;
-    int rc;
-
-    if (!st_name_ok(instance_id))
-        return ERR_INVAL;
-    rc = st_node_find(st->db, instance_id, &id, &cur);
-    if (rc == 0)
-        rc =
-            st_prepare(st->db, &s,
-                       "SELECT j.name, a.replicas FROM allocations a JOIN jobs j ON j.id = a.job_id"
-                       " WHERE a.node_id = ?1 ORDER BY j.name",
-                       "i", id);
-    if (rc < 0)
-        return rc;
-    return st_collect(s, &st_node_job_rows, (void **)out, n);
+    return st_collect_by(
+        st->db, ST_KEY_NODE, instance_id,
+        "SELECT j.name, a.replicas FROM allocations a JOIN jobs j ON j.id = a.job_id"
+        " WHERE a.node_id = ?1 ORDER BY j.name",
+        &st_node_job_rows, (void **)out, n);
 }
 
 void state_node_jobs_free(struct state_node_job *rows, size_t n)
@@ -647,23 +634,11 @@ int state_alloc_replace(struct state *st, const char *job, const struct state_al
 
 int state_alloc_get(struct state *st, const char *job, struct state_alloc **out, size_t *n)
 {
-    enum state_job_state jstate = STATE_JOB_PENDING;
-    struct db_stmt *s = NULL;
-    long long job_id = 0;
-    int rc;
-
-    if (!st_name_ok(job))
-        return ERR_INVAL;
-    rc = st_job_find(st->db, job, &job_id, &jstate);
-    if (rc < 0)
-        return rc;
-    rc = st_prepare(st->db, &s,
-                    "SELECT n.instance_id, a.replicas, a.since FROM allocations a"
-                    " JOIN nodes n ON n.id = a.node_id WHERE a.job_id = ?1 ORDER BY n.instance_id",
-                    "i", job_id);
-    if (rc < 0)
-        return rc;
-    return st_collect(s, &st_alloc_rows, (void **)out, n);
+    return st_collect_by(st->db, ST_KEY_JOB, job,
+                         "SELECT n.instance_id, a.replicas, a.since FROM allocations a"
+                         " JOIN nodes n ON n.id = a.node_id WHERE a.job_id = ?1"
+                         " ORDER BY n.instance_id",
+                         &st_alloc_rows, (void **)out, n);
 }
 
 void state_allocs_free(struct state_alloc *rows, size_t n)

@@ -220,23 +220,11 @@ static const struct st_rows st_report_rows = {sizeof(struct state_report_config)
 int state_report_configs(struct state *st, const char *job, struct state_report_config **out,
                          size_t *n)
 {
-    enum state_job_state cur = STATE_JOB_PENDING;
-    struct db_stmt *s = NULL;
-    long long id = 0;
-    int rc;
-
-    if (!st_name_ok(job))
-        return ERR_INVAL;
-    rc = st_job_find(st->db, job, &id, &cur);
-    if (rc == 0)
-        rc = st_prepare(st->db, &s,
-                        "SELECT nodes, replicas, local_bsz, accum_steps, count, step_mean,"
-                        " step_var, sync_mean, at FROM reports WHERE job_id = ?1"
-                        " ORDER BY nodes, replicas, local_bsz, accum_steps",
-                        "i", id);
-    if (rc < 0)
-        return rc;
-    return st_collect(s, &st_report_rows, (void **)out, n);
+    return st_collect_by(st->db, ST_KEY_JOB, job,
+                         "SELECT nodes, replicas, local_bsz, accum_steps, count, step_mean,"
+                         " step_var, sync_mean, at FROM reports WHERE job_id = ?1"
+                         " ORDER BY nodes, replicas, local_bsz, accum_steps",
+                         &st_report_rows, (void **)out, n);
 }
 
 /* ---- model families ---- */

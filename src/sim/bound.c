@@ -68,26 +68,65 @@ static double bound_job(const struct app *a, const double *best, int kmax, doubl
     return total;
 }
 
+/* The grid's l-th price: 0, then a log grid from 1e-7 to 1e3. */
+static double bound_lambda(int l)
+{
+    return l == 0 ? 0 : 1e-7 * pow(1e10, (l - 1) / (BOUND_NLAMBDA - 2.0));
+}
+
+/* f[l]: the jobs' summed least (completion time + lambda_l x GPU-time) at each price of the grid;
+ * *njobs their number. -1 when some job cannot run at all. */
+static int bound_curve(int napps, const struct app *const *apps, const double *const *best,
+                       const int *count, int kmax, double *f, int *njobs)
+{
+    *njobs = 0;
+    for (int i = 0; i < napps; i++)
+        *njobs += count[i];
+    for (int l = 0; l < BOUND_NLAMBDA; l++) {
+        f[l] = 0;
+        for (int i = 0; i < napps; i++)
+            if (count[i] > 0)
+                f[l] += count[i] * bound_job(apps[i], best[i], kmax, bound_lambda(l));
+        if (!isfinite(f[l]))
+            return -1;
+    }
+    return 0;
+}
+
 double sim_bound_avg_jct(int napps, const struct app *const *apps, const double *const *best,
                          const int *count, int kmax, double gpu_seconds)
 {
-    double top = 0;
-    int njobs = 0;
+    double f[BOUND_NLAMBDA], top = 0;
+    int njobs;
 
-    for (int i = 0; i < napps; i++)
-        njobs += count[i];
+    if (bound_curve(napps, apps, best, count, kmax, f, &njobs) < 0)
+        return INFINITY;
     if (njobs <= 0)
         return 0;
-    for (int l = 0; l < BOUND_NLAMBDA; l++) {
-        double lambda = l == 0 ? 0 : 1e-7 * pow(1e10, (l - 1) / (BOUND_NLAMBDA - 2.0)), f = 0;
-
-        for (int i = 0; i < napps; i++)
-            if (count[i] > 0)
-                f += count[i] * bound_job(apps[i], best[i], kmax, lambda);
-        if (!isfinite(f))
-            return INFINITY;
-        if ((f - lambda * gpu_seconds) / njobs > top)
-            top = (f - lambda * gpu_seconds) / njobs;
-    }
+    for (int l = 0; l < BOUND_NLAMBDA; l++)
+        if ((f[l] - bound_lambda(l) * gpu_seconds) / njobs > top)
+            top = (f[l] - bound_lambda(l) * gpu_seconds) / njobs;
     return top;
+}
+
+double sim_bound_least_gpu_seconds(int napps, const struct app *const *apps,
+                                   const double *const *best, const int *count, int kmax,
+                                   double avg_jct)
+{
+    double f[BOUND_NLAMBDA], least = 0;
+    int njobs;
+
+    if (bound_curve(napps, apps, best, count, kmax, f, &njobs) < 0)
+        return INFINITY;
+    if (njobs <= 0)
+        return 0;
+    /* the bound at G is at most avg_jct iff f[l] - lambda_l G <= njobs avg_jct at every price:
+     * at lambda 0 (every epoch at its fastest) whatever G, else G >= (f[l] - njobs avg_jct) /
+     * lambda_l */
+    if (!(f[0] <= njobs * avg_jct))
+        return INFINITY;
+    for (int l = 1; l < BOUND_NLAMBDA; l++)
+        if ((f[l] - njobs * avg_jct) / bound_lambda(l) > least)
+            least = (f[l] - njobs * avg_jct) / bound_lambda(l);
+    return least;
 }

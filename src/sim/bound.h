@@ -29,4 +29,15 @@ void sim_bound_goodputs(struct app *a, int gpn, int kmax, double *best);
 double sim_bound_avg_jct(int napps, const struct app *const *apps, const double *const *best,
                          const int *count, int kmax, double gpu_seconds);
 
+/*
+ * The inverse: the least GPU-seconds with which the bound above reaches an average completion
+ * time of avg_jct on the same workload (the largest over the grid's positive prices of (the
+ * jobs' summed minima minus njobs x avg_jct) over the price, at least 0). No policy in the
+ * simulator finishes the workload at that average on fewer. Returns INFINITY when avg_jct is
+ * below every job at its fastest (or some job cannot run at all), 0 for no jobs.
+ */
+double sim_bound_least_gpu_seconds(int napps, const struct app *const *apps,
+                                   const double *const *best, const int *count, int kmax,
+                                   double avg_jct);
+
 #endif

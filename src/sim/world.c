@@ -704,11 +704,13 @@ int sim_world_cost_bound(struct sim_world *w, int gpn, double *dollars)
     return 0;
 }
 
-int sim_world_jct_bound(struct sim_world *w, int gpn, double gpu_hours, double *avg_jct)
+int sim_world_bounds(struct sim_world *w, int gpn, double gpu_hours, double avg_jct,
+                     struct sim_bounds *out)
 {
     const int kmax = SIM_MEASURED_REPLICAS;
     double **best = calloc((size_t)w->ndistinct + 1, sizeof(double *));
     int *count = calloc((size_t)w->ndistinct + 1, sizeof(int)), rc = 0;
+    const struct app *const *apps = (const struct app *const *)w->distinct;
 
     if (!best || !count) {
         rc = ERR_NOMEM;
@@ -723,8 +725,11 @@ int sim_world_jct_bound(struct sim_world *w, int gpn, double gpu_hours, double *
         for (int j = 0; j < w->njobs; j++)
             count[k] += w->apps[j] == w->distinct[k];
     }
-    *avg_jct = sim_bound_avg_jct(w->ndistinct, (const struct app *const *)w->distinct,
-                                 (const double *const *)best, count, kmax, gpu_hours * 3600.0);
+    out->avg_jct = sim_bound_avg_jct(w->ndistinct, apps, (const double *const *)best, count, kmax,
+                                     gpu_hours * 3600.0);
+    out->gpu_hours = sim_bound_least_gpu_seconds(w->ndistinct, apps, (const double *const *)best,
+                                                 count, kmax, avg_jct) /
+                     3600.0;
 out:
     for (int k = 0; best && k < w->ndistinct; k++)
         free(best[k]);

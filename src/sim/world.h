@@ -117,13 +117,21 @@ void sim_world_fleet_stats(const struct sim_world *w, struct sim_fleet_stats *ou
  */
 int sim_world_cost_bound(struct sim_world *w, int gpn, double *dollars);
 
+/* How far a run is from the best possible (sim_bound: every job at each epoch on the best trade
+ * of time against GPU-time, up to 64 GPUs on nodes of gpn, without restarts, boots or learning). */
+struct sim_bounds {
+    double avg_jct;   /* the least average completion time on the GPU-hours given (INFINITY:
+                       * some job cannot run at all) */
+    double gpu_hours; /* the least GPU-hours that reach the average completion time given
+                       * (INFINITY: below every job at its fastest) */
+};
+
 /*
- * A lower bound on the average completion time of the workload's jobs for gpu_hours spent in all
- * (sim_bound_avg_jct: every job at each epoch on the best trade of time against GPU-time, up to
- * 64 GPUs on nodes of gpn, without restarts, boots or learning). On success writes *avg_jct
- * (INFINITY when some job cannot run at all). Errors: ERR_NOMEM.
+ * Both bounds of the workload's jobs: the least average JCT for gpu_hours spent in all, and the
+ * least GPU-hours for an average JCT of avg_jct. On success writes *out. Errors: ERR_NOMEM.
  */
-int sim_world_jct_bound(struct sim_world *w, int gpn, double gpu_hours, double *avg_jct);
+int sim_world_bounds(struct sim_world *w, int gpn, double gpu_hours, double avg_jct,
+                     struct sim_bounds *out);
 
 /* Nodes alive now (booting, ready or noticed) of offers with spot set, or not (for reports). */
 int sim_world_fleet_nodes(const struct sim_world *w, int spot);

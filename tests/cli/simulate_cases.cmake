@@ -69,6 +69,12 @@ add_test(NAME cli_scenario_json_jct_bound COMMAND ${EXPECT_FILE}
   ${CMAKE_CURRENT_BINARY_DIR}/scenario_bound.json "\"jct_over_bound\""
   -- $<TARGET_FILE:castor> simulate --scenario ${SCN}/small.yaml --quiet
   --json ${CMAKE_CURRENT_BINARY_DIR}/scenario_bound.json)
+add_test(NAME cli_scenario_json_gpu_bound COMMAND ${EXPECT_FILE}
+  ${CMAKE_CURRENT_BINARY_DIR}/scenario_gpu_bound.json "\"gpu_over_bound\""
+  -- $<TARGET_FILE:castor> simulate --scenario ${SCN}/small.yaml --quiet
+  --json ${CMAKE_CURRENT_BINARY_DIR}/scenario_gpu_bound.json)
+castor_cli_test(scenario_gpu_bound_column 0 "JCT/bnd GPU/bnd"
+  simulate --scenario ${SCN}/small.yaml)
 castor_cli_test(scenario_castor_alone 0 "mean            castor"
   simulate --scenario ${SCN}/small.yaml)
 castor_cli_test(scenario_workload_override 0 "one_cifar10.csv"

@@ -110,9 +110,45 @@ static void sim_bound_avg_jct__between_fastest_and_fixed_allocations(void **stat
                 sim_bound_avg_jct(1, apps, tables, count, KMAX, 1e15) * 10);
 }
 
+/* The inverse of the bound: the least GPU-time for a given average is what the bound needs to
+ * reach it (the bound at that GPU-time is the average, and a little less GPU-time misses it);
+ * an average below every job at its fastest is out of reach, one at the fastest needs no more
+ * than the fastest allocation's GPU-time, and a slower average needs less GPU-time. */
+static void sim_bound_least_gpu_seconds__inverts_the_bound(void **state)
+{
+    const struct app *apps[1] = {cifar};
+    const double *tables[1] = {best};
+    int count[1] = {3};
+    double fastest = sim_bound_avg_jct(1, apps, tables, count, KMAX, 1e15), prev = INFINITY;
+
+    (void)state;
+    assert_true(isinf(sim_bound_least_gpu_seconds(1, apps, tables, count, KMAX, fastest * 0.99)));
+    for (int k = 1; k <= KMAX; k *= 2) {
+        double g = 0, jct, least;
+
+        for (int ep = 0; ep < cifar->max_epochs; ep++)
+            g += work(ep) * k / at(ep, k);
+        jct = sim_bound_avg_jct(1, apps, tables, count, KMAX, 3 * g);
+        least = sim_bound_least_gpu_seconds(1, apps, tables, count, KMAX, jct);
+        assert_true(least > 0 && least <= 3 * g * (1 + 1e-9));
+        assert_true(sim_bound_avg_jct(1, apps, tables, count, KMAX, least) <= jct * (1 + 1e-9));
+        assert_true(sim_bound_avg_jct(1, apps, tables, count, KMAX, least * 0.98) > jct);
+        /* twice the time needs less GPU-time */
+        assert_true(sim_bound_least_gpu_seconds(1, apps, tables, count, KMAX, 2 * jct) < least);
+    }
+    for (double t = 1.2; t < 50; t *= 2) {
+        double least = sim_bound_least_gpu_seconds(1, apps, tables, count, KMAX, t * fastest);
+
+        assert_true(isfinite(least) && least < prev);
+        prev = least;
+    }
+    count[0] = 0;
+    assert_float_equal(sim_bound_least_gpu_seconds(1, apps, tables, count, KMAX, 1.0), 0, 0);
+}
+
 /* A simulated cifar10 job on 4 GPUs of one node, run to the end: its completion time is above the
  * bound for the GPU-time it held. */
-static void sim_world_jct_bound__a_run_cannot_beat_it(void **state)
+static void sim_world_bounds__a_run_cannot_beat_them(void **state)
 {
     static const char *const known[] = {"cifar10", NULL};
     struct sim_config cfg = {.profiles = CASTOR_DATADIR "/profiles",
@@ -125,6 +161,7 @@ static void sim_world_jct_bound__a_run_cannot_beat_it(void **state)
     const struct snapshot *s;
     struct alloc *plan = NULL;
     struct sim_fleet_stats st;
+    struct sim_bounds bounds;
     struct error e;
     double bound, jct = 0;
 
@@ -142,10 +179,14 @@ static void sim_world_jct_bound__a_run_cannot_beat_it(void **state)
     assert_true(sim_world_finished(w));
     jct = sim_world_job(w, 0)->completion - sim_world_job(w, 0)->spec->submit_time;
     sim_world_fleet_stats(w, &st);
-    assert_int_equal(sim_world_jct_bound(w, 4, st.held_gpu_hours, &bound), 0);
+    assert_int_equal(sim_world_bounds(w, 4, st.held_gpu_hours, jct, &bounds), 0);
+    bound = bounds.avg_jct;
     assert_true(bound > 0);
     assert_true(jct >= bound);
     assert_true(jct < 2 * bound); /* and not far: one restart delay, a batch learned online */
+    /* nor could any run reach its completion time on fewer GPU-hours than the inverse says */
+    assert_true(bounds.gpu_hours > 0);
+    assert_true(st.held_gpu_hours >= bounds.gpu_hours);
     sim_world_free(w);
     workload_free(wl);
 }
@@ -155,7 +196,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(sim_bound_goodputs__the_best_of_the_grid),
         cmocka_unit_test(sim_bound_avg_jct__between_fastest_and_fixed_allocations),
-        cmocka_unit_test(sim_world_jct_bound__a_run_cannot_beat_it),
+        cmocka_unit_test(sim_bound_least_gpu_seconds__inverts_the_bound),
+        cmocka_unit_test(sim_world_bounds__a_run_cannot_beat_them),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);
