@@ -160,6 +160,28 @@ static int cl_failed(const char *cmd, long status, const struct jv *v, FILE *err
     return 1;
 }
 
+/* One GET of path for the command cmd: on 200 its answer as JSON (the member json_key of it, or
+ * all when NULL) or, without json, as show prints it; the controller's reason otherwise. Returns
+ * the command's exit status (0, or 1 for a failure). */
+static int cl_show(struct cl_conn *c, const char *cmd, const char *path, const char *json_key,
+                   int json, void (*show)(const struct jv *v, FILE *out), FILE *out, FILE *err)
+{
+    struct jv *v = NULL;
+    long st = cl_call(c, "GET", path, NULL, &v, err);
+    int rc = 0;
+
+    if (st < 0)
+        rc = 1;
+    else if (st != 200)
+        rc = cl_failed(cmd, st, v, err);
+    else if (json)
+        rc = jv_write(json_key ? jv_get(v, json_key) : v, out) < 0;
+    else
+        show(v, out);
+    jv_free(v);
+    return rc;
+}
+
 static void cl_time(double t, char *buf, size_t size)
 {
     char iso[TIMESTAMP_ISO8601_LEN + 1];
@@ -195,10 +217,12 @@ static void cl_waiting(const struct jv *jobs, FILE *out)
     }
 }
 
-/* The jobs, a line each; then why each failed job failed, and why each pending job waits where
- * its events say. */
-static void cl_jobs_table(const struct jv *jobs, FILE *out)
+/* The answer's jobs, a line each; then why each failed job failed, and why each pending job
+ * waits where its events say. */
+static void cl_jobs_table(const struct jv *v, FILE *out)
 {
+    const struct jv *jobs = jv_get(v, "jobs");
+
     fprintf(out, "%-32s %-10s %-21s %10s %10s %8s %8s %10s %-21s\n", "NAME", "STATE", "SUBMITTED",
             "PROGRESS", "CHECKPOINT", "RESTARTS", "FAILURES", "COST", "ETA");
     for (size_t i = 0; i < jv_size(jobs); i++) {
@@ -317,26 +341,13 @@ out:
 static int cl_jobs(struct cl_conn *c, const char *filter, int json, FILE *out, FILE *err)
 {
     char path[512];
-    struct jv *v = NULL;
-    long st;
-    int rc = 0;
 
     if (filter && strspn(filter, "abcdefghijklmnopqrstuvwxyz,") != strlen(filter)) {
         fprintf(err, "castor jobs: --state takes a comma-separated list of states\n");
         return 2;
     }
     snprintf(path, sizeof(path), "/v1/jobs%s%s", filter ? "?state=" : "", filter ? filter : "");
-    st = cl_call(c, "GET", path, NULL, &v, err);
-    if (st < 0)
-        rc = 1;
-    else if (st != 200)
-        rc = cl_failed("jobs", st, v, err);
-    else if (json)
-        rc = jv_write(jv_get(v, "jobs"), out) < 0;
-    else
-        cl_jobs_table(jv_get(v, "jobs"), out);
-    jv_free(v);
-    return rc;
+    return cl_show(c, "jobs", path, "jobs", json, cl_jobs_table, out, err);
 }
 
 /* A query argument's value: what a date or an ISO 8601 time may hold (the API checks it). */
@@ -352,36 +363,27 @@ static void cl_cost_row(const char *key, const struct jv *r, FILE *out)
             cl_num(r, "spot"), cl_num(r, "static"), cl_num(r, "dollars"));
 }
 
+/* The cost answer as a table: a row per day or offer, then the total. */
+static void cl_costs_table(const struct jv *v, FILE *out)
+{
+    const char *key = strcmp(jv_string_value(jv_get(v, "by")), "offer") == 0 ? "offer" : "day";
+    const struct jv *rows = jv_get(v, "rows");
+
+    fprintf(out, "%-40s %12s %12s %12s %12s\n", strcmp(key, "day") == 0 ? "DAY (UTC)" : "OFFER",
+            "ON-DEMAND $", "SPOT $", "STATIC $", "TOTAL $");
+    for (size_t i = 0; i < jv_size(rows); i++)
+        cl_cost_row(jv_string_value(jv_get(jv_at(rows, i), key)), jv_at(rows, i), out);
+    cl_cost_row("total", jv_get(v, "total"), out);
+}
+
 static int cl_costs(struct cl_conn *c, const char *since, const char *until, const char *by,
                     int json, FILE *out, FILE *err)
 {
     char path[256];
-    struct jv *v = NULL;
-    const struct jv *rows;
-    long st;
-    int rc = 0;
 
     snprintf(path, sizeof(path), "/v1/costs?by=%s%s%s%s%s", by ? by : "day", since ? "&since=" : "",
              since ? since : "", until ? "&until=" : "", until ? until : "");
-    st = cl_call(c, "GET", path, NULL, &v, err);
-    if (st < 0) {
-        rc = 1;
-    } else if (st != 200) {
-        rc = cl_failed("costs", st, v, err);
-    } else if (json) {
-        rc = jv_write(v, out) < 0;
-    } else {
-        const char *key = strcmp(jv_string_value(jv_get(v, "by")), "offer") == 0 ? "offer" : "day";
-
-        rows = jv_get(v, "rows");
-        fprintf(out, "%-40s %12s %12s %12s %12s\n", strcmp(key, "day") == 0 ? "DAY (UTC)" : "OFFER",
-                "ON-DEMAND $", "SPOT $", "STATIC $", "TOTAL $");
-        for (size_t i = 0; i < jv_size(rows); i++)
-            cl_cost_row(jv_string_value(jv_get(jv_at(rows, i), key)), jv_at(rows, i), out);
-        cl_cost_row("total", jv_get(v, "total"), out);
-    }
-    jv_free(v);
-    return rc;
+    return cl_show(c, "costs", path, NULL, json, cl_costs_table, out, err);
 }
 
 struct cl_strip {
@@ -470,38 +472,30 @@ static int cl_name_ok(const char *cmd, const char *name, FILE *err)
     return 1;
 }
 
-/* The job's events, a line each, oldest first: time, kind, node, message. */
+/* The answer's events, a line each, oldest first: time, kind, node, message. */
+static void cl_events_table(const struct jv *v, FILE *out)
+{
+    const struct jv *evs = jv_get(v, "events");
+
+    for (size_t i = 0; i < jv_size(evs); i++) {
+        const struct jv *e = jv_at(evs, i);
+        char when[32];
+
+        cl_time(cl_num(e, "at"), when, sizeof(when));
+        fprintf(out, "%-21s %-10s %-24s %s\n", when, cl_str(e, "kind"), cl_str(e, "node"),
+                cl_str(e, "message"));
+    }
+}
+
+/* The job's events (cl_events_table), or the answer as JSON. */
 static int cl_events(struct cl_conn *c, const char *name, int json, FILE *out, FILE *err)
 {
     char path[512];
-    struct jv *v = NULL;
-    const struct jv *evs;
-    long st;
-    int rc = 0;
 
     if (!cl_name_ok("events", name, err))
         return 2;
     snprintf(path, sizeof(path), "/v1/jobs/%s/events?limit=500", name);
-    st = cl_call(c, "GET", path, NULL, &v, err);
-    if (st < 0) {
-        rc = 1;
-    } else if (st != 200) {
-        rc = cl_failed("events", st, v, err);
-    } else if (json) {
-        rc = jv_write(v, out) < 0;
-    } else {
-        evs = jv_get(v, "events");
-        for (size_t i = 0; i < jv_size(evs); i++) {
-            const struct jv *e = jv_at(evs, i);
-            char when[32];
-
-            cl_time(cl_num(e, "at"), when, sizeof(when));
-            fprintf(out, "%-21s %-10s %-24s %s\n", when, cl_str(e, "kind"), cl_str(e, "node"),
-                    cl_str(e, "message"));
-        }
-    }
-    jv_free(v);
-    return rc;
+    return cl_show(c, "events", path, NULL, json, cl_events_table, out, err);
 }
 
 /* One request that acts on the thing named (a job or a node): its answer as JSON, or done (a
