@@ -307,19 +307,19 @@ int cli_check(int argc, char **argv, FILE *out, FILE *err)
         goto out;
     }
     for (size_t i = 0; i < n; i++) {
+        const struct config_offer *conf;
+
         v[i].o = &offers[i];
         /* the cloud's own price of the instance (a bid is on it, not on its disks) */
         v[i].over = offers[i].spot && offers[i].max_price > 0 && isfinite(offers[i].price) &&
                     offers[i].price - offers[i].storage > offers[i].max_price;
-        for (size_t k = 0; k < c->noffers; k++)
-            if (strcmp(c->offers[k].name, offers[i].name) == 0 &&
-                (c->offers[k].price > 0 || c->offers[k].discount > 0)) {
-                struct realworld_offer meta = {.price = c->offers[k].price,
-                                               .discount = c->offers[k].discount};
+        conf = config_offer_find(c, offers[i].name);
+        if (conf && (conf->price > 0 || conf->discount > 0)) {
+            struct realworld_offer meta = {.price = conf->price, .discount = conf->discount};
 
-                v[i].conf = &c->offers[k]; /* the price the controller will count */
-                offers[i].price = realworld_offer_price(&meta, offers[i].price, offers[i].storage);
-            }
+            v[i].conf = conf; /* the price the controller will count */
+            offers[i].price = realworld_offer_price(&meta, offers[i].price, offers[i].storage);
+        }
         ck_room(&v[i], q, nq, u, nu);
         usable += (size_t)v[i].usable;
     }

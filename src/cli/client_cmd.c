@@ -160,6 +160,28 @@ static int cl_failed(const char *cmd, long status, const struct jv *v, FILE *err
     return 1;
 }
 
+/* One request of the command cmd, answered `want` when it went well: then its answer goes out as
+ * JSON with json (the member json_key of it, or all when NULL), else *print is set and the caller
+ * prints *v its own way; any other answer is reported with the controller's reason. *v is the
+ * answer (the caller's to jv_free, NULL when there was none). Returns the command's exit status
+ * (0, or 1 for a failure). */
+static int cl_answer(struct cl_conn *c, const char *cmd, const char *method, const char *path,
+                     const char *body, long want, int json, const char *json_key, FILE *out,
+                     FILE *err, struct jv **v, int *print)
+{
+    long st = cl_call(c, method, path, body, v, err);
+
+    *print = 0;
+    if (st < 0)
+        return 1;
+    if (st != want)
+        return cl_failed(cmd, st, *v, err);
+    if (json)
+        return jv_write(json_key ? jv_get(*v, json_key) : *v, out) < 0;
+    *print = 1;
+    return 0;
+}
+
 /* One GET of path for the command cmd: on 200 its answer as JSON (the member json_key of it, or
  * all when NULL) or, without json, as show prints it; the controller's reason otherwise. Returns
  * the command's exit status (0, or 1 for a failure). */
@@ -167,16 +189,9 @@ static int cl_show(struct cl_conn *c, const char *cmd, const char *path, const c
                    int json, void (*show)(const struct jv *v, FILE *out), FILE *out, FILE *err)
 {
     struct jv *v = NULL;
-    long st = cl_call(c, "GET", path, NULL, &v, err);
-    int rc = 0;
+    int print, rc = cl_answer(c, cmd, "GET", path, NULL, 200, json, json_key, out, err, &v, &print);
 
-    if (st < 0)
-        rc = 1;
-    else if (st != 200)
-        rc = cl_failed(cmd, st, v, err);
-    else if (json)
-        rc = jv_write(json_key ? jv_get(v, json_key) : v, out) < 0;
-    else
+    if (print)
         show(v, out);
     jv_free(v);
     return rc;
@@ -420,8 +435,7 @@ static int cl_submit(struct cl_conn *c, const char *file, int json, FILE *out, F
     struct error e = {0};
     struct jv *v = NULL;
     char *spec = NULL, *name = NULL, *body = NULL, buf[800];
-    long st;
-    int rc = 0;
+    int print, rc;
 
     if (conf_load(file, &doc, &e) < 0 || config_job_spec(doc->root, 0, &spec, &name, &e) < 0) {
         fprintf(err, "castor submit: %s\n", err_format(&e, buf, sizeof(buf)));
@@ -435,19 +449,12 @@ static int cl_submit(struct cl_conn *c, const char *file, int json, FILE *out, F
         conf_free(doc);
         return 1;
     }
-    st = cl_call(c, "POST", "/v1/jobs", body, &v, err);
+    rc = cl_answer(c, "submit", "POST", "/v1/jobs", body, 201, json, NULL, out, err, &v, &print);
     free(body);
-    if (st < 0)
-        rc = 1;
-    else if (st != 201)
-        rc = cl_failed("submit", st, v, err);
-    else if (json)
-        rc = jv_write(v, out) < 0;
-    else
-        fprintf(out, "submitted %s (%s)\n", name, cl_str(v, "state"));
-    if (st == 201 && !json) { /* what the controller cannot do for it */
+    if (print) { /* and what the controller cannot do for it */
         const struct jv *w = jv_get(v, "warnings");
 
+        fprintf(out, "submitted %s (%s)\n", name, cl_str(v, "state"));
         for (size_t i = 0; i < jv_size(w); i++)
             if (jv_string_value(jv_at(w, i)))
                 fprintf(err, "castor submit: warning: %s\n", jv_string_value(jv_at(w, i)));
@@ -505,16 +512,9 @@ static int cl_act(struct cl_conn *c, const char *cmd, const char *method, const 
                   FILE *err)
 {
     struct jv *v = NULL;
-    long st = cl_call(c, method, path, body, &v, err);
-    int rc = 0;
+    int print, rc = cl_answer(c, cmd, method, path, body, 200, json, NULL, out, err, &v, &print);
 
-    if (st < 0)
-        rc = 1;
-    else if (st != 200)
-        rc = cl_failed(cmd, st, v, err);
-    else if (json)
-        rc = jv_write(v, out) < 0;
-    else
+    if (print)
         fprintf(out, done, name);
     jv_free(v);
     return rc;

@@ -603,9 +603,8 @@ static int cf_offers(struct config *c, const struct conf_node *root, struct erro
         if (conf_find(m, "price") && conf_find(m, "discount"))
             return cf_bad(conf_find(m, "discount"), e,
                           "give the offer a price or a discount off the cloud's, not both");
-        for (size_t k = 0; k < i; k++)
-            if (strcmp(c->offers[k].name, name) == 0)
-                return cf_bad(conf_find(m, "name"), e, "this offer is listed twice");
+        if (config_offer_find(c, name)) /* c->noffers: those read so far */
+            return cf_bad(conf_find(m, "name"), e, "this offer is listed twice");
         if (!(o->name = strdup(name)) || (zone && !(o->zone = strdup(zone))))
             return ERR_NOMEM;
         c->noffers++;
@@ -793,6 +792,14 @@ out:
     }
     *out = c;
     return 0;
+}
+
+const struct config_offer *config_offer_find(const struct config *c, const char *name)
+{
+    for (size_t i = 0; name && i < c->noffers; i++)
+        if (strcmp(c->offers[i].name, name) == 0)
+            return &c->offers[i];
+    return NULL;
 }
 
 void config_free(struct config *c)

@@ -136,6 +136,10 @@ int config_load(const char *path, struct config **out, struct error *e);
 
 void config_free(struct config *c);
 
+/* The configuration's entry for the offer named name (borrowed from c), or NULL when the
+ * configuration says nothing of it. */
+const struct config_offer *config_offer_find(const struct config *c, const char *name);
+
 /* The API's URL as a process on this machine reaches it: the configured address (a wildcard as
  * loopback), the scheme by TLS, at port (the bound one; 0: the configured one or 8470), into buf
  * (size bytes, truncated if it does not fit). */

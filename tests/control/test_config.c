@@ -107,6 +107,11 @@ static void config_load__every_key(void **state)
     assert_null(c->offers[1].zone);
     assert_true(c->offers[1].boot_s == 180 && isnan(c->offers[1].preempt_rate));
     assert_true(c->offers[1].price == 0 && c->offers[1].discount == 0.3);
+    /* found by name, whichever entry; a name not listed, or none, finds nothing */
+    assert_ptr_equal(config_offer_find(c, c->offers[1].name), &c->offers[1]);
+    assert_ptr_equal(config_offer_find(c, c->offers[0].name), &c->offers[0]);
+    assert_null(config_offer_find(c, "no/such"));
+    assert_null(config_offer_find(c, NULL));
     /* jobs: the spec as the API stores it, defaults filled in */
     assert_int_equal(c->njobs, 2);
     assert_string_equal(c->jobs[0].name, "resnet");
