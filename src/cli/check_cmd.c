@@ -269,7 +269,7 @@ int cli_check(int argc, char **argv, FILE *out, FILE *err)
     char buf[800], qbuf[200], lbuf[200] = "";
     size_t n = 0, nq = 0, nu = 0, ni = 0, usable = 0;
     struct ck_held held = {.instances = -1, .note = lbuf};
-    int json = 0, status = 1, have_cloud = 0, listed = 0, ok, rc;
+    int json = 0, status = 1, have_cloud = 0, listed = 0, uncounted, ok, rc;
 
     if ((rc = cli_config_args(argc, argv, "--json", &json, check_usage, out, err, &path)) >= 0)
         return rc;
@@ -342,15 +342,20 @@ int cli_check(int argc, char **argv, FILE *out, FILE *err)
                 c->fleet_offer, c->world);
         goto out;
     }
-    /* a fixed or pollux-autoscale fleet launches its own offer, priced or not */
-    ok = fleet ? fleet->room > 0 && !fleet->over : usable > 0;
+    /* a fixed or pollux-autoscale fleet launches its own offer, priced or not, unless a spend
+     * limit is set that could not count its nodes (no price, and no max_price to count them at) */
+    uncounted = fleet && c->spend.dollars > 0 && !isfinite(fleet->o->price) &&
+                !(fleet->o->spot && fleet->o->max_price > 0);
+    ok = fleet ? fleet->room > 0 && !fleet->over && !uncounted : usable > 0;
     if (json) {
         ck_json(out, c, v, n, q, nq, quota_note, &held, usable, fleet, ok);
     } else {
         ck_print(out, c, v, n, q, nq, quota_note, &held, usable);
         if (fleet)
             fprintf(out, "the %s fleet launches %s only: %s\n", c->fleet, fleet->o->name,
-                    fleet->over       ? "its spot price is above its max_price"
+                    fleet->over ? "its spot price is above its max_price"
+                    : uncounted ? "it has no known price, and the spend_limit could not count "
+                                  "its nodes: none is launched (give the offer a price)"
                     : fleet->room > 0 ? "its quotas leave it room"
                                       : "its quotas leave it no room");
     }

@@ -28,6 +28,11 @@ static int rw_offer_blocked(const struct realworld *rw, size_t o, double now, ch
                  of->quota_held ? "a quota" : "capacity");
         return 1;
     }
+    if (rw_spend_uncounted(rw, of)) {
+        snprintf(buf, size, "%s has no known price, and the spend_limit could not count its nodes",
+                 of->name);
+        return 1;
+    }
     if (of->over_max) {
         snprintf(buf, size, "%s: its spot price $%.4f/h is above its max_price $%.4f/h", of->name,
                  of->list_price, of->max_price);

@@ -349,6 +349,11 @@ void rw_watch_jobs(struct realworld *rw, double now);
  * until the next period. A state error leaves it as it was. */
 void rw_spend_check(struct realworld *rw, double now);
 
+/* realworld_spend.c: 1 when the spend limit is set and could not count the nodes of offer of: it
+ * has no known price, and no max_price to count them at. Such an offer is not launched while the
+ * limit is set (a fleet there would spend without the limit seeing it). */
+int rw_spend_uncounted(const struct realworld *rw, const struct rw_offer *of);
+
 /* ---- observe (realworld_observe.c) ---- */
 
 /* realworld_observe.c: free the snapshot of the last observe and what its rows stand for; the

@@ -359,7 +359,14 @@ static void rw_prices_tell(struct realworld *rw, double now)
                     of->list_price);
         of->over_max = over;
 
-        if (unpriced && !of->unpriced)
+        if (unpriced && !of->unpriced && rw_spend_uncounted(rw, of))
+            log_msg(rw->log, now, LOG_WARN, NULL, NULL,
+                    "%s has no known price: no fleet launches it while the spend_limit is set "
+                    "(the limit could not count its nodes), and its nodes count $0 in job costs, "
+                    "until the cloud prices it (a price table), or the configuration does "
+                    "(offers: price)",
+                    of->name);
+        else if (unpriced && !of->unpriced)
             log_msg(rw->log, now, LOG_WARN, NULL, NULL,
                     "%s has no known price: castor's planner does not launch it, and its nodes "
                     "count %s in job costs and the spend limit until the cloud prices it (a price "
@@ -417,8 +424,8 @@ static int rw_observe_offers(struct realworld *rw, double now)
             .price = of->price, /* NAN: unknown, and castor's planner does not launch there */
             .preempt_rate = rate,
             .boot_s = meta && meta->boot_s > 0 ? meta->boot_s : 180,
-            .unavailable =
-                !of->present || now < of->unavailable_until || rw->over_spend || of->over_max,
+            .unavailable = !of->present || now < of->unavailable_until || rw->over_spend ||
+                           of->over_max || rw_spend_uncounted(rw, of),
             .capped = capped,
             .room = room,
         };

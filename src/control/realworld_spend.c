@@ -109,3 +109,8 @@ void rw_spend_check(struct realworld *rw, double now)
                 spent, from, 100 * spent / rw->spend.dollars, rw->spend.dollars, until);
     }
 }
+
+int rw_spend_uncounted(const struct realworld *rw, const struct rw_offer *of)
+{
+    return rw->spend.dollars > 0 && !isfinite(of->price) && !(of->spot && of->max_price > 0);
+}

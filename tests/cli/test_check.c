@@ -183,6 +183,32 @@ static void check__nothing_to_launch(void **state)
     free(text);
 }
 
+/* A fixed fleet on the offer without a known price launches it (its nodes count $0): exit 0;
+ * under a spend limit it launches none, since the limit could not count them: exit 1, and why. */
+static void check__a_fixed_fleet_under_a_spend_limit_needs_a_price(void **state)
+{
+    struct fixture *f = *state;
+    char *text = NULL;
+    const char *fleet = "fleet:\n  planner: fixed\n  offer: "
+                        "n1-standard-8+nvidia-tesla-t4x1/europe-west4-a/standard\n";
+    char extra[512];
+
+    write_config(f, "pd-balanced", fleet);
+    if (check(f, NULL, &text) != 0)
+        fail_msg("%s", text);
+    assert_non_null(strstr(text, "europe-west4-a/standard only: its quotas leave it room"));
+    free(text);
+    snprintf(extra, sizeof(extra), "%sspend_limit:\n  dollars: 100\n", fleet);
+    write_config(f, "pd-balanced", extra);
+    assert_int_equal(check(f, NULL, &text), 1);
+    assert_non_null(strstr(text, "europe-west4-a/standard only: it has no known price, and the "
+                                 "spend_limit could not count its nodes"));
+    free(text);
+    assert_int_equal(check(f, "--json", &text), 1);
+    assert_non_null(strstr(text, "\"ok\": false"));
+    free(text);
+}
+
 /* A role without compute.regions.get: the quotas cannot be read, which is said (launches are
  * then limited by none known), and castor can still launch the priced offer. */
 static void check__quotas_not_allowed(void **state)
@@ -370,6 +396,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(check__quotas_room_and_prices, setup, teardown),
         cmocka_unit_test_setup_teardown(check__nothing_to_launch, setup, teardown),
+        cmocka_unit_test_setup_teardown(check__a_fixed_fleet_under_a_spend_limit_needs_a_price,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(check__quotas_not_allowed, setup, teardown),
         cmocka_unit_test_setup_teardown(check__bad_cloud_section, setup, teardown),
         cmocka_unit_test_setup_teardown(check__what_the_instances_cost_now, fake_setup,

@@ -51,6 +51,7 @@ struct fixture {
     int tried[2];        /* launches asked of the fake: [0] on-demand, [1] spot */
     int register_gpus;   /* > 0: each launched instance's agent registers during the launch */
     int spot_unpriced;   /* 1: the spy's offers give the spot offer no price (NAN) */
+    int od_unpriced;     /* 1: and the on-demand offer */
     double spot_storage; /* $/h of disks the spy's offers add to the spot offer's price */
     double spot_rate;    /* the spot offer's preemptions per node-hour (0: the default) */
     struct realworld *rw;
@@ -78,6 +79,8 @@ static int spy_offers(void *ctx, struct cloud_offer **out, size_t *n)
         if (strcmp((*out)[i].name, OFFER_SPOT) == 0) {
             (*out)[i].storage = f->spot_storage;
             (*out)[i].price = f->spot_unpriced ? NAN : (*out)[i].price + f->spot_storage;
+        } else if (f->od_unpriced) {
+            (*out)[i].price = NAN;
         }
     return rc;
 }
@@ -88,6 +91,7 @@ static int spy_list(void *ctx, const char *cluster, struct cloud_instance **out,
 }
 
 static void agent_register(struct fixture *f, const char *id, int gpus);
+static void spot_quota(struct fixture *f, double limit, double others);
 
 static int spy_launch(void *ctx, const char *offer, const char *cluster, const char *token,
                       char *id)
@@ -1587,6 +1591,68 @@ static void realworld_resize__an_unpriced_offer_is_not_launched(void **state)
     unlog(f, log, mem, &text);
 }
 
+/* A fixed fleet on an on-demand offer the cloud cannot price, under a spend limit: its nodes
+ * would count $0 against the limit, so none is launched, the job waits, and the log says why,
+ * once. Without the limit the fleet launches it (its nodes count $0, as the log says).
+ * A spot offer with a max_price is counted at it and stays launchable (castor's planner still
+ * does not launch an unpriced offer, which it would weigh as free). */
+static void realworld_resize__a_spend_limit_launches_no_unpriced_offer(void **state)
+{
+    struct fixture *f = *state;
+    struct realworld_spend spend = {.dollars = 100, .period = REALWORLD_DAY};
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = NULL;
+    struct log *log = relog(f, &mem, &text, &len);
+
+    f->od_unpriced = 1;
+    realworld_set_spend(f->rw, &spend);
+    assert_int_equal(make_loop(f, 1), 0);
+    submit_job(f, "a", 4);
+    tick(f, 0);
+    tick(f, 60);
+    tick(f, 60);
+    tick(f, 60);
+    assert_int_equal(f->tried[0] + f->tried[1], 0);
+    assert_int_equal(sql_int(f, "SELECT count(*) FROM jobs WHERE name = 'a' AND state = 'pending'"),
+                     1);
+    assert_int_equal(fflush(mem), 0);
+    {
+        const char *said = strstr(text, OFFER_OD " has no known price: no fleet launches it while "
+                                                 "the spend_limit is set");
+
+        assert_non_null(said);
+        assert_null(strstr(said + 1, OFFER_OD " has no known price"));
+    }
+    /* the limit lifted: the fixed fleet launches its node */
+    realworld_set_spend(f->rw, NULL);
+    tick(f, 60);
+    assert_int_equal(f->tried[0], 1);
+    unlog(f, log, mem, &text);
+}
+
+/* And a job that waits because no offer can be launched is told so, the unpriced offer's reason
+ * among the others': castor's planner, the on-demand offer unpriced under a spend limit, no spot
+ * quota. */
+static void realworld_resize__the_unpriced_offer_is_a_reason_to_wait(void **state)
+{
+    struct fixture *f = *state;
+    struct realworld_spend spend = {.dollars = 100, .period = REALWORLD_DAY};
+
+    f->od_unpriced = 1;
+    spot_quota(f, 0, 0);
+    realworld_set_spend(f->rw, &spend);
+    assert_int_equal(make_loop_with(f, "castor", 0, 0), 0);
+    submit_job(f, "a", 4);
+    tick(f, 0);
+    tick(f, 60);
+    tick(f, 60);
+    assert_int_equal(f->tried[0] + f->tried[1], 0);
+    assert_true(has_event(f, "a", "waiting", NULL,
+                          "no offer can be launched now (" OFFER_OD " has no known price, and the "
+                          "spend_limit could not count its nodes; " OFFER_SPOT ": quota"));
+}
+
 /* The configuration's price and discount (`offers:` price, discount) stand in for the cloud's
  * wherever castor counts one. On-demand at 75% off ($0.50 for the cloud's $2.00) is cheaper than
  * spot ($0.80, and preempted): castor's planner launches on-demand, and the node is recorded at
@@ -2249,6 +2315,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(realworld_metrics__errors_by_operation_and_code, rw_setup,
                                         rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_resize__capacity_fails_over_to_another_offer,
+                                        rw_setup, rw_teardown),
+        cmocka_unit_test_setup_teardown(realworld_resize__a_spend_limit_launches_no_unpriced_offer,
+                                        rw_setup, rw_teardown),
+        cmocka_unit_test_setup_teardown(realworld_resize__the_unpriced_offer_is_a_reason_to_wait,
                                         rw_setup, rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_resize__an_unpriced_offer_is_not_launched,
                                         rw_setup, rw_teardown),
