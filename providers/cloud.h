@@ -79,7 +79,10 @@ struct cloud_ops {
      * ERR_QUOTA (a quota is reached), ERR_UNKNOWN (no such offer), ERR_AGAIN, ERR_IO. */
     int (*launch)(void *ctx, const char *offer, const char *cluster, const char *token, char *id);
     /* Terminate instance id (terminating one already gone succeeds). Errors: ERR_UNKNOWN (no such
-     * instance of this cluster), ERR_AGAIN, ERR_IO. */
+     * instance of this cluster: the cloud said so, or the id cannot be one; the callers take it
+     * as done), ERR_PERM (the cloud refused: a role without the permission, credentials not
+     * taken), ERR_AGAIN, ERR_IO (also an answer the cloud gives that castor does not know): the
+     * instance may still be there, and the caller tries again. */
     int (*terminate)(void *ctx, const char *cluster, const char *id);
     void (*destroy)(void *ctx);
     /* The quotas that limit launches of the offers, read now, with what a node of each offer

@@ -24,6 +24,8 @@
 #define AWS_ID_MAX 64
 #define AWS_MAX_QUOTA_RULES 32
 #define AWS_QUOTA_CODE_MAX 32
+/* How far back spot prices are asked for (the price kept is the latest). */
+#define AWS_SPOT_WINDOW_S (3 * 3600)
 /* A GB-month of EBS per hour: an average month (EBS prorates over the month's own seconds). */
 #define AWS_HOURS_PER_MONTH 730.0
 
@@ -79,14 +81,76 @@ static const struct aws_offer *aws_find(const struct aws_cloud *a, const char *n
     return NULL;
 }
 
+/* The latest price in sp[0..n) of type in zone into *price: 1, or 0 when it has none. */
+static int aws_spot_latest(const struct ec2_spot_price *sp, size_t n, const char *type,
+                           const char *zone, double *price)
+{
+    int64_t seen = -1;
+
+    for (size_t k = 0; k < n; k++)
+        if (strcmp(sp[k].type, type) == 0 && strcmp(sp[k].zone, zone) == 0 && sp[k].time > seen) {
+            seen = sp[k].time;
+            *price = sp[k].price;
+        }
+    return seen >= 0;
+}
+
+/*
+ * The spot prices of the spot offers' types into *out (malloc'd; *n entries), NULL and 0 when
+ * they cannot be read now. DescribeSpotPriceHistory is asked for the last AWS_SPOT_WINDOW_S only
+ * (without a StartTime it pages through up to 90 days of history): EC2 answers with the changes
+ * in the window and with the last change before it, the price in effect at its start (the
+ * DescribeSpotPriceHistory reference). Should an offer still have none, its type is asked again
+ * without a StartTime, as before.
+ */
+static void aws_spot_prices(struct aws_cloud *a, int64_t now, struct ec2_spot_price **out,
+                            size_t *n)
+{
+    const char *types[AWS_CONF_MAX_OFFERS];
+    struct ec2_spot_price *sp = NULL, *more = NULL, *all;
+    size_t nt = 0, nsp = 0, nmore = 0;
+    double price;
+
+    *out = NULL;
+    *n = 0;
+    for (size_t i = 0; i < a->n; i++)
+        if (a->offers[i].spot)
+            types[nt++] = a->offers[i].type;
+    if (!nt ||
+        ec2_describe_spot_prices(a->ec2, types, nt, now - AWS_SPOT_WINDOW_S, &sp, &nsp, NULL) < 0)
+        return;
+    nt = 0;
+    for (size_t i = 0; i < a->n; i++) {
+        const struct aws_offer *f = &a->offers[i];
+        size_t k = 0;
+
+        if (!f->spot || aws_spot_latest(sp, nsp, f->type, f->zone, &price))
+            continue;
+        while (k < nt && strcmp(types[k], f->type) != 0)
+            k++;
+        if (k == nt)
+            types[nt++] = f->type;
+    }
+    if (nt && ec2_describe_spot_prices(a->ec2, types, nt, 0, &more, &nmore, NULL) == 0 && nmore) {
+        all = realloc(sp, (nsp + nmore) * sizeof(*all));
+        if (all) {
+            memcpy(all + nsp, more, nmore * sizeof(*more));
+            sp = all;
+            nsp += nmore;
+        }
+    }
+    free(more);
+    *out = sp;
+    *n = nsp;
+}
+
 static int aws_offers(void *ctx, struct cloud_offer **out, size_t *n)
 {
     struct aws_cloud *a = ctx;
-    const char *types[AWS_CONF_MAX_OFFERS];
     struct ec2_spot_price *sp = NULL;
     struct cloud_offer *o = calloc(a->n, sizeof(*o));
     double volume_hour = 0;
-    size_t nt = 0, nsp = 0;
+    size_t nsp = 0;
 
     if (!o)
         return ERR_NOMEM;
@@ -99,15 +163,10 @@ static int aws_offers(void *ctx, struct cloud_offer **out, size_t *n)
                                      (double)retry_default_clock(NULL), &month, NULL);
         volume_hour = isfinite(month) ? (double)a->volume_gb * month / AWS_HOURS_PER_MONTH : 0;
     }
-    for (size_t i = 0; i < a->n; i++)
-        if (a->offers[i].spot)
-            types[nt++] = a->offers[i].type;
     /* spot prices unknown (NAN) when they cannot be read now */
-    if (nt && ec2_describe_spot_prices(a->ec2, types, nt, 0, &sp, &nsp, NULL) < 0)
-        nsp = 0;
+    aws_spot_prices(a, retry_default_clock(NULL), &sp, &nsp);
     for (size_t i = 0; i < a->n; i++) {
         const struct aws_offer *f = &a->offers[i];
-        int64_t seen = -1;
 
         memcpy(o[i].name, f->name, sizeof(o[i].name));
         o[i].gpus = f->gpus;
@@ -121,12 +180,8 @@ static int aws_offers(void *ctx, struct cloud_offer **out, size_t *n)
             aws_pricing_on_demand(a->pricing, a->region, f->type, (double)retry_default_clock(NULL),
                                   &o[i].price, NULL) < 0)
             o[i].price = f->on_demand;
-        for (size_t k = 0; f->spot && k < nsp; k++)
-            if (strcmp(sp[k].type, f->type) == 0 && strcmp(sp[k].zone, f->zone) == 0 &&
-                sp[k].time > seen) {
-                seen = sp[k].time;
-                o[i].price = sp[k].price;
-            }
+        if (f->spot)
+            (void)aws_spot_latest(sp, nsp, f->type, f->zone, &o[i].price);
         /* its root volume, billed beside the instance at the same rate on spot */
         o[i].storage = volume_hour;
         o[i].price += volume_hour;
@@ -145,6 +200,31 @@ static enum cloud_state aws_state(const char *s)
     if (strcmp(s, "running") == 0)
         return CLOUD_RUNNING;
     return CLOUD_GONE; /* shutting-down, terminated, stopping, stopped */
+}
+
+/* 1 for an instance that is off, or going off, and stays so: castor never starts one again, and
+ * a stopped instance keeps its volumes (billed) and can be started again by anyone. */
+static int aws_stopped(const char *s)
+{
+    return strcmp(s, "stopping") == 0 || strcmp(s, "stopped") == 0;
+}
+
+/* Terminate the cluster's stopped and stopping instances of in[0..m) (an instance whose OS shut
+ * it down with the default shutdown behaviour, or that EC2 stopped for a retirement); they are
+ * reported gone either way. A failure is logged by the client and tried again at the next list. */
+static void aws_terminate_stopped(struct aws_cloud *a, const struct ec2_instance *in, size_t m)
+{
+    const char **ids = calloc(m ? m : 1, sizeof(*ids));
+    size_t k = 0;
+
+    if (!ids)
+        return;
+    for (size_t i = 0; i < m; i++)
+        if (aws_stopped(in[i].state))
+            ids[k++] = in[i].id;
+    if (k)
+        (void)ec2_terminate_instances(a->ec2, ids, k, NULL);
+    free(ids);
 }
 
 static int aws_list(void *ctx, const char *cluster, struct cloud_instance **out, size_t *n)
@@ -175,6 +255,7 @@ static int aws_list(void *ctx, const char *cluster, struct cloud_instance **out,
                 break;
             }
     }
+    aws_terminate_stopped(a, in, m);
     free(in);
     *out = l;
     *n = m;
@@ -271,6 +352,27 @@ static int aws_launch(void *ctx, const char *offer, const char *cluster, const c
     return rc;
 }
 
+/* The cloud's error for an EC2 error met while terminating: ERR_PERM for a refusal
+ * (UnauthorizedOperation, AuthFailure: ERR_INVAL), ERR_IO for an error code castor does not know
+ * (OperationNotPermitted, ExpiredToken, RequestExpired, ...: ERR_UNKNOWN, which would say "no
+ * such instance") and for a not-found answer where none is expected; others as they are. */
+static int aws_terminate_error(int rc)
+{
+    if (rc == ERR_INVAL)
+        return ERR_PERM;
+    if (rc == ERR_UNKNOWN || rc == ERR_NOENT)
+        return ERR_IO;
+    return rc;
+}
+
+/*
+ * Terminate id if it is the cluster's (DescribeInstances by the cluster's tag): ERR_UNKNOWN only
+ * when the cluster has no such instance (an id of another cluster, or none EC2 knows), 0 when it
+ * is terminated already. Any error of either call is a failure to terminate, tried again by the
+ * caller: ERR_PERM (refused), ERR_IO (an unknown code such as OperationNotPermitted or
+ * ExpiredToken; InvalidInstanceID.NotFound for an instance just described, which EC2's eventual
+ * consistency allows: the next try sees it terminated), ERR_AGAIN.
+ */
 static int aws_terminate(void *ctx, const char *cluster, const char *id)
 {
     struct aws_cloud *a = ctx;
@@ -279,7 +381,7 @@ static int aws_terminate(void *ctx, const char *cluster, const char *id)
     int rc = ec2_describe_cluster(a->ec2, cluster, &in, &m, NULL), found = 0;
 
     if (rc < 0)
-        return rc;
+        return aws_terminate_error(rc);
     for (size_t i = 0; i < m && !found; i++)
         if (strcmp(in[i].id, id) == 0)
             found = strcmp(in[i].state, "terminated") == 0 ? 2 : 1;
@@ -288,7 +390,7 @@ static int aws_terminate(void *ctx, const char *cluster, const char *id)
         return ERR_UNKNOWN;
     if (found == 2)
         return 0;
-    return ec2_terminate_instances(a->ec2, &id, 1, NULL);
+    return aws_terminate_error(ec2_terminate_instances(a->ec2, &id, 1, NULL));
 }
 
 /* ---- quotas ---- */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include "util/crypto.h"
 #include "util/http_client.h"
@@ -17,6 +18,9 @@
 #define IMDS_TOKEN_TTL "21600"
 #define DEFAULT_IMDS_TIMEOUT_MS 1000
 #define DEFAULT_REFRESH_SECONDS 300
+/* File credentials are read again at least this often (a helper may rewrite the file without
+ * its times changing, or within the same tick of a coarse clock). */
+#define FILE_RECHECK_SECONDS 300
 
 void aws_credentials_clear(struct aws_credentials *c)
 {
@@ -307,6 +311,15 @@ struct aws_credential_source {
     int64_t refresh_seconds;
     struct aws_credentials cached;
     int have_cached;
+    /* cached credentials from the file: what the file was when they were read, and when */
+    struct file_stamp {
+        int ok; /* 0: the file could not be looked at */
+        dev_t dev;
+        ino_t ino;
+        off_t size;
+        struct timespec mtime;
+    } stamp;
+    int64_t read_at;
 };
 
 void aws_credential_source_free(struct aws_credential_source *s)
@@ -368,6 +381,48 @@ int aws_credential_source_new(const struct aws_credential_config *cfg,
     return 0;
 }
 
+/* What path is now (its device, inode, size and modification time); ok 0 when it cannot be
+ * looked at. */
+static struct file_stamp file_stamp_of(const char *path)
+{
+    struct file_stamp st = {0};
+    struct stat sb;
+
+    if (stat(path, &sb) == 0) {
+        st.ok = 1;
+        st.dev = sb.st_dev;
+        st.ino = sb.st_ino;
+        st.size = sb.st_size;
+        st.mtime = sb.st_mtim;
+    }
+    return st;
+}
+
+static int file_stamp_same(const struct file_stamp *a, const struct file_stamp *b)
+{
+    return a->ok == b->ok && a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+           a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec;
+}
+
+/* 1 while the cached credentials serve as they are: IMDS (and environment) ones until
+ * refresh_seconds before their expiry; the file's (which say no expiry, though SSO and
+ * assume-role helpers write session credentials there and replace them) while the file is
+ * unchanged and they were read less than FILE_RECHECK_SECONDS before now. */
+static int cache_fresh(const struct aws_credential_source *s, int64_t now)
+{
+    struct file_stamp st;
+
+    if (!s->have_cached)
+        return 0;
+    if (strcmp(s->cached.source, "file") == 0) {
+        if (now < s->read_at || now >= s->read_at + FILE_RECHECK_SECONDS)
+            return 0;
+        st = file_stamp_of(s->file);
+        return file_stamp_same(&st, &s->stamp);
+    }
+    return s->cached.expiration == 0 || now < s->cached.expiration - s->refresh_seconds;
+}
+
 /* Walk the chain into *out. */
 static int resolve(struct aws_credential_source *s, struct aws_credentials *out, struct error *e)
 {
@@ -407,17 +462,19 @@ int aws_credential_source_get(struct aws_credential_source *s, int64_t now,
                               struct aws_credentials *out, struct error *e)
 {
     struct aws_credentials fresh = {0};
+    struct file_stamp stamp;
     int rc;
 
     if (!s || !out)
         return ERR_INVAL;
-    if (s->have_cached &&
-        (s->cached.expiration == 0 || now < s->cached.expiration - s->refresh_seconds))
+    if (cache_fresh(s, now))
         return aws_credentials_copy(&s->cached, out);
+    /* the file as it is before it is read: a change while it is read is seen next time */
+    stamp = file_stamp_of(s->file);
     rc = resolve(s, &fresh, e);
     if (rc < 0) {
         /* credentials that have not expired yet still serve */
-        if (s->have_cached && now < s->cached.expiration)
+        if (s->have_cached && (s->cached.expiration == 0 || now < s->cached.expiration))
             return aws_credentials_copy(&s->cached, out);
         return rc;
     }
@@ -429,5 +486,7 @@ int aws_credential_source_get(struct aws_credential_source *s, int64_t now,
     aws_credentials_clear(&s->cached);
     s->cached = fresh;
     s->have_cached = 1;
+    s->stamp = stamp;
+    s->read_at = now;
     return 0;
 }

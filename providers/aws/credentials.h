@@ -78,9 +78,12 @@ void aws_credential_source_free(struct aws_credential_source *s);
 
 /*
  * Credentials valid at now (UNIX seconds) into *out (the caller clears them): the cached ones
- * while they are more than refresh_seconds from expiry, else the first source of the chain that
- * has some: environment, shared credentials file, IMDS. Cached credentials that are still valid
- * are kept when a refresh fails. ERR_NOENT (no source has credentials; e says what was tried),
+ * while they are more than refresh_seconds from expiry (those of the shared credentials file,
+ * which carry no expiry: while the file's inode, size and modification time are unchanged and
+ * for at most 300 s after they were read, so that session credentials a helper rewrites there
+ * are picked up), else the first source of the chain that has some: environment, shared
+ * credentials file, IMDS. Cached credentials that are still valid (or carry no expiry) are kept
+ * when a refresh fails. ERR_NOENT (no source has credentials; e says what was tried),
  * else the error of the source that failed (a malformed file or IMDS answer is reported, not
  * skipped); *out is then unchanged.
  */

@@ -1098,6 +1098,9 @@ int ec2_run_instances(struct ec2_client *c, const struct ec2_run_request *req,
     snprintf(v, sizeof(v), "%d", req->count);
     ec2_params_add(p, v, "MaxCount");
     ec2_params_add(p, req->launch_token, "ClientToken");
+    /* a worker that shuts itself down is terminated, not stopped (a stopped one keeps its
+     * volume, billed, and could be started again); over the template's own setting */
+    ec2_params_add(p, "terminate", "InstanceInitiatedShutdownBehavior");
     if (req->subnet_id)
         ec2_params_add(p, req->subnet_id, "SubnetId");
     else if (req->zone)

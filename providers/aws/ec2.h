@@ -133,9 +133,10 @@ struct ec2_spot_price {
     int64_t time; /* UNIX seconds */
 };
 
-/* Linux spot prices of the n named types (n = 0: all) since start_time (UNIX seconds; 0: only
- * the current ones), all pages, into a new array *out (free()). Errors as ec2_call; a price or
- * time that does not parse is ERR_PARSE; outputs unchanged. */
+/* Linux spot prices of the n named types (n = 0: all) since start_time (UNIX seconds; EC2 adds
+ * the last change before it, the price in effect then; 0: no StartTime sent, and EC2 answers with
+ * all the history it keeps, up to 90 days), all pages, into a new array *out (free()). Errors as
+ * ec2_call; a price or time that does not parse is ERR_PARSE; outputs unchanged. */
 int ec2_describe_spot_prices(struct ec2_client *c, const char *const *types, size_t n,
                              int64_t start_time, struct ec2_spot_price **out, size_t *n_out,
                              struct error *e);
@@ -217,9 +218,10 @@ struct ec2_run_request {
     const char *launch_token;
 };
 
-/* Launch req->min_count to req->count instances of one pool into a new array *out (free()). Errors
- * as ec2_call; ERR_CAPACITY and ERR_QUOTA name (type, zone, market) in e->msg; outputs unchanged.
- */
+/* Launch req->min_count to req->count instances of one pool into a new array *out (free()), with
+ * InstanceInitiatedShutdownBehavior terminate (an instance shut down from inside is terminated,
+ * never left stopped). Errors as ec2_call; ERR_CAPACITY and ERR_QUOTA name (type, zone, market)
+ * in e->msg; outputs unchanged. */
 int ec2_run_instances(struct ec2_client *c, const struct ec2_run_request *req,
                       struct ec2_launched **out, size_t *n_out, struct error *e);
 

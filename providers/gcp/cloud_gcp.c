@@ -85,10 +85,24 @@ static void hold(struct offer *o, int64_t until, int err)
     }
 }
 
-/* 1 when a quota on metric, met by a launch of `from`, counts the launches of o too: a metric of
- * every region (GPUS_ALL_REGIONS: the GPU offers; CPUS_ALL_REGIONS and others: all), else the
- * offers of from's region, of from's GPU for a GPU metric ("NVIDIA_T4_GPUS"), of spot ones only
- * for a PREEMPTIBLE_ metric; an unnamed quota (refused before an operation) holds the region. */
+/* The quota metric as the regional and project quotas name it ("NVIDIA_T4_GPUS") from a quota
+ * error's quotaInfo.metricName ("compute.googleapis.com/nvidia_t4_gpus"): the part after the
+ * last '/', upper-cased, into buf. */
+static void metric_name(const char *metric, char *buf, size_t size)
+{
+    const char *slash = strrchr(metric, '/');
+    size_t i = 0;
+
+    for (const char *p = slash ? slash + 1 : metric; *p && i + 1 < size; p++)
+        buf[i++] = (char)toupper((unsigned char)*p);
+    buf[i] = '\0';
+}
+
+/* 1 when a quota on metric (as metric_name gives it), met by a launch of `from`, counts the
+ * launches of o too: a metric of every region (GPUS_ALL_REGIONS: the GPU offers;
+ * CPUS_ALL_REGIONS and others: all), else the offers of from's region, of from's GPU for a GPU
+ * metric ("NVIDIA_T4_GPUS"), of spot ones only for a PREEMPTIBLE_ metric; an unnamed quota
+ * (refused before an operation) holds the region. */
 static int quota_counts(const struct offer *o, const struct offer *from, const char *metric)
 {
     if (strstr(metric, "ALL_REGIONS"))
@@ -100,11 +114,14 @@ static int quota_counts(const struct offer *o, const struct offer *from, const c
     return strncmp(metric, "PREEMPTIBLE_", 12) != 0 || o->spot;
 }
 
-/* A launch of `from` was refused with err (metric: the quota's, "" when not known): hold what
- * the refusal says is out of reach. */
-static void hold_refused(struct ctx *x, const struct offer *from, int err, const char *metric)
+/* A launch of `from` was refused with err (quota: the quota's metric as the error names it, ""
+ * when not known): hold what the refusal says is out of reach. */
+static void hold_refused(struct ctx *x, const struct offer *from, int err, const char *quota)
 {
     int64_t now = x->clock(x->hook_arg);
+    char metric[sizeof(((struct gcp_error_info *)0)->quota_metric)];
+
+    metric_name(quota, metric, sizeof(metric));
 
     for (size_t i = 0; i < x->n_offers; i++) {
         struct offer *o = &x->offers[i];
@@ -167,11 +184,12 @@ static int offers(void *arg, struct cloud_offer **out, size_t *n)
 
 static enum cloud_state state_of(const char *status)
 {
-    if (strcmp(status, "RUNNING") == 0)
+    /* REPAIRING: Compute Engine is repairing the VM (a host error); it returns to RUNNING */
+    if (strcmp(status, "RUNNING") == 0 || strcmp(status, "REPAIRING") == 0)
         return CLOUD_RUNNING;
     if (strcmp(status, "PROVISIONING") == 0 || strcmp(status, "STAGING") == 0)
         return CLOUD_PENDING;
-    return CLOUD_GONE; /* STOPPING, STOPPED, SUSPENDING, SUSPENDED, TERMINATED */
+    return CLOUD_GONE; /* PENDING_STOP, STOPPING, STOPPED, SUSPENDING, SUSPENDED, TERMINATED */
 }
 
 /* "<zone>.<name>" into id (CLOUD_ID_MAX): neither holds a '.', and an id must be one segment of
@@ -330,15 +348,24 @@ static int terminate(void *arg, const char *cluster, const char *id)
     if (rc == ERR_NOENT)
         return 0; /* gone already */
     if (rc == ERR_INVAL)
-        return ERR_UNKNOWN; /* not an instance name castor could have given */
+        return ERR_UNKNOWN; /* not an instance name castor could have given (refused unasked,
+                             * or the server's 400: a zone or name that cannot be) */
+    if (rc == ERR_UNKNOWN)
+        return ERR_IO; /* a refusal castor does not know: not "no such instance" */
     if (rc < 0)
-        return rc;
+        return rc; /* ERR_PERM (403, a second 401), ERR_AGAIN, ERR_IO, ...: tried again */
     if (strcmp(in.cluster, cluster) != 0)
         return ERR_UNKNOWN; /* not this cluster's: never terminated */
     rc = gcp_instances_delete(x->compute, zone, dot + 1, NULL, &op, &e);
     if (rc == 0)
         rc = gcp_operation_wait(x->compute, &op, &e);
-    return rc == ERR_NOENT ? 0 : rc;
+    if (rc == ERR_NOENT)
+        return 0;
+    if (rc == ERR_UNKNOWN)
+        return ERR_IO; /* the instance is there: an unknown refusal is a failure, not gone */
+    if (rc == ERR_INVAL)
+        return ERR_PERM; /* the instance is there and of this cluster: the delete was refused */
+    return rc;
 }
 
 /* ---- quotas ---- */

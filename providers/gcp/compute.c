@@ -626,6 +626,7 @@ int gcp_instance_get(struct gcp_compute *c, const char *zone, const char *name,
                      struct gcp_instance *out, struct error *e)
 {
     static const char call[] = "instances.get";
+    struct gcp_error_info info;
     struct jv *v = NULL;
     char rest[128], *path;
     int rc;
@@ -636,8 +637,15 @@ int gcp_instance_get(struct gcp_compute *c, const char *zone, const char *name,
     path = zone_path(c, zone, rest, NULL);
     if (!path)
         return ERR_NOMEM;
-    rc = gcp_rest_call(c->rest, call, "GET", path, NULL, &v, NULL, e);
+    rc = gcp_rest_call(c->rest, call, "GET", path, NULL, &v, &info, e);
     free(path);
+    /* refused (a role without compute.instances.get, a token not taken twice): not a request
+     * castor got wrong, and nothing said of the instance */
+    if (rc == ERR_INVAL && (info.http_status == 403 || info.http_status == 401)) {
+        rc = ERR_PERM;
+        if (e)
+            e->code = ERR_PERM;
+    }
     if (rc < 0)
         return rc;
     if (read_instance(v, out) < 0)

@@ -141,7 +141,9 @@ struct gcp_instance {
     int64_t created; /* creationTimestamp, UNIX seconds; 0 when absent */
 };
 
-/* instances.get. Errors as gcp_rest_call (ERR_NOENT: no such instance), ERR_PARSE (an
+/* instances.get. Errors as gcp_rest_call (ERR_NOENT: no such instance), except that a refusal
+ * with HTTP 403 (the role lacks compute.instances.get) or a second 401 is ERR_PERM; ERR_INVAL
+ * (a zone or name of another shape, refused before asking, or the server's 400); ERR_PARSE (an
  * instance without name, zone, machineType or status, a timestamp that does not parse). */
 int gcp_instance_get(struct gcp_compute *c, const char *zone, const char *name,
                      struct gcp_instance *out, struct error *e);

@@ -17,6 +17,9 @@ resource "aws_launch_template" "worker" {
   update_default_version = true
   vpc_security_group_ids = [aws_security_group.worker.id]
   ebs_optimized          = true
+  # a worker that shuts itself down is terminated, not left stopped with its volume billed
+  # (castor's RunInstances says so too; CreateFleet takes it from here only)
+  instance_initiated_shutdown_behavior = "terminate"
   user_data = base64encode(templatefile("${path.module}/templates/worker-init.yaml.tftpl", {
     api_url        = local.api_url
     region         = var.region

@@ -2,6 +2,7 @@
  * answers built with util/json in the shapes of the real APIs, state kept in fixed tables. */
 #include "providers/fake_gce.h"
 
+#include <ctype.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -439,7 +440,12 @@ static struct jv *op_json(struct fake_gce *f, const struct op *o)
             else
                 snprintf(buf, sizeof(buf), "Quota '%s' exceeded.  Limit: 0.0 globally.", o->metric);
             jv_set(one, "message", jv_string(buf));
-            jv_set(qi, "metricName", jv_string(o->metric));
+            /* as Compute Engine names it: the service, then the metric in lower case
+             * ("compute.googleapis.com/nvidia_t4_gpus"); the message keeps the quota's name */
+            snprintf(buf, sizeof(buf), "compute.googleapis.com/%s", o->metric);
+            for (char *c = strchr(buf, '/'); *c; c++)
+                *c = (char)tolower((unsigned char)*c);
+            jv_set(qi, "metricName", jv_string(buf));
             jv_set(qi, "limit", jv_number(o->limit));
             jv_set(d, "quotaInfo", qi);
             jv_push(details, d);

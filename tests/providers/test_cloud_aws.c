@@ -11,11 +11,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <cmocka.h>
 
 #include "providers/cloud.h"
 #include "providers/fake_ec2.h"
 #include "util/conf.h"
+#include "util/timestamp.h"
 
 #define AKID "AKIDEXAMPLE"
 #define SECRET "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
@@ -230,6 +232,10 @@ static void launch__run_instances_when_the_fleet_is_refused(void **state)
     assert_string_equal(P(1, "ClientToken"), "tok-1");
     assert_string_equal(P(1, "LaunchTemplate.LaunchTemplateId"), "lt-0abc");
     assert_string_equal(P(1, "InstanceMarketOptions.MarketType"), "spot");
+    /* shut down from inside, a worker is terminated (not left stopped, its volume billed) */
+    assert_non_null(P(1, "InstanceInitiatedShutdownBehavior"));
+    assert_string_equal(P(1, "InstanceInitiatedShutdownBehavior"), "terminate");
+    assert_null(P(0, "InstanceInitiatedShutdownBehavior")); /* CreateFleet: the template's */
 
     fake_ec2_push(f->fake, 400,
                   "<Response><Errors><Error><Code>InvalidAction</Code><Message>CreateFleet is not "
@@ -249,6 +255,8 @@ static void launch__run_instances_when_the_fleet_is_refused(void **state)
     assert_int_equal(cloud_launch(&f->c, G5_SPOT, CLUSTER, "tok-3", id), 0);
     assert_string_equal(P(4, "Action"), "RunInstances");
     assert_string_equal(P(4, "ImageId"), "ami-0123");
+    assert_non_null(P(4, "InstanceInitiatedShutdownBehavior"));
+    assert_string_equal(P(4, "InstanceInitiatedShutdownBehavior"), "terminate");
     assert_int_equal(fake_ec2_requests(f->fake), 5);
 #undef O
 #undef P
@@ -282,7 +290,8 @@ static void offers__on_demand_from_the_price_list(void **state)
 
     fake_ec2_push(pricing, 200, G4_PRICE_LIST);
     for (int round = 0; round < 2; round++) {
-        fake_ec2_push(f->fake, 200, NO_SPOT);
+        fake_ec2_push(f->fake, 200, NO_SPOT); /* the last hours */
+        fake_ec2_push(f->fake, 200, NO_SPOT); /* the spot offer still without one: all */
         assert_int_equal(cloud_offers(&f->c, &o, &n), 0);
         assert_int_equal(n, 2);
         assert_string_equal(o[1].name, G4_OD);
@@ -295,7 +304,7 @@ static void offers__on_demand_from_the_price_list(void **state)
         free(o);
     }
     assert_int_equal(fake_ec2_requests(pricing), 1);
-    assert_int_equal(fake_ec2_requests(f->fake), 2);
+    assert_int_equal(fake_ec2_requests(f->fake), 4);
     assert_non_null(strstr(fake_ec2_body(pricing, 0), "\"g4dn.12xlarge\""));
     assert_non_null(strstr(fake_ec2_body(pricing, 0), "\"us-east-1\""));
     cloud_free(&f->c);
@@ -303,7 +312,8 @@ static void offers__on_demand_from_the_price_list(void **state)
     make(f, line);
     fake_ec2_push(pricing, 400, "{\"__type\":\"AccessDeniedException\",\"message\":\"no\"}");
     for (int round = 0; round < 2; round++) {
-        fake_ec2_push(f->fake, 200, NO_SPOT);
+        fake_ec2_push(f->fake, 200, NO_SPOT); /* the last hours */
+        fake_ec2_push(f->fake, 200, NO_SPOT); /* the spot offer still without one: all */
         assert_int_equal(cloud_offers(&f->c, &o, &n), 0);
         assert_float_equal(o[1].price, 3.912, 1e-12);
         free(o);
@@ -327,7 +337,8 @@ static void offers__the_root_volume_from_the_price_list(void **state)
     fake_ec2_push(pricing, 200, GP3_PRICE_LIST);
     fake_ec2_push(pricing, 200, G4_PRICE_LIST);
     for (int round = 0; round < 2; round++) {
-        fake_ec2_push(f->fake, 200, NO_SPOT);
+        fake_ec2_push(f->fake, 200, NO_SPOT); /* the last hours */
+        fake_ec2_push(f->fake, 200, NO_SPOT); /* the spot offer still without one: all */
         assert_int_equal(cloud_offers(&f->c, &o, &n), 0);
         assert_float_equal(o[1].storage, 200 * 0.096 / 730, 1e-12);
         assert_float_equal(o[1].price, 3.5 + 200 * 0.096 / 730, 1e-12);
@@ -365,7 +376,8 @@ static void offers__the_root_volume_in_the_price(void **state)
                  "  volume_gb: 200%s",
                  CASTOR_CONFDIR, cases[i].extra);
         make(f, line);
-        fake_ec2_push(f->fake, 200, NO_SPOT);
+        fake_ec2_push(f->fake, 200, NO_SPOT); /* the last hours */
+        fake_ec2_push(f->fake, 200, NO_SPOT); /* the spot offer still without one: all */
         assert_int_equal(cloud_offers(&f->c, &o, &n), 0);
         assert_int_equal(n, 2);
         assert_float_equal(o[1].storage, cases[i].storage, 1e-12);
@@ -373,6 +385,170 @@ static void offers__the_root_volume_in_the_price(void **state)
         assert_true(isnan(o[0].price));
         free(o);
         cloud_free(&f->c);
+    }
+}
+
+/* DescribeSpotPriceHistory answers: one price of g5.xlarge in us-east-1a at when. */
+#define SPOT_PRICE(price, when)                                                                \
+    "<DescribeSpotPriceHistoryResponse " NS "><requestId>r-p</requestId><spotPriceHistorySet>" \
+    "<item><instanceType>g5.xlarge</instanceType><productDescription>Linux/UNIX"               \
+    "</productDescription><spotPrice>" price "</spotPrice><timestamp>" when                    \
+    "</timestamp><availabilityZone>us-east-1a</availabilityZone></item>"                       \
+    "</spotPriceHistorySet></DescribeSpotPriceHistoryResponse>"
+
+/* Spot prices are asked for the last 3 hours only (StartTime; without one EC2 pages through up
+ * to 90 days of history): EC2 adds the price in effect at the start, whose time is older, and it
+ * is the offer's price; one request. Should an offer have no price in that answer, its type is
+ * asked again without a StartTime. */
+static void offers__spot_prices_of_the_last_hours(void **state)
+{
+    struct fixture *f = *state;
+    struct cloud_offer *o = NULL;
+    int64_t start = 0, now = (int64_t)time(NULL);
+    size_t n = 0;
+
+    make(f, "launch_template: lt-0abc");
+    fake_ec2_push(f->fake, 200, SPOT_PRICE("0.412300", "2024-01-01T00:00:00.000Z"));
+    assert_int_equal(cloud_offers(&f->c, &o, &n), 0);
+    assert_string_equal(o[0].name, G5_SPOT);
+    assert_float_equal(o[0].price, 0.4123, 1e-12);
+    free(o);
+    assert_int_equal(fake_ec2_requests(f->fake), 1);
+    assert_string_equal(fake_ec2_param(f->fake, 0, "Action"), "DescribeSpotPriceHistory");
+    assert_string_equal(fake_ec2_param(f->fake, 0, "InstanceType.1"), "g5.xlarge");
+    assert_non_null(fake_ec2_param(f->fake, 0, "StartTime"));
+    assert_int_equal(timestamp_parse_iso8601(fake_ec2_param(f->fake, 0, "StartTime"), &start), 0);
+    assert_true(start >= now - 3 * 3600 - 60 && start <= now - 3 * 3600 + 60);
+
+    /* none in the window's answer: the type again, all its history */
+    fake_ec2_push(f->fake, 200, NO_SPOT);
+    fake_ec2_push(f->fake, 200, SPOT_PRICE("0.390000", "2023-12-01T00:00:00.000Z"));
+    assert_int_equal(cloud_offers(&f->c, &o, &n), 0);
+    assert_float_equal(o[0].price, 0.39, 1e-12);
+    free(o);
+    assert_int_equal(fake_ec2_requests(f->fake), 3);
+    assert_non_null(fake_ec2_param(f->fake, 1, "StartTime"));
+    assert_null(fake_ec2_param(f->fake, 2, "StartTime"));
+    assert_string_equal(fake_ec2_param(f->fake, 2, "InstanceType.1"), "g5.xlarge");
+    assert_null(fake_ec2_param(f->fake, 2, "InstanceType.2"));
+}
+
+/* One instance of the cluster as DescribeInstances tells it: id in state (name and code). */
+#define INSTANCE(id, state, code)                                                         \
+    "<item><instanceId>" id "</instanceId><instanceType>g4dn.12xlarge</instanceType>"     \
+    "<instanceState><code>" code "</code><name>" state "</name></instanceState>"          \
+    "<placement><availabilityZone>us-east-1b</availabilityZone></placement>"              \
+    "<launchTime>2024-01-01T00:00:00.000Z</launchTime><tagSet><item><key>castor:cluster"  \
+    "</key><value>alpha</value></item><item><key>castor:launch-token</key><value>tok-" id \
+    "</value></item></tagSet></item>"
+#define DESCRIBE(items)                                                                  \
+    "<DescribeInstancesResponse " NS "><requestId>r-d</requestId><reservationSet><item>" \
+    "<reservationId>r-0</reservationId><instancesSet>" items "</instancesSet></item>"    \
+    "</reservationSet></DescribeInstancesResponse>"
+#define TERMINATED(id, was, code)                                                       \
+    "<TerminateInstancesResponse " NS "><requestId>r-t</requestId><instancesSet><item>" \
+    "<instanceId>" id "</instanceId><currentState><code>32</code><name>shutting-down"   \
+    "</name></currentState><previousState><code>" code "</code><name>" was "</name>"    \
+    "</previousState></item></instancesSet></TerminateInstancesResponse>"
+#define EC2_ERROR(code, message)                                                   \
+    "<Response><Errors><Error><Code>" code "</Code><Message>" message "</Message>" \
+    "</Error></Errors><RequestID>r-e</RequestID></Response>"
+
+/* A stopped or stopping instance of the cluster (shut down from inside with the default
+ * behaviour, or stopped by EC2 for a retirement) is listed gone and terminated by the list: a
+ * stopped instance keeps its volume, billed, and can be started again. A failed termination
+ * leaves the list as it is (tried again at the next). */
+static void list__stopped_instances_terminated(void **state)
+{
+    struct fixture *f = *state;
+    struct cloud_instance *l = NULL;
+    size_t n = 0;
+
+    make(f, "launch_template: lt-0abc");
+    fake_ec2_push(f->fake, 200,
+                  DESCRIBE(INSTANCE("i-0run", "running", "16") INSTANCE("i-0off", "stopped", "80")
+                               INSTANCE("i-0halt", "stopping", "64")
+                                   INSTANCE("i-0gone", "terminated", "48")));
+    fake_ec2_push(f->fake, 200, TERMINATED("i-0off", "stopped", "80"));
+    assert_int_equal(cloud_list(&f->c, CLUSTER, &l, &n), 0);
+    assert_int_equal(n, 4);
+    assert_int_equal(l[0].state, CLOUD_RUNNING);
+    assert_int_equal(l[1].state, CLOUD_GONE);
+    assert_int_equal(l[2].state, CLOUD_GONE);
+    assert_int_equal(l[3].state, CLOUD_GONE);
+    free(l);
+    assert_int_equal(fake_ec2_requests(f->fake), 2);
+    assert_string_equal(fake_ec2_param(f->fake, 1, "Action"), "TerminateInstances");
+    assert_string_equal(fake_ec2_param(f->fake, 1, "InstanceId.1"), "i-0off");
+    assert_string_equal(fake_ec2_param(f->fake, 1, "InstanceId.2"), "i-0halt");
+    assert_int_equal(fake_ec2_count_params(f->fake, 1, "InstanceId."), 2);
+
+    fake_ec2_push(f->fake, 200, DESCRIBE(INSTANCE("i-0off", "stopped", "80")));
+    fake_ec2_push(f->fake, 403, EC2_ERROR("UnauthorizedOperation", "not authorized"));
+    assert_int_equal(cloud_list(&f->c, CLUSTER, &l, &n), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(l[0].state, CLOUD_GONE);
+    free(l);
+    /* none stopped: no termination asked */
+    fake_ec2_push(f->fake, 200, DESCRIBE(INSTANCE("i-0run", "running", "16")));
+    assert_int_equal(cloud_list(&f->c, CLUSTER, &l, &n), 0);
+    free(l);
+    assert_int_equal(fake_ec2_requests(f->fake), 5);
+}
+
+/* A termination EC2 refuses, or answers with a code castor does not know, is a failure (ERR_PERM,
+ * ERR_IO: the caller tries again), never ERR_UNKNOWN, which says the cluster has no such
+ * instance (and which the callers take as done): that only for an id the cluster's instances do
+ * not hold. One already terminated is 0. */
+static void terminate__refusals_are_failures(void **state)
+{
+    struct fixture *f = *state;
+    static const struct {
+        int describe_status;
+        const char *describe;
+        int terminate_status; /* 0: not asked */
+        const char *terminate;
+        int err;
+    } cases[] = {
+        {200, DESCRIBE(INSTANCE("i-0run", "running", "16")), 400,
+         EC2_ERROR("OperationNotPermitted", "The instance 'i-0run' may not be terminated. Modify "
+                                            "its 'disableApiTermination' instance attribute and "
+                                            "try again."),
+         ERR_IO},
+        {200, DESCRIBE(INSTANCE("i-0run", "running", "16")), 403,
+         EC2_ERROR("UnauthorizedOperation", "You are not authorized to perform this operation."),
+         ERR_PERM},
+        {200, DESCRIBE(INSTANCE("i-0run", "stopped", "80")), 400,
+         EC2_ERROR("InvalidInstanceID.NotFound", "The instance ID 'i-0run' does not exist"),
+         ERR_IO},
+        {400, EC2_ERROR("ExpiredToken", "The security token included in the request is expired"), 0,
+         NULL, ERR_IO},
+        {400, EC2_ERROR("RequestExpired", "Request has expired."), 0, NULL, ERR_IO},
+        {401,
+         EC2_ERROR("AuthFailure", "AWS was not able to validate the provided access "
+                                  "credentials"),
+         0, NULL, ERR_PERM},
+        {200, DESCRIBE(INSTANCE("i-0other", "running", "16")), 0, NULL, ERR_UNKNOWN},
+        {200, DESCRIBE(INSTANCE("i-0run", "terminated", "48")), 0, NULL, 0},
+        {200, DESCRIBE(INSTANCE("i-0run", "running", "16")), 200,
+         TERMINATED("i-0run", "running", "16"), 0},
+    };
+    size_t asked = 0;
+
+    make(f, "launch_template: lt-0abc");
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        int rc;
+
+        fake_ec2_push(f->fake, cases[i].describe_status, cases[i].describe);
+        if (cases[i].terminate_status)
+            fake_ec2_push(f->fake, cases[i].terminate_status, cases[i].terminate);
+        rc = cloud_terminate(&f->c, CLUSTER, "i-0run");
+        if (rc != cases[i].err)
+            fail_msg("case %zu: %d, not %d", i, rc, cases[i].err);
+        asked += cases[i].terminate_status ? 2 : 1;
+        assert_int_equal(fake_ec2_requests(f->fake), asked);
+        assert_string_equal(fake_ec2_param(f->fake, asked - 1, "Action"),
+                            cases[i].terminate_status ? "TerminateInstances" : "DescribeInstances");
     }
 }
 
@@ -386,6 +562,9 @@ int main(void)
         T(offers__on_demand_from_the_price_list),
         T(offers__the_root_volume_in_the_price),
         T(offers__the_root_volume_from_the_price_list),
+        T(offers__spot_prices_of_the_last_hours),
+        T(list__stopped_instances_terminated),
+        T(terminate__refusals_are_failures),
     };
 #undef T
 

@@ -384,6 +384,63 @@ static void cloud_gcp_list__stopped_instances_deleted(void **state)
     free(list);
 }
 
+/* REPAIRING (Compute Engine repairs the VM after a host error; it returns to RUNNING) is running,
+ * not gone; PENDING_STOP is on its way to stopped, gone as STOPPING is; neither is deleted by the
+ * list (a stopped one is, once STOPPED). */
+static void cloud_gcp_list__repairing_is_running(void **state)
+{
+    struct fixture *f = *state;
+    struct cloud_instance *list = NULL;
+    size_t n = 0;
+
+    assert_int_equal(
+        fake_gce_add_instance(f->w.fake, "us-central1-b", "fixing", CLUSTER, "t1", "REPAIRING", 0),
+        0);
+    assert_int_equal(fake_gce_add_instance(f->w.fake, "us-central1-b", "halting", CLUSTER, "t2",
+                                           "PENDING_STOP", 0),
+                     0);
+    assert_int_equal(cloud_list(&f->cloud, CLUSTER, &list, &n), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(list[0].id, "us-central1-b.fixing");
+    assert_int_equal(list[0].state, CLOUD_RUNNING);
+    assert_string_equal(list[1].id, "us-central1-b.halting");
+    assert_int_equal(list[1].state, CLOUD_GONE);
+    free(list);
+    assert_int_equal(fake_gce_instance_count(f->w.fake), 2);
+}
+
+/* A termination Compute Engine refuses (403: the role lacks compute.instances.get; a token not
+ * taken twice) or answers with a reason castor does not know is a failure (ERR_PERM, ERR_IO: tried
+ * again), never ERR_UNKNOWN (no such instance of the cluster, taken as done); the instance stays
+ * until a termination goes through. */
+static void cloud_gcp_terminate__refusals_are_failures(void **state)
+{
+    struct fixture *f = *state;
+    char id[CLOUD_ID_MAX], path[256];
+
+    assert_int_equal(cloud_launch(&f->cloud, A2_STD, CLUSTER, "tok-40", id), 0);
+    snprintf(path, sizeof(path), "%sus-central1-b/instances/", INSERTS);
+    fake_gce_push(f->w.fake, path, 403,
+                  "{\"error\":{\"code\":403,\"message\":\"Required 'compute.instances.get' "
+                  "permission for 'projects/" GCP_PROJECT "/zones/us-central1-b/instances/x'\","
+                  "\"errors\":[{\"message\":\"Required 'compute.instances.get' permission\","
+                  "\"domain\":\"global\",\"reason\":\"forbidden\"}]}}");
+    assert_int_equal(cloud_terminate(&f->cloud, CLUSTER, id), ERR_PERM);
+    for (int i = 0; i < 2; i++)
+        fake_gce_push(f->w.fake, path, 401,
+                      "{\"error\":{\"code\":401,\"message\":\"Request had invalid authentication "
+                      "credentials.\",\"errors\":[{\"message\":\"Invalid Credentials\",\"domain\":"
+                      "\"global\",\"reason\":\"authError\"}],\"status\":\"UNAUTHENTICATED\"}}");
+    assert_int_equal(cloud_terminate(&f->cloud, CLUSTER, id), ERR_PERM);
+    fake_gce_push(f->w.fake, path, 400,
+                  "{\"error\":{\"code\":400,\"message\":\"new\",\"errors\":[{\"reason\":"
+                  "\"brandNew\",\"message\":\"new\"}]}}");
+    assert_int_equal(cloud_terminate(&f->cloud, CLUSTER, id), ERR_IO);
+    assert_int_equal(fake_gce_instance_count(f->w.fake), 1);
+    assert_int_equal(cloud_terminate(&f->cloud, CLUSTER, id), 0);
+    assert_int_equal(fake_gce_instance_count(f->w.fake), 0);
+}
+
 /* A cloud over f's client of a T4 on a Spot VM in us-central1 (offers[0]), an A100
  * (a2-highgpu-1g, 12 vCPUs) on a standard VM in us-east1 and, when n is 3, a T4 in a region
  * Compute Engine does not know. */
@@ -751,6 +808,8 @@ int main(void)
         T(cloud_gcp_launch__quota_held_by_region),
         T(cloud_gcp__bad_answers_then_recovery),
         T(cloud_gcp_list__stopped_instances_deleted),
+        T(cloud_gcp_list__repairing_is_running),
+        T(cloud_gcp_terminate__refusals_are_failures),
         T(cloud_gcp_quotas__spot_and_standard),
         T(cloud_gcp_quotas__failures_write_nothing),
         T(cloud_gcp_quotas__boot_disks),

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -352,6 +353,55 @@ static void source_get__refresh_before_expiry(void **state)
     aws_credential_source_free(s);
 }
 
+/* Credentials of the shared file (no expiry said) are cached while the file is unchanged, and
+ * read again when a helper rewrites it (session credentials replaced as they expire) or, the
+ * file looking the same, at least every 300 s. */
+static void source_get__file_read_again_when_rewritten(void **state)
+{
+    struct fixture *f = *state;
+    struct aws_credential_config cfg = {.imds_disabled = 1};
+    struct aws_credential_source *s = NULL;
+    struct aws_credentials c = {0};
+    struct error e = {0};
+    struct stat sb;
+    struct timespec times[2];
+    int64_t t0 = 1700000000;
+
+    write_file(f->file, "[default]\naws_access_key_id = ASIAOLD0\naws_secret_access_key = x\n"
+                        "aws_session_token = tok-old\n");
+    assert_int_equal(aws_credential_source_new(&cfg, &s), 0);
+    assert_int_equal(aws_credential_source_get(s, t0, &c, &e), 0);
+    assert_string_equal(c.access_key_id, "ASIAOLD0");
+    assert_string_equal(c.session_token, "tok-old");
+    aws_credentials_clear(&c);
+    /* a helper writes new session credentials: read at the next get */
+    write_file(f->file, "[default]\naws_access_key_id = ASIANEW1\naws_secret_access_key = x\n"
+                        "aws_session_token = tok-new-1\n");
+    assert_int_equal(aws_credential_source_get(s, t0 + 1, &c, &e), 0);
+    assert_string_equal(c.access_key_id, "ASIANEW1");
+    assert_string_equal(c.session_token, "tok-new-1");
+    aws_credentials_clear(&c);
+    /* rewritten with the same size and its time put back: cached for 300 s, then read again */
+    assert_int_equal(stat(f->file, &sb), 0);
+    write_file(f->file, "[default]\naws_access_key_id = ASIANEW2\naws_secret_access_key = x\n"
+                        "aws_session_token = tok-new-2\n");
+    times[0] = sb.st_atim;
+    times[1] = sb.st_mtim;
+    assert_int_equal(utimensat(AT_FDCWD, f->file, times, 0), 0);
+    assert_int_equal(aws_credential_source_get(s, t0 + 300, &c, &e), 0);
+    assert_string_equal(c.access_key_id, "ASIANEW1");
+    aws_credentials_clear(&c);
+    assert_int_equal(aws_credential_source_get(s, t0 + 301, &c, &e), 0);
+    assert_string_equal(c.access_key_id, "ASIANEW2");
+    aws_credentials_clear(&c);
+    /* a file that cannot be read now: the ones read last still serve */
+    unlink(f->file);
+    assert_int_equal(aws_credential_source_get(s, t0 + 302, &c, &e), 0);
+    assert_string_equal(c.access_key_id, "ASIANEW2");
+    aws_credentials_clear(&c);
+    aws_credential_source_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -361,6 +411,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(from_imds__failures, setup, teardown),
         cmocka_unit_test_setup_teardown(source_get__chain_order, setup, teardown),
         cmocka_unit_test_setup_teardown(source_get__refresh_before_expiry, setup, teardown),
+        cmocka_unit_test_setup_teardown(source_get__file_read_again_when_rewritten, setup,
+                                        teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -271,7 +271,8 @@ static void gcp_operation_wait__quota(void **state)
     assert_int_equal(insert(f, &q, &op), 0);
     assert_int_equal(wait_op(f, &op, &e), ERR_QUOTA);
     assert_non_null(strstr(e.msg, "GPUS_ALL_REGIONS"));
-    assert_string_equal(op.error.quota_metric, "GPUS_ALL_REGIONS");
+    /* the metric as Compute Engine names it in quotaInfo (the message names the quota) */
+    assert_string_equal(op.error.quota_metric, "compute.googleapis.com/gpus_all_regions");
     fake_gce_quota(f->fake, NULL);
     fake_gce_push(f->fake, OPS_PATH, 403,
                   "{\"error\":{\"code\":403,\"message\":\"Quota 'NVIDIA_T4_GPUS' exceeded.\","
@@ -364,7 +365,7 @@ static void gcp_rest_call__refusals(void **state)
          "{\"error\":{\"code\":400,\"message\":\"bad\",\"errors\":[{\"reason\":\"invalid\"}]}}",
          ERR_INVAL, "invalid"},
         {403, "{\"error\":{\"code\":403,\"message\":\"no\",\"status\":\"PERMISSION_DENIED\"}}",
-         ERR_INVAL, "PERMISSION_DENIED"},
+         ERR_PERM, "PERMISSION_DENIED"},
         {400,
          "{\"error\":{\"code\":400,\"message\":\"new\",\"errors\":[{\"reason\":\"brandNew\"}]}}",
          ERR_UNKNOWN, "unknown error reason: HTTP 400 brandNew"},
