@@ -445,7 +445,7 @@ static struct jv *ap_assignment_job(struct ap_ctx *c, const struct state_node_jo
     struct state_alloc *rows = NULL;
     struct state_job j;
     size_t n = 0;
-    long long world = 0, offset = -1;
+    long long world = 0, offset = -1, replicas = nj->replicas;
     char token[API_JOB_TOKEN_MAX];
     struct jv *o;
 
@@ -456,13 +456,15 @@ static struct jv *ap_assignment_job(struct ap_ctx *c, const struct state_node_jo
         return NULL;
     }
     for (size_t i = 0; i < n; i++) {
-        if (strcmp(rows[i].node, c->param) == 0)
+        if (strcmp(rows[i].node, c->param) == 0) {
             offset = world;
+            replicas = rows[i].replicas; /* from the rows that give the ranks */
+        }
         world += rows[i].replicas;
     }
     o = jv_object();
     ap_set(c, o, "job", jv_string(j.name));
-    ap_set(c, o, "replicas", jv_integer(nj->replicas));
+    ap_set(c, o, "replicas", jv_integer(replicas));
     ap_set(c, o, "rank_offset", jv_integer(offset));
     ap_set(c, o, "world_size", jv_integer(world));
     ap_set(c, o, "master", jv_string(n > 0 ? rows[0].node : c->param));
@@ -493,14 +495,21 @@ void ap_node_assignment(struct ap_ctx *c)
     struct jv *o, *arr;
     struct state_node node;
     size_t n = 0;
-    int rc = state_node_get(c->a->state, c->param, &node);
+    /* one snapshot for every read of the answer: a placement the loop writes meanwhile would
+     * otherwise mix this node's old replicas with the new ranks, and two nodes would start the
+     * same ranks */
+    int rc = state_read_begin(c->a->state);
 
+    if (rc == 0)
+        rc = state_node_get(c->a->state, c->param, &node);
     if (rc < 0) {
+        state_read_end(c->a->state);
         ap_state_fail(c, rc, "such node");
         return;
     }
     rc = state_node_jobs(c->a->state, c->param, &jobs, &n);
     if (rc < 0) {
+        state_read_end(c->a->state);
         state_node_clear(&node);
         ap_state_fail(c, rc, "such node");
         return;
@@ -511,6 +520,7 @@ void ap_node_assignment(struct ap_ctx *c)
     ap_set(c, o, "state", jv_string(state_node_state_name(node.state)));
     for (size_t i = 0; i < n; i++)
         ap_push(c, arr, ap_assignment_job(c, &jobs[i]));
+    state_read_end(c->a->state);
     ap_set(c, o, "jobs", arr);
     state_node_jobs_free(jobs, n);
     state_node_clear(&node);

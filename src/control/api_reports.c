@@ -198,7 +198,6 @@ static void ap_job_progress_reply(struct ap_ctx *c)
 void ap_job_checkpoint(struct ap_ctx *c)
 {
     static const char *const keys[] = {"progress", NULL};
-    struct state_job j;
     double progress = NAN;
     int rc = ap_parse_body(c, 0);
 
@@ -210,14 +209,8 @@ void ap_job_checkpoint(struct ap_ctx *c)
         ap_fail(c, 400, "%s", c->reason);
         return;
     }
-    if ((rc = state_job_get(c->a->state, c->param, &j)) < 0) {
-        ap_state_fail(c, rc, "such job");
-        return;
-    }
-    rc = j.state == STATE_JOB_PENDING || j.state == STATE_JOB_RUNNING ? 0 : ERR_CONFLICT;
-    state_job_clear(&j);
-    if (rc == 0)
-        rc = state_job_checkpoint(c->a->state, c->param, progress, c->now);
+    /* refused for a job that has ended, in the same transaction as the write */
+    rc = state_job_checkpoint(c->a->state, c->param, progress, c->now);
     if (rc == ERR_CONFLICT)
         ap_fail(c, 409, "job %s has ended", c->param);
     else if (rc < 0)

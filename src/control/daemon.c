@@ -420,6 +420,25 @@ static void dm_costs(struct daemon *d, double now)
     d->cost_from = now;
 }
 
+/* At start, once the cloud has been listed: what the nodes it still lists cost since the costs
+ * recorded last (the controller was down, or stopped after its last tick): the cloud billed them
+ * all along. A node found gone is left out (when it went is not known). */
+static void dm_costs_while_down(struct daemon *d, double now)
+{
+    double until = NAN;
+    int rc = state_cost_recorded_until(d->st, &until);
+
+    if (rc == 0 && isfinite(until) && until < now)
+        rc = state_cost_accrue_live(d->st, until, now);
+    if (rc < 0)
+        log_msg(d->log, now, LOG_WARN, NULL, NULL,
+                "cannot record what the nodes cost while castor was down: %s", err_str(rc));
+    else if (isfinite(until) && until < now)
+        log_msg(d->log, now, LOG_INFO, NULL, NULL,
+                "recorded what the nodes still running cost in the %.0f s since the last costs",
+                now - until);
+}
+
 static void dm_metrics(struct daemon *d)
 {
     if (realworld_metrics(d->rw, &d->metrics) == 0)
@@ -740,6 +759,8 @@ int daemon_run(const char *config_path, FILE *logf)
     if (realworld_reconcile(d.rw) < 0)
         log_msg(d.log, now, LOG_WARN, NULL, NULL,
                 "reconciliation at start could not list the cloud; it is tried every tick");
+    else
+        dm_costs_while_down(&d, now);
     dm_submit_config_jobs(&d, now);
     if (dm_cron_build(&d, NULL, 0, now) < 0) {
         status = 1;
@@ -772,6 +793,7 @@ int daemon_run(const char *config_path, FILE *logf)
             dm_reload(&d);
         dm_cron_run(&d, now);
     }
+    dm_costs(&d, dm_clock(NULL)); /* up to the stop */
     log_msg(d.log, dm_clock(NULL), LOG_INFO, NULL, NULL, "stopping: the tick is done");
 out:
     dm_stop(&d);

@@ -591,6 +591,16 @@ void state_close(struct state *st)
     free(st);
 }
 
+int state_read_begin(struct state *st)
+{
+    return db_begin_read(st->db);
+}
+
+void state_read_end(struct state *st)
+{
+    db_rollback(st->db);
+}
+
 int state_version(struct state *st, int *out)
 {
     return db_user_version(st->db, out);

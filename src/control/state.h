@@ -76,6 +76,16 @@ int state_open_version(const char *path, int version, struct state **out, struct
 /* Close; NULL is ignored. */
 void state_close(struct state *st);
 
+/* Begin a read snapshot on st's connection: the state's reads until state_read_end see the state
+ * as one moment, whatever another connection writes meanwhile (for an answer built from several
+ * reads: a node's assignment). No write may be made inside it. ERR_INVAL when a transaction is
+ * open; what SQLite says. */
+int state_read_begin(struct state *st);
+
+/* End the read snapshot begun by state_read_begin (nothing is written); nothing when none is
+ * open. */
+void state_read_end(struct state *st);
+
 /* What a backup holds. */
 struct state_backup_info {
     int version;     /* its schema version */
@@ -209,7 +219,8 @@ int state_job_replica_failed(struct state *st, const char *name, const char *nod
 int state_job_progress(struct state *st, const char *name, double progress);
 
 /* Record a checkpoint at progress (>= 0) taken at now: sets the checkpoint progress and time,
- * and the progress if it was lower. ERR_UNKNOWN: no such job. */
+ * and the progress if it was lower. ERR_UNKNOWN: no such job; ERR_CONFLICT: it has ended
+ * (finished, cancelled or failed: nothing is written). */
 int state_job_checkpoint(struct state *st, const char *name, double progress, double now);
 
 /* Count one restart of the job. ERR_UNKNOWN: no such job. */
@@ -583,6 +594,15 @@ int state_cost_add(struct state *st, const char *instance_id, double from, doubl
  * first error met (the other nodes are still recorded).
  */
 int state_cost_accrue(struct state *st, double from, double now);
+
+/* As state_cost_accrue, for the nodes not terminated only: what the nodes the cloud still lists
+ * cost while no controller ran (a node found gone has no known end in that time, and is left
+ * out). Errors as state_cost_accrue. */
+int state_cost_accrue_live(struct state *st, double from, double now);
+
+/* *until: the latest end of the costs recorded (NAN: none yet), where a restarted controller's
+ * accrual begins. Errors: what SQLite says. */
+int state_cost_recorded_until(struct state *st, double *until);
 
 /* A job's share of what was taken back from one node (state_cost_refund). */
 struct state_cost_share {

@@ -261,12 +261,20 @@ int state_job_progress(struct state *st, const char *name, double progress)
 
 int state_job_checkpoint(struct state *st, const char *name, double progress, double now)
 {
+    long long id = 0;
+    int rc;
+
     if (!st_name_ok(name) || !st_time_ok(progress) || progress < 0 || !st_time_ok(now))
         return ERR_INVAL;
-    return st_update(st,
-                     "UPDATE jobs SET checkpoint_progress = ?2, checkpoint_at = ?3,"
-                     " progress = max(progress, ?2) WHERE name = ?1",
-                     "tdd", name, progress, now);
+    if ((rc = db_begin(st->db)) < 0)
+        return rc;
+    /* the check and the write in one transaction: a job that ends meanwhile keeps its record */
+    if ((rc = st_job_live(st->db, name, &id)) == 0)
+        rc = st_run(st->db,
+                    "UPDATE jobs SET checkpoint_progress = ?2, checkpoint_at = ?3,"
+                    " progress = max(progress, ?2) WHERE id = ?1",
+                    "idd", id, progress, now);
+    return st_end(st, rc);
 }
 
 int state_job_restarted(struct state *st, const char *name)

@@ -7,6 +7,7 @@
 
 #include "control/state.h"
 #include "control/state_internal.h"
+#include "util/strbuf.h"
 #include "util/db.h"
 
 int state_decision_append(struct state *st, long long tick, double now, const char *summary)
@@ -150,7 +151,8 @@ int state_cost_refund(struct state *st, const char *instance_id, double *dollars
     return 0;
 }
 
-int state_cost_accrue(struct state *st, double from, double now)
+/* state_cost_accrue over the nodes of the states in the mask `states`. */
+static int st_cost_accrue(struct state *st, double from, double now, unsigned states)
 {
     struct state_node *nodes = NULL;
     size_t n = 0;
@@ -158,7 +160,7 @@ int state_cost_accrue(struct state *st, double from, double now)
 
     if (!st_time_ok(from) || !st_time_ok(now) || now < from)
         return ERR_INVAL;
-    if ((rc = state_nodes_list(st, (1u << STATE_NODE_NSTATES) - 1, &nodes, &n)) < 0)
+    if ((rc = state_nodes_list(st, states, &nodes, &n)) < 0)
         return rc;
     for (size_t i = 0; i < n; i++) {
         const struct state_node *x = &nodes[i];
@@ -175,6 +177,28 @@ int state_cost_accrue(struct state *st, double from, double now)
     }
     state_nodes_free(nodes, n);
     return first;
+}
+
+int state_cost_accrue(struct state *st, double from, double now)
+{
+    return st_cost_accrue(st, from, now, (1u << STATE_NODE_NSTATES) - 1);
+}
+
+int state_cost_accrue_live(struct state *st, double from, double now)
+{
+    return st_cost_accrue(st, from, now,
+                          ((1u << STATE_NODE_NSTATES) - 1) & ~(1u << STATE_NODE_TERMINATED));
+}
+
+int state_cost_recorded_until(struct state *st, double *until)
+{
+    double t = NAN;
+    int rc = st_double(st->db, &t, "SELECT coalesce(max(end_at), -1) FROM costs", "");
+
+    if (rc < 0)
+        return rc;
+    *until = t >= 0 ? t : NAN;
+    return 0;
 }
 
 int state_cost_total(struct state *st, double *dollars)
@@ -274,6 +298,7 @@ int state_event_add(struct state *st, const char *job, double now, const char *k
         !message[0])
         return ERR_INVAL;
     snprintf(text, sizeof(text), "%s", message); /* a longer one is cut */
+    strbuf_utf8_clean(text); /* where the cut split a character, or the text was not UTF-8 */
     rc = db_begin(st->db);
     if (rc < 0)
         return rc;

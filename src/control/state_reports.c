@@ -104,7 +104,8 @@ static int st_report_one(struct state *st, const char *job, const struct state_r
     if (rc == 0 && st_job_final(cur))
         rc = ERR_CONFLICT;
     /* pooled: counts add, means are weighted by counts, variances combine with the spread of
-     * the two means (every right-hand side reads the row as it was) */
+     * the two means (every right-hand side reads the row as it was); the pooled sync time stays
+     * below the pooled step time, as each report's is, where rounding would make them equal */
     for (size_t i = 0; rc == 0 && i < r->nconfigs; i++) {
         const struct state_report_config *c = &r->configs[i];
 
@@ -119,8 +120,9 @@ static int st_report_one(struct state *st, const char *job, const struct state_r
                     "  + count * excluded.count * (step_mean - excluded.step_mean)"
                     "  * (step_mean - excluded.step_mean) / (count + excluded.count))"
                     "  / (count + excluded.count),"
-                    " sync_mean = (count * sync_mean + excluded.count * excluded.sync_mean)"
-                    "  / (count + excluded.count),"
+                    " sync_mean = min((count * sync_mean + excluded.count * excluded.sync_mean)"
+                    "  / (count + excluded.count), (count * step_mean + excluded.count"
+                    "  * excluded.step_mean) / (count + excluded.count) * (1 - 1e-9)),"
                     " at = excluded.at",
                     "inndnidddd", id, c->nodes, c->replicas, c->local_bsz, c->accum_steps, c->count,
                     c->step_mean, c->step_sd * c->step_sd, c->sync_mean, now);

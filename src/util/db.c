@@ -290,6 +290,13 @@ int db_begin(struct db *db)
     return db_exec(db, "BEGIN IMMEDIATE");
 }
 
+int db_begin_read(struct db *db)
+{
+    if (db_in_transaction(db))
+        return ERR_INVAL;
+    return db_exec(db, "BEGIN DEFERRED");
+}
+
 int db_commit(struct db *db)
 {
     int rc;

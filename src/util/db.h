@@ -99,6 +99,11 @@ int db_column_text_dup(struct db_stmt *s, int col, char **out);
  * another connection holds the lock past the busy timeout. */
 int db_begin(struct db *db);
 
+/* Begin a read transaction (BEGIN DEFERRED): the reads until db_commit or db_rollback see one
+ * snapshot of the database (WAL: from the first read on), whatever other connections write
+ * meanwhile. ERR_INVAL inside a transaction. */
+int db_begin_read(struct db *db);
+
 /* Commit the open transaction. On failure the transaction is rolled back (nothing of it is
  * written) and the translated code returned; ERR_INVAL when no transaction is open. */
 int db_commit(struct db *db);

@@ -163,3 +163,49 @@ void strbuf_redact(char *s, const char *secret)
     while ((at = strstr(s, secret)) != NULL)
         memset(at, '*', n);
 }
+
+/* The length of the well-formed UTF-8 sequence at s (1 to 4), or 0 when there is none. */
+static size_t strbuf_utf8_len(const unsigned char *s)
+{
+    unsigned char c = s[0];
+    size_t n;
+    unsigned long cp;
+
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xc2 && c <= 0xdf) {
+        n = 2;
+        cp = c & 0x1f;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        n = 3;
+        cp = c & 0x0f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        n = 4;
+        cp = c & 0x07;
+    } else {
+        return 0; /* a continuation byte, 0xc0, 0xc1 (overlong) or 0xf5 and above */
+    }
+    for (size_t i = 1; i < n; i++) {
+        if ((s[i] & 0xc0) != 0x80) /* the NUL included: cut short */
+            return 0;
+        cp = cp << 6 | (s[i] & 0x3f);
+    }
+    if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10ffff ||
+        (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return n;
+}
+
+void strbuf_utf8_clean(char *s)
+{
+    unsigned char *p = (unsigned char *)s;
+
+    while (*p) {
+        size_t n = strbuf_utf8_len(p);
+
+        if (n == 0)
+            *p++ = '?';
+        else
+            p += n;
+    }
+}

@@ -39,6 +39,11 @@ void strbuf_add_uri_decoded(struct strbuf *b, const char *s, size_t n);
  * in place: a server's text then stays one clean line in a message or a log. */
 void strbuf_printable(char *s);
 
+/* Replace, in place, every byte of the NUL-terminated s that is not part of a well-formed UTF-8
+ * sequence (a stray continuation byte, a sequence cut short as by a byte-counted truncation, an
+ * overlong form, a surrogate, past U+10FFFF) with '?': the text then encodes as a JSON string. */
+void strbuf_utf8_clean(char *s);
+
 /* Overwrite every occurrence of secret in the NUL-terminated s with as many '*', in place; a
  * secret shorter than 4 bytes (or NULL) is left alone (it would star out ordinary text). */
 void strbuf_redact(char *s, const char *secret);

@@ -5,6 +5,7 @@
  * runs, then a restart that launches nothing twice and loses no job; SIGTERM: exit 0. */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,9 +21,11 @@
 #include <cmocka.h>
 
 #include "control/state.h"
+#include "util/db.h"
 #include "util/file.h"
 #include "util/http_client.h"
 #include "util/json.h"
+#include "util/db_fixture.h"
 
 #define TOKEN_NODE "node-token-0123456789abcdef"
 #define TOKEN_JOB "job-token-0123456789abcdef"
@@ -572,6 +575,57 @@ static void daemon_run__signals_restart_and_no_double_launch(void **state)
     state_close(st);
 }
 
+/* Nodes cost while the controller is down too: a daemon that launched the fixed fleet's two nodes
+ * is killed, the next starts 1.5 s later and stops with SIGTERM; each node's recorded dollars are
+ * its price for every second from its launch to the last record (none lost to the restart, none
+ * counted twice), up to the stop. */
+static void daemon_run__costs_cover_the_time_it_was_down(void **state)
+{
+    struct run *r = *state;
+    char ids[8][64];
+    int nlive = 0;
+    struct state *st = NULL;
+    double stopped;
+
+    write_config(r, JOB("alpha"));
+    start(r);
+    assert_int_equal(wait_launched(r, 2, ids, &nlive), 2);
+    nap(2500); /* two ticks and more: costs recorded */
+    assert_int_equal(stop(r, SIGKILL), 128 + SIGKILL);
+    nap(1500);
+    start(r);
+    assert_true(log_wait(r, "recorded what the nodes still running cost in the", 1));
+    nap(1200);
+    assert_int_equal(stop(r, SIGTERM), 0);
+    stopped = (double)time(NULL);
+    assert_int_equal(state_open(r->state, &st, NULL), 0);
+    for (int i = 0; i < 2; i++) {
+        char sql[1024];
+        double seconds, span, end;
+
+        snprintf(sql, sizeof(sql),
+                 "SELECT total(c.dollars) / n.price * 3600 FROM costs c JOIN nodes n ON n.id ="
+                 " c.node_id WHERE n.instance_id = '%.63s'",
+                 ids[i]);
+        seconds = one_double(state_db(st), sql);
+        snprintf(sql, sizeof(sql),
+                 "SELECT max(c.end_at) - n.launched_at FROM costs c JOIN nodes n ON n.id ="
+                 " c.node_id WHERE n.instance_id = '%.63s'",
+                 ids[i]);
+        span = one_double(state_db(st), sql);
+        snprintf(sql, sizeof(sql),
+                 "SELECT max(c.end_at) FROM costs c JOIN nodes n ON n.id = c.node_id WHERE"
+                 " n.instance_id = '%.63s'",
+                 ids[i]);
+        end = one_double(state_db(st), sql);
+        if (!(fabs(seconds - span) < 1e-3 && span > 3.0 && end > stopped - 1.5))
+            fail_msg("node %s: %.4f s recorded over a span of %.4f s ending %.3f s before the "
+                     "stop",
+                     ids[i], seconds, span, stopped - end);
+    }
+    state_close(st);
+}
+
 /*
  * What a request changes is decided at once, not at the next interval (here 600 s, far beyond
  * WAIT_S): the first decision, at start, launches the fixed fleet's two nodes; their registration
@@ -673,6 +727,8 @@ int main(void)
                                         daemon_teardown),
         cmocka_unit_test_setup_teardown(daemon_run__signals_restart_and_no_double_launch,
                                         daemon_setup, daemon_teardown),
+        cmocka_unit_test_setup_teardown(daemon_run__costs_cover_the_time_it_was_down, daemon_setup,
+                                        daemon_teardown),
         cmocka_unit_test_setup_teardown(daemon_run__a_missed_template_runs_once, daemon_setup,
                                         daemon_teardown),
         cmocka_unit_test_setup_teardown(daemon_run__bad_configuration_exits_2, daemon_setup,

@@ -297,7 +297,8 @@ static void state_job_set_state__allowed_moves(void **state)
 }
 
 /* Progress may go back (a restart from a checkpoint); a checkpoint sets its progress and time
- * and raises the progress to it; restarts count up; unknown jobs and negative progress fail. */
+ * and raises the progress to it; restarts count up; unknown jobs and negative progress fail, and
+ * a job that has ended takes no checkpoint. */
 static void state_job_checkpoint__progress_and_restarts(void **state)
 {
     struct state *st = open_state(*state);
@@ -324,6 +325,13 @@ static void state_job_checkpoint__progress_and_restarts(void **state)
     assert_true(job.progress == 7.0 && job.checkpoint_progress == 7.0 &&
                 job.checkpoint_at == 200.0);
     assert_int_equal(job.restarts, 2);
+    state_job_clear(&job);
+    /* an ended job's record stays as it ended */
+    assert_int_equal(state_job_fail(st, "a", "gave up", 300.0), 0);
+    assert_int_equal(state_job_checkpoint(st, "a", 9.0, 400.0), ERR_CONFLICT);
+    assert_int_equal(state_job_get(st, "a", &job), 0);
+    assert_true(job.progress == 7.0 && job.checkpoint_progress == 7.0 &&
+                job.checkpoint_at == 200.0);
     state_job_clear(&job);
     state_close(st);
 }
@@ -583,6 +591,40 @@ static void state_alloc_replace__all_or_nothing(void **state)
     state_close(st);
 }
 
+/* A read snapshot (state_read_begin) sees the state as one moment: the loop's connection replaces
+ * the job's allocation between two reads of the API's connection, and the second read still
+ * sees the first rows (so an answer built from both cannot mix them); once it ends, the new rows.
+ * A snapshot inside an open one is refused. */
+static void state_read_begin__one_moment(void **state)
+{
+    static const char *const ids[] = {"i-1", "i-2", "i-3", "i-4"};
+    struct state *api = open_state(*state), *loop = open_state(*state);
+    struct state_alloc first[] = {{"i-1", 2, 0}, {"i-2", 1, 0}};
+    struct state_alloc second[] = {{"i-3", 4, 0}};
+    struct state_node_job *jobs = NULL;
+    struct state_alloc *got = NULL;
+    size_t n = 0;
+
+    add_ready_nodes(loop, ids, 4);
+    assert_int_equal(state_job_submit(loop, "a", "{}", 1.0), 0);
+    assert_int_equal(state_alloc_replace(loop, "a", first, 2, 10.0), 0);
+    assert_int_equal(state_read_begin(api), 0);
+    assert_int_equal(state_read_begin(api), ERR_INVAL);
+    assert_int_equal(state_node_jobs(api, "i-1", &jobs, &n), 0);
+    assert_int_equal(n, 1);
+    state_node_jobs_free(jobs, n);
+    assert_int_equal(state_alloc_replace(loop, "a", second, 1, 20.0), 0); /* not blocked */
+    expect_first_alloc(api);
+    state_read_end(api);
+    assert_int_equal(state_alloc_get(api, "a", &got, &n), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(got[0].node, "i-3");
+    state_allocs_free(got, n);
+    state_read_end(api); /* none open: nothing */
+    state_close(loop);
+    state_close(api);
+}
+
 /* Run a constant statement with one integer bind; its code. */
 static int exec_int(struct state *st, const char *sql, long long v)
 {
@@ -820,6 +862,10 @@ static void state_cost_accrue__spans_and_the_minute(void **state)
     struct state_node launched = node_of("i-1", 4, "tok", 0), late = node_of("i-3", 4, "tok", 1),
                       fixed = node_of("static-1", 4, NULL, 0), free_ = node_of("i-0", 4, NULL, 0);
 
+    double none = 0;
+
+    assert_int_equal(state_cost_recorded_until(st, &none), 0);
+    assert_true(isnan(none)); /* no costs yet */
     launched.price = late.price = fixed.price = 3.6;
     fixed.launched_at = 110;
     late.launched_at = 140;
@@ -840,6 +886,18 @@ static void state_cost_accrue__spans_and_the_minute(void **state)
     assert_int_equal(node_micros(st, "i-3"), 120000);
     assert_int_equal(node_micros(st, "i-0"), 0);
     assert_int_equal(state_cost_accrue(st, 260, 250), ERR_INVAL);
+    /* a restarted controller: the costs recorded end at 260; from there to 300 only the nodes
+     * not terminated count (i-3), whatever the terminated ones' ends */
+    {
+        double until = 0;
+
+        assert_int_equal(state_cost_recorded_until(st, &until), 0);
+        assert_true(until == 260);
+        assert_int_equal(state_cost_accrue_live(st, until, 300), 0);
+        assert_int_equal(node_micros(st, "i-3"), 160000);
+        assert_int_equal(node_micros(st, "i-1"), 60000);
+        assert_int_equal(node_micros(st, "static-1"), 20000);
+    }
     state_close(st);
 }
 
@@ -1274,6 +1332,36 @@ static void state_report_store__pools_configurations(void **state)
     state_close(st);
 }
 
+/* Two reports whose sync time is just below their step time pool into means that rounding would
+ * make equal (the schema wants the sync time below the step time): the second is stored, with
+ * its progress, the pooled sync time below the pooled step time. */
+static void state_report_store__pooled_sync_stays_below_the_step(void **state)
+{
+    struct state *st = open_state(*state);
+    struct state_report_config c1 = {1, 1, 32.0, 0, 858, 5.56897868329781, 0.0, 5.568978683297809,
+                                     0};
+    struct state_report_config c2 = {1, 1, 32.0, 0, 939, 6.426520685695131, 0.0, 6.42652068569513,
+                                     0};
+    struct state_report r1 = {&c1, 1, NAN, NAN, 1.0, 0}, r2 = {&c2, 1, NAN, NAN, 2.0, 0};
+    struct state_report_config *rows = NULL;
+    struct state_job job;
+    size_t n = 0;
+
+    assert_int_equal(state_job_submit(st, "j", "{}", 1.0), 0);
+    assert_int_equal(state_report_store(st, "j", &r1, 10.0), 0);
+    assert_int_equal(state_report_store(st, "j", &r2, 20.0), 0);
+    assert_int_equal(state_report_configs(st, "j", &rows, &n), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(rows[0].count, 858 + 939);
+    assert_true(rows[0].sync_mean < rows[0].step_mean);
+    assert_float_equal(rows[0].sync_mean, rows[0].step_mean, 1e-8 * rows[0].step_mean);
+    free(rows);
+    assert_int_equal(state_job_get(st, "j", &job), 0);
+    assert_true(job.progress == 2.0);
+    state_job_clear(&job);
+    state_close(st);
+}
+
 /* A report with a configuration that makes no sense (zero replicas, fewer replicas than nodes,
  * a negative or NaN time, sync not below the step, zero count), or half the gradient statistics,
  * is refused whole: nothing of it is written, not even its good configurations; unknown and
@@ -1665,7 +1753,8 @@ static void state_open__migrates_v5_to_v6(void **state)
 }
 
 /* Job events: kept in order with their node (or none); only the newest STATE_EVENTS_KEPT stay;
- * a list gives the newest, oldest first; a message too long is cut; an unknown job and bad
+ * a list gives the newest, oldest first; a message too long is cut (at a character: the text
+ * stays UTF-8); an unknown job and bad
  * arguments are refused and write nothing. */
 static void state_events__kept_newest_first_cut(void **state)
 {
@@ -1721,6 +1810,17 @@ static void state_events__kept_newest_first_cut(void **state)
     assert_int_equal(state_event_add(st, "k", 6.0, "long", NULL, long_msg), 0);
     assert_int_equal(count_rows(st, "SELECT length(message) FROM events WHERE kind = 'long'"),
                      STATE_EVENT_MESSAGE_MAX);
+    /* a cut through a character (a two-byte one from the last byte kept on) keeps the text
+     * UTF-8: the cut half is a '?' */
+    long_msg[STATE_EVENT_MESSAGE_MAX - 1] = '\xc3';
+    long_msg[STATE_EVENT_MESSAGE_MAX] = '\xa9';
+    assert_int_equal(state_event_add(st, "k", 7.0, "utf8", NULL, long_msg), 0);
+    assert_int_equal(state_events_list(st, "k", 1, &ev, &n), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(strlen(ev[0].message), STATE_EVENT_MESSAGE_MAX);
+    assert_int_equal(ev[0].message[STATE_EVENT_MESSAGE_MAX - 1], '?');
+    assert_int_equal(ev[0].message[STATE_EVENT_MESSAGE_MAX - 2], 'x');
+    state_events_free(ev, n);
     state_close(st);
 }
 
@@ -2012,6 +2112,7 @@ int main(void)
         STATE_TEST(state_node_set_state__moves_and_release),
         STATE_TEST(state_node_set_price__live_nodes_only),
         STATE_TEST(state_alloc_replace__all_or_nothing),
+        STATE_TEST(state_read_begin__one_moment),
         STATE_TEST(state_foreign_keys__enforced),
         STATE_TEST(state_model__store_and_replace),
         STATE_TEST(state_decision_and_cost__append_and_total),
@@ -2023,6 +2124,7 @@ int main(void)
         STATE_TEST(state_node_heartbeat_notice__rules),
         STATE_TEST(state_node_jobs__allocations_on_a_node),
         STATE_TEST(state_report_store__pools_configurations),
+        STATE_TEST(state_report_store__pooled_sync_stays_below_the_step),
         STATE_TEST(state_report_store__bad_reports_write_nothing),
         STATE_TEST(state_report_store_many__each_report_alone),
         STATE_TEST(state_open__migrates_v4_to_v5),

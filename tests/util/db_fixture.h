@@ -85,6 +85,19 @@ static inline long long one_int(struct db *db, const char *sql)
     return v;
 }
 
+/* As one_text, the first column as a number. */
+static inline double one_double(struct db *db, const char *sql)
+{
+    struct db_stmt *s = NULL;
+    double v;
+
+    assert_int_equal(db_prepare(db, sql, &s), 0);
+    assert_int_equal(db_step(s), DB_ROW);
+    v = db_column_double(s, 0);
+    db_finalize(s);
+    return v;
+}
+
 /* splitmix64: the tests' seeded randomness. */
 static inline uint64_t crash_rand(uint64_t *s)
 {

@@ -107,6 +107,37 @@ static void strbuf_printable__control_and_high_bytes(void **state)
     assert_string_equal(s, "ok  line     end~");
 }
 
+/* Well-formed UTF-8 stays (1 to 4 bytes); a stray continuation byte, a sequence cut short at the
+ * end or by a following ASCII byte, an overlong form, a surrogate and a code point past U+10FFFF
+ * become '?', one per byte that starts no well-formed sequence. */
+static void strbuf_utf8_clean__keeps_characters_and_marks_the_rest(void **state)
+{
+    char ok[] = "a\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 z";
+    char stray[] = "a\x80"
+                   "b";
+    char cut_end[] = "ab\xe2\x82";
+    char cut_mid[] = "\xc3z";
+    char overlong[] = "\xc0\xaf\xe0\x80\xaf";
+    char surrogate[] = "\xed\xa0\x80";
+    char big[] = "\xf4\x90\x80\x80";
+
+    (void)state;
+    strbuf_utf8_clean(ok);
+    assert_string_equal(ok, "a\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 z");
+    strbuf_utf8_clean(stray);
+    assert_string_equal(stray, "a?b");
+    strbuf_utf8_clean(cut_end);
+    assert_string_equal(cut_end, "ab??");
+    strbuf_utf8_clean(cut_mid);
+    assert_string_equal(cut_mid, "?z");
+    strbuf_utf8_clean(overlong);
+    assert_string_equal(overlong, "?????");
+    strbuf_utf8_clean(surrogate);
+    assert_string_equal(surrogate, "???");
+    strbuf_utf8_clean(big);
+    assert_string_equal(big, "????");
+}
+
 /* Every occurrence of the secret is starred out, overlapping text around it is kept; a secret
  * under 4 bytes or NULL changes nothing. */
 static void strbuf_redact__every_occurrence(void **state)
@@ -139,6 +170,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(strbuf_add__grows_and_keeps_order),
+        cmocka_unit_test(strbuf_utf8_clean__keeps_characters_and_marks_the_rest),
         cmocka_unit_test(strbuf_printf__long_output),
         cmocka_unit_test(strbuf_add_uri_encoded__rfc3986),
         cmocka_unit_test(strbuf_hex_value__digits_and_round_trip),
