@@ -122,8 +122,9 @@ struct json_call {
     struct error *e;
 };
 
-/* The error type of a JSON error body ("__type", after any '#'), its message, into x; 0, or
- * ERR_PARSE when the body is not such a document. */
+/* The error type of a JSON error body ("__type", after any '#' and before any ':', as the AWS
+ * JSON protocol allows a namespace before it and extra data after it), its message, into x; 0,
+ * or ERR_PARSE when the body is not such a document. */
 static int json_read_error(struct json_call *x)
 {
     struct jv *doc = NULL;
@@ -139,6 +140,7 @@ static int json_read_error(struct json_call *x)
     if (type && *type) {
         hash = strrchr(type, '#');
         snprintf(x->code, sizeof(x->code), "%s", hash ? hash + 1 : type);
+        x->code[strcspn(x->code, ":")] = '\0';
         snprintf(x->message, sizeof(x->message), "%s", msg ? msg : "");
         strbuf_printable(x->code);
         strbuf_printable(x->message);

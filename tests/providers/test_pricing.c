@@ -202,7 +202,8 @@ static void get__filters_pages_and_the_on_demand_price(void **state)
     jv_free(body);
 }
 
-/* Throttling is retried after a jittered wait (logged with the request id); refusals are not:
+/* Throttling is retried after a jittered wait (logged with the request id; its type read with a
+ * namespace before it and extra data after it, as the AWS JSON protocol allows); refusals are not:
  * access denied is ERR_INVAL, an unknown type ERR_UNKNOWN, both naming the request id; a
  * server error every time is ERR_AGAIN after the attempts. *usd is never written on error. */
 static void get__errors_with_the_request_id(void **state)
@@ -213,7 +214,8 @@ static void get__errors_with_the_request_id(void **state)
     double usd = -1;
 
     fake_ec2_push(f->fake, 400,
-                  "{\"__type\":\"ThrottlingException\",\"message\":\"Rate exceeded\"}");
+                  "{\"__type\":\"com.amazonaws.pricing#ThrottlingException:http://internal."
+                  "amazon.com/coral/com.amazon.coral.validate/\",\"message\":\"Rate exceeded\"}");
     push_page(f, p1, 1, NULL);
     assert_int_equal(aws_pricing_get(f->p, "us-east-1", "p4d.24xlarge", &usd, &e), 0);
     assert_float_equal(usd, 32.7726, 1e-12);
