@@ -166,6 +166,43 @@ static void rw_apply_config(struct realworld *rw, int j, int moved, int nodes, i
     rw_tell_deadline(rw, sj, job, now);
 }
 
+/* Job j's rows of the plan, node by node as the state keeps them (by instance id, sorted), into
+ * *out (the ids borrowed from rw->live; freed by the caller) and their count into *nodes.
+ * ERR_NOMEM; ERR_INVAL: a node not in the snapshot. Nothing is written on error. */
+static int rw_plan_rows(const struct realworld *rw, const struct alloc *plan, int j,
+                        struct state_alloc **out, int *nodes)
+{
+    int n = plan->count[j] > 0 ? alloc_nodes_used(plan, j) : 0, rc = 0;
+    struct state_alloc *rows = calloc((size_t)n + 1, sizeof(*rows));
+    int *place = calloc((size_t)n + 1, sizeof(*place));
+
+    if (!rows || !place) {
+        rc = ERR_NOMEM;
+        goto cleanup;
+    }
+    if (n > 0)
+        n = alloc_placement(plan, j, place);
+    for (int k = 0, at = 0; k < n; k++) {
+        int sn = plan->node[(size_t)j * (size_t)plan->width + (size_t)at];
+
+        if (sn < 0 || sn >= rw->snap.nnodes) {
+            rc = ERR_INVAL;
+            goto cleanup;
+        }
+        rows[k] = (struct state_alloc){.node = rw->live[rw->snode_live[sn]].instance_id,
+                                       .replicas = place[k]};
+        at += place[k];
+    }
+    qsort(rows, (size_t)n, sizeof(rows[0]), rw_alloc_cmp);
+    *out = rows;
+    *nodes = n;
+    rows = NULL;
+cleanup:
+    free(rows);
+    free(place);
+    return rc;
+}
+
 int rw_apply(void *ctx, const struct alloc *plan)
 {
     struct realworld *rw = ctx;
@@ -177,29 +214,22 @@ int rw_apply(void *ctx, const struct alloc *plan)
         return ERR_INVAL;
     for (int j = 0; j < plan->njobs; j++) {
         const struct state_job *st = &rw->sjob_state[j];
-        struct state_alloc rows[64];
-        int place[64], nodes = 0, replicas = plan->count[j], moved, r;
+        struct state_alloc *rows = NULL;
+        int nodes = 0, replicas = plan->count[j], moved, r;
 
-        if (replicas > 0 && alloc_nodes_used(plan, j) > 64)
-            return ERR_RANGE;
-        nodes = replicas > 0 ? alloc_placement(plan, j, place) : 0;
-        /* the row's runs, node by node, as the state keeps them (by instance id) */
-        for (int k = 0, at = 0; k < nodes; k++) {
-            int sn = plan->node[(size_t)j * (size_t)plan->width + (size_t)at];
-
-            if (sn < 0 || sn >= rw->snap.nnodes)
-                return ERR_INVAL;
-            rows[k] = (struct state_alloc){.node = rw->live[rw->snode_live[sn]].instance_id,
-                                           .replicas = place[k]};
-            at += place[k];
+        if ((r = rw_plan_rows(rw, plan, j, &rows, &nodes)) < 0) {
+            /* this job keeps what it had; the others go on */
+            log_msg(rw->log, now, LOG_ERROR, st->name, NULL,
+                    "cannot read the job's placement from the plan: %s", err_str(r));
+            continue;
         }
-        qsort(rows, (size_t)nodes, sizeof(rows[0]), rw_alloc_cmp);
         moved = !rw_alloc_same(rows, (size_t)nodes, rw->held[j], rw->nheld[j]);
         if (moved) {
             if ((r = state_alloc_replace(rw->state, st->name, rows, (size_t)nodes, now)) < 0) {
                 /* this job keeps what it had; the others go on */
                 log_msg(rw->log, now, LOG_ERROR, st->name, NULL, "cannot write the allocation: %s",
                         err_str(r));
+                free(rows);
                 continue;
             }
             if (replicas > 0 && (rw->nheld[j] > 0 || st->state == STATE_JOB_RUNNING ||
@@ -209,6 +239,7 @@ int rw_apply(void *ctx, const struct alloc *plan)
                                 replicas > 0 ? STATE_JOB_RUNNING : STATE_JOB_PENDING, now);
             rw_note_placement(rw, st->name, rows, (size_t)nodes, replicas, now);
         }
+        free(rows);
         rw_apply_config(rw, j, moved, nodes, replicas, now);
         if (replicas == 0 && blocked < 0)
             blocked = rw_fleet_blocked(rw, now, why, sizeof(why));

@@ -135,7 +135,9 @@ struct realworld {
     double register_timeout, heartbeat_timeout; /* 0: not watched */
     char **silent; /* live nodes left out for their silence (ids owned), NULL-terminated */
     char **fenced; /* silent launched nodes whose instances are being terminated: their jobs wait
-                    * until the cloud says they are gone (ids owned), NULL-terminated */
+                    * until the cloud says they are gone (ids owned), NULL-terminated; what this
+                    * daemon fenced, the state's draining nodes without a notice telling the rest
+                    * (rw_node_fenced) */
     struct realworld_spend spend;
     double spent;      /* the dollars of the current period at the last look (NAN: no limit) */
     int over_spend;    /* 1 while the period's dollars are at or over the limit */
@@ -328,6 +330,17 @@ double rw_node_heard(const struct realworld *rw, const struct state_node *n);
 /* realworld_reconcile.c: 1 when the ready node's agent has not been heard from (rw_node_heard)
  * within the heartbeat timeout. */
 int rw_node_silent(const struct realworld *rw, const struct state_node *n, double now);
+
+/* realworld_reconcile.c: 1 when the node is fenced (rw_fence): launched by castor, not
+ * terminated, and listed in rw->fenced or draining without a preemption notice (as a fence leaves
+ * it in the state, so that a restarted daemon knows it too). Its replicas may still run: its jobs
+ * wait until its instance is gone. */
+int rw_node_fenced(const struct realworld *rw, const struct state_node *n);
+
+/* realworld_observe.c: 1 when one of the n allocation rows is on a live node (as the last observe
+ * read them) whose replicas may still run out of castor's reach: a launched node fenced
+ * (rw_node_fenced), or a silent static node not fenced (rw->unfenced). */
+int rw_rows_fenced(const struct realworld *rw, const struct state_alloc *rows, size_t n);
 
 /* realworld_jobs.c: the watches of the pending and running jobs, in one pass (one list, one
  * spec read per job). The hang watch: each running job that has reported training steps and

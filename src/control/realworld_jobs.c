@@ -263,8 +263,8 @@ static int rw_on_silent_node(const struct realworld *rw, const struct state_allo
     int on = 0;
 
     for (size_t r = 0; r < n && !on; r++)
-        on = rw_listed(rw->silent, rows[r].node) || rw_listed(rw->fenced, rows[r].node);
-    return on;
+        on = rw_listed(rw->silent, rows[r].node);
+    return on || rw_rows_fenced(rw, rows, n);
 }
 
 /* 1 when the job's new replicas wait for its old ones that other nodes say are alive (an earlier

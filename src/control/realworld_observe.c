@@ -229,15 +229,15 @@ static void rw_jobs_prune(struct realworld *rw, size_t n)
     rw->njobs = kept;
 }
 
-/* 1 when an allocation row is on a live node whose replicas may still run out of castor's reach:
- * a launched node being fenced (rw->fenced), or a silent static node not fenced (rw->unfenced). */
-static int rw_fenced(const struct realworld *rw, const struct state_alloc *rows, size_t n)
+int rw_rows_fenced(const struct realworld *rw, const struct state_alloc *rows, size_t n)
 {
-    for (size_t r = 0; r < n; r++)
-        for (size_t i = 0; (rw->fenced || rw->unfenced) && i < rw->nlive; i++)
-            if (strcmp(rw->live[i].instance_id, rows[r].node) == 0 &&
-                (rw_listed(rw->fenced, rows[r].node) || rw_listed(rw->unfenced, rows[r].node)))
+    for (size_t i = 0; n > 0 && i < rw->nlive; i++) {
+        if (!rw_node_fenced(rw, &rw->live[i]) && !rw_listed(rw->unfenced, rw->live[i].instance_id))
+            continue;
+        for (size_t r = 0; r < n; r++)
+            if (strcmp(rw->live[i].instance_id, rows[r].node) == 0)
                 return 1;
+    }
     return 0;
 }
 
@@ -270,7 +270,7 @@ static int rw_observe_jobs(struct realworld *rw, int gpus, double now)
         rc = state_alloc_get(rw->state, sj->name, &rw->held[n], &rw->nheld[n]);
         if (rc < 0)
             return rc;
-        if (rw_fenced(rw, rw->held[n], rw->nheld[n])) {
+        if (rw_rows_fenced(rw, rw->held[n], rw->nheld[n])) {
             /* its replicas there may still run: it is placed again once the node is gone */
             state_allocs_free(rw->held[n], rw->nheld[n]);
             rw->held[n] = NULL;

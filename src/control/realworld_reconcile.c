@@ -2,7 +2,8 @@
  * launched under an intent's token) and the reconciliation of the state with the cloud:
  * instances adopted by their launch token, strays terminated, notices drained, gone instances'
  * nodes terminated, pending intents asked again by their token or given up after a timeout, nodes
- * whose agents never registered or went silent terminated. */
+ * whose agents never registered or went silent terminated (the silent fenced, a fence the state
+ * keeps), nodes whose notices the cloud did not carry out terminated. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,10 @@
  * is avoided until the quota may have changed: an instance of the cluster in the same market
  * terminates (its vCPUs go back to the quota), or this long passes (an increase granted). */
 #define RW_QUOTA_HOLD_S 3600.0
+/* A node drained by a preemption notice whose instance the cloud still lists this long after the
+ * notice's deadline (a false alarm, a host maintenance the cloud carried out by live migration) is
+ * terminated by castor: it is no longer used and still billed. */
+#define RW_NOTICE_MARGIN_S 600.0
 
 /* ---- nodes in the state ---- */
 
@@ -252,8 +257,7 @@ static void rw_reclaim_refund(struct realworld *rw, const struct state_node *nod
     double back = 0;
     size_t n = 0;
 
-    if (o < 0 || !rw_node_spot(node) || !isfinite(node->notice_at) ||
-        rw_listed(rw->fenced, node->instance_id) ||
+    if (o < 0 || !rw_node_spot(node) || !isfinite(node->notice_at) || rw_node_fenced(rw, node) ||
         !(gone - node->launched_at < rw->offers[o].reclaim_free_s))
         return;
     if (state_cost_refund(rw->state, node->instance_id, &back, &shares, &n) < 0)
@@ -289,7 +293,7 @@ static void rw_reconcile_nodes(struct realworld *rw, const struct cloud_instance
                           now - node->launched_at > rw->launch_timeout;
         if (!gone)
             continue;
-        if (!rw_listed(rw->fenced, node->instance_id)) { /* (a fenced one was told already) */
+        if (!rw_node_fenced(rw, node)) { /* (a fenced one was told already) */
             rw_note_node_jobs(rw, node->instance_id, now, "node-lost",
                               "the node's instance is gone", RW_RESTARTS);
             rw->losses[API_LOSS_GONE]++;
@@ -320,6 +324,15 @@ int rw_node_silent(const struct realworld *rw, const struct state_node *n, doubl
     return now - rw_node_heard(rw, n) > rw->heartbeat_timeout;
 }
 
+int rw_node_fenced(const struct realworld *rw, const struct state_node *n)
+{
+    if (!n->launch_token || n->state == STATE_NODE_TERMINATED)
+        return 0;
+    /* a fence drains the node without a notice; a notice drains it with one */
+    return rw_listed(rw->fenced, n->instance_id) ||
+           (n->state == STATE_NODE_DRAINING && !isfinite(n->notice_at));
+}
+
 /*
  * Fence a silent launched node: its instance is asked to terminate (again each tick until the
  * cloud says it is gone) and the node drains; its jobs wait (observe leaves them out) until the
@@ -329,17 +342,24 @@ int rw_node_silent(const struct realworld *rw, const struct state_node *n, doubl
  */
 static void rw_fence(struct realworld *rw, const struct state_node *node, double now)
 {
-    int first = !rw_listed(rw->fenced, node->instance_id);
+    int listed = rw_listed(rw->fenced, node->instance_id);
+    /* a node found draining without a notice was fenced before this daemon's start: its jobs
+     * were told then */
+    int first = !listed && node->state == STATE_NODE_READY;
     int rc;
 
+    if (!listed && rw_list_add(&rw->fenced, node->instance_id) < 0)
+        return;
     if (first) {
         rw_note_node_jobs(rw, node->instance_id, now, "node-lost",
                           "the node's agent has not been heard from (its instance is terminated "
                           "first)",
                           RW_RESTARTS);
         rw->losses[API_LOSS_SILENT]++;
-        if (rw_list_add(&rw->fenced, node->instance_id) < 0)
-            return;
+    } else if (!listed) {
+        log_msg(rw->log, now, LOG_WARN, NULL, node->instance_id,
+                "fenced before this start and its instance still listed: it is terminated again, "
+                "and its jobs move once it is gone");
     }
     rc = cloud_terminate(rw->cloud, rw->cluster, node->instance_id);
     rw_count(rw, RW_OP_TERMINATE, rc);
@@ -356,15 +376,31 @@ static void rw_fence(struct realworld *rw, const struct state_node *node, double
         state_node_set_state(rw->state, node->instance_id, STATE_NODE_DRAINING, now);
 }
 
+/* A launched node drained by a preemption notice (notice_at set) whose instance the cloud still
+ * lists RW_NOTICE_MARGIN_S after the notice's deadline (the notice's time when it said none) was
+ * not taken: it is terminated, asked again each tick while the cloud refuses. Its jobs moved when
+ * the notice came. */
+static int rw_notice_overdue(const struct state_node *n, double now, double *deadline)
+{
+    if (!n->launch_token || n->state != STATE_NODE_DRAINING || !isfinite(n->notice_at))
+        return 0;
+    *deadline = isfinite(n->notice_deadline) ? n->notice_deadline : n->notice_at;
+    return now > *deadline + RW_NOTICE_MARGIN_S;
+}
+
 /* The launched nodes whose agents do not show life: one that never registered within the
  * registration timeout (its offer then avoided: the next launch would fail the same way) is
  * terminated with its instance; one ready that has gone silent past the heartbeat timeout is
- * fenced (rw_fence). The fleet planner launches what it still wants. */
+ * fenced (rw_fence), and so again each tick is one fenced (rw_node_fenced: by this daemon or, as
+ * the state says, before its start) while its instance is listed. A node whose preemption notice
+ * the cloud did not carry out is terminated (rw_notice_overdue). The nodes are those listed (the
+ * gone ones were terminated before). The fleet planner launches what it still wants. */
 static void rw_reconcile_silent(struct realworld *rw, const struct state_node *nodes, size_t nn,
                                 double now)
 {
     for (size_t k = 0; k < nn; k++) {
         const struct state_node *node = &nodes[k];
+        double deadline = NAN;
         char why[160];
         int o;
 
@@ -383,10 +419,16 @@ static void rw_reconcile_silent(struct realworld *rw, const struct state_node *n
                     rw->register_timeout, node->offer, RW_UNAVAILABLE_S);
             snprintf(why, sizeof(why), "its agent never registered");
             rw->losses[API_LOSS_UNREGISTERED]++;
-        } else if (rw_node_silent(rw, node, now) || (node->state == STATE_NODE_DRAINING &&
-                                                     rw_listed(rw->fenced, node->instance_id))) {
+        } else if (rw_node_silent(rw, node, now) ||
+                   (node->state == STATE_NODE_DRAINING && rw_node_fenced(rw, node))) {
             rw_fence(rw, node, now);
             continue;
+        } else if (rw_notice_overdue(node, now, &deadline)) {
+            snprintf(
+                why, sizeof(why),
+                "drained by a preemption notice the cloud has not carried out %.0f s after its "
+                "deadline (a false alarm, or a live migration)",
+                now - deadline);
         } else {
             continue;
         }

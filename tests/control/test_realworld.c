@@ -1402,6 +1402,97 @@ static void realworld_observe__a_launched_node_is_not_taken_down(void **state)
     assert_int_equal(rows_on(f, "a", ids[0]), 1);
 }
 
+/* How many events of kind job name has. */
+static long long events_of(struct fixture *f, const char *name, const char *kind)
+{
+    char sql[256];
+
+    snprintf(sql, sizeof(sql),
+             "SELECT count(*) FROM events e JOIN jobs j ON j.id = e.job_id"
+             " WHERE j.name = '%s' AND e.kind = '%s'",
+             name, kind);
+    return sql_int(f, sql);
+}
+
+/* A node fenced for its silence whose termination the cloud refused, and then the daemon
+ * restarts: the new one knows the fence from the state (draining without a notice), asks the
+ * cloud again each tick, and keeps the node's job off every other node (here a static one) until
+ * the instance is gone, even in a tick whose reconciliation failed; then the job moves. The fence
+ * was told (an event, a loss) before the restart: not again. */
+static void realworld_reconcile__a_fence_outlives_a_restart(void **state)
+{
+    struct fixture *f = *state;
+    char ids[8][CLOUD_ID_MAX], left[8][CLOUD_ID_MAX];
+
+    one_node_running(f, ids);
+    rewatch(f, 0, 120);
+    tick(f, 100);
+    tick(f, 100);
+    assert_int_equal(cloud_fake_fail(&f->fake, "terminate", ERR_AGAIN, 1), 0);
+    tick(f, 30); /* silent for over 120 s: fenced; the cloud refuses the termination */
+    assert_int_equal(node_state(f, ids[0]), STATE_NODE_DRAINING);
+    assert_int_equal(counts(f).terminate_calls, 1);
+    assert_int_equal(events_of(f, "a", "node-lost"), 1);
+    /* the daemon restarts; the cloud refuses twice more; a static node is there to take the job */
+    rewatch(f, 0, 120);
+    assert_int_equal(cloud_fake_fail(&f->fake, "terminate", ERR_AGAIN, 2), 0);
+    agent_register_with(f, "static-1", 4, "");
+    assert_int_equal(cloud_fake_fail(&f->fake, "list", ERR_AGAIN, 1), 0);
+    tick(f, 20); /* the cloud cannot list: nothing reconciled, the state's fence holds the job */
+    assert_int_equal(counts(f).terminate_calls, 1);
+    assert_int_equal(rows_on(f, "a", ids[0]), 1);
+    assert_int_equal(rows_on(f, "a", "static-1"), 0);
+    for (int i = 0; i < 2; i++) {
+        tick(f, 20);
+        assert_int_equal(counts(f).terminate_calls, 2 + i); /* asked again */
+        assert_int_equal(node_state(f, ids[0]), STATE_NODE_DRAINING);
+        assert_int_equal(rows_on(f, "a", ids[0]), 1);
+        assert_int_equal(rows_on(f, "a", "static-1"), 0); /* its old replicas may still run */
+    }
+    tick(f, 20); /* the cloud takes it: the instance goes */
+    assert_int_equal(counts(f).terminate_calls, 4);
+    for (int i = 0, k = live_instances(f, left); i < k; i++)
+        assert_string_not_equal(left[i], ids[0]);
+    assert_int_equal(rows_on(f, "a", "static-1"), 0);
+    tick(f, 20); /* gone: the node terminated, the job moves */
+    assert_int_equal(node_state(f, ids[0]), STATE_NODE_TERMINATED);
+    assert_int_equal(rows_on(f, "a", "static-1"), 1);
+    assert_int_equal(events_of(f, "a", "node-lost"), 1); /* told once */
+    assert_int_equal(metrics(f).node_losses[API_LOSS_GONE], 0);
+    assert_int_equal(metrics(f).node_losses[API_LOSS_SILENT], 0); /* counted before the restart */
+}
+
+/* A node drained by a preemption notice (here its agent's, deadline in 120 s) that the cloud
+ * never carries out (a false alarm, a live migration): 600 s past the deadline castor terminates
+ * the instance itself, asked again while the cloud refuses; before that it is left draining. */
+static void realworld_reconcile__a_notice_never_carried_out_is_terminated(void **state)
+{
+    struct fixture *f = *state;
+    char ids[8][CLOUD_ID_MAX], left[8][CLOUD_ID_MAX], path[128], body[64];
+    long calls;
+
+    one_node_running(f, ids);
+    snprintf(path, sizeof(path), "/v1/nodes/%s/notice", ids[0]);
+    snprintf(body, sizeof(body), "{\"deadline\": %.0f}", f->now + 120);
+    assert_int_equal(call(f, "POST", path, TOKEN_NODE, body, NULL), 200);
+    calls = counts(f).terminate_calls;
+    tick(f, 10);
+    assert_int_equal(node_state(f, ids[0]), STATE_NODE_DRAINING);
+    assert_int_equal(rows_on(f, "a", ids[0]), 0); /* its job left it at the notice */
+    tick(f, 700);                                 /* 590 s past the deadline: still draining */
+    assert_int_equal(node_state(f, ids[0]), STATE_NODE_DRAINING);
+    assert_int_equal(counts(f).terminate_calls, calls);
+    assert_int_equal(cloud_fake_fail(&f->fake, "terminate", ERR_AGAIN, 1), 0);
+    tick(f, 20); /* 610 s past it: terminated, which the cloud refuses once */
+    assert_int_equal(counts(f).terminate_calls, calls + 1);
+    assert_int_equal(node_state(f, ids[0]), STATE_NODE_DRAINING);
+    tick(f, 10); /* asked again */
+    assert_int_equal(counts(f).terminate_calls, calls + 2);
+    assert_int_equal(node_state(f, ids[0]), STATE_NODE_TERMINATED);
+    for (int i = 0, k = live_instances(f, left); i < k; i++)
+        assert_string_not_equal(left[i], ids[0]);
+}
+
 static int spot_unavailable(struct fixture *f)
 {
     const struct snapshot *s = NULL;
@@ -2239,6 +2330,37 @@ static void realworld_resize__offers_sharing_a_quota_share_its_room(void **state
     assert_int_equal(s->offers[spot].room, 0);
 }
 
+/* A job placed on more than 64 nodes (280 replicas on 70 nodes of 4 GPUs) is applied like any
+ * other: its allocation written, the tick a success (launches and costs go on). */
+static void realworld_apply__a_job_on_more_than_64_nodes(void **state)
+{
+    struct fixture *f = *state;
+    char body[400];
+    struct cloud_instance *in = NULL;
+    size_t n = 0;
+
+    assert_int_equal(make_loop(f, 70), 0);
+    snprintf(body, sizeof(body),
+             "{\"name\": \"big\", \"command\": [\"train\"], \"workdir\": \"/w\", "
+             "\"init_batch_size\": 64, \"max_batch_size\": 100000, \"max_local_bsz\": 128, "
+             "\"min_replicas\": 280, \"max_replicas\": 280}");
+    assert_int_equal(call(f, "POST", "/v1/jobs", TOKEN_USER, body, NULL), 201);
+    tick(f, 0);
+    assert_int_equal(cloud_list(&f->fake, CLUSTER, &in, &n), 0);
+    assert_int_equal(n, 70);
+    for (size_t i = 0; i < n; i++)
+        agent_register(f, in[i].id, 4);
+    free(in);
+    tick(f, 10); /* asserts the tick's success */
+    assert_int_equal(sql_int(f, "SELECT count(*) FROM allocations a JOIN jobs j ON j.id = a.job_id"
+                                " WHERE j.name = 'big'"),
+                     70);
+    assert_int_equal(sql_int(f, "SELECT count(*) FROM jobs WHERE name = 'big' AND state = "
+                                "'running'"),
+                     1);
+    tick(f, 60); /* and the next, with nothing to change */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2302,6 +2424,12 @@ int main(void)
                                         rw_setup, rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_observe__a_launched_node_is_not_taken_down,
                                         rw_setup, rw_teardown),
+        cmocka_unit_test_setup_teardown(realworld_reconcile__a_fence_outlives_a_restart, rw_setup,
+                                        rw_teardown),
+        cmocka_unit_test_setup_teardown(
+            realworld_reconcile__a_notice_never_carried_out_is_terminated, rw_setup, rw_teardown),
+        cmocka_unit_test_setup_teardown(realworld_apply__a_job_on_more_than_64_nodes, rw_setup,
+                                        rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_observe__a_job_that_reaches_its_max_dollars_fails,
                                         rw_setup, rw_teardown),
         cmocka_unit_test(realworld_period__days_weeks_months),
