@@ -442,8 +442,9 @@ int rw_observe(void *ctx, const struct snapshot **out)
     double now = rw_now(rw);
     int rc, gpus = 0, priced;
 
-    /* GPU-seconds held since the last look, by what each job held then */
-    if (rw->observed && now > rw->last_observe)
+    /* GPU-seconds held since the last look, by what each job held then (the last look's rows
+     * stand until the next: a tick that changed the fleet counts too) */
+    if (rw->current && now > rw->last_observe)
         for (int j = 0; j < rw->snap.njobs; j++)
             rw->jobs[rw->sjob_rw[j]].attained += rw->current->count[j] * (now - rw->last_observe);
     rw_snapshot_free(rw);

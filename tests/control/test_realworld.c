@@ -2330,6 +2330,34 @@ static void realworld_resize__offers_sharing_a_quota_share_its_room(void **state
     assert_int_equal(s->offers[spot].room, 0);
 }
 
+/* A job's attained service (GPU-seconds held, the least-attained-service policies' measure) counts
+ * every interval, that after a tick that changed the fleet too: job a holds its GPUs for 100 s
+ * after a launch, and its attained service grows by 100 s times their number. */
+static void realworld_observe__attained_service_counts_after_a_fleet_change(void **state)
+{
+    struct fixture *f = *state;
+    char ids[8][CLOUD_ID_MAX];
+    const struct snapshot *s = NULL;
+    struct fleet_plan *plan = NULL;
+    double before;
+    int spot = -1, held;
+
+    one_node_running(f, ids);
+    assert_int_equal(realworld_offer_index(f->rw, OFFER_SPOT, &spot), 0);
+    assert_int_equal(provider_observe(&f->prov, &s), 0);
+    assert_int_equal(s->njobs, 1);
+    held = s->current->count[0];
+    assert_true(held >= 1);
+    before = s->jobs[0].attained_service;
+    assert_int_equal(fleet_plan_new(s, &plan), 0);
+    plan->launch[spot] = 1;
+    assert_int_equal(provider_resize(&f->prov, plan), 0);
+    fleet_plan_free(plan);
+    f->now += 100;
+    assert_int_equal(provider_observe(&f->prov, &s), 0);
+    assert_float_equal(s->jobs[0].attained_service - before, held * 100.0, 1e-9);
+}
+
 /* A job placed on more than 64 nodes (280 replicas on 70 nodes of 4 GPUs) is applied like any
  * other: its allocation written, the tick a success (launches and costs go on). */
 static void realworld_apply__a_job_on_more_than_64_nodes(void **state)
@@ -2428,6 +2456,8 @@ int main(void)
                                         rw_teardown),
         cmocka_unit_test_setup_teardown(
             realworld_reconcile__a_notice_never_carried_out_is_terminated, rw_setup, rw_teardown),
+        cmocka_unit_test_setup_teardown(
+            realworld_observe__attained_service_counts_after_a_fleet_change, rw_setup, rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_apply__a_job_on_more_than_64_nodes, rw_setup,
                                         rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_observe__a_job_that_reaches_its_max_dollars_fails,
