@@ -118,50 +118,66 @@ static void rw_tell_deadline(struct realworld *rw, const struct snap_job *sj, st
     }
 }
 
-/* Write job j's configuration for its new allocation, or a better one for the same (by the
- * hysteresis), and its figures for the metrics: goodput, speedup, batch, predicted finish. */
-static void rw_apply_config(struct realworld *rw, int j, int moved, int nodes, int replicas,
-                            double now)
+/* Job j's configuration on nodes x replicas (replicas > 0) into *cfg and its predicted goodput:
+ * the best for a new allocation (moved) or one without a configuration yet, else a better one for
+ * the same allocation (by the hysteresis, after a refit) or the one it has. 1 when *cfg is to be
+ * written (moved, or changed), else 0. */
+static int rw_apply_choose(struct realworld *rw, int j, int moved, int nodes, int replicas,
+                           struct state_job_config *cfg, double *goodput)
 {
     const struct snap_job *sj = &rw->sjobs[j];
     const struct state_job *st = &rw->sjob_state[j];
-    struct rw_job *job = &rw->jobs[rw->sjob_rw[j]];
-    double local = st->local_bsz, goodput, one, l1, g1;
+    const struct rw_job *job = &rw->jobs[rw->sjob_rw[j]];
+    double local = st->local_bsz, l1, gain;
     int accum = st->accum_steps, a1;
 
-    job->goodput = job->speedup = job->batch = job->eta = NAN;
-    if (replicas == 0)
-        return;
     if (moved || !isfinite(local) || !(local > 0)) {
-        rw_config(sj, nodes, replicas, &local, &accum, &goodput);
+        rw_config(sj, nodes, replicas, &local, &accum, goodput);
     } else {
         double cur = sj->has_model ? bsz_goodput(&sj->tput, &sj->grad, sj->lim.init_bsz, nodes,
                                                  replicas, local, accum)
                                    : NAN;
 
-        rw_config(sj, nodes, replicas, &l1, &a1, &goodput);
-        if (job->refitted && isfinite(cur) && goodput >= RW_HYSTERESIS * cur) {
+        rw_config(sj, nodes, replicas, &l1, &a1, goodput);
+        if (job->refitted && isfinite(cur) && *goodput >= RW_HYSTERESIS * cur) {
             local = l1;
             accum = a1;
         } else {
-            goodput = cur;
+            *goodput = cur;
         }
     }
-    if (local != st->local_bsz || accum != st->accum_steps || moved) {
-        double batch = local * replicas * (accum + 1);
-        double gain = goodput_gain(&sj->grad, batch / sj->lim.init_bsz);
+    gain = goodput_gain(&sj->grad, local * replicas * (accum + 1) / sj->lim.init_bsz);
+    *cfg = (struct state_job_config){local, accum, gain > 0 ? gain : 1.0};
+    return local != st->local_bsz || accum != st->accum_steps || moved;
+}
 
-        if (state_job_set_config(rw->state, sj->name, local, accum, gain > 0 ? gain : 1.0) == 0)
-            log_msg(rw->log, now, LOG_INFO, sj->name, NULL,
-                    "configuration: %d replicas on %d nodes, local batch %.0f, %d accumulation "
-                    "steps, learning-rate gain %.3f",
-                    replicas, nodes, local, accum, gain > 0 ? gain : 1.0);
-    }
-    job->batch = local * replicas * (accum + 1);
+/* Say job's new configuration in the log. */
+static void rw_config_told(struct realworld *rw, const char *job, const struct state_job_config *c,
+                           int nodes, int replicas, double now)
+{
+    log_msg(rw->log, now, LOG_INFO, job, NULL,
+            "configuration: %d replicas on %d nodes, local batch %.0f, %d accumulation steps, "
+            "learning-rate gain %.3f",
+            replicas, nodes, c->local_bsz, c->accum_steps, c->lr_gain);
+}
+
+/* Job j's figures for the metrics at its configuration c (NULL: no replicas): goodput, speedup,
+ * batch, predicted finish; and the deadline told. */
+static void rw_apply_figures(struct realworld *rw, int j, int replicas,
+                             const struct state_job_config *c, double goodput, double now)
+{
+    const struct snap_job *sj = &rw->sjobs[j];
+    struct rw_job *job = &rw->jobs[rw->sjob_rw[j]];
+    double l1, g1;
+    int a1;
+
+    job->goodput = job->speedup = job->batch = job->eta = NAN;
+    if (!c)
+        return;
+    job->batch = c->local_bsz * replicas * (c->accum_steps + 1);
     job->goodput = goodput;
     rw_config(sj, 1, 1, &l1, &a1, &g1);
-    one = g1;
-    job->speedup = isfinite(goodput) && isfinite(one) && one > 0 ? goodput / one : NAN;
+    job->speedup = isfinite(goodput) && isfinite(g1) && g1 > 0 ? goodput / g1 : NAN;
     job->eta = rw_eta(sj, goodput, now);
     rw_tell_deadline(rw, sj, job, now);
 }
@@ -215,7 +231,9 @@ int rw_apply(void *ctx, const struct alloc *plan)
     for (int j = 0; j < plan->njobs; j++) {
         const struct state_job *st = &rw->sjob_state[j];
         struct state_alloc *rows = NULL;
-        int nodes = 0, replicas = plan->count[j], moved, r;
+        struct state_job_config cfg = {0};
+        double goodput = NAN;
+        int nodes = 0, replicas = plan->count[j], moved, write, r;
 
         if ((r = rw_plan_rows(rw, plan, j, &rows, &nodes)) < 0) {
             /* this job keeps what it had; the others go on */
@@ -224,8 +242,11 @@ int rw_apply(void *ctx, const struct alloc *plan)
             continue;
         }
         moved = !rw_alloc_same(rows, (size_t)nodes, rw->held[j], rw->nheld[j]);
+        /* the configuration for the new placement is written with it, in one transaction */
+        write = replicas > 0 && rw_apply_choose(rw, j, moved, nodes, replicas, &cfg, &goodput);
         if (moved) {
-            if ((r = state_alloc_replace(rw->state, st->name, rows, (size_t)nodes, now)) < 0) {
+            if ((r = state_alloc_replace_config(rw->state, st->name, rows, (size_t)nodes, now,
+                                                write ? &cfg : NULL)) < 0) {
                 /* this job keeps what it had; the others go on */
                 log_msg(rw->log, now, LOG_ERROR, st->name, NULL, "cannot write the allocation: %s",
                         err_str(r));
@@ -238,9 +259,14 @@ int rw_apply(void *ctx, const struct alloc *plan)
             state_job_set_state(rw->state, st->name,
                                 replicas > 0 ? STATE_JOB_RUNNING : STATE_JOB_PENDING, now);
             rw_note_placement(rw, st->name, rows, (size_t)nodes, replicas, now);
+            if (write)
+                rw_config_told(rw, st->name, &cfg, nodes, replicas, now);
+        } else if (write && state_job_set_config(rw->state, st->name, cfg.local_bsz,
+                                                 cfg.accum_steps, cfg.lr_gain) == 0) {
+            rw_config_told(rw, st->name, &cfg, nodes, replicas, now);
         }
         free(rows);
-        rw_apply_config(rw, j, moved, nodes, replicas, now);
+        rw_apply_figures(rw, j, replicas, replicas > 0 ? &cfg : NULL, goodput, now);
         if (replicas == 0 && blocked < 0)
             blocked = rw_fleet_blocked(rw, now, why, sizeof(why));
         rw_tell_blocked(rw, st, &rw->jobs[rw->sjob_rw[j]], replicas, blocked > 0, why, now);

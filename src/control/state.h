@@ -452,6 +452,21 @@ struct state_alloc {
 int state_alloc_replace(struct state *st, const char *job, const struct state_alloc *rows, size_t n,
                         double now);
 
+/* A job's configuration on its placement: per-GPU batch (> 0), accumulation steps (>= 0) and
+ * learning-rate gain (> 0), as state_job_set_config takes them. */
+struct state_job_config {
+    double local_bsz;
+    int accum_steps;
+    double lr_gain;
+};
+
+/* As state_alloc_replace, and the job's configuration for the new rows (cfg; NULL: unchanged) in
+ * the same transaction, so that no reader sees the new placement with the old configuration (a
+ * node's assignment would start one generation of replicas for a moment, then another).
+ * ERR_INVAL also for a bad configuration; nothing is written on any error. */
+int state_alloc_replace_config(struct state *st, const char *job, const struct state_alloc *rows,
+                               size_t n, double now, const struct state_job_config *cfg);
+
 /* The job's allocation, by instance id. *out owns n rows (state_allocs_free). ERR_UNKNOWN: no
  * such job. Written only on success. */
 int state_alloc_get(struct state *st, const char *job, struct state_alloc **out, size_t *n);

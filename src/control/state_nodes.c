@@ -601,12 +601,21 @@ static const struct st_rows st_alloc_rows = {sizeof(struct state_alloc), st_read
 int state_alloc_replace(struct state *st, const char *job, const struct state_alloc *rows, size_t n,
                         double now)
 {
+    return state_alloc_replace_config(st, job, rows, n, now, NULL);
+}
+
+int state_alloc_replace_config(struct state *st, const char *job, const struct state_alloc *rows,
+                               size_t n, double now, const struct state_job_config *cfg)
+{
     enum state_job_state jstate = STATE_JOB_PENDING;
     enum state_node_state nstate = STATE_NODE_LAUNCHING;
     long long job_id = 0, node_id = 0;
     int rc;
 
     if (!st_name_ok(job) || (n > 0 && !rows) || !st_time_ok(now))
+        return ERR_INVAL;
+    if (cfg && (!st_time_ok(cfg->local_bsz) || cfg->local_bsz <= 0 || cfg->accum_steps < 0 ||
+                !st_time_ok(cfg->lr_gain) || cfg->lr_gain <= 0))
         return ERR_INVAL;
     for (size_t i = 0; i < n; i++)
         if (!st_name_ok(rows[i].node) || rows[i].replicas < 1)
@@ -629,6 +638,10 @@ int state_alloc_replace(struct state *st, const char *job, const struct state_al
                         " VALUES (?1, ?2, ?3, ?4)",
                         "iind", job_id, node_id, rows[i].replicas, now);
     }
+    if (rc == 0 && cfg)
+        rc = st_run(st->db,
+                    "UPDATE jobs SET local_bsz = ?2, accum_steps = ?3, lr_gain = ?4 WHERE id = ?1",
+                    "idnd", job_id, cfg->local_bsz, cfg->accum_steps, cfg->lr_gain);
     return st_end(st, rc);
 }
 

@@ -591,6 +591,39 @@ static void state_alloc_replace__all_or_nothing(void **state)
     state_close(st);
 }
 
+/* A placement and its configuration are written together or not at all: with the rows, the
+ * configuration reads back; a replacement that fails (an unknown node) or a bad configuration
+ * leaves both as they were; NULL keeps the configuration. */
+static void state_alloc_replace_config__with_the_rows(void **state)
+{
+    static const char *const ids[] = {"i-1", "i-2", "i-3", "i-4"};
+    struct state *st = open_state(*state);
+    struct state_alloc first[] = {{"i-1", 2, 0}, {"i-2", 1, 0}};
+    struct state_alloc unknown[] = {{"i-3", 4, 0}, {"i-99", 1, 0}};
+    struct state_alloc second[] = {{"i-3", 4, 0}};
+    const struct state_job_config c1 = {48.0, 1, 1.5}, c2 = {64.0, 0, 2.0}, bad = {0.0, 0, 1.0};
+    struct state_job job;
+
+    add_ready_nodes(st, ids, 4);
+    assert_int_equal(state_job_submit(st, "a", "{}", 1.0), 0);
+    assert_int_equal(state_alloc_replace_config(st, "a", first, 2, 10.0, &c1), 0);
+    expect_first_alloc(st);
+    assert_int_equal(state_job_get(st, "a", &job), 0);
+    assert_true(job.local_bsz == 48.0 && job.accum_steps == 1 && job.lr_gain == 1.5);
+    state_job_clear(&job);
+    assert_int_equal(state_alloc_replace_config(st, "a", unknown, 2, 20.0, &c2), ERR_UNKNOWN);
+    assert_int_equal(state_alloc_replace_config(st, "a", second, 1, 20.0, &bad), ERR_INVAL);
+    expect_first_alloc(st);
+    assert_int_equal(state_job_get(st, "a", &job), 0);
+    assert_true(job.local_bsz == 48.0 && job.accum_steps == 1 && job.lr_gain == 1.5);
+    state_job_clear(&job);
+    assert_int_equal(state_alloc_replace_config(st, "a", second, 1, 30.0, NULL), 0);
+    assert_int_equal(state_job_get(st, "a", &job), 0);
+    assert_true(job.local_bsz == 48.0 && job.accum_steps == 1 && job.lr_gain == 1.5);
+    state_job_clear(&job);
+    state_close(st);
+}
+
 /* A read snapshot (state_read_begin) sees the state as one moment: the loop's connection replaces
  * the job's allocation between two reads of the API's connection, and the second read still
  * sees the first rows (so an answer built from both cannot mix them); once it ends, the new rows.
@@ -2113,6 +2146,7 @@ int main(void)
         STATE_TEST(state_node_set_price__live_nodes_only),
         STATE_TEST(state_alloc_replace__all_or_nothing),
         STATE_TEST(state_read_begin__one_moment),
+        STATE_TEST(state_alloc_replace_config__with_the_rows),
         STATE_TEST(state_foreign_keys__enforced),
         STATE_TEST(state_model__store_and_replace),
         STATE_TEST(state_decision_and_cost__append_and_total),
