@@ -178,7 +178,8 @@ int main(int argc, char **argv)
         .clients = 200, .requests = 20000, .rate = 1000, .tick_ms = 1000, .dir = "/tmp"};
     struct api_tokens tokens = {
         {strdup(AB_TOKEN_NODE), strdup(AB_TOKEN_JOB), strdup(AB_TOKEN_USER), NULL}};
-    struct http_server_config hc = {.max_connections = 1024};
+    /* every client is on loopback, each with its own connection: no per-client limit */
+    struct http_server_config hc = {.max_connections = 1024, .max_client_connections = 0};
     struct ab_ticker ticker = {0};
     struct http_server *server = NULL;
     struct ab_client *clients = NULL;

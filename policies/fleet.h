@@ -25,6 +25,11 @@ enum fleet_mode {
 };
 
 /* Settings a fleet policy may read; zero means the policy's default. */
+/* pollux-autoscale's utilisation band when its bounds are not given (the paper's U = 2/3, with
+ * a target L = 1/2 halfway) */
+#define FLEET_UTIL_HIGH (2.0 / 3.0)
+#define FLEET_UTIL_LOW (1.0 / 3.0)
+
 struct fleet_config {
     enum fleet_mode mode; /* castor */
     double value;         /* castor: dollars an hour of a job's completion time is worth; a

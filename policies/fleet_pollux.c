@@ -27,8 +27,8 @@ static int pollux_as_create(const struct fleet_config *cfg, void **ctx)
     if (!(st = calloc(1, sizeof(*st))))
         return ERR_NOMEM;
     st->offer = cfg->offer;
-    st->high = cfg->util_high > 0 ? cfg->util_high : 2.0 / 3.0;
-    st->low = cfg->util_low > 0 ? cfg->util_low : 1.0 / 3.0;
+    st->high = cfg->util_high > 0 ? cfg->util_high : FLEET_UTIL_HIGH;
+    st->low = cfg->util_low > 0 ? cfg->util_low : FLEET_UTIL_LOW;
     st->window = cfg->window > 0 ? cfg->window : 15;
     st->max_nodes = cfg->max_nodes > 0 ? cfg->max_nodes : 512;
     if (!(st->win = calloc((size_t)st->window, sizeof(double)))) {

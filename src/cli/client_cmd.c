@@ -14,6 +14,7 @@
 #include "util/file.h"
 #include "util/http_client.h"
 #include "util/json.h"
+#include "util/strbuf.h"
 #include "util/timestamp.h"
 
 #define CL_DEFAULT_URL "http://127.0.0.1:8470"
@@ -391,14 +392,34 @@ static void cl_costs_table(const struct jv *v, FILE *out)
     cl_cost_row("total", jv_get(v, "total"), out);
 }
 
+/* Append "&name=value" to the query in b, the value percent-encoded (a time's '+' would read as
+ * a space); nothing when value is NULL. */
+static void cl_query_add(struct strbuf *b, const char *name, const char *value)
+{
+    if (!value)
+        return;
+    strbuf_printf(b, "&%s=", name);
+    strbuf_add_uri_encoded(b, value, strlen(value));
+}
+
 static int cl_costs(struct cl_conn *c, const char *since, const char *until, const char *by,
                     int json, FILE *out, FILE *err)
 {
-    char path[256];
+    struct strbuf path = {0};
+    int rc;
 
-    snprintf(path, sizeof(path), "/v1/costs?by=%s%s%s%s%s", by ? by : "day", since ? "&since=" : "",
-             since ? since : "", until ? "&until=" : "", until ? until : "");
-    return cl_show(c, "costs", path, NULL, json, cl_costs_table, out, err);
+    strbuf_str(&path, "/v1/costs?by=");
+    strbuf_str(&path, by ? by : "day");
+    cl_query_add(&path, "since", since);
+    cl_query_add(&path, "until", until);
+    if (path.failed) {
+        strbuf_free(&path);
+        fprintf(err, "castor costs: out of memory\n");
+        return 1;
+    }
+    rc = cl_show(c, "costs", path.p, NULL, json, cl_costs_table, out, err);
+    strbuf_free(&path);
+    return rc;
 }
 
 struct cl_strip {

@@ -21,6 +21,7 @@ static void teardown_usage(FILE *f)
             "nodes in the state. The jobs stay in the state and resume from their checkpoints if\n"
             "the cluster runs again. Without --yes nothing changes: it says what it would do.\n"
             "Stop the controller first (it holds the state; teardown refuses while it runs).\n"
+            "Without a state file (none is made) only the instances with the cluster's tag.\n"
             "Run it before destroying the controller (terraform destroy): the instances castor\n"
             "launched are not Terraform's.\n"
             "  -c, --config FILE   the controller's configuration\n"
@@ -53,8 +54,16 @@ int cli_teardown(int argc, char **argv, FILE *out, FILE *err)
         fprintf(err, "castor teardown: %s\n", err_format(&e, buf, sizeof(buf)));
         return 2;
     }
-    if (state_claim(c->state_path, &claim, &e) < 0 || state_open(c->state_path, &st, &e) < 0 ||
-        cli_config_cloud(c, &cloud, &e) < 0)
+    /* no state there (lost with its disk, or a mistyped path): none is made (nor its lock), and
+     * the instances are found by the cluster's tag alone */
+    if (access(c->state_path, F_OK) != 0)
+        fprintf(err,
+                "castor teardown: warning: %s: no state there (has the controller run? is the "
+                "path right?): the instances with the cluster's tag only\n",
+                c->state_path);
+    else if (state_claim(c->state_path, &claim, &e) < 0 || state_open(c->state_path, &st, &e) < 0)
+        goto fail;
+    if (cli_config_cloud(c, &cloud, &e) < 0)
         goto fail;
     have_cloud = 1;
     if (teardown_run(st, &cloud, c->cluster, apply, td_now(), out, &r, &e) < 0)

@@ -388,13 +388,15 @@ static int cf_attestation(struct config *c, const struct conf_node *api, struct 
 
 static int cf_api(struct config *c, const struct conf_node *root, struct error *e)
 {
-    static const char *const keys[] = {"address",    "port",        "tls_cert",      "tls_key",
-                                       "threads",    "max_body",    "insecure_http", "rate_limit",
-                                       "rate_burst", "node_tokens", "attestation",   NULL};
+    static const char *const keys[] = {
+        "address",     "port",          "tls_cert",   "tls_key",    "threads",
+        "max_body",    "insecure_http", "rate_limit", "rate_burst", "max_client_connections",
+        "node_tokens", "attestation",   NULL};
     static const char *const node_tokens[] = {"shared", "per-node", NULL};
     const struct conf_node *s = NULL, *at;
     const char *addr = "127.0.0.1", *cert = NULL, *key = NULL;
-    long port = 8470, threads = 0, body = 1024 * 1024, burst = 0;
+    long port = 8470, threads = 0, body = 1024 * 1024, burst = 0,
+         client_conns = CONFIG_API_MAX_CLIENT_CONNECTIONS;
     double rate = CONFIG_API_RATE_LIMIT;
     int rc, insecure = 0, per_node = 0;
 
@@ -409,6 +411,7 @@ static int cf_api(struct config *c, const struct conf_node *root, struct error *
               (rc = conf_get_bool(s, "insecure_http", &insecure, e)) < 0 ||
               (rc = conf_get_double(s, "rate_limit", 0, 1e6, &rate, e)) < 0 ||
               (rc = conf_get_long(s, "rate_burst", 1, 1000000, &burst, e)) < 0 ||
+              (rc = conf_get_long(s, "max_client_connections", 0, 100000, &client_conns, e)) < 0 ||
               (rc = conf_get_choice(s, "node_tokens", node_tokens, &per_node, e)) < 0))
         return rc;
     if (!cert != !key)
@@ -434,6 +437,7 @@ static int cf_api(struct config *c, const struct conf_node *root, struct error *
     c->api.per_node_tokens = per_node;
     c->api.rate_limit = rate;
     c->api.rate_burst = burst > 0 ? (unsigned)burst : (unsigned)ceil(fmax(1.0, 2 * rate));
+    c->api.max_client_connections = (unsigned)client_conns;
     if (!(c->api.address = strdup(addr)) || (cert && !(c->api.tls_cert = cf_path(c->dir, cert))) ||
         (key && !(c->api.tls_key = cf_path(c->dir, key))))
         return ERR_NOMEM;
@@ -565,8 +569,9 @@ static int cf_fleet(struct config *c, const struct conf_node *root, struct error
     if (c->fcfg.mode == FLEET_BUDGET && !(c->fcfg.budget > 0))
         return err_set(e, ERR_PARSE, s->file, s->line, s->column,
                        "fleet: mode budget needs a budget ($/h)");
-    if (c->fcfg.util_high > 0 && c->fcfg.util_low > 0 && c->fcfg.util_low >= c->fcfg.util_high)
-        return err_set(e, ERR_RANGE, s->file, s->line, s->column, "fleet: low must be below high");
+    if ((rc = conf_check_below(s, "low", c->fcfg.util_low, FLEET_UTIL_LOW, "high",
+                               c->fcfg.util_high, FLEET_UTIL_HIGH, e)) < 0)
+        return rc;
     if (!(c->fleet = strdup(planners[k])) || (offer && !(c->fleet_offer = strdup(offer))))
         return ERR_NOMEM;
     return 0;
@@ -636,6 +641,45 @@ static int cf_jobs(struct config *c, const struct conf_node *root, struct error 
     return 0;
 }
 
+/*
+ * The file's column of byte offset (1-based) of scalar n's text, when the file shows that text as
+ * it is on n's line (plain, or quoted without an escape): read again from n's file, on this error
+ * path only. 0 when it does not (a block scalar `|` or `>`, an escape, a scalar over several
+ * lines, a file that changed or cannot be read): no column inside the text is then known.
+ */
+static int cf_text_column(const struct conf_node *n, int offset)
+{
+    char *data = NULL;
+    const char *p, *end;
+    size_t len = 0, tl = strlen(n->text), q = n->quoted ? 1 : 0;
+    int line = 1, col = 1, rc = 0;
+
+    if (offset < 1 || (size_t)offset > tl + 1 || memchr(n->text, '\n', tl) ||
+        file_read_all(n->file, &data, &len, NULL) < 0)
+        return 0;
+    p = data;
+    end = data + len;
+    if (len >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0) /* skipped by the parser too */
+        p += 3;
+    for (; p < end && line < n->line; p++)
+        line += *p == '\n';
+    /* columns count characters: a UTF-8 sequence is one */
+    while (p < end && *p != '\n' && col < n->column) {
+        for (p++; p < end && ((unsigned char)*p & 0xC0) == 0x80; p++)
+            ;
+        col++;
+    }
+    if (line != n->line || col != n->column || (size_t)(end - p) < tl + 2 * q ||
+        (q && *p != '"' && *p != '\'') || memcmp(p + q, n->text, tl) != 0 || (q && p[q + tl] != *p))
+        goto out;
+    rc = n->column + (int)q;
+    for (int i = 0; i < offset - 1; i++)
+        rc += ((unsigned char)n->text[i] & 0xC0) != 0x80;
+out:
+    free(data);
+    return rc;
+}
+
 static int cf_templates(struct config *c, const struct conf_node *root, struct error *e)
 {
     static const char *const keys[] = {"name", "schedule", "deadline_after", "job", NULL};
@@ -669,10 +713,16 @@ static int cf_templates(struct config *c, const struct conf_node *root, struct e
             if (strcmp(c->templates[k].name, name) == 0)
                 return cf_bad(conf_find(m, "name"), e, "a template of this name is listed");
         sn = conf_find(m, "schedule");
-        if (cron_parse(sched, &t->schedule, &ce) < 0)
-            return err_set(e, ERR_PARSE, sn->file, sn->line,
-                           sn->column + sn->quoted + (ce.column > 0 ? ce.column - 1 : 0), "%s: %s",
-                           sn->path, ce.msg);
+        if (cron_parse(sched, &t->schedule, &ce) < 0) {
+            /* at the fault inside the text where the file shows it, else where the value starts */
+            int col = cf_text_column(sn, ce.column);
+
+            if (col > 0 || ce.column < 1)
+                return err_set(e, ERR_PARSE, sn->file, sn->line, col > 0 ? col : sn->column,
+                               "%s: %s", sn->path, ce.msg);
+            return err_set(e, ERR_PARSE, sn->file, sn->line, sn->column,
+                           "%s: %s (at character %d of the value)", sn->path, ce.msg, ce.column);
+        }
         jn = conf_find(m, "job");
         if ((rc = config_job_spec(jn, 1, &t->spec, &ignored, e)) < 0)
             return rc;
@@ -879,6 +929,29 @@ static int cf_attest_same(const struct config_api *a, const struct config_api *b
     return !a->attest_static_nodes || !b->attest_static_nodes[i];
 }
 
+/* 1 when two document subtrees (either may be NULL) say the same: kinds, texts and quoting, keys
+ * in order, items; where they are written is not compared. */
+static int cf_tree_same(const struct conf_node *a, const struct conf_node *b)
+{
+    if (!a || !b)
+        return !a && !b;
+    if (a->kind != b->kind || a->n != b->n || a->quoted != b->quoted ||
+        ((a->kind == CONF_SCALAR || a->kind == CONF_NULL) && !cf_same(a->text, b->text)))
+        return 0;
+    for (size_t i = 0; i < a->n; i++)
+        if (a->kind == CONF_MAPPING ? !cf_same(a->entries[i].key, b->entries[i].key) ||
+                                          !cf_tree_same(a->entries[i].value, b->entries[i].value)
+                                    : !cf_tree_same(a->items[i], b->items[i]))
+            return 0;
+    return 1;
+}
+
+/* Add name and a space to the list in warn (size bytes) at *len, truncating. */
+static void cf_warn_add(char *warn, size_t size, size_t *len, const char *name)
+{
+    *len += (size_t)snprintf(warn + *len, *len < size ? size - *len : 0, "%s ", name);
+}
+
 int config_reload_check(const struct config *old, const struct config *now, char *why,
                         size_t why_size, char *warn, size_t warn_size)
 {
@@ -901,13 +974,24 @@ int config_reload_check(const struct config *old, const struct config *now, char
         old->api.max_body != now->api.max_body ||
         old->api.insecure_http != now->api.insecure_http ||
         old->api.rate_limit != now->api.rate_limit || old->api.rate_burst != now->api.rate_burst ||
+        old->api.max_client_connections != now->api.max_client_connections ||
+        old->api.per_node_tokens != now->api.per_node_tokens ||
         !cf_attest_same(&old->api, &now->api))
-        len += (size_t)snprintf(warn + len, len < warn_size ? warn_size - len : 0, "api ");
+        cf_warn_add(warn, warn_size, &len, "api");
     for (int r = 0; r < API_NROLES; r++)
         if (!cf_same(old->token_files[r], now->token_files[r])) {
-            len += (size_t)snprintf(warn + len, len < warn_size ? warn_size - len : 0, "tokens ");
+            cf_warn_add(warn, warn_size, &len, "tokens");
             break;
         }
+    if (!cf_tree_same(old->cloud, now->cloud))
+        cf_warn_add(warn, warn_size, &len, "cloud");
+    if (old->faults.on != now->faults.on || old->faults.rate != now->faults.rate ||
+        old->faults.seed != now->faults.seed || old->faults.timeout_s != now->faults.timeout_s)
+        cf_warn_add(warn, warn_size, &len, "faults");
+    if (old->log_level != now->log_level)
+        cf_warn_add(warn, warn_size, &len, "log_level");
+    if (old->tput_model != now->tput_model)
+        cf_warn_add(warn, warn_size, &len, "tput_model");
     if (len > 0 && len < warn_size)
         warn[len - 1] = '\0';
     return 0;

@@ -22,6 +22,11 @@
 #define CONFIG_OFFER_MAX 95         /* bytes of an offer's name (CLOUD_NAME_MAX - 1) */
 /* what a template's job name adds to the template's name: "-YYYYMMDDTHHMMZ" */
 #define CONFIG_TEMPLATE_SUFFIX 15
+/* Default connections at once per client address. A node agent keeps one (kept alive between
+ * its calls), a job's rank 0 one more while it runs, a castor command one for its call: the local
+ * world's agents and jobs all come from 127.0.0.1, so this leaves it room for many nodes and jobs
+ * while half of the server's 256 connections stay for the other clients. */
+#define CONFIG_API_MAX_CLIENT_CONNECTIONS 128
 
 /* What the configuration says of an offer that the cloud does not. */
 struct config_offer {
@@ -60,6 +65,8 @@ struct config_api {
     int insecure_http;   /* 1: plain HTTP allowed on an address that is not loopback */
     double rate_limit;   /* requests per second per client address; 0: no limit */
     unsigned rate_burst; /* requests at once per client address */
+    /* connections at once per client address; 0: no limit */
+    unsigned max_client_connections;
     int per_node_tokens; /* 1: a node's calls need its own token (api.node_tokens: per-node) */
     /* api.attestation: registrations must prove their instance (an EC2 identity document signed
      * under this certificate, or a Compute Engine identity token under Google's), but for
@@ -157,8 +164,8 @@ int config_job_spec(const struct conf_node *m, int in_template, char **json, cha
 /*
  * Compare a configuration read again (SIGHUP) with the running one. Returns 1 and writes why
  * when it changes what only a restart may change with the state kept (cluster, world, state), 0
- * otherwise; then warn (may be "") lists what changed that takes effect only at a restart (api,
- * tokens, cloud).
+ * otherwise; then warn (may be "") lists, space-separated, what changed that takes effect only at
+ * a restart: api, tokens, cloud, faults, log_level, tput_model (truncated to warn_size bytes).
  */
 int config_reload_check(const struct config *old, const struct config *now, char *why,
                         size_t why_size, char *warn, size_t warn_size);

@@ -594,6 +594,7 @@ static int dm_start_api(struct daemon *d, struct error *e)
     hc.insecure_http = d->cfg->api.insecure_http;
     hc.rate_limit = d->cfg->api.rate_limit;
     hc.rate_burst = d->cfg->api.rate_burst;
+    hc.max_client_connections = d->cfg->api.max_client_connections;
     if ((rc = http_server_start(&hc, api_handle, d->api, &d->server, e)) < 0)
         return rc;
     log_msg(d->log, dm_clock(NULL), LOG_INFO, NULL, NULL, "API listening on %s://%s%s%s:%d",

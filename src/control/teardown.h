@@ -24,10 +24,11 @@ struct teardown_result {
 
 /*
  * Tear down cluster on cloud (borrowed) with the state st (borrowed; the caller holds its claim,
- * state_claim, so that no controller launches meanwhile). Lists the cluster's instances and prints
- * each on out (may be NULL) with what is done to it; with apply 0 it changes nothing (a dry run),
- * else it terminates every instance that is not gone, resolves every pending launch intent as
- * failed (a controller started later does not ask for it again) and moves every node not
+ * state_claim, so that no controller launches meanwhile; NULL when there is none: the instances
+ * that carry the cluster's tag only, the counts of the state left 0). Lists the cluster's instances
+ * and prints each on out (may be NULL) with what is done to it; with apply 0 it changes nothing (a
+ * dry run), else it terminates every instance that is not gone, resolves every pending launch
+ * intent as failed (a controller started later does not ask for it again) and moves every node not
  * terminated to terminated (their allocations go; the jobs stay). A termination the cloud refuses
  * is counted in failed and the rest go on. *out written on success. Errors: the cloud's list
  * (nothing changed: e says why), the state's (what was done before stays done; running it again

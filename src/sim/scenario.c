@@ -222,6 +222,25 @@ static int scenario_offer_index(const struct scenario *s, const struct conf_node
                    n->path, name);
 }
 
+/* The offer n's price bounds as the market takes them (price_min 0: half the price, price_max 0:
+ * twice it) must not cross: ERR_RANGE at the bound given (price_min when both are). */
+static int scenario_price_band(const struct conf_node *n, const struct mkt_offer_spec *sp,
+                               struct error *e)
+{
+    double lo = sp->price_min > 0 ? sp->price_min : sp->price / 2;
+    double hi = sp->price_max > 0 ? sp->price_max : sp->price * 2;
+    const struct conf_node *at = conf_find(n, sp->price_min > 0 ? "price_min" : "price_max");
+
+    if (lo <= hi || !at)
+        return 0;
+    if (sp->price_min > 0)
+        return err_set(e, ERR_RANGE, at->file, at->line, at->column,
+                       "%s: %g is above the highest price (%g%s)", at->path, lo, hi,
+                       sp->price_max > 0 ? ", price_max" : ": twice the price");
+    return err_set(e, ERR_RANGE, at->file, at->line, at->column,
+                   "%s: %g is below the lowest price (%g: half the price)", at->path, hi, lo);
+}
+
 static int scenario_offer(struct scenario *s, struct scenario_mem *m, const struct conf_node *n,
                           struct error *e)
 {
@@ -293,6 +312,8 @@ static int scenario_offer(struct scenario *s, struct scenario_mem *m, const stru
             return err_set(e, ERR_INVAL, nn->file, nn->line, nn->column,
                            "%s: offer '%s' is named twice", nn->path, sp->name);
         }
+    if ((rc = scenario_price_band(n, sp, e)) < 0)
+        return rc;
     if ((trace || prices || sp->rate > 0 || sp->volatility > 0 || sp->reclaim_free_s > 0) &&
         !sp->spot) {
         return err_set(e, ERR_INVAL, n->file, n->line, n->column,
@@ -488,6 +509,9 @@ int scenario_load(const char *path, struct scenario **out, struct error *e)
                 (rc = conf_get_double(cmp, "low", 0.01, 1, &base.util_low, e)) < 0 ||
                 (rc = conf_get_long(cmp, "window", 1, 1000, &v, e)) < 0 ||
                 (rc == 1 && (base.window = (int)v, 0))))
+        goto out;
+    if ((rc = conf_check_below(cmp, "low", base.util_low, FLEET_UTIL_LOW, "high", base.util_high,
+                               FLEET_UTIL_HIGH, e)) < 0)
         goto out;
     for (int i = 0; i < SCENARIO_SYSTEMS; i++)
         s->systems[i].policy = "pollux";

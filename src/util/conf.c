@@ -376,9 +376,17 @@ static int conf_build_stream(struct conf_parser *p)
 
 int conf_parse(const char *name, const char *data, size_t len, struct conf **out, struct error *e)
 {
-    struct conf_parser p = {.data = data, .len = len, .e = e};
+    struct conf_parser p = {.e = e};
     int rc, parser_ready = 0;
 
+    /* a UTF-8 byte-order mark (editors on Windows write one) is no text: libyaml, told the
+     * encoding, would read it as content; skipped, lines and columns count from what follows */
+    if (len >= 3 && memcmp(data, "\xEF\xBB\xBF", 3) == 0) {
+        data += 3;
+        len -= 3;
+    }
+    p.data = data;
+    p.len = len;
     if (!name)
         name = "<input>";
     p.doc = calloc(1, sizeof(*p.doc));
@@ -731,4 +739,20 @@ int conf_get_section(const struct conf_node *m, const char *key, const char *con
         return rc;
     *out = n;
     return 1;
+}
+
+int conf_check_below(const struct conf_node *m, const char *lo_key, double low, double low_default,
+                     const char *hi_key, double high, double high_default, struct error *e)
+{
+    const struct conf_node *at = m ? conf_find(m, low > 0 ? lo_key : hi_key) : NULL;
+    double h = high > 0 ? high : high_default, l = low > 0 ? low : low_default;
+
+    if (!at || l < h)
+        return 0;
+    if (low > 0)
+        return err_set(e, ERR_RANGE, at->file, at->line, at->column,
+                       "%s: %g must be below %s (%.3g%s)", at->path, l, hi_key, h,
+                       high > 0 ? "" : ", the default");
+    return err_set(e, ERR_RANGE, at->file, at->line, at->column,
+                   "%s: %g must be above %s (%.3g, the default)", at->path, h, lo_key, l);
 }

@@ -97,6 +97,14 @@ int conf_get_long(const struct conf_node *m, const char *key, long lo, long hi, 
                   struct error *e);
 int conf_get_double(const struct conf_node *m, const char *key, double lo, double hi, double *out,
                     struct error *e);
+
+/*
+ * Bounds of one range in mapping m, read by conf_get_double: low (key lo_key) must be below high
+ * (hi_key), each the default given when its key is absent (0 read: not given). ERR_RANGE at the
+ * key given (lo_key when both are), naming the other bound; 0 when they hold or neither is given.
+ */
+int conf_check_below(const struct conf_node *m, const char *lo_key, double low, double low_default,
+                     const char *hi_key, double high, double high_default, struct error *e);
 int conf_get_bool(const struct conf_node *m, const char *key, int *out, struct error *e);
 int conf_get_string(const struct conf_node *m, const char *key, const char **out, struct error *e);
 int conf_get_choice(const struct conf_node *m, const char *key, const char *const *names, int *out,

@@ -406,6 +406,9 @@ int http_server_start(const struct http_server_config *cfg, http_handler_fn hand
     opts[n++] =
         (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT,
                                 cfg->timeout_s ? cfg->timeout_s : HTTP_SERVER_TIMEOUT_S, NULL};
+    if (cfg->max_client_connections > 0)
+        opts[n++] = (struct MHD_OptionItem){MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+                                            cfg->max_client_connections, NULL};
     if (cfg->threads > 0)
         opts[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, cfg->threads, NULL};
     if (tls) {

@@ -63,9 +63,13 @@ struct http_server_config {
     int port;                 /* 0 .. 65535; 0: the system picks one (http_server_port) */
     size_t max_body;          /* bytes; a larger body answers 413 unseen; 0: the default */
     unsigned max_connections; /* more are refused at accept; 0: the default */
-    unsigned threads;         /* 0: a thread per connection; n: n threads polling connections */
-    unsigned timeout_s;       /* idle connections are closed after this; 0: the default */
-    const char *cert_file;    /* PEM certificate (chain) and private key: both set for TLS */
+    /* Connections at once from one client address (the whole address, IPv6 included); more from
+     * it are refused at accept, so one client cannot take every connection (say with requests it
+     * never finishes, which no rate limit sees). 0: no limit. */
+    unsigned max_client_connections;
+    unsigned threads;      /* 0: a thread per connection; n: n threads polling connections */
+    unsigned timeout_s;    /* idle connections are closed after this; 0: the default */
+    const char *cert_file; /* PEM certificate (chain) and private key: both set for TLS */
     const char *key_file;
     /* Plain HTTP (no cert_file) on an address that is not loopback (127.0.0.0/8, ::1) is refused
      * unless this is 1: tokens would cross the network in clear text. */
@@ -85,7 +89,8 @@ struct http_server; /* opaque */
  * Start a server that answers every request through handler (ctx passed along; both must outlive
  * the server). Requests whose body is over the limit answer 413 without calling the handler: at
  * once when the Content-Length says so, else after the body was read and dropped. Requests over
- * the client's rate answer 429 with Retry-After (seconds) without calling the handler.
+ * the client's rate answer 429 with Retry-After (seconds) without calling the handler. A
+ * connection over the server's or its client's connection limit is closed at accept, unanswered.
  * Errors (e says which, with the address or file): ERR_INVAL (bad configuration: address not
  * numeric, port out of range, only one of cert and key, plain HTTP on an address that is not
  * loopback without insecure_http, a rate limit that is negative or not finite), ERR_NOENT or

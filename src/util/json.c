@@ -1,11 +1,17 @@
 /* json.c: the jansson wrapper. */
+#define _XOPEN_SOURCE 700 /* realpath */
 #include "util/json.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 
 #include "util/crypto.h"
 #include "util/error.h"
+#include "util/file.h"
 
 #define JV(v) ((json_t *)(v))
 #define CJV(v) ((const json_t *)(v))
@@ -57,23 +63,61 @@ int jv_push(struct jv *arr, struct jv *val)
     return json_array_append_new(JV(arr), JV(val)) == 0 ? 0 : ERR_NOMEM;
 }
 
+/* jv_write's format: indented, keys in insertion order, reals with 10 significant digits */
+#define JV_WRITE_FLAGS (JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10))
+
 int jv_write(const struct jv *v, FILE *f)
 {
-    if (json_dumpf(CJV(v), f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10)) < 0)
+    if (json_dumpf(CJV(v), f, JV_WRITE_FLAGS) < 0)
         return ERR_IO;
     return fputc('\n', f) == EOF ? ERR_IO : 0;
 }
 
 int jv_write_path(const struct jv *v, const char *path)
 {
-    FILE *f = fopen(path, "w");
-    int rc;
+    struct stat sb;
+    char *text = NULL, *grown, *real = NULL;
+    unsigned mode = 0666; /* as fopen makes a file: less the umask */
+    size_t len;
+    int rc, exists;
 
-    if (!f)
-        return ERR_IO;
-    rc = jv_write(v, f);
-    if (fclose(f) != 0 && rc == 0)
-        rc = ERR_IO;
+    if (!v || !path)
+        return ERR_INVAL;
+    exists = stat(path, &sb) == 0;
+    if (exists && !S_ISREG(sb.st_mode)) {
+        /* a device, a pipe or a terminal (/dev/stdout) cannot be replaced: written as a stream */
+        FILE *f = fopen(path, "w");
+
+        if (!f)
+            return ERR_IO;
+        rc = jv_write(v, f);
+        if (fclose(f) != 0 && rc == 0)
+            rc = ERR_IO;
+        return rc;
+    }
+    if (!(text = json_dumps(CJV(v), JV_WRITE_FLAGS)))
+        return ERR_NOMEM;
+    len = strlen(text);
+    if (!(grown = realloc(text, len + 2))) {
+        rc = ERR_NOMEM;
+        goto out;
+    }
+    text = grown;
+    text[len++] = '\n';
+    text[len] = '\0';
+    /* an existing file keeps its permissions, and a link its place: the file it names is replaced
+     */
+    if (exists) {
+        mode = (unsigned)(sb.st_mode & 07777);
+        if (!(real = realpath(path, NULL))) {
+            rc = errno == ENOMEM ? ERR_NOMEM : ERR_IO;
+            goto out;
+        }
+    }
+    rc = file_write_atomic(real ? real : path, text, len, mode, NULL) < 0 ? ERR_IO : 0;
+out:
+    free(real);
+    free(text);
     return rc;
 }
 

@@ -27,7 +27,11 @@ int jv_push(struct jv *arr, struct jv *val);
 /* Write v to f, indented, keys in insertion order, with a final newline. ERR_IO on failure. */
 int jv_write(const struct jv *v, FILE *f);
 
-/* Write v to the file at path (created or replaced). ERR_IO on failure. */
+/* Write v as jv_write does to the file at path, created or replaced atomically (file_write_atomic:
+ * a crash or a full disk leaves the old file whole, or none); an existing file keeps its mode, and
+ * a link its place (the file it names is replaced). A path that is not a regular file (a device,
+ * a pipe, /dev/stdout) is written as a stream. ERR_IO (cannot write; the old file stays),
+ * ERR_NOMEM, ERR_INVAL (NULL v or path). */
 int jv_write_path(const struct jv *v, const char *path);
 
 void jv_free(struct jv *v);

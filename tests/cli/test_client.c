@@ -1,6 +1,7 @@
 /* test_client.c: what `castor status` says of the spend limit (cli_spend_line,
  * src/cli/client_cmd.c) for fleets as GET /v1/fleet answers them: reached; reached before the
  * period ends at the rate now, and when; lasting past the period's end; a fleet that costs nothing.
+ * And `castor costs` against a test server: its times reach the server as given.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,6 +12,7 @@
 #include <cmocka.h>
 
 #include "cli/cli.h"
+#include "util/http_server.h"
 #include "util/json.h"
 
 /* The line for a fleet of rate $/h that spent spent of limit in a period ending at until, at now;
@@ -59,10 +61,76 @@ static void cli_spend_line__reached_when_and_past_the_end(void **state)
     free(s);
 }
 
+/* What the test server saw of the last GET /v1/costs: its query as the server decoded it. */
+struct seen {
+    char by[64], since[64], until[64];
+    int calls;
+};
+
+static void seen_copy(char *to, const char *v)
+{
+    snprintf(to, 64, "%s", v ? v : "(none)");
+}
+
+static void costs_handler(void *ctx, const struct http_request *req, struct http_response *resp)
+{
+    static const char body[] = "{\"by\":\"day\",\"rows\":[],\"total\":{\"dollars\":0}}";
+    struct seen *s = ctx;
+
+    s->calls++;
+    seen_copy(s->by, http_request_query(req, "by"));
+    seen_copy(s->since, http_request_query(req, "since"));
+    seen_copy(s->until, http_request_query(req, "until"));
+    resp->status = 200;
+    resp->content_type = "application/json";
+    resp->body = strdup(body);
+    resp->body_len = resp->body ? strlen(body) : 0;
+}
+
+/* `castor costs --since/--until` with times that carry a UTC offset: the server reads them as
+ * given (the '+' percent-encoded, not read as a space). */
+static void cli_client__costs_query_encoded(void **state)
+{
+    struct http_server_config hc = {0};
+    struct http_server *srv = NULL;
+    struct seen seen;
+    char url[64], *text = NULL;
+    size_t len = 0;
+    FILE *out, *err = tmpfile();
+    char *argv[] = {"costs",
+                    "--url",
+                    url,
+                    "--since",
+                    "2024-05-01T00:00:00+01:00",
+                    "--until",
+                    "2024-05-02T00:00:00.5+02:00",
+                    "--json",
+                    NULL};
+
+    (void)state;
+    memset(&seen, 0, sizeof(seen));
+    assert_int_equal(http_server_start(&hc, costs_handler, &seen, &srv, NULL), 0);
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", http_server_port(srv));
+    setenv("CASTOR_USER_TOKEN", "test-user-token", 1);
+    out = open_memstream(&text, &len);
+    assert_non_null(out);
+    assert_non_null(err);
+    assert_int_equal(cli_client(8, argv, out, err), 0);
+    fclose(out);
+    fclose(err);
+    http_server_stop(srv);
+    assert_int_equal(seen.calls, 1);
+    assert_string_equal(seen.by, "day");
+    assert_string_equal(seen.since, "2024-05-01T00:00:00+01:00");
+    assert_string_equal(seen.until, "2024-05-02T00:00:00.5+02:00");
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(cli_spend_line__reached_when_and_past_the_end),
+        cmocka_unit_test(cli_client__costs_query_encoded),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

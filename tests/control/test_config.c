@@ -218,6 +218,70 @@ static void config_reload_check__restart_only_keys(void **state)
     config_free(b);
 }
 
+/* Reload cases' texts (state absolute: each text is loaded from a new folder). */
+#define RELOAD_HEAD "cluster: c\nworld: fake\nstate: /tmp/castor-test-reload.db\n"
+#define RELOAD_BASE                                                      \
+    RELOAD_HEAD "cloud:\n  offers:\n    - name: a/spot\n      gpus: 2\n" \
+                "      price: 0.5\n"
+
+/* What the reload check says of the configuration after, read again, to the one before (both
+ * loaded from text): 1 (refused) or 0, with warn written. */
+static int reload_check(const char *before, const char *after, char *warn, size_t size)
+{
+    struct config *a = NULL, *b = NULL;
+    struct error e = {0};
+    char why[256], buf[600];
+    int rc;
+
+    if (load_text(before, &a, &e, NULL) < 0 || load_text(after, &b, &e, NULL) < 0)
+        fail_msg("%s", err_format(&e, buf, sizeof(buf)));
+    rc = config_reload_check(a, b, why, sizeof(why), warn, size);
+    config_free(a);
+    config_free(b);
+    return rc;
+}
+
+/* Every key that takes effect only at a restart is warned of by name when it changes: the
+ * cloud section (compared as a tree: the same values written otherwise are no change), the API's
+ * node tokens and connection limit, faults, log_level and tput_model. */
+static void config_reload_check__warns_of_every_restart_key(void **state)
+{
+    static const struct {
+        const char *after, *warn;
+    } cases[] = {
+        {RELOAD_BASE, ""},
+        {RELOAD_HEAD "cloud: {offers: [{name: a/spot, gpus: 2, price: 0.5}]}\n", ""},
+        {RELOAD_HEAD "cloud:\n  offers:\n    - name: a/spot\n      gpus: 2\n"
+                     "      price: 0.6\n",
+         "cloud"},
+        {RELOAD_HEAD "cloud:\n  offers:\n    - name: a/spot\n      gpus: 2\n"
+                     "      price: \"0.5\"\n",
+         "cloud"},
+        {RELOAD_HEAD "", "cloud"},
+        {RELOAD_BASE "api:\n  node_tokens: per-node\n", "api"},
+        {RELOAD_BASE "api:\n  max_client_connections: 4\n", "api"},
+        {RELOAD_BASE "faults:\n", "faults"},
+        {RELOAD_BASE "log_level: debug\n", "log_level"},
+        {RELOAD_BASE "tput_model: pollux\n", "tput_model"},
+        {RELOAD_HEAD "log_level: error\nfaults: {rate: 0.1}\n", "cloud faults log_level"},
+    };
+    char warn[128];
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        assert_int_equal(reload_check(RELOAD_BASE, cases[i].after, warn, sizeof(warn)), 0);
+        if (strcmp(warn, cases[i].warn) != 0)
+            fail_msg("case %zu: warned \"%s\", expected \"%s\"", i, warn, cases[i].warn);
+    }
+    /* and the other way round */
+    assert_int_equal(reload_check(RELOAD_BASE "faults:\n  seed: 2\n",
+                                  RELOAD_BASE "faults:\n  seed: 3\n", warn, sizeof(warn)),
+                     0);
+    assert_string_equal(warn, "faults");
+    assert_int_equal(reload_check(RELOAD_HEAD "", RELOAD_BASE, warn, sizeof(warn)), 0);
+    assert_string_equal(warn, "cloud");
+}
+
 static void config_job_spec__a_job_file(void **state)
 {
     struct conf *doc = NULL;
@@ -282,6 +346,8 @@ static const struct bad_case bad_cases[] = {
     {BASE "api:\n  insecure_http: yes please\n", ERR_PARSE, 4, 18, "api.insecure_http"},
     {BASE "api:\n  rate_limit: -1\n", ERR_RANGE, 4, 15, "api.rate_limit"},
     {BASE "api:\n  rate_burst: 0\n", ERR_RANGE, 4, 15, "api.rate_burst"},
+    {BASE "api:\n  max_client_connections: -1\n", ERR_RANGE, 4, 27, "api.max_client_connections"},
+    {BASE "api:\n  max_client_connections: many\n", ERR_PARSE, 4, 27, "api.max_client_connections"},
     {BASE "api:\n  node_tokens: each\n", ERR_UNKNOWN, 4, 16, "api.node_tokens"},
     {BASE "api:\n  attestation:\n    account: \"1\"\n", ERR_PARSE, 5, 14, "goes with certificate"},
     {BASE "api:\n  attestation:\n    static_nodes: [a]\n", ERR_PARSE, 5, 5,
@@ -311,7 +377,13 @@ static const struct bad_case bad_cases[] = {
     {BASE "fleet:\n  planner: nope\n", ERR_UNKNOWN, 4, 12, "fleet.planner"},
     {BASE "fleet:\n  mode: budget\n", ERR_PARSE, 4, 3, "needs a budget"},
     {BASE "fleet:\n  patience: 0\n", ERR_RANGE, 4, 13, "fleet.patience"},
-    {BASE "fleet:\n  high: 0.3\n  low: 0.5\n", ERR_RANGE, 4, 3, "low must be below high"},
+    {BASE "fleet:\n  high: 0.3\n  low: 0.5\n", ERR_RANGE, 5, 8,
+     "fleet.low: 0.5 must be below high (0.3)"},
+    {BASE "fleet:\n  high: 0.3\n  low: 0.3\n", ERR_RANGE, 5, 8, "must be below high (0.3)"},
+    {BASE "fleet:\n  low: 0.8\n", ERR_RANGE, 4, 8,
+     "fleet.low: 0.8 must be below high (0.667, the default)"},
+    {BASE "fleet:\n  high: 0.2\n", ERR_RANGE, 4, 9,
+     "fleet.high: 0.2 must be above low (0.333, the default)"},
     {BASE "offers: x\n", ERR_PARSE, 3, 9, "expected a list of offers"},
     {BASE "offers:\n  - zone: a\n", ERR_PARSE, 4, 5, "offers[0].name is required"},
     {BASE "offers:\n  - name: a\n  - name: a\n", ERR_PARSE, 5, 11, "listed twice"},
@@ -389,6 +461,18 @@ static const struct bad_case bad_cases[] = {
      "hour: the value must be from 0 to 23"},
     {BASE "templates:\n  - name: t\n    schedule: 0 2 * * * *\n" TMPL_JOB, ERR_PARSE, 5, 25,
      "more than five fields"},
+    /* a block scalar, escapes, a quoted value on the next line: mapped where the file shows the
+     * text as it is, else at the value's start with the character in the message */
+    {BASE "templates:\n  - name: t\n    schedule: >-\n      0 0 * * x\n" TMPL_JOB, ERR_PARSE, 5, 15,
+     "(at character 9 of the value)"},
+    {BASE "templates:\n  - name: t\n    schedule: |\n      0 0 * * x\n" TMPL_JOB, ERR_PARSE, 5, 15,
+     "(at character 9 of the value)"},
+    {BASE "templates:\n  - name: t\n    schedule: \"0\\x20 25 * * *\"\n" TMPL_JOB, ERR_PARSE, 5, 15,
+     "hour: the value must be from 0 to 23 (at character 4 of the value)"},
+    {BASE "templates:\n  - name: t\n    schedule:\n      \"0 0 * * x\"\n" TMPL_JOB, ERR_PARSE, 6,
+     16, "templates[0].schedule: "},
+    {BASE "templates:\n  - name: t\n    schedule: \"0  0 * * x\"  # comment\n" TMPL_JOB, ERR_PARSE,
+     5, 25, "templates[0].schedule: day of week"},
     {BASE TMPL_HEAD TMPL_JOB "      name: x\n", ERR_PARSE, 13, 13, "named after the template"},
     {BASE TMPL_HEAD TMPL_JOB "      deadline: 5\n", ERR_PARSE, 13, 17, "deadline_after"},
     {BASE TMPL_HEAD "    deadline_after: 0\n" TMPL_JOB, ERR_RANGE, 6, 21, "deadline_after"},
@@ -447,6 +531,26 @@ static void config_load__faults(void **state)
     config_free(c);
 }
 
+/* One bound of fleet's utilisation band alone is checked against the other's default (high 2/3,
+ * low 1/3): on the right side of it, it loads and the other stays unset (the planner's default). */
+static void config_load__fleet_band_one_bound(void **state)
+{
+    struct config *c = NULL;
+    struct error e = {0};
+    char buf[600];
+
+    (void)state;
+    if (load_text(BASE "fleet:\n  low: 0.5\n", &c, &e, NULL) < 0)
+        fail_msg("%s", err_format(&e, buf, sizeof(buf)));
+    assert_true(c->fcfg.util_low == 0.5 && c->fcfg.util_high == 0);
+    config_free(c);
+    c = NULL;
+    if (load_text(BASE "fleet:\n  high: 0.5\n", &c, &e, NULL) < 0)
+        fail_msg("%s", err_format(&e, buf, sizeof(buf)));
+    assert_true(c->fcfg.util_high == 0.5 && c->fcfg.util_low == 0);
+    config_free(c);
+}
+
 /* The API's URL as a node on this machine reaches it: a wildcard as loopback, IPv6 in brackets,
  * https with TLS, the bound port or the configured one. */
 static void config_api_url__as_a_local_process_reaches_it(void **state)
@@ -476,7 +580,8 @@ static void config_api_url__as_a_local_process_reaches_it(void **state)
 }
 
 /* Plain HTTP off loopback loads only with insecure_http: true; TLS or a loopback address needs
- * no opt-in. The rate limit's defaults (CONFIG_API_RATE_LIMIT, twice that at once) and values. */
+ * no opt-in. The rate limit's defaults (CONFIG_API_RATE_LIMIT, twice that at once) and values;
+ * the per-client connection limit's default (CONFIG_API_MAX_CLIENT_CONNECTIONS), 0 and a value. */
 static void config_load__api_transport_and_limits(void **state)
 {
     struct config *c = NULL;
@@ -489,6 +594,7 @@ static void config_load__api_transport_and_limits(void **state)
     assert_int_equal(c->api.insecure_http, 1);
     assert_true(c->api.rate_limit == CONFIG_API_RATE_LIMIT);
     assert_int_equal(c->api.rate_burst, (unsigned)(2 * CONFIG_API_RATE_LIMIT));
+    assert_int_equal(c->api.max_client_connections, CONFIG_API_MAX_CLIENT_CONNECTIONS);
     config_free(c);
     c = NULL;
     if (load_text(BASE "api:\n  address: \"::1\"\n  rate_limit: 2.5\n", &c, &e, NULL) < 0)
@@ -509,6 +615,16 @@ static void config_load__api_transport_and_limits(void **state)
         fail_msg("%s", err_format(&e, buf, sizeof(buf)));
     assert_true(c->api.rate_limit == 10);
     assert_int_equal(c->api.rate_burst, 3);
+    config_free(c);
+    c = NULL;
+    if (load_text(BASE "api:\n  max_client_connections: 0\n", &c, &e, NULL) < 0)
+        fail_msg("%s", err_format(&e, buf, sizeof(buf)));
+    assert_int_equal(c->api.max_client_connections, 0); /* no limit */
+    config_free(c);
+    c = NULL;
+    if (load_text(BASE "api:\n  max_client_connections: 16\n", &c, &e, NULL) < 0)
+        fail_msg("%s", err_format(&e, buf, sizeof(buf)));
+    assert_int_equal(c->api.max_client_connections, 16);
     config_free(c);
 }
 
@@ -610,6 +726,8 @@ int main(void)
         cmocka_unit_test(config_load__faults),
         cmocka_unit_test(config_api_url__as_a_local_process_reaches_it),
         cmocka_unit_test(config_reload_check__restart_only_keys),
+        cmocka_unit_test(config_reload_check__warns_of_every_restart_key),
+        cmocka_unit_test(config_load__fleet_band_one_bound),
         cmocka_unit_test(config_job_spec__a_job_file),
         cmocka_unit_test(config_load__every_bad_key_located),
         cmocka_unit_test(config_load__api_transport_and_limits),

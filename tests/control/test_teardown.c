@@ -177,6 +177,23 @@ static void teardown_run__dry_run_then_everything_ends(void **state)
     free(text);
 }
 
+/* Without a state (lost, or never made) the instances with the cluster's tag are still
+ * terminated, the state's counts 0; another cluster's instance is not touched. */
+static void teardown_run__without_a_state_by_the_tag(void **state)
+{
+    struct fx *f = *state;
+    struct teardown_result r = {0};
+    struct error e = {0};
+
+    populate(f);
+    assert_int_equal(teardown_run(NULL, &f->cloud, CLUSTER, 1, 100.0, NULL, &r, &e), 0);
+    assert_int_equal(r.instances, 2);
+    assert_int_equal(r.terminated, 2);
+    assert_true(r.intents == 0 && r.nodes == 0 && r.jobs == 0);
+    assert_int_equal(live(f, CLUSTER), 0);
+    assert_int_equal(live(f, "other"), 1);
+}
+
 static void teardown_run__a_cloud_that_cannot_list_changes_nothing(void **state)
 {
     struct fx *f = *state;
@@ -197,6 +214,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(teardown_run__dry_run_then_everything_ends, fx_setup,
+                                        fx_teardown),
+        cmocka_unit_test_setup_teardown(teardown_run__without_a_state_by_the_tag, fx_setup,
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(teardown_run__a_cloud_that_cannot_list_changes_nothing,
                                         fx_setup, fx_teardown),

@@ -1,7 +1,7 @@
 /* test_scenario.c: what scenario_load makes of the systems' allocation policy settings: castor's
  * system splits its rented fleet with pollux's geometric mean unless castor.p_mean says otherwise,
  * the three systems it is compared with keep the published harmonic mean, and a bad p_mean is
- * refused at its line and column. */
+ * refused at its line and column; so are an empty utilisation band and crossed price bounds. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -172,6 +172,50 @@ static void scenario_load__quotas(void **state)
     expect_refused(bad, sizeof(bad) / sizeof(bad[0]));
 }
 
+/* The comparison's utilisation band is checked against pollux-autoscale's defaults (high 2/3, low
+ * 1/3) when only one bound is given, and refused at the bound given when it is empty. */
+static void scenario_load__utilisation_band(void **state)
+{
+    static const struct refusal bad[] = {
+        {OFFERS "compare:\n  low: 0.8\n", ERR_RANGE, 10, 8,
+         "compare.low: 0.8 must be below high (0.667, the default)"},
+        {OFFERS "compare:\n  high: 0.3\n", ERR_RANGE, 10, 9,
+         "compare.high: 0.3 must be above low (0.333, the default)"},
+        {OFFERS "compare:\n  high: 0.5\n  low: 0.5\n", ERR_RANGE, 11, 8,
+         "compare.low: 0.5 must be below high (0.5)"},
+    };
+    struct scenario *s = load_ok(OFFERS "compare:\n  low: 0.5\n");
+
+    (void)state;
+    scenario_free(s);
+    s = load_ok(OFFERS "compare:\n  high: 0.5\n");
+    scenario_free(s);
+    s = load_ok(OFFERS "compare:\n  high: 0.9\n  low: 0.8\n");
+    scenario_free(s);
+    expect_refused(bad, sizeof(bad) / sizeof(bad[0]));
+}
+
+/* An offer's price bounds, as the market takes them (price_min: half the price, price_max: twice
+ * it, when not given), must not cross: refused at the bound given, not later by the market. */
+static void scenario_load__price_bounds(void **state)
+{
+    static const struct refusal bad[] = {
+        {OFFERS "    price_min: 9\n", ERR_RANGE, 9, 16,
+         "offers[1].price_min: 9 is above the highest price (2.8: twice the price)"},
+        {OFFERS "    price_max: 0.5\n", ERR_RANGE, 9, 16,
+         "offers[1].price_max: 0.5 is below the lowest price (0.7: half the price)"},
+        {OFFERS "    price_max: 1.5\n    price_min: 2\n", ERR_RANGE, 10, 16,
+         "offers[1].price_min: 2 is above the highest price (1.5, price_max)"},
+    };
+    struct scenario *s = load_ok(OFFERS "    price_min: 2\n");
+
+    (void)state;
+    scenario_free(s);
+    s = load_ok(OFFERS "    price_max: 1\n");
+    scenario_free(s);
+    expect_refused(bad, sizeof(bad) / sizeof(bad[0]));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -180,6 +224,8 @@ int main(void)
         cmocka_unit_test(scenario_load__bad_p_mean_located),
         cmocka_unit_test(scenario_load__quotas),
         cmocka_unit_test(scenario_load__reclaim_free_s),
+        cmocka_unit_test(scenario_load__utilisation_band),
+        cmocka_unit_test(scenario_load__price_bounds),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

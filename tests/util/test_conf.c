@@ -175,7 +175,8 @@ static void conf_parse__empty_file(void **state)
     }
 }
 
-/* A NULL name is reported as "<input>"; CRLF line ends and a UTF-8 BOM are fine. */
+/* A NULL name is reported as "<input>"; CRLF line ends and a UTF-8 BOM are fine (the BOM skipped:
+ * lines and columns as without it). */
 static void conf_parse__name_crlf_bom(void **state)
 {
     struct conf *c = NULL;
@@ -191,6 +192,25 @@ static void conf_parse__name_crlf_bom(void **state)
                  "a: 1\n");
     assert_string_equal(conf_find(c->root, "a")->text, "1");
     conf_free(c);
+    /* more than one line after the BOM; the keys without it, columns from what follows it */
+    c = parse_ok("\xEF\xBB\xBF"
+                 "cluster: c1\nworld: fake\n");
+    assert_int_equal(c->root->n, 2);
+    assert_string_equal(c->root->entries[0].key, "cluster");
+    assert_int_equal(c->root->entries[0].column, 1);
+    assert_int_equal(conf_find(c->root, "cluster")->column, 10);
+    assert_string_equal(conf_find(c->root, "world")->text, "fake");
+    assert_int_equal(conf_find(c->root, "world")->line, 2);
+    conf_free(c);
+    expect_error("\xEF\xBB\xBF"
+                 "a: 1\na: 2\n",
+                 ERR_PARSE, 2, 1, "duplicate key");
+    expect_error("\xEF\xBB\xBF"
+                 "a: [1\n",
+                 ERR_PARSE, 2, 1, "");
+    expect_error("\xEF\xBB\xBF"
+                 "a: \"x\x01\"\n",
+                 ERR_PARSE, 1, 6, "");
     assert_int_equal(conf_parse(NULL, "a: [", 4, &c, &e), ERR_PARSE);
     assert_string_equal(e.file, "<input>");
 }

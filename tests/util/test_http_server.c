@@ -2,7 +2,8 @@
  * util/http_client, and raw sockets where the bytes on the wire matter): requests reach the
  * handler whole, bodies over the limit answer 413 without it, the connection limit, both
  * threading modes, bad configurations, and TLS with a self-signed certificate; the per-client
- * rate limit (429 with Retry-After, unseen by the handler) and plain HTTP refused off loopback. */
+ * rate limit (429 with Retry-After, unseen by the handler), the per-client connection limit, and
+ * plain HTTP refused off loopback. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -307,6 +308,60 @@ static void http_server_start__connection_limit(void **state)
     http_server_stop(s);
 }
 
+/* A connected raw socket to the server's port (on 127.0.0.1) from the loopback address from. */
+static int raw_connect_from(int port, const char *from)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    struct sockaddr_in src = {.sin_family = AF_INET};
+    struct timeval tv = {.tv_sec = 5};
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    assert_true(fd >= 0);
+    assert_int_equal(inet_pton(AF_INET, from, &src.sin_addr), 1);
+    assert_int_equal(bind(fd, (struct sockaddr *)&src, sizeof(src)), 0);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+    return fd;
+}
+
+/* One client holding its limit of connections with requests it never finishes (headers never
+ * complete, so the rate limit never sees them) is refused its next one, while another client
+ * address is still served; once one of its connections closes, the client is served again. */
+static void http_server_start__client_connection_limit(void **state)
+{
+    struct http_server_config cfg = {
+        .max_connections = 8, .max_client_connections = 3, .rate_limit = 100};
+    struct echo echo = {0};
+    struct http_server *s = start(&echo, &cfg);
+    int port = http_server_port(s), held[3], c;
+    char buf[512];
+
+    (void)state;
+    for (int i = 0; i < 3; i++) {
+        held[i] = raw_connect_from(port, "127.0.0.1");
+        assert_int_equal(send(held[i], "GET / HTTP/1.1\r\nX: ", 19, MSG_NOSIGNAL), 19);
+    }
+    sleep_ms(100);
+    c = raw_connect_from(port, "127.0.0.1");
+    raw_exchange(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n", buf, sizeof(buf));
+    assert_string_equal(buf, "");
+    close(c);
+    c = raw_connect_from(port, "127.0.0.2");
+    raw_exchange(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n", buf, sizeof(buf));
+    assert_non_null(strstr(buf, "HTTP/1.1 200"));
+    close(c);
+    close(held[0]);
+    sleep_ms(200);
+    c = raw_connect_from(port, "127.0.0.1");
+    raw_exchange(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n", buf, sizeof(buf));
+    assert_non_null(strstr(buf, "HTTP/1.1 200"));
+    close(c);
+    close(held[1]);
+    close(held[2]);
+    http_server_stop(s);
+}
+
 /* Bad configurations are refused with the reason; nothing is started. */
 static void http_server_start__bad_config(void **state)
 {
@@ -504,6 +559,7 @@ int main(void)
         cmocka_unit_test(http_server_start__oversized_body_is_413),
         cmocka_unit_test(http_server_start__concurrent_clients_both_modes),
         cmocka_unit_test(http_server_start__connection_limit),
+        cmocka_unit_test(http_server_start__client_connection_limit),
         cmocka_unit_test(http_server_start__bad_config),
         cmocka_unit_test(http_server_start__ipv6_loopback),
         cmocka_unit_test(http_server_start__rate_limit_answers_429),

@@ -1,9 +1,13 @@
-/* test_json.c: building JSON values and writing them (indented, keys in insertion order), and the
- * ownership rules of jv_set and jv_push on failure (leaks show under the ASan run). */
+/* test_json.c: building JSON values and writing them (indented, keys in insertion order; to a
+ * file atomically, a failed write leaving the old file whole), and the ownership rules of jv_set
+ * and jv_push on failure (leaks show under the ASan run). */
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -203,10 +207,12 @@ static void jv_write_path__file_and_error(void **state)
     assert_int_equal(rmdir(dir), 0);
 }
 
-/* A device that is always full: the write fails when the stream is flushed and closed. */
+/* A device that is always full: not a regular file, so written as a stream (not replaced), and the
+ * write fails when the stream is flushed and closed. */
 static void jv_write_path__full_device(void **state)
 {
     struct jv *obj = jv_object();
+    struct stat sb;
 
     (void)state;
     if (access("/dev/full", W_OK) != 0) {
@@ -215,7 +221,94 @@ static void jv_write_path__full_device(void **state)
     }
     assert_int_equal(jv_set(obj, "n", jv_integer(5)), 0);
     assert_int_equal(jv_write_path(obj, "/dev/full"), ERR_IO);
+    assert_int_equal(stat("/dev/full", &sb), 0);
+    assert_true(S_ISCHR(sb.st_mode));
     jv_free(obj);
+}
+
+/* The text of the file at path (the caller frees it). */
+static char *read_text(const char *path)
+{
+    char *text = calloc(1, 8192);
+    FILE *f = fopen(path, "r");
+    size_t n;
+
+    assert_non_null(text);
+    assert_non_null(f);
+    n = fread(text, 1, 8191, f);
+    text[n] = '\0';
+    fclose(f);
+    return text;
+}
+
+/* The entries of folder dir, . and .. included. */
+static int entries(const char *dir)
+{
+    char cmd[128];
+    int n = 0;
+    FILE *p;
+
+    snprintf(cmd, sizeof(cmd), "ls -a %s | wc -l", dir);
+    p = popen(cmd, "r");
+    assert_non_null(p);
+    assert_int_equal(fscanf(p, "%d", &n), 1);
+    pclose(p);
+    return n;
+}
+
+/* A write that fails part-way (here the file size limit, as a full disk would) leaves the file
+ * that was there whole, and no temporary file beside it; a good write replaces it keeping its
+ * mode, and through a link replaces the file linked to, the link kept. */
+static void jv_write_path__failure_keeps_the_old_file(void **state)
+{
+    char dir[] = "/tmp/castor-test-json-XXXXXX";
+    char path[sizeof(dir) + 16], link_path[sizeof(dir) + 16], *text;
+    struct jv *small = jv_object(), *big = jv_array();
+    struct rlimit old, lim;
+    struct stat sb;
+    void (*prev)(int);
+    int rc;
+
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/out.json", dir);
+    snprintf(link_path, sizeof(link_path), "%s/link.json", dir);
+    assert_int_equal(jv_set(small, "n", jv_integer(5)), 0);
+    for (int i = 0; i < 500; i++)
+        assert_int_equal(jv_push(big, jv_integer(i)), 0);
+    assert_int_equal(jv_write_path(small, path), 0);
+    assert_int_equal(chmod(path, 0640), 0);
+    /* files may grow to 1 KiB: the big array (some 4 KiB) cannot be written */
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+    lim = old;
+    lim.rlim_cur = 1024;
+    prev = signal(SIGXFSZ, SIG_IGN);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    rc = jv_write_path(big, path);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+    signal(SIGXFSZ, prev);
+    assert_int_equal(rc, ERR_IO);
+    text = read_text(path);
+    assert_string_equal(text, "{\n  \"n\": 5\n}\n");
+    free(text);
+    assert_int_equal(entries(dir), 3); /* ., .. and out.json */
+    /* now it fits: replaced, its mode kept; through a link, the link stays one */
+    assert_int_equal(jv_write_path(big, path), 0);
+    assert_int_equal(stat(path, &sb), 0);
+    assert_int_equal(sb.st_mode & 0777, 0640);
+    assert_true(sb.st_size > 1024);
+    assert_int_equal(symlink("out.json", link_path), 0);
+    assert_int_equal(jv_write_path(small, link_path), 0);
+    assert_int_equal(lstat(link_path, &sb), 0);
+    assert_true(S_ISLNK(sb.st_mode));
+    text = read_text(path);
+    assert_string_equal(text, "{\n  \"n\": 5\n}\n");
+    free(text);
+    jv_free(small);
+    jv_free(big);
+    assert_int_equal(unlink(link_path), 0);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(rmdir(dir), 0);
 }
 
 /* jv_free accepts NULL. */
@@ -399,6 +492,7 @@ int main(void)
         cmocka_unit_test(jv_set__wrong_container_kind_fails_and_frees),
         cmocka_unit_test(jv_write_path__file_and_error),
         cmocka_unit_test(jv_write_path__full_device),
+        cmocka_unit_test(jv_write_path__failure_keeps_the_old_file),
         cmocka_unit_test(jv_free__null),
         cmocka_unit_test(jv_parse__object_and_getters),
         cmocka_unit_test(jv_parse__malformed),
