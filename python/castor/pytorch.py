@@ -29,6 +29,7 @@ optimizer and a dataset. Each optimizer step it
 """
 
 import contextlib
+import errno
 import math
 import os
 import signal
@@ -187,6 +188,19 @@ class Step:
         if not self.finished:
             self.trainer._finish(self)
             self.finished = True
+
+
+def _fsync_dir(path):
+    """fsync a directory, so that a rename in it survives a power loss (where the platform can:
+    a file system that refuses, EINVAL, has nothing more to do)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    except OSError as e:
+        if e.errno not in (errno.EINVAL, errno.ENOTSUP):
+            raise
+    finally:
+        os.close(fd)
 
 
 class Trainer:
@@ -466,9 +480,15 @@ class Trainer:
                 "castor": self.castor.save_state(),
                 "extra": self.extra,
             }
+            # durable before it is reported: the file's data, then its name (a VM powered off
+            # right after a notice must not leave an empty or old checkpoint counted as current)
             tmp = path + ".tmp"
-            torch.save(state, tmp)
+            with open(tmp, "wb") as f:
+                torch.save(state, f)
+                f.flush()
+                os.fsync(f.fileno())
             os.replace(tmp, path)
+            _fsync_dir(self.checkpoint_dir)
             rc = self.castor.checkpointed()
             if rc != 0:
                 print(f"castor: the controller did not hear of the checkpoint at step "

@@ -13,12 +13,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #ifdef __linux__
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #endif
 
 #include "agent/agent.h"
@@ -34,6 +36,9 @@ extern char **environ;
 
 #define ND_WATCH_RESTART_S 5.0 /* a notice watcher that died is started again after this */
 #define ND_WATCH_THREADS_S 1.0 /* a start put off for another thread is tried again after this */
+/* a stopping replica's group SIGKILLed this long ago counts as gone (one that cannot be signalled,
+ * EPERM, never says it is empty) */
+#define ND_GROUP_GONE_S 5.0
 
 /* ---- the assignment ---- */
 
@@ -474,8 +479,11 @@ struct nd_rep {
     enum nd_rep_state st;
     double kill_at; /* ND_STOPPING: when SIGKILL follows (monotonic) */
     int killed;
-    int stopped; /* ND_EXITED after this agent stopped it: no end of its own, so that its entry,
-                  * wanted again (a fence lifted while it was still stopping), starts it again */
+    int leader_gone; /* ND_STOPPING: its first process has exited but others of its process group
+                      * live on (a wrapper's child still checkpointing): it stays stopping, its
+                      * rank and GPU held, until the group is empty or SIGKILLed at kill_at */
+    int stopped;     /* ND_EXITED after this agent stopped it: no end of its own, so that its entry,
+                      * wanted again (a fence lifted while it was still stopping), starts it again */
     int gpu;
 };
 
@@ -484,6 +492,9 @@ struct nd {
     struct http_client *http;
     struct node_assignment want;
     int have_want;
+    int want_stale; /* want was read before a fence or a drain: it is kept (for when its entries
+                     * were first seen) but nothing starts from it until a fresh one is read */
+    int gens_named; /* the controller has named generations: heartbeats say which are alive */
     struct nd_rep *reps;
     size_t nreps, cap;
     unsigned char *gpu_used;
@@ -652,6 +663,7 @@ static void nd_fence(struct nd *n, double now)
         now - n->heard_at <= n->cfg->fence_s)
         return;
     n->fenced = 1;
+    n->want_stale = 1; /* the controller may move the jobs meanwhile: ask again after the fence */
     nd_log(n, LOG_WARN, NULL,
            "the controller has not answered for %.0f s: the replicas stop (they checkpoint) until "
            "it does (CASTOR_NODE_FENCE_S)",
@@ -800,7 +812,8 @@ static void nd_fetch_assignment(struct nd *n, double now)
             nd_log(n, LOG_WARN, NULL, "assignment answered %ld: %s", r.status,
                    nd_reason(&r, why, sizeof(why)));
     } else if (node_assignment_parse(r.body, r.body_len, &a, &e) < 0) {
-        nd_log(n, LOG_ERROR, NULL, "a malformed assignment, kept the last one: %s", e.msg);
+        nd_log(n, LOG_ERROR, NULL, "a malformed assignment, %s: %s",
+               n->want_stale ? "nothing starts until one is read" : "kept the last one", e.msg);
     } else {
         for (size_t i = 0; i < a.njobs; i++) { /* when each entry was first seen */
             a.jobs[i].seen_at = now;
@@ -808,11 +821,17 @@ static void nd_fetch_assignment(struct nd *n, double now)
                 if (strcmp(n->want.jobs[k].key, a.jobs[i].key) == 0) {
                     a.jobs[i].seen_at = n->want.jobs[k].seen_at;
                     a.jobs[i].wait_told = n->want.jobs[k].wait_told && a.jobs[i].wait_for;
+                    a.jobs[i].gpu_told = n->want.jobs[k].gpu_told;
                 }
         }
         node_assignment_clear(&n->want);
         n->want = a;
         n->have_want = 1;
+        if (n->want_stale)
+            nd_log(n, LOG_INFO, NULL, "a fresh assignment read: the replicas follow it");
+        n->want_stale = 0;
+        for (size_t i = 0; i < a.njobs; i++)
+            n->gens_named |= a.jobs[i].generation != NULL;
     }
     http_client_response_clear(&r);
 }
@@ -823,10 +842,8 @@ static void nd_fetch_assignment(struct nd *n, double now)
 static int nd_heartbeat_body(const struct nd *n, char **body)
 {
     struct jv *o = jv_object(), *arr = jv_array();
-    int rc = o && arr ? 0 : ERR_NOMEM, named = 0;
+    int rc = o && arr ? 0 : ERR_NOMEM, named = n->gens_named;
 
-    for (size_t k = 0; n->have_want && k < n->want.njobs; k++)
-        named |= n->want.jobs[k].generation != NULL;
     for (size_t i = 0; rc == 0 && i < n->nreps; i++) {
         const struct nd_rep *r = &n->reps[i];
         int dup = 0;
@@ -857,6 +874,8 @@ static int nd_heartbeat_body(const struct nd *n, char **body)
     return rc;
 }
 
+static void nd_poll_signals(struct nd *n);
+
 static void nd_heartbeat(struct nd *n, double now)
 {
     struct http_client_response r = {0};
@@ -883,10 +902,13 @@ static void nd_heartbeat(struct nd *n, double now)
 
             if (draining && !n->draining)
                 nd_log(n, LOG_INFO, NULL, "draining: replicas stop and checkpoint");
+            if (draining)
+                n->want_stale = 1;
             n->draining = draining;
         }
         jv_free(v);
-        if (!n->draining && !n->noticed)
+        nd_poll_signals(n); /* a notice that came during the heartbeat stops the replicas now */
+        if (!n->draining && !n->noticed && !n->stopping)
             nd_fetch_assignment(n, now);
         /* a job waiting for its replicas elsewhere to stop: ask again within a second */
         for (size_t k = 0; n->have_want && k < n->want.njobs; k++)
@@ -936,9 +958,41 @@ static int nd_child_user(const struct node_run_as *u)
     return setuid(0) == 0 ? -1 : 0;
 }
 
-/* The child between fork and exec: its own process group, killed with the agent (Linux), the
- * signal mask and dispositions of a fresh process, the run-as user, the workdir and the
- * environment. Only async-signal-safe calls. */
+/* In a child: close every descriptor from 3 up, so that nothing of the agent's (its connections
+ * to the controller, which carry other jobs' tokens, and files) reaches a replica or the watcher:
+ * libcurl's sockets are not close-on-exec. close_range (Linux 5.9) where there is one, else
+ * close() up to the descriptor limit. Async-signal-safe. */
+static void nd_close_fds(void)
+{
+    struct rlimit rl;
+    long max = 65536;
+
+#if defined(__linux__) && defined(SYS_close_range)
+    if (syscall(SYS_close_range, 3U, ~0U, 0U) == 0)
+        return;
+#endif
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        rl.rlim_cur < (rlim_t)max)
+        max = (long)rl.rlim_cur;
+    for (long fd = 3; fd < max; fd++)
+        close((int)fd);
+}
+
+/* In a child: be killed when the agent dies (Linux), and exit if it has died already. After any
+ * change of credentials, which clears the parent-death signal. */
+static void nd_child_pdeath(pid_t parent, int status)
+{
+#ifdef __linux__
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+#endif
+    if (getppid() != parent)
+        _exit(status);
+}
+
+/* The child between fork and exec: its own process group, no descriptor of the agent's but 0, 1
+ * and 2, the signal mask and dispositions of a fresh process, the run-as user, killed with the
+ * agent (Linux; set after the user, whose change clears it), the workdir and the environment.
+ * Only async-signal-safe calls. */
 static void nd_child(pid_t parent, const struct node_run_as *run_as, const char *workdir,
                      char *const *argv, char **env)
 {
@@ -947,11 +1001,8 @@ static void nd_child(pid_t parent, const struct node_run_as *run_as, const char 
     sigset_t none;
 
     setpgid(0, 0);
-#ifdef __linux__
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-#endif
-    if (getppid() != parent)
-        _exit(126);
+    nd_child_pdeath(parent, 126);
+    nd_close_fds();
     signal(SIGPIPE, SIG_DFL);
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
@@ -961,6 +1012,8 @@ static void nd_child(pid_t parent, const struct node_run_as *run_as, const char 
         (void)w;
         _exit(127);
     }
+    /* again: setuid cleared it, and the agent may have died meanwhile */
+    nd_child_pdeath(parent, 126);
     if (workdir && chdir(workdir) != 0) {
         ssize_t w = write(STDERR_FILENO, msg, sizeof(msg) - 1);
 
@@ -1080,7 +1133,7 @@ static void nd_stop(struct nd *n, struct nd_rep *r, double now)
 /* The job entry a replica of job at rank should run now, or NULL. */
 static const struct node_job *nd_wanted(const struct nd *n, const char *job, int rank)
 {
-    if (!n->have_want || n->stopping || n->noticed || n->draining || n->fenced)
+    if (!n->have_want || n->want_stale || n->stopping || n->noticed || n->draining || n->fenced)
         return NULL;
     for (size_t i = 0; i < n->want.njobs; i++) {
         const struct node_job *j = &n->want.jobs[i];
@@ -1098,6 +1151,29 @@ static double nd_start_at(const struct node_job *j)
     return j->restart_delay > 0 && isfinite(j->seen_at) ? j->seen_at + j->restart_delay : 0;
 }
 
+/* r has ended (its group empty, or killed): its rank and GPU are free, the controller hears. */
+static void nd_exited(struct nd *n, struct nd_rep *r)
+{
+    r->stopped = r->st == ND_STOPPING;
+    r->st = ND_EXITED;
+    r->leader_gone = 0;
+    if (r->gpu >= 0)
+        n->gpu_used[r->gpu] = 0;
+    r->gpu = -1;
+    /* the controller hears at once, so that other nodes waiting for it start sooner */
+    n->next_beat = fmin(n->next_beat, nd_mono());
+}
+
+/* A stopping replica whose first process has exited: ended once no process of its group is left
+ * (zombies reaped first: this agent is the subreaper of its orphans). */
+static void nd_stopped(struct nd *n, struct nd_rep *r)
+{
+    if (r->st != ND_STOPPING || !r->leader_gone || kill(-r->pid, 0) == 0 || errno != ESRCH)
+        return;
+    nd_log(n, LOG_INFO, r->job, "rank %d's processes have all exited", r->rank);
+    nd_exited(n, r);
+}
+
 static void nd_reconcile(struct nd *n, double now)
 {
     for (size_t i = 0; i < n->nreps;) {
@@ -1112,6 +1188,13 @@ static void nd_reconcile(struct nd *n, double now)
             r->killed = 1;
             nd_log(n, LOG_WARN, r->job, "rank %d did not stop within its grace: SIGKILL", r->rank);
         }
+        nd_stopped(n, r);
+        if (r->st == ND_STOPPING && r->leader_gone && r->killed &&
+            now >= r->kill_at + ND_GROUP_GONE_S) {
+            nd_log(n, LOG_WARN, r->job, "rank %d's process group does not end: counted as gone",
+                   r->rank);
+            nd_exited(n, r);
+        }
         /* (a failure not reported yet goes too: the new entry restarts the replicas anyway); one
          * this agent stopped goes even when its entry is wanted again, to be started again */
         if (r->st == ND_EXITED && (!keep || r->stopped)) {
@@ -1120,7 +1203,7 @@ static void nd_reconcile(struct nd *n, double now)
         }
         i++;
     }
-    if (!n->have_want || n->stopping || n->noticed || n->draining || n->fenced)
+    if (!n->have_want || n->want_stale || n->stopping || n->noticed || n->draining || n->fenced)
         return;
     for (size_t k = 0; k < n->want.njobs; k++) {
         struct node_job *j = &n->want.jobs[k];
@@ -1138,6 +1221,30 @@ static void nd_reconcile(struct nd *n, double now)
             j->wait_told = 1;
         }
         busy |= j->wait_for != NULL;
+        /* one GPU each: while other jobs' stopping replicas still hold them, wait (a replica
+         * started without one would see every GPU, and never be pinned); a job with more
+         * replicas here than the node has GPUs starts as before, its extras without one */
+        if (!busy && j->argv && j->replicas <= n->cfg->gpus) {
+            int missing = 0, free_gpus = 0;
+
+            for (int local = 0; local < j->replicas; local++) {
+                int rank = j->rank_offset + local, have = 0;
+
+                for (size_t i = 0; i < n->nreps && !have; i++)
+                    have = n->reps[i].rank == rank && strcmp(n->reps[i].job, j->name) == 0;
+                missing += !have;
+            }
+            for (int g = 0; g < n->cfg->gpus; g++)
+                free_gpus += !n->gpu_used[g];
+            if (missing > free_gpus) {
+                if (!j->gpu_told)
+                    nd_log(n, LOG_INFO, j->name,
+                           "waits for %d GPUs (%d free: the others' replicas are still stopping)",
+                           missing, free_gpus);
+                j->gpu_told = 1;
+                busy = 1;
+            }
+        }
         for (int local = 0; local < j->replicas && !busy; local++) {
             int rank = j->rank_offset + local, have = 0;
 
@@ -1166,9 +1273,8 @@ static void nd_reap(struct nd *n)
         for (size_t i = 0; i < n->nreps; i++) {
             struct nd_rep *r = &n->reps[i];
 
-            if (r->pid != pid || r->st == ND_EXITED)
+            if (r->pid != pid || r->st == ND_EXITED || r->leader_gone)
                 continue;
-            kill(-pid, SIGKILL); /* what the replica left behind in its group goes with it */
             /* a failure: an error exit (75: checkpointed, restart me, is none) or a signal this
              * agent did not send, while it ran */
             if (r->st == ND_RUNNING && ((WIFEXITED(status) && WEXITSTATUS(status) != 0 &&
@@ -1186,15 +1292,18 @@ static void nd_reap(struct nd *n)
                 nd_log(n, r->st == ND_STOPPING ? LOG_INFO : LOG_WARN, r->job,
                        "rank %d ended by signal %d", r->rank,
                        WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-            r->stopped = r->st == ND_STOPPING;
-            r->st = ND_EXITED;
-            if (r->gpu >= 0)
-                n->gpu_used[r->gpu] = 0;
-            r->gpu = -1;
-            /* the controller hears at once, so that other nodes waiting for it start sooner */
-            n->next_beat = fmin(n->next_beat, nd_mono());
+            if (r->st == ND_STOPPING && !r->killed) {
+                /* the rest of its group keeps its grace (a wrapper's trainer, checkpointing);
+                 * nd_stopped says when it is empty */
+                r->leader_gone = 1;
+                continue;
+            }
+            kill(-pid, SIGKILL); /* what the replica left behind in its group goes with it */
+            nd_exited(n, r);
         }
     }
+    for (size_t i = 0; i < n->nreps; i++)
+        nd_stopped(n, &n->reps[i]);
 }
 
 /* Report r's failure. Returns 1 when it is settled (counted, already counted, or refused for
@@ -1240,9 +1349,14 @@ static int nd_report_one(struct nd *n, struct nd_rep *r, double now)
 /* Report the failures not reported yet; on a failure to reach the controller, later. */
 static void nd_report_failures(struct nd *n, double now)
 {
-    for (size_t i = 0; i < n->nreps; i++) {
-        if (!n->reps[i].report)
-            continue;
+    for (;;) {
+        size_t i = 0;
+
+        nd_poll_signals(n); /* (may remove replicas: the next is looked for afresh) */
+        while (i < n->nreps && !n->reps[i].report)
+            i++;
+        if (i == n->nreps)
+            break;
         if (!nd_report_one(n, &n->reps[i], now)) {
             nd_failed(n, now, &n->report_retry_at);
             return;
@@ -1253,23 +1367,112 @@ static void nd_report_failures(struct nd *n, double now)
     n->report_retry_at = INFINITY;
 }
 
-/* A preemption notice: replicas checkpoint now, the controller hears of it at once. */
-static void nd_notice(struct nd *n, const siginfo_t *si, double now)
-{
-    double notice_s = NAN;
+/* The signal the notice watcher sends its parent: a real-time one, so that each notice is
+ * queued (a second SIGUSR1 pending is lost) */
+#define ND_SIG_WATCH (SIGRTMIN + 1)
 
-    if (si->si_code == SI_QUEUE && si->si_value.sival_int > 0)
-        notice_s = si->si_value.sival_int / 1000.0;
+/* A watcher's deadline (epoch seconds; NAN: none) as a signal's value, and back: the absolute time
+ * in milliseconds where a pointer holds it, so that the time a signal waits to be taken is not
+ * added to it; else (32 bits) the milliseconds left, as SIGUSR1 carries them. */
+static union sigval nd_watch_value(double deadline)
+{
+    union sigval v;
+
+    memset(&v, 0, sizeof(v));
+    if (!isfinite(deadline))
+        return v;
+#if UINTPTR_MAX > 0xffffffffu
+    v.sival_ptr = (void *)(uintptr_t)(deadline > 0.001 ? llround(deadline * 1000) : 1);
+#else
+    {
+        double left = deadline - nd_wall();
+
+        v.sival_int = left * 1000 < 1 ? 1 : left * 1000 > 2e9 ? 2000000000 : (int)(left * 1000);
+    }
+#endif
+    return v;
+}
+
+static double nd_watch_deadline(const siginfo_t *si)
+{
+    if (si->si_code != SI_QUEUE)
+        return NAN;
+#if UINTPTR_MAX > 0xffffffffu
+    {
+        uintptr_t ms = (uintptr_t)si->si_value.sival_ptr;
+
+        return ms > 0 ? (double)ms / 1000.0 : NAN;
+    }
+#else
+    return si->si_value.sival_int > 0 ? nd_wall() + si->si_value.sival_int / 1000.0 : NAN;
+#endif
+}
+
+/* A preemption notice (sig: SIGUSR1 from anyone, with the milliseconds left from when it is taken,
+ * or ND_SIG_WATCH from the watcher, with its deadline): replicas checkpoint now, the controller
+ * hears of it at once. Of several notices the earliest deadline holds. */
+static void nd_notice(struct nd *n, int sig, const siginfo_t *si, double now)
+{
+    double wall = nd_wall(), deadline = NAN;
+
+    if (sig == SIGUSR1 && si->si_code == SI_QUEUE && si->si_value.sival_int > 0)
+        deadline = wall + si->si_value.sival_int / 1000.0;
+    else if (sig != SIGUSR1)
+        deadline = nd_watch_deadline(si);
     nd_log(n, LOG_WARN, NULL, "preemption notice (%s%.1f s)",
-           isfinite(notice_s) ? "" : "no deadline; ", isfinite(notice_s) ? notice_s : 0.0);
-    if (!n->noticed || isfinite(notice_s)) {
-        n->notice_deadline = isfinite(notice_s) ? nd_wall() + notice_s : NAN;
-        n->notice_kill_by = isfinite(notice_s) ? now + notice_s : INFINITY;
+           isfinite(deadline) ? "" : "no deadline; ", isfinite(deadline) ? deadline - wall : 0.0);
+    if (isfinite(deadline) && !(deadline >= n->notice_deadline)) {
+        n->notice_deadline = deadline;
+        n->notice_kill_by = now + fmax(0.0, deadline - wall);
+        for (size_t i = 0; i < n->nreps; i++) /* stopping already: SIGKILL by then */
+            if (n->reps[i].st == ND_STOPPING)
+                n->reps[i].kill_at = fmin(n->reps[i].kill_at, n->notice_kill_by);
     }
     n->noticed = 1;
     n->notice_pending = 1;
     n->notice_retry_at = now;
     nd_reconcile(n, now);
+}
+
+/* The signals node_run takes (all blocked), or with urgent, only those not to be left waiting
+ * behind a request: stop, and notices. */
+static void nd_sigset(sigset_t *set, int urgent)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGUSR1);
+    sigaddset(set, ND_SIG_WATCH);
+    if (!urgent) {
+        sigaddset(set, SIGHUP);
+        sigaddset(set, SIGCHLD);
+    }
+}
+
+static void nd_signal(struct nd *n, int sig, const siginfo_t *si)
+{
+    if (sig == SIGTERM || sig == SIGINT) {
+        if (!n->stopping)
+            nd_log(n, LOG_INFO, NULL, "stopping: replicas first");
+        n->stopping = 1;
+    } else if (sig == SIGUSR1 || sig == ND_SIG_WATCH) {
+        nd_notice(n, sig, si, nd_mono());
+    }
+}
+
+/* Take the stop and notice signals already pending, without waiting: before and between requests
+ * to the controller (each may take CASTOR_NODE_TIMEOUT_S), so that a notice reaches the replicas
+ * at once. May stop replicas (nd_reconcile): not while iterating over them. */
+static void nd_poll_signals(struct nd *n)
+{
+    struct timespec zero = {0, 0};
+    sigset_t set;
+    siginfo_t si;
+    int sig;
+
+    nd_sigset(&set, 1);
+    while ((sig = sigtimedwait(&set, &si, &zero)) > 0)
+        nd_signal(n, sig, &si);
 }
 
 /* ---- the cloud's notices ---- */
@@ -1280,12 +1483,12 @@ struct nd_watch_ctx {
     pid_t parent;
 };
 
-/* watch_emit_fn in the watcher child: the notice to the parent as SIGUSR1 with the milliseconds
- * left (0: no deadline), which nd_notice takes as a notice from the cloud. */
+/* watch_emit_fn in the watcher child: the notice to the parent as ND_SIG_WATCH with its deadline
+ * (nd_watch_value; 0: none), which nd_notice takes as a notice from the cloud. */
 static void nd_watch_emit(void *arg, const struct watch_event *ev)
 {
     struct nd_watch_ctx *c = arg;
-    union sigval v = {.sival_int = 0};
+    union sigval v = nd_watch_value(ev->deadline);
     double left = isfinite(ev->deadline) ? ev->deadline - nd_wall() : NAN;
 
     if (ev->kind == WATCH_REBALANCE && c->n->cfg->rebalance_ignore) {
@@ -1293,14 +1496,12 @@ static void nd_watch_emit(void *arg, const struct watch_event *ev)
                WATCH_ENV_REBALANCE);
         return;
     }
-    if (isfinite(left))
-        v.sival_int = left * 1000 < 1 ? 1 : left * 1000 > 2e9 ? 2000000000 : (int)(left * 1000);
     nd_log(c->n, LOG_WARN, NULL, "the cloud's %s: forwarded as a notice (%s%.1f s)",
            ev->kind == WATCH_PREEMPT     ? "interruption notice"
            : ev->kind == WATCH_REBALANCE ? "rebalance recommendation"
                                          : "maintenance event (the instance will be stopped)",
            isfinite(left) ? "" : "no deadline; ", isfinite(left) ? left : 0.0);
-    sigqueue(c->parent, SIGUSR1, v);
+    sigqueue(c->parent, ND_SIG_WATCH, v);
 }
 
 /* The watcher child: rounds until it is killed. Its parent's memory is a copy it only reads. It
@@ -1313,11 +1514,8 @@ static void nd_watch_child(struct nd *n, pid_t parent)
     struct watch *w = NULL;
     struct error e = {0};
 
-#ifdef __linux__
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-#endif
-    if (getppid() != parent)
-        _exit(0);
+    nd_child_pdeath(parent, 0);
+    nd_close_fds(); /* (its requests make connections of their own) */
     cfg.log = n->cfg->log;
     cfg.node = n->cfg->instance_id;
     if (watch_new(n->cfg->watch_ops, &cfg, &w, &e) < 0) {
@@ -1420,9 +1618,13 @@ static double nd_wait(const struct nd *n, double now)
         if (nd_watching(n) && n->watch_pid == 0)
             due = fmin(due, n->watch_start_at);
     }
-    for (size_t i = 0; i < n->nreps; i++)
+    for (size_t i = 0; i < n->nreps; i++) {
         if (n->reps[i].st == ND_STOPPING && !n->reps[i].killed)
             due = fmin(due, n->reps[i].kill_at);
+        /* a group whose last process is not this agent's child ends without a SIGCHLD here */
+        if (n->reps[i].st == ND_STOPPING && n->reps[i].leader_gone)
+            due = fmin(due, now + 0.1);
+    }
     return due > now ? due - now : 0;
 }
 
@@ -1442,12 +1644,7 @@ int node_run(const struct node_config *cfg)
 
     if (!nd_config_ok(cfg))
         return ERR_INVAL;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGUSR1);
-    sigaddset(&set, SIGHUP);
-    sigaddset(&set, SIGCHLD);
+    nd_sigset(&set, 0);
     sigprocmask(SIG_BLOCK, &set, &old);
 #ifdef __linux__
     prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -1484,10 +1681,13 @@ int node_run(const struct node_config *cfg)
 
         if (!n.stopping && nd_watching(&n) && n.watch_pid == 0 && now >= n.watch_start_at)
             nd_watch_start(&n);
+        nd_poll_signals(&n); /* and before each request, which may take timeout_s */
         if (!n.stopping && !n.registered && now >= n.next_register)
             nd_register(&n, now);
+        nd_poll_signals(&n);
         if (!n.stopping && n.registered && n.notice_pending && now >= n.notice_retry_at)
             nd_send_notice(&n, now);
+        nd_poll_signals(&n);
         if (!n.stopping && n.registered && now >= n.next_beat)
             nd_heartbeat(&n, now);
         now = nd_mono();
@@ -1502,13 +1702,8 @@ int node_run(const struct node_config *cfg)
         ts.tv_sec = (time_t)wait;
         ts.tv_nsec = (long)((wait - (double)ts.tv_sec) * 1e9);
         sig = sigtimedwait(&set, &si, &ts);
-        if (sig == SIGTERM || sig == SIGINT) {
-            if (!n.stopping)
-                nd_log(&n, LOG_INFO, NULL, "stopping: replicas first");
-            n.stopping = 1;
-        } else if (sig == SIGUSR1) {
-            nd_notice(&n, &si, nd_mono());
-        }
+        if (sig > 0)
+            nd_signal(&n, sig, &si);
     }
     nd_log(&n, LOG_INFO, NULL, "castor-node stopped");
 out:

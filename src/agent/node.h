@@ -76,6 +76,8 @@ struct node_job {
                            * of the job are alive: none starts here until they have stopped;
                            * NULL: none */
     int wait_told;        /* the agent's: the wait was logged */
+    int gpu_told;         /* the agent's: a wait for GPUs still held by other jobs' stopping
+                           * replicas was logged */
     const char *why_not;  /* static: why the job cannot run here, or NULL */
 };
 
@@ -213,10 +215,12 @@ struct node_config {
 /*
  * Run the agent until it is told to stop (SIGTERM or SIGINT, or the controller answers that the
  * node is terminated) and every replica has exited. The calling process's SIGTERM, SIGINT,
- * SIGUSR1, SIGHUP and SIGCHLD are blocked and taken synchronously; it becomes the subreaper of
- * its replicas' descendants (Linux). With a watch, a child process runs its rounds and signals
- * each notice as a SIGUSR1 carrying the milliseconds left (0: no deadline); it is restarted when
- * it dies and killed when the agent stops. Returns 0 after a clean stop, ERR_INVAL for a bad
+ * SIGUSR1 (a notice; its value the milliseconds left, counted from when it is taken), SIGRTMIN + 1
+ * (the watcher's notices), SIGHUP and SIGCHLD are blocked and taken synchronously, stops and
+ * notices also between requests; it becomes the subreaper of its replicas' descendants (Linux).
+ * With a watch, a child process runs its rounds and signals each notice as SIGRTMIN + 1 carrying
+ * its deadline (epoch milliseconds; 0: none); it is restarted when it dies and killed when the
+ * agent stops. Returns 0 after a clean stop, ERR_INVAL for a bad
  * configuration, ERR_NOMEM or ERR_INTERNAL (the HTTP client could not be made); a controller that
  * is unreachable or answers badly is retried with backoff and logged, never fatal.
  */

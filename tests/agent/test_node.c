@@ -967,8 +967,8 @@ static int write_text(const char *path, const char *text)
 /*
  * With CASTOR_NODE_RUN_AS (castor-node as root), the replicas run as that user, with its HOME,
  * USER and LOGNAME, and cannot read a file only root reads (the node's token file); a user
- * castor-node cannot run them as is refused at start. Skipped where the tests do not run as root
- * or there is no user nobody.
+ * castor-node cannot run them as is refused at start; the replicas die with a killed agent. Skipped
+ * where the tests do not run as root or there is no user nobody.
  */
 static void castor_node__runs_replicas_as_another_user(void **state)
 {
@@ -1042,7 +1042,14 @@ static void castor_node__runs_replicas_as_another_user(void **state)
     assert_non_null(text);
     assert_null(strstr(text, "secret")); /* the root-only file could not be read */
     free(text);
-    stop_node(f);
+    /* an agent killed takes its replicas with it: their parent-death signal is set after the
+     * change of user, which clears it (else a restarted agent would start a second copy) */
+    assert_int_equal(kill(f->node, SIGKILL), 0);
+    assert_true(proc_wait_exit(f->node, 5) != -1);
+    f->node = 0;
+    if (!proc_wait_gone(r.pids[0], 5))
+        fail_msg("the replica run as nobody outlived its killed agent");
+    kill(r.children[0], SIGKILL); /* (its background child is not the agent's to kill) */
 }
 
 /* The node's last heartbeat as the API recorded it (NAN: none, or no node). */
@@ -1213,6 +1220,348 @@ static void castor_node__survives_bad_answers(void **state)
     free(log);
 }
 
+/* ---- a scripted controller (one connection at a time, on its own thread) ---- */
+
+struct script {
+    char assignment[2048];     /* the jobs it assigns (200) */
+    volatile int silent;       /* every connection cut without a word */
+    volatile int status;       /* the assignment's status: 200, or an error */
+    volatile double delay_s;   /* each heartbeat and assignment answers this late */
+    volatile int beats, reads; /* heartbeats and assignment reads received */
+    volatile int notices;
+    char notice[256]; /* the last notice's body */
+};
+
+static void script_handle(void *arg, const struct lh_request *req, struct lh_reply *reply)
+{
+    struct script *s = arg;
+
+    if (s->silent) {
+        reply->action = LH_CLOSE;
+    } else if (strcmp(req->target, "/v1/nodes") == 0) {
+        lh_reply_text(reply, 201, "application/json", "{\"state\":\"ready\"}");
+    } else if (strstr(req->target, "/heartbeat")) {
+        s->beats++;
+        proc_sleep(s->delay_s);
+        lh_reply_text(reply, 200, "application/json", "{\"state\":\"ready\"}");
+    } else if (strstr(req->target, "/assignment")) {
+        s->reads++;
+        proc_sleep(s->delay_s);
+        if (s->status == 200)
+            lh_reply_text(reply, 200, "application/json", s->assignment);
+        else
+            lh_reply_text(reply, s->status, "application/json", "{\"error\":\"unavailable\"}");
+    } else if (strstr(req->target, "/notice")) {
+        snprintf(s->notice, sizeof(s->notice), "%s", req->body ? req->body : "");
+        s->notices++;
+        lh_reply_text(reply, 200, "application/json", "{}");
+    } else if (strstr(req->target, "/failures")) {
+        lh_reply_text(reply, 200, "application/json", "{\"counted\":true,\"state\":\"running\"}");
+    } else {
+        lh_reply_text(reply, 404, "application/json", "{\"error\":\"no\"}");
+    }
+}
+
+/* The script's assignment: job with one replica of replica.sh (MODE mode) on this node. */
+static void script_assign(struct script *s, const struct fx *f, const char *job, const char *mode)
+{
+    snprintf(s->assignment, sizeof(s->assignment),
+             "{\"state\":\"ready\",\"jobs\":[{\"job\":\"%s\",\"replicas\":1,\"rank_offset\":0,"
+             "\"world_size\":1,\"master\":\"" NODE_ID "\",\"generation\":\"g1\","
+             "\"spec\":{\"command\":[\"/bin/sh\",\"%s\"],\"workdir\":\"%s\","
+             "\"env\":{\"MODE\":\"%s\"}}}]}",
+             job, REPLICA_SH, f->work, mode);
+    s->status = 200;
+}
+
+struct script_wait {
+    const struct script *s;
+    int reads, beats;
+};
+
+static int script_read_more(void *ctx)
+{
+    const struct script_wait *w = ctx;
+
+    return w->s->reads >= w->reads && w->s->beats >= w->beats;
+}
+
+/*
+ * A fence lifts when a heartbeat is answered, but the assignment kept from before it is stale
+ * (the controller may have moved the job meanwhile): while the assignment cannot be read (503),
+ * no replica starts again; once a fresh one is read, it does.
+ */
+static void castor_node__a_lifted_fence_waits_for_a_fresh_assignment(void **state)
+{
+    static const char *const extra[] = {"CASTOR_NODE_FENCE_S=1", NULL};
+    struct fx *f = *state;
+    struct script s = {0};
+    struct lh_server *srv = NULL;
+    struct replicas r = {.work = f->work, .want = 1};
+    struct replicas again = {.work = f->work, .want = 2};
+    struct script_wait w = {.s = &s};
+    char url[64];
+
+    script_assign(&s, f, "job-l", "exit");
+    assert_int_equal(lh_start(script_handle, &s, &srv), 0);
+    lh_url(srv, url, sizeof(url));
+    spawn_node(f, url, extra);
+    assert_true(proc_wait_for(scan_replicas, &r, 10));
+    s.silent = 1;
+    assert_true(proc_wait_for(replica_gone, &r, 10)); /* fenced */
+    s.status = 503;
+    w.beats = s.beats + 3;
+    w.reads = s.reads + 3;
+    s.silent = 0;
+    assert_true(proc_wait_for(script_read_more, &w, 10)); /* heard, assignment unreadable */
+    proc_sleep(0.3);
+    scan_replicas(&again);
+    if (again.n != 1)
+        fail_msg("%d replicas started from the assignment kept from before the fence", again.n - 1);
+    s.status = 200;
+    assert_true(proc_wait_for(scan_replicas, &again, 10)); /* a fresh one: started again */
+    stop_node(f);
+    lh_stop(srv);
+}
+
+/* The node's replica as the files it writes: "pid" (its process, once it exec'd the sleep). */
+static int replica_pid(void *ctx)
+{
+    const struct fx *f = ((void **)ctx)[0];
+    pid_t *pid = ((void **)ctx)[1];
+    char path[512], *text, *comm;
+    int ok;
+
+    snprintf(path, sizeof(path), "%s/pid", f->work);
+    if (!(text = proc_slurp(path)))
+        return 0;
+    *pid = (pid_t)atol(text);
+    free(text);
+    snprintf(path, sizeof(path), "/proc/%ld/comm", (long)*pid);
+    comm = proc_slurp(path);
+    ok = comm && strncmp(comm, "sleep", 5) == 0;
+    free(comm);
+    return ok;
+}
+
+/* The descriptors of pid from 3 up, as "fd -> what" lines into buf; how many. */
+static int open_fds(pid_t pid, char *buf, size_t size)
+{
+    char path[96], link[256];
+    struct dirent *de;
+    DIR *d;
+    int n = 0;
+
+    buf[0] = '\0';
+    snprintf(path, sizeof(path), "/proc/%ld/fd", (long)pid);
+    if (!(d = opendir(path)))
+        return -1;
+    while ((de = readdir(d))) {
+        char full[400];
+        ssize_t len;
+
+        if (de->d_name[0] == '.' || atoi(de->d_name) < 3)
+            continue;
+        snprintf(full, sizeof(full), "%s/%s", path, de->d_name);
+        len = readlink(full, link, sizeof(link) - 1);
+        link[len > 0 ? len : 0] = '\0';
+        snprintf(buf + strlen(buf), size - strlen(buf), " %s -> %s;", de->d_name, link);
+        n++;
+    }
+    closedir(d);
+    return n;
+}
+
+/*
+ * A replica inherits no descriptor of the agent's beyond 0, 1 and 2: not its connection to the
+ * controller (libcurl's sockets are not close-on-exec), which over http would let a replica read
+ * answers carrying other jobs' tokens.
+ */
+static void castor_node__replicas_inherit_no_descriptor(void **state)
+{
+    struct fx *f = *state;
+    char spec[1024], fds[2048];
+    pid_t pid = 0;
+    void *ctx[2] = {f, &pid};
+    int n;
+
+    spawn_node(f, f->as.url, NULL);
+    assert_true(proc_wait_for(node_registered, f, REGISTER_WAIT_S));
+    snprintf(spec, sizeof(spec),
+             "{\"name\":\"job-fd\",\"command\":[\"/bin/sh\",\"-c\",\"echo $$ >pid.tmp && mv "
+             "pid.tmp pid && exec sleep 300\"],\"workdir\":\"%s\",\"init_batch_size\":128,"
+             "\"max_batch_size\":4096,\"max_local_bsz\":256,\"min_replicas\":1,"
+             "\"max_replicas\":8}",
+             f->work);
+    assert_int_equal(as_assign(&f->as, "job-fd", spec, NODE_ID, 1), 0);
+    assert_true(proc_wait_for(replica_pid, ctx, 10));
+    proc_sleep(0.3); /* a few heartbeats more: the agent's connection is open */
+    n = open_fds(pid, fds, sizeof(fds));
+    if (n != 0)
+        fail_msg("the replica has %d descriptors of the agent's:%s", n, fds);
+    stop_node(f);
+    assert_true(proc_wait_gone(pid, 5));
+}
+
+/* The files named prefix-* in dir: their count, and the names' pids (in readdir's order). */
+static int named(const char *dir, const char *prefix, long *pids, int max)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    size_t len = strlen(prefix);
+    int n = 0;
+
+    while (d && (de = readdir(d)))
+        if (strncmp(de->d_name, prefix, len) == 0 && de->d_name[len] == '-' && n < max)
+            pids[n++] = atol(de->d_name + len + 1);
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static int two_started(void *ctx)
+{
+    long pids[4];
+
+    return named((const char *)ctx, "start", pids, 4) >= 2;
+}
+
+/*
+ * A replica run by a wrapper (sh -c "trainer"): on SIGTERM the wrapper dies at once and the
+ * trainer checkpoints (here 1 s). The trainer keeps its grace: its group is not killed when the
+ * wrapper exits, and the replica counts as stopped (its rank and GPU held, the next replicas not
+ * started) until its last process has exited.
+ */
+static void castor_node__a_stopping_replica_keeps_its_grace_after_its_wrapper_exits(void **state)
+{
+    static const char *const extra[] = {"CASTOR_NODE_GRACE_S=8", NULL};
+    static const char trainer[] = "echo started >\"start-$$\"\n"
+                                  "trap 'sleep 1; echo done >\"done-$$\"; exit 0' TERM\n"
+                                  "while :; do sleep 0.05; done\n";
+    struct fx *f = *state;
+    char spec[1024], path[512], name[64];
+    long pids[4], first, second;
+    double done_at, second_at;
+
+    snprintf(path, sizeof(path), "%s/trainer.sh", f->work);
+    assert_int_equal(write_text(path, trainer), 0);
+    spawn_node(f, f->as.url, extra);
+    assert_true(proc_wait_for(node_registered, f, REGISTER_WAIT_S));
+    snprintf(spec, sizeof(spec),
+             "{\"name\":\"job-w\",\"command\":[\"/bin/sh\",\"-c\",\"/bin/sh trainer.sh & "
+             "wait\"],\"workdir\":\"%s\",\"init_batch_size\":128,\"max_batch_size\":4096,"
+             "\"max_local_bsz\":256,\"min_replicas\":1,\"max_replicas\":8}",
+             f->work);
+    assert_int_equal(as_assign(&f->as, "job-w", spec, NODE_ID, 1), 0);
+    while (named(f->work, "start", pids, 4) < 1)
+        proc_sleep(0.01);
+    first = pids[0];
+    proc_sleep(0.2);
+    assert_int_equal(state_job_set_config(f->as.own, "job-w", 32, 0, 1.0), 0); /* a restart */
+    assert_true(proc_wait_for(two_started, f->work, 15));
+    named(f->work, "start", pids, 4);
+    second = pids[0] == first ? pids[1] : pids[0];
+    snprintf(name, sizeof(name), "done-%ld", first);
+    done_at = written_at(f, name);
+    if (isnan(done_at))
+        fail_msg("the trainer was killed during its checkpoint, after its wrapper exited");
+    snprintf(name, sizeof(name), "start-%ld", second);
+    second_at = written_at(f, name);
+    if (second_at < done_at)
+        fail_msg("the next replica started %.2f s before the last one's trainer ended",
+                 done_at - second_at);
+    stop_node(f);
+}
+
+/*
+ * While every GPU is still held by another job's stopping replicas (here ignoring SIGTERM until
+ * the SIGKILL 0.6 s later), a new job's replicas wait: each then starts with a GPU of its own
+ * (before, they started at once with no CUDA_VISIBLE_DEVICES, seeing every GPU).
+ */
+static void castor_node__a_new_job_waits_for_gpus_still_held(void **state)
+{
+    struct fx *f = *state;
+    struct replicas b = {.work = f->work, .want = 2, .must_have = "CASTOR_JOB=job-h1\n"};
+    struct replicas a = {.work = f->work, .want = 2, .must_have = "CASTOR_JOB=job-h2\n"};
+
+    spawn_node(f, f->as.url, NULL);
+    assert_true(proc_wait_for(node_registered, f, REGISTER_WAIT_S));
+    assign(f, "job-h1", "ignore", 2);
+    assert_true(proc_wait_for(scan_replicas, &b, 10));
+    assert_int_equal(state_alloc_replace(f->as.own, "job-h1", NULL, 0, as_wall(NULL)), 0);
+    assign(f, "job-h2", "exit", 2);
+    assert_true(proc_wait_for(scan_replicas, &a, 10));
+    for (int i = 0; i < 2; i++) {
+        char *env = replica_env(f, file_exists(f->work, "rank-%ld-%ld.env", 0, a.pids[i]) ? 0 : 1,
+                                a.pids[i]);
+
+        assert_non_null(env);
+        if (!strstr(env, "CUDA_VISIBLE_DEVICES="))
+            fail_msg("job-h2's replica %ld started without a GPU of its own", (long)a.pids[i]);
+        free(env);
+    }
+    for (int i = 0; i < 2; i++) /* the old ones were gone when the new ones started */
+        assert_false(proc_alive(b.pids[i]));
+    stop_node(f);
+}
+
+static int script_beat_more(void *ctx)
+{
+    const struct script_wait *w = ctx;
+
+    return w->s->beats >= w->beats;
+}
+
+static int replica_told(void *ctx)
+{
+    const struct replicas *r = ctx;
+
+    return file_exists(r->work, "rank-%ld-%ld.term", 0, r->pids[0]);
+}
+
+/*
+ * A notice (SIGUSR1) that comes while the agent waits for a slow controller (each answer 1 s late)
+ * is taken as soon as the request in flight ends, not after the assignment read that follows: the
+ * replica is told within about one answer's delay, and the deadline counts from then.
+ */
+static void castor_node__a_notice_does_not_wait_for_the_controller(void **state)
+{
+    struct fx *f = *state;
+    struct script s = {0};
+    struct lh_server *srv = NULL;
+    struct replicas r = {.work = f->work, .want = 1};
+    struct script_wait w = {.s = &s};
+    union sigval v = {.sival_int = 4000};
+    double t0, sent, took, deadline = NAN;
+    char url[64];
+    const char *p;
+
+    script_assign(&s, f, "job-n", "exit");
+    assert_int_equal(lh_start(script_handle, &s, &srv), 0);
+    lh_url(srv, url, sizeof(url));
+    spawn_node(f, url, NULL);
+    assert_true(proc_wait_for(scan_replicas, &r, 10));
+    s.delay_s = 1.0;
+    w.beats = s.beats + 2; /* a slow heartbeat has begun (the first may be a fast one) */
+    assert_true(proc_wait_for(script_beat_more, &w, 10));
+    t0 = proc_now();
+    sent = as_wall(NULL);
+    assert_int_equal(sigqueue(f->node, SIGUSR1, v), 0);
+    assert_true(proc_wait_for(replica_told, &r, 10));
+    took = proc_now() - t0;
+    if (took > 1.5)
+        fail_msg("the replica was told %.2f s after the notice", took);
+    while (s.notices < 1 && proc_now() - t0 < 10)
+        proc_sleep(0.01);
+    if ((p = strstr(s.notice, "\"deadline\":")))
+        deadline = atof(p + strlen("\"deadline\":"));
+    if (!(fabs(deadline - (sent + 4)) < 1.5))
+        fail_msg("the notice's deadline is %.2f s after the one sent", deadline - (sent + 4));
+    s.delay_s = 0;
+    stop_node(f);
+    lh_stop(srv);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1249,6 +1598,17 @@ int main(void)
                                         fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(
             castor_node__a_fence_lifted_while_stopping_restarts_every_rank, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(castor_node__a_lifted_fence_waits_for_a_fresh_assignment,
+                                        fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(castor_node__replicas_inherit_no_descriptor, fx_setup,
+                                        fx_teardown),
+        cmocka_unit_test_setup_teardown(
+            castor_node__a_stopping_replica_keeps_its_grace_after_its_wrapper_exits, fx_setup,
+            fx_teardown),
+        cmocka_unit_test_setup_teardown(castor_node__a_new_job_waits_for_gpus_still_held, fx_setup,
+                                        fx_teardown),
+        cmocka_unit_test_setup_teardown(castor_node__a_notice_does_not_wait_for_the_controller,
+                                        fx_setup, fx_teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -237,6 +237,67 @@ def rel_close(a, b, rel=REL):
     return abs(a - b) <= rel * max(abs(a), abs(b))
 
 
+DURABLE_CHECK = r"""
+import os, sys
+import torch
+from castor import pytorch as cp
+events = []
+real_fsync, real_replace = os.fsync, os.replace
+
+def fsync(fd):
+    events.append(("fsync", os.path.realpath(os.readlink(f"/proc/self/fd/{fd}"))))
+    real_fsync(fd)
+
+def replace(a, b):
+    events.append(("replace", os.path.realpath(a), os.path.realpath(b)))
+    real_replace(a, b)
+
+ckpt = os.path.realpath(sys.argv[1])
+m = torch.nn.Linear(4, 1).double()
+opt = torch.optim.SGD(m.parameters(), lr=0.1)
+ds = torch.utils.data.TensorDataset(torch.randn(16, 4).double(), torch.randn(16, 1).double())
+tr = cp.Trainer(m, opt, ds, batch_size=4, checkpoint_dir=ckpt, handle_sigterm=False)
+checkpointed = tr.castor.checkpointed
+
+class Handle:
+    def __getattr__(self, name):
+        return getattr(tr_castor, name)
+
+    def checkpointed(self):
+        events.append(("checkpointed",))
+        return checkpointed()
+
+tr_castor = tr.castor
+tr.castor = Handle()
+os.fsync, os.replace = fsync, replace
+try:
+    tr.checkpoint()
+finally:
+    os.fsync, os.replace = real_fsync, real_replace
+path = os.path.join(ckpt, cp.CHECKPOINT_NAME)
+want = [("fsync", path + ".tmp"), ("replace", path + ".tmp", path), ("fsync", ckpt),
+        ("checkpointed",)]
+if events != want:
+    print(f"the checkpoint is not made durable before it is reported: {events}, not {want}")
+    sys.exit(1)
+tr.castor = tr_castor
+tr.close(finished=False)
+"""
+
+
+def check_durable_checkpoint(t):
+    """A checkpoint is fsync'd (the file, then its folder after the rename) before the controller
+    is told of it, so that a VM powered off right after a notice leaves the checkpoint it counts."""
+    ckpt = os.path.join(t.tmp, "durable")
+    env = dict(os.environ, CASTOR_LIB=t.lib, PYTHONPATH=os.path.join(t.source, "python"))
+    for k in ("CASTOR_URL", "CASTOR_JOB", "CASTOR_CHECKPOINT_DIR"):
+        env.pop(k, None)
+    env.update(t.extra_env)
+    r = subprocess.run([sys.executable, "-c", DURABLE_CHECK, ckpt], env=env, cwd=t.tmp,
+                       capture_output=True, text=True, timeout=WAIT)
+    check(r.returncode == 0, f"the durable checkpoint check: {r.stdout}{r.stderr}")
+
+
 def run(t, torch, example):
     ctl = t.ctl
     ctl.call("POST", "/v1/nodes", "CASTOR_NODE_TOKEN", {"instance_id": "n1", "gpus": 4})
@@ -447,6 +508,7 @@ def main():
         t = None
         try:
             t = Test(args, tmp)
+            check_durable_checkpoint(t)
             run(t, torch, example)
         except Failure as e:
             print(f"test_pytorch: FAILED: {e}")

@@ -7,6 +7,7 @@
  * real castor-node program with its watcher against the real API: a notice the metadata service
  * shows reaches the controller at once with its deadline, a rebalance recommendation as a notice
  * without deadline, a watcher that dies is restarted, a bad watch configuration refused. */
+#include <dirent.h>
 #include <math.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "agent/watch.h"
@@ -636,6 +638,50 @@ static int long_polled_twice(void *ctx)
     return n >= 2;
 }
 
+/* What pid's descriptor fd is ("socket:[N]", a path), into buf; "" when it cannot be read. */
+static void fd_target(pid_t pid, int fd, char *buf, size_t size)
+{
+    char path[96];
+    ssize_t len;
+
+    snprintf(path, sizeof(path), "/proc/%ld/fd/%d", (long)pid, fd);
+    len = readlink(path, buf, size - 1);
+    buf[len > 0 ? len : 0] = '\0';
+}
+
+/* The first descriptor from 3 up that child shares with parent (what it points at), into buf; 0
+ * when none. */
+static int shared_fd(pid_t parent, pid_t child, char *buf, size_t size)
+{
+    char path[96], mine[256], theirs[256];
+    struct dirent *de, *pe;
+    DIR *d, *pd;
+    int found = 0;
+
+    snprintf(path, sizeof(path), "/proc/%ld/fd", (long)child);
+    if (!(d = opendir(path)))
+        return 0;
+    while (!found && (de = readdir(d))) {
+        if (de->d_name[0] == '.' || atoi(de->d_name) < 3)
+            continue;
+        fd_target(child, atoi(de->d_name), mine, sizeof(mine));
+        snprintf(path, sizeof(path), "/proc/%ld/fd", (long)parent);
+        if (!mine[0] || !(pd = opendir(path)))
+            continue;
+        while (!found && (pe = readdir(pd))) {
+            if (pe->d_name[0] == '.' || atoi(pe->d_name) < 3)
+                continue;
+            fd_target(parent, atoi(pe->d_name), theirs, sizeof(theirs));
+            found = strcmp(mine, theirs) == 0;
+        }
+        closedir(pd);
+        if (found)
+            snprintf(buf, size, "fd %d -> %.200s", atoi(de->d_name), mine);
+    }
+    closedir(d);
+    return found;
+}
+
 /* EC2: the instance-action IMDS shows reaches the controller at once, its time as the deadline;
  * the node's watcher that is killed comes back. */
 static void castor_node__forwards_the_imds_interruption_notice(void **state)
@@ -656,6 +702,15 @@ static void castor_node__forwards_the_imds_interruption_notice(void **state)
     w.not = watcher[0];
     assert_true(proc_wait_for(has_watcher, &w, 15)); /* another, 5 s later */
     assert_true(log_says(f->nodelog, "the notice watcher ended"));
+    /* forked after the agent's requests began: none of its descriptors (its connection to the
+     * controller) came with it */
+    {
+        char what[300];
+
+        assert_int_equal(children_of(f->node, watcher, 4), 1);
+        if (shared_fd(f->node, watcher[0], what, sizeof(what)))
+            fail_msg("the watcher holds the agent's %s", what);
+    }
     assert_false(noticed(&seen));
 
     assert_int_equal(timestamp_format_iso8601(t, when), 0);
@@ -799,6 +854,65 @@ static void castor_node__refuses_a_bad_watch(void **state)
     assert_true(log_says(f->nodelog, "CASTOR_NODE_REBALANCE must be notice or ignore"));
 }
 
+/* The watcher's notice is signalled with its deadline, not the time left when it was sent: a
+ * notice the agent takes late (here stopped for 2.5 s) keeps the cloud's time. */
+static void castor_node__a_late_notice_keeps_the_clouds_deadline(void **state)
+{
+    struct nfx *f = *state;
+    struct noticed seen = {.f = f};
+    struct log_wait sent = {f->nodelog, "the cloud's interruption notice: forwarded"};
+    char doc[160], when[TIMESTAMP_ISO8601_LEN + 1];
+    int64_t t = (int64_t)as_wall(NULL) + 120;
+    struct watcher w = {0};
+
+    spawn(f, "aws-imds", NULL);
+    w.node = f->node;
+    assert_true(proc_wait_for(registered, f, 10));
+    assert_true(proc_wait_for(has_watcher, &w, 10));
+    assert_int_equal(kill(f->node, SIGSTOP), 0);
+    assert_int_equal(timestamp_format_iso8601(t, when), 0);
+    snprintf(doc, sizeof(doc), "{\"action\": \"terminate\", \"time\": \"%s\"}", when);
+    META_SET(&f->m, action, doc);
+    assert_true(proc_wait_for(log_has, &sent, 5)); /* signalled to the stopped agent */
+    proc_sleep(2.5);
+    assert_int_equal(kill(f->node, SIGCONT), 0);
+    assert_true(proc_wait_for(noticed, &seen, 5));
+    if (!(fabs(seen.deadline - (double)t) < 1.0))
+        fail_msg("the deadline forwarded is %.2f s off the cloud's", seen.deadline - (double)t);
+}
+
+/* Two notices the watcher signals while the agent is busy (stopped here) are both taken: a
+ * rebalance recommendation (no deadline), then an interruption notice, whose deadline holds (a
+ * second SIGUSR1 pending would have been lost). */
+static void castor_node__queued_notices_keep_the_deadline(void **state)
+{
+    struct nfx *f = *state;
+    struct noticed seen = {.f = f};
+    struct log_wait first = {f->nodelog, "the cloud's rebalance recommendation: forwarded"};
+    struct log_wait second = {f->nodelog, "the cloud's interruption notice: forwarded"};
+    char doc[160], when[TIMESTAMP_ISO8601_LEN + 1];
+    int64_t t = (int64_t)as_wall(NULL) + 120;
+    struct watcher w = {0};
+
+    spawn(f, "aws-imds", NULL);
+    w.node = f->node;
+    assert_true(proc_wait_for(registered, f, 10));
+    assert_true(proc_wait_for(has_watcher, &w, 10));
+    assert_int_equal(kill(f->node, SIGSTOP), 0);
+    META_SET(&f->m, rebalance, "{\"noticeTime\": \"2026-01-02T03:00:00Z\"}");
+    assert_true(proc_wait_for(log_has, &first, 5));
+    assert_int_equal(timestamp_format_iso8601(t, when), 0);
+    snprintf(doc, sizeof(doc), "{\"action\": \"terminate\", \"time\": \"%s\"}", when);
+    META_SET(&f->m, action, doc);
+    assert_true(proc_wait_for(log_has, &second, 5));
+    assert_int_equal(kill(f->node, SIGCONT), 0);
+    assert_true(proc_wait_for(noticed, &seen, 5));
+    proc_sleep(0.5); /* (a second notice is forwarded again) */
+    noticed(&seen);
+    if (!(fabs(seen.deadline - (double)t) < 1.0))
+        fail_msg("the interruption notice's deadline was lost (forwarded: %.2f)", seen.deadline);
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, fx_setup, fx_teardown)
@@ -816,6 +930,8 @@ int main(void)
         N(castor_node__rebalance_recommendation),
         N(castor_node__forwards_the_gce_preemption),
         N(castor_node__refuses_a_bad_watch),
+        N(castor_node__a_late_notice_keeps_the_clouds_deadline),
+        N(castor_node__queued_notices_keep_the_deadline),
         cmocka_unit_test_setup_teardown(castor_node__proves_its_instance_at_registration,
                                         nfx_setup_attest, nfx_teardown),
         cmocka_unit_test_setup_teardown(castor_node__proves_its_compute_engine_instance,
