@@ -311,20 +311,26 @@ int sim_job_min_gpu_seconds(struct sim_job *job, int gpn, double *out)
 
             for (int i = 0; i <= 16; i++) {
                 double local = a->min_local * pow((double)a->max_local / a->min_local, i / 16.0);
-                double batch, step, sqr, var, per_gpu;
-                struct grad_params g;
 
                 local = floor(local);
-                batch = local * r;
-                if (batch < a->init_bsz || batch > a->max_bsz ||
-                    app_throughput(a, place, np, local, &step, NULL) < 0 ||
-                    app_grad_stats(a, batch, ep, &sqr, &var) < 0 || !(step > 0))
-                    continue;
-                g.sqr = sqr;
-                g.var = var;
-                per_gpu = goodput_gain(&g, batch / a->init_bsz) / step / r;
-                if (per_gpu > best)
-                    best = per_gpu;
+                /* accumulating pays only once the local batch is at its largest (as the
+                 * completion-time bound's table, sim_bound_goodputs) */
+                for (int acc = 0; acc <= (i == 16 ? 4 : 0); acc++) {
+                    double batch = local * r * (acc + 1), step, sync, sqr, var, per_gpu;
+                    struct grad_params g;
+
+                    if (batch < a->init_bsz || batch > a->max_bsz ||
+                        app_throughput(a, place, np, local, &step, &sync) < 0 ||
+                        app_grad_stats(a, batch, ep, &sqr, &var) < 0 || !(step > 0))
+                        continue;
+                    g.sqr = sqr;
+                    g.var = var;
+                    /* an optimizer step: acc more micro-batches of compute before the sync */
+                    per_gpu =
+                        goodput_gain(&g, batch / a->init_bsz) / (step + acc * (step - sync)) / r;
+                    if (per_gpu > best)
+                        best = per_gpu;
+                }
             }
         }
         if (!(best > 0))

@@ -72,7 +72,8 @@ void sim_job_init(struct sim_job *job, const struct workload_job *spec, struct a
 void sim_job_free(struct sim_job *job);
 
 /* Move the job to a placement (GPUs per node, in order; n == 0 takes its GPUs away): it
- * checkpoints, then restarts in SIM_RESTART_DELAY seconds unless it is the first start. Errors:
+ * checkpoints, then restarts in SIM_RESTART_DELAY seconds (the first start too, as every system
+ * pays it alike). Errors:
  * ERR_RANGE (too many nodes), what choosing the batch size returns. */
 int sim_job_place(struct sim_job *job, const int *place, int n);
 

@@ -716,20 +716,31 @@ static int mkt_unbilled(const struct mkt_offer_spec *sp, const struct mkt_instan
            in->end_at - in->launched < sp->reclaim_free_s;
 }
 
-/* Dollars billed for instance rt up to t; cum_t is mkt_cum of its offer at t, or NAN. */
-static double mkt_inst_cost(struct market *m, const struct mkt_inst_rt *rt, double t, double cum_t)
+/* Dollars billed for instance rt up to t; cum_t is mkt_cum of its offer at t, or NAN. settled: a
+ * live instance is billed as if terminated at t (the run is over: it was not preempted, whatever
+ * its planned preemption). */
+static double mkt_inst_cost_at(struct market *m, const struct mkt_inst_rt *rt, double t,
+                               double cum_t, int settled)
 {
     const struct mkt_instance *in = &rt->pub;
+    int live = in->state != MKT_GONE;
     double upto;
 
-    if (t < in->launched || mkt_unbilled(&m->offers[in->offer].spec, in))
+    if (t < in->launched || (!(settled && live) && mkt_unbilled(&m->offers[in->offer].spec, in)))
         return 0;
-    upto = fmin(fmax(t, in->launched + MKT_MIN_BILLED), mkt_bill_end(in));
+    upto = fmax(t, in->launched + MKT_MIN_BILLED);
+    if (!(settled && live))
+        upto = fmin(upto, mkt_bill_end(in));
     if (!(upto > in->launched))
         return 0;
     if (upto != t || isnan(cum_t))
         cum_t = mkt_cum(&m->offers[in->offer], upto);
     return cum_t - rt->cum_l;
+}
+
+static double mkt_inst_cost(struct market *m, const struct mkt_inst_rt *rt, double t, double cum_t)
+{
+    return mkt_inst_cost_at(m, rt, t, cum_t, 0);
 }
 
 static double mkt_inst_hours(const struct mkt_instance *in, double t)
@@ -905,6 +916,20 @@ double market_instance_cost(struct market *m, long id, double t)
     const struct mkt_inst_rt *in = mkt_get(m, id);
 
     return in ? mkt_inst_cost(m, in, t, NAN) : NAN;
+}
+
+double market_cost_settled(struct market *m, double t)
+{
+    double sum = 0;
+
+    for (int i = 0; i < m->n; i++) {
+        struct mkt_offer_rt *o = &m->offers[i];
+
+        sum += o->gone_cost;
+        for (long j = 0; j < o->nlive; j++)
+            sum += mkt_inst_cost_at(m, &m->inst[o->live[j]], t, NAN, 1);
+    }
+    return sum;
 }
 
 double market_cost(struct market *m, double t)

@@ -218,6 +218,12 @@ double market_instance_cost(struct market *m, long id, double t);
 /* Dollars billed for every instance up to t (the sum of market_instance_cost). */
 double market_cost(struct market *m, double t);
 
+/* The bill at the end of a run at t, after every instance's end (t at or past the last one to
+ * go): as market_cost, but every instance still alive is billed as if terminated at t (the 60 s
+ * minimum included), its planned preemption, which never came, no longer counted (one planned
+ * within the offer's reclaim_free_s would make it free). */
+double market_cost_settled(struct market *m, double t);
+
 /* Counters: launches refused for capacity, and preemptions applied, per offer (or all with offer
  * -1; 0 for no such offer). */
 long market_capacity_errors(const struct market *m, int offer);

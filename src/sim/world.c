@@ -676,7 +676,9 @@ void sim_world_fleet_stats(const struct sim_world *w, struct sim_fleet_stats *ou
     }
     if (!w->fleet)
         return;
-    out->dollars = market_cost(w->mkt, w->now);
+    /* at the run's end the nodes still alive are billed as the controller would end them */
+    out->dollars =
+        sim_world_finished(w) ? market_cost_settled(w->mkt, w->now) : market_cost(w->mkt, w->now);
     for (int o = 0; o < w->cfg.noffers; o++)
         out->gpu_hours += market_node_hours(w->mkt, o, w->now) * market_offer(w->mkt, o)->gpus;
     out->launches = market_ninstances(w->mkt);

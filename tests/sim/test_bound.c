@@ -51,6 +51,43 @@ static double at(int ep, int k)
     return best[(size_t)ep * KMAX + (size_t)(k - 1)];
 }
 
+/* The dollar bound's GPU-seconds (sim_job_min_gpu_seconds, at most two nodes of 4) are a lower
+ * bound too: never above what the completion-time bound's table (accumulation included) needs at
+ * its best k of 1 to 8 GPUs, epoch by epoch. bert, whose cheapest steps accumulate (2.7% below
+ * what the runs without accumulation need). */
+static void sim_job_min_gpu_seconds__with_accumulation(void **state)
+{
+    struct workload_job spec = {.name = "bert-0", .application = "bert"};
+    struct app *bert = NULL;
+    struct sim_job job;
+    struct error e;
+    double *table, need = 0, got = 0;
+
+    (void)state;
+    assert_int_equal(app_load(CASTOR_DATADIR "/profiles/bert", &bert, &e), 0);
+    table = malloc((size_t)bert->max_epochs * 8 * sizeof(double));
+    assert_non_null(table);
+    sim_bound_goodputs(bert, 4, 8, table);
+    for (int ep = 0; ep < bert->max_epochs; ep++) {
+        double least = INFINITY;
+
+        for (int k = 1; k <= 8; k++) {
+            double g = table[(size_t)ep * 8 + (size_t)(k - 1)];
+
+            if (g > 0 && k / g < least)
+                least = k / g;
+        }
+        need += (app_progress_needed(bert, ep + 1) - app_progress_needed(bert, ep)) * least;
+    }
+    sim_job_init(&job, &spec, bert, &tput_model_pollux, 0, 0);
+    assert_int_equal(sim_job_min_gpu_seconds(&job, 4, &got), 0);
+    if (!(got <= need * (1 + 1e-9)))
+        fail_msg("bound %.1f GPU-s, the table reaches %.1f", got, need);
+    sim_job_free(&job);
+    free(table);
+    app_free(bert);
+}
+
 /* Each entry is a goodput the emulation itself gives (4 GPUs on one node at a local batch of the
  * grid, or 2 + 2 for the spread placement), and no configuration of the grid beats it. */
 static void sim_bound_goodputs__the_best_of_the_grid(void **state)
@@ -195,6 +232,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(sim_bound_goodputs__the_best_of_the_grid),
+        cmocka_unit_test(sim_job_min_gpu_seconds__with_accumulation),
         cmocka_unit_test(sim_bound_avg_jct__between_fastest_and_fixed_allocations),
         cmocka_unit_test(sim_bound_least_gpu_seconds__inverts_the_bound),
         cmocka_unit_test(sim_world_bounds__a_run_cannot_beat_them),

@@ -153,6 +153,14 @@ static void market_instance_cost__reclaimed_in_the_first_hour_is_free(void **sta
     assert_near(market_instance_cost(m, c, 6000), 0.60);
     assert_near(market_cost(m, 6000), 6.00);
     market_free(m);
+    /* a run that ends at 900 s, before a's planned preemption: a was never taken, and its bill
+     * settled at the end is its 900 s, $0.90 (the planned, free preemption never came) */
+    m = mk(&o, 1, 1);
+    a = launch(m, 0, 0);
+    advance(m, 900, ev, 8);
+    assert_near(market_cost(m, 900), 0);
+    assert_near(market_cost_settled(m, 900), 0.90);
+    market_free(m);
     o = (struct mkt_offer_spec){.name = "od", .gpus = 1, .price = 1, .reclaim_free_s = 60};
     assert_int_equal(market_new(&o, 1, 1, &m, &e), ERR_INVAL);
     o.spot = 1;
