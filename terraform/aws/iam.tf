@@ -22,6 +22,7 @@ data "aws_iam_policy_document" "controller" {
   statement {
     sid = "ReadOnlyDiscovery"
     actions = [
+      "pricing:GetProducts", # the on-demand list prices (docs/aws.md: the cloud's pricing, on by default)
       "ec2:DescribeInstanceTypes",
       "ec2:DescribeSpotPriceHistory",
       "ec2:DescribeInstances",
@@ -30,7 +31,7 @@ data "aws_iam_policy_document" "controller" {
       "ec2:DescribeLaunchTemplateVersions",
       "ec2:DescribeImages",
     ]
-    resources = ["*"] # Describe* calls take no resource-level restriction
+    resources = ["*"] # Describe* and GetProducts take no resource-level restriction
   }
   statement {
     # the EC2 vCPU quotas castor reads up front (docs/aws.md, "Quotas"); read-only
@@ -75,6 +76,8 @@ data "aws_iam_policy_document" "controller" {
     }
   }
   statement {
+    # the workers castor launched carry castor:cluster=<id>; the controller does not (it carries
+    # castor:controller), and TagOnlyAtLaunch lets no one here tag it afterwards
     sid       = "TerminateOnlyThisClustersInstances"
     actions   = ["ec2:TerminateInstances"]
     resources = ["${local.ec2_arn}:instance/*"]

@@ -16,10 +16,15 @@ data "aws_ssm_parameter" "debian12" {
 }
 
 locals {
-  name      = "castor-${var.cluster_id}"
-  tags      = merge(var.tags, { "castor:cluster" = var.cluster_id })
-  account   = data.aws_caller_identity.current.account_id
-  partition = data.aws_partition.current.partition
+  name = "castor-${var.cluster_id}"
+  # castor lists its cluster's instances by the castor:cluster tag and terminates any that no
+  # launch of its own explains (a stray): that tag goes on what is not an instance, and castor puts
+  # it on the workers it launches itself. Never on the controller, which carries castor:controller
+  # (and which the controller's role cannot terminate: TerminateOnlyThisClustersInstances).
+  tags            = merge(var.tags, { "castor:cluster" = var.cluster_id })
+  controller_tags = merge(var.tags, { "castor:controller" = var.cluster_id })
+  account         = data.aws_caller_identity.current.account_id
+  partition       = data.aws_partition.current.partition
   # the tokens live in SSM Parameter Store as SecureStrings: the controller makes them at first
   # boot and the workers read theirs at boot; Terraform never sees their values
   token_prefix = "/castor/${var.cluster_id}"
@@ -122,7 +127,9 @@ resource "aws_instance" "controller" {
     encrypted   = true
     kms_key_id  = aws_kms_key.castor.arn
   }
-  tags        = merge(local.tags, { Name = "${local.name}-controller" })
+  # the instance: castor:controller, never castor:cluster (locals above); its root volume is no
+  # instance and keeps the cluster's tag, as the state volume does
+  tags        = merge(local.controller_tags, { Name = "${local.name}-controller" })
   volume_tags = local.tags
 }
 

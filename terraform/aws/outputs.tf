@@ -21,7 +21,7 @@ output "admin_token_command" {
 }
 
 output "controller_instance_id" {
-  description = "The controller instance (aws ssm start-session --target it for a shell)."
+  description = "The controller instance. The module gives it no shell access (no SSH key, no SSM Session Manager permissions): stop castor by stopping it (aws ec2 stop-instances --instance-ids), then run castor teardown from an admin machine (terraform/README.md)."
   value       = aws_instance.controller.id
 }
 
@@ -41,6 +41,6 @@ output "worker_security_group_id" {
 }
 
 output "castor_config" {
-  description = "The castor.yaml the controller runs (no secret in it)."
+  description = "The castor.yaml the controller runs (no secret in it); saved to a file, it is what castor teardown -c takes on an admin machine."
   value       = local.castor_yaml
 }

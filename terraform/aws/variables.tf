@@ -2,7 +2,7 @@
 # can be wrong in a way Terraform would not notice have validation blocks.
 
 variable "cluster_id" {
-  description = "The castor cluster's id: every instance castor launches is tagged castor:cluster=<id>, and the IAM policy lets castor terminate only instances with this tag. 1 to 40 of letters, digits, '.', '_', '-', starting with a letter or digit."
+  description = "The castor cluster's id: every instance castor launches is tagged castor:cluster=<id>, and the IAM policy lets castor terminate only instances with this tag (the controller instance is tagged castor:controller=<id>, so castor cannot terminate it). 1 to 40 of letters, digits, '.', '_', '-', starting with a letter or digit."
   type        = string
   validation {
     condition     = can(regex("^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$", var.cluster_id))
@@ -243,9 +243,13 @@ variable "worker_volume_gb" {
 }
 
 variable "tags" {
-  description = "Tags added to every resource the module makes (castor:cluster is always added)."
+  description = "Tags added to every resource the module makes. castor:cluster=<cluster_id> is added to all but the controller instance, which gets castor:controller=<cluster_id> instead: castor terminates, as a stray, any instance with its cluster's tag that it did not launch. So castor:cluster cannot be given here (nor in the provider's default_tags)."
   type        = map(string)
   default     = {}
+  validation {
+    condition     = !contains(keys(var.tags), "castor:cluster")
+    error_message = "tags must not set castor:cluster: the module adds it where it belongs, and on the controller instance castor would take it for a stray worker and terminate it."
+  }
 }
 
 variable "identity_certificate" {

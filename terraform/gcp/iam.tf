@@ -46,7 +46,7 @@ resource "google_project_iam_member" "controller_launch" {
   member  = "serviceAccount:${google_service_account.controller.email}"
   condition {
     title       = "castor instances only"
-    description = "instances whose name starts with castor- (castor names every instance castor-<hash>)"
+    description = "instances whose name starts with castor- (castor names every instance castor-<hash>; the controller is castorctl-<id>, which this does not match)"
     expression  = "resource.name.extract(\"/instances/{name}\").startsWith(\"castor-\")"
   }
 }

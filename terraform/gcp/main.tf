@@ -3,8 +3,18 @@
 # outlives the VM, and its service account.
 
 locals {
-  name   = "castor-${var.cluster_id}"
-  labels = merge(var.labels, { "castor-cluster" = var.cluster_id })
+  name = "castor-${var.cluster_id}"
+  # castor lists its cluster's instances by the castor-cluster label and deletes any that no
+  # launch of its own explains (a stray): that label goes on what is not a VM (the state disk, the
+  # secrets), and castor puts it on the workers it creates itself. Never on the controller (it gets
+  # castor-controller) nor on the instance template (a worker started by hand from it is not one
+  # castor launched).
+  labels            = merge(var.labels, { "castor-cluster" = var.cluster_id })
+  controller_labels = merge(var.labels, { "castor-controller" = var.cluster_id })
+  template_labels   = merge(var.labels, { "castor-template" = var.cluster_id })
+  # not castor-*: the launch role's condition (iam.tf) lets castor delete instances named castor-*,
+  # and must not match the controller
+  controller_name = "castorctl-${var.cluster_id}"
   # the tokens live in Secret Manager: the controller adds their first versions at its first
   # boot and the workers read theirs at boot; Terraform never sees their values
   secrets = { for r in ["node", "job", "user"] : r => "${local.name}-${r}-token" }
@@ -96,10 +106,10 @@ resource "google_compute_instance" "controller" {
   #checkov:skip=CKV_GCP_38:encrypted at rest by Google; a customer-supplied key would have to be given at every start, which an unattended controller cannot do
   #checkov:skip=CKV_GCP_40:an external address only with controller_public_ip = true (default false), for admin networks outside the VPC
   project                   = var.project_id
-  name                      = "${local.name}-controller"
+  name                      = local.controller_name
   zone                      = var.zones[0]
   machine_type              = var.controller_machine_type
-  labels                    = local.labels
+  labels                    = local.controller_labels
   allow_stopping_for_update = true
   boot_disk {
     initialize_params {
@@ -130,17 +140,20 @@ resource "google_compute_instance" "controller" {
     block-project-ssh-keys = "true"
     enable-oslogin         = "TRUE"
     serial-port-enable     = "false"
-    startup-script = templatefile("${path.module}/templates/controller-startup.sh.tftpl", {
-      castor_yaml    = local.castor_yaml
-      castor_service = file("${path.module}/../../config/castor.service")
-      package_url    = var.castor_package_url
-      package_sha256 = var.castor_package_sha256
-      project        = var.project_id
-      node_secret    = local.secrets["node"]
-      job_secret     = local.secrets["job"]
-      user_secret    = local.secrets["user"]
-    })
   }
+  # metadata_startup_script, not metadata's startup-script: the provider updates metadata in place
+  # (the script would run only at the next boot), while a change here replaces the VM, as a change
+  # of the configuration must (the new VM runs the new script, docs/terraform.md)
+  metadata_startup_script = templatefile("${path.module}/templates/controller-startup.sh.tftpl", {
+    castor_yaml    = local.castor_yaml
+    castor_service = file("${path.module}/../../config/castor.service")
+    package_url    = var.castor_package_url
+    package_sha256 = var.castor_package_sha256
+    project        = var.project_id
+    node_secret    = local.secrets["node"]
+    job_secret     = local.secrets["job"]
+    user_secret    = local.secrets["user"]
+  })
   lifecycle {
     ignore_changes = [attached_disk]
   }

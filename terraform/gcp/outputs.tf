@@ -21,7 +21,7 @@ output "admin_token_command" {
 }
 
 output "controller_instance" {
-  description = "The controller VM (gcloud compute ssh it for a shell)."
+  description = "The controller VM, castorctl-<cluster_id> (a shell: gcloud compute ssh --tunnel-through-iap, given a firewall rule admitting IAP's 35.235.240.0/20 on port 22, which the module does not make)."
   value       = google_compute_instance.controller.name
 }
 

@@ -77,7 +77,7 @@ variable "machine_types" {
 }
 
 variable "worker_image" {
-  description = "The workers' boot image (a GPU image with the NVIDIA driver and curl), e.g. a Deep Learning VM image family."
+  description = "The workers' boot image: a GPU image with the NVIDIA driver, curl and python3, on Debian 12 or Ubuntu 22.04 or later (castor-node needs glibc 2.34 and libcrypto.so.3; Debian 11 images lack them), e.g. the Deep Learning VM family projects/deeplearning-platform-release/global/images/family/common-cu129-ubuntu-2204-nvidia-580."
   type        = string
   validation {
     condition     = can(regex("^(projects/[^/]+/global/images/|https://)", var.worker_image))
@@ -252,9 +252,13 @@ variable "worker_disk_type" {
 }
 
 variable "labels" {
-  description = "Labels added to every resource the module makes (castor-cluster is always added)."
+  description = "Labels added to every resource the module makes. castor-cluster=<cluster_id> is added to the state disk and the secrets, never to a VM or the instance template: castor deletes, as a stray, any instance with its cluster's label that it did not create (the controller gets castor-controller=<cluster_id>). So castor-cluster cannot be given here (nor in the provider's default_labels)."
   type        = map(string)
   default     = {}
+  validation {
+    condition     = !contains(keys(var.labels), "castor-cluster")
+    error_message = "labels must not set castor-cluster: the module adds it where it belongs, and on the controller VM castor would take it for a stray worker and delete it."
+  }
 }
 
 variable "worker_attestation" {

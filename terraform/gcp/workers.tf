@@ -9,7 +9,7 @@ resource "google_compute_instance_template" "worker" {
   name_prefix  = "${local.name}-worker-"
   description  = "castor ${var.cluster_id}: a GPU worker running castor-node"
   machine_type = var.machine_types[0].machine_type
-  labels       = local.labels
+  labels       = local.template_labels # not castor-cluster: castor would delete a worker started from it by hand
   disk {
     source_image = var.worker_image
     disk_size_gb = var.worker_disk_gb

@@ -39,3 +39,9 @@ castor_iac_test(fixture_module_unknown_arg --expect 1 "colour: the module at"
   ${IAC_FIX}/module-args)
 castor_iac_test(fixture_module_required_arg --expect 1 "the required variable size of"
   ${IAC_FIX}/module-args)
+# castor takes an instance with the cluster's tag or label for one of its own, and terminates one
+# it did not launch: never on the controller; nor a controller name the launch role may delete
+castor_iac_test(fixture_controller_cluster_tag --expect 1
+  "aws_instance.controller: its tags carry the cluster's castor:cluster" ${IAC_FIX}/controller-tag)
+castor_iac_test(fixture_controller_name_condition --expect 1
+  "matches google_project_iam_member.launch's condition startsWith(\"castor-\")" ${IAC_FIX}/controller-tag)

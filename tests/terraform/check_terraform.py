@@ -26,6 +26,7 @@ Prints one line per fault and a summary; exit status 0 when all is well, 1 other
 """
 
 import argparse
+import base64
 import json
 import os
 import re
@@ -296,6 +297,7 @@ def check_structure(module, report, modules_by_path):
                         report.fault(f"{os.path.relpath(fpath)}: {kind} {name}",
                                      f"templatefile({os.path.relpath(path)}): the template reads "
                                      f"{missing}, which is not passed")
+    check_instances(module, report)
     for name, (fpath, body) in module.variables.items():
         if "description" not in body or "type" not in body:
             report.fault(f"{os.path.relpath(fpath)}: variable {name}", "needs a description and a type")
@@ -324,6 +326,128 @@ def check_structure(module, report, modules_by_path):
             if "default" not in vbody and v not in args:
                 report.fault(f"{os.path.relpath(fpath)}: module {name}",
                              f"the required variable {v} of {os.path.relpath(src)} is not passed")
+
+
+# ---- step 1, continued: what castor takes for its own instances ----
+
+# castor lists its cluster's instances by this tag (EC2) or label (Compute Engine) and, at start
+# and at each tick, terminates one that no launch of its own explains: a stray
+# (src/control/realworld_reconcile.c). So the module's instances (the controller; an instance
+# template's VMs, started by hand) must never carry it; castor puts it on its workers itself.
+CLUSTER_KEYS = {"tags": "castor:cluster", "labels": "castor-cluster"}
+CONTROLLER_KEYS = {"tags": "castor:controller", "labels": "castor-controller"}
+# resource type => the attribute that tags or labels the instances it makes
+INSTANCE_RESOURCES = {
+    "aws_instance": "tags",
+    "aws_spot_instance_request": "tags",
+    "google_compute_instance": "labels",
+    "google_compute_instance_from_template": "labels",
+    "google_compute_instance_template": "labels",
+    "google_compute_region_instance_template": "labels",
+}
+SAMPLE_CLUSTER_IDS = ("castor-prod", "a", "prod")
+
+
+def flat(node):
+    """A parsed block's strings (keys and values, comments left out) as one text."""
+    return "\n".join(strings(node))
+
+
+def expand_locals(module, text, depth=0):
+    """text with every local.NAME replaced by the local's own text, recursively."""
+    if depth > 8:
+        return text
+
+    def sub(m):
+        if m.group(1) not in module.locals:
+            return m.group(0)
+        return "(" + expand_locals(module, flat(module.locals[m.group(1)][1]), depth + 1) + ")"
+
+    return re.sub(r"(?<![\w.])local\.([A-Za-z_][\w-]*)", sub, text)
+
+
+def name_prefixes(module, body):
+    """What an instance's name starts with for each sample cluster id: its text with string
+    locals and var.cluster_id put in, up to the first part this cannot tell (another ${})."""
+    out = []
+    for cid in SAMPLE_CLUSTER_IDS:
+        text = unquote(flat(body.get("name", "")))
+        for _ in range(8):
+            def sub(m):
+                if m.group(1) == "var.cluster_id":
+                    return cid
+                local = module.locals.get(m.group(1)[len("local."):]) if m.group(1).startswith("local.") else None
+                value = flat(local[1]) if local else ""
+                if len(value) >= 2 and value[0] == value[-1] == '"':
+                    return unquote(value)
+                return m.group(0)
+            new = re.sub(r"\$\{\s*((?:var|local)\.[A-Za-z_][\w-]*)\s*\}", sub, text)
+            if new == text:
+                break
+            text = new
+        out.append(text.split("${", 1)[0])
+    return out
+
+
+def check_instances(module, report):
+    """No instance the module makes carries the cluster's tag or label; the controller carries
+    the controller's; no instance name matches the launch role's name condition (GCP); the
+    controller's startup script replaces it when it changes (GCP)."""
+    prefixes = []
+    for fpath, kind, name, body in module.blocks:
+        if kind == "resource" and name.startswith(("google_project_iam_member.", "google_project_iam_binding.")):
+            for cond in body.get("condition", []):
+                for m in re.finditer(r'startsWith\(\\?"([^"\\]+)\\?"\)', flat(cond.get("expression", ""))):
+                    prefixes.append((name, m.group(1)))
+    for fpath, kind, name, body in module.blocks:
+        if kind != "resource":
+            continue
+        rtype = name.split(".", 1)[0]
+        attr = INSTANCE_RESOURCES.get(rtype)
+        if not attr:
+            continue
+        where = f"{os.path.relpath(fpath)}: resource {name}"
+        text = expand_locals(module, flat(body.get(attr, "")))
+        if CLUSTER_KEYS[attr] in text:
+            report.fault(where, f"its {attr} carry the cluster's {CLUSTER_KEYS[attr]}: castor lists "
+                         f"its instances by it and terminates one it did not launch as a stray "
+                         f"(the controller gets {CONTROLLER_KEYS[attr]})")
+        elif name.endswith(".controller") and CONTROLLER_KEYS[attr] not in text:
+            report.fault(where, f"the controller's {attr} should carry {CONTROLLER_KEYS[attr]}")
+        if rtype.startswith("google_compute_instance") and "template" not in rtype:
+            for role, prefix in prefixes:
+                for n in name_prefixes(module, body):
+                    if n.startswith(prefix) or (n and prefix.startswith(n)):
+                        report.fault(where, f"its name ({n}...) matches {role}'s condition "
+                                     f"startsWith(\"{prefix}\"): castor could delete it")
+                        break
+            meta = body.get("metadata", {})
+            meta = meta[0] if isinstance(meta, list) and meta else meta
+            if isinstance(meta, dict) and any(unquote(k) == "startup-script" for k in meta):
+                report.fault(where, "metadata's startup-script is updated in place (the script runs "
+                             "at the next boot only): use metadata_startup_script, which replaces "
+                             "the VM when it changes")
+
+
+def check_policy_actions(root, module, report):
+    """The controller's policy (terraform/aws/iam.tf) allows every action of docs/aws.md's
+    least-privilege policy, which lists what castor calls."""
+    text = read(os.path.join(root, "docs", "aws.md"))
+    m = re.search(r"## Least-privilege IAM policy.*?```json\n(.*?)```", text, re.S)
+    if not m:
+        report.fault("docs/aws.md", "no least-privilege policy (```json) found")
+        return
+    wanted = set()
+    for st in json.loads(m.group(1))["Statement"]:
+        acts = st["Action"]
+        wanted.update([acts] if isinstance(acts, str) else acts)
+    body = module.data.get("aws_iam_policy_document.controller", (None, {}))[1]
+    have = {unquote(a) for st in body.get("statement", []) for a in st.get("actions", [])}
+    for a in sorted(wanted - have):
+        report.fault("terraform/aws/iam.tf: data aws_iam_policy_document.controller",
+                     f"{a} is not allowed, and castor calls it (docs/aws.md's policy)")
+    if not wanted - have:
+        report.note(f"terraform/aws/iam.tf: the controller's policy allows the {len(wanted)} actions of docs/aws.md's")
 
 
 def child_module(module, body, modules_by_path, report):
@@ -369,7 +493,7 @@ GOOD = {
         "machine_types": [{"machine_type": "g2-standard-4"},
                           {"machine_type": "n1-standard-8", "accelerator_type": "nvidia-tesla-t4",
                            "accelerator_count": 2}],
-        "worker_image": "projects/deeplearning-platform-release/global/images/family/common-cu124",
+        "worker_image": "projects/deeplearning-platform-release/global/images/family/common-cu129-ubuntu-2204-nvidia-580",
         "castor_package_url": "https://example.com/castor.tar.gz", "castor_package_sha256": "a" * 64,
         "admin_cidrs": ["10.128.0.0/9"], "allow_public_admin": False, "api_plain_http": True,
         "api_port": 8470,
@@ -413,6 +537,7 @@ BAD = {
         ("state_volume_gb", 0, {}),
         ("worker_volume_gb", 4, {}),
         ("on_demand_discount", 1, {}),
+        ("tags", {"team": "ml", "castor:cluster": "castor-prod"}, {}),
     ],
     "gcp": [
         ("zones", [], {}),
@@ -442,15 +567,17 @@ BAD = {
         ("worker_disk_gb", 5, {}),
         ("worker_disk_type", "hyperdisk-balanced", {}),
         ("on_demand_discount", -0.1, {}),
+        ("labels", {"castor-cluster": "castor-prod"}, {}),
     ],
 }
 
 ACCEPTED = {
     "aws": [("admin_cidrs", ["0.0.0.0/0"], {"allow_public_admin": True}),
             ("identity_certificate", "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n", {}),
-            ("budget_per_hour", 40, {}), ("controller_ami_id", "ami-0123456789abcdef0", {})],
+            ("budget_per_hour", 40, {}), ("controller_ami_id", "ami-0123456789abcdef0", {}),
+            ("tags", {"team": "ml", "castor:controller": "x"}, {})],
     "gcp": [("admin_cidrs", ["0.0.0.0/0"], {"allow_public_admin": True}), ("budget_per_hour", 0, {}),
-            ("worker_disk_type", "pd-balanced", {})],
+            ("worker_disk_type", "pd-balanced", {}), ("labels", {"team": "ml"}, {})],
 }
 
 
@@ -708,6 +835,16 @@ def check_templates(root, castor, report):
         check_controller_boot(root, castor, rendered, tmp, report)
 
 
+def check_state_guard(label, dropin, report):
+    """castor.service's drop-in: castor never starts without its state volume mounted."""
+    if "RequiresMountsFor=/var/lib/castor" not in dropin or \
+            "ExecStartPre=+/usr/bin/mountpoint -q /var/lib/castor" not in dropin:
+        report.fault(label, "no castor.service drop-in that keeps castor from starting without "
+                     "/var/lib/castor mounted (RequiresMountsFor=, ExecStartPre=+mountpoint)")
+    else:
+        report.note(f"{label}: castor.service starts only with /var/lib/castor mounted")
+
+
 def check_controller_boot(root, castor, rendered, tmp, report):
     service = read(os.path.join(root, "config", "castor.service"))
     aws_init = os.path.join(root, "terraform", "aws", "templates", "controller-init.yaml.tftpl")
@@ -729,6 +866,18 @@ def check_controller_boot(root, castor, rendered, tmp, report):
             report.fault(os.path.relpath(aws_init), "the castor.service it writes differs from config/castor.service")
         if files.get("/etc/castor/aws-identity.pem", "").strip() != cert:
             report.fault(os.path.relpath(aws_init), "the identity certificate it writes differs from the variable's")
+        check_state_guard("aws controller user-data", files.get(
+            "/etc/systemd/system/castor.service.d/state-volume.conf", ""), report)
+        runcmd = " ".join(c if isinstance(c, str) else " ".join(c) for c in doc.get("runcmd", []))
+        if not re.search(r"castor-controller-boot && .*castor validate .*&& .*enable --now castor", runcmd):
+            report.fault(os.path.relpath(aws_init), "runcmd must start castor only after "
+                         "castor-controller-boot and castor validate succeed (one && chain)")
+        for path in ("/usr/local/sbin/castor-tokens", "/usr/local/sbin/castor-controller-boot"):
+            p = subprocess.run(["sh", "-n"], input=files.get(path, ""), capture_output=True, text=True, check=False)
+            if path not in files or p.returncode != 0:
+                report.fault(os.path.relpath(aws_init), f"{path}: missing or sh -n: {p.stderr.strip()}")
+        run_token_script("aws controller castor-tokens (aws cli)", files.get("/usr/local/sbin/castor-tokens", ""),
+                         {r: f"/castor/castor-prod/{r}-token" for r in ("node", "job", "user")}, tmp, report)
         out = os.path.join(tmp, "aws-controller-castor.yaml")
         with open(out, "w", encoding="utf-8") as f:
             f.write(files["/etc/castor/castor.yaml"])
@@ -741,6 +890,20 @@ def check_controller_boot(root, castor, rendered, tmp, report):
             "castor_yaml": rendered["gcp castor.yaml (budget 0)"], "castor_service": service,
             "package_url": "https://example.com/c.tgz", "package_sha256": "a" * 64,
             "project": "my-project-123", "node_secret": "n", "job_secret": "j", "user_secret": "u"})
+        m = re.search(r"<<'STATE_DISK_END'\n(.*?)\nSTATE_DISK_END\n", text, re.S)
+        check_state_guard("gcp controller startup script", m.group(1) if m else "", report)
+        m = re.search(r"<<'CASTOR_TOKENS_END'\n(.*?)\nCASTOR_TOKENS_END\n", text, re.S)
+        if not m:
+            report.fault(os.path.relpath(gcp_boot), "no castor-tokens script in it")
+        else:
+            tokens = tftemplate.render(read(gcp_boot), {
+                "castor_yaml": "", "castor_service": "", "package_url": "https://example.com/c.tgz",
+                "package_sha256": "a" * 64, "project": "my-project-123",
+                "node_secret": "castor-prod-node-token", "job_secret": "castor-prod-job-token",
+                "user_secret": "castor-prod-user-token"})
+            tokens = re.search(r"<<'CASTOR_TOKENS_END'\n(.*?)\nCASTOR_TOKENS_END\n", tokens, re.S).group(1)
+            run_token_script("gcp controller castor-tokens (curl)", tokens,
+                             {r: f"castor-prod-{r}-token" for r in ("node", "job", "user")}, tmp, report)
         m = re.search(r"<<'CASTOR_YAML_END'\n(.*?)\nCASTOR_YAML_END\n", text, re.S)
         if not m or m.group(1) != rendered["gcp castor.yaml (budget 0)"]:
             report.fault(os.path.relpath(gcp_boot), "the castor.yaml it writes differs from the rendered one")
@@ -759,6 +922,119 @@ def check_controller_boot(root, castor, rendered, tmp, report):
                        capture_output=True, text=True, check=False)
     if p.returncode != 0:
         report.fault("terraform/gcp/templates/worker-startup.sh.tftpl", f"sh -n: {p.stderr.strip()}")
+
+
+# The controllers' token scripts, run against stand-ins for the AWS CLI and curl: a token read
+# back is written without the newline the CLI adds; tokens are made only when the store says there
+# is none (ParameterNotFound, HTTP 404); any other failure is retried, then fails with no token
+# made, stored or written.
+STUB_AWS = r"""#!/bin/sh
+echo "aws $*" >>"$STUB_DIR/log"
+prev= name= value=
+for a in "$@"; do
+  [ "$prev" = --name ] && name=$a
+  [ "$prev" = --value ] && value=$a
+  prev=$a
+done
+case "$*" in
+*get-parameter*)
+  case $STUB_MODE in
+  found) printf 'value-%s\n' "$(basename "$name")" ;;
+  notfound) echo "An error occurred (ParameterNotFound) when calling the GetParameter operation: Parameter $name not found." >&2; exit 254 ;;
+  *) echo "An error occurred (ThrottlingException) when calling the GetParameter operation: Rate exceeded" >&2; exit 254 ;;
+  esac ;;
+*put-parameter*)
+  cp "${value#file://}" "$STUB_DIR/put-$(basename "$name")" ;;
+*) exit 2 ;;
+esac
+"""
+STUB_CURL = r"""#!/bin/sh
+echo "curl $*" >>"$STUB_DIR/log"
+prev= out= url=
+for a in "$@"; do
+  [ "$prev" = -o ] && out=$a
+  case $a in http*) url=$a ;; esac
+  prev=$a
+done
+case $url in
+*computeMetadata*) echo '{"access_token": "ya29.stub"}' ;;
+*:addVersion) cat >"$STUB_DIR/add-$(basename "${url%:addVersion}")" ;;
+*:access)
+  name=$(echo "$url" | sed 's|.*/secrets/\([^/]*\)/versions/.*|\1|')
+  case $STUB_MODE in
+  found) printf '{"payload": {"data": "%s"}}' "$(printf 'value-%s\n' "$name" | base64 -w0)" >"$out"; printf 200 ;;
+  notfound) echo '{"error": {"code": 404, "status": "NOT_FOUND"}}' >"$out"; printf 404 ;;
+  *) echo '{"error": {"code": 403, "status": "PERMISSION_DENIED"}}' >"$out"; printf 403 ;;
+  esac ;;
+*) exit 2 ;;
+esac
+"""
+
+
+def run_token_script(label, script, names, tmp, report):
+    """names: role => the parameter's or secret's name (whose basename the stubs' values carry)."""
+    stubs = os.path.join(tmp, "stubs")
+    os.makedirs(stubs, exist_ok=True)
+    for prog, text in (("aws", STUB_AWS), ("curl", STUB_CURL), ("sleep", "#!/bin/sh\nexit 0\n")):
+        with open(os.path.join(stubs, prog), "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(os.path.join(stubs, prog), 0o755)
+    if not shutil.which("openssl"):
+        report.note(f"{label}: no openssl here, the token script was not run")
+        return
+    for mode in ("found", "notfound", "transient"):
+        work = tempfile.mkdtemp(prefix=f"tokens-{mode}-", dir=tmp)
+        creds = os.path.join(work, "credentials")
+        env = dict(os.environ, PATH=stubs + os.pathsep + os.environ["PATH"], STUB_DIR=work,
+                   STUB_MODE=mode, CASTOR_CREDENTIALS_DIR=creds)
+        p = subprocess.run(["sh", "-c", script], env=env, capture_output=True, text=True,
+                           timeout=60, check=False)
+        where = f"{label} ({mode})"
+        stored = sorted(n for n in os.listdir(work) if n.startswith(("put-", "add-")))
+        tokens = {}
+        for role in names:
+            path = os.path.join(creds, f"{role}.token")
+            if os.path.exists(path):
+                tokens[role] = read(path)
+        if mode == "transient":
+            log = os.path.join(work, "log")
+            gets = read(log).count(":access" if "curl" in label else "get-parameter") if os.path.exists(log) else 0
+            if p.returncode == 0 or tokens or stored or gets != 5:
+                report.fault(where, f"a failure other than not-found must be tried 5 times, then fail "
+                             f"with no token made or written: exit {p.returncode}, {gets} reads, "
+                             f"written {sorted(tokens)}, stored {stored}")
+            else:
+                report.note(f"{where}: tried 5 times, failed, nothing made or written: {p.stderr.strip()[-90:]}")
+            continue
+        if p.returncode != 0 or sorted(tokens) != sorted(names):
+            report.fault(where, f"exit {p.returncode}, tokens {sorted(tokens)}: {p.stderr.strip()[-300:]}")
+            continue
+        bad = []
+        for role, name in names.items():
+            tok = tokens[role]
+            if mode == "found":
+                if tok != f"value-{os.path.basename(name)}":
+                    bad.append(f"{role}: {tok!r} (the stored value, without a newline, expected)")
+            elif not re.fullmatch(r"[0-9a-f]{48}", tok):
+                bad.append(f"{role}: {tok!r} is not 48 hex digits without a newline")
+            else:
+                put = os.path.join(work, f"put-{os.path.basename(name)}")
+                add = os.path.join(work, f"add-{os.path.basename(name)}")
+                if os.path.exists(put):
+                    kept = read(put)
+                elif os.path.exists(add):
+                    kept = base64.b64decode(json.loads(read(add))["payload"]["data"]).decode()
+                else:
+                    kept = None
+                if kept != tok:
+                    bad.append(f"{role}: stored {kept!r}, written {tok!r}")
+        if mode == "found" and stored:
+            bad.append(f"made tokens although every one was found: {stored}")
+        if bad:
+            report.fault(where, "; ".join(bad))
+        else:
+            report.note(f"{where}: {', '.join(sorted(names))}: "
+                        + ("read back without a newline" if mode == "found" else "made, stored and written alike"))
 
 
 # ---- step 4: checkov ----
@@ -810,6 +1086,7 @@ def main():
     if "structure" in steps:
         for m in list(mods.values()):
             check_structure(m, report, mods)
+        check_policy_actions(args.root, mods[os.path.join(tfdir, "aws")], report)
         nfiles = sum(len(m.files) for m in mods.values())
         print(f"structure: {len(mods)} modules, {nfiles} .tf files parsed")
     if "validations" in steps:

@@ -100,6 +100,7 @@ FUNCTIONS = {
     "alltrue": lambda v: all(_bool_list(v, "alltrue")),
     "anytrue": lambda v: any(_bool_list(v, "anytrue")),
     "contains": lambda lst, v: v in lst,
+    "keys": lambda m: sorted(m),  # a map's keys, in lexical order as Terraform gives them
     "startswith": lambda s, p: s.startswith(p),
     "endswith": lambda s, p: s.endswith(p),
     "strcontains": lambda s, p: p in s,

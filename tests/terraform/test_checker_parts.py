@@ -56,6 +56,12 @@ class Expressions(unittest.TestCase):
         self.assertTrue(evaluate('startswith("us-central1-a", "${var.r}-")', {"var": {"r": "us-central1"}}))
         self.assertFalse(evaluate("can(cidrhost(\"10.0.0.300/8\", 0))", {}))
 
+    def test_keys_of_a_map(self):
+        v = {"tags": {"team": "ml", "castor:cluster": "c"}}
+        self.assertEqual(evaluate("keys(var.tags)", {"var": v}), ["castor:cluster", "team"])
+        self.assertFalse(evaluate('!contains(keys(var.tags), "castor:cluster")', {"var": v}))
+        self.assertTrue(evaluate('!contains(keys(var.tags), "castor:cluster")', {"var": {"tags": {}}}))
+
     def test_null_comparison_fails_as_in_terraform(self):
         with self.assertRaises(HclError):
             evaluate("var.x > 0", {"var": {"x": None}})

@@ -85,3 +85,13 @@ output "admin_token_command" {
   description = "Run this for CASTOR_USER_TOKEN."
   value       = module.castor.admin_token_command
 }
+
+output "controller_instance_id" {
+  description = "The controller instance (stop it before castor teardown: terraform/README.md)."
+  value       = module.castor.controller_instance_id
+}
+
+output "castor_config" {
+  description = "The castor.yaml the controller runs (for castor teardown -c on an admin machine)."
+  value       = module.castor.castor_config
+}

@@ -62,3 +62,8 @@ output "admin_token_command" {
   description = "Run this for CASTOR_USER_TOKEN."
   value       = module.castor.admin_token_command
 }
+
+output "castor_config" {
+  description = "The castor.yaml the controller runs (for castor teardown -c on an admin machine)."
+  value       = module.castor.castor_config
+}
