@@ -233,7 +233,9 @@ int api_new(const struct api_config *cfg, struct api **out, struct error *e)
         rc = crypto_hmac_sha256(cfg->tokens->token[API_ROLE_JOB],
                                 strlen(cfg->tokens->token[API_ROLE_JOB]), AP_JOB_KEY_LABEL,
                                 strlen(AP_JOB_KEY_LABEL), a->job_key);
-    if (rc == 0 && a->has[API_ROLE_NODE])
+    if (rc == 0 && a->has[API_ROLE_NODE] && cfg->node_key)
+        memcpy(a->node_key, cfg->node_key, API_NODE_KEY_LEN);
+    else if (rc == 0 && a->has[API_ROLE_NODE])
         rc = crypto_hmac_sha256(cfg->tokens->token[API_ROLE_NODE],
                                 strlen(cfg->tokens->token[API_ROLE_NODE]), AP_NODE_KEY_LABEL,
                                 strlen(AP_NODE_KEY_LABEL), a->node_key);

@@ -153,6 +153,9 @@ typedef double (*api_clock_fn)(void *ctx);
 /* Told, from the request's thread, that a request changed what the decide step sees. */
 typedef void (*api_changed_fn)(void *ctx);
 
+/* The bytes of api_config's node_key. */
+#define API_NODE_KEY_LEN 32
+
 struct api_config {
     struct state *state; /* borrowed; the API serialises its use */
     struct log *log;     /* borrowed; NULL: no request log */
@@ -167,6 +170,11 @@ struct api_config {
     /* 1: a node's calls on its own paths need its own token (api_node_token), which its
      * registration answers; the shared node token then only registers nodes. 0: either */
     int per_node_tokens;
+    /* the key of the nodes' own tokens (API_NODE_KEY_LEN bytes, copied; the daemon's is kept in
+     * the state, state_secret): no token a worker holds may derive it, or a worker could forge
+     * any node's token from the shared one. NULL: derived from the shared node token (for tests
+     * and tools that make no per-node tokens). */
+    const unsigned char *node_key;
     /* attest.certificate set: EC2 nodes prove their instance with its identity document signed
      * under it (docs/api.md); the instance ids in attest_static (NULL-terminated; NULL: none)
      * need no proof. Copied by api_new. certificate NULL: no EC2 document is checked. */

@@ -562,10 +562,22 @@ static int dm_start_api(struct daemon *d, struct error *e)
     struct api_tokens tokens = {{NULL}};
     struct api_config ac = {0};
     struct http_server_config hc = {0};
+    unsigned char fresh[API_NODE_KEY_LEN], node_key[API_NODE_KEY_LEN];
     int rc;
 
     if ((rc = dm_tokens(d->cfg, &tokens, e)) < 0)
         return rc;
+    /* the nodes' own tokens under a key drawn once and kept in the state: derived from the shared
+     * node token, every worker (which holds that to register) could forge any node's */
+    if ((rc = crypto_random(fresh, sizeof(fresh))) < 0 ||
+        (rc = state_secret(d->st_api, "node-token-key", fresh, sizeof(fresh), node_key)) < 0) {
+        api_tokens_clear(&tokens);
+        crypto_wipe(fresh, sizeof(fresh));
+        return err_set(e, rc, d->cfg->state_path, 0, 0,
+                       "cannot keep the key of the nodes' tokens: %s", err_str(rc));
+    }
+    crypto_wipe(fresh, sizeof(fresh));
+    ac.node_key = node_key;
     ac.state = d->st_api;
     ac.log = d->log;
     ac.clock = dm_clock;
@@ -583,6 +595,7 @@ static int dm_start_api(struct daemon *d, struct error *e)
     ac.attest_static = (const char *const *)d->cfg->api.attest_static_nodes;
     rc = api_new(&ac, &d->api, e);
     api_tokens_clear(&tokens);
+    crypto_wipe(node_key, sizeof(node_key));
     if (rc < 0)
         return rc;
     hc.address = d->cfg->api.address;

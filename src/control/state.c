@@ -184,6 +184,12 @@ static const char *const st_migrations[STATE_SCHEMA_VERSION] = {
     " dollars REAL NOT NULL CHECK (dollars >= 0),"
     " PRIMARY KEY (node_id, job_id)"
     ") STRICT;",
+    /* v13: the controller's own secrets (hex), drawn once and kept: the key of the nodes' own
+     * tokens, which no token a worker holds may derive (state_secret) */
+    "CREATE TABLE secrets ("
+    " name TEXT PRIMARY KEY CHECK (length(name) BETWEEN 1 AND 64),"
+    " value TEXT NOT NULL CHECK (length(value) BETWEEN 32 AND 512)"
+    ") STRICT;",
 };
 
 /* ---- checks, statements and rows ---- */

@@ -20,7 +20,7 @@ struct state; /* an open state database; opaque */
 struct db;
 
 /* The schema version this build writes (PRAGMA user_version). */
-#define STATE_SCHEMA_VERSION 12
+#define STATE_SCHEMA_VERSION 13
 
 /* Longest name, instance id, token, provider, offer or zone, in bytes. */
 #define STATE_NAME_MAX 128
@@ -75,6 +75,19 @@ int state_open_version(const char *path, int version, struct state **out, struct
 
 /* Close; NULL is ignored. */
 void state_close(struct state *st);
+
+/* The most bytes a secret kept in the state may have. */
+#define STATE_SECRET_MAX 256
+
+/*
+ * The controller's secret named name (1 to 64 characters), len bytes (16 to STATE_SECRET_MAX),
+ * into out: the one kept in the state; when none is kept yet, fresh (len bytes the caller drew
+ * at random) is kept and given. The same from then on, across restarts. ERR_INVAL: bad
+ * arguments; ERR_CORRUPT: the one kept is not len bytes of hex; what SQLite says. out written
+ * only on success.
+ */
+int state_secret(struct state *st, const char *name, const unsigned char *fresh, size_t len,
+                 unsigned char *out);
 
 /* Begin a read snapshot on st's connection: the state's reads until state_read_end see the state
  * as one moment, whatever another connection writes meanwhile (for an answer built from several

@@ -370,3 +370,56 @@ void state_events_free(struct state_event *events, size_t n)
         st_clear_event(&events[i]);
     free(events);
 }
+
+/* ---- the controller's secrets ---- */
+
+/* The value of hex digit c, or -1. */
+static int st_hex_digit(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+int state_secret(struct state *st, const char *name, const unsigned char *fresh, size_t len,
+                 unsigned char *out)
+{
+    char hex[2 * STATE_SECRET_MAX + 1];
+    unsigned char got[STATE_SECRET_MAX];
+    struct db_stmt *s = NULL;
+    char *kept = NULL;
+    int rc;
+
+    if (!name || !name[0] || strlen(name) > 64 || !fresh || len < 16 || len > STATE_SECRET_MAX ||
+        !out)
+        return ERR_INVAL;
+    for (size_t i = 0; i < len; i++)
+        snprintf(hex + 2 * i, 3, "%02x", fresh[i]);
+    if ((rc = db_begin(st->db)) < 0)
+        return rc;
+    rc = st_run(st->db, "INSERT INTO secrets (name, value) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
+                "tt", name, hex);
+    if (rc == 0 && (rc = st_prepare(st->db, &s, "SELECT value FROM secrets WHERE name = ?1", "t",
+                                    name)) == 0) {
+        rc = db_step(s);
+        rc = rc == DB_ROW ? db_column_text_dup(s, 0, &kept) : rc == 0 ? ERR_CORRUPT : rc;
+        db_finalize(s);
+    }
+    rc = st_end(st, rc);
+    if (rc == 0 && (!kept || strlen(kept) != 2 * len))
+        rc = ERR_CORRUPT;
+    for (size_t i = 0; rc == 0 && i < len; i++) {
+        int hi = st_hex_digit(kept[2 * i]), lo = st_hex_digit(kept[2 * i + 1]);
+
+        if (hi < 0 || lo < 0)
+            rc = ERR_CORRUPT;
+        else
+            got[i] = (unsigned char)(hi << 4 | lo);
+    }
+    if (rc == 0)
+        memcpy(out, got, len);
+    if (kept)
+        memset(kept, 0, strlen(kept));
+    free(kept);
+    memset(hex, 0, sizeof(hex));
+    memset(got, 0, sizeof(got));
+    return rc;
+}

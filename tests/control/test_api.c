@@ -17,6 +17,7 @@
 #include "support/attest_sign.h"
 #include "control/api.h"
 #include "control/state.h"
+#include "util/crypto.h"
 #include "util/db.h"
 #include "util/db_fixture.h"
 #include "util/error.h"
@@ -2179,6 +2180,56 @@ static void api_job_token__speaks_for_its_job_only(void **state)
     assert_null(strstr(f->logtext, mine + 6));
 }
 
+/* With the key of the nodes' tokens kept apart (api_config.node_key, as the daemon keeps it in
+ * the state), a node's token cannot be made from the shared node token, which every worker holds:
+ * one forged as HMAC(HMAC(shared token, the old label), node) is refused, the registration's
+ * answer acts, and an API given the same key again (a restart) accepts it. */
+static void api_node_token__not_derivable_from_the_shared_token(void **state)
+{
+    struct fixture *f = *state;
+    static const unsigned char key[API_NODE_KEY_LEN] = {7, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+    struct api_config cfg = {
+        .state = f->st, .clock = fake_clock, .clock_ctx = f, .per_node_tokens = 1, .node_key = key};
+    struct api_tokens tokens = {{strdup(TOKEN_NODE), strdup(TOKEN_JOB), strdup(TOKEN_USER), NULL}};
+    struct http_server_config hc = {.max_body = 64 * 1024};
+    struct http_server *server = NULL;
+    struct api *kept = NULL, *again = NULL;
+    unsigned char derived[CRYPTO_SHA256_LEN], mac[CRYPTO_SHA256_LEN];
+    char forged[API_JOB_TOKEN_MAX], hex[2 * CRYPTO_SHA256_LEN + 1], mine[API_JOB_TOKEN_MAX];
+    char base[64];
+    struct jv *v = NULL;
+
+    populate(f);
+    cfg.tokens = &tokens;
+    assert_int_equal(api_new(&cfg, &kept, NULL), 0);
+    assert_int_equal(http_server_start(&hc, api_handle, kept, &server, NULL), 0);
+    snprintf(base, sizeof(base), "%s", f->base);
+    snprintf(f->base, sizeof(f->base), "http://127.0.0.1:%d", http_server_port(server));
+    assert_int_equal(
+        call(f, "POST", "/v1/nodes", TOKEN_NODE, "{\"instance_id\":\"i-7\",\"gpus\":1}", &v), 201);
+    snprintf(mine, sizeof(mine), "%s", jv_string_value(jv_get(v, "node_token")));
+    jv_free(v);
+    /* what a worker could compute from the shared token */
+    assert_int_equal(crypto_hmac_sha256(TOKEN_NODE, strlen(TOKEN_NODE), "castor per-node tokens v1",
+                                        strlen("castor per-node tokens v1"), derived),
+                     0);
+    assert_int_equal(crypto_hmac_sha256(derived, sizeof(derived), "i-7", 3, mac), 0);
+    crypto_hex(mac, sizeof(mac), hex);
+    snprintf(forged, sizeof(forged), "cn1.i-7.%s", hex);
+    assert_string_not_equal(forged, mine);
+    expect_error(f, "POST", "/v1/nodes/i-7/heartbeat", forged, "{}", 401, "not valid");
+    assert_int_equal(call(f, "POST", "/v1/nodes/i-7/heartbeat", mine, "{}", NULL), 200);
+    http_server_stop(server);
+    /* the same key after a restart: the node's token still acts */
+    assert_int_equal(api_new(&cfg, &again, NULL), 0);
+    api_tokens_clear(&tokens);
+    assert_int_equal(api_node_token(again, "i-7", forged, sizeof(forged)), 0);
+    assert_string_equal(forged, mine);
+    api_free(again);
+    api_free(kept);
+    snprintf(f->base, sizeof(f->base), "%s", base);
+}
+
 /* A node's own token, as its first registration answers it, acts for that node only; with
  * per_node_tokens the shared node token only registers nodes. */
 static void api_node_token__speaks_for_its_node_only(void **state)
@@ -2380,6 +2431,7 @@ int main(void)
         API_TEST(api_log__never_holds_a_token),
         API_TEST(api_job_token__speaks_for_its_job_only),
         API_TEST(api_node_token__speaks_for_its_node_only),
+        API_TEST(api_node_token__not_derivable_from_the_shared_token),
         cmocka_unit_test(api_tokens_from_env__rules),
         cmocka_unit_test(api_tokens_from_files__rules),
     };

@@ -624,6 +624,33 @@ static void state_alloc_replace_config__with_the_rows(void **state)
     state_close(st);
 }
 
+/* A secret is drawn once and kept: the first call keeps the bytes it is given, later ones (and a
+ * reopened state) give those back whatever fresh bytes they bring; bad arguments are refused. */
+static void state_secret__kept_once(void **state)
+{
+    struct state *st = open_state(*state);
+    unsigned char a[32], b[32], got[32], again[32];
+
+    for (int i = 0; i < 32; i++) {
+        a[i] = (unsigned char)(i * 7 + 1);
+        b[i] = (unsigned char)(255 - i);
+    }
+    assert_int_equal(state_secret(st, "node-token-key", a, 32, got), 0);
+    assert_memory_equal(got, a, 32);
+    assert_int_equal(state_secret(st, "node-token-key", b, 32, again), 0);
+    assert_memory_equal(again, a, 32);
+    assert_int_equal(state_secret(st, "other", b, 32, again), 0);
+    assert_memory_equal(again, b, 32);
+    assert_int_equal(state_secret(st, "node-token-key", b, 8, again), ERR_INVAL);
+    assert_int_equal(state_secret(st, "", b, 32, again), ERR_INVAL);
+    assert_int_equal(state_secret(st, "node-token-key", b, 16, again), ERR_CORRUPT); /* 32 kept */
+    state_close(st);
+    st = open_state(*state);
+    assert_int_equal(state_secret(st, "node-token-key", b, 32, again), 0);
+    assert_memory_equal(again, a, 32);
+    state_close(st);
+}
+
 /* A read snapshot (state_read_begin) sees the state as one moment: the loop's connection replaces
  * the job's allocation between two reads of the API's connection, and the second read still
  * sees the first rows (so an answer built from both cannot mix them); once it ends, the new rows.
@@ -2146,6 +2173,7 @@ int main(void)
         STATE_TEST(state_node_set_price__live_nodes_only),
         STATE_TEST(state_alloc_replace__all_or_nothing),
         STATE_TEST(state_read_begin__one_moment),
+        STATE_TEST(state_secret__kept_once),
         STATE_TEST(state_alloc_replace_config__with_the_rows),
         STATE_TEST(state_foreign_keys__enforced),
         STATE_TEST(state_model__store_and_replace),
