@@ -286,7 +286,7 @@ out:
 /* ---- the sections ---- */
 
 /* api.attestation's Compute Engine part: google_certificates (a path, read at each check, so
- * not now), audience (required with it), project. */
+ * not now), audience and project (required with it). */
 static int cf_attestation_gcp(struct config *c, const struct conf_node *s, struct error *e)
 {
     const char *certs = NULL, *audience = NULL, *project = NULL;
@@ -305,6 +305,12 @@ static int cf_attestation_gcp(struct config *c, const struct conf_node *s, struc
         return cf_bad(s, e,
                       "audience is required with google_certificates: the controller URL that "
                       "castor-node asks its identity tokens for (its CASTOR_URL)");
+    /* a token names the instance by zone and name, which anyone picks in a project of their own:
+     * only the project says the instance is the fleet's */
+    if (!project)
+        return cf_bad(s, e,
+                      "project is required with google_certificates: an instance of any project "
+                      "may carry a fleet node's zone and name");
     if (!(c->api.attest_google_certs = cf_path(c->dir, certs)) ||
         !(c->api.attest_audience = strdup(audience)) ||
         (project && !(c->api.attest_project = strdup(project))))

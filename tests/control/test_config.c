@@ -354,6 +354,8 @@ static const struct bad_case bad_cases[] = {
      "or google_certificates (Compute Engine) is required"},
     {BASE "api:\n  attestation:\n    google_certificates: g.json\n", ERR_PARSE, 5, 5,
      "audience is required with google_certificates"},
+    {BASE "api:\n  attestation:\n    google_certificates: g.json\n    audience: http://c:8470\n",
+     ERR_PARSE, 5, 5, "project is required with google_certificates"},
     {BASE "api:\n  attestation:\n    project: p\n", ERR_PARSE, 5, 14,
      "goes with google_certificates"},
     {BASE "api:\n  attestation:\n    certificate: /no/such.pem\n", ERR_PARSE, 5, 18,
