@@ -185,10 +185,18 @@ static const char *const st_migrations[STATE_SCHEMA_VERSION] = {
     " PRIMARY KEY (node_id, job_id)"
     ") STRICT;",
     /* v13: the controller's own secrets (hex), drawn once and kept: the key of the nodes' own
-     * tokens, which no token a worker holds may derive (state_secret) */
+     * tokens, which no token a worker holds may derive (state_secret); and until when each node
+     * held each job it no longer holds, so that a node's heartbeat may say replicas are alive only
+     * of jobs it holds or held lately (state_node_heartbeat) */
     "CREATE TABLE secrets ("
     " name TEXT PRIMARY KEY CHECK (length(name) BETWEEN 1 AND 64),"
     " value TEXT NOT NULL CHECK (length(value) BETWEEN 32 AND 512)"
+    ") STRICT;"
+    "CREATE TABLE node_jobs_held ("
+    " node_id INTEGER NOT NULL REFERENCES nodes (id),"
+    " job_id INTEGER NOT NULL REFERENCES jobs (id),"
+    " until REAL NOT NULL,"
+    " PRIMARY KEY (node_id, job_id)"
     ") STRICT;",
 };
 

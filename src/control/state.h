@@ -376,10 +376,16 @@ struct state_alive {
     const char *generation; /* borrowed */
 };
 
+/* How long after a node stops holding a job its heartbeats may still say that job's replicas
+ * are alive there (they stop, checkpointing, within their grace). */
+#define STATE_HELD_RECENT_S 3600.0
+
 /*
  * Record a heartbeat of the node at now, with what its agent says is alive there: n entries
  * (duplicates allowed) replacing those of its last heartbeat; alive NULL when the agent does not
- * say (one that predates it), which counts as nothing alive. ERR_UNKNOWN: no such node;
+ * say (one that predates it), which counts as nothing alive. An entry of a job the node neither
+ * holds nor held within STATE_HELD_RECENT_S is left out (a node may not hold back the start of a
+ * job it never ran). ERR_UNKNOWN: no such node;
  * ERR_CONFLICT: it is terminated (its agent should stop); ERR_INVAL: a malformed entry (nothing
  * is written).
  */

@@ -307,6 +307,8 @@ int state_node_set_state(struct state *st, const char *instance_id, enum state_n
         rc = st_run(st->db, "DELETE FROM node_replicas WHERE node_id = ?1", "i", id);
     if (rc == 0 && to == STATE_NODE_TERMINATED)
         rc = st_run(st->db, "DELETE FROM node_job_costs WHERE node_id = ?1", "i", id);
+    if (rc == 0 && to == STATE_NODE_TERMINATED)
+        rc = st_run(st->db, "DELETE FROM node_jobs_held WHERE node_id = ?1", "i", id);
 out:
     return st_end(st, rc);
 }
@@ -429,11 +431,16 @@ int state_node_heartbeat(struct state *st, const char *instance_id, double now,
         rc = st_run(st->db, "UPDATE nodes SET heartbeat_at = ?2 WHERE id = ?1", "id", id, now);
     if (rc == 0)
         rc = st_run(st->db, "DELETE FROM node_replicas WHERE node_id = ?1", "i", id);
+    /* only of a job the node holds, or held within STATE_HELD_RECENT_S: a node may not hold
+     * back the start of a job it never ran (its other nodes wait for the replicas said alive) */
     for (size_t i = 0; rc == 0 && i < n; i++)
         rc = st_run(st->db,
                     "INSERT OR IGNORE INTO node_replicas (node_id, job, generation)"
-                    " VALUES (?1, ?2, ?3)",
-                    "itt", id, alive[i].job, alive[i].generation);
+                    " SELECT ?1, ?2, ?3 FROM jobs j WHERE j.name = ?2 AND (EXISTS (SELECT 1 FROM"
+                    " allocations a WHERE a.node_id = ?1 AND a.job_id = j.id) OR EXISTS (SELECT 1"
+                    " FROM node_jobs_held h WHERE h.node_id = ?1 AND h.job_id = j.id"
+                    " AND h.until >= ?4))",
+                    "ittd", id, alive[i].job, alive[i].generation, now - STATE_HELD_RECENT_S);
     return st_end(st, rc);
 }
 
@@ -626,6 +633,14 @@ int state_alloc_replace_config(struct state *st, const char *job, const struct s
     rc = st_job_find(st->db, job, &job_id, &jstate);
     if (rc == 0 && st_job_final(jstate))
         rc = ERR_CONFLICT;
+    /* the nodes it leaves held it until now (their heartbeats may still say its replicas there
+     * are alive while they stop) */
+    if (rc == 0)
+        rc = st_run(st->db,
+                    "INSERT INTO node_jobs_held (node_id, job_id, until)"
+                    " SELECT node_id, job_id, ?2 FROM allocations WHERE job_id = ?1"
+                    " ON CONFLICT (node_id, job_id) DO UPDATE SET until = excluded.until",
+                    "id", job_id, now);
     if (rc == 0)
         rc = st_run(st->db, "DELETE FROM allocations WHERE job_id = ?1", "i", job_id);
     for (size_t i = 0; rc == 0 && i < n; i++) {

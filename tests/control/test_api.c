@@ -688,7 +688,14 @@ static void api_nodes__new_replicas_wait_for_the_old_ones(void **state)
     assert_string_equal(wait, "");
 
     /* a silent static node with a self-fence of 30 s: waited for until 30 + 10 s after its last
-     * heartbeat; one taken down by its operator, not at all */
+     * heartbeat; one taken down by its operator, not at all (i-3 ran a before: a node says alive
+     * only replicas of jobs it holds or held lately) */
+    {
+        struct state_alloc three[] = {{"i-3", 1, 0}};
+
+        assert_int_equal(state_alloc_replace(f->st, "a", three, 1, f->now), 0);
+        assert_int_equal(state_alloc_replace(f->st, "a", one, 1, f->now + 1), 0);
+    }
     beat(f, "i-3", g2);
     f->now += 39;
     assert_true(entry_of(f, "i-2", "a", NULL, wait));

@@ -1210,6 +1210,14 @@ static void realworld_jobs__waiting_for_old_replicas_is_not_a_hang(void **state)
     tick(f, 10);
     other = rows_on(f, "a", "static-1") ? "static-2" : "static-1";
     assert_int_equal(rows_on(f, "a", other), 0);
+    /* a ran on the other node before (a node says alive only replicas of jobs it held) */
+    {
+        const char *here = strcmp(other, "static-1") == 0 ? "static-2" : "static-1";
+        struct state_alloc was[] = {{(char *)other, 1, 0}}, is[] = {{(char *)here, 1, 0}};
+
+        assert_int_equal(state_alloc_replace(f->st, "a", was, 1, f->now - 5), 0);
+        assert_int_equal(state_alloc_replace(f->st, "a", is, 1, f->now - 4), 0);
+    }
     snprintf(path, sizeof(path), "/v1/nodes/%s/heartbeat", other);
     report_one(f, "a", 1, 64, 0.2, 0, 0.5, 2.0); /* watched for hangs from now */
     assert_int_equal(call(f, "POST", path, TOKEN_NODE, beat, NULL), 200);

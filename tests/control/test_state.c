@@ -651,6 +651,38 @@ static void state_secret__kept_once(void **state)
     state_close(st);
 }
 
+/* A heartbeat says alive only replicas of jobs the node holds, or held within
+ * STATE_HELD_RECENT_S: a node that never ran job a cannot make a's other nodes wait for it (a
+ * worker taken over could hold back any job); one a moved away from can, for an hour. */
+static void state_node_heartbeat__only_jobs_it_held(void **state)
+{
+    static const char *const ids[] = {"i-1", "i-2", "i-3"};
+    static const struct state_alive alive[] = {{"a", "old"}};
+    struct state *st = open_state(*state);
+    struct state_alloc on1[] = {{"i-1", 1, 0}}, on2[] = {{"i-2", 1, 0}};
+    char **stale = NULL;
+    size_t n = 0;
+
+    add_ready_nodes(st, ids, 3);
+    assert_int_equal(state_job_submit(st, "a", "{}", 1.0), 0);
+    assert_int_equal(state_alloc_replace(st, "a", on1, 1, 10.0), 0);
+    assert_int_equal(state_alloc_replace(st, "a", on2, 1, 20.0), 0);      /* moved from i-1 */
+    assert_int_equal(state_node_heartbeat(st, "i-3", 30.0, alive, 1), 0); /* never held it */
+    assert_int_equal(state_node_heartbeat(st, "i-1", 30.0, alive, 1), 0); /* held it */
+    assert_int_equal(state_job_stale_nodes(st, "a", "new", "i-2", 31.0, &stale, &n), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(stale[0], "i-1");
+    state_strv_free(stale, n);
+    /* an hour after it was moved away, i-1's word no longer counts either */
+    assert_int_equal(state_node_heartbeat(st, "i-1", 20.0 + STATE_HELD_RECENT_S + 1, alive, 1), 0);
+    assert_int_equal(
+        state_job_stale_nodes(st, "a", "new", "i-2", 20.0 + STATE_HELD_RECENT_S + 2, &stale, &n),
+        0);
+    assert_int_equal(n, 0);
+    state_strv_free(stale, n);
+    state_close(st);
+}
+
 /* A read snapshot (state_read_begin) sees the state as one moment: the loop's connection replaces
  * the job's allocation between two reads of the API's connection, and the second read still
  * sees the first rows (so an answer built from both cannot mix them); once it ends, the new rows.
@@ -2028,6 +2060,15 @@ static void state_open__migrates_v10_to_v11(void **state)
     assert_int_equal(state_open_version(t->path, 10, &st, NULL), 0);
     assert_int_equal(state_node_upsert(st, &node), 0);
     st = reopen_latest(t, st);
+    /* (a node says alive only replicas of the jobs it holds: both on it) */
+    {
+        const struct state_alloc on[] = {{"static-1", 1, 0}};
+
+        assert_int_equal(state_job_submit(st, "a", "{}", 100.0), 0);
+        assert_int_equal(state_job_submit(st, "b", "{}", 100.0), 0);
+        assert_int_equal(state_alloc_replace(st, "a", on, 1, 150.0), 0);
+        assert_int_equal(state_alloc_replace(st, "b", on, 1, 150.0), 0);
+    }
     assert_int_equal(state_node_heartbeat(st, "static-1", 200.0, alive, 4), 0);
     assert_int_equal(count_rows(st, "SELECT count(*) FROM node_replicas"), 3);
     /* a's generation g1 is current elsewhere: g2 is stale there; b's g1 is its current one */
@@ -2173,6 +2214,7 @@ int main(void)
         STATE_TEST(state_node_set_price__live_nodes_only),
         STATE_TEST(state_alloc_replace__all_or_nothing),
         STATE_TEST(state_read_begin__one_moment),
+        STATE_TEST(state_node_heartbeat__only_jobs_it_held),
         STATE_TEST(state_secret__kept_once),
         STATE_TEST(state_alloc_replace_config__with_the_rows),
         STATE_TEST(state_foreign_keys__enforced),
