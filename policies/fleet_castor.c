@@ -1,17 +1,18 @@
 /* fleet_castor.c: castor's fleet planner. Each round it prices every offer per GPU-hour of useful
  * work (the price over the fraction of time that preemptions leave: rate times the restart delay
  * and half a checkpoint interval), sizes every job by a greedy on its goodput model, packs the
- * wanted GPUs into nodes, launches on the cheapest useful offer (within the room the cloud's quotas
- * leave it: GPUs past the cheaper market's room are priced and launched on the other market), and
- * lets surplus nodes go once the surplus has lasted `patience` rounds (never before their minimum
- * billed time). The allocation policy then splits the nodes kept. Modes: efficiency (a GPU is
- * added to a job while the hours of completion time it saves, at `value` dollars per job-hour,
- * pay for its GPU-hours), budget (the same greedy, until the nodes cost the budget in $/h),
- * deadline (each job with a deadline first gets the fewest GPUs that finish it in time on spot
- * where spot's quotas hold them, or on on-demand when spot cannot, and runs on that market; then
- * efficiency). With the markets sized apart, a job its market's quotas cannot hold stays on what
- * is left there or moves whole to the other market, whichever costs it less. docs/fleet.md
- * describes it and what was measured. */
+ * wanted GPUs into nodes of each market's size, launches on the cheapest useful offer that can
+ * launch (within the room the cloud's quotas leave it: GPUs past the cheaper market's room are
+ * priced and launched on the other market; a market that cannot launch now is still priced by the
+ * offer whose nodes it holds, as a full one), and lets surplus nodes go once the surplus has
+ * lasted `patience` rounds (never before their minimum billed time). The allocation policy then
+ * splits the nodes kept. Modes: efficiency (a GPU is added to a job while the hours of completion
+ * time it saves, at `value` dollars per job-hour, pay for its GPU-hours), budget (the same
+ * greedy, until the nodes cost the budget in $/h), deadline (each job with a deadline first gets
+ * the fewest GPUs that finish it in time on spot where spot's quotas hold them, or on on-demand
+ * when spot cannot, and runs on that market; then efficiency). With the markets sized apart, a
+ * job its market's quotas cannot hold stays on what is left there or moves whole to the other
+ * market, whichever costs it less. docs/fleet.md describes it and what was measured. */
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -38,23 +39,28 @@ struct fleet_castor_state {
 /* What one round knows of the market and of each job. */
 struct castor_round {
     const struct snapshot *s;
-    int gpn;
-    int best[2];       /* the cheapest available offer per market (0 on-demand, 1 spot), or -1 */
-    double price[2];   /* its dollars per useful GPU-hour */
-    int any;           /* the market of the two whose best offer is cheaper */
-    long cap[2];       /* GPUs a market can hold: its nodes' and what its offers' quotas leave
-                        * (LONG_MAX: no quota known); past it, a GPU costs the other market's */
-    long bound[2];     /* deadline mode: GPUs the jobs' deadlines already bound to each market */
-    int uniform;       /* 1: every job checkpoints at the same interval (one price per market) */
-    int mixed;         /* 1: the markets are sized apart, each job on its own (od): by their
-                        * checkpoints some run on spot and some on on-demand, or spot costs every
-                        * job more than on-demand (its nodes are then let go) */
-    double *ckpt;      /* per job: its checkpoint interval for the loss (3600 s when it has none) */
-    double *spot;      /* per job: dollars per useful GPU-hour on the best spot offer, its loss */
-    int *want;         /* GPUs per job */
-    int *to;           /* the next count the greedy would move each job to */
-    double *key;       /* hours of completion time saved per GPU-hour added by that move */
+    int gpn[2];       /* GPUs per node of each market: its best offer's (packing, launches) */
+    int best[2];      /* the offer that prices each market (0 on-demand, 1 spot): its cheapest
+                       * launchable one, else (none launchable now: unavailable after a refused
+                       * launch) its cheapest with a price; -1 when no offer of it has a price */
+    int launch[2];    /* each market's cheapest launchable offer (castor_fleet_launchable), or -1 */
+    double price[2];  /* best's dollars per useful GPU-hour */
+    double ckpt_mean; /* the jobs' mean checkpoint interval, at which the offers are priced */
+    int any;          /* the market of the two whose best offer is cheaper */
+    long cap[2];      /* GPUs a market can hold: its nodes' and what its offers' quotas leave
+                       * (LONG_MAX: no quota known); past it, a GPU costs the other market's */
+    long bound[2];    /* deadline mode: GPUs the jobs' deadlines already bound to each market */
+    int uniform;      /* 1: every job checkpoints at the same interval (one price per market) */
+    int mixed;        /* 1: the markets are sized apart, each job on its own (od): by their
+                       * checkpoints some run on spot and some on on-demand, or spot costs every
+                       * job more than on-demand (its nodes are then let go) */
+    double *ckpt;     /* per job: its checkpoint interval for the loss (3600 s when it has none) */
+    double *spot;     /* per job: dollars per useful GPU-hour on the best spot offer, its loss */
+    int *want;        /* GPUs per job */
+    int *to;          /* the next count the greedy would move each job to */
+    double *key;      /* hours of completion time saved per GPU-hour added by that move */
     unsigned char *od; /* 1: the job runs on on-demand nodes (its deadline, or its checkpoints) */
+    struct fleet_plan *sim; /* budget mode: scratch for the launches castor_fleet_rate prices */
 };
 
 static int castor_fleet_create(const struct fleet_config *cfg, void **ctx)
@@ -93,7 +99,9 @@ static double castor_fleet_loss(const struct fleet_castor_state *st, const struc
 }
 
 /* Job j's best next move from want GPUs (to at most want + gpn): *t GPUs, saving *k hours of
- * completion time per GPU-hour added (1e9 when it costs no more GPU-hours, 0 if no move). */
+ * completion time per GPU-hour added (1e9 when it costs no more GPU-hours, 0 if no move). A gang
+ * below its minimum (budget mode starts every job at none) has one move: to its minimum, as a
+ * first GPU is worth (1e9), where its limits allow it. */
 static void castor_fleet_next(const struct snap_job *sj, int gpn, int want, int maxgpus, double *k,
                               int *t)
 {
@@ -103,6 +111,13 @@ static void castor_fleet_next(const struct snap_job *sj, int gpn, int want, int 
 
     *k = 0;
     *t = want;
+    if (want < sj->min_replicas) {
+        if (sj->min_replicas <= lim && fleet_job_speedup(sj, gpn, sj->min_replicas) > 0) {
+            *k = 1e9;
+            *t = sj->min_replicas;
+        }
+        return;
+    }
     for (int u = want + 1; u <= lim && u <= want + gpn; u++) {
         double su = fleet_job_speedup(sj, gpn, u), g;
 
@@ -123,13 +138,13 @@ static void castor_fleet_next(const struct snap_job *sj, int gpn, int want, int 
     }
 }
 
-/* Nodes of gpn GPUs that hold the wants of the jobs that run on `market` (0 on-demand: od[] set;
- * 1 spot; all with market < 0):
- * whole nodes, then the remainders first-fit decreasing. -1 when out of memory. */
+/* Nodes of the market's size (rd->gpn) that hold the wants of the jobs that run on `market` (0
+ * on-demand: od[] set; 1 spot; all with market < 0, on the nodes of rd->any): whole nodes, then
+ * the remainders first-fit decreasing. -1 when out of memory. */
 static int castor_fleet_pack(const struct castor_round *rd, int market)
 {
     const struct snapshot *s = rd->s;
-    int gpn = rd->gpn, nodes = 0, nrem = 0, nroom = 0;
+    int gpn = rd->gpn[market >= 0 ? market : rd->any], nodes = 0, nrem = 0, nroom = 0;
     int *rem = calloc((size_t)s->njobs + 1, sizeof(int));
     int *room = calloc((size_t)s->njobs + 1, sizeof(int));
 
@@ -167,16 +182,82 @@ static int castor_fleet_pack(const struct castor_round *rd, int market)
     return nodes + nroom;
 }
 
-/* Dollars per hour of the nodes the wants pack into, at each market's best price. */
-static double castor_fleet_rate(const struct castor_round *rd, int split)
+/* Ready and booting nodes of market m (0 on-demand, 1 spot; all with m < 0). */
+static int castor_fleet_have(const struct snapshot *s, int m)
 {
+    int n = 0;
+
+    for (int k = 0; k < s->nnodes; k++)
+        n += m < 0 || s->nodes[k].preemptible == m;
+    for (int b = 0; b < s->nbooting; b++)
+        n += m < 0 || s->offers[s->booting[b].offer].spot == m;
+    return n;
+}
+
+/*
+ * Add to f up to n launches of market m's nodes on its launchable offer, past that offer's quota
+ * on the market's next cheapest offers of its node size (fleet_plan_launch's spill); with `other`,
+ * the GPUs still missing on the other market's launchable offer, in its own node size. At most
+ * `most` launches in all. Returns the launches added.
+ */
+static int castor_fleet_launch(const struct castor_round *rd, int m, int n, int other, int most,
+                               struct fleet_plan *f)
+{
+    const struct snapshot *s = rd->s;
+    int done = 0;
+
+    n = n < most ? n : most;
+    if (n <= 0)
+        return 0;
+    if (rd->launch[m] >= 0)
+        done = fleet_plan_launch(s, rd->launch[m], n, 1, f);
+    if (other && done < n && rd->launch[!m] >= 0) {
+        long g = s->offers[rd->launch[!m]].gpus, k = ((long)(n - done) * rd->gpn[m] + g - 1) / g;
+
+        k = k < most - done ? k : most - done;
+        done += fleet_plan_launch(s, rd->launch[!m], (int)k, 1, f);
+    }
+    return done;
+}
+
+/*
+ * Dollars per useful hour of the nodes the wants pack into (budget mode): the nodes held at each
+ * market's best price; those to launch where castor_fleet_launch would put them, each at its own
+ * offer's price (past the best offer's quota, the dearer ones its launches spill to); those no
+ * offer has room for at the best price.
+ */
+static double castor_fleet_rate(const struct fleet_castor_state *st, const struct castor_round *rd,
+                                int split)
+{
+    const struct snapshot *s = rd->s;
+    struct fleet_plan *sim = rd->sim;
     double r = 0;
 
-    if (!split)
-        return castor_fleet_pack(rd, -1) * rd->gpn * rd->price[rd->any];
-    for (int m = 0; m < 2; m++)
-        if (rd->best[m] >= 0)
-            r += castor_fleet_pack(rd, m) * rd->gpn * rd->price[m];
+    for (int m = 0; m < 2; m++) {
+        int mk = split ? m : rd->any, want, have, n;
+        long left;
+
+        if ((!split && m > 0) || rd->best[mk] < 0)
+            continue;
+        want = castor_fleet_pack(rd, split ? m : -1);
+        have = castor_fleet_have(s, split ? m : -1);
+        n = want > have ? want - have : 0;
+        r += (double)(want - n) * rd->gpn[mk] * rd->price[mk];
+        left = (long)n * rd->gpn[mk];
+        fleet_plan_clear(sim);
+        castor_fleet_launch(rd, mk, n, !split, INT_MAX, sim);
+        for (int o = 0; o < s->noffers; o++) {
+            const struct snap_offer *x = &s->offers[o];
+
+            if (sim->launch[o] == 0)
+                continue;
+            r +=
+                (double)sim->launch[o] * x->price / (1.0 - castor_fleet_loss(st, x, rd->ckpt_mean));
+            left -= (long)sim->launch[o] * x->gpus;
+        }
+        if (left > 0)
+            r += (double)left * rd->price[mk];
+    }
     return r;
 }
 
@@ -245,18 +326,21 @@ static int castor_fleet_deadline(const struct fleet_castor_state *st, struct cas
 {
     const struct snapshot *s = rd->s;
     const struct snap_job *sj = &s->jobs[j];
-    int lim = policy_replica_limit(sj, st->max_nodes * rd->gpn, st->max_nodes * rd->gpn);
+    /* the most it may use on on-demand, where a late job goes (on spot without on-demand) */
+    int od = rd->best[0] >= 0, most = st->max_nodes * rd->gpn[od ? 0 : 1],
+        lim = policy_replica_limit(sj, most, most);
     double left = sj->progress_target - sj->progress,
            m0 = sj->lim.init_bsz > 0 ? sj->lim.init_bsz : 1;
 
     if (sj->deadline > 0 && !sj->has_model && sj->req_replicas > 1) {
-        rd->od[j] = rd->best[0] >= 0;
+        rd->od[j] = (unsigned char)od;
         return sj->req_replicas < lim ? sj->req_replicas : lim;
     }
     if (!(sj->deadline > 0) || !sj->has_model || !(left > 0) || !(sj->progress_target > 0))
         return 1; /* on the market its checkpoints chose */
     for (int m = 1; m >= 0; m--) {
-        const int o = rd->best[m];
+        const int o = rd->best[m], mmost = st->max_nodes * rd->gpn[m];
+        const int mlim = policy_replica_limit(sj, mmost, mmost);
         double loss, slack;
 
         if (o < 0)
@@ -264,8 +348,9 @@ static int castor_fleet_deadline(const struct fleet_castor_state *st, struct cas
         loss = m ? castor_fleet_loss(st, &s->offers[o], rd->ckpt[j]) : 0;
         slack =
             (sj->deadline - s->now - st->restart_s - s->offers[o].boot_s) * CASTOR_DEADLINE_MARGIN;
-        for (int r = 1; r <= lim; r++) {
-            double g = fleet_job_goodput(sj, rd->gpn, r) * (1 - loss) / m0;
+        /* on the market's own nodes (their size sets how many the job spans) */
+        for (int r = 1; r <= mlim; r++) {
+            double g = fleet_job_goodput(sj, rd->gpn[m], r) * (1 - loss) / m0;
 
             /* only where the market's quotas can hold it besides the jobs bound there before */
             if (g > 0 && left / g <= slack && rd->bound[m] + r <= rd->cap[m]) {
@@ -276,7 +361,7 @@ static int castor_fleet_deadline(const struct fleet_castor_state *st, struct cas
         }
     }
     /* late whatever it gets: all it can use, where nothing is lost to preemptions */
-    rd->od[j] = rd->best[0] >= 0;
+    rd->od[j] = (unsigned char)od;
     return lim;
 }
 
@@ -289,6 +374,13 @@ static double castor_fleet_job_price(const struct castor_round *rd, int j, int s
     if (rd->uniform)
         return rd->price[rd->any];
     return split || rd->any == 1 ? rd->spot[j] : rd->price[0];
+}
+
+/* GPUs per node where job j is sized: its own market's nodes (split), else those of the market
+ * every job shares. */
+static int castor_fleet_job_gpn(const struct castor_round *rd, int j, int split)
+{
+    return rd->gpn[split ? !rd->od[j] : rd->any];
 }
 
 /* 1 when castor may launch on offer o: available, and priced (an offer whose price is unknown
@@ -385,30 +477,30 @@ static double castor_fleet_market_price(const struct castor_round *rd, int j, in
     return rd->uniform ? rd->price[1] : rd->spot[j];
 }
 
-/* The GPUs job j takes on its own from `from` (at most lim) at `price` per useful GPU-hour: its
- * greedy's moves while the hours they save pay for them. */
+/* The GPUs job j takes on its own on market m's nodes from `from` (at most lim) at `price` per
+ * useful GPU-hour: its greedy's moves while the hours they save pay for them. */
 static int castor_fleet_alone(const struct fleet_castor_state *st, const struct castor_round *rd,
-                              int j, int from, double price, int lim)
+                              int j, int m, int from, double price, int lim)
 {
     const struct snap_job *sj = &rd->s->jobs[j];
     int want = from, to;
     double k;
 
     for (;;) {
-        castor_fleet_next(sj, rd->gpn, want, lim, &k, &to);
+        castor_fleet_next(sj, rd->gpn[m], want, lim, &k, &to);
         if (to <= want || k * st->value * snapshot_job_weight(sj) < price)
             return want;
         want = to;
     }
 }
 
-/* What job j on r GPUs at `price` costs per unit of its work, its time at `value` and its
- * GPU-hours (the time falls as 1/speedup); INFINITY when r GPUs do not run it. */
+/* What job j on r GPUs of market m's nodes at `price` costs per unit of its work, its time at
+ * `value` and its GPU-hours (the time falls as 1/speedup); INFINITY when r GPUs do not run it. */
 static double castor_fleet_cost(const struct fleet_castor_state *st, const struct castor_round *rd,
-                                int j, int r, double price)
+                                int j, int m, int r, double price)
 {
     const struct snap_job *sj = &rd->s->jobs[j];
-    double sp = r > 0 ? fleet_job_speedup(sj, rd->gpn, r) : 0;
+    double sp = r > 0 ? fleet_job_speedup(sj, rd->gpn[m], r) : 0;
 
     if (!(sp > 0))
         return INFINITY;
@@ -429,7 +521,7 @@ static int castor_fleet_fit_caps(const struct fleet_castor_state *st, struct cas
                                  const int *first)
 {
     const struct snapshot *s = rd->s;
-    long left[2] = {rd->cap[0], rd->cap[1]}, most = (long)st->max_nodes * rd->gpn;
+    long left[2] = {rd->cap[0], rd->cap[1]};
     int *order, *held;
 
     order = malloc(((size_t)s->njobs + 1) * sizeof(int));
@@ -452,9 +544,12 @@ static int castor_fleet_fit_caps(const struct fleet_castor_state *st, struct cas
     }
     for (int i = 0; i < s->njobs; i++) {
         int j = order[i], m = !rd->od[j], least = first[j] > 0 ? first[j] : 1, stay = 0, move = 0;
-        long need = rd->want[j] > least ? rd->want[j] : least;
+        long need, most = (long)st->max_nodes * rd->gpn[!m];
         double ps = castor_fleet_market_price(rd, j, m), po = castor_fleet_market_price(rd, j, !m);
 
+        /* a gang (budget mode sizes it from none) runs on its minimum or not at all */
+        least = least > s->jobs[j].min_replicas ? least : s->jobs[j].min_replicas;
+        need = rd->want[j] > least ? rd->want[j] : least;
         if (need <= left[m]) {
             left[m] -= need;
             continue;
@@ -462,12 +557,12 @@ static int castor_fleet_fit_caps(const struct fleet_castor_state *st, struct cas
         if (left[m] >= least)
             stay = (int)left[m];
         if (rd->best[!m] >= 0 && left[!m] >= least) {
-            move = castor_fleet_alone(st, rd, j, first[j], po,
+            move = castor_fleet_alone(st, rd, j, !m, first[j], po,
                                       (int)(left[!m] < most ? left[!m] : most));
             move = move < least || move > left[!m] ? 0 : move;
         }
-        if (move > 0 &&
-            castor_fleet_cost(st, rd, j, move, po) < castor_fleet_cost(st, rd, j, stay, ps)) {
+        if (move > 0 && castor_fleet_cost(st, rd, j, !m, move, po) <
+                            castor_fleet_cost(st, rd, j, m, stay, ps)) {
             rd->od[j] = (unsigned char)m; /* to the other market */
             left[!m] -= move;
         } else {
@@ -486,16 +581,19 @@ static void castor_fleet_grow(const struct fleet_castor_state *st, struct castor
                               int split, int capped)
 {
     const struct snapshot *s = rd->s;
-    int maxgpus = st->max_nodes * rd->gpn, total = 0;
+    int big = split && rd->gpn[0] > rd->gpn[1] ? rd->gpn[0] : rd->gpn[split ? 1 : rd->any];
+    int maxgpus = st->max_nodes * big, total = 0;
     long used[2] = {0, 0}; /* GPUs wanted on each market */
 
     for (int j = 0; j < s->njobs; j++) {
+        int g = castor_fleet_job_gpn(rd, j, split);
+
         total += rd->want[j];
         used[!rd->od[j]] += rd->want[j];
-        castor_fleet_next(&s->jobs[j], rd->gpn, rd->want[j], maxgpus, &rd->key[j], &rd->to[j]);
+        castor_fleet_next(&s->jobs[j], g, rd->want[j], st->max_nodes * g, &rd->key[j], &rd->to[j]);
     }
     while (total < maxgpus) {
-        int bj = -1, was, m;
+        int bj = -1, was, m, g;
 
         /* the best move: the most hours saved per GPU-hour, or (jobs on different prices) per
          * dollar */
@@ -507,12 +605,13 @@ static void castor_fleet_grow(const struct fleet_castor_state *st, struct castor
         if (bj < 0)
             break;
         m = !rd->od[bj];
+        g = castor_fleet_job_gpn(rd, bj, split);
         if (capped && rd->to[bj] - rd->want[bj] > rd->cap[m] - used[m]) {
             /* past what its market's quotas hold: its best move within them, weighed again */
             long room = rd->cap[m] - used[m] > 0 ? rd->cap[m] - used[m] : 0;
 
-            castor_fleet_next(&s->jobs[bj], rd->gpn, rd->want[bj], rd->want[bj] + (int)room,
-                              &rd->key[bj], &rd->to[bj]);
+            castor_fleet_next(&s->jobs[bj], g, rd->want[bj], rd->want[bj] + (int)room, &rd->key[bj],
+                              &rd->to[bj]);
             if (rd->to[bj] - rd->want[bj] > room)
                 rd->to[bj] = rd->want[bj]; /* none within them (a job's first GPU) */
             continue;
@@ -525,7 +624,7 @@ static void castor_fleet_grow(const struct fleet_castor_state *st, struct castor
             break;
         was = rd->want[bj];
         rd->want[bj] = rd->to[bj];
-        if (st->mode == FLEET_BUDGET && castor_fleet_rate(rd, split) > st->budget + 1e-9) {
+        if (st->mode == FLEET_BUDGET && castor_fleet_rate(st, rd, split) > st->budget + 1e-9) {
             /* this move breaks the cap: the job stays, the others may still fit */
             rd->want[bj] = was;
             rd->to[bj] = was;
@@ -533,14 +632,16 @@ static void castor_fleet_grow(const struct fleet_castor_state *st, struct castor
         }
         total += rd->want[bj] - was;
         used[m] += rd->want[bj] - was;
-        castor_fleet_next(&s->jobs[bj], rd->gpn, rd->want[bj], maxgpus, &rd->key[bj], &rd->to[bj]);
+        castor_fleet_next(&s->jobs[bj], g, rd->want[bj], st->max_nodes * g, &rd->key[bj],
+                          &rd->to[bj]);
     }
 }
 
-/* Size every job: the deadline minimums, then the greedy. With split markets under quotas, the
- * jobs a market cannot hold at the sizes the greedy gave them are bound to the other market
- * (castor_fleet_fit_caps), and the greedy runs again from the minimums within the quotas.
- * ERR_NOMEM. */
+/* Size every job: the deadline minimums and gang minimums (in budget mode a gang's minimum is
+ * the greedy's first move for it, which must fit the budget as any other), then the greedy. With
+ * split markets under quotas, the jobs a market cannot hold at the sizes the greedy gave them are
+ * bound to the other market (castor_fleet_fit_caps), and the greedy runs again from the minimums
+ * within the quotas. ERR_NOMEM. */
 static int castor_fleet_size(const struct fleet_castor_state *st, struct castor_round *rd)
 {
     const struct snapshot *s = rd->s;
@@ -554,7 +655,7 @@ static int castor_fleet_size(const struct fleet_castor_state *st, struct castor_
             rd->want[j] = castor_fleet_deadline(st, rd, j);
         else
             rd->want[j] = st->mode == FLEET_BUDGET ? 0 : 1;
-        if (s->jobs[j].min_replicas > rd->want[j])
+        if (st->mode != FLEET_BUDGET && s->jobs[j].min_replicas > rd->want[j])
             rd->want[j] = s->jobs[j].min_replicas;
         first[j] = rd->want[j];
     }
@@ -566,18 +667,6 @@ static int castor_fleet_size(const struct fleet_castor_state *st, struct castor_
     }
     free(first);
     return rc;
-}
-
-/* Ready and booting nodes of market m (0 on-demand, 1 spot; all with m < 0). */
-static int castor_fleet_have(const struct snapshot *s, int m)
-{
-    int n = 0;
-
-    for (int k = 0; k < s->nnodes; k++)
-        n += m < 0 || s->nodes[k].preemptible == m;
-    for (int b = 0; b < s->nbooting; b++)
-        n += m < 0 || s->offers[s->booting[b].offer].spot == m;
-    return n;
 }
 
 /* Whether market m (0 on-demand, 1 spot) has an offer at all, available now or not. */
@@ -623,8 +712,9 @@ static int castor_fleet_plan(void *ctx, const struct snapshot *s, struct policy 
                              struct alloc *a, struct fleet_plan *f)
 {
     struct fleet_castor_state *st = ctx;
-    struct castor_round rd = {.s = s, .best = {-1, -1}, .price = {INFINITY, INFINITY}};
-    double ckpt = 0;
+    struct castor_round rd = {
+        .s = s, .best = {-1, -1}, .launch = {-1, -1}, .price = {INFINITY, INFINITY}};
+    double ckpt = 0, lprice[2] = {INFINITY, INFINITY};
     int split = 0, wanted = 0, rc = 0;
     unsigned char *keep = NULL;
 
@@ -648,29 +738,53 @@ static int castor_fleet_plan(void *ctx, const struct snapshot *s, struct policy 
     if (rd.uniform) /* the very figure each offer is priced at */
         for (int j = 0; j < s->njobs; j++)
             rd.ckpt[j] = ckpt;
+    rd.ckpt_mean = ckpt;
+    /* each market's cheapest launchable offer, and its cheapest priced one: a market that cannot
+     * launch now (its offers refused a launch, or are full) is still priced by the latter for
+     * sizing, as the nodes held there are used; its cap (the GPUs held) sends the rest to the
+     * other market. An offer without a price is never weighed. */
     for (int o = 0; o < s->noffers; o++) {
         int m = !!s->offers[o].spot;
         double p = s->offers[o].price / s->offers[o].gpus /
                    (1.0 - castor_fleet_loss(st, &s->offers[o], ckpt));
 
-        if (castor_fleet_launchable(s, o) && p < rd.price[m]) {
+        if (!isfinite(p) || !(s->offers[o].gpus > 0))
+            continue;
+        if (castor_fleet_launchable(s, o) && p < lprice[m]) {
+            lprice[m] = p;
+            rd.launch[m] = o;
+        }
+        if (p < rd.price[m]) {
             rd.price[m] = p;
             rd.best[m] = o;
         }
     }
+    for (int m = 0; m < 2; m++)
+        if (rd.launch[m] >= 0) {
+            rd.best[m] = rd.launch[m];
+            rd.price[m] = lprice[m];
+        }
     /* the cheapest of the two markets: where jobs without a deadline run */
     rd.any = rd.best[1] >= 0 && (rd.best[0] < 0 || rd.price[1] <= rd.price[0]) ? 1 : 0;
     for (int m = 0; m < 2; m++)
         rd.cap[m] = castor_fleet_cap(s, m);
     castor_fleet_markets(st, &rd);
-    rd.gpn = rd.best[rd.any] >= 0 ? s->offers[rd.best[rd.any]].gpus
-             : s->nnodes > 0      ? s->nodes[0].gpus
-                                  : 1;
+    /* each market's node size: its best offer's, else a node held there, else the other's */
+    for (int m = 0; m < 2; m++) {
+        rd.gpn[m] = rd.best[m] >= 0 ? s->offers[rd.best[m]].gpus : 0;
+        for (int k = 0; k < s->nnodes && rd.gpn[m] <= 0; k++)
+            if (s->nodes[k].preemptible == m)
+                rd.gpn[m] = s->nodes[k].gpus;
+    }
+    for (int m = 0; m < 2; m++)
+        if (rd.gpn[m] <= 0)
+            rd.gpn[m] = rd.gpn[!m] > 0 ? rd.gpn[!m] : s->nnodes > 0 ? s->nodes[0].gpus : 1;
     rd.want = calloc((size_t)s->njobs, sizeof(int));
     rd.to = calloc((size_t)s->njobs, sizeof(int));
     rd.key = calloc((size_t)s->njobs, sizeof(double));
     keep = malloc((size_t)s->nnodes + 1);
-    if (!rd.want || !rd.to || !rd.key || !keep) {
+    if (!rd.want || !rd.to || !rd.key || !keep ||
+        (st->mode == FLEET_BUDGET && fleet_plan_new(s, &rd.sim) < 0)) {
         rc = ERR_NOMEM;
         goto out;
     }
@@ -682,7 +796,7 @@ static int castor_fleet_plan(void *ctx, const struct snapshot *s, struct policy 
         split = 0; /* one market to rent from: every job runs there */
     if (!split) {
         /* one market: the cheapest offer */
-        int have = castor_fleet_have(s, -1), best = rd.best[rd.any];
+        int have = castor_fleet_have(s, -1);
 
         if ((wanted = castor_fleet_pack(&rd, -1)) < 0) {
             rc = ERR_NOMEM;
@@ -690,15 +804,12 @@ static int castor_fleet_plan(void *ctx, const struct snapshot *s, struct policy 
         }
         if (wanted > st->max_nodes)
             wanted = st->max_nodes;
-        if (wanted > have && best >= 0) {
-            /* the cheaper market within its quotas, the rest on the other (the greedy priced
-             * those GPUs there) */
-            int n = wanted - have, done = fleet_plan_launch(s, best, n, 1, f);
-
-            if (done < n && rd.best[!rd.any] >= 0)
-                fleet_plan_launch(s, rd.best[!rd.any], n - done, 1, f);
-        }
-        if (wanted < have) {
+        /* the cheaper market within its quotas (none when it cannot launch now), the rest on the
+         * other (the greedy priced those GPUs there) */
+        if (wanted > have)
+            castor_fleet_launch(&rd, rd.any, wanted - have, 1, st->max_nodes - have, f);
+        if (wanted < have && rd.best[rd.any] >= 0) {
+            /* (no price at all: the jobs were sized at none, so there is no surplus to see) */
             /* surplus: it goes only once it has lasted (fleet_shrink_to cancels the newest
              * booting instances first, then releases the least used nodes) */
             if (++st->surplus_rounds >= st->patience) {
@@ -730,15 +841,12 @@ static int castor_fleet_plan(void *ctx, const struct snapshot *s, struct policy 
                 rc = ERR_NOMEM;
                 goto out;
             }
-            if (want[m] < have[m])
+            /* (a market without a price: its jobs were not sized at its price) */
+            if (want[m] < have[m] && rd.best[m] >= 0)
                 surplus = 1;
         }
-        for (int m = 0; m < 2; m++) {
-            int n = want[m] - have[m] < room ? want[m] - have[m] : room;
-
-            if (n > 0 && rd.best[m] >= 0)
-                room -= fleet_plan_launch(s, rd.best[m], n, 1, f);
-        }
+        for (int m = 0; m < 2; m++)
+            room -= castor_fleet_launch(&rd, m, want[m] - have[m], 0, room, f);
         st->surplus_rounds = surplus ? st->surplus_rounds + 1 : 0;
         if (surplus && st->surplus_rounds >= st->patience) {
             int *used = calloc((size_t)s->nnodes + 1, sizeof(int));
@@ -750,7 +858,7 @@ static int castor_fleet_plan(void *ctx, const struct snapshot *s, struct policy 
             alloc_node_usage(s->current, used);
             /* per market, let the idle nodes past their minimum billed time go */
             for (int m = 0; m < 2; m++) {
-                int extra = have[m] - want[m], booting = 0;
+                int extra = rd.best[m] >= 0 ? have[m] - want[m] : 0, booting = 0;
 
                 for (int b = 0; b < s->nbooting; b++)
                     booting += s->offers[s->booting[b].offer].spot == m;
@@ -776,6 +884,7 @@ out:
     free(rd.od);
     free(rd.ckpt);
     free(rd.spot);
+    fleet_plan_free(rd.sim);
     free(keep);
     return rc;
 }

@@ -53,8 +53,10 @@ static void pollux_memo_clear(struct pollux *p)
 
 static void pollux_destroy(void *ctx)
 {
-    if (ctx)
+    if (ctx) {
         pollux_memo_clear(ctx);
+        free(((struct pollux *)ctx)->feas);
+    }
     free(ctx);
 }
 
@@ -179,11 +181,21 @@ static int pollux_min_nodes(int r, int gpn)
 }
 
 /* Fills pj[0..J) for one decision; the goodput tables come from p's memo where they still hold,
- * and the memo is emptied. ERR_NOMEM (pj's tables so far are the caller's to free). */
+ * and the memo is emptied; p's feasibility scratch grows to s's nodes. ERR_NOMEM (pj's tables so
+ * far are the caller's to free). */
 static int pollux_prepare(struct pollux *p, const struct snapshot *s, struct pollux_job *pj)
 {
     int gpus = snapshot_gpus(s), J = s->njobs, hint = 0;
     int fair_r = (gpus + J - 1) / J;
+
+    if (!p->feas || s->nnodes > p->nfeas) { /* pollux_feasible's, for the most nodes seen */
+        int n = s->nnodes > 1 ? s->nnodes : 1, *f = realloc(p->feas, 2 * (size_t)n * sizeof(int));
+
+        if (!f)
+            return ERR_NOMEM;
+        p->feas = f;
+        p->nfeas = n;
+    }
 
     for (int j = 0; j < J; j++) {
         const struct snap_job *sj = &s->jobs[j];
@@ -256,13 +268,11 @@ static double pollux_total(const struct pollux *p, const struct snapshot *s, str
 }
 
 /* 1 if the allocation respects node capacity and (when asked) has at most one distributed job
- * per node. */
+ * per node. Uses p's scratch, sized for s by pollux_prepare. */
 static int pollux_feasible(const struct pollux *p, const struct snapshot *s, const struct alloc *a)
 {
-    int used[1024], dist[1024];
+    int *used = p->feas, *dist = p->feas + s->nnodes;
 
-    if (s->nnodes > 1024)
-        return 0;
     alloc_node_usage(a, used);
     memset(dist, 0, (size_t)s->nnodes * sizeof(int));
     for (int i = 0; i < s->nnodes; i++)
@@ -660,6 +670,7 @@ double policy_pollux_fitness(const struct policy_config *cfg, const struct snaps
     for (int j = 0; j < s->njobs; j++)
         free(pj[j].good);
     free(pj);
+    free(p.feas);
     if (!isfinite(sum))
         return -HUGE_VAL;
     /* back from the sum of utilities to the power mean of (speedup + eps) */

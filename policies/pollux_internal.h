@@ -26,6 +26,9 @@ struct pollux {
     /* the last decision's goodput tables, one per job (NULL, 0 in a one-off fitness check) */
     struct pollux_memo *memo;
     int nmemo;
+    /* pollux_feasible's scratch: 2 ints per node of the decision's snapshot (nfeas nodes) */
+    int *feas;
+    int nfeas;
 };
 
 struct pollux_job {

@@ -19,17 +19,24 @@ struct tiresias_job {
     int queue;         /* 0 or 1 */
     double last_check; /* seconds */
     double executed;   /* seconds held while RUNNING */
+    double seen;       /* the latest round (snapshot time) whose snapshot listed it */
 };
 
 /*
- * The state across rounds: the jobs of the last snapshot, in its order, and the two queues as
- * ordered lists of indices into jobs.
+ * The state across rounds: the jobs of the last snapshot, in its order, then the jobs remembered
+ * though it did not list them; and the two queues as ordered lists of indices into jobs. A round
+ * is a snapshot time: a caller that splits one round's jobs among several calls (castor's planner
+ * with split markets: fleet_allocate_part) calls at the same time, each call with some of them,
+ * so a job missing from a call keeps its place and service. A job is forgotten once a whole round
+ * has passed without it in any call: it finished (or, under a split, its part of the fleet had no
+ * node for a round, when no call is made for it).
  */
 struct tiresias {
     int njobs;
     struct tiresias_job *jobs;
     int *queue[2];
     int qlen[2];
+    double round, prev; /* the latest round's time, and the one before it */
 };
 
 static int tiresias_create(const struct policy_config *cfg, void **ctx)
@@ -89,24 +96,27 @@ static size_t tiresias_slot(const struct snapshot *s, const int *table, size_t c
 
 /*
  * The new state for snapshot s: the jobs of s in its order, each carrying what t remembered of it
- * (new ones PENDING, appended to queue 0 in submission order); jobs no longer in s are dropped,
- * queues keep their order. t is left as it was. ERR_INVAL for a job without a name or a name
- * twice, ERR_NOMEM.
+ * (new ones PENDING, appended to queue 0 in submission order), then the jobs t remembers that s
+ * does not list, kept while they were in a call of this round or of the one before (struct
+ * tiresias); the others are dropped. Queues keep their order. t is left as it was. ERR_INVAL for
+ * a job without a name or a name twice, ERR_NOMEM.
  */
 static int tiresias_carry(const struct tiresias *t, const struct snapshot *s, struct tiresias *n)
 {
-    size_t cap = 16;
+    size_t cap = 16, size = (size_t)s->njobs + (size_t)t->njobs + 1;
     int *table = NULL, *seen = NULL;
     int rc = ERR_NOMEM;
 
     memset(n, 0, sizeof(*n));
+    n->round = s->now > t->round ? s->now : t->round;
+    n->prev = s->now > t->round ? t->round : t->prev;
     while (cap < 2 * (size_t)s->njobs)
         cap *= 2;
     table = malloc(cap * sizeof(int));
     seen = calloc((size_t)s->njobs + 1, sizeof(int));
-    n->jobs = calloc((size_t)s->njobs + 1, sizeof(*n->jobs));
-    n->queue[0] = malloc(((size_t)s->njobs + 1) * sizeof(int));
-    n->queue[1] = malloc(((size_t)s->njobs + 1) * sizeof(int));
+    n->jobs = calloc(size, sizeof(*n->jobs));
+    n->queue[0] = malloc(size * sizeof(int));
+    n->queue[1] = malloc(size * sizeof(int));
     if (!table || !seen || !n->jobs || !n->queue[0] || !n->queue[1])
         goto out;
     memset(table, -1, cap * sizeof(int));
@@ -124,22 +134,32 @@ static int tiresias_carry(const struct tiresias *t, const struct snapshot *s, st
         n->jobs[j].name = strdup(s->jobs[j].name);
         if (!n->jobs[j].name)
             goto out;
+        n->jobs[j].seen = n->round;
         n->njobs = j + 1;
     }
-    /* the remembered jobs, queue by queue in order, move to their new index */
+    /* the remembered jobs, queue by queue in order, move to their new index: those of s to
+     * theirs, those it does not list (another call of the round has them) after its jobs */
     for (int q = 0; q < 2; q++)
         for (int k = 0; k < t->qlen[q]; k++) {
             const struct tiresias_job *old = &t->jobs[t->queue[q][k]];
             int j = table[tiresias_slot(s, table, cap, old->name)];
 
-            if (j < 0)
-                continue;
+            if (old->seen < n->prev)
+                continue; /* in no call for a whole round: it ended (the name is a new job's) */
+            if (j < 0) {
+                j = n->njobs;
+                if (!(n->jobs[j].name = strdup(old->name)))
+                    goto out;
+                n->jobs[j].seen = old->seen;
+                n->njobs = j + 1;
+            } else {
+                seen[j] = 1;
+            }
             n->jobs[j].status = old->status;
             n->jobs[j].queue = q;
             n->jobs[j].last_check = old->last_check;
             n->jobs[j].executed = old->executed;
             n->queue[q][n->qlen[q]++] = j;
-            seen[j] = 1;
         }
     for (int j = 0; j < s->njobs; j++)
         if (!seen[j]) {
@@ -218,6 +238,8 @@ static int tiresias_allocate(void *ctx, const struct snapshot *s, uint64_t seed,
         for (int k = 0; k < n.qlen[q]; k++) {
             int j = n.queue[q][k];
 
+            if (j >= s->njobs) /* not this call's: as it was */
+                continue;
             if (s->jobs[j].req_replicas <= left) {
                 n.jobs[j].status = TIRESIAS_RUNNING;
                 left -= s->jobs[j].req_replicas;
@@ -238,7 +260,7 @@ static int tiresias_allocate(void *ctx, const struct snapshot *s, uint64_t seed,
         for (int k = 0; k < n.qlen[q]; k++) {
             int j = n.queue[q][k];
 
-            if (n.jobs[j].status != TIRESIAS_RUNNING || out->count[j] > 0)
+            if (j >= s->njobs || n.jobs[j].status != TIRESIAS_RUNNING || out->count[j] > 0)
                 continue;
             if ((rc = policy_fill_most_free(out, j, s->jobs[j].req_replicas, free_gpus)) < 0) {
                 tiresias_clear(&n);

@@ -1286,6 +1286,45 @@ static void castor_fleet__full_quota_keeps_the_fleet(void **state)
     fleet_free(&fp);
 }
 
+/*
+ * A market that cannot launch now is still priced by the offer whose nodes it holds: one on-demand
+ * offer of 4-GPU nodes at $4/h, four old nodes, and a perfectly scaling job (measured on 8, so it
+ * may use 16) on all 16 GPUs. With the offer unavailable (a launch was just refused) it is priced
+ * as when available, the job still wants 16 GPUs, and past patience (2) nothing is released or
+ * launched. With its price unknown (NAN) nothing is priced at all: the job cannot be sized, and
+ * that is no surplus either. (Unpriced, the job was sized at an infinite price, wanted one GPU,
+ * and three nodes it uses were released.)
+ */
+static void castor_fleet__unlaunchable_market_keeps_the_fleet(void **state)
+{
+    struct fw *w = *state;
+    struct fleet_config cfg = {.mode = FLEET_EFFICIENCY, .patience = 2};
+
+    for (int i = 0; i < 3; i++) {
+        struct fleet_policy fp;
+
+        offer(w, 0, 0, 4.0, 0);
+        if (i == 1)
+            w->offers[0].unavailable = 1;
+        if (i == 2)
+            w->offers[0].price = NAN;
+        job(w, 0, &perfect, 8);
+        for (int k = 0; k < 4; k++)
+            node(w, k, 0, OLD);
+        fw_ready(w, 1, 4, 0, 1);
+        set_row(w->cur, 0, (int[]){0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3}, 16);
+        assert_int_equal(fleet_new("castor", &cfg, &fp), 0);
+        for (int round = 0; round < 4; round++) {
+            fleet_plan_clear(w->f);
+            assert_int_equal(decide(w, &fp, "castor"), 0);
+            if (!fleet_plan_empty(w->f))
+                fail_msg("case %d, round %d: the fleet changed", i, round);
+            assert_int_equal(w->out->count[0], 16);
+        }
+        fleet_free(&fp);
+    }
+}
+
 /* The market of checkpoints_choose_each_jobs_market (spot at $2/h with 2 preemptions per
  * node-hour, on-demand at $4/h, 4-GPU nodes) and nj perfect jobs that may use maxr GPUs each: job
  * 1 checkpoints every 3000 s (on-demand), the others every 60 s (spot). Set quotas after. */
@@ -1413,6 +1452,81 @@ static void castor_fleet__budget_within_the_quota(void **state)
     }
 }
 
+/*
+ * Budget mode with a gang: on-demand 4-GPU nodes at $4/h; job 0 a perfect gang of 8 (min_replicas
+ * 8), job 1 a perfect job measured on 1 (it may use 2). The gang's minimum is a move of the greedy
+ * that must fit the budget: at $5/h it does not (two nodes, $8/h) and stays at none, and job 1
+ * takes 2 GPUs of one node; at $12/h both fit, 10 GPUs in three nodes. (Raised to its minimum
+ * before the greedy, the gang took two nodes at $5/h and job 1 nothing.)
+ */
+static void castor_fleet__budget_gang_minimum_within_the_budget(void **state)
+{
+    struct fw *w = *state;
+    const double budget[2] = {5, 12};
+    const int nodes[2] = {1, 3};
+
+    for (int i = 0; i < 2; i++) {
+        struct fleet_config cfg = {.mode = FLEET_BUDGET, .budget = budget[i]};
+
+        offer(w, 0, 0, 4.0, 0);
+        job(w, 0, &perfect, 8);
+        w->jobs[0].min_replicas = 8;
+        job(w, 1, &perfect, 1);
+        fw_ready(w, 1, 0, 0, 2);
+        assert_int_equal(decide_once(w, "castor", &cfg, "castor"), 0);
+        assert_launch(w, (int[]){nodes[i]});
+    }
+}
+
+/*
+ * The budget prices the launches past the best offer's quota where they go: spot offers of 4-GPU
+ * nodes, A at $2/h with room for one node and B at $3/h, no preemptions, $6/h; a perfect job
+ * measured on 8 (it may use 16). One node on A and one on B cost $5/h; a third on B would make
+ * $8/h: one launch on each. (Priced all at A's $2/h, three nodes looked like $6/h: one on A, two
+ * on B, $8/h.)
+ */
+static void castor_fleet__budget_prices_the_spill(void **state)
+{
+    struct fw *w = *state;
+    struct fleet_config cfg = {.mode = FLEET_BUDGET, .budget = 6};
+
+    offer(w, 0, 1, 2.0, 0);
+    offer(w, 1, 1, 3.0, 0);
+    w->offers[0].capped = 1;
+    w->offers[0].room = 1;
+    job(w, 0, &perfect, 8);
+    fw_ready(w, 2, 0, 0, 1);
+    assert_int_equal(decide_once(w, "castor", &cfg, "castor"), 0);
+    assert_launch(w, (int[]){1, 1});
+}
+
+/*
+ * Each market packs and launches in its own node size: on-demand 4-GPU nodes at $4/h, spot 1-GPU
+ * nodes at $0.5/h (cheaper per GPU). Deadline mode: job 0 has a deadline and no model and asks
+ * for 8 replicas (on-demand, one node held: one more); job 1 may use one GPU (spot: one node).
+ * (With one node size, the spot offer's 1 GPU, the 8 on-demand GPUs packed into 8 nodes: 7
+ * launched, 32 GPUs.)
+ */
+static void castor_fleet__node_size_per_market(void **state)
+{
+    struct fw *w = *state;
+    struct fleet_config cfg = {.mode = FLEET_DEADLINE};
+
+    offer(w, 0, 0, 4.0, 0);
+    offer(w, 1, 1, 0.5, 0);
+    w->offers[1].gpus = 1;
+    node(w, 0, 0, OLD);
+    job(w, 0, &perfect, 0);
+    w->jobs[0].has_model = 0;
+    w->jobs[0].deadline = NOW + 7200;
+    w->jobs[0].req_replicas = 8;
+    job(w, 1, &perfect, 2);
+    w->jobs[1].max_replicas = 1;
+    fw_ready(w, 2, 1, 0, 2);
+    assert_int_equal(decide_once(w, "castor", &cfg, "pollux"), 0);
+    assert_launch(w, (int[]){1, 1});
+}
+
 #define FW(f) cmocka_unit_test_setup_teardown(f, fw_setup, fw_teardown)
 
 int main(void)
@@ -1423,6 +1537,10 @@ int main(void)
         FW(castor_fleet__quota_full_spills_to_the_other_market),
         FW(castor_fleet__gpus_past_the_quota_priced_on_the_other_market),
         FW(castor_fleet__full_quota_keeps_the_fleet),
+        FW(castor_fleet__unlaunchable_market_keeps_the_fleet),
+        FW(castor_fleet__budget_gang_minimum_within_the_budget),
+        FW(castor_fleet__budget_prices_the_spill),
+        FW(castor_fleet__node_size_per_market),
         FW(castor_fleet__quota_full_market_sends_its_jobs_to_the_other),
         FW(castor_fleet__quota_keeps_the_jobs_it_holds),
         FW(castor_fleet__quota_stay_on_less_or_move_whole),

@@ -774,6 +774,51 @@ static void pollux_allocate__whole_nodes_where_partial_counts_cannot_be_placed(v
     alloc_free(ga);
 }
 
+/*
+ * Past 1024 nodes: 1025 nodes of 8 GPUs, job a (perfect, measured on 4) holding 8 GPUs of node 0
+ * and job b (the same) holding nothing. The current allocation is feasible, so its fitness is
+ * finite, and the policy's answer is feasible and at least as fit, with b given GPUs. (The
+ * feasibility check had room for 1024 nodes and called everything beyond infeasible: fitness
+ * -inf, and the search skipped.)
+ */
+static void pollux_allocate__more_than_1024_nodes(void **state)
+{
+    enum { N = 1025 };
+    struct snap_node *nodes = test_calloc(N, sizeof(*nodes));
+    struct snap_job jobs[2];
+    struct policy_config cfg = {0};
+    struct alloc *cur, *out;
+    struct snapshot s;
+    double before, after;
+
+    (void)state;
+    assert_non_null(nodes);
+    for (int k = 0; k < N; k++)
+        nodes[k].gpus = 8;
+    for (int j = 0; j < 2; j++)
+        jobs[j] = (struct snap_job){.name = j ? "b" : "a",
+                                    .has_model = 1,
+                                    .tput = perfect,
+                                    .grad = {.sqr = 0.0, .var = 1.0},
+                                    .lim = {.init_bsz = 840},
+                                    .max_profiled_replicas = 4};
+    assert_int_equal(alloc_new(2, N, 16, &cur), 0);
+    assert_int_equal(alloc_new(2, N, 16, &out), 0);
+    assert_int_equal(alloc_add(cur, 0, 0, 8), 0);
+    s = (struct snapshot){
+        .now = NOW, .nnodes = N, .nodes = nodes, .njobs = 2, .jobs = jobs, .current = cur};
+    before = policy_pollux_fitness(&cfg, &s, cur);
+    assert_true(isfinite(before));
+    assert_int_equal(decide_with("pollux", &s, &cfg, 7, out), 0);
+    after = policy_pollux_fitness(&cfg, &s, out);
+    assert_true(isfinite(after));
+    assert_true(after >= before);
+    assert_true(out->count[1] > 0);
+    alloc_free(cur);
+    alloc_free(out);
+    test_free(nodes);
+}
+
 /* The registry entry is named and creates an instance. */
 static void policy_pollux__ops(void **state)
 {
@@ -812,6 +857,7 @@ int main(void)
         WORLD_TEST(pollux_allocate__kept_tables_follow_model_changes),
         WORLD_TEST(pollux_allocate__random_worlds_feasible_and_optimal),
         cmocka_unit_test(pollux_allocate__whole_nodes_where_partial_counts_cannot_be_placed),
+        cmocka_unit_test(pollux_allocate__more_than_1024_nodes),
         cmocka_unit_test(policy_pollux__ops),
     };
 

@@ -220,6 +220,40 @@ static void tiresias_allocate__invalid_snapshots_refused(void **state)
     assert_row(w->out, 1, NULL, 0);
 }
 
+/*
+ * One round's jobs split among calls at the same time (castor's planner with split markets calls
+ * once per market with that market's jobs): each round, a (gang 4) alone, then b (gang 4) alone.
+ * a's service builds up across rounds although every other call lacks it: at 14400 it has held 4
+ * GPUs for 14400 s (57600) and goes to queue 1, so c (gang 8), new in a's call, runs before it.
+ * Then b is in no call for a whole round (it ended): it is forgotten, and listed again it is a new
+ * job in queue 0, ahead of a. (Each call replaced the state with its own jobs: a came back new
+ * every round, stayed in queue 0 and kept its 4 GPUs ahead of c, which waited.)
+ */
+static void tiresias_allocate__service_kept_across_split_calls(void **state)
+{
+    struct world *w = *state;
+    const char *a[] = {"a"}, *b[] = {"b"}, *ac[] = {"a", "c"}, *ab[] = {"a", "b"};
+    static const int all[] = {0, 0, 0, 0, 1, 1, 1, 1};
+
+    for (int round = 0; round < 2; round++) {
+        next_round(w, 7200.0 * round, 1, a, (int[]){4});
+        assert_int_equal(decide(w), 0);
+        assert_int_equal(w->out->count[0], 4);
+        next_round(w, 7200.0 * round, 1, b, (int[]){4});
+        assert_int_equal(decide(w), 0);
+        assert_int_equal(w->out->count[0], 4);
+    }
+    next_round(w, 14400, 2, ac, (int[]){4, 8});
+    assert_int_equal(decide(w), 0);
+    assert_row(w->out, 0, NULL, 0);
+    assert_row(w->out, 1, all, 8);
+    /* b was last in a call at 7200: at 21600 the round of 14400 has passed without it */
+    next_round(w, 21600, 2, ab, (int[]){8, 8});
+    assert_int_equal(decide(w), 0);
+    assert_row(w->out, 0, NULL, 0);
+    assert_row(w->out, 1, all, 8);
+}
+
 /* The registry entry is named and keeps state. */
 static void policy_tiresias__ops(void **state)
 {
@@ -246,6 +280,8 @@ int main(void)
                                         world_teardown),
         cmocka_unit_test_setup_teardown(tiresias_allocate__invalid_snapshots_refused, world_setup,
                                         world_teardown),
+        cmocka_unit_test_setup_teardown(tiresias_allocate__service_kept_across_split_calls,
+                                        world_setup, world_teardown),
         cmocka_unit_test(policy_tiresias__ops),
     };
 
