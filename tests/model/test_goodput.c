@@ -65,6 +65,17 @@ static void goodput_gain__degenerate_denominator(void **state)
     assert_true(isinf(goodput_noise_scale(&bad, 10)));
 }
 
+/* Statistics near the largest double (a crafted report) give the gain of their ratio, finite:
+ * var = sqr at scale 2 is (1 + 1) / (1/2 + 1) = 4/3, at scale 1 exactly 1. */
+static void goodput_gain__huge_statistics_stay_finite(void **state)
+{
+    struct grad_params huge = {.sqr = 1e308, .var = 1e308};
+
+    (void)state;
+    assert_float_equal(goodput_gain(&huge, 2.0), 4.0 / 3.0, 1e-12);
+    assert_float_equal(goodput_gain(&huge, 1.0), 1.0, 1e-12);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -74,6 +85,7 @@ int main(void)
         cmocka_unit_test(goodput_efficiency__pure_noise_is_one),
         cmocka_unit_test(goodput_efficiency__matches_noise_scale_form),
         cmocka_unit_test(goodput_gain__degenerate_denominator),
+        cmocka_unit_test(goodput_gain__huge_statistics_stay_finite),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
