@@ -344,8 +344,9 @@ int cli_check(int argc, char **argv, FILE *out, FILE *err)
     }
     /* a fixed or pollux-autoscale fleet launches its own offer, priced or not, unless a spend
      * limit is set that could not count its nodes (no price, and no max_price to count them at) */
-    uncounted = fleet && c->spend.dollars > 0 && !isfinite(fleet->o->price) &&
-                !(fleet->o->spot && fleet->o->max_price > 0);
+    uncounted = fleet && c->spend.dollars > 0 &&
+                isnan(realworld_offer_bill(fleet->o->price, fleet->o->spot, fleet->o->max_price,
+                                           fleet->o->storage));
     ok = fleet ? fleet->room > 0 && !fleet->over && !uncounted : usable > 0;
     if (json) {
         ck_json(out, c, v, n, q, nq, quota_note, &held, usable, fleet, ok);

@@ -69,6 +69,13 @@ double realworld_offer_price(const struct realworld_offer *meta, double cloud, d
                                       : cloud;
 }
 
+double realworld_offer_bill(double price, int spot, double max_price, double storage)
+{
+    if (isfinite(price))
+        return price;
+    return spot && max_price > 0 ? max_price + storage : NAN;
+}
+
 int rw_offer_find(const struct realworld *rw, const char *name)
 {
     for (size_t i = 0; name && i < rw->noffers; i++)

@@ -34,6 +34,11 @@ struct realworld_offer {
  * instance, the disks at their price (meta NULL: cloud). */
 double realworld_offer_price(const struct realworld_offer *meta, double cloud, double storage);
 
+/* What a node of an offer is billed ($/h): its price (the cloud's or the configuration's; NAN:
+ * unknown), else for spot its max_price (no spot instance is billed above its bid) and its disks'
+ * storage, else NAN: nothing counts it (the spend limit launches none there). */
+double realworld_offer_bill(double price, int spot, double max_price, double storage);
+
 /* The daemon's clock: seconds since the Unix epoch. */
 typedef double (*realworld_clock_fn)(void *ctx);
 /* Sleep until the clock reads until: 0 then, or ERR_AGAIN when woken early (a signal). */

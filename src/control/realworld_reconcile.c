@@ -62,9 +62,7 @@ static int rw_node_record(struct realworld *rw, const char *id, const char *offe
 
 double rw_offer_bill(const struct rw_offer *of)
 {
-    if (isfinite(of->price))
-        return of->price;
-    return of->spot && of->max_price > 0 ? of->max_price + of->storage : NAN;
+    return realworld_offer_bill(of->price, of->spot, of->max_price, of->storage);
 }
 
 void rw_node_prices(struct realworld *rw, struct state_node *nodes, size_t n, double now)

@@ -112,5 +112,5 @@ void rw_spend_check(struct realworld *rw, double now)
 
 int rw_spend_uncounted(const struct realworld *rw, const struct rw_offer *of)
 {
-    return rw->spend.dollars > 0 && !isfinite(of->price) && !(of->spot && of->max_price > 0);
+    return rw->spend.dollars > 0 && isnan(rw_offer_bill(of));
 }
