@@ -1,5 +1,5 @@
 /* state_log.c: the controller's records in its state: the decision log (one summary per tick),
- * the costs of nodes, and the jobs' events. */
+ * the costs of nodes, the jobs' events, and the controller's own secrets. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,6 +7,7 @@
 
 #include "control/state.h"
 #include "control/state_internal.h"
+#include "util/crypto.h"
 #include "util/strbuf.h"
 #include "util/db.h"
 
@@ -391,8 +392,7 @@ int state_secret(struct state *st, const char *name, const unsigned char *fresh,
     if (!name || !name[0] || strlen(name) > 64 || !fresh || len < 16 || len > STATE_SECRET_MAX ||
         !out)
         return ERR_INVAL;
-    for (size_t i = 0; i < len; i++)
-        snprintf(hex + 2 * i, 3, "%02x", fresh[i]);
+    crypto_hex(fresh, len, hex);
     if ((rc = db_begin(st->db)) < 0)
         return rc;
     rc = st_run(st->db, "INSERT INTO secrets (name, value) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
