@@ -505,6 +505,18 @@ static int insert_body(const struct gcp_insert_request *q, char **out)
     return rc;
 }
 
+/* A call's rc told apart: ERR_INVAL for a refusal (403; with second_401, also a 401 with a new
+ * token) is ERR_PERM, in e too: a role without the permission, not a request castor got wrong.
+ * Any other rc as it is. */
+static int gcp_refused(int rc, const struct gcp_error_info *info, int second_401, struct error *e)
+{
+    if (rc != ERR_INVAL || !(info->http_status == 403 || (second_401 && info->http_status == 401)))
+        return rc;
+    if (e)
+        e->code = ERR_PERM;
+    return ERR_PERM;
+}
+
 /* ERR_INVAL naming what a request lacks. */
 static int refuse(struct error *e, const char *call, const char *what)
 {
@@ -641,11 +653,7 @@ int gcp_instance_get(struct gcp_compute *c, const char *zone, const char *name,
     free(path);
     /* refused (a role without compute.instances.get, a token not taken twice): not a request
      * castor got wrong, and nothing said of the instance */
-    if (rc == ERR_INVAL && (info.http_status == 403 || info.http_status == 401)) {
-        rc = ERR_PERM;
-        if (e)
-            e->code = ERR_PERM;
-    }
+    rc = gcp_refused(rc, &info, 1, e);
     if (rc < 0)
         return rc;
     if (read_instance(v, out) < 0)
@@ -859,12 +867,7 @@ static int read_get(struct gcp_compute *c, const char *call, char *path, struct 
         return ERR_NOMEM;
     rc = gcp_rest_call(c->rest, call, "GET", path, NULL, out, &info, e);
     free(path);
-    if (rc == ERR_INVAL && info.http_status == 403) {
-        rc = ERR_PERM;
-        if (e)
-            e->code = ERR_PERM;
-    }
-    return rc;
+    return gcp_refused(rc, &info, 0, e);
 }
 
 /* GET path (freed here), then read the answer's quotas. */
