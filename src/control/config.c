@@ -663,10 +663,8 @@ static int cf_text_column(const struct conf_node *n, int offset)
     if (offset < 1 || (size_t)offset > tl + 1 || memchr(n->text, '\n', tl) ||
         file_read_all(n->file, &data, &len, NULL) < 0)
         return 0;
-    p = data;
+    p = data + conf_bom_len(data, len); /* skipped by the parser too */
     end = data + len;
-    if (len >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0) /* skipped by the parser too */
-        p += 3;
     for (; p < end && line < n->line; p++)
         line += *p == '\n';
     /* columns count characters: a UTF-8 sequence is one */

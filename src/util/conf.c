@@ -374,17 +374,22 @@ static int conf_build_stream(struct conf_parser *p)
     return 0;
 }
 
+size_t conf_bom_len(const char *data, size_t len)
+{
+    return len >= 3 && memcmp(data, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
+}
+
 int conf_parse(const char *name, const char *data, size_t len, struct conf **out, struct error *e)
 {
     struct conf_parser p = {.e = e};
+    size_t bom;
     int rc, parser_ready = 0;
 
     /* a UTF-8 byte-order mark (editors on Windows write one) is no text: libyaml, told the
      * encoding, would read it as content; skipped, lines and columns count from what follows */
-    if (len >= 3 && memcmp(data, "\xEF\xBB\xBF", 3) == 0) {
-        data += 3;
-        len -= 3;
-    }
+    bom = conf_bom_len(data, len);
+    data += bom;
+    len -= bom;
     p.data = data;
     p.len = len;
     if (!name)

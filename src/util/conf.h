@@ -97,14 +97,6 @@ int conf_get_long(const struct conf_node *m, const char *key, long lo, long hi, 
                   struct error *e);
 int conf_get_double(const struct conf_node *m, const char *key, double lo, double hi, double *out,
                     struct error *e);
-
-/*
- * Bounds of one range in mapping m, read by conf_get_double: low (key lo_key) must be below high
- * (hi_key), each the default given when its key is absent (0 read: not given). ERR_RANGE at the
- * key given (lo_key when both are), naming the other bound; 0 when they hold or neither is given.
- */
-int conf_check_below(const struct conf_node *m, const char *lo_key, double low, double low_default,
-                     const char *hi_key, double high, double high_default, struct error *e);
 int conf_get_bool(const struct conf_node *m, const char *key, int *out, struct error *e);
 int conf_get_string(const struct conf_node *m, const char *key, const char **out, struct error *e);
 int conf_get_choice(const struct conf_node *m, const char *key, const char *const *names, int *out,
@@ -121,5 +113,17 @@ int conf_get_path(const struct conf_node *m, const char *key, const char *base_d
  * find no keys in it). 1, 0 when absent, or an error. */
 int conf_get_section(const struct conf_node *m, const char *key, const char *const *allowed,
                      const struct conf_node **out, struct error *e);
+
+/*
+ * Bounds of one range in mapping m, read by conf_get_double: low (key lo_key) must be below high
+ * (hi_key), each the default given when its key is absent (0 read: not given). ERR_RANGE at the
+ * key given (lo_key when both are), naming the other bound; 0 when they hold or neither is given.
+ */
+int conf_check_below(const struct conf_node *m, const char *lo_key, double low, double low_default,
+                     const char *hi_key, double high, double high_default, struct error *e);
+
+/* The bytes a UTF-8 byte-order mark takes at the start of data (len bytes): 3, or 0 when there
+ * is none. conf_parse skips it, and lines and columns count from what follows. */
+size_t conf_bom_len(const char *data, size_t len);
 
 #endif
