@@ -854,15 +854,10 @@ static void castor_node__refuses_a_bad_watch(void **state)
     assert_true(log_says(f->nodelog, "CASTOR_NODE_REBALANCE must be notice or ignore"));
 }
 
-/* The watcher's notice is signalled with its deadline, not the time left when it was sent: a
- * notice the agent takes late (here stopped for 2.5 s) keeps the cloud's time. */
-static void castor_node__a_late_notice_keeps_the_clouds_deadline(void **state)
+/* An agent on aws-imds, registered, its watcher running, then stopped (SIGSTOP): busy, as it is
+ * while a request to the controller takes its time. */
+static void agent_watching_then_stopped(struct nfx *f)
 {
-    struct nfx *f = *state;
-    struct noticed seen = {.f = f};
-    struct log_wait sent = {f->nodelog, "the cloud's interruption notice: forwarded"};
-    char doc[160], when[TIMESTAMP_ISO8601_LEN + 1];
-    int64_t t = (int64_t)as_wall(NULL) + 120;
     struct watcher w = {0};
 
     spawn(f, "aws-imds", NULL);
@@ -870,9 +865,29 @@ static void castor_node__a_late_notice_keeps_the_clouds_deadline(void **state)
     assert_true(proc_wait_for(registered, f, 10));
     assert_true(proc_wait_for(has_watcher, &w, 10));
     assert_int_equal(kill(f->node, SIGSTOP), 0);
+}
+
+/* The metadata service says the instance is interrupted at t (seconds since the epoch). */
+static void interruption_at(struct nfx *f, int64_t t)
+{
+    char doc[160], when[TIMESTAMP_ISO8601_LEN + 1];
+
     assert_int_equal(timestamp_format_iso8601(t, when), 0);
     snprintf(doc, sizeof(doc), "{\"action\": \"terminate\", \"time\": \"%s\"}", when);
     META_SET(&f->m, action, doc);
+}
+
+/* The watcher's notice is signalled with its deadline, not the time left when it was sent: a
+ * notice the agent takes late (here stopped for 2.5 s) keeps the cloud's time. */
+static void castor_node__a_late_notice_keeps_the_clouds_deadline(void **state)
+{
+    struct nfx *f = *state;
+    struct noticed seen = {.f = f};
+    struct log_wait sent = {f->nodelog, "the cloud's interruption notice: forwarded"};
+    int64_t t = (int64_t)as_wall(NULL) + 120;
+
+    agent_watching_then_stopped(f);
+    interruption_at(f, t);
     assert_true(proc_wait_for(log_has, &sent, 5)); /* signalled to the stopped agent */
     proc_sleep(2.5);
     assert_int_equal(kill(f->node, SIGCONT), 0);
@@ -890,20 +905,12 @@ static void castor_node__queued_notices_keep_the_deadline(void **state)
     struct noticed seen = {.f = f};
     struct log_wait first = {f->nodelog, "the cloud's rebalance recommendation: forwarded"};
     struct log_wait second = {f->nodelog, "the cloud's interruption notice: forwarded"};
-    char doc[160], when[TIMESTAMP_ISO8601_LEN + 1];
     int64_t t = (int64_t)as_wall(NULL) + 120;
-    struct watcher w = {0};
 
-    spawn(f, "aws-imds", NULL);
-    w.node = f->node;
-    assert_true(proc_wait_for(registered, f, 10));
-    assert_true(proc_wait_for(has_watcher, &w, 10));
-    assert_int_equal(kill(f->node, SIGSTOP), 0);
+    agent_watching_then_stopped(f);
     META_SET(&f->m, rebalance, "{\"noticeTime\": \"2026-01-02T03:00:00Z\"}");
     assert_true(proc_wait_for(log_has, &first, 5));
-    assert_int_equal(timestamp_format_iso8601(t, when), 0);
-    snprintf(doc, sizeof(doc), "{\"action\": \"terminate\", \"time\": \"%s\"}", when);
-    META_SET(&f->m, action, doc);
+    interruption_at(f, t);
     assert_true(proc_wait_for(log_has, &second, 5));
     assert_int_equal(kill(f->node, SIGCONT), 0);
     assert_true(proc_wait_for(noticed, &seen, 5));
