@@ -75,8 +75,16 @@ struct cloud_ops {
     int (*list)(void *ctx, const char *cluster, struct cloud_instance **out, size_t *n);
     /* Launch one instance of offer, tagged with cluster and token; launching again with a token
      * already used returns the instance of the first launch (idempotent). On success id (of
-     * CLOUD_ID_MAX bytes) is written. Errors: ERR_CAPACITY (no capacity in that pool now),
-     * ERR_QUOTA (a quota is reached), ERR_UNKNOWN (no such offer), ERR_AGAIN, ERR_IO. */
+     * CLOUD_ID_MAX bytes) is written. Errors that say the cloud refused, nothing was made (the
+     * caller gives the launch up and leaves the offer alone a while): ERR_CAPACITY (no capacity
+     * in that pool now), ERR_QUOTA (a quota is reached), ERR_UNKNOWN (no such offer, or a
+     * refusal the cloud names that castor does not know), ERR_INVAL (a request the cloud
+     * refuses: an image, subnet or launch template it does not know, a role not allowed to
+     * launch, a malformed request). Any other error leaves the answer unknown, and the caller
+     * keeps the token and asks again: ERR_AGAIN, ERR_IO (also an answer that was lost: the
+     * instance may exist), ERR_PARSE (an answer that cannot be read: likewise), ERR_PERM
+     * (credentials refused as expired even when fetched anew, a clock off: nothing was made,
+     * and the offer is not to blame). */
     int (*launch)(void *ctx, const char *offer, const char *cluster, const char *token, char *id);
     /* Terminate instance id (terminating one already gone succeeds). Errors: ERR_UNKNOWN (no such
      * instance of this cluster: the cloud said so, or the id cannot be one; the callers take it

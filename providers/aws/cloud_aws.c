@@ -108,6 +108,7 @@ static void aws_spot_prices(struct aws_cloud *a, int64_t now, struct ec2_spot_pr
 {
     const char *types[AWS_CONF_MAX_OFFERS];
     struct ec2_spot_price *sp = NULL, *more = NULL, *all;
+    struct error e = {0}; /* the client logs what went wrong; e makes its line say it */
     size_t nt = 0, nsp = 0, nmore = 0;
     double price;
 
@@ -117,7 +118,7 @@ static void aws_spot_prices(struct aws_cloud *a, int64_t now, struct ec2_spot_pr
         if (a->offers[i].spot)
             types[nt++] = a->offers[i].type;
     if (!nt ||
-        ec2_describe_spot_prices(a->ec2, types, nt, now - AWS_SPOT_WINDOW_S, &sp, &nsp, NULL) < 0)
+        ec2_describe_spot_prices(a->ec2, types, nt, now - AWS_SPOT_WINDOW_S, &sp, &nsp, &e) < 0)
         return;
     nt = 0;
     for (size_t i = 0; i < a->n; i++) {
@@ -131,7 +132,7 @@ static void aws_spot_prices(struct aws_cloud *a, int64_t now, struct ec2_spot_pr
         if (k == nt)
             types[nt++] = f->type;
     }
-    if (nt && ec2_describe_spot_prices(a->ec2, types, nt, 0, &more, &nmore, NULL) == 0 && nmore) {
+    if (nt && ec2_describe_spot_prices(a->ec2, types, nt, 0, &more, &nmore, &e) == 0 && nmore) {
         all = realloc(sp, (nsp + nmore) * sizeof(*all));
         if (all) {
             memcpy(all + nsp, more, nmore * sizeof(*more));
@@ -149,6 +150,7 @@ static int aws_offers(void *ctx, struct cloud_offer **out, size_t *n)
     struct aws_cloud *a = ctx;
     struct ec2_spot_price *sp = NULL;
     struct cloud_offer *o = calloc(a->n, sizeof(*o));
+    struct error e = {0}; /* the client logs what went wrong; e makes its line say it */
     double volume_hour = 0;
     size_t nsp = 0;
 
@@ -160,7 +162,7 @@ static int aws_offers(void *ctx, struct cloud_offer **out, size_t *n)
 
         if (a->pricing)
             (void)aws_pricing_volume(a->pricing, a->region, a->volume_type,
-                                     (double)retry_default_clock(NULL), &month, NULL);
+                                     (double)retry_default_clock(NULL), &month, &e);
         volume_hour = isfinite(month) ? (double)a->volume_gb * month / AWS_HOURS_PER_MONTH : 0;
     }
     /* spot prices unknown (NAN) when they cannot be read now */
@@ -178,7 +180,7 @@ static int aws_offers(void *ctx, struct cloud_offer **out, size_t *n)
         /* the Price List API's (cached), else the static table's */
         if (!f->spot && a->pricing &&
             aws_pricing_on_demand(a->pricing, a->region, f->type, (double)retry_default_clock(NULL),
-                                  &o[i].price, NULL) < 0)
+                                  &o[i].price, &e) < 0)
             o[i].price = f->on_demand;
         if (f->spot)
             (void)aws_spot_latest(sp, nsp, f->type, f->zone, &o[i].price);
@@ -215,6 +217,7 @@ static int aws_stopped(const char *s)
 static void aws_terminate_stopped(struct aws_cloud *a, const struct ec2_instance *in, size_t m)
 {
     const char **ids = calloc(m ? m : 1, sizeof(*ids));
+    struct error e = {0}; /* the client logs what went wrong; e makes its line say it */
     size_t k = 0;
 
     if (!ids)
@@ -223,7 +226,7 @@ static void aws_terminate_stopped(struct aws_cloud *a, const struct ec2_instance
         if (aws_stopped(in[i].state))
             ids[k++] = in[i].id;
     if (k)
-        (void)ec2_terminate_instances(a->ec2, ids, k, NULL);
+        (void)ec2_terminate_instances(a->ec2, ids, k, &e);
     free(ids);
 }
 
@@ -232,8 +235,9 @@ static int aws_list(void *ctx, const char *cluster, struct cloud_instance **out,
     struct aws_cloud *a = ctx;
     struct ec2_instance *in = NULL;
     struct cloud_instance *l = NULL;
+    struct error e = {0}; /* the client logs what went wrong; e makes its line say it */
     size_t m = 0;
-    int rc = ec2_describe_cluster(a->ec2, cluster, &in, &m, NULL);
+    int rc = ec2_describe_cluster(a->ec2, cluster, &in, &m, &e);
 
     if (rc < 0)
         return rc;
@@ -262,12 +266,21 @@ static int aws_list(void *ctx, const char *cluster, struct cloud_instance **out,
     return 0;
 }
 
+/* A launch call's error as the cloud's launch returns it (providers/cloud.h): a resource EC2
+ * does not know (InvalidSubnetID.NotFound, InvalidAMIID.NotFound, a launch template: ERR_NOENT)
+ * is a refusal, ERR_INVAL; the rest as they are. */
+static int aws_launch_error(int rc)
+{
+    return rc == ERR_NOENT ? ERR_INVAL : rc;
+}
+
 /* Launch by RunInstances (one instance of f under token) into id. */
 static int aws_run(struct aws_cloud *a, const struct aws_offer *f, const char *cluster,
                    const char *token, char *id)
 {
     struct ec2_run_request req = {0};
     struct ec2_launched *l = NULL;
+    struct error e = {0}; /* the client logs what went wrong; e makes its line say it */
     size_t n = 0;
     int rc;
 
@@ -282,8 +295,8 @@ static int aws_run(struct aws_cloud *a, const struct aws_offer *f, const char *c
     req.max_price = f->max_price;
     req.cluster_id = cluster;
     req.launch_token = token;
-    if ((rc = ec2_run_instances(a->ec2, &req, &l, &n, NULL)) < 0)
-        return rc;
+    if ((rc = ec2_run_instances(a->ec2, &req, &l, &n, &e)) < 0)
+        return aws_launch_error(rc);
     if (n < 1 || strlen(l[0].id) >= CLOUD_ID_MAX)
         rc = ERR_IO;
     else
@@ -293,7 +306,7 @@ static int aws_run(struct aws_cloud *a, const struct aws_offer *f, const char *c
 }
 
 /* The error of an instant fleet that started nothing: its pool's error (capacity and quota
- * before others), ERR_AGAIN when it gave none. */
+ * before others; as aws_launch_error), ERR_AGAIN when it gave none. */
 static int aws_fleet_error(const struct ec2_fleet_result *r)
 {
     int rc = r->n_errors ? r->errors[0].err : ERR_AGAIN;
@@ -301,7 +314,7 @@ static int aws_fleet_error(const struct ec2_fleet_result *r)
     for (size_t i = 0; i < r->n_errors; i++)
         if (r->errors[i].err == ERR_CAPACITY || r->errors[i].err == ERR_QUOTA)
             return r->errors[i].err;
-    return rc < 0 ? rc : ERR_AGAIN;
+    return rc < 0 ? aws_launch_error(rc) : ERR_AGAIN;
 }
 
 /*
@@ -309,8 +322,11 @@ static int aws_fleet_error(const struct ec2_fleet_result *r)
  * override (the offer's type and subnet or zone) and a target capacity of 1 in its market,
  * the token as ClientToken; a pool that cannot serve comes back in the fleet's errors and is
  * returned as its code (ERR_CAPACITY, ERR_QUOTA). When the endpoint refuses CreateFleet itself
- * (ERR_INVAL: not authorised or not implemented; ERR_UNKNOWN: a code castor does not know), or
- * with only an image id (a fleet needs a template), RunInstances with the same token.
+ * (ERR_INVAL: not authorised or not implemented), or with only an image id (a fleet needs a
+ * template), RunInstances with the same token. Any other failure of CreateFleet is returned, not
+ * tried again by RunInstances: a resource EC2 does not know (ERR_NOENT) as ERR_INVAL, since
+ * RunInstances would name the same; expired credentials (ERR_PERM), an unknown code, a lost
+ * answer as they are. Errors as cloud.h says of launch.
  */
 static int aws_launch(void *ctx, const char *offer, const char *cluster, const char *token,
                       char *id)
@@ -320,6 +336,7 @@ static int aws_launch(void *ctx, const char *offer, const char *cluster, const c
     struct ec2_override ov = {0};
     struct ec2_fleet_request req = {0};
     struct ec2_fleet_result res = {0};
+    struct error e = {0}; /* the client logs what went wrong; e makes its line say it */
     int rc;
 
     if (!f)
@@ -337,11 +354,11 @@ static int aws_launch(void *ctx, const char *offer, const char *cluster, const c
     req.spot = f->spot;
     req.cluster_id = cluster;
     req.launch_token = token;
-    rc = ec2_create_fleet(a->ec2, &req, &res, NULL);
-    if (rc == ERR_INVAL || rc == ERR_UNKNOWN)
+    rc = ec2_create_fleet(a->ec2, &req, &res, &e);
+    if (rc == ERR_INVAL)
         return aws_run(a, f, cluster, token, id);
     if (rc < 0)
-        return rc;
+        return aws_launch_error(rc);
     if (res.n_instances == 0)
         rc = aws_fleet_error(&res);
     else if (strlen(res.instances[0].id) >= CLOUD_ID_MAX)
@@ -353,9 +370,10 @@ static int aws_launch(void *ctx, const char *offer, const char *cluster, const c
 }
 
 /* The cloud's error for an EC2 error met while terminating: ERR_PERM for a refusal
- * (UnauthorizedOperation, AuthFailure: ERR_INVAL), ERR_IO for an error code castor does not know
- * (OperationNotPermitted, ExpiredToken, RequestExpired, ...: ERR_UNKNOWN, which would say "no
- * such instance") and for a not-found answer where none is expected; others as they are. */
+ * (UnauthorizedOperation, AuthFailure: ERR_INVAL; expired credentials are ERR_PERM already),
+ * ERR_IO for an error code castor does not know (OperationNotPermitted, ...: ERR_UNKNOWN, which
+ * would say "no such instance") and for a not-found answer where none is expected; others as
+ * they are. */
 static int aws_terminate_error(int rc)
 {
     if (rc == ERR_INVAL)
@@ -369,16 +387,17 @@ static int aws_terminate_error(int rc)
  * Terminate id if it is the cluster's (DescribeInstances by the cluster's tag): ERR_UNKNOWN only
  * when the cluster has no such instance (an id of another cluster, or none EC2 knows), 0 when it
  * is terminated already. Any error of either call is a failure to terminate, tried again by the
- * caller: ERR_PERM (refused), ERR_IO (an unknown code such as OperationNotPermitted or
- * ExpiredToken; InvalidInstanceID.NotFound for an instance just described, which EC2's eventual
- * consistency allows: the next try sees it terminated), ERR_AGAIN.
+ * caller: ERR_PERM (refused, or credentials expired even when fetched anew), ERR_IO (an unknown
+ * code such as OperationNotPermitted; InvalidInstanceID.NotFound for an instance just described,
+ * which EC2's eventual consistency allows: the next try sees it terminated), ERR_AGAIN.
  */
 static int aws_terminate(void *ctx, const char *cluster, const char *id)
 {
     struct aws_cloud *a = ctx;
     struct ec2_instance *in = NULL;
+    struct error e = {0}; /* the client logs what went wrong; e makes its line say it */
     size_t m = 0;
-    int rc = ec2_describe_cluster(a->ec2, cluster, &in, &m, NULL), found = 0;
+    int rc = ec2_describe_cluster(a->ec2, cluster, &in, &m, &e), found = 0;
 
     if (rc < 0)
         return aws_terminate_error(rc);
@@ -390,7 +409,7 @@ static int aws_terminate(void *ctx, const char *cluster, const char *id)
         return ERR_UNKNOWN;
     if (found == 2)
         return 0;
-    return aws_terminate_error(ec2_terminate_instances(a->ec2, &id, 1, NULL));
+    return aws_terminate_error(ec2_terminate_instances(a->ec2, &id, 1, &e));
 }
 
 /* ---- quotas ---- */
@@ -664,6 +683,7 @@ static int aws_quotas(void *ctx, struct cloud_quota **quotas, size_t *nq,
     struct aws_quota_read r[AWS_CONF_MAX_OFFERS];
     size_t offer_quota[AWS_CONF_MAX_OFFERS] = {0}, nr = 0, nin = 0, nt = 0, known = 0;
     struct ec2_instance *in = NULL;
+    struct error e = {0}; /* the clients log what went wrong; e makes their lines say it */
     const char **types = NULL;
     int rc = 0;
 
@@ -685,7 +705,7 @@ static int aws_quotas(void *ctx, struct cloud_quota **quotas, size_t *nq,
     if (nr == 0)
         return aws_quota_answer(a, r, 0, offer_quota, quotas, nq, uses, nu);
     for (size_t i = 0; i < nr && rc == 0; i++) {
-        rc = sq_get_quota(a->quotas, "ec2", r[i].code, &r[i].sq, NULL);
+        rc = sq_get_quota(a->quotas, "ec2", r[i].code, &r[i].sq, &e);
         r[i].known = rc == 0;
         known += r[i].known;
         if (rc == ERR_NOENT) /* logged by the client */
@@ -694,7 +714,7 @@ static int aws_quotas(void *ctx, struct cloud_quota **quotas, size_t *nq,
     if (rc == 0 && known == 0) /* nothing to count in */
         return aws_quota_answer(a, r, nr, offer_quota, quotas, nq, uses, nu);
     if (rc == 0)
-        rc = ec2_describe_running(a->ec2, &in, &nin, NULL);
+        rc = ec2_describe_running(a->ec2, &in, &nin, &e);
     if (rc == 0 && !(types = calloc(nin + a->n + 1, sizeof(*types))))
         rc = ERR_NOMEM;
     if (rc < 0)

@@ -333,6 +333,14 @@ void aws_credential_source_free(struct aws_credential_source *s)
     free(s);
 }
 
+void aws_credential_source_forget(struct aws_credential_source *s)
+{
+    if (!s)
+        return;
+    aws_credentials_clear(&s->cached);
+    s->have_cached = 0;
+}
+
 /* The first of a, b, c that is set and not empty, as a new string; NULL on no memory. */
 static char *first_of(const char *a, const char *b, const char *c)
 {

@@ -90,4 +90,8 @@ void aws_credential_source_free(struct aws_credential_source *s);
 int aws_credential_source_get(struct aws_credential_source *s, int64_t now,
                               struct aws_credentials *out, struct error *e);
 
+/* Drop the cached credentials (AWS refused them as expired): the next get reads the chain
+ * again, and a refresh that fails then is an error. s may be NULL. */
+void aws_credential_source_forget(struct aws_credential_source *s);
+
 #endif

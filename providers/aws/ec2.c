@@ -247,6 +247,13 @@ static const struct {
     {"InternalFailure", 0},
     {"ServiceUnavailable", 0},
     {"Unavailable", 0},
+    /* credentials refused as expired, or the clock off by more than AWS allows (the request's
+     * date stamp 15 minutes away from AWS's: RequestExpired): asked again once with credentials
+     * fetched anew, then ERR_PERM. Checked before the Invalid* prefix below. */
+    {"RequestExpired", ERR_PERM},
+    {"ExpiredToken", ERR_PERM},
+    {"ExpiredTokenException", ERR_PERM},
+    {"InvalidClientTokenId", ERR_PERM},
     /* refused for good */
     {"AuthFailure", ERR_INVAL},
     {"UnauthorizedOperation", ERR_INVAL},
@@ -410,7 +417,9 @@ struct call {
     struct aws_credentials cred;
     struct http_client_response r;
     struct aws_error ae; /* what the last failed attempt met */
-    int last;            /* ERR_IO (transport) or ERR_AGAIN (throttled, 5xx): the last retried */
+    int last;            /* ERR_IO (transport), ERR_AGAIN (throttled, 5xx) or ERR_PERM (credentials
+                          * refused): the last retried */
+    int renewed;         /* 1: the credentials were fetched anew after AWS refused them */
     struct error *e;
 };
 
@@ -455,8 +464,9 @@ static int call_attempt(void *arg, int attempt)
     http_client_response_clear(&x->r);
     aws_credentials_clear(&x->cred);
     rc = aws_credential_source_get(c->credentials, c->clock(c->hook_arg), &x->cred, &sub);
-    if (rc < 0)
-        return err_set(x->e, rc, x->where, 0, 0, "no credentials: %.300s", sub.msg);
+    if (rc < 0) /* none to be had (a missing or malformed source) is ERR_PERM: nothing was sent */
+        return err_set(x->e, rc == ERR_IO || rc == ERR_AGAIN || rc == ERR_NOMEM ? rc : ERR_PERM,
+                       x->where, 0, 0, "no credentials: %.300s", sub.msg);
     rc = send_once(c, &x->cred, x->body, &x->r, &sub);
     if (rc == ERR_IO || rc == ERR_AGAIN) { /* a transport failure or a timeout */
         x->last = ERR_IO;
@@ -471,6 +481,13 @@ static int call_attempt(void *arg, int attempt)
         return 0;
     known = read_error(x->r.body, x->r.body_len, &x->ae) == 0;
     mapped = known ? ec2_error_code(x->ae.code) : 0;
+    if (mapped == ERR_PERM && !x->renewed) {
+        /* expired (or rotated) credentials: drop the cached ones and ask again, once */
+        x->renewed = 1;
+        x->last = ERR_PERM;
+        aws_credential_source_forget(c->credentials);
+        return RETRY_AGAIN;
+    }
     if (known && mapped == ERR_UNKNOWN)
         return err_set(x->e, ERR_UNKNOWN, x->where, 0, 0,
                        "unknown error code %s (HTTP %ld): %s (request id %s)", x->ae.code,
@@ -478,9 +495,9 @@ static int call_attempt(void *arg, int attempt)
     if (known && mapped < 0) /* refused for good, whatever the status (capacity comes as 500) */
         return err_set(x->e, mapped, x->where, 0, 0, "%s: %s (request id %s)", x->ae.code,
                        x->ae.message, x->ae.request_id);
-    if (!known && x->r.status < 500) {
+    if (!known && x->r.status < 500) { /* refused (by EC2 or a proxy before it): ERR_INVAL */
         raw_request_id(&x->r, x->ae.request_id, sizeof(x->ae.request_id));
-        return err_set(x->e, ERR_PARSE, x->where, 0, 0,
+        return err_set(x->e, ERR_INVAL, x->where, 0, 0,
                        "HTTP %ld with an answer that is not an EC2 error document (request id %s)",
                        x->r.status, x->ae.request_id);
     }
@@ -496,8 +513,10 @@ static void call_wait(void *arg, int attempt, int max_attempts, long delay)
     struct call *x = arg;
 
     log_line(x->c, &x->cred, "%s: %s: %s: %s (request id %s); retry %d of %d in %ld ms", x->where,
-             x->last == ERR_IO ? "transport failure" : "throttled or server error", x->ae.code,
-             x->ae.message, x->ae.request_id, attempt + 1, max_attempts - 1, delay);
+             x->last == ERR_IO     ? "transport failure"
+             : x->last == ERR_PERM ? "credentials refused, fetched anew"
+                                   : "throttled or server error",
+             x->ae.code, x->ae.message, x->ae.request_id, attempt + 1, max_attempts - 1, delay);
 }
 
 int ec2_call(struct ec2_client *c, const char *action, const struct ec2_params *p,

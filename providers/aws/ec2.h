@@ -86,21 +86,26 @@ void ec2_params_free(struct ec2_params *p);
 /*
  * Send Action=action (with Version) and p (may be NULL), signed, retrying throttling, 5xx and
  * transport failures with exponential backoff and full jitter, and parse the answer into *out
- * (free with xml_free). Errors, with e->file "ec2 <Action>" and e->msg naming the AWS error
- * code, message and request id: ERR_CAPACITY (InsufficientInstanceCapacity and other "this
- * pool cannot serve now" codes), ERR_QUOTA (VcpuLimitExceeded, MaxSpotInstanceCountExceeded,
- * InstanceLimitExceeded, ...), ERR_AGAIN (still throttled or 5xx after max_attempts), ERR_IO
- * (transport failure or timeout on the last attempt), ERR_NOENT (*.NotFound), ERR_INVAL
- * (Invalid*, Missing*, AuthFailure, UnauthorizedOperation, a bad request), ERR_CONFLICT
- * (IdempotentParameterMismatch), ERR_UNKNOWN (an error code castor does not know), ERR_PARSE (a
- * malformed, truncated or unexpected answer), ERR_NOMEM, or the credential source's error;
- * *out is then unchanged.
+ * (free with xml_free). Credentials AWS refuses as expired (ExpiredToken, ExpiredTokenException,
+ * InvalidClientTokenId, RequestExpired) are dropped from the source's cache and the call is
+ * asked again once with credentials fetched anew. Errors, with e->file "ec2 <Action>" and e->msg
+ * naming the AWS error code, message and request id (the client's log gets the same line):
+ * ERR_CAPACITY (InsufficientInstanceCapacity and other "this pool cannot serve now" codes),
+ * ERR_QUOTA (VcpuLimitExceeded, MaxSpotInstanceCountExceeded, InstanceLimitExceeded, ...),
+ * ERR_AGAIN (still throttled or 5xx after max_attempts), ERR_IO (transport failure or timeout on
+ * the last attempt), ERR_PERM (credentials refused again after they were fetched anew, a clock
+ * off by more than AWS allows, or no credentials to be had: nothing was done), ERR_NOENT
+ * (*.NotFound), ERR_INVAL (Invalid*, Missing*, AuthFailure, UnauthorizedOperation, a bad
+ * request, a 4xx answer that is not an EC2 error document: refused, nothing was done),
+ * ERR_CONFLICT (IdempotentParameterMismatch), ERR_UNKNOWN (an error code castor does not know),
+ * ERR_PARSE (a 200 answer that is malformed, truncated or unexpected: the call may have been
+ * done), ERR_NOMEM, or the credential source's ERR_IO, ERR_AGAIN; *out is then unchanged.
  */
 int ec2_call(struct ec2_client *c, const char *action, const struct ec2_params *p,
              struct xml_doc **out, struct error *e);
 
 /* The error code for an EC2 error code string (as ec2_call maps it; 0 for throttling and
- * server errors, which are retried). */
+ * server errors, which are retried; ERR_PERM for expired credentials, asked again once). */
 int ec2_error_code(const char *aws_code);
 
 enum ec2_market {

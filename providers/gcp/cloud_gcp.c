@@ -317,14 +317,20 @@ static int launch(void *arg, const char *offer, const char *cluster, const char 
     q.cluster = cluster;
     q.token = token;
     rc = gcp_instances_insert(x->compute, &q, &op, &e);
-    if (rc == 0)
+    if (rc == ERR_NOENT)
+        rc = ERR_INVAL; /* refused: an image, network or subnetwork Compute Engine does not know */
+    else if (rc == 0)
         rc = gcp_operation_wait(x->compute, &op, &e);
+    if (rc == ERR_NOENT && op.error.err == ERR_NOENT)
+        rc = ERR_INVAL; /* the operation ended so: refused likewise, nothing was made */
     if (rc == ERR_CAPACITY || rc == ERR_QUOTA)
         /* the operation names the quota; a refusal of the insert itself does not */
         hold_refused(x, o, rc, op.error.err == rc ? op.error.quota_metric : "");
     /* the name is the token's: an instance of that name is this launch's, asked before */
     if (rc == ERR_CONFLICT)
         rc = same_launch(x, o->zone, name, cluster, token);
+    if (rc == ERR_NOENT)
+        rc = ERR_IO; /* a poll (or a look) that found nothing: the instance may exist */
     if (rc < 0)
         return rc;
     memcpy(id, made, CLOUD_ID_MAX);
@@ -576,8 +582,8 @@ static const struct cloud_ops gcp_ops = {
     .quotas = quotas,
 };
 
-/* Fill *o from c; ERR_INVAL with e saying why. */
-static int make_offer(const struct cloud_gcp_offer *c, size_t i, struct offer *o, struct error *e)
+/* Fill *o from c; ERR_INVAL with e saying why (file "gcp offers", no location). */
+static int make_offer(const struct cloud_gcp_offer *c, struct offer *o, struct error *e)
 {
     const char *builtin = NULL;
     char gpus[96] = "";
@@ -585,26 +591,25 @@ static int make_offer(const struct cloud_gcp_offer *c, size_t i, struct offer *o
 
     if (!c->machine_type || !c->zone || strlen(c->machine_type) >= sizeof(o->machine_type) ||
         strlen(c->zone) >= sizeof(o->zone))
-        return err_set(e, ERR_INVAL, "gcp offers", 0, 0,
-                       "offer %zu needs a machine type and a zone", i);
+        return err_set(e, ERR_INVAL, "gcp offers", 0, 0, "needs a machine type and a zone");
     snprintf(o->machine_type, sizeof(o->machine_type), "%s", c->machine_type);
     snprintf(o->zone, sizeof(o->zone), "%s", c->zone);
     snprintf(o->family, sizeof(o->family), "%.*s", (int)strcspn(c->machine_type, "-"),
              c->machine_type);
     if (gcp_zone_region(c->zone, o->region, sizeof(o->region)) < 0)
-        return err_set(e, ERR_INVAL, "gcp offers", 0, 0, "offer %zu: %.64s is not a zone", i,
-                       c->zone);
+        return err_set(e, ERR_INVAL, "gcp offers", 0, 0,
+                       "%.64s is not a zone (<region>-<letter>: us-central1-a)", c->zone);
     o->spot = !!c->spot;
     if (gcp_machine_gpus(c->machine_type, &count, &builtin) == 0) {
         if (c->accelerator_count > 0)
             return err_set(e, ERR_INVAL, "gcp offers", 0, 0,
-                           "offer %zu: %.64s comes with its GPUs; attach none", i, c->machine_type);
+                           "%.64s comes with its GPUs; attach none", c->machine_type);
         snprintf(o->accelerator, sizeof(o->accelerator), "%s", builtin);
         o->gpus = count;
     } else if (c->accelerator_count > 0) {
         if (!c->accelerator_type || strlen(c->accelerator_type) >= sizeof(o->accelerator))
             return err_set(e, ERR_INVAL, "gcp offers", 0, 0,
-                           "offer %zu: attached GPUs need their accelerator type", i);
+                           "attached GPUs need their accelerator type");
         snprintf(o->accelerator, sizeof(o->accelerator), "%s", c->accelerator_type);
         o->gpus = c->accelerator_count;
         o->attached = 1;
@@ -617,8 +622,19 @@ static int make_offer(const struct cloud_gcp_offer *c, size_t i, struct offer *o
     n = snprintf(o->name, sizeof(o->name), "%s%s/%s/%s", o->machine_type, gpus, o->zone,
                  o->spot ? "spot" : "standard");
     if (n < 0 || (size_t)n >= sizeof(o->name))
-        return err_set(e, ERR_INVAL, "gcp offers", 0, 0, "offer %zu: its name is too long", i);
+        return err_set(e, ERR_INVAL, "gcp offers", 0, 0, "its name is too long");
     return 0;
+}
+
+int cloud_gcp_offer_name(const struct cloud_gcp_offer *c, char name[CLOUD_NAME_MAX],
+                         struct error *e)
+{
+    struct offer o = {0};
+    int rc = c ? make_offer(c, &o, e) : err_set(e, ERR_INVAL, "gcp offers", 0, 0, "no offer");
+
+    if (rc == 0)
+        memcpy(name, o.name, CLOUD_NAME_MAX);
+    return rc;
 }
 
 /* A copy of s, or NULL for NULL; *failed set when out of memory. */
@@ -649,9 +665,13 @@ int cloud_gcp_new(const struct cloud_gcp_config *cfg, struct cloud *out, struct 
         goto fail;
     }
     for (size_t i = 0; i < cfg->n_offers; i++) {
-        rc = make_offer(&cfg->offers[i], i, &x->offers[i], e);
-        if (rc < 0)
+        struct error sub = {0};
+
+        rc = make_offer(&cfg->offers[i], &x->offers[i], &sub);
+        if (rc < 0) {
+            err_set(e, rc, "gcp offers", 0, 0, "offer %zu: %.300s", i, sub.msg);
             goto fail;
+        }
         if (find_offer(x, x->offers[i].name)) {
             rc = err_set(e, ERR_CONFLICT, "gcp offers", 0, 0, "offer %s is given twice",
                          x->offers[i].name);

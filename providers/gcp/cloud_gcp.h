@@ -77,4 +77,11 @@ struct cloud_gcp_config {
  */
 int cloud_gcp_new(const struct cloud_gcp_config *cfg, struct cloud *out, struct error *e);
 
+/* The name cloud_gcp_new gives the offer c into name, after the checks it makes of one offer
+ * (the configuration's reader checks each offer by it, to report a fault at the offer's line).
+ * ERR_INVAL with e saying why (e->file "gcp offers", no location; the same faults as
+ * cloud_gcp_new's but a name given twice); name then untouched. */
+int cloud_gcp_offer_name(const struct cloud_gcp_offer *c, char name[CLOUD_NAME_MAX],
+                         struct error *e);
+
 #endif

@@ -100,13 +100,37 @@ static int gcf_get_url(const struct conf_node *m, const char *key, const char **
     return 1;
 }
 
-/* The offers list into o (n written); required, 1 to GCP_CONF_MAX_OFFERS. */
+/* The faults of offer m (read into *o, its name into name) that cloud_gcp_new would find, at the
+ * offer's key: a zone without a region, GPUs attached to a machine type that carries its own;
+ * then any other (a name too long) at the offer. ERR_PARSE, or 0. */
+static int gcf_offer_check(const struct conf_node *m, const struct cloud_gcp_offer *o,
+                           char name[CLOUD_NAME_MAX], struct error *e)
+{
+    const struct conf_node *at = conf_find(m, "accelerator_count");
+    struct error sub = {0};
+    const char *builtin;
+    char region[64];
+    int gpus;
+
+    if (!at)
+        at = conf_find(m, "accelerator_type");
+    if (gcp_zone_region(o->zone, region, sizeof(region)) < 0)
+        at = conf_find(m, "zone");
+    else if (!at || gcp_machine_gpus(o->machine_type, &gpus, &builtin) < 0)
+        at = m;
+    if (cloud_gcp_offer_name(o, name, &sub) == 0)
+        return 0;
+    return err_set(e, ERR_PARSE, at->file, at->line, at->column, "%s: %.300s", at->path, sub.msg);
+}
+
+/* The offers list into o (n written); required, 1 to GCP_CONF_MAX_OFFERS, each listed once. */
 static int gcf_offers_conf(const struct conf_node *section, const char *where, int line, int column,
                            struct cloud_gcp_offer *o, size_t *n, struct error *e)
 {
     static const char *const keys[] = {"machine_type",      "zone", "spot", "accelerator_type",
                                        "accelerator_count", NULL};
     const struct conf_node *list = section ? conf_find(section, "offers") : NULL;
+    char names[GCP_CONF_MAX_OFFERS][CLOUD_NAME_MAX];
     int rc;
 
     if (!list)
@@ -143,6 +167,12 @@ static int gcf_offers_conf(const struct conf_node *section, const char *where, i
                            c->path);
         }
         o[i].accelerator_count = (int)count;
+        if ((rc = gcf_offer_check(m, &o[i], names[i], e)) < 0)
+            return rc;
+        for (size_t k = 0; k < i; k++)
+            if (strcmp(names[k], names[i]) == 0)
+                return err_set(e, ERR_PARSE, m->file, m->line, m->column,
+                               "%s: the offer %s is listed twice", m->path, names[i]);
     }
     *n = list->n;
     return 0;

@@ -720,8 +720,13 @@ int gcp_instances_list(struct gcp_compute *c, const char *cluster, struct gcp_in
 
     if (!c || !out || !n)
         return refuse(e, call, "no client or output");
-    if (!gcp_label_ok(cluster))
-        return refuse(e, call, "the cluster id must be a label value");
+    if (!gcp_label_ok(cluster)) { /* logged: every reconciliation meets it, unasked */
+        struct error local = {0};
+
+        refuse(e ? e : &local, call,
+               "the cluster id must be a label value: 1 to 63 of a-z, 0-9, '-' and '_'");
+        return gcp_rest_logged(c->rest, ERR_INVAL, e ? e : &local);
+    }
     x.cluster = cluster;
     for (int page = 0;; page++) {
         struct strbuf path = {0};

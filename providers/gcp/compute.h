@@ -154,7 +154,8 @@ int gcp_instance_get(struct gcp_compute *c, const char *zone, const char *name,
  * cluster that a server returns anyway are left out. Errors as gcp_rest_call, ERR_AGAIN (a zone
  * answered "unreachable": a partial list is never returned, so that no instance is taken for
  * gone), ERR_PARSE (an item without its fields, a zone that is not an object), ERR_RANGE (more
- * than 10,000 pages), ERR_INVAL (a cluster that is not a label value); outputs then untouched.
+ * than 10,000 pages), ERR_INVAL (a cluster that is not a label value: nothing asked, the line
+ * logged as any failure); outputs then untouched.
  */
 int gcp_instances_list(struct gcp_compute *c, const char *cluster, struct gcp_instance **out,
                        size_t *n, struct error *e);

@@ -151,6 +151,55 @@ static long cl_call(struct cl_conn *c, const char *method, const char *path, con
     return status;
 }
 
+/* A member an answer must have: its key and type (JV_REAL: any number). */
+struct cl_member {
+    const char *key;
+    enum jv_type type;
+};
+
+/* What each answer the client reads must hold (a list ending in {NULL}): an answer without it is
+ * not castor's (a proxy's page, --url naming another server). A node of unknown price makes the
+ * fleet's cost_rate null: not required. */
+static const struct cl_member cl_fleet_shape[] = {
+    {"nodes", JV_ARRAY}, {"gpus", JV_REAL}, {NULL, JV_NULL}};
+static const struct cl_member cl_jobs_shape[] = {{"jobs", JV_ARRAY}, {NULL, JV_NULL}};
+static const struct cl_member cl_events_shape[] = {{"events", JV_ARRAY}, {NULL, JV_NULL}};
+static const struct cl_member cl_costs_shape[] = {
+    {"by", JV_STRING}, {"rows", JV_ARRAY}, {"total", JV_OBJECT}, {NULL, JV_NULL}};
+static const struct cl_member cl_job_shape[] = {
+    {"name", JV_STRING}, {"state", JV_STRING}, {NULL, JV_NULL}};
+static const struct cl_member cl_node_shape[] = {
+    {"instance_id", JV_STRING}, {"state", JV_STRING}, {NULL, JV_NULL}};
+
+/* 1 when v is an object with every member of shape, of its type; else says why on err for cmd
+ * and returns 0. */
+static int cl_shape_ok(const char *cmd, const struct jv *v, const struct cl_member *shape,
+                       FILE *err)
+{
+    static const char *const names[] = {"null",     "a boolean", "a number", "a number",
+                                        "a string", "an array",  "an object"};
+
+    if (jv_type_of(v) != JV_OBJECT) {
+        fprintf(err,
+                "castor %s: the answer is not castor's: not a JSON object (is the URL the "
+                "controller's?)\n",
+                cmd);
+        return 0;
+    }
+    for (; shape->key; shape++) {
+        enum jv_type t = jv_type_of(jv_get(v, shape->key));
+
+        if (t == shape->type || (shape->type == JV_REAL && t == JV_INTEGER))
+            continue;
+        fprintf(err,
+                "castor %s: the answer is not castor's: its \"%s\" is not %s (is the URL the "
+                "controller's?)\n",
+                cmd, shape->key, names[shape->type]);
+        return 0;
+    }
+    return 1;
+}
+
 /* An error answer on err; returns 1. */
 static int cl_failed(const char *cmd, long status, const struct jv *v, FILE *err)
 {
@@ -161,14 +210,15 @@ static int cl_failed(const char *cmd, long status, const struct jv *v, FILE *err
     return 1;
 }
 
-/* One request of the command cmd, answered `want` when it went well: then its answer goes out as
- * JSON with json (the member json_key of it, or all when NULL), else *print is set and the caller
- * prints *v its own way; any other answer is reported with the controller's reason. *v is the
- * answer (the caller's to jv_free, NULL when there was none). Returns the command's exit status
- * (0, or 1 for a failure). */
+/* One request of the command cmd, answered `want` when it went well: then its answer, which must
+ * have the members of shape (else it is a failure, said on err), goes out as JSON with json (the
+ * member json_key of it, or all when NULL), else *print is set and the caller prints *v its own
+ * way; any other answer is reported with the controller's reason. *v is the answer (the caller's
+ * to jv_free, NULL when there was none). Returns the command's exit status (0, or 1 for a
+ * failure). */
 static int cl_answer(struct cl_conn *c, const char *cmd, const char *method, const char *path,
-                     const char *body, long want, int json, const char *json_key, FILE *out,
-                     FILE *err, struct jv **v, int *print)
+                     const char *body, long want, const struct cl_member *shape, int json,
+                     const char *json_key, FILE *out, FILE *err, struct jv **v, int *print)
 {
     long st = cl_call(c, method, path, body, v, err);
 
@@ -177,20 +227,24 @@ static int cl_answer(struct cl_conn *c, const char *cmd, const char *method, con
         return 1;
     if (st != want)
         return cl_failed(cmd, st, *v, err);
+    if (!cl_shape_ok(cmd, *v, shape, err))
+        return 1;
     if (json)
         return jv_write(json_key ? jv_get(*v, json_key) : *v, out) < 0;
     *print = 1;
     return 0;
 }
 
-/* One GET of path for the command cmd: on 200 its answer as JSON (the member json_key of it, or
- * all when NULL) or, without json, as show prints it; the controller's reason otherwise. Returns
- * the command's exit status (0, or 1 for a failure). */
-static int cl_show(struct cl_conn *c, const char *cmd, const char *path, const char *json_key,
-                   int json, void (*show)(const struct jv *v, FILE *out), FILE *out, FILE *err)
+/* One GET of path for the command cmd: on 200 with an answer of shape, the answer as JSON (the
+ * member json_key of it, or all when NULL) or, without json, as show prints it; the controller's
+ * reason otherwise. Returns the command's exit status (0, or 1 for a failure). */
+static int cl_show(struct cl_conn *c, const char *cmd, const char *path,
+                   const struct cl_member *shape, const char *json_key, int json,
+                   void (*show)(const struct jv *v, FILE *out), FILE *out, FILE *err)
 {
     struct jv *v = NULL;
-    int print, rc = cl_answer(c, cmd, "GET", path, NULL, 200, json, json_key, out, err, &v, &print);
+    int print,
+        rc = cl_answer(c, cmd, "GET", path, NULL, 200, shape, json, json_key, out, err, &v, &print);
 
     if (print)
         show(v, out);
@@ -301,17 +355,14 @@ static int cl_status(struct cl_conn *c, int json, FILE *out, FILE *err)
     static const char *const states[] = {"pending", "running", "finished", "cancelled", "failed"};
     struct jv *fleet = NULL, *jobs = NULL, *both;
     const struct jv *nodes, *list;
-    long s1 = cl_call(c, "GET", "/v1/fleet", NULL, &fleet, err), s2 = -1;
-    int rc = 0;
+    int print, rc = cl_answer(c, "status", "GET", "/v1/fleet", NULL, 200, cl_fleet_shape, 0, NULL,
+                              out, err, &fleet, &print);
 
-    if (s1 == 200)
-        s2 = cl_call(c, "GET", "/v1/jobs", NULL, &jobs, err);
-    if (s1 < 0 || s2 < 0 || s1 != 200 || s2 != 200) {
-        rc = s1 < 0 || s2 < 0
-                 ? 1
-                 : cl_failed("status", s1 != 200 ? s1 : s2, s1 != 200 ? fleet : jobs, err);
+    if (rc == 0)
+        rc = cl_answer(c, "status", "GET", "/v1/jobs", NULL, 200, cl_jobs_shape, 0, NULL, out, err,
+                       &jobs, &print);
+    if (rc != 0)
         goto out;
-    }
     if (json) {
         both = jv_object();
         jv_set(both, "fleet", jv_ref(fleet));
@@ -363,7 +414,7 @@ static int cl_jobs(struct cl_conn *c, const char *filter, int json, FILE *out, F
         return 2;
     }
     snprintf(path, sizeof(path), "/v1/jobs%s%s", filter ? "?state=" : "", filter ? filter : "");
-    return cl_show(c, "jobs", path, "jobs", json, cl_jobs_table, out, err);
+    return cl_show(c, "jobs", path, cl_jobs_shape, "jobs", json, cl_jobs_table, out, err);
 }
 
 /* A query argument's value: what a date or an ISO 8601 time may hold (the API checks it). */
@@ -382,13 +433,13 @@ static void cl_cost_row(const char *key, const struct jv *r, FILE *out)
 /* The cost answer as a table: a row per day or offer, then the total. */
 static void cl_costs_table(const struct jv *v, FILE *out)
 {
-    const char *key = strcmp(jv_string_value(jv_get(v, "by")), "offer") == 0 ? "offer" : "day";
+    const char *key = strcmp(cl_str(v, "by"), "offer") == 0 ? "offer" : "day";
     const struct jv *rows = jv_get(v, "rows");
 
     fprintf(out, "%-40s %12s %12s %12s %12s\n", strcmp(key, "day") == 0 ? "DAY (UTC)" : "OFFER",
             "ON-DEMAND $", "SPOT $", "STATIC $", "TOTAL $");
     for (size_t i = 0; i < jv_size(rows); i++)
-        cl_cost_row(jv_string_value(jv_get(jv_at(rows, i), key)), jv_at(rows, i), out);
+        cl_cost_row(cl_str(jv_at(rows, i), key), jv_at(rows, i), out);
     cl_cost_row("total", jv_get(v, "total"), out);
 }
 
@@ -417,7 +468,7 @@ static int cl_costs(struct cl_conn *c, const char *since, const char *until, con
         fprintf(err, "castor costs: out of memory\n");
         return 1;
     }
-    rc = cl_show(c, "costs", path.p, NULL, json, cl_costs_table, out, err);
+    rc = cl_show(c, "costs", path.p, cl_costs_shape, NULL, json, cl_costs_table, out, err);
     strbuf_free(&path);
     return rc;
 }
@@ -470,7 +521,8 @@ static int cl_submit(struct cl_conn *c, const char *file, int json, FILE *out, F
         conf_free(doc);
         return 1;
     }
-    rc = cl_answer(c, "submit", "POST", "/v1/jobs", body, 201, json, NULL, out, err, &v, &print);
+    rc = cl_answer(c, "submit", "POST", "/v1/jobs", body, 201, cl_job_shape, json, NULL, out, err,
+                   &v, &print);
     free(body);
     if (print) { /* and what the controller cannot do for it */
         const struct jv *w = jv_get(v, "warnings");
@@ -523,17 +575,19 @@ static int cl_events(struct cl_conn *c, const char *name, int json, FILE *out, F
     if (!cl_name_ok("events", name, err))
         return 2;
     snprintf(path, sizeof(path), "/v1/jobs/%s/events?limit=500", name);
-    return cl_show(c, "events", path, NULL, json, cl_events_table, out, err);
+    return cl_show(c, "events", path, cl_events_shape, NULL, json, cl_events_table, out, err);
 }
 
 /* One request that acts on the thing named (a job or a node): its answer as JSON, or done (a
- * format with one %s, the name) on 200; the controller's reason otherwise. */
+ * format with one %s, the name) on 200 with an answer of shape; the controller's reason
+ * otherwise. */
 static int cl_act(struct cl_conn *c, const char *cmd, const char *method, const char *path,
-                  const char *body, const char *name, const char *done, int json, FILE *out,
-                  FILE *err)
+                  const char *body, const struct cl_member *shape, const char *name,
+                  const char *done, int json, FILE *out, FILE *err)
 {
     struct jv *v = NULL;
-    int print, rc = cl_answer(c, cmd, method, path, body, 200, json, NULL, out, err, &v, &print);
+    int print,
+        rc = cl_answer(c, cmd, method, path, body, 200, shape, json, NULL, out, err, &v, &print);
 
     if (print)
         fprintf(out, done, name);
@@ -548,7 +602,8 @@ static int cl_cancel(struct cl_conn *c, const char *name, int json, FILE *out, F
     if (!cl_name_ok("cancel", name, err))
         return 2;
     snprintf(path, sizeof(path), "/v1/jobs/%s", name);
-    return cl_act(c, "cancel", "DELETE", path, NULL, name, "cancelled %s\n", json, out, err);
+    return cl_act(c, "cancel", "DELETE", path, NULL, cl_job_shape, name, "cancelled %s\n", json,
+                  out, err);
 }
 
 /* POST /v1/nodes/{id}/down: the operator says the static node is off. */
@@ -559,7 +614,7 @@ static int cl_down(struct cl_conn *c, const char *id, int json, FILE *out, FILE 
     if (!cl_name_ok("down", id, err))
         return 2;
     snprintf(path, sizeof(path), "/v1/nodes/%s/down", id);
-    return cl_act(c, "down", "POST", path, "{}", id,
+    return cl_act(c, "down", "POST", path, "{}", cl_node_shape, id,
                   "%s is down: its jobs restart elsewhere from their checkpoints\n", json, out,
                   err);
 }

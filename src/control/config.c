@@ -783,6 +783,14 @@ static int cf_read(struct config *c, struct error *e)
     if ((rc = cf_required(root, "world", e)) < 0 ||
         (rc = conf_get_choice(root, "world", config_worlds, &world, e)) < 0)
         return rc;
+    /* gcp labels its instances with the cluster id and the launch tokens made of it
+     * ("<cluster>-<16 hex digits>"): label values, 1 to 63 of a-z, 0-9, '-' and '_' */
+    _Static_assert(CONFIG_CLUSTER_MAX + 17 <= 63, "a launch token must fit a GCE label value");
+    if (strcmp(config_worlds[world], "gcp") == 0 &&
+        strspn(cluster, "abcdefghijklmnopqrstuvwxyz0123456789-_") != strlen(cluster))
+        return cf_bad(conf_find(root, "cluster"), e,
+                      "with world gcp, lower-case letters, digits, '-' or '_' (it labels the "
+                      "instances, and Compute Engine's labels take no other)");
     n = conf_find(root, "cloud");
     if (n && n->kind != CONF_MAPPING && n->kind != CONF_NULL)
         return cf_bad(n, e, "expected a mapping (the world's own settings)");

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/conf.h"
 #include "util/file.h"
 
 /* Count lines and the widest possible cell count, so the cell array is allocated once. */
@@ -37,13 +38,18 @@ int csv_parse(const char *name, const char *data, size_t len, struct csv_table *
               struct error *e)
 {
     struct csv_table *t = NULL;
-    size_t maxcells, lines, ncells = 0, width = 0;
+    size_t maxcells, lines, ncells = 0, width = 0, bom;
     int rc = 0, line = 0, pending_blank = 0;
     const char *nul;
     char *p, *end;
 
     if (!name)
         name = "<input>";
+    /* a UTF-8 byte-order mark (spreadsheets export one) is no text: skipped, lines and columns
+     * count from what follows */
+    bom = conf_bom_len(data, len);
+    data += bom;
+    len -= bom;
     nul = memchr(data, '\0', len);
     if (nul) {
         int nline = 1, ncol = 1;
@@ -124,6 +130,14 @@ int csv_parse(const char *name, const char *data, size_t len, struct csv_table *
                     rc = err_set(e, ERR_PARSE, name, 1, t->cells[i].column,
                                  "header column %zu has no name", i + 1);
                     goto out;
+                }
+                for (size_t k = 0; k < i; k++) {
+                    if (strcmp(t->cells[k].text, t->cells[i].text) == 0) {
+                        rc = err_set(e, ERR_PARSE, name, 1, t->cells[i].column,
+                                     "header column %zu repeats the name \"%.40s\" of column %zu",
+                                     i + 1, t->cells[i].text, k + 1);
+                        goto out;
+                    }
                 }
             }
         } else if (fields != width) {

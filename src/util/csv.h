@@ -25,10 +25,11 @@ struct csv_table {
 };
 
 /*
- * Parse len bytes of CSV text; name is used in errors only. Quoted cells, NUL bytes, rows of the
- * wrong width and empty rows between data rows are errors (ERR_PARSE with line and column in *e);
- * a table with a header and no rows is ERR_EMPTY, and so is an empty text. On success *out owns a
- * new table (free with csv_free); on error *out is untouched.
+ * Parse len bytes of CSV text; name is used in errors only. A UTF-8 byte-order mark at the start
+ * is skipped (lines and columns count from what follows). Quoted cells, NUL bytes, a header name
+ * given twice, rows of the wrong width and empty rows between data rows are errors (ERR_PARSE with
+ * line and column in *e); a table with a header and no rows is ERR_EMPTY, and so is an empty text.
+ * On success *out owns a new table (free with csv_free); on error *out is untouched.
  */
 int csv_parse(const char *name, const char *data, size_t len, struct csv_table **out,
               struct error *e);

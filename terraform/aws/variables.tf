@@ -68,6 +68,10 @@ variable "instance_types" {
     error_message = "each instance type needs gpus a whole number from 1 to 64, market spot or on-demand, and max_price (if given) above zero."
   }
   validation {
+    condition     = alltrue([for i, a in var.instance_types : alltrue([for j, b in var.instance_types : i == j || a.instance_type != b.instance_type || a.market != b.market])])
+    error_message = "instance_types must not list an instance type twice in one market: each pair is one castor offer per zone, and castor refuses an offer listed twice."
+  }
+  validation {
     condition     = length(var.instance_types) * length(var.zones) <= 64
     error_message = "castor takes at most 64 offers: instance_types times zones must be 64 or fewer."
   }

@@ -1,19 +1,20 @@
 # iam.tf: docs/gcp.md's minimal role for the controller, split in two: what reads (list, get,
-# operations, the boot disk, the subnetwork, the quotas) without a condition, and what creates,
-# changes or deletes instances only for instances named castor-* (IAM conditions cannot read
-# labels; castor names every instance castor-<hash>). The controller may act as the workers'
-# service account only, not as any other.
+# operations, the boot disk and its image, the subnetwork, the quotas) without a condition, and
+# what creates, changes or deletes instances only for instances named castor-* (IAM conditions
+# cannot read labels; castor names every instance castor-<hash>). The controller may act as the
+# workers' service account only, not as any other.
 
 resource "google_project_iam_custom_role" "controller_read" {
   project     = var.project_id
   role_id     = "castorRead_${replace(var.cluster_id, "-", "_")}"
   title       = "castor ${var.cluster_id}: list and read instances"
-  description = "castor's controller: list, get, operations, boot disks, the subnetwork, quotas"
+  description = "castor's controller: list, get, operations, boot disks and images, the subnetwork, quotas"
   permissions = [
     "compute.instances.get",
     "compute.instances.list",
     "compute.zoneOperations.get",
     "compute.disks.create",
+    "compute.images.useReadOnly", # the boot image, when worker_image is in this project
     "compute.subnetworks.use",
     "compute.regions.get",  # the regional quotas (GPUs, CPUs) of the offers' regions
     "compute.projects.get", # the project-wide quotas (GPUS_ALL_REGIONS, CPUS_ALL_REGIONS)

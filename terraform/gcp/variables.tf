@@ -71,13 +71,17 @@ variable "machine_types" {
     error_message = "accelerator_type is for N1 machine types only, with accelerator_count from 1 to 16."
   }
   validation {
+    condition     = alltrue([for i, a in var.machine_types : alltrue([for j, b in var.machine_types : i == j || a.machine_type != b.machine_type || a.spot != b.spot || a.accelerator_type != b.accelerator_type || (a.accelerator_type != null && a.accelerator_count != b.accelerator_count)])])
+    error_message = "machine_types must not list a machine type twice with the same GPUs (accelerator_type and accelerator_count) and spot: each is one castor offer per zone, and castor refuses an offer listed twice."
+  }
+  validation {
     condition     = length(var.machine_types) * length(var.zones) <= 64
     error_message = "castor takes at most 64 offers: machine_types times zones must be 64 or fewer."
   }
 }
 
 variable "worker_image" {
-  description = "The workers' boot image: a GPU image with the NVIDIA driver, curl and python3, on Debian 12 or Ubuntu 22.04 or later (castor-node needs glibc 2.34 and libcrypto.so.3; Debian 11 images lack them), e.g. the Deep Learning VM family projects/deeplearning-platform-release/global/images/family/common-cu129-ubuntu-2204-nvidia-580."
+  description = "The workers' boot image: a GPU image with the NVIDIA driver, curl and python3, on Debian 12 or Ubuntu 22.04 or later (castor-node needs glibc 2.34 and libcrypto.so.3; Debian 11 images lack them), e.g. the Deep Learning VM family projects/deeplearning-platform-release/global/images/family/common-cu129-ubuntu-2204-nvidia-580. An image in this project the module lets the controller use; a private one in another project needs roles/compute.imageUser there for the controller's service account."
   type        = string
   validation {
     condition     = can(regex("^(projects/[^/]+/global/images/|https://)", var.worker_image))

@@ -1,7 +1,9 @@
 /* test_client.c: what `castor status` says of the spend limit (cli_spend_line,
  * src/cli/client_cmd.c) for fleets as GET /v1/fleet answers them: reached; reached before the
  * period ends at the rate now, and when; lasting past the period's end; a fleet that costs nothing.
- * And `castor costs` against a test server: its times reach the server as given.
+ * And `castor costs` against a test server: its times reach the server as given. And the client
+ * against a server that refuses (401, 502: the reason said, exit 1) or that answers 200 with what
+ * is not castor's answer (a proxy's page, {}): a failure that says so, never success or a crash.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -126,11 +128,152 @@ static void cli_client__costs_query_encoded(void **state)
     free(text);
 }
 
+/* A test server's one answer to every request. */
+struct canned {
+    int status;
+    const char *content_type;
+    const char *body;
+};
+
+static void canned_handler(void *ctx, const struct http_request *req, struct http_response *resp)
+{
+    const struct canned *a = ctx;
+
+    (void)req;
+    resp->status = a->status;
+    resp->content_type = a->content_type;
+    resp->body = strdup(a->body);
+    resp->body_len = resp->body ? strlen(a->body) : 0;
+}
+
+/* What one client command said against a server answering as a does: its exit status, and its
+ * standard output and error in *out and *err (the caller frees them). args: the command's words,
+ * NULL-terminated; --url is added. */
+static int client_against(const struct canned *a, const char *const *args, char **out, char **err)
+{
+    struct http_server_config hc = {0};
+    struct http_server *srv = NULL;
+    char url[64], *argv[16];
+    size_t olen = 0, elen = 0;
+    FILE *fo, *fe;
+    int argc = 0, rc;
+
+    assert_int_equal(http_server_start(&hc, canned_handler, (void *)a, &srv, NULL), 0);
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", http_server_port(srv));
+    for (; args[argc]; argc++)
+        argv[argc] = (char *)args[argc];
+    argv[argc++] = "--url";
+    argv[argc++] = url;
+    argv[argc] = NULL;
+    setenv("CASTOR_USER_TOKEN", "test-user-token", 1);
+    fo = open_memstream(out, &olen);
+    fe = open_memstream(err, &elen);
+    assert_non_null(fo);
+    assert_non_null(fe);
+    rc = cli_client(argc, argv, fo, fe);
+    fclose(fo);
+    fclose(fe);
+    http_server_stop(srv);
+    return rc;
+}
+
+/* `castor status` refused by the controller (a wrong token: 401 with its reason; a proxy's 502
+ * page): the answer and its reason on standard error, exit status 1. */
+static void cli_client__status_refused_says_why(void **state)
+{
+    static const struct canned unauthorized = {401, "application/json",
+                                               "{\"error\": \"the token is not valid\"}"};
+    static const struct canned bad_gateway = {502, "text/html", "<html>Bad gateway</html>"};
+    static const char *const status[] = {"status", NULL}, *const status_json[] = {"status",
+                                                                                  "--json", NULL};
+    char *out = NULL, *err = NULL;
+
+    (void)state;
+    assert_int_equal(client_against(&unauthorized, status, &out, &err), 1);
+    assert_string_equal(out, "");
+    assert_string_equal(err,
+                        "castor status: the controller answered 401: the token is not valid\n");
+    free(out);
+    free(err);
+    assert_int_equal(client_against(&bad_gateway, status_json, &out, &err), 1);
+    assert_string_equal(out, "");
+    assert_string_equal(err, "castor status: the controller answered 502: (no reason given)\n");
+    free(out);
+    free(err);
+}
+
+/* Each command, answered 200 with a proxy's HTML page, with {} or with JSON of another shape:
+ * nothing on standard output, exit status 1, and standard error says the answer is not castor's
+ * (not "cancelled", not a table of NaNs, not a crash). */
+static void cli_client__answer_not_castors(void **state)
+{
+    static const struct canned answers[] = {
+        {200, "text/html", "<html>ok</html>"},
+        {200, "application/json", "{}"},
+        {200, "application/json", "[1, 2]"},
+        {200, "application/json",
+         "{\"by\": 7, \"rows\": {}, \"nodes\": 1, \"jobs\": \"x\", \"events\": null, "
+         "\"name\": 1, \"instance_id\": []}"},
+    };
+    static const char *const cmds[][4] = {
+        {"costs", NULL},        {"costs", "--by", "offer", NULL}, {"costs", "--json", NULL},
+        {"status", NULL},       {"status", "--json", NULL},       {"jobs", NULL},
+        {"events", "j1", NULL}, {"cancel", "j1", NULL},           {"cancel", "j1", "--json", NULL},
+        {"down", "i-1", NULL},  {"down", "i-1", "--json", NULL},
+    };
+
+    (void)state;
+    for (size_t a = 0; a < sizeof(answers) / sizeof(answers[0]); a++) {
+        for (size_t k = 0; k < sizeof(cmds) / sizeof(cmds[0]); k++) {
+            char *out = NULL, *err = NULL, want[64];
+
+            snprintf(want, sizeof(want), "castor %s: the answer is not castor's: ", cmds[k][0]);
+            assert_int_equal(client_against(&answers[a], cmds[k], &out, &err), 1);
+            assert_string_equal(out, "");
+            assert_non_null(strstr(err, want));
+            free(out);
+            free(err);
+        }
+    }
+}
+
+/* castor's own answers of each shape still read as before: the cost table, a cancelled job, a
+ * node taken down. */
+static void cli_client__castors_answers_still_read(void **state)
+{
+    static const struct canned costs = {
+        200, "application/json",
+        "{\"by\": \"offer\", \"rows\": [{\"offer\": \"p4d\", \"on_demand\": 1, \"spot\": 2, "
+        "\"static\": 0, \"dollars\": 3}], \"total\": {\"on_demand\": 1, \"spot\": 2, "
+        "\"static\": 0, \"dollars\": 3}}"};
+    static const struct canned cancelled = {200, "application/json",
+                                            "{\"name\": \"j1\", \"state\": \"cancelled\"}"};
+    static const char *const by_offer[] = {"costs", "--by", "offer", NULL}, *const cancel[] = {
+                                                                                "cancel", "j1",
+                                                                                NULL};
+    char *out = NULL, *err = NULL;
+
+    (void)state;
+    assert_int_equal(client_against(&costs, by_offer, &out, &err), 0);
+    assert_non_null(strstr(out, "OFFER"));
+    assert_non_null(strstr(out, "p4d"));
+    assert_string_equal(err, "");
+    free(out);
+    free(err);
+    assert_int_equal(client_against(&cancelled, cancel, &out, &err), 0);
+    assert_string_equal(out, "cancelled j1\n");
+    free(out);
+    free(err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(cli_spend_line__reached_when_and_past_the_end),
         cmocka_unit_test(cli_client__costs_query_encoded),
+        cmocka_unit_test(cli_client__status_refused_says_why),
+        cmocka_unit_test(cli_client__answer_not_castors),
+        cmocka_unit_test(cli_client__castors_answers_still_read),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -327,6 +327,9 @@ static const struct bad_case bad_cases[] = {
     {"cluster: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\nworld: fake\n", ERR_RANGE, 1, 10,
      "at most 40 bytes"},
     {"cluster: c\n", ERR_PARSE, 1, 1, "world is required"},
+    /* gcp labels instances with it (and the launch tokens made of it): a-z, 0-9, '-', '_' */
+    {"cluster: Alpha\nworld: gcp\n", ERR_PARSE, 1, 10, "with world gcp, lower-case letters"},
+    {"cluster: a.b\nworld: gcp\n", ERR_PARSE, 1, 10, "Compute Engine's labels"},
     {"cluster: c\nworld: lcoal\n", ERR_UNKNOWN, 2, 8, "local"},
     {BASE "cloud: 3\n", ERR_PARSE, 3, 8, "expected a mapping"},
     {BASE "interval: 0\n", ERR_RANGE, 3, 11, "interval"},

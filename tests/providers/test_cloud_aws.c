@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "providers/cloud.h"
@@ -262,6 +263,139 @@ static void launch__run_instances_when_the_fleet_is_refused(void **state)
 #undef P
 }
 
+#define EC2_ERROR(code, message)                                                   \
+    "<Response><Errors><Error><Code>" code "</Code><Message>" message "</Message>" \
+    "</Error></Errors><RequestID>r-e</RequestID></Response>"
+#define EC2_REFUSAL(code, id)                                                                      \
+    "<Response><Errors><Error><Code>" code "</Code><Message>The " code " does not exist</Message>" \
+    "</Error></Errors><RequestID>" id "</RequestID></Response>"
+
+/* A launch naming something EC2 does not know (a subnet, an image, a launch template: a
+ * *.NotFound code, from CreateFleet, its errors or RunInstances) or refused by a 4xx answer that
+ * is not an EC2 document is refused, ERR_INVAL: nothing was made, and the caller gives the launch
+ * up and holds the offer (ERR_NOENT would leave it asked again every tick). CreateFleet's
+ * not-found is not asked again of RunInstances. A 200 that cannot be read is not a refusal: the
+ * instance may exist. */
+static void launch__not_found_is_refused(void **state)
+{
+    struct fixture *f = *state;
+    char id[CLOUD_ID_MAX] = "untouched";
+    int rc;
+
+    make(f, "launch_template: lt-0abc");
+    fake_ec2_push(f->fake, 400, EC2_REFUSAL("InvalidSubnetID.NotFound", "r-subnet"));
+    assert_int_equal(cloud_launch(&f->c, G4_OD, CLUSTER, "tok-1", id), ERR_INVAL);
+    fake_ec2_push(f->fake, 400, EC2_REFUSAL("InvalidLaunchTemplateId.NotFound", "r-lt"));
+    assert_int_equal(cloud_launch(&f->c, G5_SPOT, CLUSTER, "tok-2", id), ERR_INVAL);
+    fake_ec2_push(
+        f->fake, 200,
+        FLEET(FLEET_ERROR("g5.xlarge", "us-east-1a", "spot", "InvalidAMIID.NotFound"), ""));
+    assert_int_equal(cloud_launch(&f->c, G5_SPOT, CLUSTER, "tok-3", id), ERR_INVAL);
+    assert_int_equal(fake_ec2_requests(f->fake), 3);
+    for (size_t i = 0; i < 3; i++)
+        assert_string_equal(fake_ec2_param(f->fake, i, "Action"), "CreateFleet");
+    cloud_free(&f->c);
+
+    make(f, "image_id: ami-0123");
+    fake_ec2_push(f->fake, 400, EC2_REFUSAL("InvalidAMIID.NotFound", "r-ami"));
+    assert_int_equal(cloud_launch(&f->c, G5_SPOT, CLUSTER, "tok-4", id), ERR_INVAL);
+    fake_ec2_push(f->fake, 403, "<html>Forbidden by the proxy</html>");
+    assert_int_equal(cloud_launch(&f->c, G5_SPOT, CLUSTER, "tok-5", id), ERR_INVAL);
+    fake_ec2_push(f->fake, 200, "<RunInstancesResponse " NS "><requestId>r-cut");
+    rc = cloud_launch(&f->c, G5_SPOT, CLUSTER, "tok-6", id);
+    assert_true(rc == ERR_PARSE || rc == ERR_IO);
+    assert_string_equal(id, "untouched");
+    assert_int_equal(fake_ec2_requests(f->fake), 6);
+}
+
+/* Everything the process wrote on stderr while fn(f) ran. */
+static char *stderr_of(void (*fn)(struct fixture *), struct fixture *f)
+{
+    FILE *tmp = tmpfile();
+    int saved = dup(2);
+    long n;
+    char *text;
+
+    assert_non_null(tmp);
+    assert_true(saved >= 0);
+    fflush(stderr);
+    assert_true(dup2(fileno(tmp), 2) >= 0);
+    fn(f);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    n = ftell(tmp);
+    text = calloc(1, (size_t)n + 1);
+    assert_non_null(text);
+    rewind(tmp);
+    assert_int_equal(fread(text, 1, (size_t)n, tmp), (size_t)n);
+    fclose(tmp);
+    return text;
+}
+
+static void refused_launch_and_list(struct fixture *f)
+{
+    struct cloud_instance *l = NULL;
+    char id[CLOUD_ID_MAX];
+    size_t n = 0;
+
+    fake_ec2_push(f->fake, 400, EC2_REFUSAL("InvalidSubnetID.NotFound", "r-subnet-404"));
+    assert_int_equal(cloud_launch(&f->c, G4_OD, CLUSTER, "tok-1", id), ERR_INVAL);
+    fake_ec2_push(f->fake, 403, EC2_REFUSAL("UnauthorizedOperation", "r-denied-403"));
+    assert_int_equal(cloud_list(&f->c, CLUSTER, &l, &n), ERR_INVAL);
+}
+
+/* A failed EC2 call is logged with AWS's error code, message and request id (what an operator
+ * looks up), not only castor's class of error ("invalid argument"). */
+static void calls__logged_with_code_and_request_id(void **state)
+{
+    struct fixture *f = *state;
+    char *text;
+
+    make(f, "launch_template: lt-0abc");
+    text = stderr_of(refused_launch_and_list, f);
+    if (!strstr(text, "InvalidSubnetID.NotFound") || !strstr(text, "r-subnet-404") ||
+        !strstr(text, "UnauthorizedOperation") || !strstr(text, "r-denied-403"))
+        fail_msg("the log does not name the codes and request ids: %s", text);
+    assert_non_null(strstr(text, "ec2 CreateFleet failed"));
+    free(text);
+}
+
+/* Credentials AWS refuses as expired (ExpiredToken, RequestExpired) are dropped and fetched
+ * anew (here the environment's session token changed meanwhile) for one more CreateFleet with
+ * the same token; never RunInstances (a second launch call). Refused again: ERR_PERM, which
+ * leaves the launch pending and the offer free, not ERR_UNKNOWN (refused: the offer held). A
+ * code castor does not know is not asked of RunInstances either. */
+static void launch__expired_credentials_fetched_anew(void **state)
+{
+    struct fixture *f = *state;
+    char id[CLOUD_ID_MAX] = "";
+
+    setenv("AWS_SESSION_TOKEN", "session-1", 1);
+    make(f, "launch_template: lt-0abc");
+    fake_ec2_push(f->fake, 200, FLEET("", FLEET_INSTANCE("g5.xlarge", "i-@TOKEN@", "spot")));
+    assert_int_equal(cloud_launch(&f->c, G5_SPOT, CLUSTER, "tok-1", id), 0);
+    assert_string_equal(id, "i-session-1");
+    setenv("AWS_SESSION_TOKEN", "session-2", 1); /* the cached credentials stay in use */
+    fake_ec2_push(f->fake, 400, EC2_ERROR("ExpiredToken", "The security token is expired"));
+    fake_ec2_push(f->fake, 200, FLEET("", FLEET_INSTANCE("g5.xlarge", "i-@TOKEN@", "spot")));
+    assert_int_equal(cloud_launch(&f->c, G5_SPOT, CLUSTER, "tok-2", id), 0);
+    assert_string_equal(id, "i-session-2");
+    assert_int_equal(fake_ec2_requests(f->fake), 3);
+    assert_string_equal(fake_ec2_param(f->fake, 1, "ClientToken"), "tok-2");
+    assert_string_equal(fake_ec2_param(f->fake, 2, "ClientToken"), "tok-2");
+
+    fake_ec2_push(f->fake, 400, EC2_ERROR("RequestExpired", "Request has expired."));
+    fake_ec2_push(f->fake, 400, EC2_ERROR("RequestExpired", "Request has expired."));
+    assert_int_equal(cloud_launch(&f->c, G5_SPOT, CLUSTER, "tok-3", id), ERR_PERM);
+    fake_ec2_push(f->fake, 400, EC2_ERROR("SomethingNew", "new"));
+    assert_int_equal(cloud_launch(&f->c, G5_SPOT, CLUSTER, "tok-4", id), ERR_UNKNOWN);
+    assert_int_equal(fake_ec2_requests(f->fake), 6);
+    for (size_t i = 0; i < 6; i++)
+        assert_string_equal(fake_ec2_param(f->fake, i, "Action"), "CreateFleet");
+    unsetenv("AWS_SESSION_TOKEN");
+}
+
 /* A fake Price List API, and the cloud made over both fakes from a section with the static
  * table, that API and extra (its line, kept in line for another make). */
 static struct fake_ec2 *with_price_list(struct fixture *f, const char *extra, char *line,
@@ -450,9 +584,6 @@ static void offers__spot_prices_of_the_last_hours(void **state)
     "<instanceId>" id "</instanceId><currentState><code>32</code><name>shutting-down"   \
     "</name></currentState><previousState><code>" code "</code><name>" was "</name>"    \
     "</previousState></item></instancesSet></TerminateInstancesResponse>"
-#define EC2_ERROR(code, message)                                                   \
-    "<Response><Errors><Error><Code>" code "</Code><Message>" message "</Message>" \
-    "</Error></Errors><RequestID>r-e</RequestID></Response>"
 
 /* A stopped or stopping instance of the cluster (shut down from inside with the default
  * behaviour, or stopped by EC2 for a retirement) is listed gone and terminated by the list: a
@@ -509,29 +640,30 @@ static void terminate__refusals_are_failures(void **state)
         int terminate_status; /* 0: not asked */
         const char *terminate;
         int err;
+        int twice; /* 1: the describe answer comes again (credentials fetched anew) */
     } cases[] = {
         {200, DESCRIBE(INSTANCE("i-0run", "running", "16")), 400,
          EC2_ERROR("OperationNotPermitted", "The instance 'i-0run' may not be terminated. Modify "
                                             "its 'disableApiTermination' instance attribute and "
                                             "try again."),
-         ERR_IO},
+         ERR_IO, 0},
         {200, DESCRIBE(INSTANCE("i-0run", "running", "16")), 403,
          EC2_ERROR("UnauthorizedOperation", "You are not authorized to perform this operation."),
-         ERR_PERM},
+         ERR_PERM, 0},
         {200, DESCRIBE(INSTANCE("i-0run", "stopped", "80")), 400,
-         EC2_ERROR("InvalidInstanceID.NotFound", "The instance ID 'i-0run' does not exist"),
-         ERR_IO},
+         EC2_ERROR("InvalidInstanceID.NotFound", "The instance ID 'i-0run' does not exist"), ERR_IO,
+         0},
         {400, EC2_ERROR("ExpiredToken", "The security token included in the request is expired"), 0,
-         NULL, ERR_IO},
-        {400, EC2_ERROR("RequestExpired", "Request has expired."), 0, NULL, ERR_IO},
+         NULL, ERR_PERM, 1},
+        {400, EC2_ERROR("RequestExpired", "Request has expired."), 0, NULL, ERR_PERM, 1},
         {401,
          EC2_ERROR("AuthFailure", "AWS was not able to validate the provided access "
                                   "credentials"),
-         0, NULL, ERR_PERM},
-        {200, DESCRIBE(INSTANCE("i-0other", "running", "16")), 0, NULL, ERR_UNKNOWN},
-        {200, DESCRIBE(INSTANCE("i-0run", "terminated", "48")), 0, NULL, 0},
+         0, NULL, ERR_PERM, 0},
+        {200, DESCRIBE(INSTANCE("i-0other", "running", "16")), 0, NULL, ERR_UNKNOWN, 0},
+        {200, DESCRIBE(INSTANCE("i-0run", "terminated", "48")), 0, NULL, 0, 0},
         {200, DESCRIBE(INSTANCE("i-0run", "running", "16")), 200,
-         TERMINATED("i-0run", "running", "16"), 0},
+         TERMINATED("i-0run", "running", "16"), 0, 0},
     };
     size_t asked = 0;
 
@@ -540,12 +672,14 @@ static void terminate__refusals_are_failures(void **state)
         int rc;
 
         fake_ec2_push(f->fake, cases[i].describe_status, cases[i].describe);
+        if (cases[i].twice)
+            fake_ec2_push(f->fake, cases[i].describe_status, cases[i].describe);
         if (cases[i].terminate_status)
             fake_ec2_push(f->fake, cases[i].terminate_status, cases[i].terminate);
         rc = cloud_terminate(&f->c, CLUSTER, "i-0run");
         if (rc != cases[i].err)
             fail_msg("case %zu: %d, not %d", i, rc, cases[i].err);
-        asked += cases[i].terminate_status ? 2 : 1;
+        asked += (cases[i].terminate_status ? 2 : 1) + (size_t)cases[i].twice;
         assert_int_equal(fake_ec2_requests(f->fake), asked);
         assert_string_equal(fake_ec2_param(f->fake, asked - 1, "Action"),
                             cases[i].terminate_status ? "TerminateInstances" : "DescribeInstances");
@@ -559,6 +693,9 @@ int main(void)
         T(launch__instant_fleet_of_the_offers_pool),
         T(launch__fleet_errors_are_the_pools_codes),
         T(launch__run_instances_when_the_fleet_is_refused),
+        T(launch__not_found_is_refused),
+        T(calls__logged_with_code_and_request_id),
+        T(launch__expired_credentials_fetched_anew),
         T(offers__on_demand_from_the_price_list),
         T(offers__the_root_volume_in_the_price),
         T(offers__the_root_volume_from_the_price_list),

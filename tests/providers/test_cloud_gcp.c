@@ -325,6 +325,64 @@ static void cloud_gcp_launch__failures(void **state)
     assert_int_equal(fake_gce_instance_count(f->w.fake), 0);
 }
 
+/* An operation of insert in us-central1-a, with status and what follows it (an error). */
+#define OP(status, more)                                                                      \
+    "{\"kind\":\"compute#operation\",\"name\":\"operation-nf\",\"zone\":"                     \
+    "\"https://www.googleapis.com/compute/v1/projects/" GCP_PROJECT "/zones/us-central1-a\"," \
+    "\"operationType\":\"insert\",\"targetLink\":\"https://www.googleapis.com/compute/v1/"    \
+    "projects/" GCP_PROJECT "/zones/us-central1-a/instances/castor-x\",\"status\":\"" status  \
+    "\"" more "}"
+#define SUBNET_NOT_FOUND                                                                  \
+    "\"The resource 'projects/" GCP_PROJECT "/regions/us-central1/subnetworks/nope' was " \
+    "not found\""
+
+/* A launch naming what Compute Engine does not know (an image or subnetwork: instances.insert
+ * answered 404 notFound, or its operation ended RESOURCE_NOT_FOUND) is refused, ERR_INVAL:
+ * nothing was made, and the caller gives it up and holds the offer (ERR_NOENT would leave it
+ * asked again every tick). An operation the poll cannot find is not a refusal: the instance may
+ * exist (ERR_IO), and the same token asked again finds it. */
+static void cloud_gcp_launch__not_found_is_refused(void **state)
+{
+    struct fixture *f = *state;
+    char id[CLOUD_ID_MAX] = "untouched";
+
+    fake_gce_push(f->w.fake, INSERTS "us-central1-a/instances", 404,
+                  "{\"error\":{\"code\":404,\"message\":\"The resource 'projects/debian-cloud/"
+                  "global/images/family/nope' was not found\",\"errors\":[{\"reason\":"
+                  "\"notFound\",\"message\":\"not found\"}]}}");
+    assert_int_equal(cloud_launch(&f->cloud, T4_SPOT, CLUSTER, "tok-40", id), ERR_INVAL);
+    fake_gce_push(f->w.fake, INSERTS "us-central1-a/instances", 200, OP("PENDING", ""));
+    fake_gce_push(f->w.fake, INSERTS "us-central1-a/operations", 200,
+                  OP("DONE", ",\"error\":{\"errors\":[{\"code\":\"RESOURCE_NOT_FOUND\","
+                             "\"message\":" SUBNET_NOT_FOUND "}]}"));
+    assert_int_equal(cloud_launch(&f->cloud, T4_SPOT, CLUSTER, "tok-41", id), ERR_INVAL);
+    assert_string_equal(id, "untouched");
+    assert_int_equal(fake_gce_instance_count(f->w.fake), 0);
+
+    fake_gce_push(f->w.fake, INSERTS "us-central1-a/operations", 404,
+                  "{\"error\":{\"code\":404,\"message\":\"The resource operation was not "
+                  "found\",\"errors\":[{\"reason\":\"notFound\",\"message\":\"gone\"}]}}");
+    assert_int_equal(cloud_launch(&f->cloud, T4_SPOT, CLUSTER, "tok-42", id), ERR_IO);
+    assert_string_equal(id, "untouched");
+    assert_int_equal(cloud_launch(&f->cloud, T4_SPOT, CLUSTER, "tok-42", id), 0);
+    assert_int_equal(fake_gce_instance_count(f->w.fake), 1);
+}
+
+/* A cluster id that cannot be a label value: listing fails unasked (ERR_INVAL) and the client's
+ * log says why, not only "invalid argument". */
+static void cloud_gcp_list__cluster_not_a_label_logged(void **state)
+{
+    struct fixture *f = *state;
+    struct cloud_instance *list = NULL;
+    size_t n = 0, asked = fake_gce_requests(f->w.fake, FAKE_GCE_COMPUTE);
+
+    assert_int_equal(cloud_list(&f->cloud, "Alpha.1", &list, &n), ERR_INVAL);
+    assert_null(list);
+    assert_int_equal(fake_gce_requests(f->w.fake, FAKE_GCE_COMPUTE), asked);
+    assert_non_null(strstr(f->w.h.last_log, "instances.aggregatedList"));
+    assert_non_null(strstr(f->w.h.last_log, "label value"));
+}
+
 /* Terminate: this cluster's instance goes; again succeeds (gone already); another cluster's
  * instance or an id castor never gave is ERR_UNKNOWN and nothing is deleted. Listing shows an
  * instance of an offer no longer configured under a name of its own. */
@@ -802,6 +860,8 @@ int main(void)
         T(cloud_gcp_launch__idempotent_and_listed),
         T(cloud_gcp_launch__name_already_taken),
         T(cloud_gcp_launch__failures),
+        T(cloud_gcp_launch__not_found_is_refused),
+        T(cloud_gcp_list__cluster_not_a_label_logged),
         T(cloud_gcp_terminate__only_this_cluster),
         T(cloud_gcp_new__refusals),
         T(cloud_gcp_launch__exhausted_zone_fails_over),

@@ -178,6 +178,20 @@ static void cloud_gcp_from_conf__bad_keys_located(void **state)
          ERR_RANGE, 8, 26, "accelerator_count"},
         {GCP_HEAD "  offers:\n    - zone: us-central1-a\n" GCP_INST, ERR_PARSE, 5, 7,
          "machine_type and zone"},
+        /* what the cloud would refuse, at the offer's key (castor check: exit 2) */
+        {GCP_HEAD GCP_OFFER
+         "    - machine_type: n1-standard-4\n      zone: us-central1-a\n" GCP_INST,
+         ERR_PARSE, 7, 7,
+         "cloud.offers[1]: the offer n1-standard-4/us-central1-a/standard is listed twice"},
+        {GCP_HEAD "  offers:\n    - machine_type: n1-standard-4\n      zone: nozone\n" GCP_INST,
+         ERR_PARSE, 6, 13, "cloud.offers[0].zone: nozone is not a zone"},
+        {GCP_HEAD
+         "  offers:\n    - machine_type: a2-highgpu-1g\n      zone: us-central1-a\n"
+         "      accelerator_type: nvidia-tesla-a100\n      accelerator_count: 1\n" GCP_INST,
+         ERR_PARSE, 8, 26, "a2-highgpu-1g comes with its GPUs"},
+        {GCP_HEAD "  offers:\n    - machine_type: g2-standard-4\n      zone: us-central1-a\n"
+                  "      accelerator_type: nvidia-l4\n" GCP_INST,
+         ERR_PARSE, 7, 25, "cloud.offers[0].accelerator_type: g2-standard-4 comes with its GPUs"},
         {GCP_HEAD GCP_OFFER, ERR_PARSE, 2, 3, "source_image: required"},
         {GCP_HEAD GCP_OFFER GCP_INST "    disk_gb: 5\n", ERR_RANGE, 9, 14, "disk_gb"},
         {GCP_HEAD GCP_OFFER GCP_INST "    disks: 1\n", ERR_UNKNOWN, 9, 5, "disks"},

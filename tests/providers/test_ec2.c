@@ -622,8 +622,8 @@ static void call__unknown_error_code(void **state)
 }
 
 /* Malformed answers, each a clear error for its call: an unexpected root element, a 400 that is
- * not an EC2 document, an instance without its id (naming the request id), a launch time that
- * does not parse. */
+ * not an EC2 document (a refusal, ERR_INVAL: nothing was done), an instance without its id
+ * (naming the request id), a launch time that does not parse. */
 static void call__malformed_answers(void **state)
 {
     struct fixture *f = *state;
@@ -638,7 +638,7 @@ static void call__malformed_answers(void **state)
     assert_non_null(strstr(e.msg, "SomethingElse"));
     assert_non_null(strstr(e.msg, "r-odd"));
     fake_ec2_push(f->fake, 400, "<html>no</html>");
-    assert_int_equal(ec2_call(f->client, "DescribeInstances", NULL, &doc, &e), ERR_PARSE);
+    assert_int_equal(ec2_call(f->client, "DescribeInstances", NULL, &doc, &e), ERR_INVAL);
     assert_non_null(strstr(e.msg, "HTTP 400"));
     assert_non_null(strstr(e.msg, "(request id (none))"));
     fake_ec2_push(f->fake, 200,
@@ -659,6 +659,45 @@ static void call__malformed_answers(void **state)
                   "</DescribeInstancesResponse>");
     assert_int_equal(ec2_describe_cluster(f->client, "castor-test", &in, &n, &e), ERR_PARSE);
     assert_non_null(strstr(e.msg, "launchTime"));
+}
+
+/* Credentials AWS refuses as expired (or a clock it finds off) are fetched anew and the call is
+ * asked again, once: then it succeeds, or it is ERR_PERM naming AWS's code and request id (not
+ * ERR_UNKNOWN, which a launch would take for a refusal of the offer). */
+static void call__expired_credentials_asked_again_once(void **state)
+{
+    static const char *const codes[] = {"ExpiredToken", "RequestExpired", "InvalidClientTokenId",
+                                        "ExpiredTokenException"};
+    struct fixture *f = *state;
+    struct xml_doc *doc = NULL;
+    struct error e = {0};
+    char expired[256];
+    size_t asked = 0;
+
+    for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++) {
+        snprintf(expired, sizeof(expired),
+                 "<Response><Errors><Error><Code>%s</Code><Message>The security token included "
+                 "in the request is expired</Message></Error></Errors><RequestID>r-exp</RequestID>"
+                 "</Response>",
+                 codes[i]);
+        fake_ec2_push(f->fake, i == 0 ? 400 : 403, expired);
+        fake_ec2_push(f->fake, 200,
+                      "<DescribeInstancesResponse " NS "><requestId>r-ok</requestId>"
+                      "<reservationSet/></DescribeInstancesResponse>");
+        assert_int_equal(ec2_call(f->client, "DescribeInstances", NULL, &doc, &e), 0);
+        xml_free(doc);
+        doc = NULL;
+        assert_non_null(strstr(f->h.last_log, "credentials refused"));
+        assert_non_null(strstr(f->h.last_log, codes[i]));
+        fake_ec2_push(f->fake, 400, expired);
+        fake_ec2_push(f->fake, 400, expired);
+        assert_int_equal(ec2_call(f->client, "DescribeInstances", NULL, &doc, &e), ERR_PERM);
+        keep(&e);
+        assert_non_null(strstr(e.msg, codes[i]));
+        assert_non_null(strstr(e.msg, "r-exp"));
+        asked += 4;
+        assert_int_equal(fake_ec2_requests(f->fake), asked);
+    }
 }
 
 /* A client holding a wrong secret: the fake's verifier refuses it (AuthFailure), and castor
@@ -826,6 +865,9 @@ static void error_code__classes(void **state)
     assert_int_equal(ec2_error_code("InvalidParameterValue"), ERR_INVAL);
     assert_int_equal(ec2_error_code("IdempotentParameterMismatch"), ERR_CONFLICT);
     assert_int_equal(ec2_error_code("AuthFailure"), ERR_INVAL);
+    assert_int_equal(ec2_error_code("ExpiredToken"), ERR_PERM);
+    assert_int_equal(ec2_error_code("RequestExpired"), ERR_PERM);
+    assert_int_equal(ec2_error_code("InvalidClientTokenId"), ERR_PERM);
     assert_int_equal(ec2_error_code("SomethingElse"), ERR_UNKNOWN);
     assert_int_equal(ec2_error_code(NULL), ERR_UNKNOWN);
 }
@@ -860,6 +902,7 @@ int main(void)
         T(call__truncated_xml),
         T(call__unknown_error_code),
         T(call__malformed_answers),
+        T(call__expired_credentials_asked_again_once),
         T(call__wrong_secret_refused),
         T(call__echoed_token_is_scrubbed),
         T(describe_cluster__pages_and_tags),

@@ -1,7 +1,8 @@
 /* test_ec2_moto.c: the EC2 client's happy path against moto's EC2 server (an implementation castor
  * did not write), started here as `moto_server` on a free loopback port with request
  * authentication on: instance types, spot prices, an instant fleet and RunInstances with tags,
- * the cluster by tag over several pages, termination; and a wrong secret refused by moto's own
+ * the cluster by tag over several pages, termination; a launch into a subnet that does not
+ * exist (InvalidSubnetID.NotFound); and a wrong secret refused by moto's own
  * SigV4 verifier. moto comes from .venv (scripts/test-venv; CASTOR_MOTO_SERVER overrides the
  * path). Without it the test fails under CI (CI set) and is skipped (exit 77) otherwise. */
 #include <setjmp.h>
@@ -151,6 +152,28 @@ static void launch_template(struct ec2_client *c, char id[64])
     ec2_params_free(p);
 }
 
+/* A launch into a subnet EC2 does not know: ERR_NOENT naming InvalidSubnetID.NotFound, the code
+ * the aws cloud takes for a refusal of the launch (its offer's subnet is wrong). */
+static void moto__launch_into_a_missing_subnet(void **state)
+{
+    struct fixture *f = *state;
+    struct ec2_run_request rr = {.image_id = "ami-03cf127a",
+                                 .instance_type = "g5.xlarge",
+                                 .subnet_id = "subnet-0000000000000dead",
+                                 .count = 1,
+                                 .min_count = 1,
+                                 .market = EC2_ON_DEMAND,
+                                 .cluster_id = CLUSTER,
+                                 .launch_token = "moto-missing-subnet"};
+    struct ec2_launched *run = NULL;
+    struct error e = {0};
+    size_t n = 0;
+
+    assert_int_equal(ec2_run_instances(f->client, &rr, &run, &n, &e), ERR_NOENT);
+    assert_null(run);
+    assert_non_null(strstr(e.msg, "InvalidSubnetID.NotFound"));
+}
+
 /* The whole launch cycle: an instant fleet (spot and on-demand over two subnets) and a
  * RunInstances fallback, tagged; another cluster's instance; the cluster described by its tag
  * over more than one page of 5; everything terminated. */
@@ -283,6 +306,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(moto__instance_types, setup, teardown),
         cmocka_unit_test_setup_teardown(moto__spot_prices, setup, teardown),
         cmocka_unit_test_setup_teardown(moto__fleet_describe_terminate, setup, teardown),
+        cmocka_unit_test_setup_teardown(moto__launch_into_a_missing_subnet, setup, teardown),
         cmocka_unit_test_setup_teardown(moto__wrong_secret_refused, setup, teardown),
     };
 

@@ -450,6 +450,32 @@ def check_policy_actions(root, module, report):
         report.note(f"terraform/aws/iam.tf: the controller's policy allows the {len(wanted)} actions of docs/aws.md's")
 
 
+def check_role_permissions(root, module, report):
+    """The controller's custom roles (terraform/gcp/iam.tf) grant every permission of docs/gcp.md's
+    least-privilege role, which lists what castor calls; but one the list marks "only with"
+    something the module does not do (an external address)."""
+    text = read(os.path.join(root, "docs", "gcp.md"))
+    m = re.search(r"## Least-privilege IAM.*?```yaml\n(.*?)```", text, re.S)
+    if not m:
+        report.fault("docs/gcp.md", "no least-privilege role (```yaml) found")
+        return
+    wanted = set()
+    for line in m.group(1).splitlines():
+        p = re.match(r"^- ([\w.]+)\s*(?:#\s*(.*))?$", line)
+        if p and not (p.group(2) or "").startswith("only with"):
+            wanted.add(p.group(1))
+    have = set()
+    for name, (_, body) in module.resources.items():
+        if name.startswith("google_project_iam_custom_role."):
+            have.update(unquote(x) for x in body.get("permissions", []))
+    for perm in sorted(wanted - have):
+        report.fault("terraform/gcp/iam.tf: the controller's roles",
+                     f"{perm} is not granted, and castor needs it (docs/gcp.md's role)")
+    if wanted and not wanted - have:
+        report.note(f"terraform/gcp/iam.tf: the controller's roles grant the {len(wanted)} "
+                    "permissions of docs/gcp.md's role")
+
+
 def child_module(module, body, modules_by_path, report):
     """The module a call's local source names, parsed once (None for a remote or missing one)."""
     src = module_source_dir(module, body)
@@ -524,6 +550,9 @@ BAD = {
         ("instance_types", [{"instance_type": "g5.xlarge", "gpus": 1, "market": "reserved"}], {}),
         ("instance_types", [{"instance_type": "g5.xlarge", "gpus": 1, "max_price": -2}], {}),
         ("instance_types", [{"instance_type": f"t{i}", "gpus": 1} for i in range(33)], {}),
+        # the same offer twice: `castor validate` refuses the rendered castor.yaml at first boot
+        ("instance_types", [{"instance_type": "g5.xlarge", "gpus": 1},
+                            {"instance_type": "g5.xlarge", "gpus": 4, "market": "spot"}], {}),
         ("worker_ami_id", "ubuntu", {}),
         ("controller_ami_id", "debian-12", {}),
         ("castor_package_url", "http://example.com/castor.tar.gz", {}),
@@ -555,6 +584,14 @@ BAD = {
         ("machine_types", [], {}),
         ("machine_types", [{"machine_type": "a2-highgpu-1g", "accelerator_type": "nvidia-tesla-t4"}], {}),
         ("machine_types", [{"machine_type": f"g2-standard-{i}"} for i in range(33)], {}),
+        # the same offer twice: `castor validate` refuses the rendered castor.yaml at first boot
+        ("machine_types", [{"machine_type": "g2-standard-4"},
+                           {"machine_type": "g2-standard-4", "spot": True}], {}),
+        ("machine_types", [{"machine_type": "n1-standard-8", "accelerator_type": "nvidia-tesla-t4"},
+                           {"machine_type": "n1-standard-8", "accelerator_type": "nvidia-tesla-t4",
+                            "accelerator_count": 1, "spot": True}], {}),
+        ("machine_types", [{"machine_type": "g2-standard-4"},
+                           {"machine_type": "g2-standard-4", "accelerator_count": 2}], {}),
         ("worker_image", "debian", {}),
         ("castor_package_url", "ftp://example.com/c.tgz", {}),
         ("castor_package_sha256", "Z" * 64, {}),
@@ -575,9 +612,19 @@ ACCEPTED = {
     "aws": [("admin_cidrs", ["0.0.0.0/0"], {"allow_public_admin": True}),
             ("identity_certificate", "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n", {}),
             ("budget_per_hour", 40, {}), ("controller_ami_id", "ami-0123456789abcdef0", {}),
-            ("tags", {"team": "ml", "castor:controller": "x"}, {})],
+            ("tags", {"team": "ml", "castor:controller": "x"}, {}),
+            # one instance type in both markets: two offers
+            ("instance_types", [{"instance_type": "g5.xlarge", "gpus": 1},
+                                {"instance_type": "g5.xlarge", "gpus": 1, "market": "on-demand"}], {})],
     "gcp": [("admin_cidrs", ["0.0.0.0/0"], {"allow_public_admin": True}), ("budget_per_hour", 0, {}),
-            ("worker_disk_type", "pd-balanced", {}), ("labels", {"team": "ml"}, {})],
+            ("worker_disk_type", "pd-balanced", {}), ("labels", {"team": "ml"}, {}),
+            # one machine type as spot and standard, with other GPUs or another count: distinct offers
+            ("machine_types", [{"machine_type": "g2-standard-4"},
+                               {"machine_type": "g2-standard-4", "spot": False},
+                               {"machine_type": "n1-standard-8", "accelerator_type": "nvidia-tesla-t4"},
+                               {"machine_type": "n1-standard-8", "accelerator_type": "nvidia-tesla-t4",
+                                "accelerator_count": 2},
+                               {"machine_type": "n1-standard-8", "accelerator_type": "nvidia-tesla-v100"}], {})],
 }
 
 
@@ -833,6 +880,7 @@ def check_templates(root, castor, report):
                 castor_validate(castor, ["--cloud-init"], out, name, report)
         # the controllers' boot: the castor.yaml they install is the one checked above
         check_controller_boot(root, castor, rendered, tmp, report)
+        check_worker_start(rendered, tmp, report)
 
 
 def check_state_guard(label, dropin, report):
@@ -971,6 +1019,104 @@ esac
 """
 
 
+# The workers' castor-node-start, run against a stand-in for curl that plays the metadata server
+# (GCE's or IMDS) and Secret Manager, with castor-node a stub that keeps its environment: the
+# instance id is the one the cloud gives; a read that keeps failing (or answers nothing) is tried
+# 5 times, then the script fails and castor-node never starts under a made-up id.
+STUB_METADATA_CURL = r"""#!/bin/sh
+echo "curl $*" >>"$STUB_DIR/log"
+url=
+for a in "$@"; do
+  case $a in http*) url=$a ;; esac
+done
+case $url in
+*/computeMetadata/v1/instance/name | */meta-data/instance-id)
+  case $METADATA_MODE in
+  fail) exit 22 ;;
+  empty) exit 0 ;;
+  esac ;;
+esac
+case $url in
+*/api/token) echo "imds-session" ;;
+*/meta-data/instance-id) echo "i-0123456789abcdef0" ;;
+*/meta-data/placement/availability-zone) echo "us-east-1a" ;;
+*/service-accounts/default/token) echo '{"access_token": "ya29.stub"}' ;;
+*/computeMetadata/v1/instance/zone) echo "projects/123456/zones/us-central1-a" ;;
+*/computeMetadata/v1/instance/name) echo "castor-0a1b2c" ;;
+*:access) printf '{"payload": {"data": "%s"}}' "$(printf 'node-secret' | base64)" ;;
+*) exit 2 ;;
+esac
+"""
+STUB_NODE = """#!/bin/sh
+env | grep '^CASTOR_' >"$STUB_DIR/node-env"
+"""
+
+
+def run_worker_start(label, script, want, instance_read, tmp, report):
+    """want: the environment castor-node must start with (the rest of CASTOR_* not compared);
+    instance_read: what the URL of the read of the instance's id or name ends with."""
+    stubs = os.path.join(tmp, "worker-stubs")
+    os.makedirs(stubs, exist_ok=True)
+    for prog, text in (("aws", STUB_AWS), ("curl", STUB_METADATA_CURL), ("sleep", "#!/bin/sh\nexit 0\n"),
+                       ("castor-node", STUB_NODE)):
+        with open(os.path.join(stubs, prog), "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(os.path.join(stubs, prog), 0o755)
+    if "/usr/local/bin/castor-node" not in script or "/run/castor-node" not in script:
+        report.fault(label, "castor-node-start no longer runs /usr/local/bin/castor-node with "
+                     "/run/castor-node: this check needs updating")
+        return
+    for mode in ("ok", "fail", "empty"):
+        work = tempfile.mkdtemp(prefix=f"worker-{mode}-", dir=tmp)
+        text = script.replace("/usr/local/bin/castor-node", os.path.join(stubs, "castor-node"))
+        text = text.replace("/run/castor-node", os.path.join(work, "run"))
+        env = dict(os.environ, PATH=stubs + os.pathsep + os.environ["PATH"], STUB_DIR=work,
+                   STUB_MODE="found", METADATA_MODE=mode)
+        p = subprocess.run(["sh", "-c", text], env=env, capture_output=True, text=True, timeout=60,
+                           check=False)
+        where = f"{label} ({mode})"
+        started = os.path.exists(os.path.join(work, "node-env"))
+        if mode == "ok":
+            got = dict(line.split("=", 1) for line in read(os.path.join(work, "node-env")).splitlines()) \
+                if started else {}
+            wrong = {k: got.get(k) for k, v in want.items() if got.get(k) != v}
+            if p.returncode != 0 or wrong:
+                report.fault(where, f"exit {p.returncode}, castor-node started with {wrong} "
+                             f"(expected {want}): {p.stderr.strip()[-200:]}")
+            else:
+                report.note(f"{where}: castor-node starts as {want['CASTOR_INSTANCE_ID']}")
+            continue
+        log = os.path.join(work, "log")
+        reads = read(log).count(instance_read) if os.path.exists(log) else 0
+        if p.returncode == 0 or started or reads != 5 or "cannot read" not in p.stderr:
+            report.fault(where, f"a metadata read that fails must be tried 5 times, then stop with "
+                         f"a message and castor-node not started: exit {p.returncode}, {reads} "
+                         f"reads, castor-node {'started' if started else 'not started'}, "
+                         f"{p.stderr.strip()[-200:]!r}")
+        else:
+            report.note(f"{where}: tried 5 times, stopped, castor-node not started: "
+                        f"{p.stderr.strip()[-90:]}")
+
+
+def check_worker_start(rendered, tmp, report):
+    try:
+        doc = yaml.safe_load(rendered["aws worker user-data"])
+        files = {f["path"]: f["content"] for f in doc["write_files"]}
+        run_worker_start("aws worker castor-node-start", files["/usr/local/sbin/castor-node-start"],
+                         {"CASTOR_INSTANCE_ID": "i-0123456789abcdef0", "CASTOR_NODE_ZONE": "us-east-1a"},
+                         "/meta-data/instance-id", tmp, report)
+    except (yaml.YAMLError, KeyError, TypeError) as exc:
+        report.fault("terraform/aws/templates/worker-init.yaml.tftpl", f"castor-node-start: {exc}")
+    m = re.search(r"<<'CASTOR_START_END'\n(.*?)\nCASTOR_START_END\n",
+                  rendered.get("gcp worker startup script", ""), re.S)
+    if not m:
+        report.fault("terraform/gcp/templates/worker-startup.sh.tftpl", "no castor-node-start in it")
+        return
+    run_worker_start("gcp worker castor-node-start", m.group(1),
+                     {"CASTOR_INSTANCE_ID": "us-central1-a.castor-0a1b2c", "CASTOR_NODE_ZONE": "us-central1-a"},
+                     "/computeMetadata/v1/instance/name", tmp, report)
+
+
 def run_token_script(label, script, names, tmp, report):
     """names: role => the parameter's or secret's name (whose basename the stubs' values carry)."""
     stubs = os.path.join(tmp, "stubs")
@@ -1087,6 +1233,7 @@ def main():
         for m in list(mods.values()):
             check_structure(m, report, mods)
         check_policy_actions(args.root, mods[os.path.join(tfdir, "aws")], report)
+        check_role_permissions(args.root, mods[os.path.join(tfdir, "gcp")], report)
         nfiles = sum(len(m.files) for m in mods.values())
         print(f"structure: {len(mods)} modules, {nfiles} .tf files parsed")
     if "validations" in steps:

@@ -349,6 +349,60 @@ static void csv_column__found_and_missing(void **state)
     csv_free(t);
 }
 
+/* A spreadsheet's export starts with a UTF-8 byte-order mark: skipped, so the first header name
+ * is found by name and lines and columns count from what follows (the bad cell "x" of line 2
+ * sits at column 3). */
+static void csv_parse__byte_order_mark(void **state)
+{
+    struct csv_table *t = NULL;
+    struct error e;
+    size_t idx = 99;
+    double v;
+
+    (void)state;
+    assert_int_equal(parse("\xEF\xBB\xBFplacement,gpus\n1,x\n", &t, &e), 0);
+    assert_int_equal(t->ncols, 2);
+    assert_int_equal(csv_column(t, "placement", &idx, &e), 0);
+    assert_int_equal(idx, 0);
+    assert_int_equal(t->header[0].column, 1);
+    assert_int_equal(t->header[1].column, 11);
+    assert_int_equal(csv_get_double(t, 0, 1, &v, &e), ERR_PARSE);
+    assert_int_equal(e.line, 2);
+    assert_int_equal(e.column, 3);
+    csv_free(t);
+    /* only the mark: an empty text */
+    expect_error("\xEF\xBB\xBF", ERR_EMPTY, 0, 0);
+    /* a mark anywhere else is text: part of the name */
+    assert_int_equal(parse("a,\xEF\xBB\xBF"
+                           "b\n1,2\n",
+                           &t, &e),
+                     0);
+    assert_int_equal(csv_column(t, "b", &idx, NULL), ERR_PARSE);
+    csv_free(t);
+}
+
+/* A header name given twice is an error at the second one (which of the two a reader would take
+ * is a guess): "a,b,a" at column 5; names compare after trimming ("a,b, b": the second b at column
+ * 6).
+ */
+static void csv_parse__repeated_header_name(void **state)
+{
+    struct csv_table *t = UNTOUCHED;
+    struct error e;
+
+    (void)state;
+    expect_error("a,b,a\n1,2,3\n", ERR_PARSE, 1, 5);
+    memset(&e, 0, sizeof(e));
+    assert_int_equal(parse("x,y,x\n1,2,3\n", &t, &e), ERR_PARSE);
+    assert_ptr_equal(t, UNTOUCHED);
+    assert_non_null(strstr(e.msg, "\"x\""));
+    expect_error("a,b, b\n1,2,3\n", ERR_PARSE, 1, 6);
+    /* names that differ in case are different columns */
+    t = NULL;
+    assert_int_equal(parse("a,A\n1,2\n", &t, &e), 0);
+    csv_free(t);
+}
+
 /* The table for the number tests; columns counted by hand:
  * line 2 "1.5,":            "1.5" at 1, "" at 5
  * line 3 "abc,1e400":       "abc" at 1, "1e400" at 5
@@ -537,6 +591,8 @@ int main(void)
         cmocka_unit_test(csv_parse__long_row),
         cmocka_unit_test(csv_parse__empty_line_between_rows),
         cmocka_unit_test(csv_column__found_and_missing),
+        cmocka_unit_test(csv_parse__byte_order_mark),
+        cmocka_unit_test(csv_parse__repeated_header_name),
         cmocka_unit_test(csv_get_double__ok),
         cmocka_unit_test(csv_get_double__bad_cells),
         cmocka_unit_test(csv_get_long__ok_parse_and_range),
