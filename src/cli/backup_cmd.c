@@ -15,8 +15,10 @@ static void backup_usage(FILE *f)
             "\n"
             "Copy the configuration's state (its jobs, their models and costs, the nodes and\n"
             "launches) to OUT, a file that must not exist: one consistent snapshot, taken while\n"
-            "the controller runs, checked, mode 600. To restore it, stop the controller and put\n"
-            "the copy in place of the state file (and remove the file's -wal and -shm).\n"
+            "the controller runs, checked, mode 600. The state is read, never written: the copy\n"
+            "is at the state's schema version, even from an older castor's state. To restore\n"
+            "it, stop the controller and put the copy in place of the state file (and remove\n"
+            "the file's -wal and -shm).\n"
             "  -c, --config FILE   the controller's configuration\n");
 }
 
@@ -59,13 +61,20 @@ int cli_backup(int argc, char **argv, FILE *out, FILE *err)
                 c->state_path);
         goto out;
     }
-    if (state_open(c->state_path, &st, &e) < 0 || state_backup(st, dest, &info, &e) < 0) {
+    /* read only, not migrated: the controller that runs on it may be older than this castor */
+    if (state_open_readonly(c->state_path, &st, NULL, &e) < 0 ||
+        state_backup(st, dest, &info, &e) < 0) {
         fprintf(err, "castor backup: %s\n", err_format(&e, buf, sizeof(buf)));
         goto out;
     }
     fprintf(out,
             "%s: backed up to %s (schema %d, %lld jobs, %lld nodes, %lld bytes; integrity ok)\n",
             c->state_path, dest, info.version, info.jobs, info.nodes, info.bytes);
+    if (info.version < STATE_SCHEMA_VERSION)
+        fprintf(out,
+                "the state and its copy stay at schema %d; this castor's is %d, which it migrates "
+                "them to when it opens them\n",
+                info.version, STATE_SCHEMA_VERSION);
     status = 0;
 out:
     state_close(st);

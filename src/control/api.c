@@ -253,6 +253,12 @@ int api_new(const struct api_config *cfg, struct api **out, struct error *e)
         pthread_mutex_destroy(&a->mu);
         rc = ERR_NOMEM;
     }
+    if (rc == 0 && pthread_mutex_init(&a->hmu, NULL) != 0) {
+        pthread_cond_destroy(&a->qcv);
+        pthread_mutex_destroy(&a->qmu);
+        pthread_mutex_destroy(&a->mu);
+        rc = ERR_NOMEM;
+    }
     if (rc < 0) {
         crypto_wipe(a->digest, sizeof(a->digest));
         crypto_wipe(a->job_key, sizeof(a->job_key));
@@ -279,6 +285,8 @@ void api_free(struct api *a)
     pthread_mutex_destroy(&a->mu);
     pthread_mutex_destroy(&a->qmu);
     pthread_cond_destroy(&a->qcv);
+    pthread_mutex_destroy(&a->hmu);
+    free(a->heard);
     ap_metrics_free(&a->metrics);
     crypto_wipe(a->digest, sizeof(a->digest));
     crypto_wipe(a->job_key, sizeof(a->job_key));
@@ -647,23 +655,36 @@ static int ap_auth(const struct api *a, const struct http_request *req, int *rol
 {
     const char *h = http_request_header(req, "Authorization");
     unsigned char d[CRYPTO_SHA256_LEN];
+    char token[API_TOKEN_MAX + 1];
+    size_t n;
     int found = -1;
 
     if (!h || strncasecmp(h, "Bearer ", 7) != 0)
         return ERR_EMPTY;
-    for (h += 7; *h == ' '; h++)
+    for (h += 7; *h == ' ' || *h == '\t'; h++)
         ;
-    if (!*h || crypto_sha256(h, strlen(h), d) < 0)
+    /* white space after the token is the header's, not the token's (no token has any) */
+    for (n = strlen(h); n > 0 && (h[n - 1] == ' ' || h[n - 1] == '\t'); n--)
+        ;
+    if (n == 0)
         return ERR_EMPTY;
-    for (int r = 0; r < API_NROLES; r++)
-        if (crypto_equal(d, a->digest[r], sizeof(d)) & a->has[r])
-            found = r;
-    crypto_wipe(d, sizeof(d));
+    if (n > API_TOKEN_MAX) /* longer than any token of ours */
+        return ERR_UNKNOWN;
+    memcpy(token, h, n);
+    token[n] = '\0';
     c->token_job[0] = c->token_node[0] = '\0';
-    if (found < 0 && ap_scoped_ok(a, h, AP_JOB_TOKEN_PREFIX, api_job_token, c->token_job))
-        found = API_ROLE_JOB;
-    if (found < 0 && ap_scoped_ok(a, h, AP_NODE_TOKEN_PREFIX, api_node_token, c->token_node))
-        found = API_ROLE_NODE;
+    if (crypto_sha256(token, n, d) == 0) {
+        for (int r = 0; r < API_NROLES; r++)
+            if (crypto_equal(d, a->digest[r], sizeof(d)) & a->has[r])
+                found = r;
+        if (found < 0 && ap_scoped_ok(a, token, AP_JOB_TOKEN_PREFIX, api_job_token, c->token_job))
+            found = API_ROLE_JOB;
+        if (found < 0 &&
+            ap_scoped_ok(a, token, AP_NODE_TOKEN_PREFIX, api_node_token, c->token_node))
+            found = API_ROLE_NODE;
+    }
+    crypto_wipe(d, sizeof(d));
+    crypto_wipe(token, n);
     if (found < 0)
         return ERR_UNKNOWN;
     *role = found;

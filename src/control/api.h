@@ -216,6 +216,15 @@ int api_job_token(const struct api *a, const char *job, char *out, size_t size);
  */
 int api_node_token(const struct api *a, const char *node, char *out, size_t size);
 
+/*
+ * When this API last answered a heartbeat of node (an instance id), on its clock, into *at:
+ * heard whether or not the state could record it (a full disk, a read-only file), so that the
+ * controller's silence watch, in the same process, does not take a node it hears for a silent
+ * one. ERR_UNKNOWN: none answered since the API was made (or for a day); ERR_INVAL: node NULL.
+ * *at written only on success. Safe from any thread.
+ */
+int api_node_heard(struct api *a, const char *node, double *at);
+
 /* Replace the metrics the daemon fills by a copy of m. ERR_INVAL (a NULL name, op or code),
  * ERR_NOMEM (the old metrics stay). */
 int api_set_metrics(struct api *a, const struct api_metrics *m);

@@ -47,6 +47,15 @@ struct ap_metrics {
 
 struct ap_pending; /* a report waiting for its group commit (api_reports.c) */
 
+/* When a node's heartbeat was last answered (api_node_heard). */
+struct ap_heard {
+    char node[AP_NAME_MAX + 1];
+    double at;
+};
+
+/* An entry of the heartbeats answered unheard of for this long is dropped when a node is added. */
+#define AP_HEARD_KEEP_S 86400.0
+
 /* The API (api_new): its state, clock, tokens' digests, the daemon's metrics, the counts of its
  * answers and the queue of reports. */
 struct api {
@@ -77,6 +86,11 @@ struct api {
     int committing;
     long long batches; /* transactions of reports committed, and reports in them */
     long long batched;
+    /* the heartbeats answered, recorded in the state or not (api_node_heard): by node (sorted),
+     * under hmu, which the loop's thread takes too */
+    pthread_mutex_t hmu;
+    struct ap_heard *heard;
+    size_t nheard, heard_cap;
 };
 
 /* One request being answered (api_handle). */
@@ -180,7 +194,8 @@ int ap_metrics_copy(const struct api_metrics *m, struct ap_metrics *out);
 void ap_node_register(struct ap_ctx *c);
 
 /* api_nodes.c: POST /v1/nodes/{id}/heartbeat: the node's agent is alive; 200 with its state, 404
- * for no such node, 409 if it is terminated. */
+ * for no such node, 409 if it is terminated. Heard (api_node_heard) even when the state cannot
+ * record it (a full disk, a read-only file): 200 then too, when the node can be read. */
 void ap_node_heartbeat(struct ap_ctx *c);
 
 /* api_nodes.c: POST /v1/nodes/{id}/notice: the node will be preempted (at {"deadline"}, now if

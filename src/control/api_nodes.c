@@ -263,6 +263,117 @@ static int ap_heartbeat_body(struct ap_ctx *c, struct state_alive **alive, size_
     return 0;
 }
 
+/* ---- the heartbeats heard (api_node_heard) ---- */
+
+/* The index of node in a->heard, or where it would go (*found 0). Under a->hmu. */
+static size_t ap_heard_find(const struct api *a, const char *node, int *found)
+{
+    size_t lo = 0, hi = a->nheard;
+
+    *found = 0;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int cmp = strcmp(a->heard[mid].node, node);
+
+        if (cmp == 0) {
+            *found = 1;
+            return mid;
+        }
+        if (cmp < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Node heard at at. A node not yet in the table is added, the entries unheard of for
+ * AP_HEARD_KEEP_S dropped first; out of memory, it is not (its heartbeat counts as the state has
+ * it). */
+static void ap_heard_note(struct api *a, const char *node, double at)
+{
+    size_t i, k = 0;
+    int found;
+
+    if (strlen(node) > AP_NAME_MAX)
+        return;
+    pthread_mutex_lock(&a->hmu);
+    i = ap_heard_find(a, node, &found);
+    if (found) {
+        a->heard[i].at = fmax(a->heard[i].at, at);
+        goto out;
+    }
+    for (size_t j = 0; j < a->nheard; j++) /* (the order stays) */
+        if (!(at - a->heard[j].at > AP_HEARD_KEEP_S))
+            a->heard[k++] = a->heard[j];
+    a->nheard = k;
+    if (a->nheard == a->heard_cap) {
+        size_t cap = a->heard_cap ? 2 * a->heard_cap : 16;
+        struct ap_heard *v = realloc(a->heard, cap * sizeof(*v));
+
+        if (!v)
+            goto out;
+        a->heard = v;
+        a->heard_cap = cap;
+    }
+    i = ap_heard_find(a, node, &found);
+    memmove(&a->heard[i + 1], &a->heard[i], (a->nheard - i) * sizeof(*a->heard));
+    snprintf(a->heard[i].node, sizeof(a->heard[i].node), "%s", node);
+    a->heard[i].at = at;
+    a->nheard++;
+out:
+    pthread_mutex_unlock(&a->hmu);
+}
+
+int api_node_heard(struct api *a, const char *node, double *at)
+{
+    int found;
+    size_t i;
+
+    if (!a || !node || !at)
+        return ERR_INVAL;
+    pthread_mutex_lock(&a->hmu);
+    i = ap_heard_find(a, node, &found);
+    if (found)
+        *at = a->heard[i].at;
+    pthread_mutex_unlock(&a->hmu);
+    return found ? 0 : ERR_UNKNOWN;
+}
+
+/* A heartbeat the state could not record (rc: the write's error): the node's agent was heard
+ * all the same, and the controller's silence watch counts it (api_node_heard). Answered 200 with
+ * the node's state when the node can be read (its agent then neither backs off nor fences itself
+ * for a controller that hears it), as a heartbeat recorded would be: 404 or 409 as the node
+ * read says; else the write's error. */
+static void ap_heartbeat_unrecorded(struct ap_ctx *c, int rc)
+{
+    struct state_node n;
+    struct jv *o;
+    int got = state_node_get(c->a->state, c->param, &n);
+
+    if (got == ERR_UNKNOWN) {
+        ap_state_fail(c, got, "such node");
+        return;
+    }
+    if (got < 0) {
+        ap_state_fail(c, rc, "such node");
+        return;
+    }
+    if (n.state == STATE_NODE_TERMINATED) {
+        state_node_clear(&n);
+        ap_fail(c, 409, "node %s is terminated", c->param);
+        return;
+    }
+    ap_heard_note(c->a, c->param, c->now);
+    log_msg(c->a->log, c->now, LOG_DEBUG, NULL, c->param,
+            "heartbeat heard but not recorded in the state: %s", err_str(rc));
+    o = jv_object();
+    ap_set(c, o, "instance_id", jv_string(n.instance_id));
+    ap_set(c, o, "state", jv_string(state_node_state_name(n.state)));
+    state_node_clear(&n);
+    ap_reply(c, 200, o);
+}
+
 void ap_node_heartbeat(struct ap_ctx *c)
 {
     struct state_alive *alive = NULL;
@@ -273,12 +384,16 @@ void ap_node_heartbeat(struct ap_ctx *c)
         return;
     rc = state_node_heartbeat(c->a->state, c->param, c->now, alive, n);
     free(alive);
-    if (rc == ERR_CONFLICT)
+    if (rc == ERR_CONFLICT) {
         ap_fail(c, 409, "node %s is terminated", c->param);
-    else if (rc < 0)
+    } else if (rc == ERR_UNKNOWN || rc == ERR_INVAL || rc == ERR_NOMEM) {
         ap_state_fail(c, rc, "such node");
-    else
+    } else if (rc < 0) {
+        ap_heartbeat_unrecorded(c, rc);
+    } else {
+        ap_heard_note(c->a, c->param, c->now);
         ap_node_state_reply(c);
+    }
 }
 
 /* An event for each job with replicas on the node of the path. */
@@ -445,7 +560,7 @@ static struct jv *ap_assignment_job(struct ap_ctx *c, const struct state_node_jo
     struct state_alloc *rows = NULL;
     struct state_job j;
     size_t n = 0;
-    long long world = 0, offset = -1, replicas = nj->replicas;
+    long long world = 0, offset = -1, replicas = nj->replicas, nodes = 0;
     char token[API_JOB_TOKEN_MAX];
     struct jv *o;
 
@@ -461,12 +576,15 @@ static struct jv *ap_assignment_job(struct ap_ctx *c, const struct state_node_jo
             replicas = rows[i].replicas; /* from the rows that give the ranks */
         }
         world += rows[i].replicas;
+        nodes += rows[i].replicas > 0;
     }
     o = jv_object();
     ap_set(c, o, "job", jv_string(j.name));
     ap_set(c, o, "replicas", jv_integer(replicas));
     ap_set(c, o, "rank_offset", jv_integer(offset));
     ap_set(c, o, "world_size", jv_integer(world));
+    if (nodes > 0) /* the nodes its replicas are on: the placement its workers report under */
+        ap_set(c, o, "nodes", jv_integer(nodes));
     ap_set(c, o, "master", jv_string(n > 0 ? rows[0].node : c->param));
     ap_set_master_addr(c, o, n > 0 ? rows[0].node : c->param);
     /* when the job was placed as it is: every re-placement changes it on every node, so that all

@@ -57,6 +57,7 @@ struct daemon {
     int failing;      /* ticks in a row whose decide step failed */
     long long tick;   /* the number of the next decision recorded */
     double cost_from; /* costs are recorded up to this time */
+    int bad_config;   /* the start failed for a fault in the configuration's file */
     struct dm_cron *cron;
     size_t ncron;
 };
@@ -98,14 +99,14 @@ static double dm_next_cron(const struct daemon *d)
     return next;
 }
 
-/* Wait for a signal, at most until `until`: 1 when one came (its flag set), 0 at the time. */
-static int dm_wait_signal(struct daemon *d, double until)
+/* Wait for a signal, at most `seconds`: 1 when one came (its flag set), 0 at the time. */
+static int dm_wait_signal(struct daemon *d, double seconds)
 {
-    double left = until - dm_clock(NULL);
+    double left = seconds;
     struct timespec ts;
     int sig;
 
-    if (left < 0)
+    if (!(left > 0))
         left = 0; /* only a look at the signals pending */
     if (left > 3600)
         left = 3600;
@@ -127,34 +128,44 @@ static int dm_wait_signal(struct daemon *d, double until)
     return 0; /* timed out (EAGAIN) or interrupted (EINTR): look at the clock again */
 }
 
-/* The real world's sleep: until `until`, but back early with ERR_AGAIN for a stop, a reload or a
- * template that is due, and with 0 (decide now) once a request has changed what the decide step
- * sees, at least DM_CHANGE_GAP_S after the last decision. */
+/* The real world's sleep: until the monotonic clock (dm_timer) reads `until` (a wall clock
+ * stepped back or forward moves no tick), but back early with ERR_AGAIN for a stop, a reload or a
+ * template that is due (the templates' times are on the wall clock), and with 0 (decide now) once
+ * a request has changed what the decide step sees, at least DM_CHANGE_GAP_S after the last
+ * decision. */
 static int dm_sleep(void *ctx, double until)
 {
     struct daemon *d = ctx;
 
     for (;;) {
-        double now = dm_clock(NULL), cron = dm_next_cron(d), wake = until;
+        double t = dm_timer(NULL), cron = dm_next_cron(d) - dm_clock(NULL), left = until - t;
 
-        if (d->stop || d->reload || cron <= now)
+        if (d->stop || d->reload || cron <= 0)
             return ERR_AGAIN;
-        if (now >= until) {
+        if (left <= 0) {
             d->changed = 0; /* this decision sees the change */
             return 0;
         }
         if (d->changed) {
-            double soon = now + (d->last_tick + DM_CHANGE_GAP_S - dm_timer(NULL));
+            double soon = d->last_tick + DM_CHANGE_GAP_S - t;
 
-            if (soon <= now) {
+            if (soon <= 0) {
                 d->changed = 0;
                 return 0;
             }
-            if (soon < wake)
-                wake = soon;
+            if (soon < left)
+                left = soon;
         }
-        dm_wait_signal(d, cron < wake ? cron : wake);
+        dm_wait_signal(d, cron < left ? cron : left);
     }
+}
+
+/* realworld_config.heard: the heartbeats the API answered, recorded in the state or not. */
+static double dm_heard(void *ctx, const char *node)
+{
+    double at = NAN;
+
+    return api_node_heard(((struct daemon *)ctx)->api, node, &at) == 0 ? at : NAN;
 }
 
 /* api_config.changed: from a request's thread, wake the loop's. */
@@ -326,7 +337,7 @@ static int dm_policies(struct daemon *d, const struct config *cfg, struct policy
         for (int k = 0; k < DM_OFFER_TRIES && (rc == ERR_AGAIN || rc == ERR_IO) && !d->stop; k++) {
             log_msg(d->log, dm_clock(d), LOG_WARN, NULL, NULL,
                     "the cloud's offers cannot be read yet (%s): asking again", err_str(rc));
-            if (dm_wait_signal(d, dm_clock(d) + fmin(0.25 * (1 << k), 5.0)) && d->stop)
+            if (dm_wait_signal(d, fmin(0.25 * (1 << k), 5.0)) && d->stop)
                 break;
             rc = realworld_offer_index(d->rw, offer ? offer : "", &fc.offer);
         }
@@ -407,36 +418,57 @@ static int dm_record(void *ctx, double now, const struct snapshot *s, const stru
     return 0; /* a record that failed is logged; the loop goes on */
 }
 
-/* The dollars of every node alive since the last time, at its price (state_cost_accrue). */
+/* The dollars of every node alive since the last time, at its price (state_cost_accrue, all or
+ * nothing): a span that could not be recorded (a full disk) is asked again whole with the next,
+ * so that no cost is lost. */
 static void dm_costs(struct daemon *d, double now)
 {
     int rc;
 
     if (!(now > d->cost_from))
         return; /* a clock stepped back: what was recorded up to cost_from stands */
-    if ((rc = state_cost_accrue(d->st, d->cost_from, now)) < 0)
-        log_msg(d->log, now, LOG_WARN, NULL, NULL, "cannot record the nodes' costs: %s",
-                err_str(rc));
+    if ((rc = state_cost_accrue(d->st, d->cost_from, now)) < 0) {
+        log_msg(d->log, now, LOG_WARN, NULL, NULL,
+                "cannot record the nodes' costs of the last %.0f s (%s): tried again with the "
+                "next tick's",
+                now - d->cost_from, err_str(rc));
+        return;
+    }
     d->cost_from = now;
 }
 
-/* At start, once the cloud has been listed: what the nodes it still lists cost since the costs
- * recorded last (the controller was down, or stopped after its last tick): the cloud billed them
- * all along. A node found gone is left out (when it went is not known). */
+/* At start, before reconciliation changes anything: what the nodes live in the state cost since
+ * the costs recorded last (the controller was down, or stopped after its last tick): the cloud
+ * billed them all along, those that reconciliation then terminates too. A node castor launched
+ * whose instance the cloud no longer lists, or lists as gone, is left out (when it went is not
+ * known); when the cloud cannot be listed, every node counts (as far as castor knows, all ran). */
 static void dm_costs_while_down(struct daemon *d, double now)
 {
+    struct cloud_instance *in = NULL;
+    char **listed = NULL;
     double until = NAN;
+    size_t n = 0, k = 0;
     int rc = state_cost_recorded_until(d->st, &until);
 
-    if (rc == 0 && isfinite(until) && until < now)
-        rc = state_cost_accrue_live(d->st, until, now);
+    if (rc < 0 || !isfinite(until) || !(until < now))
+        goto out;
+    if (cloud_list(&d->cloud, d->cfg->cluster, &in, &n) == 0 &&
+        (listed = calloc(n + 1, sizeof(*listed))))
+        for (size_t i = 0; i < n; i++)
+            if (in[i].state != CLOUD_GONE)
+                listed[k++] = in[i].id;
+    rc = state_cost_accrue_live(d->st, until, now, listed);
+out:
     if (rc < 0)
         log_msg(d->log, now, LOG_WARN, NULL, NULL,
                 "cannot record what the nodes cost while castor was down: %s", err_str(rc));
     else if (isfinite(until) && until < now)
         log_msg(d->log, now, LOG_INFO, NULL, NULL,
-                "recorded what the nodes still running cost in the %.0f s since the last costs",
+                "recorded what the nodes %s cost in the %.0f s since the last costs",
+                listed ? "still running" : "of the state (the cloud cannot be listed)",
                 now - until);
+    free(listed);
+    free(in);
 }
 
 static void dm_metrics(struct daemon *d)
@@ -509,6 +541,8 @@ static void dm_reload(struct daemon *d)
     prev = d->cfg;
     d->cfg = nc;
     d->loop.seed = nc->seed;
+    /* the wait in progress ends by the last tick plus the new interval, if that is sooner */
+    d->loop.interval = nc->interval;
     if (dm_cron_build(d, old, nold, now) < 0) {
         d->cron = NULL; /* out of memory: no template fires until the next reload */
         d->ncron = 0;
@@ -618,16 +652,16 @@ static int dm_start_api(struct daemon *d, struct error *e)
 
 /*
  * What the cloud may need to know of this daemon: its API's URL as a process on this machine
- * reaches it (a wildcard address becomes loopback), the files its node and job tokens came from
- * (the configuration's, else systemd's credentials; NULL when they came from the environment),
- * and the folder of this program. The strings are written into the buffers.
+ * reaches it (a wildcard address becomes loopback) at port, the files its node and job tokens
+ * came from (the configuration's, else systemd's credentials; NULL when they came from the
+ * environment), and the folder of this program. The strings are written into the buffers.
  */
-static void dm_host(const struct daemon *d, struct cloud_host *h, char *url, size_t url_size,
-                    char tokens[2][4096], char *bin_dir, size_t bin_size)
+static void dm_host(const struct daemon *d, int port, struct cloud_host *h, char *url,
+                    size_t url_size, char tokens[2][4096], char *bin_dir, size_t bin_size)
 {
     const char *cred = getenv(DAEMON_ENV_CREDENTIALS);
 
-    config_api_url(d->cfg, http_server_port(d->server), url, url_size);
+    config_api_url(d->cfg, port, url, url_size);
     h->api_url = url;
     if (d->cfg->token_files[API_ROLE_NODE]) {
         h->node_token_file = d->cfg->token_files[API_ROLE_NODE];
@@ -655,6 +689,17 @@ static int dm_start(struct daemon *d, struct error *e)
     /* the process holds cloud credentials and the tokens' digests: no core file may hold them */
     if (crypto_no_core_dumps() < 0)
         return err_set(e, ERR_INTERNAL, "", 0, 0, "cannot turn core dumps off");
+    /* the cloud's section read first (a cloud made and dropped, at the configured port): a
+     * fault in it is the file's, told before anything is created (the API's port may be 0:
+     * the cloud that runs is made once it listens) */
+    dm_host(d, d->cfg->api.port > 0 ? d->cfg->api.port : 1, &host, url, sizeof(url), tokens,
+            bin_dir, sizeof(bin_dir));
+    if ((rc = cloud_new(d->cfg->world, d->cfg->cloud, d->cfg->dir, &host, &d->cloud, e)) < 0) {
+        d->bad_config = rc == ERR_PARSE || rc == ERR_RANGE || rc == ERR_UNKNOWN;
+        return rc;
+    }
+    cloud_free(&d->cloud);
+    host = (struct cloud_host){0};
     if ((rc = state_claim(d->cfg->state_path, &d->claim, e)) < 0 ||
         (rc = state_open(d->cfg->state_path, &d->st, e)) < 0 ||
         (rc = state_open(d->cfg->state_path, &d->st_api, e)) < 0)
@@ -662,7 +707,8 @@ static int dm_start(struct daemon *d, struct error *e)
     /* the API first: a cloud whose instances talk back (local) is told its address */
     if ((rc = dm_start_api(d, e)) < 0)
         return rc;
-    dm_host(d, &host, url, sizeof(url), tokens, bin_dir, sizeof(bin_dir));
+    dm_host(d, http_server_port(d->server), &host, url, sizeof(url), tokens, bin_dir,
+            sizeof(bin_dir));
     if ((rc = cloud_new(d->cfg->world, d->cfg->cloud, d->cfg->dir, &host, &d->cloud, e)) < 0)
         return rc;
     if (d->cfg->faults.on) { /* a chaos run: the cloud's calls fail at the configured rate */
@@ -685,6 +731,7 @@ static int dm_start(struct daemon *d, struct error *e)
     rc_cfg.log = d->log;
     rc_cfg.cluster = d->cfg->cluster;
     rc_cfg.clock = dm_clock;
+    rc_cfg.timer = dm_timer;
     rc_cfg.sleep = dm_sleep;
     rc_cfg.clock_ctx = d;
     rc_cfg.timeouts = (struct realworld_timeouts){d->cfg->launch_timeout, d->cfg->register_timeout,
@@ -693,6 +740,8 @@ static int dm_start(struct daemon *d, struct error *e)
     rc_cfg.noffers = d->cfg->noffers;
     rc_cfg.model = d->cfg->tput_model;
     rc_cfg.spend = dm_spend(d->cfg);
+    rc_cfg.heard = dm_heard;
+    rc_cfg.heard_ctx = d;
     rc = realworld_new(&rc_cfg, &d->rw, e);
     free(meta);
     if (rc < 0)
@@ -763,18 +812,17 @@ int daemon_run(const char *config_path, FILE *logf)
     if ((rc = dm_start(&d, &e)) < 0) {
         log_msg(d.log, now, LOG_ERROR, NULL, NULL, "cannot start: %s",
                 err_format(&e, buf, sizeof(buf)));
-        status = 1;
+        status = d.bad_config ? 2 : 1;
         goto out;
     }
     log_msg(d.log, now, LOG_INFO, NULL, NULL,
             "castor %s started: cluster %s, world %s, state %s, policy %s, fleet %s",
             CASTOR_VERSION, d.cfg->cluster, d.cfg->world, d.cfg->state_path, d.cfg->policy,
             d.cfg->fleet);
+    dm_costs_while_down(&d, now);
     if (realworld_reconcile(d.rw) < 0)
         log_msg(d.log, now, LOG_WARN, NULL, NULL,
                 "reconciliation at start could not list the cloud; it is tried every tick");
-    else
-        dm_costs_while_down(&d, now);
     dm_submit_config_jobs(&d, now);
     if (dm_cron_build(&d, NULL, 0, now) < 0) {
         status = 1;

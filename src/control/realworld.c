@@ -255,18 +255,43 @@ static double rw_provider_now(void *ctx)
     return rw_now(ctx);
 }
 
+/* Wait seconds from the end of the last tick, on the timer (a wall clock stepped back or forward
+ * moves no deadline). A wait woken early (ERR_AGAIN: a reload, a template due) goes on to the
+ * same deadline, or to an earlier one when seconds have become fewer (a reload shortened the
+ * interval): the deadline is never later than the wait's start plus seconds. */
 static int rw_wait(void *ctx, int seconds)
 {
     struct realworld *rw = ctx;
+    double t = rw->timer(rw->clock_ctx);
     int rc = 0;
 
-    if (isnan(rw->wake_at))
-        rw->wake_at = rw_now(rw) + seconds;
+    if (isnan(rw->wake_at)) {
+        rw->wait_from = t;
+        rw->wake_at = t + seconds;
+    } else if (rw->wait_from + seconds < rw->wake_at) {
+        rw->wake_at = rw->wait_from + seconds;
+    }
     if (rw->sleep)
         rc = rw->sleep(rw->clock_ctx, rw->wake_at);
-    if (rc == 0)
+    if (rc == 0) {
+        rw->woke_due = rw->wake_at;
         rw->wake_at = NAN;
+    }
     return rc;
+}
+
+void rw_pause_check(struct realworld *rw, double now)
+{
+    double late = rw->timer(rw->clock_ctx) - rw->woke_due;
+
+    rw->woke_due = NAN;
+    if (!(late > REALWORLD_PAUSE_S) || isnan(rw->watch_from))
+        return;
+    rw->watch_from = now;
+    log_msg(rw->log, now, LOG_WARN, NULL, NULL,
+            "the controller did not run for %.0f s past its tick (stopped, or its machine "
+            "frozen): its nodes' silence and its jobs' hangs are timed from now",
+            late);
 }
 
 static int rw_finished(void *ctx)
@@ -310,10 +335,13 @@ int realworld_new(const struct realworld_config *cfg, struct realworld **out, st
     rw->log = cfg->log;
     snprintf(rw->cluster, sizeof(rw->cluster), "%s", cfg->cluster);
     rw->clock = cfg->clock;
+    rw->timer = cfg->timer ? cfg->timer : cfg->clock;
     rw->sleep = cfg->sleep;
     rw->clock_ctx = cfg->clock_ctx;
     rw->model = cfg->model ? cfg->model : &tput_model_castor;
-    rw->wake_at = NAN;
+    rw->heard = cfg->heard;
+    rw->heard_ctx = cfg->heard_ctx;
+    rw->wake_at = rw->woke_due = NAN;
     rw->watch_from = NAN;
     rw->quotas_read_at = NAN;
     rw->spend_told = rw->stop_told = NAN;

@@ -39,10 +39,13 @@ double realworld_offer_price(const struct realworld_offer *meta, double cloud, d
  * storage, else NAN: nothing counts it (the spend limit launches none there). */
 double realworld_offer_bill(double price, int spot, double max_price, double storage);
 
-/* The daemon's clock: seconds since the Unix epoch. */
+/* The daemon's clock: seconds since the Unix epoch (the timer: seconds on a monotonic clock). */
 typedef double (*realworld_clock_fn)(void *ctx);
-/* Sleep until the clock reads until: 0 then, or ERR_AGAIN when woken early (a signal). */
+/* Sleep until the timer reads until: 0 then, or ERR_AGAIN when woken early (a signal). */
 typedef int (*realworld_sleep_fn)(void *ctx, double until);
+/* When node's agent was last heard by this process (the heartbeats its API answered, recorded in
+ * the state or not: api_node_heard), seconds since the epoch; NAN: not heard. */
+typedef double (*realworld_heard_fn)(void *ctx, const char *node);
 
 /* The calendar periods a spend limit counts over, in UTC. */
 enum realworld_period { REALWORLD_DAY, REALWORLD_WEEK, REALWORLD_MONTH };
@@ -68,19 +71,29 @@ struct realworld_timeouts {
     double heartbeat;    /* a ready node's agent may go unheard; <= 0: not watched */
 };
 
+/* A wait that ends more than this past its deadline on the timer was the controller's own outage
+ * (reconcile). */
+#define REALWORLD_PAUSE_S 10.0
+
 struct realworld_config {
     struct state *state; /* borrowed: a connection of the loop's own */
     struct cloud *cloud; /* borrowed */
     struct log *log;     /* borrowed; NULL: no log */
     const char *cluster; /* the tag every instance carries (copied) */
     realworld_clock_fn clock;
+    realworld_clock_fn timer; /* what waits are timed on, never stepped; NULL: the clock */
     realworld_sleep_fn sleep; /* NULL: wait returns at once (tests move the clock) */
-    void *clock_ctx;
+    void *clock_ctx;          /* the clock's, the timer's and the sleep's */
     struct realworld_timeouts timeouts;
     const struct realworld_offer *offers;
     size_t noffers;
     const struct tput_model_ops *model; /* the throughput model fitted to reports; NULL: castor */
     struct realworld_spend spend;       /* {0}: no limit */
+    /* NULL: a node's agent is heard as the state records it alone (heartbeat_at); else the later
+     * of that and what heard says, so that heartbeats the state could not record (a full disk)
+     * count too */
+    realworld_heard_fn heard;
+    void *heard_ctx;
 };
 
 struct realworld; /* opaque */
@@ -112,11 +125,20 @@ void realworld_provider(struct realworld *rw, struct provider *out);
  *   from (registration, heartbeats) within the heartbeat timeout is fenced: its instance is
  *   terminated (asked again each tick) and the node drains, and its jobs wait until the cloud
  *   says the instance is gone (it may still run their replicas), then restart elsewhere from
- *   their last checkpoint. Both are timed from no earlier than
- *   this world's first look, so that a controller that was down does not take its nodes' silence
- *   for theirs. A static node (no launch token) that goes silent is left out of the schedulable
- *   nodes until it is heard again (observe), never terminated.
- * Errors: the cloud's list (nothing changed then) or the state's.
+ *   their last checkpoint. Both are timed from no earlier than this world's first look, nor
+ *   than its first look after an outage of its own (a wait that ended over REALWORLD_PAUSE_S
+ *   past its deadline on the timer: the process was stopped, its machine frozen), so that a
+ *   controller that was down does not take its nodes' silence for theirs (nor its jobs' hangs).
+ *   A static node (no launch token) that goes silent is left out of the schedulable nodes until
+ *   it is heard again (observe), never terminated. While the state cannot be written
+ *   (state_write_check: a full disk, a read-only file), no node is terminated or fenced for a
+ *   silence or a registration that never came (what the state says of its agents may be stale);
+ *   once it can, both are timed from then.
+ *   A node is heard by its registration, its heartbeats as the state has them, and those its
+ *   API answered without the state recording them (realworld_config.heard).
+ * Before all this, the spend limit is checked (rw_spend_check): over it, no pending intent is
+ * asked again (it waits, and is given up after the timeout).
+ * Errors: the cloud's list (nothing changed then but the spend limit's stop) or the state's.
  */
 int realworld_reconcile(struct realworld *rw);
 

@@ -128,7 +128,7 @@ struct realworld {
     struct cloud *cloud;
     struct log *log;
     char cluster[RW_CLUSTER_MAX + 1];
-    realworld_clock_fn clock;
+    realworld_clock_fn clock, timer; /* timer: never NULL (the clock when none was given) */
     realworld_sleep_fn sleep;
     void *clock_ctx;
     double launch_timeout;
@@ -163,9 +163,19 @@ struct realworld {
     size_t nmeta;
     int meta_checked; /* the configuration's offers were checked against the cloud's (told once) */
     const struct tput_model_ops *model;
-    double wake_at; /* the deadline of the wait in progress (NAN: none) */
+    double wake_at;   /* the deadline of the wait in progress, on the timer (NAN: none) */
+    double wait_from; /* when the wait in progress began, on the timer */
+    double woke_due;  /* the deadline of the last wait that ended (NAN: none since the look) */
     double last_observe;
-    double watch_from; /* the first observe: hangs are timed from no earlier (NAN: none yet) */
+    double watch_from; /* the first observe, or the first after an outage of the controller's
+                        * own (rw_pause_check): hangs and silences are timed from no earlier
+                        * (NAN: none yet) */
+
+    realworld_heard_fn heard; /* NULL: none (realworld_config) */
+    void *heard_ctx;
+    int state_failing; /* 1 while the state's writes fail (realworld_reconcile): no node is
+                        * terminated or fenced for its silence (told once, and again when they
+                        * work) */
     /* offers, jobs and counts kept across ticks */
     struct rw_offer *offers;
     size_t noffers;
@@ -205,6 +215,12 @@ struct realworld {
 
 /* realworld.c: the world's clock, seconds since the Unix epoch. */
 double rw_now(struct realworld *rw);
+
+/* realworld.c: when the wait that led to this look ended more than REALWORLD_PAUSE_S past its
+ * deadline on the timer, the controller itself was out (stopped, its machine frozen; its API
+ * heard nothing either): the watches start again from now (watch_from), as after a restart, and
+ * the log says so. now: the clock now. */
+void rw_pause_check(struct realworld *rw, double now);
 
 /* realworld.c: count a cloud call (op: RW_OP_*) and, when it failed (rc < 0), its error. */
 void rw_count(struct realworld *rw, int op, int rc);
@@ -324,7 +340,8 @@ struct grad_params rw_grad(struct realworld *rw, const struct state_job *sj,
 void rw_watch_start(struct realworld *rw, double now);
 
 /* realworld_reconcile.c: when the node's agent was last heard from: its registration, its latest
- * heartbeat, or this world's first look, whichever is latest. */
+ * heartbeat (as the state has it, or as this process's API heard it: rw->heard), or this world's
+ * first look, whichever is latest. */
 double rw_node_heard(const struct realworld *rw, const struct state_node *n);
 
 /* realworld_reconcile.c: 1 when the ready node's agent has not been heard from (rw_node_heard)

@@ -449,8 +449,10 @@ int rw_observe(void *ctx, const struct snapshot **out)
             rw->jobs[rw->sjob_rw[j]].attained += rw->current->count[j] * (now - rw->last_observe);
     rw_snapshot_free(rw);
     memset(&rw->actions, 0, sizeof(rw->actions));
-    realworld_reconcile(rw); /* a cloud that cannot list now: the state as it is */
-    rw_spend_check(rw, now); /* over the limit: no launch, the instances terminated */
+    rw_pause_check(rw, now); /* before the watches look at the nodes' silence */
+    /* a cloud that cannot list now: the state as it is; over the spend limit: no launch, the
+     * instances terminated */
+    realworld_reconcile(rw);
     if (!(priced = rw_offers_refresh(rw) == 0))
         log_msg(rw->log, now, LOG_WARN, NULL, NULL, "cannot read the offers: prices as before");
     rw_quotas_refresh(rw, now); /* after the offers: the quotas name them */

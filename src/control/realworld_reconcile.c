@@ -306,13 +306,41 @@ static void rw_reconcile_nodes(struct realworld *rw, const struct cloud_instance
 
 double rw_node_heard(const struct realworld *rw, const struct state_node *n)
 {
-    double heard = rw->watch_from;
+    double heard = rw->watch_from, api = rw->heard ? rw->heard(rw->heard_ctx, n->instance_id) : NAN;
 
     if (isfinite(n->heartbeat_at))
         heard = fmax(heard, n->heartbeat_at);
     if (isfinite(n->ready_at))
         heard = fmax(heard, n->ready_at);
+    if (isfinite(api)) /* a heartbeat the state could not record */
+        heard = fmax(heard, api);
     return heard;
+}
+
+/* 1 when the state takes writes now (state_write_check), else 0, kept in rw->state_failing: the
+ * start of an episode of failing writes is logged as an error, its end too, and the watches then
+ * start again from now (watch_from). A write busy on another connection changes nothing. */
+static int rw_state_writable(struct realworld *rw, double now)
+{
+    int rc = state_write_check(rw->state);
+
+    if (rc == ERR_AGAIN) /* another connection writes: as it was */
+        return !rw->state_failing;
+    if (rc < 0 && !rw->state_failing) {
+        log_msg(rw->log, now, LOG_ERROR, NULL, NULL,
+                "the state cannot be written (%s: a full disk, or a read-only file?): no node is "
+                "terminated or fenced for its silence until it can (what the state says of its "
+                "agents may be stale); the nodes' costs are recorded once it can",
+                err_str(rc));
+    } else if (rc == 0 && rw->state_failing) {
+        log_msg(rw->log, now, LOG_WARN, NULL, NULL,
+                "the state can be written again: the nodes' silence and the jobs' hangs are "
+                "timed from now");
+        rw->watch_from = now; /* what the state could not record meanwhile is not held against
+                               * the nodes (registrations) or the jobs (reports) */
+    }
+    rw->state_failing = rc < 0;
+    return rc == 0;
 }
 
 int rw_node_silent(const struct realworld *rw, const struct state_node *n, double now)
@@ -391,8 +419,9 @@ static int rw_notice_overdue(const struct state_node *n, double now, double *dea
  * terminated with its instance; one ready that has gone silent past the heartbeat timeout is
  * fenced (rw_fence), and so again each tick is one fenced (rw_node_fenced: by this daemon or, as
  * the state says, before its start) while its instance is listed. A node whose preemption notice
- * the cloud did not carry out is terminated (rw_notice_overdue). The nodes are those listed (the
- * gone ones were terminated before). The fleet planner launches what it still wants. */
+ * the cloud did not carry out is terminated (rw_notice_overdue). None is terminated or fenced for
+ * its silence while the state cannot be written (rw->state_failing). The nodes are those listed
+ * (the gone ones were terminated before). The fleet planner launches what it still wants. */
 static void rw_reconcile_silent(struct realworld *rw, const struct state_node *nodes, size_t nn,
                                 double now)
 {
@@ -400,13 +429,19 @@ static void rw_reconcile_silent(struct realworld *rw, const struct state_node *n
         const struct state_node *node = &nodes[k];
         double deadline = NAN;
         char why[160];
-        int o;
+        int o, unregistered, silent;
 
         if (!node->launch_token)
             continue;
-        if ((node->state == STATE_NODE_LAUNCHING || node->state == STATE_NODE_BOOTING) &&
-            rw->register_timeout > 0 &&
-            now - fmax(node->launched_at, rw->watch_from) > rw->register_timeout) {
+        unregistered = (node->state == STATE_NODE_LAUNCHING || node->state == STATE_NODE_BOOTING) &&
+                       rw->register_timeout > 0 &&
+                       now - fmax(node->launched_at, rw->watch_from) > rw->register_timeout;
+        silent = !unregistered && rw_node_silent(rw, node, now);
+        /* no node is taken down for its silence from a state that cannot be written: its agent's
+         * registration or heartbeats may be what was not recorded, and the fence could not be */
+        if ((unregistered || silent) && rw->state_failing)
+            continue;
+        if (unregistered) {
             o = rw_offer_find(rw, node->offer);
             if (o >= 0)
                 rw->offers[o].unavailable_until = now + RW_UNAVAILABLE_S;
@@ -417,8 +452,7 @@ static void rw_reconcile_silent(struct realworld *rw, const struct state_node *n
                     rw->register_timeout, node->offer, RW_UNAVAILABLE_S);
             snprintf(why, sizeof(why), "its agent never registered");
             rw->losses[API_LOSS_UNREGISTERED]++;
-        } else if (rw_node_silent(rw, node, now) ||
-                   (node->state == STATE_NODE_DRAINING && rw_node_fenced(rw, node))) {
+        } else if (silent || (node->state == STATE_NODE_DRAINING && rw_node_fenced(rw, node))) {
             rw_fence(rw, node, now);
             continue;
         } else if (rw_notice_overdue(node, now, &deadline)) {
@@ -456,9 +490,12 @@ static void rw_reconcile_intents(struct realworld *rw, const struct cloud_instan
                 log_msg(rw->log, now, LOG_WARN, NULL, NULL,
                         "a launch of %s made no instance in %.0f s: given up", it->offer,
                         rw->launch_timeout);
-        } else if ((o = rw_offer_find(rw, it->offer)) >= 0) {
-            rw_launch_token(rw, o, it->token, now); /* the same token: at most one instance */
-        }
+        } else if ((o = rw_offer_find(rw, it->offer)) >= 0 && !rw->over_spend) {
+            /* the same token: at most one instance. Asked again even while its offer is held
+             * after another launch's refusal: the answer to this one is not known, and asking is
+             * how it is learnt (a refusal fails the intent at once) */
+            rw_launch_token(rw, o, it->token, now);
+        } /* else over the spend limit: it waits, and is given up after the timeout */
     }
 }
 
@@ -486,6 +523,9 @@ int realworld_reconcile(struct realworld *rw)
 
     rw->observed = 0; /* the snapshot's rows may no longer hold */
     rw_watch_start(rw, now);
+    /* whether the state takes writes (rw->state_failing), for the watches below */
+    rw_state_writable(rw, now);
+    rw_spend_check(rw, now); /* before any pending launch is asked again */
     rc = cloud_list(rw->cloud, rw->cluster, &in, &n);
     rw_count(rw, RW_OP_LIST, rc);
     if (rc < 0) {

@@ -592,6 +592,46 @@ out:
     return rc;
 }
 
+int state_open_readonly(const char *path, struct state **out, int *version, struct error *e)
+{
+    struct state *st = NULL;
+    long long app = 0, objects = 0;
+    int rc, v = 0;
+
+    st = calloc(1, sizeof(*st));
+    if (!st)
+        return err_set(e, ERR_NOMEM, path, 0, 0, NULL);
+    rc = db_open_readonly(path, &st->db, e);
+    if (rc < 0)
+        goto out;
+    rc = db_begin_read(st->db);
+    if (rc == 0)
+        rc = st_header(st->db, &app, &v, &objects);
+    db_rollback(st->db);
+    if (rc < 0) {
+        err_set(e, rc, path, 0, 0, "cannot read the schema version: %s", db_errmsg(st->db));
+        goto out;
+    }
+    if (app != ST_APPLICATION_ID || v < 1) {
+        rc = err_set(e, ERR_INVAL, path, 0, 0,
+                     "not a castor state database (application id %lld, version %d)", app, v);
+        goto out;
+    }
+    if (v > STATE_SCHEMA_VERSION) {
+        rc = err_set(e, ERR_RANGE, path, 0, 0,
+                     "schema version %d is newer than this castor knows (%d): run a newer castor",
+                     v, STATE_SCHEMA_VERSION);
+        goto out;
+    }
+    if (version)
+        *version = v;
+    *out = st;
+    st = NULL;
+out:
+    state_close(st);
+    return rc;
+}
+
 int state_open(const char *path, struct state **out, struct error *e)
 {
     return state_open_version(path, STATE_SCHEMA_VERSION, out, e);

@@ -73,6 +73,17 @@ int state_open(const char *path, struct state **out, struct error *e);
  * for tests of the migrations and for tools. A database above version is refused as newer. */
 int state_open_version(const char *path, int version, struct state **out, struct error *e);
 
+/*
+ * Open the existing state database at path as it is, for reading only (db_open_readonly): no
+ * migration, nothing written, so that a state an older castor still runs can be copied by a
+ * newer one (state_backup) and stay at its version. Any schema version from 1 to
+ * STATE_SCHEMA_VERSION is taken, written into *version (may be NULL). A write on the state
+ * fails (ERR_IO). Errors (with e): those of db_open_readonly; ERR_INVAL for a database that is
+ * not castor's (another application id, or an empty one); ERR_RANGE for one written by a newer
+ * castor. *out and *version written only on success.
+ */
+int state_open_readonly(const char *path, struct state **out, int *version, struct error *e);
+
 /* Close; NULL is ignored. */
 void state_close(struct state *st);
 
@@ -88,6 +99,11 @@ void state_close(struct state *st);
  */
 int state_secret(struct state *st, const char *name, const unsigned char *fresh, size_t len,
                  unsigned char *out);
+
+/* Whether the state's file takes writes now (a full disk or a read-only file does not): a write
+ * that changes nothing (the schema version written again as it is) committed. 0, or the error it
+ * met (ERR_IO for a full disk or a read-only file, ERR_AGAIN while another connection writes). */
+int state_write_check(struct state *st);
 
 /* Begin a read snapshot on st's connection: the state's reads until state_read_end see the state
  * as one moment, whatever another connection writes meanwhile (for an answer built from several
@@ -111,7 +127,9 @@ struct state_backup_info {
  * A consistent copy of the state at path (a file that must not exist), taken while a controller
  * may be writing: one read snapshot (VACUUM INTO) written beside path, checked (its integrity, its
  * schema version, its jobs and nodes), made the owner's alone (mode 600), synced and renamed into
- * place, so that path is either whole or absent. *info (may be NULL) written on success. Errors:
+ * place, so that path is either whole or absent. The copy is at st's schema version: a state
+ * opened with state_open_readonly is copied as it is, not migrated. *info (may be NULL) written
+ * on success. Errors:
  * ERR_CONFLICT (path exists), ERR_INVAL, ERR_IO, ERR_CORRUPT (the copy fails its check), what
  * SQLite says; e names the file. Restoring is putting the copy in place of the state file while
  * no controller runs.
@@ -232,8 +250,12 @@ int state_job_replica_failed(struct state *st, const char *name, const char *nod
 int state_job_progress(struct state *st, const char *name, double progress);
 
 /* Record a checkpoint at progress (>= 0) taken at now: sets the checkpoint progress and time,
- * and the progress if it was lower. ERR_UNKNOWN: no such job; ERR_CONFLICT: it has ended
- * (finished, cancelled or failed: nothing is written). */
+ * and the progress if it was lower. The checkpoint progress never goes back: a checkpoint below
+ * the one recorded (a late report, from replicas of an earlier generation that stopped after the
+ * new ones checkpointed further, or a retried request) writes nothing and returns 0, as does
+ * one from replicas that restored an older checkpoint, the newest lost, until they pass the
+ * record. ERR_UNKNOWN: no such job; ERR_CONFLICT: it has ended (finished, cancelled or failed:
+ * nothing is written). */
 int state_job_checkpoint(struct state *st, const char *name, double progress, double now);
 
 /* Count one restart of the job. ERR_UNKNOWN: no such job. */
@@ -611,7 +633,8 @@ int state_decision_last_tick(struct state *st, long long *tick);
 
 /* Add dollars (>= 0) spent on the node over [from, to] (to >= from), and to each job with
  * replicas on the node now its share: dollars x its replicas / the node's GPUs (the share of idle
- * GPUs goes to no job). One transaction. ERR_UNKNOWN: no such node (nothing written). */
+ * GPUs goes to no job). A span over several UTC hours is recorded in each at its rate (costs are
+ * kept per node and hour). One transaction. ERR_UNKNOWN: no such node (nothing written). */
 int state_cost_add(struct state *st, const char *instance_id, double from, double to,
                    double dollars);
 
@@ -624,15 +647,17 @@ int state_cost_add(struct state *st, const char *instance_id, double from, doubl
  * its own part of that span (from its launch, to its end), state_cost_add'ed. A node castor
  * launched (a launch token) that is terminated is billed at least STATE_MIN_BILLED_S from its
  * launch, the rest of that minute recorded as the spans reach it; a node at price 0 adds nothing.
- * Called with consecutive spans, each second is recorded once. ERR_INVAL: a bad span; else the
- * first error met (the other nodes are still recorded).
+ * Called with consecutive spans, each second is recorded once. One transaction: on error nothing
+ * is recorded, and the same span may be asked again (whole, or within a longer one). ERR_INVAL: a
+ * bad span; what SQLite says (ERR_IO: a full disk, a read-only file).
  */
 int state_cost_accrue(struct state *st, double from, double now);
 
-/* As state_cost_accrue, for the nodes not terminated only: what the nodes the cloud still lists
- * cost while no controller ran (a node found gone has no known end in that time, and is left
- * out). Errors as state_cost_accrue. */
-int state_cost_accrue_live(struct state *st, double from, double now);
+/* As state_cost_accrue, for the nodes not terminated only: what they cost while no controller
+ * ran. With listed (NULL-terminated instance ids) not NULL, a node castor launched whose instance
+ * is not in it is left out (gone, at a time not known); NULL: the cloud could not say, every node
+ * counts. Errors as state_cost_accrue. */
+int state_cost_accrue_live(struct state *st, double from, double now, char *const *listed);
 
 /* *until: the latest end of the costs recorded (NAN: none yet), where a restarted controller's
  * accrual begins. Errors: what SQLite says. */
@@ -668,7 +693,7 @@ struct state_costs {
 int state_cost_split(struct state *st, struct state_costs *out);
 
 /* The dollars of the costs added that end after from (seconds): what the fleet cost since then,
- * a row that straddles it counted whole (0 with none). */
+ * a row that straddles it counted for its part after it (0 with none). */
 int state_cost_since(struct state *st, double from, double *dollars);
 
 /* What the fleet cost, by UTC day or by offer (state_cost_report). */

@@ -268,11 +268,13 @@ int state_job_checkpoint(struct state *st, const char *name, double progress, do
         return ERR_INVAL;
     if ((rc = db_begin(st->db)) < 0)
         return rc;
-    /* the check and the write in one transaction: a job that ends meanwhile keeps its record */
+    /* the check and the write in one transaction: a job that ends meanwhile keeps its record;
+     * one below the checkpoint recorded is a late report (of replicas of an earlier generation,
+     * or a retried request) and is passed over: the record never goes back */
     if ((rc = st_job_live(st->db, name, &id)) == 0)
         rc = st_run(st->db,
                     "UPDATE jobs SET checkpoint_progress = ?2, checkpoint_at = ?3,"
-                    " progress = max(progress, ?2) WHERE id = ?1",
+                    " progress = max(progress, ?2) WHERE id = ?1 AND checkpoint_progress <= ?2",
                     "idd", id, progress, now);
     return st_end(st, rc);
 }

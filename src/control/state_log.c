@@ -1,5 +1,6 @@
 /* state_log.c: the controller's records in its state: the decision log (one summary per tick),
- * the costs of nodes, the jobs' events, and the controller's own secrets. */
+ * the costs of nodes, the jobs' events, the controller's own secrets, and a check that the state
+ * takes writes. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,25 +27,18 @@ int state_decision_last_tick(struct state *st, long long *tick)
     return rc == ERR_UNKNOWN ? ERR_EMPTY : rc;
 }
 
-int state_cost_add(struct state *st, const char *instance_id, double from, double to,
-                   double dollars)
+/* The cost row of one node and UTC hour: the node's latest row grows when [from, to] (within one
+ * hour) follows it in that hour, else a row is added. ERR_UNKNOWN: no such node. */
+static int st_cost_row(struct state *st, const char *instance_id, double from, double to,
+                       double dollars)
 {
-    int rc;
+    int rc = st_run(st->db,
+                    "UPDATE costs SET end_at = ?3, dollars = dollars + ?4 WHERE id = (SELECT c.id"
+                    " FROM costs c JOIN nodes n ON n.id = c.node_id WHERE n.instance_id = ?1"
+                    " ORDER BY c.id DESC LIMIT 1) AND end_at = ?2 AND CAST(start_at / 3600 AS"
+                    " INTEGER) = CAST(?2 / 3600 AS INTEGER)",
+                    "tddd", instance_id, from, to, dollars);
 
-    if (!st_name_ok(instance_id) || !st_time_ok(from) || !st_time_ok(to) || to < from ||
-        !st_time_ok(dollars) || dollars < 0)
-        return ERR_INVAL;
-    if ((rc = db_begin(st->db)) < 0)
-        return rc;
-    /* one row per node and UTC hour: the node's latest row grows when this interval follows it
-     * and ends within its hour, so that a tick's costs do not add a row each (a year of a 100-node
-     * fleet at one tick a minute: under a million rows, not 52 million) */
-    rc = st_run(st->db,
-                "UPDATE costs SET end_at = ?3, dollars = dollars + ?4 WHERE id = (SELECT c.id FROM"
-                " costs c JOIN nodes n ON n.id = c.node_id WHERE n.instance_id = ?1 ORDER BY c.id"
-                " DESC LIMIT 1) AND end_at = ?2 AND CAST(start_at / 3600 AS INTEGER) ="
-                " CAST(?3 / 3600 AS INTEGER)",
-                "tddd", instance_id, from, to, dollars);
     if (rc == 0 && db_changes(st->db) == 0)
         rc = st_run(st->db,
                     "INSERT INTO costs (node_id, start_at, end_at, dollars)"
@@ -52,6 +46,26 @@ int state_cost_add(struct state *st, const char *instance_id, double from, doubl
                     "tddd", instance_id, from, to, dollars);
     if (rc == 0 && db_changes(st->db) == 0)
         rc = ERR_UNKNOWN;
+    return rc;
+}
+
+/* state_cost_add inside the caller's transaction. */
+static int st_cost_add(struct state *st, const char *instance_id, double from, double to,
+                       double dollars)
+{
+    double a = from, b;
+    int rc;
+
+    /* one row per node and UTC hour, a span over several hours split among them at its rate:
+     * a tick's costs do not add a row each (a year of a 100-node fleet at one tick a minute:
+     * under a million rows, not 52 million), and a day or a period holds what its own hours
+     * cost (a long span, the controller's downtime, is not charged to the hour it ends in) */
+    do {
+        b = fmin(to, (floor(a / 3600.0) + 1) * 3600.0);
+        rc = st_cost_row(st, instance_id, a, b,
+                         to > from ? dollars * (b - a) / (to - from) : dollars);
+        a = b;
+    } while (rc == 0 && a < to);
     /* each job on the node: its GPUs' share (of the node's GPUs, or of the replicas placed there
      * if ever more); the share of idle GPUs goes to no job */
     if (rc == 0)
@@ -72,7 +86,20 @@ int state_cost_add(struct state *st, const char *instance_id, double from, doubl
                     " ON CONFLICT (node_id, job_id) DO UPDATE SET dollars = dollars +"
                     " excluded.dollars",
                     "td", instance_id, dollars);
-    return st_end(st, rc);
+    return rc;
+}
+
+int state_cost_add(struct state *st, const char *instance_id, double from, double to,
+                   double dollars)
+{
+    int rc;
+
+    if (!st_name_ok(instance_id) || !st_time_ok(from) || !st_time_ok(to) || to < from ||
+        !st_time_ok(dollars) || dollars < 0)
+        return ERR_INVAL;
+    if ((rc = db_begin(st->db)) < 0)
+        return rc;
+    return st_end(st, st_cost_add(st, instance_id, from, to, dollars));
 }
 
 static int st_read_share(struct db_stmt *s, void *item)
@@ -152,43 +179,50 @@ int state_cost_refund(struct state *st, const char *instance_id, double *dollars
     return 0;
 }
 
-/* state_cost_accrue over the nodes of the states in the mask `states`. */
-static int st_cost_accrue(struct state *st, double from, double now, unsigned states)
+/* state_cost_accrue over the nodes of the states in the mask `states`; with listed not NULL, of the
+ * nodes castor launched only those whose instance is in it. */
+static int st_cost_accrue(struct state *st, double from, double now, unsigned states,
+                          char *const *listed)
 {
     struct state_node *nodes = NULL;
     size_t n = 0;
-    int rc, first = 0;
+    int rc;
 
     if (!st_time_ok(from) || !st_time_ok(now) || now < from)
         return ERR_INVAL;
-    if ((rc = state_nodes_list(st, states, &nodes, &n)) < 0)
+    if ((rc = db_begin(st->db)) < 0)
         return rc;
-    for (size_t i = 0; i < n; i++) {
+    if ((rc = state_nodes_list(st, states, &nodes, &n)) < 0)
+        return st_end(st, rc);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
         const struct state_node *x = &nodes[i];
         double end = x->terminated_at, start = fmax(x->launched_at, from), to;
+        size_t k = 0;
+
+        while (listed && x->launch_token && listed[k] && strcmp(listed[k], x->instance_id) != 0)
+            k++;
+        if (listed && x->launch_token && !listed[k])
+            continue; /* gone, when is not known */
 
         if (isfinite(end) && x->launch_token) /* the cloud's minimum, for what it was asked */
             end = fmax(end, x->launched_at + STATE_MIN_BILLED_S);
         to = isfinite(end) && end < now ? end : now;
-        if (to > start && x->price > 0 &&
-            (rc = state_cost_add(st, x->instance_id, start, to, x->price * (to - start) / 3600.0)) <
-                0 &&
-            first == 0)
-            first = rc;
+        if (to > start && x->price > 0)
+            rc = st_cost_add(st, x->instance_id, start, to, x->price * (to - start) / 3600.0);
     }
     state_nodes_free(nodes, n);
-    return first;
+    return st_end(st, rc);
 }
 
 int state_cost_accrue(struct state *st, double from, double now)
 {
-    return st_cost_accrue(st, from, now, (1u << STATE_NODE_NSTATES) - 1);
+    return st_cost_accrue(st, from, now, (1u << STATE_NODE_NSTATES) - 1, NULL);
 }
 
-int state_cost_accrue_live(struct state *st, double from, double now)
+int state_cost_accrue_live(struct state *st, double from, double now, char *const *listed)
 {
-    return st_cost_accrue(st, from, now,
-                          ((1u << STATE_NODE_NSTATES) - 1) & ~(1u << STATE_NODE_TERMINATED));
+    return st_cost_accrue(
+        st, from, now, ((1u << STATE_NODE_NSTATES) - 1) & ~(1u << STATE_NODE_TERMINATED), listed);
 }
 
 int state_cost_recorded_until(struct state *st, double *until)
@@ -212,8 +246,13 @@ int state_cost_since(struct state *st, double from, double *dollars)
 {
     if (!st_time_ok(from))
         return ERR_INVAL;
-    return st_double(st->db, dollars, "SELECT total(dollars) FROM costs WHERE end_at > ?1", "d",
-                     from);
+    /* a row that straddles from (one recorded before rows were split by the hour) counts for
+     * its part after it */
+    return st_double(st->db, dollars,
+                     "SELECT total(CASE WHEN start_at >= ?1 OR end_at <= start_at THEN dollars"
+                     " ELSE dollars * (end_at - ?1) / (end_at - start_at) END) FROM costs"
+                     " WHERE end_at > ?1",
+                     "d", from);
 }
 
 int state_cost_split(struct state *st, struct state_costs *out)
@@ -378,6 +417,22 @@ void state_events_free(struct state_event *events, size_t n)
 static int st_hex_digit(char c)
 {
     return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+int state_write_check(struct state *st)
+{
+    long long version = 0;
+    char sql[64];
+    int rc;
+
+    if ((rc = db_begin(st->db)) < 0)
+        return rc;
+    rc = st_int(st->db, &version, "PRAGMA user_version", "");
+    if (rc == 0) {
+        snprintf(sql, sizeof(sql), "PRAGMA user_version = %lld", version);
+        rc = db_exec(st->db, sql);
+    }
+    return st_end(st, rc);
 }
 
 int state_secret(struct state *st, const char *name, const unsigned char *fresh, size_t len,

@@ -2,6 +2,7 @@
  * its nodes terminated in the state; the jobs kept. */
 #include "control/teardown.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 #include "control/state.h"
@@ -45,8 +46,29 @@ static void td_instances(struct cloud *cloud, const char *cluster, const struct 
     }
 }
 
-/* The state: pending intents given up, live nodes terminated, jobs counted. */
-static int td_state(struct state *st, int apply, double now, struct teardown_result *r)
+/* What the live nodes cost since the costs recorded last (the controller stopped before the
+ * teardown): up to now for each, the nodes castor launched whose instances the cloud no longer
+ * lists (the n listed, in) left out: when they went is not known. */
+static int td_costs(struct state *st, const struct cloud_instance *in, size_t n, double now)
+{
+    char **listed = calloc(n + 1, sizeof(*listed));
+    double until = NAN;
+    size_t k = 0;
+    int rc = listed ? state_cost_recorded_until(st, &until) : ERR_NOMEM;
+
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        if (in[i].state != CLOUD_GONE)
+            listed[k++] = (char *)in[i].id;
+    if (rc == 0 && isfinite(until) && until < now)
+        rc = state_cost_accrue_live(st, until, now, listed);
+    free(listed);
+    return rc;
+}
+
+/* The state: pending intents given up, live nodes terminated (what they cost up to now recorded
+ * first), jobs counted. */
+static int td_state(struct state *st, const struct cloud_instance *in, size_t n, int apply,
+                    double now, struct teardown_result *r)
 {
     struct state_intent *it = NULL;
     struct state_node *nodes = NULL;
@@ -62,6 +84,8 @@ static int td_state(struct state *st, int apply, double now, struct teardown_res
     if (rc == 0)
         rc = state_jobs_list(st, STATE_MASK(STATE_JOB_PENDING) | STATE_MASK(STATE_JOB_RUNNING),
                              &jobs, &nj);
+    if (rc == 0 && apply)
+        rc = td_costs(st, in, n, now);
     for (size_t i = 0; i < ni && rc == 0 && apply; i++)
         rc = state_intent_resolve(st, it[i].token, STATE_INTENT_FAILED, now);
     for (size_t i = 0; i < nn && rc == 0 && apply; i++)
@@ -90,8 +114,9 @@ int teardown_run(struct state *st, struct cloud *cloud, const char *cluster, int
     if ((rc = cloud_list(cloud, cluster, &in, &n)) < 0)
         return err_set(e, rc, "", 0, 0, "cannot list the cluster's instances: %s", err_str(rc));
     td_instances(cloud, cluster, in, n, apply, out, &r);
+    rc = st ? td_state(st, in, n, apply, now, &r) : 0;
     free(in);
-    if (st && (rc = td_state(st, apply, now, &r)) < 0)
+    if (rc < 0)
         return err_set(e, rc, "", 0, 0, "the state: %s", err_str(rc));
     *res = r;
     return 0;

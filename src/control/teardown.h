@@ -29,7 +29,9 @@ struct teardown_result {
  * and prints each on out (may be NULL) with what is done to it; with apply 0 it changes nothing (a
  * dry run), else it terminates every instance that is not gone, resolves every pending launch
  * intent as failed (a controller started later does not ask for it again) and moves every node not
- * terminated to terminated (their allocations go; the jobs stay). A termination the cloud refuses
+ * terminated to terminated (their allocations go; the jobs stay), what each cost since the costs
+ * recorded last up to now recorded first (a node castor launched whose instance was not listed
+ * left out). A termination the cloud refuses
  * is counted in failed and the rest go on. *out written on success. Errors: the cloud's list
  * (nothing changed: e says why), the state's (what was done before stays done; running it again
  * finishes it).

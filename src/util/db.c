@@ -1,10 +1,14 @@
 /* db.c: the SQLite wrapper: durable connections, statements, transactions, error translation. */
 #include "util/db.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <sqlite3.h>
 
@@ -99,18 +103,69 @@ static int db_setting(struct db *db, const char *set, const char *get, const cha
     return 0;
 }
 
-int db_open(const char *path, struct db **out, struct error *e)
+/* ERR_INVAL (with e) when the file at path exists and its group or others may read or write it;
+ * 0 when it is its owner's alone or missing. */
+static int db_owner_only(const char *path, struct error *e)
 {
-    const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+    struct stat sb;
+
+    if (stat(path, &sb) != 0 || !(sb.st_mode & 066))
+        return 0;
+    return err_set(e, ERR_INVAL, path, 0, 0,
+                   "mode %03o: a database holds secrets and must be readable and writable by "
+                   "its owner only (chmod 600 %s)",
+                   (unsigned)(sb.st_mode & 0777), path);
+}
+
+/* The database at path made its owner's before SQLite opens it: created mode 600 when missing
+ * and create is set (SQLite gives the -wal and -shm it makes the database's mode), and refused,
+ * unchanged, when it, its -wal or its -shm may be read or written by group or others. */
+static int db_private(const char *path, int create, struct error *e)
+{
+    static const char *const suffixes[] = {"", "-wal", "-shm"};
+    char file[4200];
+    int fd, rc;
+
+    if (strcmp(path, ":memory:") == 0)
+        return 0;
+    if (strlen(path) + 5 > sizeof(file))
+        return err_set(e, ERR_INVAL, path, 0, 0, "the database's path is too long");
+    if (create) {
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd < 0 && errno != EEXIST)
+            return err_set(e, ERR_IO, path, 0, 0, "cannot create: %s", strerror(errno));
+        if (fd >= 0) { /* exactly 600, whatever the umask took away */
+            rc = fchmod(fd, 0600);
+            close(fd);
+            if (rc != 0)
+                return err_set(e, ERR_IO, path, 0, 0, "cannot make it private: %s",
+                               strerror(errno));
+        }
+    }
+    for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+        snprintf(file, sizeof(file), "%s%s", path, suffixes[i]);
+        if ((rc = db_owner_only(file, e)) < 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* A new connection to the file at path: made private (db_private), opened with flags, extended
+ * result codes, defensive mode and the busy timeout. */
+static int db_connect(const char *path, int flags, struct db **out, struct error *e)
+{
     struct db *db = NULL;
     int rc, src;
 
     if (!path || !path[0])
         return err_set(e, ERR_INVAL, "", 0, 0, "no database path");
+    rc = db_private(path, (flags & SQLITE_OPEN_CREATE) != 0, e);
+    if (rc < 0)
+        return rc;
     db = calloc(1, sizeof(*db));
     if (!db)
         return err_set(e, ERR_NOMEM, path, 0, 0, NULL);
-    src = sqlite3_open_v2(path, &db->h, flags, NULL);
+    src = sqlite3_open_v2(path, &db->h, flags | SQLITE_OPEN_NOMUTEX, NULL);
     if (src != SQLITE_OK) {
         rc = err_set(e, db->h ? db_code(sqlite3_extended_errcode(db->h)) : ERR_NOMEM, path, 0, 0,
                      "cannot open: %s", db->h ? sqlite3_errmsg(db->h) : sqlite3_errstr(src));
@@ -126,6 +181,21 @@ int db_open(const char *path, struct db **out, struct error *e)
     rc = db_busy_timeout(db, DB_BUSY_TIMEOUT_MS);
     if (rc < 0)
         goto out;
+    *out = db;
+    db = NULL;
+out:
+    db_close(db);
+    return rc;
+}
+
+int db_open(const char *path, struct db **out, struct error *e)
+{
+    struct db *db = NULL;
+    int rc;
+
+    rc = db_connect(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &db, e);
+    if (rc < 0)
+        return rc;
     /* journal_mode reads the file's header: the first statement to fail on a file that is not a
      * database */
     rc = db_setting(db, "PRAGMA journal_mode = WAL", "PRAGMA journal_mode", "wal", path, e);
@@ -142,6 +212,12 @@ int db_open(const char *path, struct db **out, struct error *e)
 out:
     db_close(db);
     return rc;
+}
+
+int db_open_readonly(const char *path, struct db **out, struct error *e)
+{
+    /* (not query_only as well: that refuses VACUUM INTO, which writes another file) */
+    return db_connect(path, SQLITE_OPEN_READONLY, out, e);
 }
 
 void db_close(struct db *db)

@@ -34,13 +34,27 @@ struct db_stmt; /* a prepared statement of one connection; opaque */
 /*
  * Open (creating if missing) the database file at path with journal_mode=WAL, synchronous=FULL,
  * foreign_keys=ON, a busy timeout of DB_BUSY_TIMEOUT_MS, extended result codes and SQLite's
- * defensive mode; each setting is read back. Errors: ERR_INVAL (path NULL or empty), the
- * translated code (ERR_IO when the file cannot be opened, ERR_CORRUPT when it is not a
+ * defensive mode; each setting is read back. The file is its owner's alone, since castor's
+ * databases hold secrets: a missing one is created mode 600 before SQLite opens it (its -wal and
+ * -shm get the same mode), and one that exists, or whose -wal or -shm exists, with any
+ * permission for group or others is refused and left as it is. Errors: ERR_INVAL (path NULL or
+ * empty; a file group or others may read or write, e saying to chmod 600 it), the translated
+ * code (ERR_IO when the file cannot be created or opened, ERR_CORRUPT when it is not a
  * database), ERR_IO when a setting does not hold (WAL needs a file, so ":memory:" is refused),
  * ERR_NOMEM; e (may be NULL) names the path and SQLite's message. On success *out owns a new
  * connection (close with db_close); on error it is untouched.
  */
 int db_open(const char *path, struct db **out, struct error *e);
+
+/*
+ * Open the existing database file at path for reading only (SQLite's read-only open): a write on
+ * the connection fails (ERR_IO), VACUUM INTO another file works, and the journal mode is left as
+ * it is.
+ * The file must be its owner's alone, as for db_open. Errors: as db_open's (ERR_IO for a file
+ * that does not exist); a file that is not a database is found by the first statement
+ * (ERR_CORRUPT). *out as for db_open.
+ */
+int db_open_readonly(const char *path, struct db **out, struct error *e);
 
 /* Close the connection, rolling back an open transaction. Statements must be finalized first.
  * NULL is ignored. */

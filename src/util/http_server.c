@@ -116,6 +116,24 @@ static enum MHD_Result hs_too_large(struct MHD_Connection *conn, struct hs_conn 
     return hs_queue(conn, &r);
 }
 
+/* 400 for a request whose framing is in doubt: a short JSON reason, and the connection closed
+ * after it (where its body ends, and so where a next request would begin, is not known). */
+static enum MHD_Result hs_bad_framing(struct MHD_Connection *conn, struct hs_conn *c)
+{
+    static const char reason[] = "{\"error\":\"two Content-Length headers that differ\"}";
+    struct http_response r = {.status = 400, .content_type = "application/json"};
+
+    c->answered = 1;
+    r.headers[0] = (struct http_pair){MHD_HTTP_HEADER_CONNECTION, "close"};
+    r.nheaders = 1;
+    r.body = malloc(sizeof(reason));
+    if (r.body) {
+        memcpy(r.body, reason, sizeof(reason));
+        r.body_len = sizeof(reason) - 1;
+    }
+    return hs_queue(conn, &r);
+}
+
 /* 429 with Retry-After and a short JSON reason. */
 static enum MHD_Result hs_too_many(struct MHD_Connection *conn, struct hs_conn *c, unsigned retry)
 {
@@ -232,6 +250,38 @@ static int hs_declared_too_large(struct MHD_Connection *conn, size_t max)
     return (errno == ERANGE || n > max) && end != cl;
 }
 
+/* The Content-Length headers seen so far: the first one's value, and whether another differs. */
+struct hs_lengths {
+    const char *first;
+    int differ;
+};
+
+static enum MHD_Result hs_length_seen(void *cls, enum MHD_ValueKind kind, const char *key,
+                                      const char *value)
+{
+    struct hs_lengths *l = cls;
+
+    (void)kind;
+    if (!key || strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) != 0)
+        return MHD_YES;
+    value = value ? value : "";
+    if (!l->first)
+        l->first = value;
+    else if (strcmp(l->first, value) != 0)
+        l->differ = 1;
+    return MHD_YES;
+}
+
+/* 1 when the request has Content-Length headers that differ (libmicrohttpd reads the first and
+ * goes on; RFC 9112 6.3 says to refuse it). */
+static int hs_lengths_differ(struct MHD_Connection *conn)
+{
+    struct hs_lengths l = {0};
+
+    MHD_get_connection_values(conn, MHD_HEADER_KIND, hs_length_seen, &l);
+    return l.differ;
+}
+
 static enum MHD_Result hs_access(void *cls, struct MHD_Connection *conn, const char *url,
                                  const char *method, const char *version, const char *upload_data,
                                  size_t *upload_data_size, void **con_cls)
@@ -254,6 +304,8 @@ static enum MHD_Result hs_access(void *cls, struct MHD_Connection *conn, const c
             if (!ratelimit_take(s->limit, key, s->clock(s->clock_ctx), &retry))
                 return hs_too_many(conn, c, retry);
         }
+        if (hs_lengths_differ(conn))
+            return hs_bad_framing(conn, c);
         if (hs_declared_too_large(conn, s->max_body)) {
             c->too_large = 1;
             return hs_too_large(conn, c);

@@ -315,6 +315,24 @@ static void api_handle__every_endpoint_needs_a_token(void **state)
     free(after);
 }
 
+/* White space after the token (RFC 9110 5.5: not part of the field's value; some clients leave
+ * it when they read a token file) is not the token's: the shared token and a job's own one still
+ * act. A token with something after a space is still not valid. */
+static void api_handle__white_space_after_the_token(void **state)
+{
+    struct fixture *f = *state;
+    char mine[API_JOB_TOKEN_MAX + 4];
+
+    populate(f);
+    assert_int_equal(call(f, "GET", "/v1/jobs", TOKEN_USER "   ", NULL, NULL), 200);
+    assert_int_equal(call(f, "GET", "/v1/jobs", TOKEN_USER " \t ", NULL, NULL), 200);
+    assert_int_equal(api_job_token(f->api, "a", mine, API_JOB_TOKEN_MAX), 0);
+    strcat(mine, "  ");
+    assert_int_equal(call(f, "GET", "/v1/jobs/a/allocation", mine, NULL, NULL), 200);
+    expect_error(f, "GET", "/v1/jobs", TOKEN_USER " x", NULL, 401, "not valid");
+    expect_error(f, "GET", "/v1/jobs", "   ", NULL, 401, "required");
+}
+
 /* The route table walked: each route, its '*' made a name that exists, answers 401 without a
  * token, with a wrong one, with a token of another scheme and with a right one cut short; 403 to
  * every role it is not for; neither to the roles it is for. Nothing refused writes to the
@@ -478,6 +496,41 @@ static void api_nodes__register_heartbeat_assignment_notice(void **state)
     assert_int_equal(state_node_get(f->st, "i-1", &node), 0);
     assert_true(node.notice_at == f->now && node.notice_deadline == 1714565000.0);
     state_node_clear(&node);
+}
+
+/* A heartbeat the state cannot record (a full disk, a read-only file: here a connection that may
+ * not write) is heard all the same: 200 with the node's state, and api_node_heard tells when, for
+ * the controller's silence watch; an unknown node is still 404, a terminated one 409. */
+static void api_nodes__heartbeat_heard_while_the_state_cannot_write(void **state)
+{
+    struct fixture *f = *state;
+    struct state_node node;
+    struct jv *v = NULL;
+    double at = 0;
+
+    populate(f);
+    assert_int_equal(api_node_heard(f->api, "i-1", &at), ERR_UNKNOWN);
+    f->now += 10;
+    assert_int_equal(call(f, "POST", "/v1/nodes/i-1/heartbeat", TOKEN_NODE, "{}", NULL), 200);
+    assert_int_equal(api_node_heard(f->api, "i-1", &at), 0);
+    assert_true(at == f->now);
+    assert_int_equal(db_exec(state_db(f->st), "PRAGMA query_only = 1"), 0);
+    f->now += 30;
+    assert_int_equal(call(f, "POST", "/v1/nodes/i-1/heartbeat", TOKEN_NODE, "{}", &v), 200);
+    assert_string_equal(jv_string_value(jv_get(v, "state")), "ready");
+    jv_free(v);
+    assert_int_equal(api_node_heard(f->api, "i-1", &at), 0);
+    assert_true(at == f->now);
+    assert_int_equal(state_node_get(f->st, "i-1", &node), 0);
+    assert_true(node.heartbeat_at == f->now - 30); /* not recorded */
+    state_node_clear(&node);
+    expect_error(f, "POST", "/v1/nodes/i-9/heartbeat", TOKEN_NODE, "{}", 404, "no such node");
+    assert_int_equal(api_node_heard(f->api, "i-9", &at), ERR_UNKNOWN);
+    assert_int_equal(db_exec(state_db(f->st), "PRAGMA query_only = 0"), 0);
+    assert_int_equal(state_node_set_state(f->st, "i-1", STATE_NODE_TERMINATED, f->now), 0);
+    assert_int_equal(db_exec(state_db(f->st), "PRAGMA query_only = 1"), 0);
+    expect_error(f, "POST", "/v1/nodes/i-1/heartbeat", TOKEN_NODE, "{}", 409, "terminated");
+    assert_int_equal(db_exec(state_db(f->st), "PRAGMA query_only = 0"), 0);
 }
 
 /*
@@ -2408,7 +2461,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         API_TEST(api_handle__every_endpoint_needs_a_token),
         API_TEST(api_handle__roles_kept_apart),
+        API_TEST(api_handle__white_space_after_the_token),
         API_TEST(api_nodes__register_heartbeat_assignment_notice),
+        API_TEST(api_nodes__heartbeat_heard_while_the_state_cannot_write),
         API_TEST(api_handle__changes_told_for_the_decide_step),
         API_TEST(api_nodes__assignment_names_the_placement),
         API_TEST(api_nodes__new_replicas_wait_for_the_old_ones),

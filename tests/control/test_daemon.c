@@ -65,9 +65,10 @@ static void nap(int ms)
     "  - name: " name "\n    command: [train]\n    workdir: /w\n    init_batch_size: 64\n" \
     "    max_batch_size: 1024\n    max_local_bsz: 128\n    max_replicas: 2\n"
 
-/* The configuration deciding every `interval` seconds, with jobs as given (YAML list items) and
- * more top-level keys after them. */
-static void write_config_every(struct run *r, int interval, const char *jobs, const char *more)
+/* The configuration deciding every `interval` seconds with the fleet planner given (a YAML
+ * mapping's lines), with jobs as given (YAML list items) and more top-level keys after them. */
+static void write_config_fleet(struct run *r, int interval, const char *fleet, const char *jobs,
+                               const char *more)
 {
     FILE *f = fopen(r->config, "w");
 
@@ -92,12 +93,16 @@ static void write_config_every(struct run *r, int interval, const char *jobs, co
             "api:\n"
             "  port: 0\n"
             "policy: pollux\n"
-            "fleet:\n"
-            "  planner: fixed\n"
-            "  nodes: 2\n"
+            "fleet:\n%s"
             "jobs:\n%s%s",
-            interval, jobs, more);
+            interval, fleet, jobs, more);
     fclose(f);
+}
+
+/* The fixed fleet of two nodes, deciding every `interval` seconds. */
+static void write_config_every(struct run *r, int interval, const char *jobs, const char *more)
+{
+    write_config_fleet(r, interval, "  planner: fixed\n  nodes: 2\n", jobs, more);
 }
 
 static void write_config_more(struct run *r, const char *jobs, const char *more)
@@ -365,9 +370,10 @@ static int daemon_setup(void **state)
 static int daemon_teardown(void **state)
 {
     struct run *r = *state;
-    static const char *const files[] = {"castor.yaml",  "cloud.json", "state.db", "state.db-wal",
-                                        "state.db-shm", "castor.log", "job.yaml", "cloud.json.tmp",
-                                        "client.out",   NULL};
+    static const char *const files[] = {
+        "castor.yaml",  "cloud.json",    "state.db", "state.db-wal",
+        "state.db-shm", "castor.log",    "job.yaml", "cloud.json.tmp",
+        "client.out",   "state.db.lock", NULL};
     char path[192];
 
     if (r->pid > 0) {
@@ -575,31 +581,15 @@ static void daemon_run__signals_restart_and_no_double_launch(void **state)
     state_close(st);
 }
 
-/* Nodes cost while the controller is down too: a daemon that launched the fixed fleet's two nodes
- * is killed, the next starts 1.5 s later and stops with SIGTERM; each node's recorded dollars are
- * its price for every second from its launch to the last record (none lost to the restart, none
- * counted twice), up to the stop. */
-static void daemon_run__costs_cover_the_time_it_was_down(void **state)
+/* Each of the n nodes' recorded dollars are its price for every second from its launch to its
+ * last record (none lost, none counted twice), and that record reaches the stop (1.5 s at most
+ * before stopped). */
+static void costs_whole(struct run *r, char (*ids)[64], int n, double stopped)
 {
-    struct run *r = *state;
-    char ids[8][64];
-    int nlive = 0;
     struct state *st = NULL;
-    double stopped;
 
-    write_config(r, JOB("alpha"));
-    start(r);
-    assert_int_equal(wait_launched(r, 2, ids, &nlive), 2);
-    nap(2500); /* two ticks and more: costs recorded */
-    assert_int_equal(stop(r, SIGKILL), 128 + SIGKILL);
-    nap(1500);
-    start(r);
-    assert_true(log_wait(r, "recorded what the nodes still running cost in the", 1));
-    nap(1200);
-    assert_int_equal(stop(r, SIGTERM), 0);
-    stopped = (double)time(NULL);
     assert_int_equal(state_open(r->state, &st, NULL), 0);
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < n; i++) {
         char sql[1024];
         double seconds, span, end;
 
@@ -624,6 +614,138 @@ static void daemon_run__costs_cover_the_time_it_was_down(void **state)
                      ids[i], seconds, span, stopped - end);
     }
     state_close(st);
+}
+
+/* Nodes cost while the controller is down too: a daemon that launched the fixed fleet's two nodes
+ * is killed, the next starts 1.5 s later and stops with SIGTERM; each node's recorded dollars are
+ * its price for every second from its launch to the last record (none lost to the restart, none
+ * counted twice), up to the stop. */
+static void daemon_run__costs_cover_the_time_it_was_down(void **state)
+{
+    struct run *r = *state;
+    char ids[8][64];
+    int nlive = 0;
+    double stopped;
+
+    write_config(r, JOB("alpha"));
+    start(r);
+    assert_int_equal(wait_launched(r, 2, ids, &nlive), 2);
+    nap(2500); /* two ticks and more: costs recorded */
+    assert_int_equal(stop(r, SIGKILL), 128 + SIGKILL);
+    nap(1500);
+    start(r);
+    assert_true(log_wait(r, "recorded what the nodes still running cost in the", 1));
+    nap(1200);
+    assert_int_equal(stop(r, SIGTERM), 0);
+    stopped = (double)time(NULL);
+    costs_whole(r, ids, 2, stopped);
+}
+
+/* Costs that cannot be recorded for a while (the state refuses the writes, as a full disk would:
+ * here triggers on the costs) are not lost: the first tick that can record them records the whole
+ * span since the last record, so that each node's dollars still cover every second. */
+static void daemon_run__costs_not_recorded_are_recorded_later(void **state)
+{
+    struct run *r = *state;
+    char ids[8][64];
+    int nlive = 0;
+    struct state *st = NULL;
+
+    write_config(r, JOB("alpha"));
+    start(r);
+    assert_int_equal(wait_launched(r, 2, ids, &nlive), 2);
+    nap(1500);
+    assert_int_equal(state_open(r->state, &st, NULL), 0);
+    assert_int_equal(db_exec(state_db(st), "CREATE TRIGGER no_cost_rows BEFORE INSERT ON costs"
+                                           " BEGIN SELECT RAISE(ABORT, 'no room'); END;"
+                                           "CREATE TRIGGER no_cost_growth BEFORE UPDATE ON costs"
+                                           " BEGIN SELECT RAISE(ABORT, 'no room'); END"),
+                     0);
+    assert_true(log_wait(r, "cannot record the nodes' costs", 2));
+    assert_int_equal(
+        db_exec(state_db(st), "DROP TRIGGER no_cost_rows; DROP TRIGGER no_cost_growth"), 0);
+    state_close(st);
+    nap(1500);
+    assert_int_equal(stop(r, SIGTERM), 0);
+    costs_whole(r, ids, 2, (double)time(NULL));
+}
+
+/* The costs of the time it was down are recorded before reconciliation changes anything: a node
+ * whose preemption notice the cloud never carried out (set in the state while the daemon was
+ * down), which the start terminates, is billed up to then; and when the cloud cannot be listed
+ * at start (here every call fails: castor's planner asks for no offer before the loop), every
+ * node of the state is. */
+static void daemon_run__downtime_costs_before_reconciliation(void **state)
+{
+    struct run *r = *state;
+    char ids[8][64];
+    int nlive = 0;
+    struct state *st = NULL;
+    double now;
+
+    write_config(r, JOB("alpha"));
+    start(r);
+    assert_int_equal(wait_launched(r, 2, ids, &nlive), 2);
+    nap(2500);
+    assert_int_equal(stop(r, SIGKILL), 128 + SIGKILL);
+    assert_int_equal(state_open(r->state, &st, NULL), 0);
+    now = (double)time(NULL);
+    assert_int_equal(state_node_notice(st, ids[0], now - 1000, now - 700), 0);
+    state_close(st);
+    nap(1500);
+    start(r);
+    assert_true(log_wait(r, "drained by a preemption notice the cloud has not carried out", 1));
+    nap(1200);
+    assert_int_equal(stop(r, SIGTERM), 0);
+    costs_whole(r, ids, 1, (double)time(NULL));
+    nap(1500);
+    write_config_fleet(r, 1, "  planner: castor\n", JOB("alpha"),
+                       "faults:\n  rate: 1\n  timeout: 0\n");
+    start(r);
+    assert_true(log_wait(r, "of the state (the cloud cannot be listed) cost in the", 1));
+    nap(1200);
+    assert_int_equal(stop(r, SIGTERM), 0);
+    costs_whole(r, ids + 1, 1, (double)time(NULL));
+}
+
+/* A reload that shortens the interval (600 s to 1 s) takes effect at once: the wait in progress
+ * ends by the last tick plus the new interval, not at the old deadline. */
+static void daemon_run__a_shorter_interval_applies_at_the_reload(void **state)
+{
+    struct run *r = *state;
+
+    write_config_every(r, 600, JOB("alpha"), "log_level: debug\n");
+    start(r);
+    assert_true(log_wait(r, "\"tick: ", 1));
+    write_config_every(r, 1, JOB("alpha"), "log_level: debug\n");
+    kill(r->pid, SIGHUP);
+    assert_true(log_wait(r, "configuration reloaded", 1));
+    assert_true(log_wait(r, "\"tick: ", 3));
+    assert_int_equal(stop(r, SIGTERM), 0);
+}
+
+/* A fault in the cloud's section (an offer listed twice) is the file's: exit 2, with
+ * file:line:column, before anything is made (no state, no lock, no API). */
+static void daemon_run__a_bad_cloud_section_exits_2(void **state)
+{
+    struct run *r = *state;
+    FILE *f = fopen(r->config, "w");
+    char *log, path[192];
+
+    assert_non_null(f);
+    fprintf(f, "cluster: daemon-test\nworld: fake\ncloud:\n  path: cloud.json\n  offers:\n"
+               "    - {name: box, gpus: 2}\n    - {name: box, gpus: 4}\n"
+               "state: state.db\napi:\n  port: 0\n");
+    fclose(f);
+    assert_int_equal(run_to_end(r, 1), 2);
+    log = slurp(r->log);
+    assert_non_null(log);
+    assert_non_null(strstr(log, "castor.yaml:7:7: cloud.offers[1].name: the offer box is listed"));
+    assert_null(strstr(log, "API listening"));
+    free(log);
+    assert_int_equal(access(r->state, F_OK), -1);
+    snprintf(path, sizeof(path), "%s.lock", r->state);
+    assert_int_equal(access(path, F_OK), -1);
 }
 
 /*
@@ -729,9 +851,17 @@ int main(void)
                                         daemon_setup, daemon_teardown),
         cmocka_unit_test_setup_teardown(daemon_run__costs_cover_the_time_it_was_down, daemon_setup,
                                         daemon_teardown),
+        cmocka_unit_test_setup_teardown(daemon_run__costs_not_recorded_are_recorded_later,
+                                        daemon_setup, daemon_teardown),
         cmocka_unit_test_setup_teardown(daemon_run__a_missed_template_runs_once, daemon_setup,
                                         daemon_teardown),
         cmocka_unit_test_setup_teardown(daemon_run__bad_configuration_exits_2, daemon_setup,
+                                        daemon_teardown),
+        cmocka_unit_test_setup_teardown(daemon_run__downtime_costs_before_reconciliation,
+                                        daemon_setup, daemon_teardown),
+        cmocka_unit_test_setup_teardown(daemon_run__a_shorter_interval_applies_at_the_reload,
+                                        daemon_setup, daemon_teardown),
+        cmocka_unit_test_setup_teardown(daemon_run__a_bad_cloud_section_exits_2, daemon_setup,
                                         daemon_teardown),
     };
 

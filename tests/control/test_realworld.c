@@ -54,6 +54,11 @@ struct fixture {
     int od_unpriced;     /* 1: and the on-demand offer */
     double spot_storage; /* $/h of disks the spy's offers add to the spot offer's price */
     double spot_rate;    /* the spot offer's preemptions per node-hour (0: the default) */
+    /* the timer and the sleep of a world made by make_world_timed */
+    double mono;      /* the monotonic clock */
+    double pause;     /* the next sleep overruns its deadline by this (the process stopped) */
+    double step;      /* the next sleep steps the wall clock by this (NTP) */
+    double interrupt; /* > 0: the next sleep ends early with ERR_AGAIN after this (a SIGHUP) */
     struct realworld *rw;
     struct provider prov;
     struct policy policy;
@@ -66,6 +71,29 @@ static struct fixture *spy_fixture; /* the spy's way back (one test at a time) *
 static double fake_clock(void *ctx)
 {
     return ((struct fixture *)ctx)->now;
+}
+
+static double fake_timer(void *ctx)
+{
+    return ((struct fixture *)ctx)->mono;
+}
+
+/* Sleep until the timer reads until (or the interruption), both clocks moving on. */
+static int fake_sleep(void *ctx, double until)
+{
+    struct fixture *f = ctx;
+    double dt = until > f->mono ? until - f->mono : 0;
+    int rc = 0;
+
+    if (f->interrupt > 0 && f->interrupt < dt) {
+        dt = f->interrupt;
+        rc = ERR_AGAIN;
+    }
+    dt += f->pause;
+    f->mono += dt;
+    f->now += dt + f->step;
+    f->interrupt = f->pause = f->step = 0;
+    return rc;
 }
 
 /* ---- a cloud that checks, at each launch, that the intent is already committed ---- */
@@ -92,6 +120,7 @@ static int spy_list(void *ctx, const char *cluster, struct cloud_instance **out,
 
 static void agent_register(struct fixture *f, const char *id, int gpus);
 static void spot_quota(struct fixture *f, double limit, double others);
+static size_t rows_on(struct fixture *f, const char *name, const char *id);
 
 static int spy_launch(void *ctx, const char *offer, const char *cluster, const char *token,
                       char *id)
@@ -133,6 +162,14 @@ static const struct cloud_ops spy_ops = {
 
 /* ---- setup ---- */
 
+/* realworld_config.heard: the fixture's API, as the daemon wires it. */
+static double api_heard(void *ctx, const char *node)
+{
+    double at = NAN;
+
+    return api_node_heard(((struct fixture *)ctx)->api, node, &at) == 0 ? at : NAN;
+}
+
 /* The world over the fixture's state and cloud, telling log (NULL: no log). */
 /* A world over the fixture's cloud and state, logging to log (may be NULL), with the nodes'
  * registration and heartbeat timeouts (0: not watched). */
@@ -151,12 +188,37 @@ static int make_world_watching(struct fixture *f, struct log *log, double regist
                                   .timeouts = {TIMEOUT, registration, heartbeat},
                                   .offers = meta,
                                   .noffers = 1,
-                                  .log = log};
+                                  .log = log,
+                                  .heard = api_heard,
+                                  .heard_ctx = f};
 
     if (realworld_new(&rc, &f->rw, NULL) < 0)
         return -1;
     realworld_provider(f->rw, &f->prov);
     return 0;
+}
+
+/* The world made again with a timer and a sleep (fake_sleep), the heartbeat timeout given, and
+ * the loop's interval (the loop follows it). */
+static void make_world_timed(struct fixture *f, double heartbeat, int interval)
+{
+    struct realworld_config rc = {.state = f->st,
+                                  .cloud = &f->cloud,
+                                  .cluster = CLUSTER,
+                                  .clock = fake_clock,
+                                  .timer = fake_timer,
+                                  .sleep = fake_sleep,
+                                  .clock_ctx = f,
+                                  .timeouts = {TIMEOUT, 0, heartbeat},
+                                  .heard = api_heard,
+                                  .heard_ctx = f};
+
+    realworld_free(f->rw);
+    f->mono = 1000.0;
+    assert_int_equal(realworld_new(&rc, &f->rw, NULL), 0);
+    realworld_provider(f->rw, &f->prov);
+    f->loop.provider = &f->prov;
+    f->loop.interval = interval;
 }
 
 static int make_world_logged(struct fixture *f, struct log *log)
@@ -1121,6 +1183,139 @@ static void realworld_reconcile__a_silent_node_is_terminated(void **state)
     assert_int_equal(metrics(f).node_losses[API_LOSS_GONE], 0); /* told once */
 }
 
+/* A heartbeat that reaches the API while the state cannot record it (a full disk; here the API's
+ * connection may not write) still tells that the node lives: 210 s after the state last heard of
+ * it, its heartbeat 110 s ago, it is not fenced; silent 130 s, it is. */
+static void realworld_reconcile__a_node_heard_but_not_recorded_is_not_fenced(void **state)
+{
+    struct fixture *f = *state;
+    char ids[8][CLOUD_ID_MAX], path[128];
+
+    one_node_running(f, ids);
+    rewatch(f, 0, 120);
+    tick(f, 0);
+    snprintf(path, sizeof(path), "/v1/nodes/%s/heartbeat", ids[0]);
+    assert_int_equal(db_exec(state_db(f->st_api), "PRAGMA query_only = 1"), 0);
+    tick(f, 100);
+    assert_int_equal(call(f, "POST", path, TOKEN_NODE, "{}", NULL), 200);
+    tick(f, 110);
+    assert_int_equal(node_state(f, ids[0]), STATE_NODE_READY);
+    assert_int_equal(rows_on(f, "a", ids[0]), 1);
+    assert_int_equal(counts(f).terminate_calls, 0);
+    tick(f, 20);
+    assert_int_equal(node_state(f, ids[0]), STATE_NODE_DRAINING);
+    assert_int_equal(counts(f).terminate_calls, 1);
+    assert_int_equal(db_exec(state_db(f->st_api), "PRAGMA query_only = 0"), 0);
+}
+
+/* While the state cannot be written (a full disk; here the loop's connection may not write), no
+ * node is terminated or fenced for its silence, what the state says of its agents being stale,
+ * and the log says so once; once writes work again, and said so, silence is timed from then. */
+static void realworld_reconcile__no_fence_while_the_state_cannot_be_written(void **state)
+{
+    struct fixture *f = *state;
+    char ids[8][CLOUD_ID_MAX], *text = NULL, *at;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    struct log *log = NULL;
+
+    assert_non_null(mem);
+    assert_int_equal(log_new(mem, LOG_INFO, &log), 0);
+    one_node_running(f, ids);
+    realworld_free(f->rw);
+    assert_int_equal(make_world_watching(f, log, 60, 120), 0);
+    f->loop.provider = &f->prov;
+    tick(f, 0);
+    /* a second instance, launched, whose agent never registers */
+    assert_int_equal(state_intent_record(f->st, CLUSTER "-0123456789abcdef", OFFER_OD, 1, f->now),
+                     0);
+    assert_int_equal(realworld_reconcile(f->rw), 0);
+    assert_int_equal(counts(f).launched, 2);
+    assert_int_equal(db_exec(state_db(f->st), "PRAGMA query_only = 1"), 0);
+    f->now += 200;
+    realworld_reconcile(f->rw);
+    f->now += 60;
+    realworld_reconcile(f->rw);
+    assert_int_equal(node_state(f, ids[0]), STATE_NODE_READY);
+    assert_int_equal(counts(f).terminate_calls, 0);
+    assert_int_equal(metrics(f).node_losses[API_LOSS_SILENT], 0);
+    assert_int_equal(db_exec(state_db(f->st), "PRAGMA query_only = 0"), 0);
+    f->now += 10;
+    assert_int_equal(realworld_reconcile(f->rw), 0); /* writes work: timed from now */
+    assert_int_equal(node_state(f, ids[0]), STATE_NODE_READY);
+    assert_int_equal(counts(f).terminate_calls, 0);
+    f->now += 130;
+    assert_int_equal(realworld_reconcile(f->rw), 0);
+    assert_int_equal(node_state(f, ids[0]), STATE_NODE_DRAINING);
+    fflush(mem);
+    assert_non_null(at = strstr(text, "the state cannot be written"));
+    assert_null(strstr(at + 1, "the state cannot be written")); /* once */
+    assert_non_null(strstr(text, "the state can be written again"));
+    realworld_free(f->rw);
+    f->rw = NULL;
+    assert_int_equal(make_world(f), 0);
+    f->loop.provider = &f->prov;
+    log_free(log);
+    fclose(mem);
+    free(text);
+}
+
+/* A controller stopped for 500 s in its wait (SIGSTOP, a frozen machine: its API heard nothing
+ * either) does not take its nodes' silence for theirs: they have the heartbeat timeout from its
+ * return, as after a restart; a node that stays silent that long is fenced then. */
+static void realworld_observe__a_paused_controller_keeps_its_nodes(void **state)
+{
+    struct fixture *f = *state;
+    char ids[8][CLOUD_ID_MAX], path[128];
+
+    one_node_running(f, ids);
+    make_world_timed(f, 120, 10);
+    snprintf(path, sizeof(path), "/v1/nodes/%s/heartbeat", ids[0]);
+    tick(f, 0);
+    assert_int_equal(call(f, "POST", path, TOKEN_NODE, "{}", NULL), 200);
+    tick(f, 0);
+    f->pause = 500;
+    tick(f, 0); /* 510 s since the heartbeat */
+    assert_int_equal(node_state(f, ids[0]), STATE_NODE_READY);
+    assert_int_equal(rows_on(f, "a", ids[0]), 1);
+    for (int i = 0; i < 11; i++) /* 110 s more */
+        tick(f, 0);
+    assert_int_equal(node_state(f, ids[0]), STATE_NODE_READY);
+    tick(f, 0);
+    tick(f, 0); /* 130 s of silence since the return */
+    assert_int_equal(node_state(f, ids[0]), STATE_NODE_DRAINING);
+}
+
+/* The ticks are timed on the timer: a wall clock stepped back an hour during a wait (NTP) does
+ * not hold the next tick back; a reload that shortens the interval (the wait woken, ERR_AGAIN)
+ * ends the wait by its start plus the new interval, not the old deadline. */
+static void realworld_wait__on_the_timer_and_the_new_interval(void **state)
+{
+    struct fixture *f = *state;
+    double t;
+
+    assert_int_equal(make_loop(f, 0), 0);
+    make_world_timed(f, 0, 10);
+    tick(f, 0);
+    t = f->mono;
+    f->step = -3600;
+    tick(f, 0);
+    assert_true(f->mono == t + 10);
+    tick(f, 0);
+    assert_true(f->mono == t + 20);
+    f->loop.interval = 600;
+    tick(f, 0);
+    t = f->mono;
+    f->interrupt = 20;
+    assert_int_equal(loop_tick(&f->loop), ERR_AGAIN); /* a reload, 20 s into the wait */
+    assert_true(f->mono == t + 20);
+    f->loop.interval = 5;
+    tick(f, 0); /* at once: 5 s have passed since the wait began */
+    assert_true(f->mono == t + 20);
+    tick(f, 0);
+    assert_true(f->mono == t + 25);
+}
+
 /* A static node registered with the body's extras (", \"key\": value...") if any. */
 static void agent_register_with(struct fixture *f, const char *id, int gpus, const char *more)
 {
@@ -1395,6 +1590,25 @@ static void realworld_observe__the_spend_limit_stops_renting_until_the_next_peri
     tick(f, 0);
     tick(f, 10);
     assert_true(counts(f).launched > launched);
+}
+
+/* Over the spend limit, a launch whose answer never came (its intent pending) is not asked again:
+ * nothing is launched only to be terminated in the same tick. */
+static void realworld_reconcile__no_launch_asked_again_over_the_spend_limit(void **state)
+{
+    struct fixture *f = *state;
+    struct realworld_spend spend = {.dollars = 10, .period = REALWORLD_DAY};
+    char ids[8][CLOUD_ID_MAX];
+    long calls;
+
+    one_node_running(f, ids);
+    realworld_set_spend(f->rw, &spend);
+    assert_int_equal(state_intent_record(f->st, "late-answer", OFFER_OD, 1, f->now), 0);
+    assert_int_equal(state_cost_add(f->st, ids[0], f->now - 10, f->now, 11.0), 0);
+    calls = counts(f).launch_calls;
+    tick(f, 10);
+    assert_int_equal(counts(f).launch_calls, calls);
+    assert_int_equal(live_instances(f, ids), 0);
 }
 
 /* A launched node cannot be taken down by its operator: castor fences it itself. */
@@ -2448,6 +2662,17 @@ int main(void)
                                         rw_teardown),
         cmocka_unit_test_setup_teardown(
             realworld_reconcile__a_node_that_never_registers_is_terminated, rw_setup, rw_teardown),
+        cmocka_unit_test_setup_teardown(
+            realworld_reconcile__no_launch_asked_again_over_the_spend_limit, rw_setup, rw_teardown),
+        cmocka_unit_test_setup_teardown(realworld_observe__a_paused_controller_keeps_its_nodes,
+                                        rw_setup, rw_teardown),
+        cmocka_unit_test_setup_teardown(realworld_wait__on_the_timer_and_the_new_interval, rw_setup,
+                                        rw_teardown),
+        cmocka_unit_test_setup_teardown(
+            realworld_reconcile__a_node_heard_but_not_recorded_is_not_fenced, rw_setup,
+            rw_teardown),
+        cmocka_unit_test_setup_teardown(
+            realworld_reconcile__no_fence_while_the_state_cannot_be_written, rw_setup, rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_reconcile__a_silent_node_is_terminated, rw_setup,
                                         rw_teardown),
         cmocka_unit_test_setup_teardown(

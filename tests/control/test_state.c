@@ -1,6 +1,7 @@
-/* test_state.c: the controller's durable state: migrations (from nothing, from versions 1 to 5,
- * refusing newer and foreign files), the rules of each operation and that a refused one writes
- * nothing, atomic allocation replacement, foreign keys, and a writer SIGKILLed mid-run. */
+/* test_state.c: the controller's durable state: migrations (from nothing, from each older version
+ * with its rows, refusing newer and foreign files), a file its owner's alone, backups (of an older
+ * schema as it is), the rules of each operation and that a refused one writes nothing, atomic
+ * allocation replacement, foreign keys, and a writer SIGKILLed mid-run. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -985,11 +986,64 @@ static void state_cost_accrue__spans_and_the_minute(void **state)
 
         assert_int_equal(state_cost_recorded_until(st, &until), 0);
         assert_true(until == 260);
-        assert_int_equal(state_cost_accrue_live(st, until, 300), 0);
+        assert_int_equal(state_cost_accrue_live(st, until, 300, NULL), 0);
         assert_int_equal(node_micros(st, "i-3"), 160000);
         assert_int_equal(node_micros(st, "i-1"), 60000);
         assert_int_equal(node_micros(st, "static-1"), 20000);
     }
+    /* the cloud lists no instance now: i-3 is gone (when, not known), nothing added for it */
+    {
+        char *none_listed[] = {NULL}, *i3[] = {"i-3", NULL};
+
+        assert_int_equal(state_cost_accrue_live(st, 300, 320, none_listed), 0);
+        assert_int_equal(node_micros(st, "i-3"), 160000);
+        assert_int_equal(state_cost_accrue_live(st, 320, 330, i3), 0);
+        assert_int_equal(node_micros(st, "i-3"), 170000);
+    }
+    state_close(st);
+}
+
+/* state_write_check tells whether the state takes writes: 0, then ERR_IO from a connection that
+ * may not write (as from a read-only file or a full disk), changing nothing. */
+static void state_write_check__tells_a_state_that_cannot_be_written(void **state)
+{
+    struct state *st = open_state(*state);
+    int version = 0, after = 0;
+
+    assert_int_equal(state_version(st, &version), 0);
+    assert_int_equal(state_write_check(st), 0);
+    assert_int_equal(db_exec(state_db(st), "PRAGMA query_only = 1"), 0);
+    assert_int_equal(state_write_check(st), ERR_IO);
+    assert_int_equal(db_exec(state_db(st), "PRAGMA query_only = 0"), 0);
+    assert_int_equal(state_write_check(st), 0);
+    assert_int_equal(state_version(st, &after), 0);
+    assert_int_equal(after, version);
+    state_close(st);
+}
+
+/* A span's costs are recorded for every node or for none: when one node's cannot be (the state
+ * refuses the write, as a full disk would: here a trigger on i-2's rows), i-1's are not either,
+ * so that the whole span asked again later counts each second once. */
+static void state_cost_accrue__all_or_nothing(void **state)
+{
+    struct state *st = open_state(*state);
+    struct state_node one = node_of("i-1", 4, NULL, 0), two = node_of("i-2", 4, NULL, 0);
+
+    one.price = two.price = 3.6;
+    assert_int_equal(state_node_upsert(st, &one), 0);
+    assert_int_equal(state_node_upsert(st, &two), 0);
+    assert_int_equal(db_exec(state_db(st),
+                             "CREATE TRIGGER no_room BEFORE INSERT ON costs WHEN NEW.node_id ="
+                             " (SELECT id FROM nodes WHERE instance_id = 'i-2')"
+                             " BEGIN SELECT RAISE(ABORT, 'no room'); END"),
+                     0);
+    assert_true(state_cost_accrue(st, 100, 110) < 0);
+    assert_int_equal(node_micros(st, "i-1"), 0);
+    assert_int_equal(node_micros(st, "i-2"), 0);
+    assert_int_equal(db_exec(state_db(st), "DROP TRIGGER no_room"), 0);
+    assert_int_equal(state_cost_accrue(st, 100, 120), 0); /* the span asked again, with the next */
+    assert_int_equal(node_micros(st, "i-1"), 20000);
+    assert_int_equal(node_micros(st, "i-2"), 20000);
     state_close(st);
 }
 
@@ -1947,9 +2001,9 @@ static void state_open__migrates_v7_to_v8(void **state)
 }
 
 /* A node's costs tick by tick make one row per UTC hour: an interval that follows the node's last
- * row and ends in its hour grows it; one that ends in the next hour, or leaves a gap, starts a new
- * row. The dollars are the same either way, and what a period cost counts the rows that end in
- * it. */
+ * row and ends in its hour grows it; one that runs into the next hour is split at the hour, its
+ * dollars by the seconds on each side; one that leaves a gap starts a new row. The dollars are the
+ * same either way, and what a period cost counts what the rows hold after it began. */
 static void state_cost_add__one_row_per_node_and_hour(void **state)
 {
     static const char *const ids[] = {"i-1", "i-2"};
@@ -1961,16 +2015,44 @@ static void state_cost_add__one_row_per_node_and_hour(void **state)
         assert_int_equal(state_cost_add(st, "i-1", 7200.0 + 60 * k, 7260.0 + 60 * k, 0.01), 0);
     assert_int_equal(state_cost_add(st, "i-2", 7200.0, 7260.0, 1.0), 0); /* its own row */
     assert_int_equal(count_rows(st, "SELECT count(*) FROM costs"), 2);
-    assert_int_equal(state_cost_add(st, "i-1", 10740.0, 10830.0, 0.01), 0); /* into the next hour */
+    assert_int_equal(state_cost_add(st, "i-1", 10740.0, 10830.0, 0.03), 0); /* into the next hour */
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM costs WHERE end_at = 10800"), 1);
     assert_int_equal(state_cost_add(st, "i-1", 10830.0, 10890.0, 0.01), 0);
-    assert_int_equal(count_rows(st, "SELECT count(*) FROM costs"), 4);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM costs"), 3);
     assert_int_equal(state_cost_add(st, "i-1", 10950.0, 11010.0, 0.01), 0); /* after a gap */
-    assert_int_equal(count_rows(st, "SELECT count(*) FROM costs"), 5);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM costs"), 4);
     assert_int_equal(state_cost_total(st, &total), 0);
-    assert_float_equal(total, 0.59 + 1.0 + 0.03, 1e-9);
+    assert_float_equal(total, 0.59 + 1.0 + 0.05, 1e-9);
     assert_int_equal(state_cost_since(st, 10800.0, &since), 0); /* from 03:00 */
-    assert_float_equal(since, 0.03, 1e-9);
+    assert_float_equal(since, 0.01 + 0.01 + 0.01, 1e-9);
     assert_int_equal(state_cost_since(st, NAN, &since), ERR_INVAL);
+    state_close(st);
+}
+
+/* A span over midnight (a controller down from 20:00 to 02:00, its nodes billed all along) is
+ * recorded in each hour it covers: the day it began holds its 4 hours, the new day (a spend
+ * limit's period, `castor costs --by day`) only its 2. */
+static void state_cost_add__a_span_over_midnight_counts_in_each_day(void **state)
+{
+    static const char *const ids[] = {"i-1"};
+    struct state *st = open_state(*state);
+    struct state_cost_row *rows = NULL;
+    const double day = 86400 * 2;
+    double since = 0;
+    size_t n = 0;
+
+    add_ready_nodes(st, ids, 1);
+    assert_int_equal(state_cost_add(st, "i-1", day - 4 * 3600, day + 2 * 3600, 60.0), 0);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM costs"), 6); /* one an hour */
+    assert_int_equal(state_cost_since(st, day, &since), 0);
+    assert_float_equal(since, 20.0, 1e-9);
+    assert_int_equal(state_cost_report(st, 0, INFINITY, STATE_COST_BY_DAY, &rows, &n), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(rows[0].key, "1970-01-02");
+    assert_float_equal(rows[0].dollars, 40.0, 1e-9);
+    assert_string_equal(rows[1].key, "1970-01-03");
+    assert_float_equal(rows[1].dollars, 20.0, 1e-9);
+    state_cost_rows_free(rows, n);
     state_close(st);
 }
 
@@ -2196,6 +2278,281 @@ static void state_node_register__fence_and_static_return(void **state)
     state_close(st);
 }
 
+/* A checkpoint's progress never goes back: a late report below the one recorded (replicas of an
+ * earlier generation stopping after the new ones checkpointed further) changes nothing, time
+ * included, and answers 0; an equal one or a higher one is recorded. */
+static void state_job_checkpoint__a_late_lower_one_changes_nothing(void **state)
+{
+    struct state *st = open_state(*state);
+    struct state_job job;
+
+    assert_int_equal(state_job_submit(st, "a", "{}", 1.0), 0);
+    assert_int_equal(state_job_checkpoint(st, "a", 40.0, 100.0), 0);
+    assert_int_equal(state_job_checkpoint(st, "a", 25.0, 110.0), 0); /* the old generation's */
+    assert_int_equal(state_job_get(st, "a", &job), 0);
+    assert_true(job.checkpoint_progress == 40.0 && job.checkpoint_at == 100.0 &&
+                job.progress == 40.0);
+    state_job_clear(&job);
+    assert_int_equal(state_job_checkpoint(st, "a", 40.0, 120.0), 0);
+    assert_int_equal(state_job_checkpoint(st, "a", 55.0, 130.0), 0);
+    assert_int_equal(state_job_get(st, "a", &job), 0);
+    assert_true(job.checkpoint_progress == 55.0 && job.checkpoint_at == 130.0 &&
+                job.progress == 55.0);
+    state_job_clear(&job);
+    state_close(st);
+}
+
+/* The mode of the file at path, its permission bits only (-1 when it is not there). */
+static int mode_of(const char *path)
+{
+    struct stat sb;
+
+    return stat(path, &sb) == 0 ? (int)(sb.st_mode & 0777) : -1;
+}
+
+/* The state holds secrets (the key of the nodes' tokens): a new one is its owner's alone, and so
+ * is its -wal, whatever the umask; one that others may read (an older castor's, made under the
+ * umask) is refused, for writing and for a backup, saying how to mend it, and left as it was. */
+static void state_open__the_owners_alone(void **state)
+{
+    const struct tmpdb *t = *state;
+    unsigned char key[32] = {1, 2, 3}, got[32];
+    struct state *st = NULL;
+    struct error e = {0};
+    char wal[128];
+    mode_t old = umask(022);
+
+    snprintf(wal, sizeof(wal), "%s-wal", t->path);
+    st = open_state(t);
+    umask(old);
+    assert_int_equal(state_secret(st, "node-token-key", key, sizeof(key), got), 0);
+    assert_int_equal(mode_of(t->path), 0600);
+    assert_int_equal(mode_of(wal), 0600);
+    state_close(st);
+    st = NULL;
+    assert_int_equal(chmod(t->path, 0644), 0);
+    assert_int_equal(state_open(t->path, &st, &e), ERR_INVAL);
+    assert_null(st);
+    assert_string_equal(e.file, t->path);
+    assert_non_null(strstr(e.msg, "mode 644"));
+    assert_non_null(strstr(e.msg, "chmod 600"));
+    assert_int_equal(state_open_readonly(t->path, &st, NULL, &e), ERR_INVAL);
+    assert_null(st);
+    assert_int_equal(mode_of(t->path), 0644);
+    assert_int_equal(chmod(t->path, 0600), 0);
+    st = open_state(t);
+    assert_int_equal(state_secret(st, "node-token-key", got, sizeof(got), got), 0);
+    assert_memory_equal(got, key, sizeof(key));
+    state_close(st);
+}
+
+/* A backup taken by this castor of an older one's state (which may still run on it) copies it as
+ * it is: opened read only, neither the state nor its copy is migrated, both keep their rows, and
+ * a write on it is refused; the copy migrates when a castor opens it. A state newer than this
+ * castor, and a file that is not castor's, are refused and left as they were. */
+static void state_backup__an_older_schema_as_it_is(void **state)
+{
+    const struct tmpdb *t = *state;
+    struct state_backup_info info = {0};
+    struct state *st = NULL, *copy = NULL;
+    struct error e = {0};
+    struct db *db = NULL;
+    struct state_job job;
+    char path[600];
+    int v = 0;
+
+    snprintf(path, sizeof(path), "%s.backup", t->path);
+    assert_int_equal(state_open_version(t->path, 12, &st, NULL), 0);
+    assert_int_equal(state_job_submit(st, "old", "{}", 1.0), 0);
+    state_close(st);
+    st = NULL;
+    assert_int_equal(state_open_readonly(t->path, &st, &v, &e), 0);
+    assert_int_equal(v, 12);
+    assert_int_equal(state_job_submit(st, "new", "{}", 2.0), ERR_IO);
+    assert_int_equal(state_backup(st, path, &info, &e), 0);
+    assert_int_equal(info.version, 12);
+    assert_int_equal(info.jobs, 1);
+    state_close(st);
+    st = NULL;
+    assert_int_equal(state_open_readonly(t->path, &st, &v, &e), 0);
+    assert_int_equal(v, 12);
+    state_close(st);
+    st = NULL;
+    assert_int_equal(state_open_readonly(path, &copy, &v, &e), 0);
+    assert_int_equal(v, 12);
+    state_close(copy);
+    copy = NULL;
+    assert_int_equal(state_open(path, &copy, &e), 0);
+    assert_int_equal(state_version(copy, &v), 0);
+    assert_int_equal(v, STATE_SCHEMA_VERSION);
+    assert_int_equal(state_job_get(copy, "old", &job), 0);
+    state_job_clear(&job);
+    state_close(copy);
+    unlink(path);
+
+    /* newer than this castor */
+    assert_int_equal(db_open(t->path, &db, NULL), 0);
+    assert_int_equal(db_set_user_version(db, STATE_SCHEMA_VERSION + 1), 0);
+    db_close(db);
+    assert_int_equal(state_open_readonly(t->path, &st, &v, &e), ERR_RANGE);
+    assert_null(st);
+    assert_non_null(strstr(e.msg, "newer than this castor knows"));
+    /* not castor's */
+    assert_int_equal(db_open(t->path, &db, NULL), 0);
+    assert_int_equal(db_exec(db, "PRAGMA application_id = 1234"), 0);
+    db_close(db);
+    assert_int_equal(state_open_readonly(t->path, &st, &v, &e), ERR_INVAL);
+    assert_non_null(strstr(e.msg, "not a castor state database"));
+    assert_null(st);
+}
+
+/* Run constant SQL on the state's connection (rows made as an older castor made them). */
+static void exec_sql(struct state *st, const char *sql)
+{
+    if (db_exec(state_db(st), sql) != 0)
+        fail_msg("%s: %s", sql, db_errmsg(state_db(st)));
+}
+
+/* Two ready nodes of 4 GPUs (i-1, i-2), jobs a on i-1 (1 replica) and b on i-1 (2) and i-2 (4),
+ * and an hour of costs ($4 on i-1, $2 on i-2) shared as castor shares them: a $1, b $4. Written
+ * row by row, as a castor of an older version did (its operations write tables it did not
+ * have). */
+static void old_fleet(struct state *st)
+{
+    static const char *const ids[] = {"i-1", "i-2"};
+
+    for (int i = 0; i < 2; i++) {
+        struct state_node node = node_of(ids[i], 4, NULL, 0);
+
+        node.state = STATE_NODE_READY;
+        node.ready_at = 110.0;
+        assert_int_equal(state_node_upsert(st, &node), 0);
+    }
+    assert_int_equal(state_job_submit(st, "a", "{}", 1.0), 0);
+    assert_int_equal(state_job_submit(st, "b", "{}", 1.0), 0);
+    exec_sql(st, "UPDATE jobs SET state = 'running'");
+    exec_sql(st, "INSERT INTO allocations (job_id, node_id, replicas, since)"
+                 " SELECT j.id, n.id, CASE WHEN j.name = 'a' THEN 1 WHEN n.instance_id = 'i-1'"
+                 " THEN 2 ELSE 4 END, 120 FROM jobs j, nodes n"
+                 " WHERE j.name = 'b' OR n.instance_id = 'i-1'");
+    exec_sql(st, "INSERT INTO costs (node_id, start_at, end_at, dollars)"
+                 " SELECT id, 0, 3600, CASE instance_id WHEN 'i-1' THEN 4 ELSE 2 END FROM nodes");
+    exec_sql(st, "UPDATE jobs SET dollars = CASE name WHEN 'a' THEN 1 ELSE 4 END");
+}
+
+/* What old_fleet made is all there: the nodes ready, the allocations, the costs, the dollars
+ * (with more spent on b's 4 GPUs of i-2 since). */
+static void assert_old_fleet(struct state *st, double more)
+{
+    struct state_alloc *rows = NULL;
+    struct state_node node;
+    double total = 0;
+    size_t n = 0;
+
+    assert_int_equal(state_node_get(st, "i-2", &node), 0);
+    assert_int_equal(node.state, STATE_NODE_READY);
+    state_node_clear(&node);
+    assert_int_equal(state_alloc_get(st, "b", &rows, &n), 0);
+    assert_int_equal(n, 2);
+    assert_true(strcmp(rows[0].node, "i-1") == 0 && rows[0].replicas == 2 &&
+                strcmp(rows[1].node, "i-2") == 0 && rows[1].replicas == 4);
+    state_allocs_free(rows, n);
+    assert_int_equal(state_alloc_get(st, "a", &rows, &n), 0);
+    assert_int_equal(n, 1);
+    state_allocs_free(rows, n);
+    assert_int_equal(state_cost_total(st, &total), 0);
+    assert_float_equal(total, 6.0 + more, 1e-12);
+    assert_float_equal(job_dollars(st, "a"), 1.0, 1e-12);
+    assert_float_equal(job_dollars(st, "b"), 4.0 + more, 1e-12);
+}
+
+/* Version 11 has no node_job_costs: a fleet live at the migration (nodes, allocations, costs,
+ * each job's dollars) is kept whole, with no shares by node; the hours after it are shared by
+ * node too, so that a node taken back (state_cost_refund) returns its whole cost and the shares
+ * recorded since, while those from before stay with their jobs (as the migration says). */
+static void state_open__migrates_v11_to_v12(void **state)
+{
+    const struct tmpdb *t = *state;
+    struct state_cost_share *shares = NULL;
+    struct state *st = NULL;
+    size_t nshares = 0;
+    double back = 0;
+
+    assert_int_equal(state_open_version(t->path, 11, &st, NULL), 0);
+    old_fleet(st);
+    st = reopen_latest(t, st);
+    assert_old_fleet(st, 0.0);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM node_job_costs"), 0);
+    assert_int_equal(state_cost_add(st, "i-1", 3600.0, 7200.0, 4.0), 0);
+    assert_float_equal(job_dollars(st, "a"), 2.0, 1e-12);
+    assert_float_equal(job_dollars(st, "b"), 6.0, 1e-12);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM node_job_costs"), 2);
+    assert_int_equal(state_cost_refund(st, "i-1", &back, &shares, &nshares), 0);
+    assert_float_equal(back, 8.0, 1e-12);
+    assert_int_equal(nshares, 2);
+    assert_true(strcmp(shares[0].job, "a") == 0 && strcmp(shares[1].job, "b") == 0);
+    assert_float_equal(shares[0].dollars, 1.0, 1e-12);
+    assert_float_equal(shares[1].dollars, 2.0, 1e-12);
+    state_cost_shares_free(shares, nshares);
+    assert_float_equal(job_dollars(st, "a"), 1.0, 1e-12);
+    assert_float_equal(job_dollars(st, "b"), 4.0, 1e-12);
+    state_close(st);
+}
+
+/* Version 12 has no secrets and no node_jobs_held: a fleet live at the migration (nodes their
+ * agents registered, allocations, costs and their shares by node) is kept whole. No key of the
+ * nodes' tokens comes from before (the tokens the nodes hold were made under another): the one
+ * kept is the one drawn after, so the nodes register again; the agent that registered one is
+ * answered, another only once the node is taken down. A job moved off a node from then on is
+ * held there for a while: that node's heartbeat counts for it, another's does not. */
+static void state_open__migrates_v12_to_v13(void **state)
+{
+    static const struct state_alive alive[] = {{"a", "g1"}};
+    const struct tmpdb *t = *state;
+    struct state_node node = node_of("i-1", 4, NULL, 0);
+    struct state_alloc on2[] = {{"i-2", 1, 0}};
+    unsigned char fresh[32], got[32];
+    struct state_cost_share *shares = NULL;
+    struct state *st = NULL;
+    char **stale = NULL;
+    size_t n = 0;
+
+    for (int i = 0; i < 32; i++)
+        fresh[i] = (unsigned char)(i + 40);
+    assert_int_equal(state_open_version(t->path, 12, &st, NULL), 0);
+    old_fleet(st);
+    exec_sql(st, "UPDATE nodes SET agent = '00112233445566778899aabbccddeeff'");
+    assert_int_equal(state_cost_add(st, "i-2", 3600.0, 7200.0, 2.0), 0); /* b: $2 by node */
+    st = reopen_latest(t, st);
+    assert_old_fleet(st, 2.0);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM secrets"), 0);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM node_jobs_held"), 0);
+    assert_int_equal(state_cost_refund(st, "i-2", NULL, &shares, &n), 0); /* v12's shares kept */
+    assert_int_equal(n, 1);
+    assert_string_equal(shares[0].job, "b");
+    assert_float_equal(shares[0].dollars, 2.0, 1e-12);
+    state_cost_shares_free(shares, n);
+    assert_float_equal(job_dollars(st, "b"), 4.0, 1e-12);
+    assert_int_equal(state_secret(st, "node-token-key", fresh, sizeof(fresh), got), 0);
+    assert_memory_equal(got, fresh, sizeof(fresh));
+
+    /* the nodes register again: the same agent is answered, another refused until taken down */
+    node.agent = "00112233445566778899aabbccddeeff";
+    assert_int_equal(state_node_register(st, &node, 500.0), 0);
+    node.agent = "ffeeddccbbaa99887766554433221100";
+    assert_int_equal(state_node_register(st, &node, 500.0), ERR_CONFLICT);
+
+    /* a moves off i-1 to i-2: i-1 held it, and its heartbeat holds a's new replicas back */
+    assert_int_equal(state_alloc_replace(st, "a", on2, 1, 600.0), 0);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM node_jobs_held"), 1);
+    assert_int_equal(state_node_heartbeat(st, "i-1", 610.0, alive, 1), 0);
+    assert_int_equal(state_job_stale_nodes(st, "a", "g2", "i-2", 611.0, &stale, &n), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(stale[0], "i-1");
+    state_strv_free(stale, n);
+    state_close(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2245,13 +2602,21 @@ int main(void)
         STATE_TEST(state_open__migrates_v10_to_v11),
         STATE_TEST(state_backup__a_consistent_copy),
         STATE_TEST(state_cost_add__one_row_per_node_and_hour),
+        STATE_TEST(state_cost_add__a_span_over_midnight_counts_in_each_day),
         STATE_TEST(state_job_fail__reason_kept_allocation_released),
         STATE_TEST(state_cost_add__shared_by_the_jobs_on_the_node),
         STATE_TEST(state_cost_refund__takes_back_the_node_and_its_shares),
         STATE_TEST(state_cost_accrue__spans_and_the_minute),
+        STATE_TEST(state_cost_accrue__all_or_nothing),
+        STATE_TEST(state_write_check__tells_a_state_that_cannot_be_written),
         STATE_TEST(state_cost_report__by_day_and_by_offer),
         STATE_TEST(state_offer_records__notices_and_hours),
         STATE_TEST(state_node_register__fence_and_static_return),
+        STATE_TEST(state_job_checkpoint__a_late_lower_one_changes_nothing),
+        STATE_TEST(state_open__the_owners_alone),
+        STATE_TEST(state_backup__an_older_schema_as_it_is),
+        STATE_TEST(state_open__migrates_v11_to_v12),
+        STATE_TEST(state_open__migrates_v12_to_v13),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

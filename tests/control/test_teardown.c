@@ -210,6 +210,37 @@ static void teardown_run__a_cloud_that_cannot_list_changes_nothing(void **state)
     assert_int_equal(count(f, "SELECT count(*) FROM launch_intents WHERE state = 'pending'"), 1);
 }
 
+/* The dollars recorded for instance id, in millionths. */
+static long long micros(struct fx *f, const char *id)
+{
+    char sql[200];
+
+    snprintf(sql, sizeof(sql),
+             "SELECT CAST(round(total(c.dollars) * 1000000) AS INTEGER) FROM costs c"
+             " JOIN nodes n ON n.id = c.node_id WHERE n.instance_id = '%s'",
+             id);
+    return count(f, sql);
+}
+
+/* The controller stopped with the costs recorded up to 100 s; the teardown an hour later records
+ * what the two live instances cost until then ($1/h each), before their nodes are terminated; a
+ * dry run records nothing. */
+static void teardown_run__records_the_costs_up_to_the_teardown(void **state)
+{
+    struct fx *f = *state;
+    struct teardown_result r = {0};
+    struct error e = {0};
+
+    populate(f);
+    assert_int_equal(state_cost_add(f->st, f->ids[0], 10.0, 100.0, 0.025), 0);
+    assert_int_equal(teardown_run(f->st, &f->cloud, CLUSTER, 0, 3700.0, NULL, &r, &e), 0);
+    assert_int_equal(micros(f, f->ids[1]), 0);
+    assert_int_equal(teardown_run(f->st, &f->cloud, CLUSTER, 1, 3700.0, NULL, &r, &e), 0);
+    assert_int_equal(micros(f, f->ids[0]), 1025000);
+    assert_int_equal(micros(f, f->ids[1]), 1000000);
+    assert_int_equal(micros(f, f->ids[2]), 0); /* gone before */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -218,6 +249,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(teardown_run__without_a_state_by_the_tag, fx_setup,
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(teardown_run__a_cloud_that_cannot_list_changes_nothing,
+                                        fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(teardown_run__records_the_costs_up_to_the_teardown,
                                         fx_setup, fx_teardown),
     };
 

@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -76,8 +77,97 @@ static void db_open__refusals(void **state)
     for (int i = 0; i < 64; i++)
         fputs("this is not a database file, just text. ", f);
     fclose(f);
+    assert_int_equal(chmod(t->path, 0600), 0);
     assert_int_equal(db_open(t->path, &db, &e), ERR_CORRUPT);
     assert_ptr_equal(db, sentinel);
+}
+
+/* The mode of the file at path, its permission bits only (-1 when it is not there). */
+static int mode_of(const char *path)
+{
+    struct stat sb;
+
+    return stat(path, &sb) == 0 ? (int)(sb.st_mode & 0777) : -1;
+}
+
+/* A database holds secrets: made under a lax umask it is mode 600, and so are the -wal and -shm
+ * SQLite makes beside it. One that group or others may read or write (or whose -wal may be) is
+ * refused, saying how to mend it, and left as it was: its mode, its bytes. */
+static void db_open__the_owners_alone(void **state)
+{
+    const struct tmpdb *t = *state;
+    struct db *db = NULL;
+    struct error e = {0};
+    char wal[128], shm[128], before[4096], after[4096];
+    mode_t old = umask(022);
+    FILE *f;
+    size_t n;
+
+    snprintf(wal, sizeof(wal), "%s-wal", t->path);
+    snprintf(shm, sizeof(shm), "%s-shm", t->path);
+    db = open_db(t);
+    umask(old);
+    assert_int_equal(db_exec(db, "CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1)"), 0);
+    assert_int_equal(mode_of(t->path), 0600);
+    assert_int_equal(mode_of(wal), 0600);
+    assert_int_equal(mode_of(shm), 0600);
+    db_close(db);
+    db = NULL;
+
+    assert_int_equal(chmod(t->path, 0644), 0);
+    f = fopen(t->path, "rb");
+    assert_non_null(f);
+    n = fread(before, 1, sizeof(before), f);
+    fclose(f);
+    assert_int_equal(db_open(t->path, &db, &e), ERR_INVAL);
+    assert_null(db);
+    assert_string_equal(e.file, t->path);
+    assert_non_null(strstr(e.msg, "mode 644"));
+    assert_non_null(strstr(e.msg, "owner only"));
+    assert_non_null(strstr(e.msg, "chmod 600"));
+    assert_int_equal(db_open_readonly(t->path, &db, &e), ERR_INVAL);
+    assert_null(db);
+    assert_int_equal(mode_of(t->path), 0644);
+    f = fopen(t->path, "rb");
+    assert_non_null(f);
+    assert_int_equal(fread(after, 1, sizeof(after), f), n);
+    fclose(f);
+    assert_memory_equal(before, after, n);
+
+    /* the database mended but a -wal left readable by others */
+    assert_int_equal(chmod(t->path, 0600), 0);
+    f = fopen(wal, "wb");
+    assert_non_null(f);
+    fclose(f);
+    assert_int_equal(chmod(wal, 0640), 0);
+    assert_int_equal(db_open(t->path, &db, &e), ERR_INVAL);
+    assert_string_equal(e.file, wal);
+    assert_int_equal(chmod(wal, 0600), 0);
+    db = open_db(t);
+    assert_int_equal(one_int(db, "SELECT x FROM t"), 1);
+    db_close(db);
+}
+
+/* A read-only connection reads what is there and writes nothing: a write is ERR_IO; a file that
+ * does not exist is not made. */
+static void db_open_readonly__reads_only(void **state)
+{
+    const struct tmpdb *t = *state;
+    struct db *db = open_db(t), *ro = NULL;
+    struct error e = {0};
+
+    assert_int_equal(db_exec(db, "CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (7)"), 0);
+    db_close(db);
+    assert_int_equal(db_open_readonly(t->path, &ro, &e), 0);
+    assert_int_equal(one_int(ro, "SELECT x FROM t"), 7);
+    assert_int_equal(db_exec(ro, "INSERT INTO t VALUES (8)"), ERR_IO);
+    assert_int_equal(one_int(ro, "SELECT count(*) FROM t"), 1);
+    db_close(ro);
+    unlink(t->path);
+    ro = NULL;
+    assert_int_equal(db_open_readonly(t->path, &ro, &e), ERR_IO);
+    assert_null(ro);
+    assert_int_equal(mode_of(t->path), -1);
 }
 
 /* One constant statement per prepare: a second one, nothing at all, and SQL that does not compile
@@ -418,6 +508,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(db_open__wal_full_foreign_keys, tmpdb_setup,
                                         tmpdb_teardown),
         cmocka_unit_test_setup_teardown(db_open__refusals, tmpdb_setup, tmpdb_teardown),
+        cmocka_unit_test_setup_teardown(db_open__the_owners_alone, tmpdb_setup, tmpdb_teardown),
+        cmocka_unit_test_setup_teardown(db_open_readonly__reads_only, tmpdb_setup, tmpdb_teardown),
         cmocka_unit_test_setup_teardown(db_prepare__one_statement, tmpdb_setup, tmpdb_teardown),
         cmocka_unit_test_setup_teardown(db_bind__round_trip, tmpdb_setup, tmpdb_teardown),
         cmocka_unit_test_setup_teardown(db_step__constraint_codes, tmpdb_setup, tmpdb_teardown),

@@ -230,6 +230,52 @@ static void http_server_start__oversized_body_is_413(void **state)
     http_server_stop(s);
 }
 
+/* Two Content-Length headers that differ say two lengths for one body (the way one request is
+ * smuggled inside another): 400 before the body, the handler never called, the connection
+ * closed. Two that agree are one length. */
+static void http_server_start__conflicting_content_lengths_are_400(void **state)
+{
+    struct http_server_config cfg = {.max_body = 4096};
+    struct echo echo = {0};
+    struct http_server *s;
+    char buf[4096];
+    ssize_t n;
+    int fd;
+
+    (void)state;
+    s = start(&echo, &cfg);
+    fd = raw_connect(http_server_port(s));
+    raw_exchange(fd,
+                 "POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 10\r\n"
+                 "\r\nhelloworld",
+                 buf, sizeof(buf));
+    assert_non_null(strstr(buf, "HTTP/1.1 400"));
+    /* the rest of the answer, then the end of the connection: no second answer */
+    while ((n = recv(fd, buf, sizeof(buf) - 1, 0)) > 0) {
+        buf[n] = '\0';
+        assert_null(strstr(buf, "HTTP/1.1"));
+    }
+    assert_int_equal(n, 0);
+    close(fd);
+    fd = raw_connect(http_server_port(s));
+    raw_exchange(fd,
+                 "POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\nContent-Length: 5\r\n"
+                 "\r\nhelloworld",
+                 buf, sizeof(buf));
+    assert_non_null(strstr(buf, "HTTP/1.1 400"));
+    close(fd);
+    assert_int_equal(atomic_load(&echo.calls), 0);
+    fd = raw_connect(http_server_port(s));
+    raw_exchange(fd,
+                 "POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 5\r\n"
+                 "Connection: close\r\n\r\nhello",
+                 buf, sizeof(buf));
+    assert_non_null(strstr(buf, "HTTP/1.1 200"));
+    close(fd);
+    assert_int_equal(atomic_load(&echo.calls), 1);
+    http_server_stop(s);
+}
+
 struct hammer {
     int port;
     int ok;
@@ -557,6 +603,7 @@ int main(void)
         cmocka_unit_test(http_server_start__request_reaches_handler_whole),
         cmocka_unit_test(http_server_start__silent_handler_is_500),
         cmocka_unit_test(http_server_start__oversized_body_is_413),
+        cmocka_unit_test(http_server_start__conflicting_content_lengths_are_400),
         cmocka_unit_test(http_server_start__concurrent_clients_both_modes),
         cmocka_unit_test(http_server_start__connection_limit),
         cmocka_unit_test(http_server_start__client_connection_limit),
