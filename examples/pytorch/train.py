@@ -97,7 +97,7 @@ def main():
                 "step": step.number, "rank": rank, "world": step.world_size,
                 "local_bsz": step.local_bsz, "accum_steps": step.accum_steps,
                 "epoch": step.epoch, "position": step.position, "indices": step.indices,
-                "lr_gain": step.lr_gain, "lr": optimizer.param_groups[0]["lr"],
+                "lr_gain": step.lr_gain, "lr": step.lrs[0],
                 "loss": step.loss, "restored": restored, "pid": os.getpid(),
             }
             if rank == 0:

@@ -218,9 +218,11 @@ int castor_flush(struct castor *h, long timeout_ms);
  * now is on disk (castor_checkpointed: a restart resumes there, and the controller counts work
  * after it as lost on a preemption), or that the job completed its work (castor_finished: the
  * controller releases its GPUs and records it finished). Each waits at most the handle's timeout:
- * 0; CASTOR_EIO (unreachable or failing: worth calling again), CASTOR_EREFUSED (a 4xx answer: it
- * would be refused again), CASTOR_ENOMEM. Without a controller or on a rank other than 0: 0 at
- * once. CASTOR_EINVAL for a NULL handle. Training goes on whatever they return.
+ * 0; CASTOR_EIO (unreachable, failing or busy - 429, 408 - : worth calling again; a checkpoint
+ * notice is also sent again by the reporting thread until accepted or refused), CASTOR_EREFUSED
+ * (another 4xx answer: it would be refused again), CASTOR_ENOMEM. Without a controller or on a
+ * rank other than 0: 0 at once. CASTOR_EINVAL for a NULL handle. Training goes on whatever they
+ * return.
  */
 int castor_checkpointed(struct castor *h);
 int castor_finished(struct castor *h);

@@ -28,13 +28,16 @@ optimizer and a dataset. Each optimizer step it
     sys.exit(trainer.exit_code)
 """
 
+import atexit
 import contextlib
 import errno
 import math
+import multiprocessing.util  # noqa: F401  (its exit handler is registered before ours: see below)
 import os
 import signal
 import sys
 import time
+import weakref
 
 import torch
 import torch.distributed as dist
@@ -51,6 +54,40 @@ ADAM_WARMUP = 5  # the Adam preconditioner applies from this Adam step on (src/a
 _D_VERSION, _D_WORLD, _D_NODES, _D_LOCAL, _D_ACCUM, _D_GAIN, _D_STOP, _D_CKPT = range(8)
 _D_LEN = 8
 FINISH_TRIES = 3  # attempts to tell the controller the job finished, a second apart
+_STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT}
+
+
+class _WorkerInit:
+    """The worker_init_fn of the Trainer's DataLoader workers: they ignore SIGTERM and SIGINT,
+    which castor-node sends the replica's whole process group (and a terminal the foreground
+    group) for the trainer alone, which checkpoints at the next step boundary and then exits; a
+    worker killed meanwhile would fail that checkpoint. Then the caller's worker_init_fn. The
+    workers still end with the trainer: its exit shuts them down (Trainer.close, or the exit
+    handler below), and PyTorch's workers leave by themselves when their parent is gone."""
+
+    def __init__(self, user_fn=None):
+        self.user_fn = user_fn
+
+    def __call__(self, worker_id):
+        for sig in _STOP_SIGNALS:
+            signal.signal(sig, signal.SIG_IGN)
+        # blocked in the trainer while it started the worker (see _make_loader): one sent since
+        # is discarded by the SIG_IGN above
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
+        if self.user_fn is not None:
+            self.user_fn(worker_id)
+
+
+_TRAINERS = weakref.WeakSet()
+
+
+@atexit.register
+def _shut_down_workers():
+    """At the interpreter's exit, the live Trainers' DataLoader workers are told to stop and
+    joined, before multiprocessing's own exit handler (registered earlier, so run later) would
+    SIGTERM them - which they ignore - and wait for them forever."""
+    for tr in list(_TRAINERS):
+        tr._close_loader()
 
 
 def _step_start(n, epoch, pos, global_bsz):
@@ -136,7 +173,8 @@ class Step:
     backward(loss) for each; finish() (called by Trainer.steps when you do not) steps the
     optimizer. Its fields say where it ran: number, epoch, position, indices (this rank's
     micro-batches), world_size, local_bsz, accum_steps, lr_gain; after finish, loss (the mean of
-    this rank's micro-batch losses), micro_sqr and avg_sqr (on rank 0: what castor_step got)."""
+    this rank's micro-batch losses), lrs (each parameter group's learning rate the optimizer
+    stepped with), micro_sqr and avg_sqr (on rank 0: what castor_step got)."""
 
     def __init__(self, trainer):
         tr = trainer
@@ -150,6 +188,7 @@ class Step:
             tr.world_size, tr.rank, tr.local_bsz, tr.accum_steps)
         self.losses = []
         self.loss = None
+        self.lrs = None
         self.micro_sqr = None
         self.avg_sqr = None
         self.finished = False
@@ -210,10 +249,14 @@ class Trainer:
     batch), workers and collate_fn are taken (its sampler is not: castor's batches replace it).
     model: the nn.Module (not yet wrapped: the Trainer wraps it in DistributedDataParallel when
     torch.distributed is initialised; trainer.model is what to call). optimizer: built on the
-    model's parameters; its learning rates are the base ones, multiplied each step by castor's
-    gain ** lr_gain_power (1 for SGD; 0.5 is the reference's choice for Adam). batch_size and
+    model's parameters; each step its learning rates (as they are then: a torch lr_scheduler's
+    are the base ones) are multiplied by castor's gain ** lr_gain_power (1 for SGD; 0.5 is the
+    reference's choice for Adam) for optimizer.step() only, and set back after it. batch_size and
     accum_steps: used when castor-node has not given them (CASTOR_LOCAL_BSZ, CASTOR_ACCUM_STEPS).
-    init_batch_size: M0, the total batch the learning rate is tuned at (CASTOR_INIT_BSZ wins).
+    init_batch_size: M0, the total batch the learning rate is tuned at (CASTOR_INIT_BSZ, which
+    castor-node sets from the job spec, wins: the controller counts progress in the spec's).
+    num_workers, collate_fn, worker_init_fn: the DataLoader's (its workers ignore SIGTERM and
+    SIGINT, which are for the trainer).
     checkpoint_dir: where the checkpoint lives (CASTOR_CHECKPOINT_DIR wins; None: no checkpoint).
     checkpoint_interval: seconds between periodic checkpoints (CASTOR_CHECKPOINT_INTERVAL, which
     castor-node sets from the job spec, wins; None: only at a stop and at the end); each one is
@@ -226,16 +269,22 @@ class Trainer:
     def __init__(self, model, optimizer, dataset, *, batch_size=None, accum_steps=0,
                  init_batch_size=None, checkpoint_dir=None, seed=0, lr_gain_power=1.0,
                  num_workers=0, collate_fn=None, grad_scaler=None, handle=None,
-                 handle_sigterm=True, checkpoint_interval=None):
+                 handle_sigterm=True, checkpoint_interval=None, worker_init_fn=None):
         if isinstance(dataset, DataLoader):  # take what castor does not decide from the loader
             batch_size = batch_size or dataset.batch_size
             num_workers = num_workers or dataset.num_workers
             collate_fn = collate_fn or dataset.collate_fn
+            worker_init_fn = worker_init_fn or dataset.worker_init_fn
             dataset = dataset.dataset
         self.rank = dist.get_rank() if dist.is_initialized() else 0
         self.world_size = dist.get_world_size() if dist.is_initialized() else 1
-        if init_batch_size and "CASTOR_INIT_BSZ" not in os.environ:
+        spec_m0 = os.environ.get("CASTOR_INIT_BSZ")
+        if init_batch_size and not spec_m0:
             os.environ["CASTOR_INIT_BSZ"] = str(init_batch_size)
+        elif init_batch_size and spec_m0 and float(spec_m0) != float(init_batch_size):
+            print(f"castor: init_batch_size {init_batch_size} ignored: the job's spec says "
+                  f"{spec_m0} (CASTOR_INIT_BSZ), which the controller counts progress in",
+                  file=sys.stderr)
         self.castor = handle if handle is not None else Castor.from_env()
         d = self.castor.decision()
         self.local_bsz = int(round(d.local_bsz)) if d.local_bsz > 0 else int(batch_size or 0)
@@ -250,11 +299,11 @@ class Trainer:
         self._ddp = dist.is_initialized()
         self.model = torch.nn.parallel.DistributedDataParallel(model) if self._ddp else model
         self.optimizer = optimizer
-        self.base_lrs = [g["lr"] for g in optimizer.param_groups]
         self.dataset = dataset
         self.sampler = ElasticSampler(len(dataset), seed)
         self.num_workers = num_workers
         self.collate_fn = collate_fn
+        self.worker_init_fn = worker_init_fn
         self.grad_scaler = grad_scaler
         self.checkpoint_dir = os.environ.get("CASTOR_CHECKPOINT_DIR", checkpoint_dir)
         env_interval = os.environ.get("CASTOR_CHECKPOINT_INTERVAL")
@@ -288,6 +337,7 @@ class Trainer:
                 self._hooks.append(p.register_hook(self._make_hook(gi, p)))
         if handle_sigterm:
             signal.signal(signal.SIGTERM, self._on_sigterm)
+        _TRAINERS.add(self)
         self._make_loader()
 
     # ---- gradient statistics ----
@@ -403,15 +453,24 @@ class Trainer:
             buf[g * n + _D_CKPT] = 1.0
         if self._ddp:
             dist.all_reduce(buf)
-        # the optimizer, at the learning rate castor's gain gives
+        # the optimizer, at the learning rates of now (a scheduler's) times castor's gain, which
+        # are set back after the step: the optimizer and a scheduler only ever see their own
         t0 = time.perf_counter()
-        for group, base in zip(self.optimizer.param_groups, self.base_lrs):
-            group["lr"] = base * self.lr_gain ** self.lr_gain_power
-        if self.grad_scaler is not None:
-            self.grad_scaler.step(self.optimizer)
-            self.grad_scaler.update()
-        else:
-            self.optimizer.step()
+        groups = self.optimizer.param_groups
+        base = [group["lr"] for group in groups]
+        scale = self.lr_gain ** self.lr_gain_power
+        for group, lr in zip(groups, base):
+            group["lr"] = lr * scale
+        step.lrs = [group["lr"] for group in groups]
+        try:
+            if self.grad_scaler is not None:
+                self.grad_scaler.step(self.optimizer)
+                self.grad_scaler.update()
+            else:
+                self.optimizer.step()
+        finally:
+            for group, lr in zip(groups, base):
+                group["lr"] = lr
         self.optimizer.zero_grad(set_to_none=True)
         t1 = time.perf_counter()
         step_seconds = (step._t_backward - step._t_start) + (t1 - t0)
@@ -448,11 +507,28 @@ class Trainer:
             self._make_loader()
 
     def _make_loader(self):
+        self._close_loader()
         batches = _StepBatches(self.sampler, self.world_size, self.rank, self.local_bsz,
                                self.accum_steps)
+        workers = self.num_workers > 0
         self._loader = DataLoader(self.dataset, batch_sampler=batches,
-                                  num_workers=self.num_workers, collate_fn=self.collate_fn)
-        self._batches = iter(self._loader)
+                                  num_workers=self.num_workers, collate_fn=self.collate_fn,
+                                  worker_init_fn=_WorkerInit(self.worker_init_fn)
+                                  if workers else self.worker_init_fn)
+        # the workers start here: SIGTERM and SIGINT wait (for this thread) until they ignore them
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS) if workers else None
+        try:
+            self._batches = iter(self._loader)
+        finally:
+            if old is not None:
+                signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+    def _close_loader(self):
+        """Stop the DataLoader's workers (they ignore SIGTERM: they are told and joined)."""
+        it, self._batches, self._loader = self._batches, None, None
+        shutdown = getattr(it, "_shutdown_workers", None)
+        if shutdown is not None:
+            shutdown()
 
     def _on_sigterm(self, signum, frame):
         self._stop_requested = True
@@ -474,7 +550,7 @@ class Trainer:
                 "castor_checkpoint": 1,
                 "model": self.module.state_dict(),
                 "optimizer": self.optimizer.state_dict(),
-                "base_lrs": self.base_lrs,
+                "base_lrs": [group["lr"] for group in self.optimizer.param_groups],
                 "sampler": self.sampler.state_dict(),
                 "step": self.step_count,
                 "castor": self.castor.save_state(),
@@ -506,7 +582,10 @@ class Trainer:
         state = torch.load(path, map_location="cpu")
         self.module.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
-        self.base_lrs = state["base_lrs"]
+        # the learning rates without castor's gain (a checkpoint from before the gain was set
+        # back after each step saved the optimizer's with it)
+        for group, lr in zip(self.optimizer.param_groups, state["base_lrs"]):
+            group["lr"] = lr
         self.sampler.load_state_dict(state["sampler"])
         self.step_count = state["step"]
         self.castor.load_state(state["castor"])
@@ -522,6 +601,7 @@ class Trainer:
         for h in self._hooks:
             h.remove()
         self._hooks = []
+        self._close_loader()
         self.castor.flush(10.0)
         if finished is None:
             finished = self.completed and self.exit_code == 0

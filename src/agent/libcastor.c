@@ -36,9 +36,11 @@
 #define CASTOR_NAME_MAX 128
 #define CASTOR_MAX_WORLD 1000000
 #define CASTOR_MAX_ACCUM 1000000
-#define CASTOR_STATE_VERSION 1    /* of castor_save_state's text */
-#define CASTOR_STACK_GROUPS 16    /* groups whose norms fit on the stack in a step */
-#define CASTOR_ANSWER_MAX 1048576 /* bytes of an answer from the controller */
+#define CASTOR_STATE_VERSION 1        /* of castor_save_state's text */
+#define CASTOR_STACK_GROUPS 16        /* groups whose norms fit on the stack in a step */
+#define CASTOR_ANSWER_MAX 1048576     /* bytes of an answer from the controller */
+#define CASTOR_RETRY_AFTER_MAX 3600.0 /* the longest Retry-After taken, seconds */
+#define CASTOR_WHY_MAX 256            /* bytes of what a failed request's answer said */
 
 /* What one report attempt takes from the handle: copied under the lock, used outside it. */
 struct castor_snap {
@@ -50,6 +52,10 @@ struct castor_snap {
     struct profile prof; /* a copy of the handle's, refreshed when it has grown */
     long prof_version;
     unsigned long long seq; /* the flush requests this attempt answers */
+    int ckpt;               /* a checkpoint notice to send again (at ckpt_progress) */
+    double ckpt_progress;
+    unsigned long long ckpt_seq; /* the notice's number */
+    int ckpt_done;               /* it was accepted, or refused (it would be refused again) */
 };
 
 struct castor {
@@ -76,6 +82,8 @@ struct castor {
     long fit_version; /* the profile version tp was fitted to (-1: none) */
     uint64_t seed;
     int failures;
+    char why[CASTOR_WHY_MAX]; /* what the last attempt's failing answer said; "" if none */
+    double retry_after;       /* seconds its 429 or 408 asked to wait; 0 if none */
 
     /* shared: under mu */
     pthread_mutex_t mu;
@@ -87,7 +95,13 @@ struct castor {
     unsigned long long flush_req;
     unsigned long long flush_done;
     int flush_rc;
-    double next_due; /* monotonic seconds of the next attempt */
+    double next_due;   /* monotonic seconds of the next attempt */
+    double not_before; /* monotonic: no request before (a 429's or 408's Retry-After) */
+    /* a checkpoint notice that did not reach the controller for a reason that passes: the
+     * thread sends it again with each attempt until it is accepted or refused */
+    int ckpt_pending;
+    double ckpt_progress;        /* its progress (the checkpoint's) */
+    unsigned long long ckpt_seq; /* grows with each castor_checkpointed */
     struct reporter_current cur;
     struct reporter_pool pool;
     struct profile prof;
@@ -256,18 +270,92 @@ static int castor_http(struct castor *h, const char *method, const char *url, co
         .timeout_ms = h->timeout_ms,
         .max_body = CASTOR_ANSWER_MAX,
         .ca_file = h->ca_file,
+        .capture_header = "Retry-After",
     };
 
     return http_client_do(h->client, &req, resp, NULL);
 }
 
-/* A status as a code: 0 for 200, ERR_CONFLICT for a refusal (4xx: the same request would be
- * refused again), ERR_IO otherwise (5xx and the like: worth a retry). */
+/* A status as a code: 0 for 200, ERR_CONFLICT for a refusal (4xx but 408 and 429: the same
+ * request would be refused again), ERR_IO otherwise (5xx, a timeout, too many requests and the
+ * like: worth a retry). */
 static int castor_status(long status)
 {
     if (status == 200)
         return 0;
+    if (status == 408 || status == 429)
+        return ERR_IO;
     return status >= 400 && status < 500 ? ERR_CONFLICT : ERR_IO;
+}
+
+/* The seconds a 429 or 408 answer's Retry-After asks to wait (delta-seconds, at most
+ * CASTOR_RETRY_AFTER_MAX); 0 for other answers, none, or an HTTP date (the backoff holds). */
+static double castor_retry_after(const struct http_client_response *r)
+{
+    char *end = NULL;
+    double v;
+
+    if ((r->status != 429 && r->status != 408) || !r->captured[0])
+        return 0;
+    errno = 0;
+    v = strtod(r->captured, &end);
+    while (end && (*end == ' ' || *end == '\t'))
+        end++;
+    if (errno != 0 || end == r->captured || *end != '\0' || !(v >= 0))
+        return 0;
+    return fmin(v, CASTOR_RETRY_AFTER_MAX);
+}
+
+/* What an answer other than 200 to what (a request's name) said, into why: the status and the
+ * answer's {"error"} text when it has one; and the Retry-After it asked, into *retry_after. */
+static void castor_answer_why(const struct http_client_response *r, const char *what, char *why,
+                              size_t size, double *retry_after)
+{
+    struct jv *v = NULL;
+    const char *text = NULL;
+
+    if (r->body && r->body_len > 0 && jv_parse(r->body, r->body_len, &v, NULL) == 0)
+        text = jv_string_value(jv_get(v, "error"));
+    snprintf(why, size, "%s: HTTP %ld%s%.160s", what, r->status, text ? ", " : "",
+             text ? text : "");
+    jv_free(v);
+    *retry_after = castor_retry_after(r);
+}
+
+/* POST {"progress": progress} to url on client: 0, or the transport's or the answer's error;
+ * a failing answer is described in why (size bytes; "" otherwise) with its Retry-After. */
+static int castor_post_progress(struct castor *h, struct http_client *client, const char *url,
+                                const char *what, double progress, char *why, size_t size,
+                                double *retry_after)
+{
+    const struct http_client_header headers[2] = {{"Authorization", h->auth},
+                                                  {"Content-Type", "application/json"}};
+    struct http_client_request req = {
+        .method = "POST",
+        .url = url,
+        .headers = headers,
+        .nheaders = 2,
+        .timeout_ms = h->timeout_ms,
+        .max_body = CASTOR_ANSWER_MAX,
+        .ca_file = h->ca_file,
+        .capture_header = "Retry-After",
+    };
+    struct http_client_response resp = {0};
+    char body[64];
+    int rc;
+
+    why[0] = '\0';
+    *retry_after = 0;
+    snprintf(body, sizeof(body), "{\"progress\":%.17g}", progress);
+    req.body = body;
+    req.body_len = strlen(body);
+    rc = http_client_do(client, &req, &resp, NULL);
+    if (rc == 0)
+        rc = castor_status(resp.status);
+    if (rc < 0 && resp.status > 0)
+        castor_answer_why(&resp, what, why, size, retry_after);
+    http_client_response_clear(&resp);
+    return rc;
 }
 
 /* What became of a report's data. */
@@ -292,6 +380,19 @@ static int castor_exchange(struct castor *h, struct castor_snap *s, enum castor_
 
     *posted = CASTOR_POST_KEPT;
     *decided = 0;
+    s->ckpt_done = 0;
+    if (s->ckpt) { /* a checkpoint notice first: what a preemption would cost hangs on it */
+        rc = castor_post_progress(h, h->client, h->ckpt_url, "the checkpoint notice",
+                                  s->ckpt_progress, h->why, sizeof(h->why), &h->retry_after);
+        if (rc < 0 && rc != ERR_CONFLICT)
+            goto out;
+        if (rc == ERR_CONFLICT)
+            log_msg(h->log, castor_wall(), LOG_WARN, h->job, NULL,
+                    "castor: the controller refused the checkpoint notice at progress %.17g (%s)",
+                    s->ckpt_progress, h->why);
+        s->ckpt_done = 1;
+        h->why[0] = '\0';
+    }
     rc = reporter_body(&s->pool, s->has_grad ? &s->grad : NULL, s->progress, s->prof.sync_prior,
                        &body);
     if (rc < 0) {
@@ -307,6 +408,8 @@ static int castor_exchange(struct castor *h, struct castor_snap *s, enum castor_
         *posted = CASTOR_POST_SENT;
     else if (rc == ERR_CONFLICT)
         *posted = CASTOR_POST_DROPPED;
+    if (rc < 0)
+        castor_answer_why(&resp, "the report", h->why, sizeof(h->why), &h->retry_after);
     http_client_response_clear(&resp);
     if (rc < 0)
         goto out;
@@ -314,6 +417,8 @@ static int castor_exchange(struct castor *h, struct castor_snap *s, enum castor_
     if (rc < 0)
         goto out;
     rc = castor_status(resp.status);
+    if (rc < 0)
+        castor_answer_why(&resp, "the allocation", h->why, sizeof(h->why), &h->retry_after);
     if (rc == 0)
         rc = reporter_parse_alloc(resp.body, resp.body_len, &alloc);
     if (rc < 0)
@@ -352,6 +457,9 @@ static int castor_snapshot_locked(struct castor *h, struct castor_snap *s)
     s->progress = h->progress;
     s->cur = h->cur;
     s->seq = h->flush_req;
+    s->ckpt = h->ckpt_pending;
+    s->ckpt_progress = h->ckpt_progress;
+    s->ckpt_seq = h->ckpt_seq;
     if (s->prof_version != h->prof_version) {
         struct profile_entry *e = NULL;
 
@@ -379,6 +487,10 @@ static void castor_outcome_locked(struct castor *h, struct castor_snap *s, int r
 
     if (posted == CASTOR_POST_KEPT)
         reporter_pool_merge(&h->pool, &s->pool);
+    if (s->ckpt && s->ckpt_done && h->ckpt_seq == s->ckpt_seq) /* (not one made since) */
+        h->ckpt_pending = 0;
+    if (h->retry_after > 0)
+        h->not_before = now + h->retry_after;
     h->st.steps_dropped = h->pool.dropped;
     if (posted == CASTOR_POST_SENT)
         h->st.reports_sent++;
@@ -411,12 +523,13 @@ static void castor_outcome_locked(struct castor *h, struct castor_snap *s, int r
         h->failures++;
         wait = reporter_backoff(h->failures, fmin(CASTOR_BACKOFF_BASE, h->interval),
                                 fmax(CASTOR_BACKOFF_CAP, h->interval), &h->seed);
+        wait = fmax(wait, h->retry_after); /* at least what the controller asked */
         h->next_due = now + wait;
         if (h->failures == 1)
             log_msg(h->log, castor_wall(), LOG_WARN, h->job, NULL,
                     "castor: a report to the controller failed (%s); retrying in %.1f s, training "
                     "goes on",
-                    err_str(rc), wait);
+                    h->why[0] ? h->why : err_str(rc), wait);
     }
     if (s->seq > h->flush_done)
         h->flush_done = s->seq;
@@ -434,8 +547,14 @@ static void *castor_thread(void *arg)
 
     pthread_mutex_lock(&h->mu);
     for (;;) {
-        while (!h->stop && h->flush_req == h->flush_done && castor_mono() < h->next_due) {
-            castor_timespec(h->next_due, &ts);
+        /* the next attempt when due, or at once for a flush: never before a Retry-After */
+        while (!h->stop) {
+            double due =
+                h->flush_req != h->flush_done ? h->not_before : fmax(h->next_due, h->not_before);
+
+            if (castor_mono() >= due)
+                break;
+            castor_timespec(due, &ts);
             pthread_cond_timedwait(&h->wake, &h->mu, &ts);
         }
         if (h->stop)
@@ -444,6 +563,8 @@ static void *castor_thread(void *arg)
         pthread_mutex_unlock(&h->mu);
         posted = CASTOR_POST_KEPT;
         decided = 0;
+        h->why[0] = '\0';
+        h->retry_after = 0;
         if (rc == 0)
             rc = castor_exchange(h, &h->snap, &posted, &d, &decided);
         pthread_mutex_lock(&h->mu);
@@ -1047,58 +1168,78 @@ int castor_flush(struct castor *h, long timeout_ms)
     return castor_code(rc);
 }
 
-/* POST {"progress"} (the handle's progress now) to url, on a client of the caller's own (the
- * background thread keeps its client): 0, or the transport's or the answer's error. */
-static int castor_post_progress(struct castor *h, const char *url)
+/* POST the handle's progress now to url from the caller's thread, on a client of its own (the
+ * background thread keeps its client), logging a failure: 0, or the transport's or the answer's
+ * error. A Retry-After in force answers ERR_IO at once, sending nothing. *progress_out: what was
+ * sent. */
+static int castor_post_now(struct castor *h, const char *url, const char *what,
+                           double *progress_out)
 {
-    const struct http_client_header headers[2] = {{"Authorization", h->auth},
-                                                  {"Content-Type", "application/json"}};
-    struct http_client_request req = {
-        .method = "POST",
-        .url = url,
-        .headers = headers,
-        .nheaders = 2,
-        .timeout_ms = h->timeout_ms,
-        .max_body = CASTOR_ANSWER_MAX,
-        .ca_file = h->ca_file,
-    };
-    struct http_client_response resp = {0};
     struct http_client *client = NULL;
-    char body[64];
-    double progress;
-    int rc;
+    char why[CASTOR_WHY_MAX] = "";
+    double progress, retry_after = 0;
+    int rc, wait;
 
     pthread_mutex_lock(&h->mu);
     progress = h->progress;
+    wait = castor_mono() < h->not_before;
     pthread_mutex_unlock(&h->mu);
-    snprintf(body, sizeof(body), "{\"progress\":%.17g}", progress);
-    req.body = body;
-    req.body_len = strlen(body);
+    *progress_out = progress;
+    if (wait) {
+        log_msg(h->log, castor_wall(), LOG_WARN, h->job, NULL,
+                "castor: %s waits: the controller asked for no request before its Retry-After",
+                what);
+        return ERR_IO;
+    }
     rc = http_client_new(&client);
     if (rc == 0)
-        rc = http_client_do(client, &req, &resp, NULL);
-    if (rc == 0)
-        rc = castor_status(resp.status);
-    if (rc < 0)
-        log_msg(h->log, castor_wall(), LOG_WARN, h->job, NULL, "%s: %s", url,
-                rc == ERR_CONFLICT ? "refused" : err_str(rc));
-    http_client_response_clear(&resp);
+        rc = castor_post_progress(h, client, url, what, progress, why, sizeof(why), &retry_after);
     http_client_free(client);
+    if (retry_after > 0) {
+        pthread_mutex_lock(&h->mu);
+        h->not_before = fmax(h->not_before, castor_mono() + retry_after);
+        pthread_mutex_unlock(&h->mu);
+    }
+    if (rc < 0)
+        log_msg(h->log, castor_wall(), LOG_WARN, h->job, NULL, "castor: %s failed (%s)", what,
+                why[0] ? why : err_str(rc));
     return rc;
 }
 
 int castor_checkpointed(struct castor *h)
 {
+    unsigned long long seq;
+    double progress;
+    int rc;
+
     if (!h)
         return CASTOR_EINVAL;
-    return h->has_thread ? castor_code(castor_post_progress(h, h->ckpt_url)) : 0;
+    if (!h->has_thread)
+        return 0;
+    pthread_mutex_lock(&h->mu);
+    seq = ++h->ckpt_seq; /* a notice still pending is superseded by this one */
+    h->ckpt_pending = 0;
+    pthread_mutex_unlock(&h->mu);
+    rc = castor_post_now(h, h->ckpt_url, "the checkpoint notice", &progress);
+    pthread_mutex_lock(&h->mu);
+    if (rc < 0 && rc != ERR_CONFLICT && h->ckpt_seq == seq) {
+        /* it passes (unreachable, busy): the thread sends it with its next attempts */
+        h->ckpt_pending = 1;
+        h->ckpt_progress = progress;
+    }
+    pthread_mutex_unlock(&h->mu);
+    return castor_code(rc);
 }
 
 int castor_finished(struct castor *h)
 {
+    double progress;
+
     if (!h)
         return CASTOR_EINVAL;
-    return h->has_thread ? castor_code(castor_post_progress(h, h->finished_url)) : 0;
+    return h->has_thread ? castor_code(castor_post_now(h, h->finished_url, "the notice of the end",
+                                                       &progress))
+                         : 0;
 }
 
 int castor_get_progress(struct castor *h, double *out)

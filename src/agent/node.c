@@ -163,7 +163,10 @@ static int na_spec(const struct jv *spec, struct node_job *j, size_t i, struct e
         j->why_not = "the assignment carries no spec";
         return 0;
     }
-    if ((rc = na_pos(spec, "checkpoint_interval", &j->ckpt_s, i, e)) < 0)
+    if ((rc = na_pos(spec, "checkpoint_interval", &j->ckpt_s, i, e)) < 0 ||
+        (rc = na_pos(spec, "init_batch_size", &j->init_bsz, i, e)) < 0 ||
+        (rc = na_pos(spec, "max_batch_size", &j->max_bsz, i, e)) < 0 ||
+        (rc = na_pos(spec, "max_local_bsz", &j->max_local_bsz, i, e)) < 0)
         return rc;
     if (jv_type_of(cmd) != JV_ARRAY || n < 1 || n > NODE_MAX_ARGS) {
         j->why_not = "the spec's command is not a list of 1 to 256 strings";
@@ -264,12 +267,14 @@ static int na_job(const struct jv *o, size_t i, struct node_job *j, struct error
     int rc;
 
     j->local_bsz = j->lr_gain = j->ckpt_s = j->placed_at = j->seen_at = NAN;
+    j->init_bsz = j->max_bsz = j->max_local_bsz = NAN;
     if (jv_type_of(o) != JV_OBJECT)
         return err_set(e, ERR_PARSE, NULL, 0, 0, "jobs[%zu] must be an object", i);
     if ((rc = na_str(o, "job", &j->name, i, e)) < 0 ||
         (rc = na_int(o, "replicas", 0, NODE_MAX_REPLICAS, 0, 0, &j->replicas, i, e)) < 0 ||
         (rc = na_int(o, "rank_offset", 0, 1000000, 0, 0, &j->rank_offset, i, e)) < 0 ||
         (rc = na_int(o, "world_size", 1, 1000000, 0, 0, &j->world_size, i, e)) < 0 ||
+        (rc = na_int(o, "nodes", 1, j->world_size, 1, 0, &j->nodes, i, e)) < 0 ||
         (rc = na_str(o, "master", &j->master, i, e)) < 0 ||
         (rc = na_pos(o, "local_bsz", &j->local_bsz, i, e)) < 0 ||
         (rc = na_int(o, "accum_steps", 0, 1000000, 1, -1, &j->accum_steps, i, e)) < 0 ||
@@ -421,6 +426,8 @@ int node_replica_env(const struct node_job *j, int local, const struct node_env_
     PUT("CASTOR_LOCAL_RANK", "%d", local);
     PUT("CASTOR_WORLD_SIZE", "%d", j->world_size);
     PUT("CASTOR_LOCAL_WORLD_SIZE", "%d", j->replicas);
+    if (j->nodes > 0) /* the placement libcastor pools its steps under */
+        PUT("CASTOR_NODES", "%d", j->nodes);
     if (rc == 0)
         rc = env_list_set(&l, "CASTOR_MASTER_ADDR",
                           in->self && strcmp(j->master, in->self) == 0 ? "127.0.0.1"
@@ -437,6 +444,16 @@ int node_replica_env(const struct node_job *j, int local, const struct node_env_
         PUT("CASTOR_LR_GAIN", "%.17g", j->lr_gain);
     if (isfinite(j->ckpt_s))
         PUT("CASTOR_CHECKPOINT_INTERVAL", "%.17g", j->ckpt_s);
+    /* the spec's batch limits: progress and statistics counted in the controller's M0, and
+     * libcastor's own choice within the limits the controller's plan keeps (which accumulates) */
+    if (isfinite(j->init_bsz))
+        PUT("CASTOR_INIT_BSZ", "%.17g", j->init_bsz);
+    if (isfinite(j->max_bsz))
+        PUT("CASTOR_MAX_BSZ", "%.17g", j->max_bsz);
+    if (isfinite(j->max_local_bsz))
+        PUT("CASTOR_MAX_LOCAL_BSZ", "%.17g", j->max_local_bsz);
+    if (isfinite(j->init_bsz))
+        PUT("CASTOR_ACCUMULATION", "1");
     if (rc == 0 && in->url)
         rc = env_list_set(&l, "CASTOR_URL", in->url);
     if (rc == 0 && (j->job_token || in->job_token))

@@ -49,6 +49,7 @@ struct node_job {
     int replicas;         /* on this node, 0 .. NODE_MAX_REPLICAS */
     int rank_offset;      /* the rank of the first */
     int world_size;       /* replicas of the job on every node */
+    int nodes;            /* the nodes the job's replicas are on, 1 .. world_size; 0: not said */
     char *master;         /* the master node's instance id */
     char *master_addr;    /* where the master is reached, as its agent registered it; NULL: not
                            * said */
@@ -58,6 +59,9 @@ struct node_job {
     int accum_steps;      /* -1 before the plan gave one */
     double lr_gain;       /* NAN before the plan gave one */
     double ckpt_s;        /* the spec's checkpoint interval, seconds; NAN when absent */
+    double init_bsz;      /* the spec's init_batch_size (M0); NAN when absent */
+    double max_bsz;       /* the spec's max_batch_size; NAN when absent */
+    double max_local_bsz; /* the spec's max_local_bsz; NAN when absent */
     double placed_at;     /* when the job was placed as it is (the same on all its nodes); NAN
                            * when absent */
     int attempt;          /* the job's failures so far: each starts a new attempt; 0 when absent */
@@ -141,13 +145,14 @@ struct node_env_inputs {
  * every CASTOR_*TOKEN* variable (the node's secrets never reach a job), the run-as user's HOME,
  * USER and LOGNAME (when it has one), then the spec's env,
  * then CASTOR_JOB, CASTOR_RANK, CASTOR_LOCAL_RANK, CASTOR_WORLD_SIZE, CASTOR_LOCAL_WORLD_SIZE,
- * CASTOR_MASTER_ADDR (127.0.0.1 when the master is this node), CASTOR_MASTER_PORT
- * (node_master_port of the job's placement and attempt), CASTOR_ATTEMPT, CASTOR_LOCAL_BSZ,
- * CASTOR_ACCUM_STEPS and CASTOR_LR_GAIN (when the plan gave them), CASTOR_CHECKPOINT_INTERVAL,
- * CASTOR_URL, CASTOR_JOB_TOKEN, CASTOR_INSTANCE_ID and CUDA_VISIBLE_DEVICES; a later one replaces
- * an earlier one of the same name. On success *out is a NULL-terminated array of new strings
- * (node_env_free, which wipes them: one may hold the job token). ERR_INVAL (local out of range),
- * ERR_NOMEM; *out untouched on error.
+ * CASTOR_NODES (when the assignment said), CASTOR_MASTER_ADDR (127.0.0.1 when the master is this
+ * node), CASTOR_MASTER_PORT (node_master_port of the job's placement and attempt), CASTOR_ATTEMPT,
+ * CASTOR_LOCAL_BSZ, CASTOR_ACCUM_STEPS and CASTOR_LR_GAIN (when the plan gave them),
+ * CASTOR_CHECKPOINT_INTERVAL, CASTOR_INIT_BSZ, CASTOR_MAX_BSZ, CASTOR_MAX_LOCAL_BSZ and
+ * CASTOR_ACCUMULATION=1 (from the spec, when it has them), CASTOR_URL, CASTOR_JOB_TOKEN,
+ * CASTOR_INSTANCE_ID and CUDA_VISIBLE_DEVICES; a later one replaces an earlier one of the same
+ * name. On success *out is a NULL-terminated array of new strings (node_env_free, which wipes them:
+ * one may hold the job token). ERR_INVAL (local out of range), ERR_NOMEM; *out untouched on error.
  */
 int node_replica_env(const struct node_job *j, int local, const struct node_env_inputs *in,
                      char ***out);

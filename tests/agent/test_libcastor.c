@@ -4,6 +4,7 @@
  * skipped and counted, decisions follow the allocation, the environment, the saved state. */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,7 @@
 #include "support/near.h"
 #include "util/error.h"
 #include "util/http_server.h"
+#include "util/json.h"
 
 #define TOKEN_NODE "node-token-0123456789abcdef"
 #define TOKEN_JOB "job-token-0123456789abcdef"
@@ -360,6 +362,127 @@ static void castor_step__hanging_server_never_blocks_steps(void **state)
     t0 = mono();
     castor_free(h); /* waits at most for the request in flight */
     assert_true(mono() - t0 < 0.6);
+    lh_stop(lh);
+}
+
+/* A controller busy at first: the next `busy` requests are answered 429 with Retry-After: 1 and
+ * the API's reason; the others 200, counting what reports and checkpoint notices carried. */
+struct busy {
+    pthread_mutex_t mu;
+    int busy;
+    double last429;     /* when the last 429 was answered (monotonic) */
+    double first_after; /* when the first request after it came; 0: none yet */
+    long steps;         /* the steps of the reports answered 200 */
+    double ckpt;        /* the progress of the last checkpoint notice answered 200; -1: none */
+};
+
+static void busy_handle(void *arg, const struct lh_request *req, struct lh_reply *reply)
+{
+    struct busy *b = arg;
+    struct jv *v = NULL;
+    const struct jv *configs;
+    long long count;
+    double progress;
+
+    pthread_mutex_lock(&b->mu);
+    if (b->busy > 0) {
+        b->busy--;
+        b->last429 = mono();
+        b->first_after = 0;
+        lh_reply_text(reply, 429, "application/json",
+                      "{\"error\":\"too many requests; retry later\"}");
+        snprintf(reply->header, sizeof(reply->header), "Retry-After: 1");
+        pthread_mutex_unlock(&b->mu);
+        return;
+    }
+    if (b->first_after == 0)
+        b->first_after = mono();
+    if (strcmp(req->method, "POST") == 0 && jv_parse(req->body, req->body_len, &v, NULL) == 0) {
+        configs = jv_get(v, "configs");
+        for (size_t i = 0; i < jv_size(configs); i++)
+            if (jv_integer_value(jv_get(jv_at(configs, i), "count"), &count) == 0)
+                b->steps += (long)count;
+        if (strstr(req->target, "/checkpoint") &&
+            jv_number_value(jv_get(v, "progress"), &progress) == 0)
+            b->ckpt = progress;
+    }
+    jv_free(v);
+    lh_reply_text(reply, 200, "application/json",
+                  strcmp(req->method, "GET") == 0
+                      ? "{\"state\":\"running\",\"nodes\":[\"n1\"],\"world_size\":2,"
+                        "\"local_bsz\":16,\"accum_steps\":0,\"lr_gain\":1}"
+                      : "{}");
+    pthread_mutex_unlock(&b->mu);
+}
+
+/*
+ * HTTP 429 (too many requests) is not a refusal: a checkpoint notice answered 429 is kept and
+ * sent again by the reporting thread, a report's steps are kept and sent with the next attempt,
+ * no request is made before the answer's Retry-After (1 s, where the backoff alone would retry
+ * at once), and the log says what the controller answered (status and reason).
+ */
+static void castor_step__too_many_requests_keeps_data_and_waits(void **state)
+{
+    struct castor_options o = options(*state, 2, 16, 0);
+    struct busy b = {.mu = PTHREAD_MUTEX_INITIALIZER, .busy = 1, .ckpt = -1};
+    char url[64], path[] = "/tmp/castor-test-log-XXXXXX", *log;
+    double sqr[2] = {1.0, 1.2}, avg = 1.0;
+    struct lh_server *lh = NULL;
+    struct castor_stats s;
+    struct castor *h;
+    int fd, saved;
+    FILE *f;
+
+    assert_int_equal(lh_start(busy_handle, &b, &lh), 0);
+    lh_url(lh, url, sizeof(url));
+    o.url = url;
+    o.timeout_ms = 2000;
+    fd = mkstemp(path); /* the library logs on stderr: into a file for a while */
+    assert_true(fd >= 0);
+    fflush(stderr);
+    saved = dup(2);
+    assert_true(saved >= 0 && dup2(fd, 2) == 2);
+    h = open_handle(&o);
+    for (int i = 0; i < 10; i++)
+        assert_int_equal(castor_step(h, 0.05, 0.005, sqr, 2, avg), 0);
+    assert_int_equal(castor_set_progress(h, 42), 0);
+    assert_int_equal(castor_checkpointed(h), CASTOR_EIO); /* busy: not refused */
+    assert_int_equal(castor_flush(h, 5000), 0); /* the thread sends it, after the Retry-After */
+    pthread_mutex_lock(&b.mu);
+    assert_true(b.ckpt == 42);
+    assert_int_equal(b.steps, 10);
+    assert_true(b.first_after - b.last429 >= 0.95);
+    b.busy = 1;
+    pthread_mutex_unlock(&b.mu);
+
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(castor_step(h, 0.05, 0.005, sqr, 2, avg), 0);
+    assert_int_equal(castor_flush(h, 5000), CASTOR_EIO); /* the report answered 429 */
+    assert_int_equal(castor_get_stats(h, &s, sizeof(s)), 0);
+    assert_int_equal(s.reports_refused, 0);
+    assert_int_equal(s.steps_dropped, 0);
+    assert_int_equal(castor_flush(h, 5000), 0);
+    pthread_mutex_lock(&b.mu);
+    assert_int_equal(b.steps, 15); /* none dropped, none twice */
+    assert_true(b.first_after - b.last429 >= 0.95);
+    pthread_mutex_unlock(&b.mu);
+    castor_free(h);
+
+    fflush(stderr);
+    assert_true(dup2(saved, 2) == 2);
+    close(saved);
+    close(fd);
+    f = fopen(path, "r");
+    assert_non_null(f);
+    log = calloc(1, 65536);
+    assert_non_null(log);
+    assert_true(fread(log, 1, 65535, f) > 0);
+    fclose(f);
+    unlink(path);
+    assert_non_null(strstr(log, "the checkpoint notice: HTTP 429, too many requests; retry later"));
+    assert_non_null(strstr(log, "the report: HTTP 429, too many requests; retry later"));
+    assert_null(strstr(log, "conflicts with existing data"));
+    free(log);
     lh_stop(lh);
 }
 
@@ -837,6 +960,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(castor_step__unreachable_server_keeps_steps_and_retries,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(castor_step__hanging_server_never_blocks_steps, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(castor_step__too_many_requests_keeps_data_and_waits, setup,
                                         teardown),
         cmocka_unit_test(castor_step__bad_input_is_skipped_and_counted),
         cmocka_unit_test(castor_step__single_gradient_pairs_with_the_previous),

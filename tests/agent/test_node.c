@@ -35,12 +35,14 @@
 
 static const char assignment_text[] =
     "{\"instance_id\":\"i-1\",\"state\":\"ready\",\"jobs\":["
-    "{\"job\":\"resnet\",\"replicas\":2,\"rank_offset\":2,\"world_size\":4,\"master\":\"i-0\","
+    "{\"job\":\"resnet\",\"replicas\":2,\"rank_offset\":2,\"world_size\":4,\"nodes\":2,"
+    "\"master\":\"i-0\","
     "\"master_addr\":\"10.1.2.3\",\"placed_at\":1714564810.25,\"attempt\":2,\"restart_delay\":4,"
     "\"generation\":\"00ff00ff00ff00ff\",\"wait_for\":[\"i-7\",\"i-8\"],"
     "\"local_bsz\":64,\"accum_steps\":1,\"lr_gain\":1.25,\"spec\":{\"name\":\"resnet\","
     "\"command\":[\"python\",\"train.py\"],\"workdir\":\"/w\",\"env\":{\"A\":\"1\"},"
-    "\"checkpoint_interval\":600}},"
+    "\"checkpoint_interval\":600,\"init_batch_size\":128,\"max_batch_size\":4096,"
+    "\"max_local_bsz\":256}},"
     "{\"job\":\"bert\",\"replicas\":1,\"rank_offset\":0,\"world_size\":1,\"master\":\"i-1\","
     "\"job_token\":\"cj1.bert.0123abcd\",\"local_bsz\":null,\"accum_steps\":null,\"lr_gain\":null,"
     "\"spec\":{\"name\":\"bert\","
@@ -60,6 +62,8 @@ static void node_assignment_parse__reads_jobs_and_configuration(void **state)
     assert_int_equal(j->replicas, 2);
     assert_int_equal(j->rank_offset, 2);
     assert_int_equal(j->world_size, 4);
+    assert_int_equal(j->nodes, 2);
+    assert_true(j->init_bsz == 128 && j->max_bsz == 4096 && j->max_local_bsz == 256);
     assert_string_equal(j->master, "i-0");
     assert_true(j->local_bsz == 64 && j->accum_steps == 1 && j->lr_gain == 1.25);
     assert_true(j->ckpt_s == 600 && j->placed_at == 1714564810.25);
@@ -82,6 +86,8 @@ static void node_assignment_parse__reads_jobs_and_configuration(void **state)
     assert_null(j->wait_for);
     assert_true(isnan(j->local_bsz) && j->accum_steps == -1 && isnan(j->lr_gain));
     assert_true(isnan(j->placed_at)); /* not said */
+    assert_int_equal(j->nodes, 0);
+    assert_true(isnan(j->init_bsz) && isnan(j->max_bsz) && isnan(j->max_local_bsz));
     assert_true(j->attempt == 0 && j->restart_delay == 0);
     assert_null(j->argv);
     assert_non_null(j->why_not);
@@ -128,6 +134,10 @@ static void node_assignment_parse__refuses_malformed_answers(void **state)
         "\"world_size\":1,\"master\":\"m\",\"wait_for\":\"i-7\"}]}",
         "{\"state\":\"ready\",\"jobs\":[{\"job\":\"a\",\"replicas\":1,\"rank_offset\":0,"
         "\"world_size\":1,\"master\":\"m\",\"wait_for\":[\"\"]}]}",
+        "{\"state\":\"ready\",\"jobs\":[{\"job\":\"a\",\"replicas\":1,\"rank_offset\":0,"
+        "\"world_size\":2,\"nodes\":3,\"master\":\"m\"}]}",
+        "{\"state\":\"ready\",\"jobs\":[{\"job\":\"a\",\"replicas\":1,\"rank_offset\":0,"
+        "\"world_size\":1,\"master\":\"m\",\"spec\":{\"init_batch_size\":-1}}]}",
     };
     struct node_assignment a = {.njobs = 77};
 
@@ -186,6 +196,12 @@ static void node_replica_env__ranks_configuration_and_no_node_secret(void **stat
     assert_string_equal(env_get(env, "CASTOR_ACCUM_STEPS"), "1");
     assert_string_equal(env_get(env, "CASTOR_LR_GAIN"), "1.25");
     assert_string_equal(env_get(env, "CASTOR_CHECKPOINT_INTERVAL"), "600");
+    /* the placement's nodes and the spec's batch limits, for libcastor */
+    assert_string_equal(env_get(env, "CASTOR_NODES"), "2");
+    assert_string_equal(env_get(env, "CASTOR_INIT_BSZ"), "128");
+    assert_string_equal(env_get(env, "CASTOR_MAX_BSZ"), "4096");
+    assert_string_equal(env_get(env, "CASTOR_MAX_LOCAL_BSZ"), "256");
+    assert_string_equal(env_get(env, "CASTOR_ACCUMULATION"), "1");
     assert_string_equal(env_get(env, "CASTOR_URL"), "http://c:1");
     assert_string_equal(env_get(env, "CASTOR_JOB_TOKEN"), "job-secret");
     assert_string_equal(env_get(env, "CUDA_VISIBLE_DEVICES"), "3");
@@ -200,6 +216,8 @@ static void node_replica_env__ranks_configuration_and_no_node_secret(void **stat
     assert_string_equal(env_get(env, "CASTOR_MASTER_ADDR"), "127.0.0.1"); /* i-1 is this node */
     assert_null(env_get(env, "CASTOR_LOCAL_BSZ"));
     assert_null(env_get(env, "CASTOR_ACCUM_STEPS"));
+    assert_null(env_get(env, "CASTOR_NODES")); /* not said: libcastor's default */
+    assert_null(env_get(env, "CASTOR_INIT_BSZ"));
     assert_string_equal(env_get(env, "CASTOR_JOB_TOKEN"), "cj1.bert.0123abcd");
     assert_null(env_get(env, "CUDA_VISIBLE_DEVICES"));
     node_env_free(env);
@@ -534,6 +552,79 @@ static void castor_node__a_moved_job_waits_for_its_old_replicas(void **state)
     assert_true(proc_wait_exit(f->node2, GRACE_S + 5) != -1);
     f->node2 = 0;
     assert_true(proc_wait_gone(fresh, 5));
+}
+
+static int second_registered(void *ctx)
+{
+    struct fx *f = ctx;
+    struct state_node n;
+
+    if (state_node_get(f->as.own, "i-second-node", &n) < 0)
+        return 0;
+    state_node_clear(&n);
+    return 1;
+}
+
+/*
+ * A job placed on two nodes (one replica on each, through the real API): each replica's
+ * environment says the placement's nodes (CASTOR_NODES=2, which libcastor pools its steps under)
+ * and the spec's batch limits (init 128, max 4096, local 256), so that the worker counts progress
+ * and statistics in the spec's M0, as the controller reads them.
+ */
+static void castor_node__a_job_on_two_nodes_tells_its_replicas_the_nodes(void **state)
+{
+    static char *const argv[] = {"castor-node", NULL};
+    struct fx *f = *state;
+    struct replicas r = {.work = f->work, .want = 2};
+    struct state_alloc rows[] = {{.node = NODE_ID, .replicas = 1},
+                                 {.node = "i-second-node", .replicas = 1}};
+    const char *const env2[] = {"CASTOR_INSTANCE_ID=i-second-node", NULL};
+    char url_env[128], spec[1024];
+    const char *const env1[] = {url_env,
+                                "CASTOR_NODE_TOKEN=" AS_TOKEN_NODE,
+                                "CASTOR_JOB_TOKEN=" AS_TOKEN_JOB,
+                                "CASTOR_FAKE_GPUS=2:8",
+                                "CASTOR_NODE_HEARTBEAT_S=0.1",
+                                "CASTOR_NODE_GRACE_S=0.6",
+                                "CASTOR_NODE_TIMEOUT_S=2",
+                                "CASTOR_NODE_BACKOFF_MAX_S=0.2",
+                                NULL};
+
+    snprintf(url_env, sizeof(url_env), "CASTOR_URL=%s", f->as.url);
+    spawn_node(f, f->as.url, NULL);
+    f->node2 = proc_spawn(CASTOR_NODE_BIN, argv, NULL, f->nodelog2, env1, env2);
+    assert_true(f->node2 > 0);
+    assert_true(proc_wait_for(node_registered, f, REGISTER_WAIT_S));
+    assert_true(proc_wait_for(second_registered, f, REGISTER_WAIT_S));
+    snprintf(spec, sizeof(spec),
+             "{\"name\":\"job-2n\",\"command\":[\"/bin/sh\",\"%s\"],\"workdir\":\"%s\","
+             "\"env\":{\"MODE\":\"exit\",\"CASTOR_INIT_BSZ\":\"7\"},\"init_batch_size\":128,"
+             "\"max_batch_size\":4096,\"max_local_bsz\":256,\"min_replicas\":1,"
+             "\"max_replicas\":8,\"checkpoint_interval\":5,\"priority\":0}",
+             REPLICA_SH, f->work);
+    assert_int_equal(state_job_submit(f->as.own, "job-2n", spec, as_wall(NULL)), 0);
+    assert_int_equal(state_job_set_config(f->as.own, "job-2n", 64, 1, 1.5), 0);
+    assert_int_equal(state_alloc_replace(f->as.own, "job-2n", rows, 2, as_wall(NULL)), 0);
+    assert_true(proc_wait_for(scan_replicas, &r, 10));
+    assert_int_equal(r.n, 2);
+    for (int i = 0; i < 2; i++) {
+        int rank = file_exists(f->work, "rank-%ld-%ld.env", 0, r.pids[i]) ? 0 : 1;
+        char *e = replica_env(f, rank, r.pids[i]);
+
+        assert_non_null(e);
+        assert_non_null(strstr(e, "CASTOR_WORLD_SIZE=2\n"));
+        assert_non_null(strstr(e, "CASTOR_LOCAL_WORLD_SIZE=1\n"));
+        assert_non_null(strstr(e, "CASTOR_NODES=2\n"));
+        assert_non_null(strstr(e, "CASTOR_INIT_BSZ=128\n")); /* the spec's, over its env's */
+        assert_non_null(strstr(e, "CASTOR_MAX_BSZ=4096\n"));
+        assert_non_null(strstr(e, "CASTOR_MAX_LOCAL_BSZ=256\n"));
+        assert_non_null(strstr(e, "CASTOR_ACCUMULATION=1\n"));
+        free(e);
+    }
+    stop_node(f);
+    assert_int_equal(kill(f->node2, SIGTERM), 0);
+    assert_true(proc_wait_exit(f->node2, GRACE_S + 5) != -1);
+    f->node2 = 0;
 }
 
 static void castor_node__registers_gpus_and_heartbeats(void **state)
@@ -1575,6 +1666,8 @@ int main(void)
             castor_node__starts_assigned_replicas_with_their_environment, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(castor_node__a_moved_job_waits_for_its_old_replicas,
                                         fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(
+            castor_node__a_job_on_two_nodes_tells_its_replicas_the_nodes, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(castor_node__restarts_changed_replicas_sigterm_then_sigkill,
                                         fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(castor_node__forwards_sigusr1_as_a_notice, fx_setup,

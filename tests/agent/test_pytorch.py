@@ -14,6 +14,11 @@ then to 3 replicas, and checks that
   Pollux estimators and bias-corrected moving average written anew (pollux-reference section 2),
   to a relative 1e-6.
 
+Before that, in processes of their own: a checkpoint is durable before it is reported; with
+DataLoader workers, a SIGTERM to the whole process group (as castor-node sends it) ends in a whole
+checkpoint and exit 75, and no worker outlives the trainer; castor's gain multiplies the rate a
+torch lr_scheduler sets (StepLR), for the step only.
+
 Run by ctest with /usr/bin/python3.11 (Debian's python3-torch). Without torch or numpy it is
 skipped (exit 77), saying so, unless CI is set: then it fails."""
 
@@ -22,6 +27,7 @@ import importlib.util
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -298,6 +304,127 @@ def check_durable_checkpoint(t):
     check(r.returncode == 0, f"the durable checkpoint check: {r.stdout}{r.stderr}")
 
 
+WORKERS_CHECK = r"""
+import os, sys, time
+import torch
+from castor import pytorch as cp
+ckpt, marks = sys.argv[1], sys.argv[2]
+
+def mark(worker_id):  # the caller's worker_init_fn: still called
+    open(os.path.join(marks, f"worker-{worker_id}-{os.getpid()}"), "w").close()
+
+torch.manual_seed(0)
+ds = torch.utils.data.TensorDataset(torch.randn(4096, 4), torch.randn(4096, 1))
+m = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(m.parameters(), lr=0.1)
+tr = cp.Trainer(m, opt, ds, batch_size=16, num_workers=2, worker_init_fn=mark,
+                checkpoint_dir=ckpt)
+for step in tr.steps(100000):
+    for x, y in step:
+        step.backward(torch.nn.functional.mse_loss(tr.model(x), y))
+        time.sleep(0.01)
+    if step.number == 5:
+        print("ready", flush=True)
+tr.close()
+print("exit", tr.exit_code, "step", tr.step_count, flush=True)
+sys.exit(tr.exit_code)
+"""
+
+
+def _group_pids(pgid):
+    """The live (not zombie) processes of process group pgid."""
+    out = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                out.append(int(name))
+    return out
+
+
+def check_loader_workers_survive_sigterm(t):
+    """With DataLoader workers (num_workers=2), castor-node's SIGTERM to the replica's process
+    group stops the trainer at the next step, which checkpoints and exits EXIT_RESIZE: the
+    workers ignore it (a worker killed would fail the checkpoint, and the exit be a failure), the
+    caller's worker_init_fn still runs in them, and they end with the trainer."""
+    ckpt, marks = os.path.join(t.tmp, "workers-ckpt"), os.path.join(t.tmp, "workers-marks")
+    os.makedirs(marks)
+    env = dict(os.environ, CASTOR_LIB=t.lib, PYTHONPATH=os.path.join(t.source, "python"))
+    for k in ("CASTOR_URL", "CASTOR_JOB", "CASTOR_CHECKPOINT_DIR", "CASTOR_INIT_BSZ"):
+        env.pop(k, None)
+    env.update(t.extra_env)
+    p = subprocess.Popen([sys.executable, "-c", WORKERS_CHECK, ckpt, marks], env=env, cwd=t.tmp,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         start_new_session=True)
+    try:
+        line = p.stdout.readline()
+        if not line.startswith("ready"):
+            raise Failure(f"the trainer with workers runs: {line}{p.stdout.read()}")
+        check(len(os.listdir(marks)) == 2, f"the caller's worker_init_fn ran: {os.listdir(marks)}")
+        os.killpg(p.pid, signal.SIGTERM)  # as castor-node stops a replica
+        out = p.stdout.read()
+        rc = p.wait(WAIT)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    check(rc == 75, f"the trainer checkpointed and exited 75 on SIGTERM, not {rc}: {out}")
+    check(os.listdir(ckpt) == ["castor-checkpoint.pt"],
+          f"the checkpoint was written whole: {os.listdir(ckpt)}")
+    end = time.time() + 15
+    while _group_pids(p.pid) and time.time() < end:
+        time.sleep(0.1)
+    check(not _group_pids(p.pid), f"the workers ended with the trainer: {_group_pids(p.pid)}")
+
+
+SCHEDULER_CHECK = r"""
+import math, sys
+import torch
+from castor import pytorch as cp
+torch.manual_seed(0)
+ds = torch.utils.data.TensorDataset(torch.randn(512, 4).double(), torch.randn(512, 1).double())
+m = torch.nn.Linear(4, 1).double()
+opt = torch.optim.SGD(m.parameters(), lr=0.1)
+sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)  # halves it every step
+tr = cp.Trainer(m, opt, ds, batch_size=16)  # castor's gain: CASTOR_LR_GAIN=2
+for step in tr.steps(5):
+    before = [p.detach().clone() for p in m.parameters()]
+    for x, y in step:
+        step.backward(torch.nn.functional.mse_loss(tr.model(x), y))
+    grads = [p.grad.detach().clone() for p in m.parameters()]
+    step.finish()
+    want = 0.1 * 0.5 ** (step.number - 1) * 2.0  # the scheduler's, times the gain
+    for b, g, p in zip(before, grads, m.parameters()):
+        if not torch.allclose(p.detach(), b - want * g, rtol=1e-12, atol=1e-15):
+            print(f"step {step.number} did not step at lr {want}: {step.lrs}")
+            sys.exit(1)
+    if not math.isclose(opt.param_groups[0]["lr"], sched.get_last_lr()[0], rel_tol=1e-15):
+        print(f"step {step.number}: the optimizer's lr {opt.param_groups[0]['lr']} is not the "
+              f"scheduler's {sched.get_last_lr()[0]}")
+        sys.exit(1)
+    sched.step()
+tr.close(finished=False)
+"""
+
+
+def check_lr_scheduler(t):
+    """castor's gain multiplies the learning rate a torch lr_scheduler sets, for the step only:
+    StepLR halving it every step and a gain of 2, each step moves the parameters by
+    0.1 * 0.5^k * 2 times the gradient, and the scheduler's rate stays the optimizer's."""
+    env = dict(os.environ, CASTOR_LIB=t.lib, PYTHONPATH=os.path.join(t.source, "python"),
+               CASTOR_LR_GAIN="2")
+    for k in ("CASTOR_URL", "CASTOR_JOB", "CASTOR_CHECKPOINT_DIR"):
+        env.pop(k, None)
+    env.update(t.extra_env)
+    r = subprocess.run([sys.executable, "-c", SCHEDULER_CHECK], env=env, cwd=t.tmp,
+                       capture_output=True, text=True, timeout=WAIT)
+    check(r.returncode == 0, f"the lr scheduler check: {r.stdout}{r.stderr}")
+
+
 def run(t, torch, example):
     ctl = t.ctl
     ctl.call("POST", "/v1/nodes", "CASTOR_NODE_TOKEN", {"instance_id": "n1", "gpus": 4})
@@ -509,6 +636,8 @@ def main():
         try:
             t = Test(args, tmp)
             check_durable_checkpoint(t)
+            check_loader_workers_survive_sigterm(t)
+            check_lr_scheduler(t)
             run(t, torch, example)
         except Failure as e:
             print(f"test_pytorch: FAILED: {e}")

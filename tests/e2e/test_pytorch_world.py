@@ -13,7 +13,8 @@ starts again on the old and the new node. The test checks that
   from the checkpoint bit for bit (parameters, step count) - the periodic checkpoints and the
   notice's checkpoint cost no step twice;
 * every step's replicas match the world size it ran at, and their configuration is one the
-  controller gave (local batch within the spec's limits, gain >= 1);
+  controller gave (local batch within the spec's limits, gain >= 1); the controller pooled every
+  step under 2 replicas on 2 nodes;
 * the controller heard of the checkpoints (checkpoint progress > 0) and a restart was counted,
   and the crash was counted as one failure;
 * at the end (fleet: 0 nodes through a reload, then SIGTERM) no process of the run is left.
@@ -214,6 +215,17 @@ class World:
         out.append(self.state())
         return "\n".join(out)
 
+    def report_rows(self):
+        """The job's pooled step times at the controller: (nodes, replicas, count) rows."""
+        db = sqlite3.connect(f"file:{os.path.join(self.tmp, 'state.db')}?mode=ro", uri=True,
+                             timeout=5)
+        try:
+            return db.execute("SELECT r.nodes, r.replicas, r.count FROM reports r"
+                              " JOIN jobs j ON j.id = r.job_id WHERE j.name = ?",
+                              (JOB,)).fetchall()
+        finally:
+            db.close()
+
     def state(self):
         """What the controller's state database holds: jobs, nodes, allocations and the last
         decisions (each tick's plan), the record of what the decide step saw and chose."""
@@ -294,6 +306,10 @@ def run(w):
         g = s["world"] * s["local_bsz"] * (s["accum_steps"] + 1)
         check(s["local_bsz"] <= 128 and g <= 256 and s["lr_gain"] >= 1.0 - 1e-12,
               f"step {s['step']}: local batch {s['local_bsz']}, total {g}, gain {s['lr_gain']}")
+    # each step pooled under its placement (castor-node's CASTOR_NODES): 2 replicas on 2 nodes
+    rows = w.report_rows()
+    check(rows and all(nodes == 2 and replicas == 2 for nodes, replicas, _ in rows),
+          f"the controller pooled every step on 2 nodes: (nodes, replicas, count) {rows}")
     check(job["checkpoint_progress"] > 0 and job["restarts"] >= 1,
           f"the controller counted checkpoints and restarts: {job}")
     check(job["failures"] == 1 and "rank 1 on node" in (job["failure"] or "") and
