@@ -116,41 +116,40 @@ static enum MHD_Result hs_too_large(struct MHD_Connection *conn, struct hs_conn 
     return hs_queue(conn, &r);
 }
 
-/* 400 for a request whose framing is in doubt: a short JSON reason, and the connection closed
- * after it (where its body ends, and so where a next request would begin, is not known). */
-static enum MHD_Result hs_bad_framing(struct MHD_Connection *conn, struct hs_conn *c)
+/* A refusal before the handler: status, one header, and a short JSON reason (a literal). */
+static enum MHD_Result hs_refuse(struct MHD_Connection *conn, struct hs_conn *c, int status,
+                                 const char *header, const char *value, const char *reason)
 {
-    static const char reason[] = "{\"error\":\"two Content-Length headers that differ\"}";
-    struct http_response r = {.status = 400, .content_type = "application/json"};
+    struct http_response r = {.status = status, .content_type = "application/json"};
+    size_t n = strlen(reason);
 
     c->answered = 1;
-    r.headers[0] = (struct http_pair){MHD_HTTP_HEADER_CONNECTION, "close"};
+    r.headers[0] = (struct http_pair){header, value};
     r.nheaders = 1;
-    r.body = malloc(sizeof(reason));
+    r.body = malloc(n + 1);
     if (r.body) {
-        memcpy(r.body, reason, sizeof(reason));
-        r.body_len = sizeof(reason) - 1;
+        memcpy(r.body, reason, n + 1);
+        r.body_len = n;
     }
     return hs_queue(conn, &r);
 }
 
-/* 429 with Retry-After and a short JSON reason. */
+/* 400 for a request whose framing is in doubt: the connection closed after it (where its body
+ * ends, and so where a next request would begin, is not known). */
+static enum MHD_Result hs_bad_framing(struct MHD_Connection *conn, struct hs_conn *c)
+{
+    return hs_refuse(conn, c, 400, MHD_HTTP_HEADER_CONNECTION, "close",
+                     "{\"error\":\"two Content-Length headers that differ\"}");
+}
+
+/* 429 with Retry-After. */
 static enum MHD_Result hs_too_many(struct MHD_Connection *conn, struct hs_conn *c, unsigned retry)
 {
-    static const char reason[] = "{\"error\":\"too many requests; retry later\"}";
-    struct http_response r = {.status = 429, .content_type = "application/json"};
     char secs[16];
 
-    c->answered = 1;
     snprintf(secs, sizeof(secs), "%u", retry);
-    r.headers[0] = (struct http_pair){"Retry-After", secs};
-    r.nheaders = 1;
-    r.body = malloc(sizeof(reason));
-    if (r.body) {
-        memcpy(r.body, reason, sizeof(reason));
-        r.body_len = sizeof(reason) - 1;
-    }
-    return hs_queue(conn, &r);
+    return hs_refuse(conn, c, 429, "Retry-After", secs,
+                     "{\"error\":\"too many requests; retry later\"}");
 }
 
 /* The peer's address into buf: numeric, without the port; an IPv6 address (not IPv4-mapped) as
