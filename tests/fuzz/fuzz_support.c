@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static char fz_dir[256];
@@ -49,7 +50,9 @@ void fuzz_write(const char *path, const uint8_t *data, size_t size)
 {
     FILE *f = fopen(path, "wb");
 
-    if (!f || (size > 0 && fwrite(data, 1, size, f) != size) || fclose(f) != 0) {
+    /* the owner's alone: a state database that others may read is refused (db_open) */
+    if (!f || (size > 0 && fwrite(data, 1, size, f) != size) || fclose(f) != 0 ||
+        chmod(path, 0600) != 0) {
         perror(path);
         abort();
     }

@@ -15,7 +15,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
  * Aborts when the folder cannot be made: the fuzzer cannot run without it. */
 const char *fuzz_path(const char *name);
 
-/* Write size bytes at data to path (created or truncated). Aborts on a write error. */
+/* Write size bytes at data to path (created or truncated; mode 600, as a state database must
+ * be). Aborts on a write error. */
 void fuzz_write(const char *path, const uint8_t *data, size_t size);
 
 /* A malloc'd copy of the size bytes at data with a NUL after them. Aborts when out of memory. */
