@@ -5,6 +5,7 @@ tuning has seen, with the targets of issue 5 checked side by side.
 
   bench/fleet_compare.py [--castor build/castor] [--scenario config/scenarios/t4.yaml]
                          [--synthetic 4] [--seed 7] [--skip-real] [--values 1.2,1.5,2,4,8,12]
+                         [--market-seeds 1,2,3,4,5,6]
 
 The synthetic traces draw 160 jobs each from the pooled rows of data/workloads/*.csv (model,
 requested GPUs and batch) with exponential inter-arrival times at the pooled traces' own rate, so
@@ -16,6 +17,9 @@ job at each epoch on its best trade of time against GPU-time, no restarts, boots
 GPU/bnd: the GPU-hours it billed over the fewest with which that bound reaches its average JCT.
 --values runs castor's system alone at each value of castor.value (`castor simulate --value`) on
 the same traces and prints its trade of dollars against completion time beside the two targets.
+--market-seeds runs castor's system alone at its default value under each seed of the scenario
+(`castor simulate --seed`: other draws of the spot prices and preemptions), since one draw can
+move castor's dollars by a few percent.
 """
 import argparse
 import csv
@@ -56,13 +60,19 @@ def synthesize(src_dir, out_dir, count, seed):
     return paths
 
 
-def compare(castor, scenario, workload, value=None):
-    """The four systems side by side, or castor's alone at castor.value = value."""
+def compare(castor, scenario, workload, value=None, seed=None, alone=False):
+    """The four systems side by side, or castor's alone (at castor.value = value if given); with
+    seed, the scenario's seed replaced (the market's draws)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "c.json")
         cmd = [castor, "simulate", "--scenario", scenario, "--quiet", "--workload", workload,
                "--json", out]
-        cmd += ["--compare"] if value is None else ["--value", value]
+        if value is not None:
+            cmd += ["--value", value]
+        elif not alone:
+            cmd += ["--compare"]
+        if seed is not None:
+            cmd += ["--seed", str(seed)]
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
         with open(out) as f:
             return json.load(f)
@@ -82,6 +92,37 @@ def frontier(castor, scenario, workload, res, values):
             v, c["dollars"], 100 * c["dollars"] / a["dollars"], c["avg_jct_s"],
             c["avg_jct_s"] / a["avg_jct_s"], 100 * (1 - c["dollars"] / b["dollars"]),
             c["avg_jct_s"] / b["avg_jct_s"], c["jct_over_bound"], c["gpu_over_bound"]))
+    print()
+
+
+def seeds(castor, scenario, workload, res, market_seeds):
+    """castor alone at its default value under other draws of the market (spot prices and
+    preemptions), against res's fixed-on-demand and pollux-autoscale (which rent on-demand only
+    and do not depend on them)."""
+    a, b = res["fixed-on-demand"], res["pollux-autoscale"]
+    print("  castor alone at its default value, by the scenario's seed (the market's draws: spot")
+    print("  prices and preemptions; fixed-on-demand and pollux-autoscale rent on-demand only)")
+    print("  %7s %9s %8s %9s %8s %11s %11s" % ("seed", "dollars", "% fixed", "avg JCT", "x fixed",
+                                             "% fewer b", "x autoscale"))
+    rows = []
+    for k in market_seeds:
+        c = compare(castor, scenario, workload, seed=k, alone=True)["castor"]
+        rows.append((c["dollars"], c["avg_jct_s"]))
+    for k, (d, j) in zip(market_seeds, rows):
+        print("  %7s %9.2f %7.1f%% %9.1f %8.3f %10.1f%% %11.3f" % (
+            k, d, 100 * d / a["dollars"], j, j / a["avg_jct_s"], 100 * (1 - d / b["dollars"]),
+            j / b["avg_jct_s"]))
+    d = sum(r[0] for r in rows) / len(rows)
+    j = sum(r[1] for r in rows) / len(rows)
+    lo = min(r[0] for r in rows) / a["dollars"]
+    hi = max(r[0] for r in rows) / a["dollars"]
+    print("  %7s %9.2f %7.1f%% %9.1f %8.3f %10.1f%% %11.3f" % (
+        "mean", d, 100 * d / a["dollars"], j, j / a["avg_jct_s"], 100 * (1 - d / b["dollars"]),
+        j / b["avg_jct_s"]))
+    print("  dollars %.1f%% to %.1f%% of fixed-on-demand's over the %d seeds (<= 35%%: %s on the "
+          "mean, on %d of %d)" % (100 * lo, 100 * hi, len(rows),
+                                  "met" if d / a["dollars"] <= 0.35 else "MISSED",
+                                  sum(r[0] / a["dollars"] <= 0.35 for r in rows), len(rows)))
     print()
 
 
@@ -128,8 +169,11 @@ def main():
     ap.add_argument("--skip-real", action="store_true")
     ap.add_argument("--values", default="",
                     help="comma-separated values of castor.value to run castor alone at")
+    ap.add_argument("--market-seeds", default="",
+                    help="comma-separated seeds of the scenario to run castor alone at")
     args = ap.parse_args()
     values = [v for v in args.values.split(",") if v]
+    market_seeds = [int(v) for v in args.market_seeds.split(",") if v]
     workloads = os.path.join(root, "data", "workloads")
     if not args.skip_real:
         res = compare(args.castor, args.scenario, workloads)
@@ -137,6 +181,8 @@ def main():
                res)
         if values:
             frontier(args.castor, args.scenario, workloads, res, values)
+        if market_seeds:
+            seeds(args.castor, args.scenario, workloads, res, market_seeds)
     if args.synthetic > 0:
         with tempfile.TemporaryDirectory() as tmp:
             synthesize(workloads, tmp, args.synthetic, args.seed)
@@ -145,6 +191,8 @@ def main():
                 args.synthetic, args.seed), res)
             if values:
                 frontier(args.castor, args.scenario, tmp, res, values)
+            if market_seeds:
+                seeds(args.castor, args.scenario, tmp, res, market_seeds)
     return 0
 
 

@@ -192,10 +192,12 @@ double fleet_job_speedup(const struct snap_job *sj, int gpn, int r)
     return c.goodput / one.goodput;
 }
 
-/* The fixed fleet: hold cfg->nodes nodes of one offer, replacing those that go. */
+/* The fixed fleet: hold cfg->nodes nodes of one offer, replacing those that go, with at most
+ * max(nodes, max_nodes) of it alive (a noticed node is alive until it goes). */
 struct fleet_fixed_state {
     int offer;
     int nodes;
+    int most;
 };
 
 static int fixed_create(const struct fleet_config *cfg, void **ctx)
@@ -208,6 +210,7 @@ static int fixed_create(const struct fleet_config *cfg, void **ctx)
         return ERR_NOMEM;
     st->offer = cfg->offer;
     st->nodes = cfg->nodes;
+    st->most = cfg->max_nodes > cfg->nodes ? cfg->max_nodes : cfg->nodes;
     *ctx = st;
     return 0;
 }
@@ -276,8 +279,12 @@ static int fixed_plan(void *ctx, const struct snapshot *s, struct policy *pol, u
     }
     for (int b = 0; b < s->nbooting; b++)
         have += s->booting[b].offer == st->offer;
-    if (have < st->nodes)
-        fleet_plan_launch(s, st->offer, st->nodes - have, 0, f);
+    if (have < st->nodes) {
+        /* a noticed node is replaced at once where the node limit leaves room, else once gone */
+        int room = st->most - have - s->offers[st->offer].noticed;
+
+        fleet_plan_launch(s, st->offer, st->nodes - have < room ? st->nodes - have : room, 0, f);
+    }
     if (have > st->nodes) /* fewer asked (a reload): give the surplus back */
         rc = fixed_shrink(s, st->offer, have - st->nodes, keep, f);
     if (rc == 0)

@@ -221,13 +221,13 @@ static int castor_fleet_launch(const struct castor_round *rd, int m, int n, int 
 }
 
 /*
- * Dollars per useful hour of the nodes the wants pack into (budget mode): the nodes held at each
- * market's best price; those to launch where castor_fleet_launch would put them, each at its own
- * offer's price (past the best offer's quota, the dearer ones its launches spill to); those no
- * offer has room for at the best price.
+ * Dollars per hour of the nodes the wants pack into (budget mode), at listed prices (the budget
+ * caps what the nodes cost, not what their useful hours cost: preemption losses choose markets
+ * and sizes, not the count): the nodes held at each market's best offer's price; those to launch
+ * where castor_fleet_launch would put them, each at its own offer's price (past the best offer's
+ * quota, the dearer ones its launches spill to); those no offer has room for at the best price.
  */
-static double castor_fleet_rate(const struct fleet_castor_state *st, const struct castor_round *rd,
-                                int split)
+static double castor_fleet_rate(const struct castor_round *rd, int split)
 {
     const struct snapshot *s = rd->s;
     struct fleet_plan *sim = rd->sim;
@@ -236,13 +236,15 @@ static double castor_fleet_rate(const struct fleet_castor_state *st, const struc
     for (int m = 0; m < 2; m++) {
         int mk = split ? m : rd->any, want, have, n;
         long left;
+        double listed; /* the best offer's price per GPU-hour */
 
         if ((!split && m > 0) || rd->best[mk] < 0)
             continue;
+        listed = s->offers[rd->best[mk]].price / s->offers[rd->best[mk]].gpus;
         want = castor_fleet_pack(rd, split ? m : -1);
         have = castor_fleet_have(s, split ? m : -1);
         n = want > have ? want - have : 0;
-        r += (double)(want - n) * rd->gpn[mk] * rd->price[mk];
+        r += (double)(want - n) * rd->gpn[mk] * listed;
         left = (long)n * rd->gpn[mk];
         fleet_plan_clear(sim);
         castor_fleet_launch(rd, mk, n, !split, INT_MAX, sim);
@@ -251,12 +253,11 @@ static double castor_fleet_rate(const struct fleet_castor_state *st, const struc
 
             if (sim->launch[o] == 0)
                 continue;
-            r +=
-                (double)sim->launch[o] * x->price / (1.0 - castor_fleet_loss(st, x, rd->ckpt_mean));
+            r += (double)sim->launch[o] * x->price;
             left -= (long)sim->launch[o] * x->gpus;
         }
         if (left > 0)
-            r += (double)left * rd->price[mk];
+            r += (double)left * listed;
     }
     return r;
 }
@@ -624,7 +625,7 @@ static void castor_fleet_grow(const struct fleet_castor_state *st, struct castor
             break;
         was = rd->want[bj];
         rd->want[bj] = rd->to[bj];
-        if (st->mode == FLEET_BUDGET && castor_fleet_rate(st, rd, split) > st->budget + 1e-9) {
+        if (st->mode == FLEET_BUDGET && castor_fleet_rate(rd, split) > st->budget + 1e-9) {
             /* this move breaks the cap: the job stays, the others may still fit */
             rd->want[bj] = was;
             rd->to[bj] = was;
@@ -796,7 +797,7 @@ static int castor_fleet_plan(void *ctx, const struct snapshot *s, struct policy 
         split = 0; /* one market to rent from: every job runs there */
     if (!split) {
         /* one market: the cheapest offer */
-        int have = castor_fleet_have(s, -1);
+        int have = castor_fleet_have(s, -1), alive = have + snapshot_noticed(s);
 
         if ((wanted = castor_fleet_pack(&rd, -1)) < 0) {
             rc = ERR_NOMEM;
@@ -806,8 +807,8 @@ static int castor_fleet_plan(void *ctx, const struct snapshot *s, struct policy 
             wanted = st->max_nodes;
         /* the cheaper market within its quotas (none when it cannot launch now), the rest on the
          * other (the greedy priced those GPUs there) */
-        if (wanted > have)
-            castor_fleet_launch(&rd, rd.any, wanted - have, 1, st->max_nodes - have, f);
+        if (wanted > have) /* within max_nodes, the noticed nodes still held counted */
+            castor_fleet_launch(&rd, rd.any, wanted - have, 1, st->max_nodes - alive, f);
         if (wanted < have && rd.best[rd.any] >= 0) {
             /* (no price at all: the jobs were sized at none, so there is no surplus to see) */
             /* surplus: it goes only once it has lasted (fleet_shrink_to cancels the newest
@@ -829,11 +830,11 @@ static int castor_fleet_plan(void *ctx, const struct snapshot *s, struct policy 
     {
         int surplus = 0, want[2], have[2];
 
-        int room = st->max_nodes - castor_fleet_have(s, -1);
+        int room = st->max_nodes - castor_fleet_have(s, -1) - snapshot_noticed(s);
 
         /* each market's packing and nodes, once: the release below uses the same figures;
-         * launches within max_nodes, on-demand's first (its jobs are there for a deadline or
-         * for checkpoints that spot would cost too much) */
+         * launches within max_nodes (the noticed nodes still held counted), on-demand's first (its
+         * jobs are there for a deadline or for checkpoints that spot would cost too much) */
         for (int m = 0; m < 2; m++) {
             want[m] = castor_fleet_pack(&rd, m);
             have[m] = castor_fleet_have(s, m);

@@ -125,7 +125,7 @@ static int pollux_as_plan(void *ctx, const struct snapshot *s, struct policy *po
                           struct alloc *a, struct fleet_plan *f)
 {
     struct fleet_pollux_state *st = ctx;
-    int gpn, gpus = 0, have, want, rc;
+    int gpn, gpus = 0, have, want, most, rc;
     unsigned char *keep;
     double mean = 0;
 
@@ -161,10 +161,11 @@ static int pollux_as_plan(void *ctx, const struct snapshot *s, struct policy *po
         return 0;
     for (int i = 0; i < st->window; i++)
         mean += st->win[i] / st->window;
-    if (!((mean < st->low && have > 1) || (mean > st->high && have < st->max_nodes)))
+    /* the noticed nodes still held count against max_nodes until they go */
+    most = st->max_nodes - snapshot_noticed(s);
+    if (!((mean < st->low && have > 1) || (mean > st->high && have < most)))
         return 0;
-    if ((rc = pollux_as_search(s, pol, seed, st->max_nodes, gpn, (st->low + st->high) / 2, &want)) <
-        0)
+    if ((rc = pollux_as_search(s, pol, seed, most, gpn, (st->low + st->high) / 2, &want)) < 0)
         return rc;
     st->nwin = 0;
     if (want > have) {

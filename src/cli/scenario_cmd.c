@@ -31,9 +31,11 @@ struct run_result {
         double deadline, jct; /* seconds from submission; jct -1: unfinished */
     } missed[SC_MISSED_MAX];
     int nmissed; /* listed in missed (the first SC_MISSED_MAX in submission order) */
-    double avg_jct, p99_jct, makespan, bound;
-    double jct_bound; /* the lowest average JCT possible on the GPU-hours billed (sim_bound) */
-    double gpu_bound; /* the fewest GPU-hours that reach its average JCT (sim_bound) */
+    double avg_jct, p99_jct, makespan;
+    double work_gpu_s; /* the least GPU-seconds the workload takes on any offer's nodes */
+    double bound;      /* the workload's cost bound, one for every system (workload_bound) */
+    double jct_bound;  /* the lowest average JCT possible on the GPU-hours billed (sim_bound) */
+    double gpu_bound;  /* the fewest GPU-hours that reach its average JCT (sim_bound) */
     int unfinished;
     double wall;
 };
@@ -52,6 +54,8 @@ static void scenario_usage(FILE *f)
             "  --workload PATH   replaces the scenario's workload (a trace or a folder of them)\n"
             "  --value V         replaces castor.value: dollars an hour of a job's completion\n"
             "                    time is worth to castor's planner (0.001 to 1e6)\n"
+            "  --seed N          replaces the scenario's seed: the market's draws (spot prices,\n"
+            "                    preemptions) and the decide step's (0 to 2147483647)\n"
             "  --profiles DIR    folder of measured profiles (default: bundled)\n"
             "  --json FILE       write the comparison as JSON (per system the means, and where\n"
             "                    jobs have deadlines the ones missed: deadlines_missed)\n"
@@ -176,9 +180,15 @@ static int run_system(const struct scenario *sc, const struct scenario_system *s
     sim_world_fleet_stats(run.w, &res->fleet);
     note_missed(run.w, res);
     sim_record_stats(rec, &res->avg_jct, &res->p99_jct, &res->makespan);
-    if ((rc = sim_world_cost_bound(run.w, sc->offers[sys->initial_offer].gpus, &res->bound)) < 0) {
-        fprintf(err, "castor simulate: %s: no lower bound: %s\n", path, err_str(rc));
-        goto out;
+    res->work_gpu_s = INFINITY;
+    for (int o = 0; o < sc->noffers; o++) {
+        double x;
+
+        if ((rc = sim_world_min_gpu_seconds(run.w, sc->offers[o].gpus, &x)) < 0) {
+            fprintf(err, "castor simulate: %s: no lower bound: %s\n", path, err_str(rc));
+            goto out;
+        }
+        res->work_gpu_s = x < res->work_gpu_s ? x : res->work_gpu_s;
     }
     if ((rc = sim_world_bounds(run.w, sc->offers[sys->initial_offer].gpus, res->fleet.gpu_hours,
                                res->avg_jct, &bounds)) < 0) {
@@ -197,6 +207,21 @@ out:
     sim_record_free(rec);
     sim_run_close(&run);
     return rc;
+}
+
+/* The cost bound of one workload, shared by the n systems run on it (rs[0..n-1]): its least
+ * GPU-seconds at the lowest price per GPU-hour any of them saw (the market is the same for all:
+ * the longest run saw it). Under an offer's reclaim_free_s work may cost less (docs/fleet.md). */
+static void workload_bound(struct run_result *const *rs, int n)
+{
+    double gpu_s = INFINITY, price = INFINITY;
+
+    for (int k = 0; k < n; k++) {
+        gpu_s = rs[k]->work_gpu_s < gpu_s ? rs[k]->work_gpu_s : gpu_s;
+        price = rs[k]->fleet.min_gpu_price < price ? rs[k]->fleet.min_gpu_price : price;
+    }
+    for (int k = 0; k < n; k++)
+        rs[k]->bound = gpu_s / 3600.0 * price;
 }
 
 static void print_header(FILE *out)
@@ -232,6 +257,7 @@ static struct jv *result_json(const struct run_result *r)
     jv_set(o, "gpu_hours", jv_number(r->fleet.gpu_hours));
     jv_set(o, "preemptions", jv_integer(r->fleet.preemptions));
     jv_set(o, "lost_work_s", jv_number(r->fleet.lost_work_s));
+    jv_set(o, "dollars_bound", jv_number(isfinite(r->bound) ? r->bound : 0));
     jv_set(o, "dollars_over_bound", jv_number(over_bound(r->fleet.dollars, r->bound)));
     jv_set(o, "mean_wait_s", jv_number(r->fleet.mean_wait_s));
     jv_set(o, "jct_bound_s", jv_number(isfinite(r->jct_bound) ? r->jct_bound : 0));
@@ -305,6 +331,8 @@ int cli_simulate_scenario(int argc, char **argv, FILE *out, FILE *err)
     int compare = 0, quiet = 0, status = 2, nfiles = 0, first, nsys, nrecs = 0;
     struct scenario *sc = NULL;
     struct error e = {0};
+    const char *seed = NULL;
+    double v;
     char buf[768], **files = NULL, **apps = NULL;
     struct run_result *res = NULL;
     struct sim_record **recs = NULL;
@@ -326,6 +354,8 @@ int cli_simulate_scenario(int argc, char **argv, FILE *out, FILE *err)
             workload = argv[++i];
         } else if (i + 1 < argc && strcmp(a, "--value") == 0) {
             value = argv[++i];
+        } else if (i + 1 < argc && strcmp(a, "--seed") == 0) {
+            seed = argv[++i];
         } else if (i + 1 < argc && strcmp(a, "--profiles") == 0) {
             profiles = argv[++i];
         } else if (i + 1 < argc && strcmp(a, "--json") == 0) {
@@ -356,6 +386,12 @@ int cli_simulate_scenario(int argc, char **argv, FILE *out, FILE *err)
                 value);
         goto out;
     }
+    if (seed && (cli_parse_double(seed, 0, 2147483647, &v) || v != floor(v))) {
+        fprintf(err, "castor simulate: --seed \"%s\": a whole number, 0 to 2147483647\n", seed);
+        goto out;
+    }
+    if (seed)
+        sc->seed = (uint64_t)v;
     if (!sc->workload) {
         fprintf(err, "castor simulate: %s: no workload (a workload key, or --workload)\n", path);
         goto out;
@@ -385,24 +421,27 @@ int cli_simulate_scenario(int argc, char **argv, FILE *out, FILE *err)
         goto out;
     if (!quiet)
         print_header(out);
-    for (int i = 0; i < nfiles; i++)
-        for (int k = 0; k < nsys; k++) {
-            const struct scenario_system *sys = &sc->systems[first + k];
-            struct run_result *r = &res[k * nfiles + i];
+    for (int i = 0; i < nfiles; i++) {
+        struct run_result *rs[SCENARIO_SYSTEMS];
 
-            if (run_system(sc, sys, profiles, files[i], (const char *const *)apps, r,
-                           report ? &recs[nrecs] : NULL, err) < 0)
+        for (int k = 0; k < nsys; k++) {
+            rs[k] = &res[k * nfiles + i];
+            if (run_system(sc, &sc->systems[first + k], profiles, files[i],
+                           (const char *const *)apps, rs[k], report ? &recs[nrecs] : NULL, err) < 0)
                 goto out;
             if (report)
                 nrecs++;
-            if (!quiet) {
-                const char *slash = strrchr(files[i], '/');
-
-                print_row(out, slash ? slash + 1 : files[i], sys->name, r);
-                print_missed(out, r);
-                fflush(out);
-            }
         }
+        /* the rows once every system ran: they share the workload's cost bound */
+        workload_bound(rs, nsys);
+        for (int k = 0; k < nsys && !quiet; k++) {
+            const char *slash = strrchr(files[i], '/');
+
+            print_row(out, slash ? slash + 1 : files[i], sc->systems[first + k].name, rs[k]);
+            print_missed(out, rs[k]);
+            fflush(out);
+        }
+    }
     if (!(root = jv_object()))
         goto out;
     fprintf(out, "\nmean over %d workload%s (preemptions: total)\n", nfiles, nfiles > 1 ? "s" : "");

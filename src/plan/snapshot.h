@@ -30,6 +30,9 @@ struct snap_offer {
                           * offer without room stays available: its price is what the nodes
                           * held there cost, and planners launch elsewhere) */
     int room;            /* (capped) nodes that may still be launched, >= 0 */
+    int noticed;         /* its nodes alive with a preemption notice (draining: not schedulable,
+                          * not among the nodes): they are held until they go, and count
+                          * against a fleet's max_nodes as the ready and booting ones do */
 };
 
 /* An instance launched and not ready yet. */
@@ -99,5 +102,8 @@ double snapshot_job_weight(const struct snap_job *sj);
 
 /* Total GPUs of the snapshot's nodes. */
 int snapshot_gpus(const struct snapshot *s);
+
+/* Nodes with a preemption notice still alive, over all offers (snap_offer.noticed). */
+int snapshot_noticed(const struct snapshot *s);
 
 #endif

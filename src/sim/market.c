@@ -100,10 +100,22 @@ static double mkt_normal(uint64_t *s)
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
 
-/* The start of offer i's stream of kind k for a market seed: independent of the other offers. */
-static uint64_t mkt_stream(uint64_t seed, int i, int k)
+/* A stable 64-bit key of an offer's name (FNV-1a): offers are told apart by their unique names,
+ * not by their places in the list. */
+static uint64_t mkt_name_key(const char *name)
 {
-    return mkt_mix(seed ^ mkt_mix((((uint64_t)(unsigned)i << 8) | (uint64_t)k) + 0x5eed));
+    uint64_t h = 0xcbf29ce484222325ULL;
+
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+        h = (h ^ *p) * 0x100000001b3ULL;
+    return h;
+}
+
+/* The start of the stream of kind k of the offer called name for a market seed: independent of
+ * the other offers and of where the offer is listed. */
+static uint64_t mkt_stream(uint64_t seed, const char *name, int k)
+{
+    return mkt_mix(seed ^ mkt_mix(mkt_mix(mkt_name_key(name)) + (uint64_t)k + 0x5eed));
 }
 
 /* ---- validation ---- */
@@ -194,8 +206,8 @@ static int mkt_check(const struct mkt_offer_spec *offers, int i, int *nnodes, st
         return mkt_bad(e, o->name, "a preemption rate that is negative or not finite", -1);
     if (o->capacity < 0)
         return mkt_bad(e, o->name, "a negative capacity", -1);
-    if (!isfinite(o->boot_s) || o->boot_s < 0)
-        return mkt_bad(e, o->name, "a boot time that is negative or not finite", -1);
+    if (!isfinite(o->boot_s))
+        return mkt_bad(e, o->name, "a boot time that is not finite", -1);
     if (!isfinite(o->notice_s))
         return mkt_bad(e, o->name, "a notice time that is not finite", -1);
     if (!isfinite(o->reclaim_free_s) || o->reclaim_free_s < 0 ||
@@ -310,13 +322,13 @@ int market_new(const struct mkt_offer_spec *offers, int n, uint64_t seed, struct
         if ((r = mkt_check(offers, i, &nnodes, e)) < 0)
             goto out;
         o->spec = *s;
-        o->boot_s = s->boot_s > 0 ? s->boot_s : MKT_BOOT_S;
+        o->boot_s = s->boot_s > 0 ? s->boot_s : s->boot_s < 0 ? 0 : MKT_BOOT_S;
         o->notice_s = s->notice_s > 0 ? s->notice_s : s->notice_s < 0 ? -1 : MKT_NOTICE_S;
         o->pmin = s->price_min > 0 ? s->price_min : s->price / 2;
         o->pmax = s->price_max > 0 ? s->price_max : s->price * 2;
         o->model = s->spot && s->nseries == 0 && s->volatility > 0 && s->price > 0;
-        o->price_rng = mkt_stream(seed, i, MKT_STREAM_PRICE);
-        o->preempt_rng = mkt_stream(seed, i, MKT_STREAM_PREEMPT);
+        o->price_rng = mkt_stream(seed, s->name, MKT_STREAM_PRICE);
+        o->preempt_rng = mkt_stream(seed, s->name, MKT_STREAM_PREEMPT);
         if ((s->spot && s->nseries > 0 && (r = mkt_setup_series(o)) < 0) ||
             (r = mkt_setup_trace(o, nnodes)) < 0) {
             r = err_set(e, r, "", 0, 0, "out of memory");
@@ -354,6 +366,13 @@ void market_free(struct market *m)
 int market_noffers(const struct market *m)
 {
     return m->n;
+}
+
+double market_boot_s(const struct market *m, int offer)
+{
+    if (offer < 0 || offer >= m->n)
+        return NAN;
+    return m->offers[offer].boot_s;
 }
 
 const struct mkt_offer_spec *market_offer(const struct market *m, int offer)

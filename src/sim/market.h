@@ -42,22 +42,24 @@ struct mkt_offer_spec {
      * the price stays). The model is piecewise constant per hour from time 0: hour 0 at price,
      * then the log price moves toward log(price) by 0.3 of the gap plus volatility times a
      * standard normal draw, clamped to [price_min, price_max]; each offer's hours are drawn from
-     * its own stream of the market seed, so they do not depend on other offers or on the order
-     * of queries (drawn for ten years, then the price stays). */
+     * its own stream of the market seed, keyed by its name, so they do not depend on other
+     * offers, on its place in the list or on the order of queries (drawn for ten years, then the
+     * price stays). */
     const struct mkt_price_point *series;
     int nseries;
     double volatility; /* seeded model: standard deviation of the hourly log change */
     double price_min;  /* seeded model: bounds of the price (0: price / 2 and 2 * price) */
     double price_max;
     int capacity;    /* most instances alive at once (0: no limit) */
-    double boot_s;   /* seconds from launch to a ready node (0: 180) */
+    double boot_s;   /* seconds from launch to a ready node (0: 180; < 0: none, ready at once) */
     double notice_s; /* seconds of notice before a preemption (0: 120; < 0: none) */
     /* spot: an instance preempted within this many seconds of its launch is not billed (EC2
      * bills nothing of a spot instance it interrupts in its first hour: 3600; 0: billed) */
     double reclaim_free_s;
     /* preemptions per node-hour (spot, no trace): each launch draws a lifetime ~ Exponential(rate)
-     * hours from the offer's own stream of the market seed, so the n-th launch of an offer gets
-     * the same lifetime for the same seed whatever the other offers do */
+     * hours from the offer's own stream of the market seed (keyed by its name), so the n-th
+     * launch of an offer gets the same lifetime for the same seed whatever the other offers are
+     * or do, and wherever it is listed */
     double rate;
     /* or preemptions and capacity replayed from a trace (sorted by t; nodes numbered 0 to 2^20 -
      * 1; events at an equal t apply in array order; a spot offer only, and no rate with it): a
@@ -139,6 +141,10 @@ int market_new(const struct mkt_offer_spec *offers, int n, uint64_t seed, struct
 void market_free(struct market *m);
 
 int market_noffers(const struct market *m);
+
+/* Seconds from a launch of offer to a ready node, its spec's boot_s taken (0: the default 180;
+ * < 0: 0); NAN if there is no such offer. */
+double market_boot_s(const struct market *m, int offer);
 
 /* Offer's spec (borrowed), NULL if there is no such offer. */
 const struct mkt_offer_spec *market_offer(const struct market *m, int offer);

@@ -167,7 +167,7 @@ out:
     return rc;
 }
 
-/* A price series file: header time_s,price; sorted; prices >= 0. */
+/* A price series file: header time_s,price; sorted, the first at time 0 or before; prices >= 0. */
 static int scenario_load_prices(const char *path, struct mkt_price_point **out, int *n,
                                 struct error *e)
 {
@@ -197,6 +197,14 @@ static int scenario_load_prices(const char *path, struct mkt_price_point **out, 
         if (r > 0 && p[r].t < p[r - 1].t) {
             c = csv_cell_at(t, r, ct);
             rc = err_set(e, ERR_PARSE, path, c->line, c->column, "time goes back");
+            goto out;
+        }
+        if (r == 0 && p[r].t > 0) {
+            c = csv_cell_at(t, r, ct);
+            rc = err_set(e, ERR_RANGE, path, c->line, c->column,
+                         "the series starts at %g s: its first price must be at time 0 or before "
+                         "(the price from the start)",
+                         p[r].t);
             goto out;
         }
     }
@@ -303,6 +311,12 @@ static int scenario_offer(struct scenario *s, struct scenario_mem *m, const stru
         (rc = conf_get_string(n, "prices", &prices, e)) < 0)
         return rc;
     sp->capacity = (int)v;
+    /* an explicit 0 means none (the market's 0 is its default): no boot delay; no notice, so a
+     * preemption loses the work since the last checkpoint */
+    if (conf_find(n, "boot") && sp->boot_s == 0)
+        sp->boot_s = -1;
+    if (conf_find(n, "notice") && sp->notice_s == 0)
+        sp->notice_s = -1;
     if (!conf_find(n, "expected_rate"))
         s->rate_prior[o] = sp->spot ? (sp->rate > 0 ? sp->rate : 0.05) : 0.0;
     for (int k = 0; k < o; k++)
@@ -320,6 +334,13 @@ static int scenario_offer(struct scenario *s, struct scenario_mem *m, const stru
                        "%s: only a spot offer has a trace, a price series, a volatility, a "
                        "preemption rate or an unbilled window",
                        n->path);
+    }
+    if (trace && sp->rate > 0) {
+        const struct conf_node *at = conf_find(n, "preemption_rate");
+
+        return err_set(e, ERR_INVAL, at->file, at->line, at->column,
+                       "%s: an offer's preemptions come from its trace or from a rate, not both",
+                       at->path);
     }
     if (trace) {
         char *p = scenario_path(s->path, trace), *data = NULL;
@@ -513,6 +534,19 @@ int scenario_load(const char *path, struct scenario **out, struct error *e)
     if ((rc = conf_check_below(cmp, "low", base.util_low, FLEET_UTIL_LOW, "high", base.util_high,
                                FLEET_UTIL_HIGH, e)) < 0)
         goto out;
+    if (base.nodes > s->max_nodes) {
+        /* the fixed clusters hold compare.nodes nodes at once: within max_nodes, as every
+         * system (at the place given: compare.nodes, else max_nodes below the default 16) */
+        const struct conf_node *at =
+            cmp && conf_find(cmp, "nodes") ? conf_find(cmp, "nodes") : conf_find(root, "max_nodes");
+
+        rc = err_set(e, ERR_RANGE, at->file, at->line, at->column,
+                     "%s: the fixed clusters' %d nodes (compare.nodes%s) are more than max_nodes "
+                     "(%d) allows",
+                     at->path, base.nodes, cmp && conf_find(cmp, "nodes") ? "" : ", the default",
+                     s->max_nodes);
+        goto out;
+    }
     for (int i = 0; i < SCENARIO_SYSTEMS; i++)
         s->systems[i].policy = "pollux";
     if (cmp && (rc = conf_get_choice(cmp, "policy", policies, &k, e)) < 0)

@@ -157,16 +157,22 @@ static int sim_slot_used(const struct sim_world *w, int k)
     return 0;
 }
 
-/* Launch one instance of offer now; ERR_CAPACITY when the market or the slots are full. */
+/* 1 if a slot is free: max_nodes nodes (booting, ready or noticed) are not all alive. */
+static int sim_slot_left(const struct sim_world *w)
+{
+    for (int k = 0; k < w->nslots; k++)
+        if (w->slots[k].state == SIM_SLOT_FREE)
+            return 1;
+    return 0;
+}
+
+/* Launch one instance of offer now into a free slot (there must be one); ERR_CAPACITY or
+ * ERR_QUOTA when the market refuses it. */
 static int sim_world_launch(struct sim_world *w, int offer, int ready_now)
 {
     long id;
-    int k, rc;
+    int rc;
 
-    for (k = 0; k < w->nslots && w->slots[k].state != SIM_SLOT_FREE; k++)
-        ;
-    if (k == w->nslots)
-        return ERR_CAPACITY;
     rc = ready_now ? market_launch_ready(w->mkt, offer, w->now, &id)
                    : market_launch(w->mkt, offer, w->now, &id);
     if (rc < 0)
@@ -237,8 +243,9 @@ int sim_world_new(const struct sim_config *cfg, const struct workload *wl, struc
         goto out;
     }
     for (int i = 0; i < cfg->nodes; i++)
-        if ((rc = sim_world_launch(w, w->fleet ? cfg->initial_offer : 0, 1)) == ERR_QUOTA) {
-            rc = 0; /* a fixed cluster starts with what its quota allows */
+        if ((rc = sim_world_launch(w, w->fleet ? cfg->initial_offer : 0, 1)) == ERR_QUOTA ||
+            rc == ERR_CAPACITY) {
+            rc = 0; /* a fixed cluster starts with what its quota and the offer's capacity allow */
             break;
         } else if (rc < 0) {
             err_set(e, rc, "", 0, 0, "cannot start with %d nodes of offer %s: %s", cfg->nodes,
@@ -527,11 +534,14 @@ int sim_world_observe(struct sim_world *w, const struct snapshot **out)
             .spot = sp->spot,
             .price = market_price(w->mkt, o, w->now),
             .preempt_rate = sim_world_rate_estimate(w, o),
-            .boot_s = sp->boot_s > 0 ? sp->boot_s : 180,
+            .boot_s = market_boot_s(w->mkt, o),
             .unavailable = w->now < w->unavail_until[o],
         };
         w->offers[o].capped = market_offer_room(w->mkt, o, w->now, &w->offers[o].room);
     }
+    for (int k = 0; w->fleet && k < w->nslots; k++)
+        if (w->slots[k].state == SIM_SLOT_NOTICED)
+            w->offers[w->slots[k].offer].noticed++;
     w->snap.now = w->now;
     w->snap.nnodes = nn;
     w->snap.nodes = w->nodes;
@@ -636,6 +646,10 @@ int sim_world_resize(struct sim_world *w, const struct fleet_plan *f)
              * controller does (realworld_apply.c) */
             if (market_offer_room(w->mkt, o, w->now, &room) && room <= 0)
                 break;
+            /* the world's own limit (max_nodes alive, noticed ones included) is not the
+             * market's: the offer stays available, the launch waits for a slot */
+            if (!sim_slot_left(w))
+                break;
             rc = sim_world_launch(w, o, 0);
             if (rc == ERR_CAPACITY || rc == ERR_QUOTA) {
                 w->unavail_until[o] = w->now + 600;
@@ -690,7 +704,7 @@ void sim_world_fleet_stats(const struct sim_world *w, struct sim_fleet_stats *ou
     out->min_gpu_price = market_min_gpu_price(w->mkt, w->now);
 }
 
-int sim_world_cost_bound(struct sim_world *w, int gpn, double *dollars)
+int sim_world_min_gpu_seconds(struct sim_world *w, int gpn, double *out)
 {
     double gpu_s = 0;
     int rc;
@@ -702,7 +716,7 @@ int sim_world_cost_bound(struct sim_world *w, int gpn, double *dollars)
             return rc;
         gpu_s += x;
     }
-    *dollars = gpu_s / 3600.0 * market_min_gpu_price(w->mkt, w->now);
+    *out = gpu_s;
     return 0;
 }
 

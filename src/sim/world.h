@@ -99,8 +99,10 @@ int sim_world_finished(const struct sim_world *w);
 /*
  * Change the fleet as f says, for the nodes and booting instances of the last snapshot: release
  * and cancel (terminate), then launch. A launch refused for capacity marks its offer unavailable
- * for 10 minutes and is not an error. Errors: ERR_INVAL (f is not sized for the last snapshot, or
- * releases a node a job holds; nothing changes), ERR_NOMEM.
+ * for 10 minutes and is not an error. Launches past max_nodes alive (noticed nodes count until
+ * they go: the snapshot's snap_offer.noticed) are not made, mark nothing and are not errors.
+ * Errors: ERR_INVAL (f is not sized for the last snapshot, or releases a node a job holds; nothing
+ * changes), ERR_NOMEM.
  */
 int sim_world_resize(struct sim_world *w, const struct fleet_plan *f);
 
@@ -111,11 +113,13 @@ int sim_world_has_fleet(const struct sim_world *w);
 void sim_world_fleet_stats(const struct sim_world *w, struct sim_fleet_stats *out);
 
 /*
- * A lower bound on what the workload costs: every job's work at its best goodput per GPU
- * (sim_job_min_gpu_seconds on nodes of gpn GPUs) at the lowest price per GPU-hour seen so far.
- * Errors: as sim_job_min_gpu_seconds.
+ * The least GPU-seconds the workload takes: every job's work at its best goodput per GPU
+ * (sim_job_min_gpu_seconds on nodes of gpn GPUs). Times the lowest price per GPU-hour seen
+ * (sim_fleet_stats.min_gpu_price), a lower bound on what it costs where every GPU-hour is billed
+ * (spot nodes reclaimed within an offer's reclaim_free_s are not: their work is free). On success
+ * writes *gpu_s. Errors: as sim_job_min_gpu_seconds.
  */
-int sim_world_cost_bound(struct sim_world *w, int gpn, double *dollars);
+int sim_world_min_gpu_seconds(struct sim_world *w, int gpn, double *gpu_s);
 
 /* How far a run is from the best possible (sim_bound: every job at each epoch on the best trade
  * of time against GPU-time, up to 64 GPUs on nodes of gpn, without restarts, boots or learning). */

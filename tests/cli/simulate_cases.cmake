@@ -65,6 +65,10 @@ add_test(NAME cli_scenario_json COMMAND ${EXPECT_FILE}
   ${CMAKE_CURRENT_BINARY_DIR}/scenario.json "\"dollars_over_bound\""
   -- $<TARGET_FILE:castor> simulate --scenario ${SCN}/small.yaml --compare --quiet
   --json ${CMAKE_CURRENT_BINARY_DIR}/scenario.json)
+# one cost bound per workload, the same for the four systems (dollars_bound: one value)
+add_test(NAME cli_scenario_shared_cost_bound COMMAND sh -c
+  "\"$0\" simulate --scenario \"$1\" --compare --quiet --json \"$2\" >/dev/null && test \"$(grep -o '\"dollars_bound\": [0-9.e+-]*' \"$2\" | sort -u | wc -l)\" = 1"
+  $<TARGET_FILE:castor> ${SCN}/small.yaml ${CMAKE_CURRENT_BINARY_DIR}/scenario_shared_bound.json)
 add_test(NAME cli_scenario_json_jct_bound COMMAND ${EXPECT_FILE}
   ${CMAKE_CURRENT_BINARY_DIR}/scenario_bound.json "\"jct_over_bound\""
   -- $<TARGET_FILE:castor> simulate --scenario ${SCN}/small.yaml --quiet
@@ -131,3 +135,9 @@ castor_cli_test(scenario_value_out_of_range 2 "--value \"0\": dollars per job-ho
   simulate --scenario ${SCN}/small.yaml --value 0)
 castor_cli_test(scenario_value_not_a_number 2 "--value \"cheap\": dollars per job-hour"
   simulate --scenario ${SCN}/small.yaml --value cheap)
+# --seed replaces the scenario's seed (the market's draws): the same as the key, other dollars
+# with another; not a whole number is refused
+add_test(NAME cli_scenario_seed COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_seed.sh
+  $<TARGET_FILE:castor> ${SCN}/small.yaml 5 6 ${CMAKE_CURRENT_BINARY_DIR}/seed)
+castor_cli_test(scenario_seed_not_whole 2 "--seed \"1.5\": a whole number, 0 to 2147483647"
+  simulate --scenario ${SCN}/small.yaml --seed 1.5)

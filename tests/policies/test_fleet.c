@@ -353,6 +353,30 @@ static void castor_fleet__counts_ready_and_booting(void **state)
     assert_int_equal(w->out->count[1], 1);
 }
 
+/*
+ * A noticed node (draining, not among the nodes) is held until it goes, and counts against
+ * max_nodes: the two jobs of sizing_world want 2 nodes; with one ready, one noticed and max_nodes
+ * 2 the fleet is full and castor launches nothing (the world would refuse the launch); with
+ * max_nodes 3 it launches the one missing.
+ */
+static void castor_fleet__noticed_nodes_count_against_max_nodes(void **state)
+{
+    struct fw *w = *state;
+    struct fleet_config cfg = {.mode = FLEET_EFFICIENCY, .max_nodes = 2};
+
+    sizing_world(w);
+    w->offers[0].noticed = 1;
+    node(w, 0, 0, OLD);
+    fw_ready(w, 1, 1, 0, 2);
+    assert_int_equal(decide_once(w, "castor", &cfg, "castor"), 0);
+    assert_launch(w, (int[]){0});
+    assert_release(w, (int[]){0});
+
+    cfg.max_nodes = 3;
+    assert_int_equal(decide_once(w, "castor", &cfg, "castor"), 0);
+    assert_launch(w, (int[]){1});
+}
+
 /* Budget mode with a cap of budget $/h on the two jobs of sizing_world, a measured on 4 (so it
  * may explore 8 GPUs): the nodes castor launches. */
 static int budget_nodes(struct fw *w, double budget)
@@ -379,6 +403,25 @@ static void castor_fleet__budget_caps_the_fleet(void **state)
 
     assert_int_equal(budget_nodes(w, 8), 2);
     assert_int_equal(budget_nodes(w, 12), 3);
+}
+
+/*
+ * The budget caps the nodes' listed prices: spot nodes of 4 GPUs at $4/h losing 0.6 preemptions
+ * per node-hour (the jobs checkpoint hourly: 0.6 x (30 + 1800) / 3600 = 30.5% of their time)
+ * still cost $4/h each, so $12/h rents three of them (a 8 GPUs, b 1), not the two that their
+ * price per useful hour ($5.76) would allow.
+ */
+static void castor_fleet__budget_caps_listed_prices(void **state)
+{
+    struct fw *w = *state;
+    struct fleet_config cfg = {.mode = FLEET_BUDGET, .budget = 12};
+
+    sizing_world(w);
+    offer(w, 0, 1, 4.0, 0.6);
+    w->jobs[0].max_profiled_replicas = 4;
+    fw_ready(w, 1, 0, 0, 2);
+    assert_int_equal(decide_once(w, "castor", &cfg, "castor"), 0);
+    assert_launch(w, (int[]){3});
 }
 
 /*
@@ -807,6 +850,34 @@ static void fixed_fleet__replaces_missing_nodes(void **state)
     fw_ready(w, 2, 2, 1, 1);
     assert_int_equal(decide_once(w, "fixed", &cfg, "castor"), 0);
     assert_true(fleet_plan_empty(w->f));
+}
+
+/*
+ * The fixed fleet of 2 nodes of offer 0 with one ready and one noticed (going): under max_nodes 2
+ * the noticed one still holds its place, so nothing is launched until it goes; under max_nodes 3
+ * the replacement is launched at once; once the noticed node is gone, under max_nodes 2 too.
+ */
+static void fixed_fleet__noticed_node_counts_against_max_nodes(void **state)
+{
+    struct fw *w = *state;
+    struct fleet_config cfg = {.offer = 0, .nodes = 2, .max_nodes = 2};
+
+    offer(w, 0, 1, 1.0, 0);
+    w->offers[0].noticed = 1;
+    node(w, 0, 0, OLD);
+    job(w, 0, &perfect, 4);
+    fw_ready(w, 1, 1, 0, 1);
+    assert_int_equal(decide_once(w, "fixed", &cfg, "castor"), 0);
+    assert_true(fleet_plan_empty(w->f));
+
+    cfg.max_nodes = 3;
+    assert_int_equal(decide_once(w, "fixed", &cfg, "castor"), 0);
+    assert_launch(w, (int[]){1});
+
+    w->offers[0].noticed = 0; /* gone: replaced under max_nodes 2 */
+    cfg.max_nodes = 2;
+    assert_int_equal(decide_once(w, "fixed", &cfg, "castor"), 0);
+    assert_launch(w, (int[]){1});
 }
 
 /*
@@ -1429,18 +1500,18 @@ static void castor_fleet__quota_stay_on_less_or_move_whole(void **state)
 }
 
 /*
- * A budget spent within the quotas: the jobs of the test above, $12/h. The budget's greedy buys
- * a GPU at a time for the first job it ranks (perfect scaling: every move is worth the same):
- * without quotas job 0 takes 8 GPUs on spot (two nodes at the jobs' mean interval of 1530 s:
- * 4 x $0.5 / (1 - 2 x (30 + 765) / 3600) = $3.58/h each) and job 1 the 4 of one on-demand node
- * ($4/h): $11.16/h. With spot's quota at one node job 0 stays there (as above) on 4 GPUs, and the
- * budget the second spot node would have taken buys job 1 a second on-demand node: $11.58/h, one
- * spot and two on-demand launches (sized without the quota, job 1 would have one).
+ * A budget spent within the quotas: the jobs of the test above, $10/h at listed prices. The
+ * budget's greedy buys a GPU at a time for the first job it ranks (perfect scaling: every move is
+ * worth the same): without quotas job 0 takes 8 GPUs on spot (two nodes at $2/h) and job 1 the 4
+ * of one on-demand node ($4/h): $8/h (a second on-demand node would make it $12/h). With spot's
+ * quota at one node job 0 stays there (as above) on 4 GPUs, and the budget the second spot node
+ * would have taken buys job 1 a second on-demand node: $10/h, one spot and two on-demand
+ * launches (sized without the quota, job 1 would have one).
  */
 static void castor_fleet__budget_within_the_quota(void **state)
 {
     struct fw *w = *state;
-    struct fleet_config cfg = {.mode = FLEET_BUDGET, .budget = 12};
+    struct fleet_config cfg = {.mode = FLEET_BUDGET, .budget = 10};
 
     for (int capped = 0; capped < 2; capped++) {
         ckpt_market(w, 2, 8);
@@ -1558,12 +1629,15 @@ int main(void)
         FW(fleet_cancel_newest__by_launch_time_and_market),
         FW(castor_fleet__steady_world_no_moves),
         FW(castor_fleet__counts_ready_and_booting),
+        FW(castor_fleet__noticed_nodes_count_against_max_nodes),
         FW(castor_fleet__budget_caps_the_fleet),
         FW(castor_fleet__budget_never_exceeded_by_packing),
+        FW(castor_fleet__budget_caps_listed_prices),
         FW(castor_fleet__no_jobs_releases_all_but_young),
         FW(castor_fleet__surplus_released_on_second_round),
         FW(fixed_fleet__replaces_missing_nodes),
         FW(fixed_fleet__gives_back_a_surplus),
+        FW(fixed_fleet__noticed_node_counts_against_max_nodes),
         FW(pollux_fleet__utility_band),
         FW(pollux_fleet__scales_to_zero_and_back),
         FW(plan_decide_fleet__rejects_bad_answers),

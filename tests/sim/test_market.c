@@ -546,6 +546,27 @@ static void market_launch__rate_streams_independent(void **state)
     market_free(m3);
 }
 
+/* An offer's streams follow its name, not its place: with an unused offer listed before it, a
+ * spot offer has the same hourly prices and the same lifetimes for the same seed. */
+static void market_new__streams_keyed_by_name(void **state)
+{
+    struct mkt_offer_spec sp = {
+        .name = "sp", .spot = 1, .gpus = 4, .price = 1.2, .volatility = 0.2, .rate = 1};
+    struct mkt_offer_spec one[1] = {sp}, two[2] = {od36, sp};
+    struct market *m1 = mk(one, 1, 3), *m2 = mk(two, 2, 3);
+
+    (void)state;
+    for (int h = 0; h < 200; h++)
+        assert_true(market_price(m1, 0, h * 3600.0) == market_price(m2, 1, h * 3600.0));
+    for (int i = 0; i < 10; i++) {
+        long a = launch(m1, 0, 0), b = launch(m2, 1, 0);
+
+        assert_true(market_instance(m1, a)->end_at == market_instance(m2, b)->end_at);
+    }
+    market_free(m1);
+    market_free(m2);
+}
+
 /* The seeded model: the same prices for a seed whether asked forwards or backwards; within
  * [price / 2, 2 price]; at price in hour 0; constant within an hour; moving (many distinct hourly
  * prices) with volatility 0.2; another seed gives another path; the on-demand offer stays. */
@@ -793,6 +814,7 @@ int main(void)
         cmocka_unit_test(market_advance__small_buffer_applies_all),
         cmocka_unit_test(market_launch__rate_lifetimes),
         cmocka_unit_test(market_launch__rate_streams_independent),
+        cmocka_unit_test(market_new__streams_keyed_by_name),
         cmocka_unit_test(market_price__seeded_model),
         cmocka_unit_test(market_price__seeded_model_reverts),
         cmocka_unit_test(market_instance_cost__seeded_model),

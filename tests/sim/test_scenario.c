@@ -2,6 +2,7 @@
  * system splits its rented fleet with pollux's geometric mean unless castor.p_mean says otherwise,
  * the three systems it is compared with keep the published harmonic mean, and a bad p_mean is
  * refused at its line and column; so are an empty utilisation band and crossed price bounds. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -216,6 +217,109 @@ static void scenario_load__price_bounds(void **state)
     expect_refused(bad, sizeof(bad) / sizeof(bad[0]));
 }
 
+/* A temporary file holding text; its path (an absolute one, in /tmp) is written to path. */
+static void temp_file(const char *text, char path[32])
+{
+    int fd;
+    FILE *f;
+
+    strcpy(path, "/tmp/castor-test-data-XXXXXX");
+    fd = mkstemp(path);
+    assert_true(fd >= 0);
+    f = fdopen(fd, "w");
+    assert_non_null(f);
+    assert_int_equal(fputs(text, f) >= 0, 1);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* What the market would refuse only when a run starts is refused by the loader at its place: a
+ * price series whose first point is after time 0 (at that time, in the series' file), a trace
+ * and a preemption rate on one offer (at the rate). A series from time
+ * 0 and a trace alone load. */
+static void scenario_load__market_errors_located(void **state)
+{
+    char late[32], zero[32], trace[32], text[3][512];
+    struct scenario *s;
+
+    (void)state;
+    temp_file("time_s,price\n60,1.2\n120,1.3\n", late);
+    temp_file("time_s,price\n0,1.2\n120,1.3\n", zero);
+    temp_file("0,add,n1\n5000,remove,n1\n", trace);
+    snprintf(text[0], sizeof(text[0]), OFFERS "    prices: %s\n", late);
+    snprintf(text[1], sizeof(text[1]), OFFERS "    trace: %s\n    preemption_rate: 0.5\n", trace);
+    {
+        const struct refusal bad[] = {
+            {text[0], ERR_RANGE, 2, 1, "the series starts at 60 s"},
+            {text[1], ERR_INVAL, 10, 22,
+             "offers[1].preemption_rate: an offer's preemptions come "
+             "from its trace or from a rate, not both"},
+        };
+
+        expect_refused(bad, sizeof(bad) / sizeof(bad[0]));
+    }
+    snprintf(text[2], sizeof(text[2]), OFFERS "    prices: %s\n", zero);
+    s = load_ok(text[2]);
+    assert_int_equal(s->offers[1].nseries, 2);
+    scenario_free(s);
+    snprintf(text[2], sizeof(text[2]), OFFERS "    trace: %s\n", trace);
+    s = load_ok(text[2]);
+    assert_int_equal(s->offers[1].ntrace, 2);
+    scenario_free(s);
+    unlink(late);
+    unlink(zero);
+    unlink(trace);
+}
+
+/* The fixed clusters' compare.nodes must fit within max_nodes: refused at compare.nodes, or at
+ * max_nodes when below the default 16 nodes; equal to it loads. */
+static void scenario_load__compare_nodes_within_max_nodes(void **state)
+{
+    static const struct refusal bad[] = {
+        {"max_nodes: 2\n" OFFERS "compare:\n  nodes: 4\n", ERR_RANGE, 11, 10,
+         "compare.nodes: the fixed clusters' 4 nodes (compare.nodes) are more than max_nodes (2)"},
+        {"max_nodes: 8\n" OFFERS, ERR_RANGE, 1, 12,
+         "max_nodes: the fixed clusters' 16 nodes (compare.nodes, the default)"},
+    };
+    struct scenario *s = load_ok("max_nodes: 2\n" OFFERS "compare:\n  nodes: 2\n");
+
+    (void)state;
+    assert_int_equal(s->systems[0].initial_nodes, 2);
+    scenario_free(s);
+    expect_refused(bad, sizeof(bad) / sizeof(bad[0]));
+}
+
+/* boot: 0 and notice: 0 mean none, not the defaults: a spot node of that scenario's market is
+ * ready at its launch, and a preemption comes without warning (its notice at its end); left out,
+ * the defaults hold (ready 180 s after the launch, the notice 120 s before the end). */
+static void scenario_load__zero_boot_and_notice_mean_none(void **state)
+{
+    static const char *const text[2] = {OFFERS "    preemption_rate: 1\n    boot: 0\n"
+                                               "    notice: 0\n",
+                                        OFFERS "    preemption_rate: 1\n"};
+    static const double ready[2] = {0, 180};
+
+    (void)state;
+    for (int i = 0; i < 2; i++) {
+        struct scenario *s = load_ok(text[i]);
+        struct market *m = NULL;
+        const struct mkt_instance *in;
+        struct error e = {0};
+        long id;
+
+        assert_int_equal(market_new(s->offers, s->noffers, 1, &m, &e), 0);
+        assert_int_equal(market_launch(m, 1, 0, &id), 0);
+        in = market_instance(m, id);
+        assert_true(in->ready_at == ready[i]);
+        assert_true(isfinite(in->end_at));
+        if (i == 0)
+            assert_true(in->notice_at == in->end_at);
+        else
+            assert_true(in->notice_at == fmax(0, in->end_at - 120));
+        market_free(m);
+        scenario_free(s);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -226,6 +330,9 @@ int main(void)
         cmocka_unit_test(scenario_load__reclaim_free_s),
         cmocka_unit_test(scenario_load__utilisation_band),
         cmocka_unit_test(scenario_load__price_bounds),
+        cmocka_unit_test(scenario_load__market_errors_located),
+        cmocka_unit_test(scenario_load__compare_nodes_within_max_nodes),
+        cmocka_unit_test(scenario_load__zero_boot_and_notice_mean_none),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

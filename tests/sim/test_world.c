@@ -239,6 +239,63 @@ static void sim_world_resize__capacity_marks_offer_unavailable(void **state)
     sim_world_free(w);
 }
 
+/* A fixed cluster of 2 nodes on the spot pool that holds one starts with what that pool allows
+ * (as with a quota): one ready node, not an error. */
+static void sim_world_new__starts_with_what_capacity_allows(void **state)
+{
+    struct sim_world *w = market_world(2, SPOT, 0);
+
+    (void)state;
+    assert_int_equal(observe(w)->nnodes, 1);
+    assert_int_equal(sim_world_fleet_nodes(w, 1), 1);
+    sim_world_free(w);
+}
+
+/*
+ * max_nodes 1 and the one node (the traced pool's) noticed at 880 s: it still holds the world's
+ * one slot until the trace takes it at 1000 s. The snapshot shows it as noticed on its offer (not
+ * among the nodes); a launch of on-demand then is not made (no slot), is no error, counts no
+ * capacity refusal and leaves on-demand available. Once the node is gone the launch boots.
+ */
+static void sim_world_resize__slot_limit_is_not_a_capacity_refusal(void **state)
+{
+    struct sim_config cfg = market_config(1, TRACED, 0);
+    struct sim_world *w = NULL;
+    struct fleet_plan *f;
+    const struct snapshot *s;
+    struct sim_fleet_stats st;
+    struct error e;
+
+    (void)state;
+    cfg.max_nodes = 1;
+    assert_int_equal(sim_world_new(&cfg, wl, &w, &e), 0);
+    assert_int_equal(observe(w)->offers[TRACED].noticed, 0);
+    assert_int_equal(sim_world_advance(w, 880), 0);
+    s = observe(w);
+    assert_int_equal(s->nnodes, 0);
+    assert_int_equal(s->offers[TRACED].noticed, 1);
+    assert_int_equal(s->offers[OD].noticed, 0);
+    f = launching(w, OD, 1);
+    assert_int_equal(sim_world_resize(w, f), 0);
+    fleet_plan_free(f);
+    s = observe(w);
+    assert_int_equal(s->nbooting, 0);
+    assert_int_equal(s->offers[OD].unavailable, 0);
+    sim_world_fleet_stats(w, &st);
+    assert_int_equal(st.capacity_errs, 0);
+    assert_int_equal(st.launches, 1);
+
+    assert_int_equal(sim_world_advance(w, 120), 0);
+    assert_int_equal(observe(w)->offers[TRACED].noticed, 0);
+    f = launching(w, OD, 1);
+    assert_int_equal(sim_world_resize(w, f), 0);
+    fleet_plan_free(f);
+    s = observe(w);
+    assert_int_equal(s->nbooting, 1);
+    assert_int_equal(s->booting[0].offer, OD);
+    sim_world_free(w);
+}
+
 /*
  * The job runs on the traced spot node, which the trace takes at 1000 s; the notice comes 120 s
  * before, at 880. No periodic checkpoints. At 880 the job checkpoints (its saved progress is its
@@ -512,6 +569,8 @@ int main(void)
         cmocka_unit_test(sim_world__fixed_cluster_unchanged),
         cmocka_unit_test(sim_world_resize__launch_boots_then_ready),
         cmocka_unit_test(sim_world_resize__capacity_marks_offer_unavailable),
+        cmocka_unit_test(sim_world_resize__slot_limit_is_not_a_capacity_refusal),
+        cmocka_unit_test(sim_world_new__starts_with_what_capacity_allows),
         cmocka_unit_test(sim_world_advance__notice_checkpoints_preemption_rolls_back),
         cmocka_unit_test(sim_world_advance__periodic_checkpoints_bound_silent_loss),
         cmocka_unit_test(sim_world_advance__the_traces_interval_per_job),
