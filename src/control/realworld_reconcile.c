@@ -1,9 +1,9 @@
 /* realworld_reconcile.c: the real world's nodes in the state (recorded at launch, terminated,
  * launched under an intent's token) and the reconciliation of the state with the cloud:
- * instances adopted by their launch token, strays terminated, notices drained, gone instances'
- * nodes terminated, pending intents asked again by their token or given up after a timeout, nodes
- * whose agents never registered or went silent terminated (the silent fenced, a fence the state
- * keeps), nodes whose notices the cloud did not carry out terminated. */
+ * instances adopted by their launch token, strays terminated (what they cost charged), notices
+ * drained, gone instances' nodes terminated, pending intents asked again by their token or given
+ * up after a timeout, nodes whose agents never registered or went silent terminated (the silent
+ * fenced, a fence the state keeps), nodes whose notices the cloud did not carry out terminated. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -191,6 +191,64 @@ int rw_token_has_node(const struct state_node *nodes, size_t n, const char *toke
     return 0;
 }
 
+/*
+ * What stray instance in (its node, NULL when the state has none) cost, charged to the fleet as
+ * the reconciliation terminates it, and again each tick the cloud still lists it (termination
+ * takes time, or was refused): the cloud bills it. At its offer's price as castor prices its own
+ * nodes (a node's last price where its offer's is unknown now), from its launch as the cloud
+ * lists it (not known: now), at least the cloud's minimum; one whose node castor recorded is
+ * charged from the end of what its node was charged (state_cost_accrue: its termination, at least
+ * a minute from its launch), and nothing while its node is live (the node's own costs count).
+ * A stray castor cannot price is logged and counted nowhere, as an unpriced node.
+ */
+static void rw_stray_charge(struct realworld *rw, const struct cloud_instance *in,
+                            const struct state_node *node, double now)
+{
+    const char *offer = node ? node->offer : in->offer;
+    const struct realworld_offer *meta = rw_meta(rw, offer);
+    int o = rw_offer_find(rw, offer);
+    double price = o >= 0 ? rw_offer_bill(&rw->offers[o]) : NAN;
+    double from = in->launched > 0 ? fmin(in->launched, now) : now, min_s = STATE_MIN_BILLED_S;
+    double seconds = 0, dollars = 0;
+    struct state_stray s = {.instance_id = in->id,
+                            .offer = offer,
+                            .zone = node                 ? node->zone
+                                    : meta && meta->zone ? meta->zone
+                                                         : "default",
+                            .market = node                           ? node->market
+                                      : o >= 0 && rw->offers[o].spot ? STATE_MARKET_SPOT
+                                                                     : STATE_MARKET_ON_DEMAND};
+    int rc;
+
+    if (!isfinite(price) && node && node->price > 0)
+        price = node->price;
+    if (!isfinite(price)) {
+        log_msg(rw->log, now, LOG_WARN, NULL, in->id,
+                "a stray instance of %s, whose price castor cannot tell: what it cost is counted "
+                "nowhere (give the offer a price)",
+                offer[0] ? offer : "an unknown offer");
+        return;
+    }
+    if (node) {
+        min_s = 0; /* the node's own costs held the minimum */
+        from = now;
+        if (node->state == STATE_NODE_TERMINATED && isfinite(node->terminated_at))
+            from = node->launch_token
+                       ? fmax(node->terminated_at, node->launched_at + STATE_MIN_BILLED_S)
+                       : node->terminated_at;
+    }
+    rc = state_stray_charge(rw->state, &s, from, now, min_s, price, &seconds, &dollars);
+    if (rc < 0)
+        log_msg(rw->log, now, LOG_WARN, NULL, in->id,
+                "cannot record what the stray instance cost (%s): recorded with a later tick's "
+                "while the cloud lists it",
+                err_str(rc));
+    else if (seconds > 0)
+        log_msg(rw->log, now, LOG_INFO, NULL, in->id,
+                "a stray instance of %s: $%.4f for %.0f s at $%.4f/h added to the fleet's costs",
+                offer, dollars, seconds, price);
+}
+
 /* The instances listed: adopt, terminate, notice. */
 static void rw_reconcile_instances(struct realworld *rw, const struct cloud_instance *in, size_t n,
                                    const struct state_node *nodes, size_t nn, double now)
@@ -204,6 +262,7 @@ static void rw_reconcile_instances(struct realworld *rw, const struct cloud_inst
             continue;
         if (node && node->launch_token) {
             if (node->state == STATE_NODE_TERMINATED) {
+                rw_stray_charge(rw, &in[i], node, now);
                 rw_node_terminate(rw, in[i].id, rw_node_spot(node), now, "its node was terminated");
                 continue;
             }
@@ -233,6 +292,7 @@ static void rw_reconcile_instances(struct realworld *rw, const struct cloud_inst
             rw_note_node_jobs(rw, in[i].id, now, "node-lost", "its node's instance is a stray",
                               RW_RESTARTS);
         rw->losses[API_LOSS_STRAY]++;
+        rw_stray_charge(rw, &in[i], node, now);
         o = rw_offer_find(rw, in[i].offer);
         rw_node_terminate(rw, in[i].id,
                           node     ? rw_node_spot(node)

@@ -198,6 +198,23 @@ static const char *const st_migrations[STATE_SCHEMA_VERSION] = {
     " until REAL NOT NULL,"
     " PRIMARY KEY (node_id, job_id)"
     ") STRICT;",
+    /* v14: what the instances terminated as strays cost (state_stray_charge): the cloud billed
+     * them, and no node row explains them (a launch given up whose instance turned up later, a
+     * second instance under one token, one still listed after its node was terminated). Kept
+     * per instance and UTC hour as the nodes' costs are, under their offer, zone and market;
+     * no job is charged. */
+    "CREATE TABLE stray_costs ("
+    " id INTEGER PRIMARY KEY,"
+    " instance_id TEXT NOT NULL CHECK (length(instance_id) BETWEEN 1 AND 128),"
+    " offer TEXT NOT NULL CHECK (length(offer) BETWEEN 1 AND 128),"
+    " zone TEXT NOT NULL CHECK (length(zone) BETWEEN 1 AND 128),"
+    " market TEXT NOT NULL CHECK (market IN ('on-demand', 'spot')),"
+    " start_at REAL NOT NULL,"
+    " end_at REAL NOT NULL CHECK (end_at >= start_at),"
+    " dollars REAL NOT NULL CHECK (dollars >= 0)"
+    ") STRICT;"
+    "CREATE INDEX stray_costs_by_instance ON stray_costs (instance_id, end_at);"
+    "CREATE INDEX stray_costs_by_end ON stray_costs (end_at);",
 };
 
 /* ---- checks, statements and rows ---- */

@@ -20,7 +20,7 @@ struct state; /* an open state database; opaque */
 struct db;
 
 /* The schema version this build writes (PRAGMA user_version). */
-#define STATE_SCHEMA_VERSION 13
+#define STATE_SCHEMA_VERSION 14
 
 /* Longest name, instance id, token, provider, offer or zone, in bytes. */
 #define STATE_NAME_MAX 128
@@ -659,8 +659,31 @@ int state_cost_accrue(struct state *st, double from, double now);
  * counts. Errors as state_cost_accrue. */
 int state_cost_accrue_live(struct state *st, double from, double now, char *const *listed);
 
-/* *until: the latest end of the costs recorded (NAN: none yet), where a restarted controller's
- * accrual begins. Errors: what SQLite says. */
+/* An instance terminated as a stray (no node of castor's explains it), as the cloud listed it:
+ * what its charges are kept under. Strings borrowed: names (1 to STATE_NAME_MAX bytes). */
+struct state_stray {
+    const char *instance_id;
+    const char *offer;
+    const char *zone;
+    enum state_market market;
+};
+
+/*
+ * Charge a stray instance at price ($/h, >= 0) for [from, to] (seconds): from its last charge
+ * instead when it has one (an instance still listed a tick after it was terminated is charged
+ * only for the new span), and its first charge at least min_s (>= 0: the cloud's minimum billed
+ * time) long. Kept per instance and UTC hour (a span over several split at the hours, at its
+ * rate), counted in the fleet's costs (state_cost_total, _since, _split, _report) under its offer
+ * and market; no job is charged. *seconds and *dollars (each may be NULL): what was added (0 when
+ * the span is already charged). One transaction; nothing written on error. ERR_INVAL: a bad
+ * argument; what SQLite says.
+ */
+int state_stray_charge(struct state *st, const struct state_stray *s, double from, double to,
+                       double min_s, double price, double *seconds, double *dollars);
+
+/* *until: the latest end of the nodes' costs recorded (NAN: none yet), where a restarted
+ * controller's accrual begins (the strays' charges are not the nodes' accrual and are left out).
+ * Errors: what SQLite says. */
 int state_cost_recorded_until(struct state *st, double *until);
 
 /* A job's share of what was taken back from one node (state_cost_refund). */
@@ -684,16 +707,17 @@ int state_cost_refund(struct state *st, const char *instance_id, double *dollars
 
 void state_cost_shares_free(struct state_cost_share *rows, size_t n);
 
-/* What the fleet cost (every cost added), the part the jobs held (their dollars, over every job
- * ever: state_cost_add's shares), and the rest, what idle GPUs cost (never below 0); 0 each with
- * none. */
+/* What the fleet cost (every cost added, the strays' charges included), the part the jobs held
+ * (their dollars, over every job ever: state_cost_add's shares), and the rest, what no job held:
+ * idle GPUs and strays (never below 0); 0 each with none. */
 struct state_costs {
     double spent, jobs, idle;
 };
 int state_cost_split(struct state *st, struct state_costs *out);
 
-/* The dollars of the costs added that end after from (seconds): what the fleet cost since then,
- * a row that straddles it counted for its part after it (0 with none). */
+/* The dollars of the costs added (the strays' charges included) that end after from (seconds):
+ * what the fleet cost since then, a row that straddles it counted for its part after it (0 with
+ * none). */
 int state_cost_since(struct state *st, double from, double *dollars);
 
 /* What the fleet cost, by UTC day or by offer (state_cost_report). */
@@ -701,16 +725,17 @@ enum state_cost_by { STATE_COST_BY_DAY, STATE_COST_BY_OFFER };
 
 struct state_cost_row {
     char *key;        /* owned: the day ("2026-11-27", UTC) or the offer */
-    double on_demand; /* castor's on-demand nodes */
-    double spot;      /* castor's spot nodes */
+    double on_demand; /* castor's on-demand nodes (and strays of that market) */
+    double spot;      /* castor's spot nodes (and strays of that market) */
     double fixed;     /* static nodes (registered, not launched), at their registered price */
     double dollars;   /* the three together */
 };
 
 /*
  * The costs recorded from from to to (seconds; a cost counts where it starts: costs are kept per
- * node and UTC hour, so a day's share is exact to a tick), summed by day (oldest first) or by offer
- * (dearest first). What was taken back (state_cost_refund) is not in them. *out owns n rows
+ * node and UTC hour, so a day's share is exact to a tick), the strays' charges with them under
+ * their offer and market (state_stray_charge), summed by day (oldest first) or by offer (dearest
+ * first). What was taken back (state_cost_refund) is not in them. *out owns n rows
  * (state_cost_rows_free); written only on success. ERR_INVAL: a bad span.
  */
 int state_cost_report(struct state *st, double from, double to, enum state_cost_by by,
@@ -718,7 +743,7 @@ int state_cost_report(struct state *st, double from, double to, enum state_cost_
 
 void state_cost_rows_free(struct state_cost_row *rows, size_t n);
 
-/* The dollars of every cost added (0 with none). */
+/* The dollars of every cost added, the strays' charges included (0 with none). */
 int state_cost_total(struct state *st, double *dollars);
 
 /* ---- job events: what happened to a job, for its owner ---- */

@@ -1,6 +1,6 @@
 /* state_log.c: the controller's records in its state: the decision log (one summary per tick),
- * the costs of nodes, the jobs' events, the controller's own secrets, and a check that the state
- * takes writes. */
+ * the costs of nodes and of strays, the jobs' events, the controller's own secrets, and a check
+ * that the state takes writes. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,9 +29,9 @@ int state_decision_last_tick(struct state *st, long long *tick)
 
 /* The cost row of one node and UTC hour: the node's latest row grows when [from, to] (within one
  * hour) follows it in that hour, else a row is added. ERR_UNKNOWN: no such node. */
-static int st_cost_row(struct state *st, const char *instance_id, double from, double to,
-                       double dollars)
+static int st_cost_row(struct state *st, const void *key, double from, double to, double dollars)
 {
+    const char *instance_id = key;
     int rc = st_run(st->db,
                     "UPDATE costs SET end_at = ?3, dollars = dollars + ?4 WHERE id = (SELECT c.id"
                     " FROM costs c JOIN nodes n ON n.id = c.node_id WHERE n.instance_id = ?1"
@@ -49,9 +49,11 @@ static int st_cost_row(struct state *st, const char *instance_id, double from, d
     return rc;
 }
 
-/* state_cost_add inside the caller's transaction. */
-static int st_cost_add(struct state *st, const char *instance_id, double from, double to,
-                       double dollars)
+/* Record dollars spent over [from, to] by row(st, key, ...) once for each UTC hour it covers,
+ * its part of the span at the span's rate. */
+static int st_by_hour(struct state *st, const void *key, double from, double to, double dollars,
+                      int (*row)(struct state *st, const void *key, double from, double to,
+                                 double dollars))
 {
     double a = from, b;
     int rc;
@@ -62,10 +64,18 @@ static int st_cost_add(struct state *st, const char *instance_id, double from, d
      * cost (a long span, the controller's downtime, is not charged to the hour it ends in) */
     do {
         b = fmin(to, (floor(a / 3600.0) + 1) * 3600.0);
-        rc = st_cost_row(st, instance_id, a, b,
-                         to > from ? dollars * (b - a) / (to - from) : dollars);
+        rc = row(st, key, a, b, to > from ? dollars * (b - a) / (to - from) : dollars);
         a = b;
     } while (rc == 0 && a < to);
+    return rc;
+}
+
+/* state_cost_add inside the caller's transaction. */
+static int st_cost_add(struct state *st, const char *instance_id, double from, double to,
+                       double dollars)
+{
+    int rc = st_by_hour(st, instance_id, from, to, dollars, st_cost_row);
+
     /* each job on the node: its GPUs' share (of the node's GPUs, or of the replicas placed there
      * if ever more); the share of idle GPUs goes to no job */
     if (rc == 0)
@@ -225,6 +235,63 @@ int state_cost_accrue_live(struct state *st, double from, double now, char *cons
         st, from, now, ((1u << STATE_NODE_NSTATES) - 1) & ~(1u << STATE_NODE_TERMINATED), listed);
 }
 
+/* The charge row of one stray and UTC hour: as st_cost_row, by the stray's instance id. */
+static int st_stray_row(struct state *st, const void *key, double from, double to, double dollars)
+{
+    const struct state_stray *s = key;
+    int rc = st_run(st->db,
+                    "UPDATE stray_costs SET end_at = ?3, dollars = dollars + ?4 WHERE id = (SELECT"
+                    " id FROM stray_costs WHERE instance_id = ?1 ORDER BY id DESC LIMIT 1)"
+                    " AND end_at = ?2 AND CAST(start_at / 3600 AS INTEGER) = CAST(?2 / 3600 AS"
+                    " INTEGER)",
+                    "tddd", s->instance_id, from, to, dollars);
+
+    if (rc == 0 && db_changes(st->db) == 0)
+        rc = st_run(st->db,
+                    "INSERT INTO stray_costs (instance_id, offer, zone, market, start_at, end_at,"
+                    " dollars) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                    "ttttddd", s->instance_id, s->offer, s->zone,
+                    s->market == STATE_MARKET_SPOT ? "spot" : "on-demand", from, to, dollars);
+    return rc;
+}
+
+int state_stray_charge(struct state *st, const struct state_stray *s, double from, double to,
+                       double min_s, double price, double *seconds, double *dollars)
+{
+    double last = NAN, add = 0;
+    int rc;
+
+    if (!s || !st_name_ok(s->instance_id) || !st_name_ok(s->offer) || !st_name_ok(s->zone) ||
+        (s->market != STATE_MARKET_ON_DEMAND && s->market != STATE_MARKET_SPOT) ||
+        !st_time_ok(from) || !st_time_ok(to) || !st_time_ok(min_s) || min_s < 0 ||
+        !st_time_ok(price) || price < 0)
+        return ERR_INVAL;
+    if ((rc = db_begin(st->db)) < 0)
+        return rc;
+    rc = st_double(st->db, &last,
+                   "SELECT end_at FROM stray_costs WHERE instance_id = ?1 ORDER BY end_at DESC"
+                   " LIMIT 1",
+                   "t", s->instance_id);
+    if (rc == 0) {
+        from = fmax(from, last); /* charged up to last already */
+    } else if (rc == ERR_UNKNOWN) {
+        rc = 0;
+        to = fmax(to, from + min_s); /* the first charge: the cloud's minimum */
+    }
+    if (rc == 0 && to > from) {
+        add = price * (to - from) / 3600.0;
+        rc = st_by_hour(st, s, from, to, add, st_stray_row);
+    }
+    rc = st_end(st, rc);
+    if (rc < 0)
+        return rc;
+    if (seconds)
+        *seconds = to > from ? to - from : 0;
+    if (dollars)
+        *dollars = add;
+    return 0;
+}
+
 int state_cost_recorded_until(struct state *st, double *until)
 {
     double t = NAN;
@@ -239,21 +306,26 @@ int state_cost_recorded_until(struct state *st, double *until)
 int state_cost_total(struct state *st, double *dollars)
 {
     /* total() is 0.0 over no rows: a row always comes */
-    return st_double(st->db, dollars, "SELECT total(dollars) FROM costs", "");
+    return st_double(st->db, dollars,
+                     "SELECT (SELECT total(dollars) FROM costs) +"
+                     " (SELECT total(dollars) FROM stray_costs)",
+                     "");
 }
+
+/* The dollars of table's rows (costs, stray_costs) that end after ?1: a row that straddles it
+ * (one recorded before rows were split by the hour) counts for its part after it. */
+#define ST_SINCE(table)                                                                        \
+    "(SELECT total(CASE WHEN start_at >= ?1 OR end_at <= start_at THEN dollars ELSE dollars *" \
+    " (end_at - ?1) / (end_at - start_at) END) FROM " table " WHERE end_at > ?1)"
 
 int state_cost_since(struct state *st, double from, double *dollars)
 {
     if (!st_time_ok(from))
         return ERR_INVAL;
-    /* a row that straddles from (one recorded before rows were split by the hour) counts for
-     * its part after it */
-    return st_double(st->db, dollars,
-                     "SELECT total(CASE WHEN start_at >= ?1 OR end_at <= start_at THEN dollars"
-                     " ELSE dollars * (end_at - ?1) / (end_at - start_at) END) FROM costs"
-                     " WHERE end_at > ?1",
+    return st_double(st->db, dollars, "SELECT " ST_SINCE("costs") " + " ST_SINCE("stray_costs"),
                      "d", from);
 }
+#undef ST_SINCE
 
 int state_cost_split(struct state *st, struct state_costs *out)
 {
@@ -291,17 +363,20 @@ static const struct st_rows st_cost_rows = {sizeof(struct state_cost_row), st_re
 int state_cost_report(struct state *st, double from, double to, enum state_cost_by by,
                       struct state_cost_row **out, size_t *n)
 {
-    /* the same sums over the costs of [from, to), by day (UTC) or by offer */
-#define ST_COST_SUMS                                                                              \
-    " total(CASE WHEN n.launch_token IS NOT NULL AND n.market = 'on-demand' THEN c.dollars END)," \
-    " total(CASE WHEN n.launch_token IS NOT NULL AND n.market = 'spot' THEN c.dollars END),"      \
-    " total(CASE WHEN n.launch_token IS NULL THEN c.dollars END), total(c.dollars) AS d"          \
-    " FROM costs c JOIN nodes n ON n.id = c.node_id WHERE c.start_at >= ?1 AND c.start_at < ?2"
+    /* the same sums over the costs of [from, to), the nodes' (a static node's in its own
+     * column) and the strays' (in their market's), by day (UTC) or by offer */
+#define ST_COST_SUMS                                                                             \
+    " total(CASE WHEN m = 'on-demand' THEN dollars END),"                                        \
+    " total(CASE WHEN m = 'spot' THEN dollars END),"                                             \
+    " total(CASE WHEN m IS NULL THEN dollars END), total(dollars) AS d FROM (SELECT c.start_at," \
+    " c.dollars, n.offer, CASE WHEN n.launch_token IS NOT NULL THEN n.market END AS m"           \
+    " FROM costs c JOIN nodes n ON n.id = c.node_id WHERE c.start_at >= ?1 AND c.start_at < ?2"  \
+    " UNION ALL SELECT start_at, dollars, offer, market FROM stray_costs"                        \
+    " WHERE start_at >= ?1 AND start_at < ?2)"
     static const char *const sql[] = {
         [STATE_COST_BY_DAY] =
-            "SELECT date(c.start_at, 'unixepoch') AS k," ST_COST_SUMS " GROUP BY k ORDER BY k",
-        [STATE_COST_BY_OFFER] =
-            "SELECT n.offer AS k," ST_COST_SUMS " GROUP BY k ORDER BY d DESC, k",
+            "SELECT date(start_at, 'unixepoch') AS k," ST_COST_SUMS " GROUP BY k ORDER BY k",
+        [STATE_COST_BY_OFFER] = "SELECT offer AS k," ST_COST_SUMS " GROUP BY k ORDER BY d DESC, k",
     };
 #undef ST_COST_SUMS
     struct db_stmt *s = NULL;

@@ -243,7 +243,9 @@ static void rewatch(struct fixture *f, double registration, double heartbeat)
  * under pollux. */
 static int make_loop_with(struct fixture *f, const char *fleet, int offer, int nodes)
 {
-    struct fleet_config fc = {.offer = offer, .nodes = nodes};
+    /* max_nodes as the configuration's default: a noticed node counts against it while it
+     * drains, so a replacement is launched at the notice below it */
+    struct fleet_config fc = {.offer = offer, .nodes = nodes, .max_nodes = 16};
     struct policy_config pc = {0};
 
     if (policy_new("pollux", &pc, &f->policy) < 0 || fleet_new(fleet, &fc, &f->fleet) < 0)
@@ -817,12 +819,24 @@ static void realworld_observe__a_noticed_node_drains(void **state)
     const struct snapshot *s;
     struct state_node n;
 
+    int o = -1, noticed = 0;
+
     one_node_running(f, ids);
+    assert_int_equal(provider_observe(&f->prov, &s), 0);
+    for (int k = 0; k < s->noffers; k++)
+        noticed += s->offers[k].noticed;
+    assert_int_equal(noticed, 0); /* ready: among the nodes */
     assert_int_equal(cloud_fake_set_state(&f->fake, ids[0], CLOUD_NOTICED, f->now + 120), 0);
     f->now += 10;
     assert_int_equal(provider_observe(&f->prov, &s), 0);
     assert_int_equal(s->nnodes, 0); /* not schedulable */
     assert_int_equal(s->current->count[0], 0);
+    /* still alive: counted on its offer against max_nodes, as the simulated world does */
+    assert_int_equal(state_node_get(f->st, ids[0], &n), 0);
+    assert_int_equal(realworld_offer_index(f->rw, n.offer, &o), 0);
+    assert_int_equal(s->offers[o].noticed, 1);
+    assert_int_equal(snapshot_noticed(s), 1);
+    state_node_clear(&n);
     assert_int_equal(state_node_get(f->st, ids[0], &n), 0);
     assert_int_equal(n.state, STATE_NODE_DRAINING);
     assert_true(n.notice_deadline == f->now + 110);
@@ -2066,6 +2080,15 @@ static void realworld_resize__spot_above_its_max_price_is_not_asked(void **state
     unlog(f, log, mem, &text);
 }
 
+/* The fleet's dollars. */
+static void costs_are_total(struct fixture *f, double fleet)
+{
+    double total = -1;
+
+    assert_int_equal(state_cost_total(f->st, &total), 0);
+    assert_float_equal(total, fleet, 1e-9);
+}
+
 /* The fleet's dollars and job a's. */
 static void costs_are(struct fixture *f, double fleet, double job_a)
 {
@@ -2142,6 +2165,88 @@ static void realworld_reconcile__a_spot_node_reclaimed_in_its_first_hour_is_free
     tick(f, 10);
     costs_are(f, second + third, kept);
     assert_int_equal(sql_int(f, "SELECT count(*) FROM nodes WHERE state = 'terminated'"), 3);
+}
+
+/* The dollars of /v1/costs?by=offer's row for offer in its column (on_demand, spot), as a user
+ * reads them. */
+static double offer_cost(struct fixture *f, const char *offer, const char *column)
+{
+    struct jv *v = NULL;
+    const struct jv *rows;
+    double d = -1;
+
+    assert_int_equal(call(f, "GET", "/v1/costs?by=offer", TOKEN_USER, NULL, &v), 200);
+    rows = jv_get(v, "rows");
+    for (size_t i = 0; i < jv_size(rows); i++)
+        if (strcmp(jv_string_value(jv_get(jv_at(rows, i), "offer")), offer) == 0)
+            assert_int_equal(jv_number_value(jv_get(jv_at(rows, i), column), &d), 0);
+    jv_free(v);
+    return d;
+}
+
+/* The cloud bills a stray instance until it is gone, so castor counts it (before, nowhere: no
+ * node row to charge). One the cloud launched at T0 (a launch whose answer was lost) found and
+ * terminated 600 s later is charged those 600 s at its offer's $2.00/h; a spot one found 10 s
+ * after its launch is charged the cloud's minute at $0.80/h, and, still listed a tick later (its
+ * terminate refused), only the 90 s since; gone, nothing more. The fleet's total, the spend
+ * limit's sum and /v1/costs hold them, under their offer and market; no job is charged. */
+static void realworld_reconcile__a_stray_is_charged_to_the_fleet(void **state)
+{
+    struct fixture *f = *state;
+    const struct realworld_spend limit = {.dollars = 100, .period = REALWORLD_DAY};
+    const double od = 2.0 * 600 / 3600, minute = 0.8 * 60 / 3600, more = 0.8 * 90 / 3600;
+    char id[CLOUD_ID_MAX], ids[8][CLOUD_ID_MAX];
+    struct state_costs costs;
+    double since = 0;
+
+    realworld_set_spend(f->rw, &limit);
+    assert_int_equal(cloud_fake_inject(&f->fake, CLUSTER, OFFER_OD, CLUSTER "-lost", id), 0);
+    f->now += 600;
+    assert_int_equal(realworld_reconcile(f->rw), 0);
+    assert_int_equal(live_instances(f, ids), 0);
+    costs_are_total(f, od);
+    assert_int_equal(cloud_fake_inject(&f->fake, CLUSTER, OFFER_SPOT, "", id), 0);
+    assert_int_equal(cloud_fake_fail(&f->fake, "terminate", ERR_IO, 1), 0);
+    f->now += 10;
+    assert_int_equal(realworld_reconcile(f->rw), 0);
+    assert_int_equal(live_instances(f, ids), 1); /* still billed */
+    costs_are_total(f, od + minute);
+    f->now += 140; /* charged up to its launch + 60 s: 90 s more */
+    assert_int_equal(realworld_reconcile(f->rw), 0);
+    assert_int_equal(live_instances(f, ids), 0);
+    costs_are_total(f, od + minute + more);
+    f->now += 100;
+    assert_int_equal(realworld_reconcile(f->rw), 0); /* gone: nothing more; the limit's sum */
+    costs_are_total(f, od + minute + more);
+    assert_float_equal(metrics(f).spend_period, od + minute + more, 1e-9);
+    assert_int_equal(state_cost_since(f->st, T0 + 600, &since), 0);
+    assert_float_equal(since, minute + more, 1e-9);
+    assert_float_equal(offer_cost(f, OFFER_OD, "on_demand"), od, 1e-9);
+    assert_float_equal(offer_cost(f, OFFER_SPOT, "spot"), minute + more, 1e-9);
+    assert_int_equal(state_cost_split(f->st, &costs), 0);
+    assert_true(costs.jobs == 0 && fabs(costs.idle - costs.spent) < 1e-12);
+}
+
+/* An instance the cloud still lists after castor terminated its node (30 s after its launch at
+ * T0, a termination that did not take) is charged from where its node's costs end, the minute
+ * from its launch, to when the reconciliation finds it, 300 s after the launch: the node's
+ * minute and the stray's 240 s make the 300 s at $2.00/h, nothing twice and nothing lost. */
+static void realworld_reconcile__a_terminated_nodes_instance_is_charged_on(void **state)
+{
+    struct fixture *f = *state;
+    char ids[8][CLOUD_ID_MAX];
+
+    assert_int_equal(make_loop(f, 1), 0);
+    submit_job(f, "a", 4);
+    tick(f, 0);
+    assert_int_equal(live_instances(f, ids), 1);
+    assert_int_equal(state_node_set_state(f->st, ids[0], STATE_NODE_TERMINATED, T0 + 30), 0);
+    f->now = T0 + 300;
+    assert_int_equal(realworld_reconcile(f->rw), 0);
+    assert_int_equal(live_instances(f, ids), 0);
+    costs_are_total(f, 2.0 * 240 / 3600);
+    assert_int_equal(state_cost_accrue(f->st, T0, f->now), 0); /* the node's own, as the daemon */
+    costs_are_total(f, 2.0 * 300 / 3600);
 }
 
 /* The planner's preemption rate for an offer is learned from castor's own nodes there, as the
@@ -2720,6 +2825,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             realworld_reconcile__a_spot_node_reclaimed_in_its_first_hour_is_free, rw_setup,
             rw_teardown),
+        cmocka_unit_test_setup_teardown(realworld_reconcile__a_stray_is_charged_to_the_fleet,
+                                        rw_setup, rw_teardown),
+        cmocka_unit_test_setup_teardown(
+            realworld_reconcile__a_terminated_nodes_instance_is_charged_on, rw_setup, rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_observe__preemption_rates_are_learned, rw_setup,
                                         rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_observe__nodes_are_billed_at_the_price_of_now,

@@ -88,10 +88,13 @@ static const char *query_plan(struct db *db, const char *sql, char *buf, size_t 
  * with castor's application id; opening it again changes nothing. */
 static void state_open__new_file_at_latest_version(void **state)
 {
-    static const char *const objects[] = {
-        "jobs",          "nodes",          "allocations",   "models",         "decisions",
-        "costs",         "launch_intents", "jobs_by_state", "nodes_by_state", "allocations_by_node",
-        "costs_by_node", "reports",        "jobs_by_family"};
+    static const char *const objects[] = {"jobs",           "nodes",
+                                          "allocations",    "models",
+                                          "decisions",      "costs",
+                                          "launch_intents", "jobs_by_state",
+                                          "nodes_by_state", "allocations_by_node",
+                                          "costs_by_node",  "reports",
+                                          "jobs_by_family", "stray_costs"};
     const struct tmpdb *t = *state;
     struct state *st = open_state(t);
     struct db_stmt *s = NULL;
@@ -2553,6 +2556,90 @@ static void state_open__migrates_v12_to_v13(void **state)
     state_close(st);
 }
 
+/* A stray instance's charges: its first at least the minimum (60 s from 3500 at $3.60/h: $0.06),
+ * then only what follows its last (to 3700: $0.14, split at the hour), nothing for a span already
+ * charged; kept per instance and UTC hour; counted in the fleet's total, a period's sum, the split
+ * (no job's: idle) and the report, under its offer and market beside the nodes' costs there. */
+static void state_stray_charge__the_minimum_then_the_new_span(void **state)
+{
+    struct state *st = open_state(*state);
+    struct state_node node = node_of("i-1", 4, NULL, 0);
+    const struct state_stray od = {"i-od", "p3.2xlarge", "us-east-1a", STATE_MARKET_ON_DEMAND},
+                             spot = {"i-sp", "g4dn.12xlarge", "us-east-1a", STATE_MARKET_SPOT};
+    struct state_cost_row *rows = NULL;
+    struct state_costs costs;
+    double seconds = -1, dollars = -1, total = 0, since = 0;
+    size_t n = 0;
+
+    assert_int_equal(state_stray_charge(st, &od, 3500, 3530, 60, 3.6, &seconds, &dollars), 0);
+    assert_float_equal(seconds, 60, 1e-9);
+    assert_float_equal(dollars, 0.06, 1e-12);
+    assert_int_equal(state_stray_charge(st, &od, 3500, 3700, 60, 3.6, &seconds, &dollars), 0);
+    assert_float_equal(seconds, 140, 1e-9);
+    assert_float_equal(dollars, 0.14, 1e-12);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM stray_costs"), 2); /* one an hour */
+    assert_int_equal(state_stray_charge(st, &od, 3500, 3650, 60, 3.6, &seconds, &dollars), 0);
+    assert_true(seconds == 0 && dollars == 0);
+    assert_int_equal(state_stray_charge(st, &spot, 7200, 7500, 60, 1.2, NULL, NULL), 0);
+    assert_int_equal(state_node_upsert(st, &node), 0); /* a static node of the spot stray's offer */
+    assert_int_equal(state_cost_add(st, "i-1", 7200, 10800, 1.0), 0);
+
+    assert_int_equal(state_cost_total(st, &total), 0);
+    assert_float_equal(total, 0.2 + 0.1 + 1.0, 1e-12);
+    assert_int_equal(state_cost_since(st, 3600, &since), 0);
+    assert_float_equal(since, 0.1 + 0.1 + 1.0, 1e-12);
+    assert_int_equal(state_cost_split(st, &costs), 0);
+    assert_float_equal(costs.idle, 1.3, 1e-12);
+    assert_int_equal(state_cost_report(st, 0, INFINITY, STATE_COST_BY_OFFER, &rows, &n), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(rows[0].key, "g4dn.12xlarge");
+    assert_true(fabs(rows[0].spot - 0.1) < 1e-12 && rows[0].fixed == 1.0 && rows[0].on_demand == 0);
+    assert_string_equal(rows[1].key, "p3.2xlarge");
+    assert_true(fabs(rows[1].on_demand - 0.2) < 1e-12 && rows[1].spot == 0);
+    state_cost_rows_free(rows, n);
+    assert_int_equal(state_cost_report(st, 3600, 7200, STATE_COST_BY_DAY, &rows, &n), 0);
+    assert_int_equal(n, 1);
+    assert_float_equal(rows[0].on_demand, 0.1, 1e-12); /* the hour from 3600 */
+    state_cost_rows_free(rows, n);
+
+    /* bad arguments write nothing */
+    assert_int_equal(state_stray_charge(st, NULL, 0, 1, 60, 1, NULL, NULL), ERR_INVAL);
+    assert_int_equal(state_stray_charge(st, &od, NAN, 9000, 60, 1, NULL, NULL), ERR_INVAL);
+    assert_int_equal(state_stray_charge(st, &od, 3700, 9000, 60, -1, NULL, NULL), ERR_INVAL);
+    assert_int_equal(state_stray_charge(st, &od, 3700, 9000, -1, 1, NULL, NULL), ERR_INVAL);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM stray_costs"), 3);
+    state_close(st);
+}
+
+/* Version 13 has no stray_costs: a fleet live at the migration (nodes, allocations, costs, each
+ * job's dollars and their shares by node) is kept whole; strays charged after count beside it,
+ * in no job's dollars. */
+static void state_open__migrates_v13_to_v14(void **state)
+{
+    const struct tmpdb *t = *state;
+    const struct state_stray s = {"i-late", "g4dn.12xlarge", "us-east-1a", STATE_MARKET_SPOT};
+    struct state_cost_share *shares = NULL;
+    struct state *st = NULL;
+    double total = 0;
+    size_t n = 0;
+
+    assert_int_equal(state_open_version(t->path, 13, &st, NULL), 0);
+    old_fleet(st);
+    assert_int_equal(state_cost_add(st, "i-2", 3600.0, 7200.0, 2.0), 0); /* b: $2 by node */
+    st = reopen_latest(t, st);
+    assert_old_fleet(st, 2.0);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM stray_costs"), 0);
+    assert_int_equal(state_stray_charge(st, &s, 7200.0, 9000.0, 60.0, 2.0, NULL, NULL), 0);
+    assert_int_equal(state_cost_total(st, &total), 0);
+    assert_float_equal(total, 8.0 + 1.0, 1e-12);
+    assert_float_equal(job_dollars(st, "b"), 6.0, 1e-12);
+    assert_int_equal(state_cost_refund(st, "i-2", NULL, &shares, &n), 0); /* v13's shares kept */
+    assert_int_equal(n, 1);
+    assert_float_equal(shares[0].dollars, 2.0, 1e-12);
+    state_cost_shares_free(shares, n);
+    state_close(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2617,6 +2704,8 @@ int main(void)
         STATE_TEST(state_backup__an_older_schema_as_it_is),
         STATE_TEST(state_open__migrates_v11_to_v12),
         STATE_TEST(state_open__migrates_v12_to_v13),
+        STATE_TEST(state_stray_charge__the_minimum_then_the_new_span),
+        STATE_TEST(state_open__migrates_v13_to_v14),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
