@@ -118,9 +118,24 @@ struct json_call {
     struct aws_credentials cred;
     struct http_client_response r;
     char code[96], message[256], request_id[160];
-    int last; /* ERR_IO or ERR_AGAIN: what the last retried attempt met */
+    int last;    /* ERR_IO, ERR_AGAIN or ERR_PERM: what the last retried attempt met */
+    int renewed; /* 1: the credentials were fetched anew after AWS refused them */
     struct error *e;
 };
+
+/* 1 for the error types with which AWS refuses credentials that have expired or been replaced
+ * (or a request signed too far from AWS's clock): worth one more try with credentials fetched
+ * anew. */
+static int json_expired(const char *code)
+{
+    static const char *const types[] = {"ExpiredTokenException", "ExpiredToken", "RequestExpired",
+                                        "UnrecognizedClientException", "InvalidClientTokenId"};
+
+    for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+        if (strcmp(code, types[i]) == 0)
+            return 1;
+    return 0;
+}
 
 /* The error type of a JSON error body ("__type", after any '#' and before any ':', as the AWS
  * JSON protocol allows a namespace before it and extra data after it), its message, into x; 0,
@@ -221,6 +236,17 @@ static int json_attempt(void *arg, int attempt)
     if (x->r.status == 200)
         return 0;
     if (json_read_error(x) == 0) {
+        if (json_expired(x->code)) {
+            if (x->renewed)
+                return err_set(x->e, ERR_PERM, x->where, 0, 0,
+                               "%s: %s (request id %s; refused again with credentials fetched "
+                               "anew)",
+                               x->code, x->message, x->request_id);
+            x->renewed = 1;
+            x->last = ERR_PERM;
+            aws_credential_source_forget(j->credentials);
+            return RETRY_AGAIN;
+        }
         mapped = ERR_UNKNOWN;
         for (size_t i = 0; i < j->api->n_codes && mapped == ERR_UNKNOWN; i++)
             if (strcmp(x->code, j->api->codes[i].type) == 0)
@@ -251,7 +277,10 @@ static void json_wait(void *arg, int attempt, int max_attempts, long delay)
     char line[768];
 
     snprintf(line, sizeof(line), "%s: %s: %s: %s (request id %s); retry %d of %d in %ld ms",
-             x->where, x->last == ERR_IO ? "transport failure" : "throttled or server error",
+             x->where,
+             x->last == ERR_IO     ? "transport failure"
+             : x->last == ERR_PERM ? "credentials refused, fetched anew"
+                                   : "throttled or server error",
              x->code, x->message, x->request_id, attempt + 1, max_attempts - 1, delay);
     json_log_line(x->j, &x->cred, line);
 }

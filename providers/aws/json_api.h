@@ -71,11 +71,14 @@ const char *aws_json_endpoint(const struct aws_json *j);
  * POST body (a JSON document) with X-Amz-Target target, signed, retrying throttling, 5xx and
  * transport failures; a 200 answer parsed into *out (jv_free) and its request id (or "(none)")
  * into rid. Errors, with e->file where and e->msg naming the error type, its message and the
- * request id (the secret and the session token starred out): the code api->codes gives an
- * error type, ERR_UNKNOWN (a type it does not list), ERR_AGAIN (throttled or 5xx on the last
- * attempt), ERR_IO (transport or timeout on the last attempt), ERR_PARSE (an answer that is
- * not JSON, or an error that is not a JSON error), ERR_NOMEM, the credential source's; *out and
- * rid are then unchanged. Nothing is logged but the retries.
+ * request id (the secret and the session token starred out): ERR_PERM for credentials refused
+ * as expired or replaced (ExpiredTokenException, ExpiredToken, RequestExpired,
+ * UnrecognizedClientException, InvalidClientTokenId) once more after the cached ones were dropped
+ * and fetched anew; the code api->codes gives another error type, ERR_UNKNOWN (a type it does not
+ * list), ERR_AGAIN (throttled or 5xx on the last attempt), ERR_IO (transport or timeout on the last
+ * attempt), ERR_PARSE (an answer that is not JSON, or an error that is not a JSON error),
+ * ERR_NOMEM, the credential source's; *out and rid are then unchanged. Nothing is logged but the
+ * retries.
  */
 int aws_json_call(struct aws_json *j, const char *where, const char *target, const char *body,
                   struct jv **out, char *rid, size_t rid_size, struct error *e);

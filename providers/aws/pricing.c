@@ -35,7 +35,8 @@ struct aws_pricing {
     size_t n_cache;
 };
 
-/* castor's codes for the error types of the Price List API; 0: retried. */
+/* castor's codes for the error types of the Price List API; 0: retried (credentials refused as
+ * expired are asked again once by json_api.c, then ERR_PERM). */
 static const struct aws_json_code pricing_codes[] = {
     {"ThrottlingException", 0},
     {"InternalErrorException", 0},
@@ -44,7 +45,6 @@ static const struct aws_json_code pricing_codes[] = {
     {"InvalidNextTokenException", ERR_INVAL},
     {"ExpiredNextTokenException", ERR_INVAL},
     {"AccessDeniedException", ERR_INVAL},
-    {"UnrecognizedClientException", ERR_INVAL},
     {"InvalidSignatureException", ERR_INVAL},
     {"IncompleteSignature", ERR_INVAL},
     {"MissingAuthenticationToken", ERR_INVAL},

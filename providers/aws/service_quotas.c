@@ -19,7 +19,7 @@ struct sq_client {
 };
 
 /* castor's codes for the error types of Service Quotas (its API's and AWS's common ones); 0:
- * retried. */
+ * retried (credentials refused as expired are asked again once by json_api.c, then ERR_PERM). */
 static const struct aws_json_code sq_codes[] = {
     {"ThrottlingException", 0},
     {"TooManyRequestsException", 0},
@@ -33,12 +33,9 @@ static const struct aws_json_code sq_codes[] = {
     {"ValidationException", ERR_INVAL},
     {"ValidationError", ERR_INVAL},
     {"InvalidParameterValue", ERR_INVAL},
-    {"UnrecognizedClientException", ERR_INVAL},
     {"InvalidSignatureException", ERR_INVAL},
     {"IncompleteSignature", ERR_INVAL},
     {"MissingAuthenticationToken", ERR_INVAL},
-    {"ExpiredTokenException", ERR_INVAL},
-    {"InvalidClientTokenId", ERR_INVAL},
 };
 
 static const struct aws_json_api sq_api = {"servicequotas", "servicequotas",

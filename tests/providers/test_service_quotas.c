@@ -2,8 +2,8 @@
  * Quotas (SigV4 for "servicequotas" with x-amz-target signed, the JSON protocol's content type
  * and targets checked, JSON errors, a request id header): the request's body and target, the
  * applied value, AWS's default after NoSuchResourceException, refusals (access denied as
- * ERR_PERM at 400 and 403, a wrong secret), throttling retried then ERR_AGAIN, bad answers, and
- * the endpoint's precedence. */
+ * ERR_PERM at 400 and 403, a wrong secret, expired credentials fetched anew once), throttling
+ * retried then ERR_AGAIN, bad answers, and the endpoint's precedence. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -192,6 +192,40 @@ static void get__errors(void **state)
     assert_non_null(strstr(f->h.last_log, "servicequotas GetServiceQuota failed"));
 }
 
+/* Credentials refused as expired (ExpiredTokenException, UnrecognizedClientException): the cached
+ * ones are dropped and the call asked once more with credentials read anew (the fake echoes the
+ * session token it was sent); refused again: ERR_PERM, with no third request. */
+static void get__expired_credentials_fetched_anew(void **state)
+{
+    struct fixture *f = *state;
+    struct sq_quota q = {0};
+    struct error e = {0};
+
+    setenv("AWS_SESSION_TOKEN", "session-1", 1);
+    fake_ec2_push(f->fake, 200, QUOTA("L-DB2E81BA", "@TOKEN@", "8"));
+    assert_int_equal(sq_get_quota(f->c, "ec2", "L-DB2E81BA", &q, &e), 0);
+    assert_string_equal(q.name, "session-1");
+    setenv("AWS_SESSION_TOKEN", "session-2", 1); /* the cached credentials stay in use */
+    fake_ec2_push(f->fake, 400,
+                  "{\"__type\":\"ExpiredTokenException\",\"message\":\"The security token "
+                  "included in the request is expired\"}");
+    fake_ec2_push(f->fake, 200, QUOTA("L-DB2E81BA", "@TOKEN@", "16"));
+    assert_int_equal(sq_get_quota(f->c, "ec2", "L-DB2E81BA", &q, &e), 0);
+    assert_string_equal(q.name, "session-2");
+    assert_float_equal(q.value, 16.0, 0);
+    assert_int_equal(fake_ec2_requests(f->fake), 3);
+    assert_non_null(strstr(f->h.last_log, "credentials refused, fetched anew"));
+
+    for (int i = 0; i < 2; i++)
+        fake_ec2_push(f->fake, 400,
+                      "{\"__type\":\"UnrecognizedClientException\",\"message\":\"The security "
+                      "token included in the request is invalid.\"}");
+    assert_int_equal(sq_get_quota(f->c, "ec2", "L-DB2E81BA", &q, &e), ERR_PERM);
+    assert_non_null(strstr(e.msg, "UnrecognizedClientException"));
+    assert_int_equal(fake_ec2_requests(f->fake), 5);
+    unsetenv("AWS_SESSION_TOKEN");
+}
+
 /* Bad answers: no Quota, a Value that is not a number or is negative, another quota's code, not
  * JSON: ERR_PARSE naming what is wrong and the request id; a truncated answer is a transport
  * failure, retried, then ERR_IO; *out is never written. */
@@ -290,8 +324,13 @@ int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
     const struct CMUnitTest tests[] = {
-        T(get__applied_value), T(get__default_after_no_such_resource), T(get__errors),
-        T(get__bad_answers),   T(get__wrong_secret_refused),           T(new__endpoint_precedence),
+        T(get__applied_value),
+        T(get__default_after_no_such_resource),
+        T(get__errors),
+        T(get__expired_credentials_fetched_anew),
+        T(get__bad_answers),
+        T(get__wrong_secret_refused),
+        T(new__endpoint_precedence),
     };
 #undef T
 
