@@ -250,9 +250,15 @@ int reporter_decide(const struct reporter_alloc *a, const struct reporter_curren
         d.nodes = a->nodes;
     }
     if (a->has_config) {
+        /* the controller's batch; the gain of that batch under the statistics measured now (the
+         * controller's was computed from a report's when it chose the batch, and a batch kept
+         * for hours keeps it), the controller's while none are measured */
         d.local_bsz = a->local_bsz;
         d.accum_steps = a->accum_steps;
-        d.lr_gain = a->lr_gain;
+        d.lr_gain = gp ? goodput_gain(&g, d.world_size * d.local_bsz * (d.accum_steps + 1) / m0)
+                       : a->lr_gain;
+        if (!(d.lr_gain > 0))
+            d.lr_gain = a->lr_gain;
         d.from_controller = 1;
         *out = d;
         return 0;

@@ -81,7 +81,7 @@ struct reporter_decision {
     double local_bsz;
     int accum_steps;
     double lr_gain;
-    int from_controller; /* 1: local_bsz, accum_steps and lr_gain are the controller's */
+    int from_controller; /* 1: local_bsz and accum_steps are the controller's */
 };
 
 /* Where the job runs now: its configuration and its batch-size limits. */
@@ -95,8 +95,9 @@ struct reporter_current {
 
 /*
  * The job's next configuration: the allocation's world size and node count (the current ones
- * when it holds no replica); the controller's local batch, accumulation and learning-rate gain
- * when its plan gave them; else the batch-size optimizer's choice for that placement under the
+ * when it holds no replica); the controller's local batch and accumulation when its plan gave
+ * them, with the AdaScale gain of that batch under gp (the statistics measured now; NULL: the
+ * controller's gain); else the batch-size optimizer's choice for that placement under the
  * fitted model tp (NULL: not fitted yet, keep the current batch) with the gradient statistics gp
  * (NULL: none reported, GRAD_PARAMS_NONE), and the AdaScale gain of the chosen total batch.
  * Returns 0; ERR_INVAL for NULL arguments or a current configuration out of range.

@@ -211,8 +211,31 @@ static void reporter_decide__controller_config_wins(void **state)
     assert_int_equal(d.nodes, 2);
     assert_near(d.local_bsz, 48, 0);
     assert_int_equal(d.accum_steps, 1);
-    assert_near(d.lr_gain, 2.25, 0);
+    assert_near(d.lr_gain, 2.25, 0); /* no statistics measured: the controller's gain */
     assert_true(d.from_controller);
+}
+
+/* With statistics measured, the controller's batch keeps its gain current: the AdaScale gain of
+ * that total batch (4 x 48 x 2 = 384 = 6 M0) under the statistics now, not the gain the
+ * controller computed when it chose the batch (which a batch kept for hours would keep). */
+static void reporter_decide__controller_batch_gain_of_the_statistics_now(void **state)
+{
+    struct reporter_alloc a = {1, 4, 2, 1, 48, 1, 2.25};
+    struct reporter_current cur = {1, 2, 32, 0, {.init_bsz = 64, .max_bsz = 1024}};
+    struct grad_params noisy = {.sqr = 0.01, .var = 10.0}, quiet = {.sqr = 1.0, .var = 10.0};
+    struct reporter_decision d;
+
+    (void)state;
+    assert_int_equal(reporter_decide(&a, &cur, NULL, &noisy, &d), 0);
+    assert_near(d.local_bsz, 48, 0);
+    assert_int_equal(d.accum_steps, 1);
+    assert_true(d.from_controller);
+    /* (phi + 1) / (phi / 6 + 1), phi = var / sqr = 1000: 1001 / 167.67 = 5.970 */
+    assert_near(d.lr_gain, goodput_gain(&noisy, 6.0), 1e-12);
+    assert_near(d.lr_gain, 1001.0 / (1000.0 / 6.0 + 1.0), 1e-9);
+    assert_int_equal(reporter_decide(&a, &cur, NULL, &quiet, &d), 0);
+    /* phi = 10: 11 / (10 / 6 + 1) = 4.125 */
+    assert_near(d.lr_gain, 11.0 / (10.0 / 6.0 + 1.0), 1e-9);
 }
 
 static void reporter_decide__without_config_uses_optimizer_and_gain(void **state)
@@ -276,6 +299,7 @@ int main(void)
         cmocka_unit_test(reporter_body__carries_what_the_api_reads),
         cmocka_unit_test(reporter_parse_alloc__reads_config_or_null),
         cmocka_unit_test(reporter_decide__controller_config_wins),
+        cmocka_unit_test(reporter_decide__controller_batch_gain_of_the_statistics_now),
         cmocka_unit_test(reporter_decide__without_config_uses_optimizer_and_gain),
         cmocka_unit_test(reporter_backoff__doubles_within_jitter_and_cap),
     };
