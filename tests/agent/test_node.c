@@ -490,6 +490,28 @@ static int said_alive(void *ctx)
     return said;
 }
 
+/* A second castor-node, "i-second-node", on the same API (its log in f->nodelog2), with short
+ * heartbeats, grace and timeouts. */
+static void spawn_second_node(struct fx *f)
+{
+    static char *const argv[] = {"castor-node", NULL};
+    const char *const env2[] = {"CASTOR_INSTANCE_ID=i-second-node", NULL};
+    char url_env[128];
+    const char *const env1[] = {url_env,
+                                "CASTOR_NODE_TOKEN=" AS_TOKEN_NODE,
+                                "CASTOR_JOB_TOKEN=" AS_TOKEN_JOB,
+                                "CASTOR_FAKE_GPUS=2:8",
+                                "CASTOR_NODE_HEARTBEAT_S=0.1",
+                                "CASTOR_NODE_GRACE_S=0.6",
+                                "CASTOR_NODE_TIMEOUT_S=2",
+                                "CASTOR_NODE_BACKOFF_MAX_S=0.2",
+                                NULL};
+
+    snprintf(url_env, sizeof(url_env), "CASTOR_URL=%s", f->as.url);
+    f->node2 = proc_spawn(CASTOR_NODE_BIN, argv, NULL, f->nodelog2, env1, env2);
+    assert_true(f->node2 > 0);
+}
+
 /*
  * A job moved from one node to another starts there only once its replicas on the first have
  * stopped: two castor-nodes against the API; job-m's replica on the first ignores SIGTERM
@@ -501,29 +523,16 @@ static int said_alive(void *ctx)
  */
 static void castor_node__a_moved_job_waits_for_its_old_replicas(void **state)
 {
-    static char *const argv[] = {"castor-node", NULL};
     struct fx *f = *state;
     struct replicas old = {.work = f->work, .want = 1};
     struct replicas both = {.work = f->work, .want = 2};
     struct state_alloc row = {.node = "i-second-node", .replicas = 1};
-    const char *const env2[] = {"CASTOR_INSTANCE_ID=i-second-node", NULL};
-    char url_env[128], *log2;
-    const char *const env1[] = {url_env,
-                                "CASTOR_NODE_TOKEN=" AS_TOKEN_NODE,
-                                "CASTOR_JOB_TOKEN=" AS_TOKEN_JOB,
-                                "CASTOR_FAKE_GPUS=2:8",
-                                "CASTOR_NODE_HEARTBEAT_S=0.1",
-                                "CASTOR_NODE_GRACE_S=0.6",
-                                "CASTOR_NODE_TIMEOUT_S=2",
-                                "CASTOR_NODE_BACKOFF_MAX_S=0.2",
-                                NULL};
+    char *log2;
     double moved, started = 0;
     pid_t fresh = 0;
 
-    snprintf(url_env, sizeof(url_env), "CASTOR_URL=%s", f->as.url);
     spawn_node(f, f->as.url, NULL);
-    f->node2 = proc_spawn(CASTOR_NODE_BIN, argv, NULL, f->nodelog2, env1, env2);
-    assert_true(f->node2 > 0);
+    spawn_second_node(f);
     assert_true(proc_wait_for(node_registered, f, REGISTER_WAIT_S));
     assign(f, "job-m", "ignore", 1);
     assert_true(proc_wait_for(scan_replicas, &old, 10));
@@ -573,27 +582,14 @@ static int second_registered(void *ctx)
  */
 static void castor_node__a_job_on_two_nodes_tells_its_replicas_the_nodes(void **state)
 {
-    static char *const argv[] = {"castor-node", NULL};
     struct fx *f = *state;
     struct replicas r = {.work = f->work, .want = 2};
     struct state_alloc rows[] = {{.node = NODE_ID, .replicas = 1},
                                  {.node = "i-second-node", .replicas = 1}};
-    const char *const env2[] = {"CASTOR_INSTANCE_ID=i-second-node", NULL};
-    char url_env[128], spec[1024];
-    const char *const env1[] = {url_env,
-                                "CASTOR_NODE_TOKEN=" AS_TOKEN_NODE,
-                                "CASTOR_JOB_TOKEN=" AS_TOKEN_JOB,
-                                "CASTOR_FAKE_GPUS=2:8",
-                                "CASTOR_NODE_HEARTBEAT_S=0.1",
-                                "CASTOR_NODE_GRACE_S=0.6",
-                                "CASTOR_NODE_TIMEOUT_S=2",
-                                "CASTOR_NODE_BACKOFF_MAX_S=0.2",
-                                NULL};
+    char spec[1024];
 
-    snprintf(url_env, sizeof(url_env), "CASTOR_URL=%s", f->as.url);
     spawn_node(f, f->as.url, NULL);
-    f->node2 = proc_spawn(CASTOR_NODE_BIN, argv, NULL, f->nodelog2, env1, env2);
-    assert_true(f->node2 > 0);
+    spawn_second_node(f);
     assert_true(proc_wait_for(node_registered, f, REGISTER_WAIT_S));
     assert_true(proc_wait_for(second_registered, f, REGISTER_WAIT_S));
     snprintf(spec, sizeof(spec),
