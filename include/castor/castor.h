@@ -194,8 +194,10 @@ struct castor_stats {
     long long steps_dropped;   /* step times that found the report full (64 configurations) */
     double grad_sqr;           /* the gradient statistics a report carries; NAN before any */
     double grad_var;
-    double progress; /* sum of the steps' AdaScale gains: iterations at init_bsz */
-    int grad_biased; /* 1 while the statistics come from the differenced estimator */
+    double progress;       /* sum of the steps' AdaScale gains: iterations at init_bsz */
+    int grad_biased;       /* 1 while the statistics come from the differenced estimator */
+    long long time_warmup; /* steps whose timing was left out: the first of the handle and the
+                            * first after each batch change (setup, not the steady step time) */
 };
 
 /* The counters into *out (sizeof(struct castor_stats) as compiled). CASTOR_EINVAL for NULL

@@ -58,6 +58,7 @@ class _Stats(ctypes.Structure):
         ("grad_var", ctypes.c_double),
         ("progress", ctypes.c_double),
         ("grad_biased", ctypes.c_int),
+        ("time_warmup", ctypes.c_longlong),
     ]
 
 

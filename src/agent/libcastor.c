@@ -36,9 +36,10 @@
 #define CASTOR_NAME_MAX 128
 #define CASTOR_MAX_WORLD 1000000
 #define CASTOR_MAX_ACCUM 1000000
-#define CASTOR_STATE_VERSION 1        /* of castor_save_state's text */
-#define CASTOR_STACK_GROUPS 16        /* groups whose norms fit on the stack in a step */
-#define CASTOR_ANSWER_MAX 1048576     /* bytes of an answer from the controller */
+#define CASTOR_WARMUP_STEPS 1     /* the first steps of a handle or a batch, whose time is setup */
+#define CASTOR_STATE_VERSION 1    /* of castor_save_state's text */
+#define CASTOR_STACK_GROUPS 16    /* groups whose norms fit on the stack in a step */
+#define CASTOR_ANSWER_MAX 1048576 /* bytes of an answer from the controller */
 #define CASTOR_RETRY_AFTER_MAX 3600.0 /* the longest Retry-After taken, seconds */
 #define CASTOR_WHY_MAX 256            /* bytes of what a failed request's answer said */
 
@@ -109,6 +110,7 @@ struct castor {
     struct gns *gns;
     double *prev_sqr; /* with a single gradient: the previous step's norms, per group */
     int has_prev;
+    int warm; /* steps whose timing is still to be left out (CASTOR_WARMUP_STEPS) */
     double progress;
     struct castor_decision dec;
     struct castor_stats st;
@@ -749,6 +751,7 @@ int castor_new(const struct castor_options *opt, size_t opt_size, struct castor 
     profile_init(&h->snap.prof);
     h->snap.prof_version = -1;
     h->fit_version = -1;
+    h->warm = CASTOR_WARMUP_STEPS;
     h->model = tput_model_find("default");
     rc = castor_check(h, &o, msg, msg_size);
     if (rc == 0) {
@@ -967,6 +970,11 @@ static int castor_time_locked(struct castor *h, double step, double sync)
     if (!isfinite(step) || !isfinite(sync) || !(step > 0) || !(sync >= 0) || !(sync < step) ||
         !(h->cur.local_bsz > 0))
         return ERR_INVAL;
+    if (h->warm > 0) { /* setup (communicators, autotuning, loader workers), not the step */
+        h->warm--;
+        h->st.time_warmup++;
+        return 0;
+    }
     /* the profile holds steps without accumulation: one micro-batch's compute plus the sync */
     micro = (step - sync) / (h->cur.accum_steps + 1);
     rc = profile_add(&h->prof, &x, micro + sync, sync);
@@ -1078,8 +1086,10 @@ int castor_set_batch(struct castor *h, double local_bsz, int accum_steps)
         accum_steps > CASTOR_MAX_ACCUM)
         return CASTOR_EINVAL;
     pthread_mutex_lock(&h->mu);
-    if (h->cur.local_bsz != local_bsz || h->cur.accum_steps != accum_steps)
+    if (h->cur.local_bsz != local_bsz || h->cur.accum_steps != accum_steps) {
         h->has_prev = 0;
+        h->warm = CASTOR_WARMUP_STEPS; /* a new batch's first step sets up (a new loader) */
+    }
     h->cur.local_bsz = local_bsz;
     h->cur.accum_steps = accum_steps;
     if (!(h->cur.limits.init_bsz > 0))

@@ -9,7 +9,8 @@ then to 3 replicas, and checks that
   (bit for bit), the loss and the data position (no sample twice in an epoch);
 * the batch size and accumulation follow castor's decision, and the learning rate the gain of
   that batch under the statistics measured (1 at the initial batch);
-* the step times the controller pooled are those of every step, per configuration;
+* the step times the controller pooled are those of every step, per configuration, but the first
+  of each process and after each batch change;
 * the gradient statistics and progress the controller received match an independent computation
   here: each micro-batch's gradient by plain autograd from the traced parameters and samples, the
   Pollux estimators and bias-corrected moving average written anew (pollux-reference section 2),
@@ -551,9 +552,12 @@ def run(t, torch, example):
         pos = (s["epoch"], s["position"] + g)
     check(len(seen) >= 2, "the run crossed an epoch")
 
-    # the step times the controller pooled: every step, under its configuration
+    # the step times the controller pooled: every step under its configuration, but the first
+    # of each process and the first after each batch change (setup: loader, communicators)
     counts = {}
-    for w in want:
+    for i, w in enumerate(want):
+        if i == 0 or phase_of[i] != phase_of[i - 1] or w[:3] != want[i - 1][:3]:
+            continue
         counts[(1, w[0], float(w[1]), w[2])] = counts.get((1, w[0], float(w[1]), w[2]), 0) + 1
     pooled = {(c["nodes"], c["replicas"], float(c["local_bsz"]), c["accum_steps"]): c["count"]
               for c in job["reports"]}
