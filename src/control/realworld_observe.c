@@ -433,13 +433,15 @@ static int rw_observe_offers(struct realworld *rw, double now)
     state_offer_records_free(rec, nrec);
     /* nodes castor launched that are alive but not among the snapshot's (draining after a notice
      * or on their way out, or silent and being fenced): they count against max_nodes, as the
-     * simulated world's noticed nodes do */
-    for (size_t i = 0; i < rw->nlive; i++) {
+     * simulated world's noticed nodes do (snode_live lists the snapshot's in rw->live's order) */
+    for (size_t i = 0, k = 0; i < rw->nlive; i++) {
         const struct state_node *n = &rw->live[i];
+        int listed = k < (size_t)rw->snap.nnodes && rw->snode_live[k] == (int)i;
         int o = n->launch_token ? rw_offer_find(rw, n->offer) : -1;
 
-        if (o >= 0 && (n->state == STATE_NODE_DRAINING ||
-                       (n->state == STATE_NODE_READY && rw_snode(rw, n->instance_id) < 0)))
+        k += listed;
+        if (o >= 0 &&
+            (n->state == STATE_NODE_DRAINING || (n->state == STATE_NODE_READY && !listed)))
             rw->soffers[o].noticed++;
     }
     rw->snap.noffers = (int)rw->noffers;
