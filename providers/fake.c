@@ -13,6 +13,7 @@
 #include "util/conf.h"
 #include "util/file.h"
 #include "util/json.h"
+#include "util/vec.h"
 
 #define FAKE_MAX_FAULTS 8
 #define FAKE_MAX_OFFERS 64
@@ -83,15 +84,11 @@ static int fake_fault(struct fake_cloud *f, const char *op)
 
 static int fake_push(struct fake_cloud *f, const struct fake_instance *in)
 {
-    if (f->n == f->cap) {
-        size_t cap = f->cap ? 2 * f->cap : 16;
-        struct fake_instance *grown = realloc(f->inst, cap * sizeof(*grown));
+    struct fake_instance *grown = vec_grow(f->inst, &f->cap, f->n, sizeof(*grown));
 
-        if (!grown)
-            return ERR_NOMEM;
-        f->inst = grown;
-        f->cap = cap;
-    }
+    if (!grown)
+        return ERR_NOMEM;
+    f->inst = grown;
     f->inst[f->n++] = *in;
     return 0;
 }

@@ -15,6 +15,7 @@
 #include "util/sigv4.h"
 #include "util/strbuf.h"
 #include "util/timestamp.h"
+#include "util/vec.h"
 
 #define DEFAULT_TIMEOUT_MS 30000
 #define TERMINATE_BATCH 1000
@@ -54,6 +55,7 @@ struct ec2_params *ec2_params_new(void)
 
 void ec2_params_add(struct ec2_params *p, const char *value, const char *key_fmt, ...)
 {
+    struct ec2_param *grown;
     char key[256];
     va_list ap;
     int n;
@@ -67,17 +69,11 @@ void ec2_params_add(struct ec2_params *p, const char *value, const char *key_fmt
         p->failed = 1;
         return;
     }
-    if (p->n == p->cap) {
-        size_t cap = p->cap ? 2 * p->cap : 16;
-        struct ec2_param *grown = realloc(p->items, cap * sizeof(*grown));
-
-        if (!grown) {
-            p->failed = 1;
-            return;
-        }
-        p->items = grown;
-        p->cap = cap;
+    if (!(grown = vec_grow(p->items, &p->cap, p->n, sizeof(*grown)))) {
+        p->failed = 1;
+        return;
     }
+    p->items = grown;
     p->items[p->n].key = strdup(key);
     p->items[p->n].value = strdup(value);
     if (!p->items[p->n].key || !p->items[p->n].value) {

@@ -12,6 +12,7 @@
 #include "util/json.h"
 #include "util/strbuf.h"
 #include "util/timestamp.h"
+#include "util/vec.h"
 
 #define DEFAULT_PAGE_SIZE 5000
 #define DEFAULT_TTL_S 86400
@@ -52,15 +53,9 @@ int gcp_prices_add(struct gcp_prices *t, enum gcp_price_kind kind, const char *n
         return ERR_INVAL;
     if (find(t, kind, name, region, spot))
         return 0;
-    if (t->n == t->cap) {
-        size_t cap = t->cap ? 2 * t->cap : 64;
-        struct gcp_price *g = realloc(t->items, cap * sizeof(*g));
-
-        if (!g)
-            return ERR_NOMEM;
-        t->items = g;
-        t->cap = cap;
-    }
+    if (!(p = vec_grow(t->items, &t->cap, t->n, sizeof(*p))))
+        return ERR_NOMEM;
+    t->items = p;
     p = &t->items[t->n++];
     memset(p, 0, sizeof(*p));
     p->kind = kind;

@@ -12,6 +12,7 @@
 #include "util/json.h"
 #include "util/strbuf.h"
 #include "util/timestamp.h"
+#include "util/vec.h"
 
 #define DEFAULT_PAGE_SIZE 500
 #define DEFAULT_POLL_MS 2000
@@ -688,7 +689,7 @@ static int read_zone(void *arg, const char *key, const struct jv *scope)
         return ERR_AGAIN;
     }
     for (size_t i = 0; i < jv_size(instances); i++) {
-        struct gcp_instance in;
+        struct gcp_instance in, *g;
 
         if (read_instance(jv_at(instances, i), &in) < 0) {
             x->bad = "an instance without name, zone, machineType or status";
@@ -696,15 +697,9 @@ static int read_zone(void *arg, const char *key, const struct jv *scope)
         }
         if (strcmp(in.cluster, x->cluster) != 0)
             continue; /* the filter is the server's; this check is castor's */
-        if (x->n == x->cap) {
-            size_t cap = x->cap ? 2 * x->cap : 16;
-            struct gcp_instance *g = realloc(x->items, cap * sizeof(*g));
-
-            if (!g)
-                return ERR_NOMEM;
-            x->items = g;
-            x->cap = cap;
-        }
+        if (!(g = vec_grow(x->items, &x->cap, x->n, sizeof(*g))))
+            return ERR_NOMEM;
+        x->items = g;
         x->items[x->n++] = in;
     }
     return 0;

@@ -31,6 +31,7 @@
 #include "util/json.h"
 #include "util/log.h"
 #include "util/threads.h"
+#include "util/vec.h"
 
 extern char **environ;
 
@@ -488,7 +489,8 @@ struct nd_rep {
     char *key; /* its job entry when started */
     char *gen; /* its job entry's generation when started; NULL: not said */
     int rank;
-    int attempt; /* its job's attempt when started */
+    int attempt;      /* its job's attempt when started */
+    double placed_at; /* its job's placement when started (NAN: not said) */
     /* a failure to report (POST /v1/nodes/{id}/failures): while it ran, it exited with
      * fail_status or was killed by fail_signal; reported once accepted or refused */
     int report, fail_status, fail_signal;
@@ -504,6 +506,15 @@ struct nd_rep {
     int gpu;
 };
 
+/* Rank 0 of a job ended by itself with status 0 while it ran: the controller is told (POST
+ * /v1/nodes/{id}/completions) until it answers, even after the replica's entry is gone (a fence
+ * while the controller is unreachable), since the job may not have told it that it finished. */
+struct nd_done {
+    char *job;
+    int attempt;
+    double placed_at;
+};
+
 struct nd {
     const struct node_config *cfg;
     struct http_client *http;
@@ -514,6 +525,8 @@ struct nd {
     int gens_named; /* the controller has named generations: heartbeats say which are alive */
     struct nd_rep *reps;
     size_t nreps, cap;
+    struct nd_done *dones; /* completions not told yet, oldest first */
+    size_t ndones, dones_cap;
     unsigned char *gpu_used;
     pid_t self;
     uint64_t rng;
@@ -1051,15 +1064,9 @@ static struct nd_rep *nd_rep_add(struct nd *n, const struct node_job *j, int ran
 {
     struct nd_rep *r;
 
-    if (n->nreps == n->cap) {
-        size_t cap = n->cap ? 2 * n->cap : 16;
-        struct nd_rep *v = realloc(n->reps, cap * sizeof(*v));
-
-        if (!v)
-            return NULL;
-        n->reps = v;
-        n->cap = cap;
-    }
+    if (!(r = vec_grow(n->reps, &n->cap, n->nreps, sizeof(*r))))
+        return NULL;
+    n->reps = r;
     r = &n->reps[n->nreps];
     memset(r, 0, sizeof(*r));
     r->job = strdup(j->name);
@@ -1073,6 +1080,7 @@ static struct nd_rep *nd_rep_add(struct nd *n, const struct node_job *j, int ran
     }
     r->rank = rank;
     r->attempt = j->attempt;
+    r->placed_at = j->placed_at;
     r->gpu = -1;
     r->st = ND_EXITED;
     n->nreps++;
@@ -1273,6 +1281,33 @@ static void nd_reconcile(struct nd *n, double now)
     }
 }
 
+/* Queue the completion of r (rank 0, exited with status 0 while it ran) for the controller. */
+static void nd_done_add(struct nd *n, const struct nd_rep *r)
+{
+    struct nd_done *d = vec_grow(n->dones, &n->dones_cap, n->ndones, sizeof(*d));
+
+    if (!d)
+        goto nomem;
+    n->dones = d;
+    d = &n->dones[n->ndones];
+    if (!(d->job = strdup(r->job)))
+        goto nomem;
+    d->attempt = r->attempt;
+    d->placed_at = r->placed_at;
+    n->ndones++;
+    n->report_retry_at = fmin(n->report_retry_at, nd_mono());
+    return;
+nomem:
+    nd_log(n, LOG_ERROR, r->job, "out of memory: rank 0's end is not told to the controller");
+}
+
+static void nd_done_remove(struct nd *n, size_t i)
+{
+    free(n->dones[i].job);
+    memmove(&n->dones[i], &n->dones[i + 1], (n->ndones - i - 1) * sizeof(n->dones[0]));
+    n->ndones--;
+}
+
 static void nd_reap(struct nd *n)
 {
     int status;
@@ -1302,6 +1337,9 @@ static void nd_reap(struct nd *n)
                 r->fail_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
                 n->report_retry_at = fmin(n->report_retry_at, nd_mono());
             }
+            if (r->st == ND_RUNNING && r->rank == 0 && WIFEXITED(status) &&
+                WEXITSTATUS(status) == 0)
+                nd_done_add(n, r);
             if (WIFEXITED(status))
                 nd_log(n, WEXITSTATUS(status) == 0 ? LOG_INFO : LOG_WARN, r->job,
                        "rank %d exited with status %d", r->rank, WEXITSTATUS(status));
@@ -1363,6 +1401,46 @@ static int nd_report_one(struct nd *n, struct nd_rep *r, double now)
     return done;
 }
 
+/* Tell the controller that rank 0 of d's job ended with status 0 here. Returns 1 when it is
+ * settled (the job finished now or before, the report stale, or refused for good), 0 to try
+ * again later. */
+static int nd_report_done(struct nd *n, const struct nd_done *d, double now)
+{
+    struct http_client_response resp = {0};
+    char path[256], body[512], why[256], at[64] = "";
+    int done = 0, counted = 0;
+    struct jv *v = NULL;
+
+    snprintf(path, sizeof(path), "/v1/nodes/%s/completions", n->cfg->instance_id);
+    if (isfinite(d->placed_at))
+        snprintf(at, sizeof(at), ",\"placed_at\":%.17g", d->placed_at);
+    snprintf(body, sizeof(body), "{\"job\":\"%s\",\"attempt\":%d,\"rank\":0%s}", d->job, d->attempt,
+             at);
+    if (nd_call(n, "POST", path, body, &resp) < 0)
+        return 0;
+    if (resp.status == 200) {
+        if (jv_parse(resp.body, resp.body_len, &v, NULL) == 0)
+            jv_bool_value(jv_get(v, "counted"), &counted);
+        nd_log(n, LOG_INFO, d->job, "rank 0's end told: %s",
+               counted ? "the job is finished" : "nothing to do (finished before, or restarted)");
+        jv_free(v);
+        done = 1;
+    } else if (resp.status == 422 || resp.status == 400 ||
+               (resp.status == 404 && /* an older controller, without the path */
+                strstr(nd_reason(&resp, why, sizeof(why)), "no such endpoint"))) {
+        nd_log(n, LOG_INFO, d->job, "rank 0's end was not taken (%ld): %s", resp.status,
+               nd_reason(&resp, why, sizeof(why)));
+        done = 1;
+    } else if (nd_node_gone(n, resp.status, now)) {
+        done = 1;
+    } else {
+        nd_log(n, LOG_WARN, d->job, "telling rank 0's end answered %ld: %s", resp.status,
+               nd_reason(&resp, why, sizeof(why)));
+    }
+    http_client_response_clear(&resp);
+    return done;
+}
+
 /* Report the failures not reported yet; on a failure to reach the controller, later. */
 static void nd_report_failures(struct nd *n, double now)
 {
@@ -1379,6 +1457,15 @@ static void nd_report_failures(struct nd *n, double now)
             return;
         }
         n->reps[i].report = 0;
+        n->fails = 0;
+    }
+    while (n->ndones > 0) {
+        nd_poll_signals(n);
+        if (!nd_report_done(n, &n->dones[0], now)) {
+            nd_failed(n, now, &n->report_retry_at);
+            return;
+        }
+        nd_done_remove(n, 0);
         n->fails = 0;
     }
     n->report_retry_at = INFINITY;
@@ -1728,6 +1815,9 @@ out:
     while (n.nreps > 0)
         nd_rep_remove(&n, n.nreps - 1);
     free(n.reps);
+    while (n.ndones > 0)
+        nd_done_remove(&n, n.ndones - 1);
+    free(n.dones);
     free(n.gpu_used);
     node_assignment_clear(&n.want);
     http_client_free(n.http);

@@ -566,6 +566,7 @@ static const struct ap_route ap_routes[] = {
     {"GET", "/v1/nodes/*/assignment", AP_R(API_ROLE_NODE), ap_node_assignment, 0, 0},
     {"POST", "/v1/nodes/*/notice", AP_R(API_ROLE_NODE), ap_node_notice, 0, 1},
     {"POST", "/v1/nodes/*/failures", AP_R(API_ROLE_NODE), ap_node_failure, 0, 1},
+    {"POST", "/v1/nodes/*/completions", AP_R(API_ROLE_NODE), ap_node_completion, 0, 1},
     {"POST", "/v1/nodes/*/down", AP_R(API_ROLE_USER), ap_node_down, 0, 1},
     {"POST", "/v1/jobs/*/reports", AP_R(API_ROLE_JOB), ap_job_report, 1, 0},
     {"POST", "/v1/jobs/*/checkpoint", AP_R(API_ROLE_JOB), ap_job_checkpoint, 0, 0},

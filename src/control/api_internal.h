@@ -208,6 +208,13 @@ void ap_node_notice(struct ap_ctx *c);
  * terminated, 422 for no such job, a job that has ended, or one with no replicas on the node. */
 void ap_node_failure(struct ap_ctx *c);
 
+/* api_nodes.c: POST /v1/nodes/{id}/completions: rank 0 of the body's job on the node exited with
+ * status 0 by itself in the body's attempt and placement (state_job_complete): the job is
+ * finished unless the report is stale; 200 with the job's state and whether this report finished
+ * it; 400 for a bad body, 404 for no such node, 409 if it is terminated, 422 for no such job, one
+ * cancelled or failed, or one with no replicas on the node. */
+void ap_node_completion(struct ap_ctx *c);
+
 /* api_nodes.c: POST /v1/nodes/{id}/down (user role): the operator says a static node is off, so
  * that the jobs a silent one holds may move (castor cannot fence a node it did not launch): the
  * node is terminated, its allocation released and each of its jobs told; 200 with its state (a

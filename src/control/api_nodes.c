@@ -12,6 +12,7 @@
 #include "util/crypto.h"
 #include "util/json.h"
 #include "util/log.h"
+#include "util/vec.h"
 
 /* An address a node's peers can dial: an IPv4 or IPv6 address or a host name. */
 static int ap_address_ok(const char *s)
@@ -293,6 +294,7 @@ static size_t ap_heard_find(const struct api *a, const char *node, int *found)
 static void ap_heard_note(struct api *a, const char *node, double at)
 {
     size_t i, k = 0;
+    struct ap_heard *v;
     int found;
 
     if (strlen(node) > AP_NAME_MAX)
@@ -307,15 +309,9 @@ static void ap_heard_note(struct api *a, const char *node, double at)
         if (!(at - a->heard[j].at > AP_HEARD_KEEP_S))
             a->heard[k++] = a->heard[j];
     a->nheard = k;
-    if (a->nheard == a->heard_cap) {
-        size_t cap = a->heard_cap ? 2 * a->heard_cap : 16;
-        struct ap_heard *v = realloc(a->heard, cap * sizeof(*v));
-
-        if (!v)
-            goto out;
-        a->heard = v;
-        a->heard_cap = cap;
-    }
+    if (!(v = vec_grow(a->heard, &a->heard_cap, a->nheard, sizeof(*v))))
+        goto out;
+    a->heard = v;
     i = ap_heard_find(a, node, &found);
     memmove(&a->heard[i + 1], &a->heard[i], (a->nheard - i) * sizeof(*a->heard));
     snprintf(a->heard[i].node, sizeof(a->heard[i].node), "%s", node);
@@ -747,13 +743,30 @@ static int ap_failure_body(struct ap_ctx *c, const char **job, long long *attemp
     return rc;
 }
 
+/* The node of c's path may report on its replicas: 0, or answered (404: no such node, 409: it is
+ * terminated) and negative. */
+static int ap_node_reporting(struct ap_ctx *c)
+{
+    struct state_node node;
+    int rc = state_node_get(c->a->state, c->param, &node);
+
+    if (rc < 0) {
+        ap_state_fail(c, rc, "such node");
+        return rc;
+    }
+    rc = node.state == STATE_NODE_TERMINATED ? ERR_CONFLICT : 0;
+    state_node_clear(&node);
+    if (rc < 0)
+        ap_fail(c, 409, "node %s is terminated", c->param);
+    return rc;
+}
+
 void ap_node_failure(struct ap_ctx *c)
 {
     char reason[STATE_FAILURE_MAX];
     enum state_failure_outcome out = STATE_FAILURE_STALE;
     const char *name = NULL;
     long long attempt = 0, max = 0;
-    struct state_node node;
     struct state_job j;
     int rc = ap_failure_body(c, &name, &attempt, reason, sizeof(reason)), streak = 0;
     struct jv *o;
@@ -762,16 +775,8 @@ void ap_node_failure(struct ap_ctx *c)
         ap_fail(c, 400, "%s", c->reason);
         return;
     }
-    if ((rc = state_node_get(c->a->state, c->param, &node)) < 0) {
-        ap_state_fail(c, rc, "such node");
+    if (ap_node_reporting(c) < 0)
         return;
-    }
-    rc = node.state == STATE_NODE_TERMINATED ? ERR_CONFLICT : 0;
-    state_node_clear(&node);
-    if (rc < 0) {
-        ap_fail(c, 409, "node %s is terminated", c->param);
-        return;
-    }
     if ((rc = state_job_get(c->a->state, name, &j)) < 0) {
         if (rc == ERR_UNKNOWN)
             ap_fail(c, 422, "no job is named %s", name);
@@ -803,6 +808,67 @@ void ap_node_failure(struct ap_ctx *c)
     ap_set(c, o, "failures", jv_integer(j.failures));
     ap_set(c, o, "failure_streak", jv_integer(j.failure_streak));
     ap_set(c, o, "counted", jv_bool(out != STATE_FAILURE_STALE));
+    state_job_clear(&j);
+    ap_reply(c, 200, o);
+}
+
+void ap_node_completion(struct ap_ctx *c)
+{
+    static const char *const keys[] = {"job", "attempt", "rank", "placed_at", NULL};
+    enum state_complete_outcome out = STATE_COMPLETE_STALE;
+    const char *name = NULL;
+    long long attempt = 0, rank = 0;
+    double placed_at = NAN;
+    struct state_job j;
+    struct jv *o;
+    int rc = ap_parse_body(c, 0);
+
+    if (rc == 0)
+        rc = ap_keys(c, c->body, "", keys);
+    if (rc == 0)
+        rc = ap_str(c, c->body, "", "job", 1, AP_NAME_MAX, &name);
+    if (rc == 0 && !api_name_ok(name))
+        rc = ap_bad(c, "job must be a job's name");
+    if (rc == 0)
+        rc = ap_int(c, c->body, "", "attempt", 1, 0, 1000000000, &attempt);
+    if (rc == 0)
+        rc = ap_int(c, c->body, "", "rank", 1, 0, 1000000, &rank);
+    if (rc == 0)
+        rc = ap_num(c, c->body, "", "placed_at", 0, 0.0, 1, &placed_at);
+    if (rc < 0) {
+        ap_fail(c, 400, "%s", c->reason);
+        return;
+    }
+    if (ap_node_reporting(c) < 0)
+        return;
+    /* only rank 0's end says the work is done: it is the rank that tells the controller so */
+    if (rank == 0)
+        rc = state_job_complete(c->a->state, name, c->param, (int)attempt, placed_at, c->now, &out);
+    if (rc == 0)
+        rc = state_job_get(c->a->state, name, &j);
+    if (rc == ERR_UNKNOWN) {
+        ap_fail(c, 422, "no job is named %s", name);
+        return;
+    }
+    if (rc == ERR_CONFLICT || rc == ERR_RANGE) {
+        ap_fail(c, 422,
+                rc == ERR_CONFLICT ? "job %s has ended" : "job %s has no replicas on node %s", name,
+                c->param);
+        return;
+    }
+    if (rc < 0) {
+        ap_state_fail(c, rc, "job");
+        return;
+    }
+    if (out == STATE_COMPLETE_FINISHED)
+        event_note(c->a->state, c->a->log, c->now, LOG_INFO, name, c->param, "finished",
+                   "finished: rank 0 on node %s exited with status 0 without telling the "
+                   "controller (it could not reach it)",
+                   c->param);
+    o = jv_object();
+    ap_set(c, o, "job", jv_string(name));
+    ap_set(c, o, "state", jv_string(state_job_state_name(j.state)));
+    ap_set(c, o, "counted", jv_bool(out == STATE_COMPLETE_FINISHED));
     state_job_clear(&j);
     ap_reply(c, 200, o);
 }

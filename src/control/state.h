@@ -214,6 +214,25 @@ int state_job_set_state(struct state *st, const char *name, enum state_job_state
  */
 int state_job_finish(struct state *st, const char *name, double progress, double now);
 
+/* What state_job_complete made of a report. */
+enum state_complete_outcome {
+    STATE_COMPLETE_STALE,    /* from another placement or attempt, or the job had finished */
+    STATE_COMPLETE_FINISHED, /* the job is finished now */
+};
+
+/*
+ * Rank 0 of job name on node ended by itself with status 0 while it ran attempt (the job's
+ * failures when its node started it) in the placement made at placed_at (NAN: not said): the
+ * job's work is done, as if it had said so (state_job_finish without a progress) but could not
+ * (its controller unreachable then). Only a report from the job's current attempt and placement
+ * finishes it (STATE_COMPLETE_FINISHED); one from an earlier one (a replica that exited for a
+ * restart the node had not been told of yet), or for a job finished already, writes nothing
+ * (STATE_COMPLETE_STALE). *outcome written on success. ERR_UNKNOWN: no such job; ERR_CONFLICT: it
+ * was cancelled or failed; ERR_RANGE: node holds none of its replicas (nothing written in any).
+ */
+int state_job_complete(struct state *st, const char *name, const char *node, int attempt,
+                       double placed_at, double now, enum state_complete_outcome *outcome);
+
 /* What state_job_replica_failed made of a report. */
 enum state_failure_outcome {
     STATE_FAILURE_STALE,   /* for an attempt already counted: nothing written */

@@ -187,12 +187,25 @@ static int st_failure_ok(const char *reason)
     return reason && reason[0] && strlen(reason) <= STATE_FAILURE_MAX;
 }
 
+/* 0 when node holds some of job id's replicas, ERR_RANGE when it holds none. Within the caller's
+ * transaction. */
+static int st_job_held_on(struct db *db, long long id, const char *node)
+{
+    long long held = 0;
+    int rc = st_int(db, &held,
+                    "SELECT count(*) FROM allocations a JOIN nodes n ON n.id = a.node_id"
+                    " WHERE a.job_id = ?1 AND n.instance_id = ?2",
+                    "it", id, node);
+
+    return rc == 0 && held == 0 ? ERR_RANGE : rc;
+}
+
 int state_job_replica_failed(struct state *st, const char *name, const char *node, int attempt,
                              const char *reason, int max_restarts, double now,
                              enum state_failure_outcome *outcome, int *streak)
 {
     enum state_failure_outcome out = STATE_FAILURE_STALE;
-    long long id = 0, failures = 0, run = 0, held = 0;
+    long long id = 0, failures = 0, run = 0;
     int rc;
 
     if (!st_name_ok(name) || !st_name_ok(node) || attempt < 0 || !st_failure_ok(reason) ||
@@ -203,12 +216,7 @@ int state_job_replica_failed(struct state *st, const char *name, const char *nod
         return rc;
     rc = st_job_live(st->db, name, &id);
     if (rc == 0)
-        rc = st_int(st->db, &held,
-                    "SELECT count(*) FROM allocations a JOIN nodes n ON n.id = a.node_id"
-                    " WHERE a.job_id = ?1 AND n.instance_id = ?2",
-                    "it", id, node);
-    if (rc == 0 && held == 0)
-        rc = ERR_RANGE;
+        rc = st_job_held_on(st->db, id, node);
     if (rc == 0)
         rc = st_int(st->db, &failures, "SELECT failures FROM jobs WHERE id = ?1", "i", id);
     /* counted: progress since the last failure (or none before) starts a new streak */
@@ -233,6 +241,48 @@ int state_job_replica_failed(struct state *st, const char *name, const char *nod
     if (streak)
         *streak = (int)run;
     return 0;
+}
+
+int state_job_complete(struct state *st, const char *name, const char *node, int attempt,
+                       double placed_at, double now, enum state_complete_outcome *outcome)
+{
+    enum state_job_state from = STATE_JOB_PENDING;
+    enum state_complete_outcome out = STATE_COMPLETE_STALE;
+    long long id = 0, failures = 0;
+    double since = NAN;
+    int rc;
+
+    if (!st_name_ok(name) || !st_name_ok(node) || attempt < 0 || isinf(placed_at) ||
+        !st_time_ok(now))
+        return ERR_INVAL;
+    if ((rc = db_begin(st->db)) < 0)
+        return rc;
+    rc = st_job_find(st->db, name, &id, &from);
+    if (rc < 0 || from == STATE_JOB_FINISHED)
+        goto out;
+    if (st_job_final(from)) {
+        rc = ERR_CONFLICT;
+        goto out;
+    }
+    rc = st_job_held_on(st->db, id, node);
+    if (rc == 0)
+        rc = st_int(st->db, &failures, "SELECT failures FROM jobs WHERE id = ?1", "i", id);
+    /* the placement: its first node's (by instance id) allocation time, as assignments say */
+    if (rc == 0 && !isnan(placed_at))
+        rc = st_double(st->db, &since,
+                       "SELECT a.since FROM allocations a JOIN nodes n ON n.id = a.node_id"
+                       " WHERE a.job_id = ?1 ORDER BY n.instance_id LIMIT 1",
+                       "i", id);
+    if (rc < 0 || failures != attempt || (!isnan(placed_at) && !(since == placed_at)))
+        goto out;
+    rc = st_job_move(st->db, id, STATE_JOB_FINISHED, now);
+    if (rc == 0)
+        out = STATE_COMPLETE_FINISHED;
+out:
+    rc = st_end(st, rc);
+    if (rc == 0 && outcome)
+        *outcome = out;
+    return rc;
 }
 
 int state_job_fail(struct state *st, const char *name, const char *reason, double now)

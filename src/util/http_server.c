@@ -20,6 +20,7 @@
 #include "util/file.h"
 #include "util/ratelimit.h"
 #include "util/strbuf.h"
+#include "util/vec.h"
 
 struct http_server {
     struct MHD_Daemon *daemon;
@@ -58,17 +59,11 @@ static enum MHD_Result hs_collect(void *cls, enum MHD_ValueKind kind, const char
     struct http_pair *grown;
 
     (void)kind;
-    if (p->n == p->cap) {
-        size_t cap = p->cap ? 2 * p->cap : 16;
-
-        grown = realloc(p->items, cap * sizeof(*grown));
-        if (!grown) {
-            p->failed = 1;
-            return MHD_NO;
-        }
-        p->items = grown;
-        p->cap = cap;
+    if (!(grown = vec_grow(p->items, &p->cap, p->n, sizeof(*grown)))) {
+        p->failed = 1;
+        return MHD_NO;
     }
+    p->items = grown;
     p->items[p->n].name = key;
     p->items[p->n].value = value ? value : "";
     p->n++;

@@ -961,6 +961,54 @@ static void castor_node__failures_in_a_row_fail_the_job(void **state)
     stop_node(f);
 }
 
+static int job_is_finished(void *ctx)
+{
+    struct failures_seen *s = ctx;
+
+    job_failures(s);
+    return s->state == STATE_JOB_FINISHED;
+}
+
+/*
+ * Rank 0 ends by itself with status 0 while the controller is unreachable (a trainer's own
+ * "finished" then fails): castor-node tells the controller once it answers again, even after
+ * fencing itself meanwhile (the replica's entry gone), and the job is finished, its GPUs free. It
+ * failed nothing. Without it the job would hold its GPUs as "running" until its hang timeout.
+ */
+static void castor_node__tells_the_controller_rank_0_ended(void **state)
+{
+    static const char *const extra[] = {"CASTOR_NODE_FENCE_S=1", NULL};
+    struct fx *f = *state;
+    struct replicas r = {.work = f->work, .want = 1};
+    struct failures_seen seen = {.f = f, .job = "job-d", .want = 0};
+    struct state_alloc *rows = NULL;
+    int port = f->as.port;
+    char path[512];
+    size_t n = 9;
+    FILE *fp;
+
+    spawn_node(f, f->as.url, extra);
+    assert_true(proc_wait_for(node_registered, f, REGISTER_WAIT_S));
+    assign(f, "job-d", "done", 1);
+    assert_true(proc_wait_for(scan_replicas, &r, 10));
+    as_unlisten(&f->as);
+    snprintf(path, sizeof(path), "%s/finish", f->work);
+    assert_non_null(fp = fopen(path, "w"));
+    fclose(fp);
+    assert_true(proc_wait_gone(r.pids[0], 5));
+    proc_sleep(2.0); /* past the fence: the node has stopped wanting the job's entry */
+    assert_false(job_is_finished(&seen));
+    assert_int_equal(as_listen(&f->as, port), 0);
+    assert_true(proc_wait_for(job_is_finished, &seen, 10));
+    assert_int_equal(seen.failures, 0);
+    assert_int_equal(state_alloc_get(f->as.own, "job-d", &rows, &n), 0);
+    assert_int_equal(n, 0); /* its GPUs free */
+    state_allocs_free(rows, n);
+    stop_node(f);
+    fflush(f->as.logf);
+    assert_non_null(strstr(f->as.logtext, "exited with status 0 without telling the controller"));
+}
+
 /*
  * With CASTOR_NODE_FENCE_S, a node the controller stops answering stops its replicas (SIGTERM:
  * they checkpoint) once that long has passed since the controller's last answer, and stays up;
@@ -1682,6 +1730,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(castor_node__runs_replicas_as_another_user, fx_setup,
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(castor_node__keeps_its_own_token, fx_setup_per_node,
+                                        fx_teardown),
+        cmocka_unit_test_setup_teardown(castor_node__tells_the_controller_rank_0_ended, fx_setup,
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(castor_node__fences_itself_when_the_controller_is_silent,
                                         fx_setup, fx_teardown),

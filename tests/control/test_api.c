@@ -275,6 +275,7 @@ static const struct {
     {"POST", "/v1/nodes/i-1/notice", TOKEN_NODE, "{}"},
     {"POST", "/v1/nodes/i-1/failures", TOKEN_NODE,
      "{\"job\":\"a\",\"attempt\":0,\"rank\":1,\"exit_status\":3}"},
+    {"POST", "/v1/nodes/i-1/completions", TOKEN_NODE, "{\"job\":\"a\",\"attempt\":0,\"rank\":1}"},
     {"POST", "/v1/jobs/a/reports", TOKEN_JOB, REPORT},
     {"GET", "/v1/jobs/a/allocation", TOKEN_JOB, NULL},
     {"POST", "/v1/jobs/a/checkpoint", TOKEN_JOB, "{\"progress\":1}"},
@@ -1030,15 +1031,40 @@ static void api_nodes__replica_failures_restart_then_fail(void **state)
                  "job f has ended");
 }
 
+/* A report a node should have refused: to which node, the body, the status and the reason. */
+struct bad_report {
+    const char *node;
+    const char *body;
+    long status;
+    const char *what;
+};
+
+/* Post each of bad[0 .. n-1] to /v1/nodes/{node}/{what}: each is refused with its status and
+ * reason (populate's state, with a node i-2 holding nothing), and nothing is written. */
+static void expect_bad_reports(struct fixture *f, const char *what, const struct bad_report *bad,
+                               size_t n)
+{
+    char *before, *after, path[64];
+
+    populate(f);
+    assert_int_equal(
+        call(f, "POST", "/v1/nodes", TOKEN_NODE, "{\"instance_id\":\"i-2\",\"gpus\":1}", NULL),
+        201);
+    before = dump(f);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(path, sizeof(path), "/v1/nodes/%s/%s", bad[i].node, what);
+        expect_error(f, "POST", path, TOKEN_NODE, bad[i].body, bad[i].status, bad[i].what);
+    }
+    after = dump(f);
+    assert_string_equal(before, after);
+    free(before);
+    free(after);
+}
+
 /* Bad failure reports are refused with their reason and write nothing. */
 static void api_nodes__bad_failure_reports_write_nothing(void **state)
 {
-    static const struct {
-        const char *node;
-        const char *body;
-        long status;
-        const char *what;
-    } bad[] = {
+    static const struct bad_report bad[] = {
         {"i-1", "{\"attempt\":0,\"rank\":0,\"exit_status\":1}", 400, "job is required"},
         {"i-1", "{\"job\":\"a\",\"rank\":0,\"exit_status\":1}", 400, "attempt is required"},
         {"i-1", "{\"job\":\"a\",\"attempt\":0,\"exit_status\":1}", 400, "rank is required"},
@@ -1062,21 +1088,8 @@ static void api_nodes__bad_failure_reports_write_nothing(void **state)
         {"i-9", "{\"job\":\"a\",\"attempt\":0,\"rank\":0,\"signal\":9}", 404, "no such node"},
     };
     struct fixture *f = *state;
-    char *before, *after, path[64];
 
-    populate(f);
-    assert_int_equal(
-        call(f, "POST", "/v1/nodes", TOKEN_NODE, "{\"instance_id\":\"i-2\",\"gpus\":1}", NULL),
-        201);
-    before = dump(f);
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        snprintf(path, sizeof(path), "/v1/nodes/%s/failures", bad[i].node);
-        expect_error(f, "POST", path, TOKEN_NODE, bad[i].body, bad[i].status, bad[i].what);
-    }
-    after = dump(f);
-    assert_string_equal(before, after);
-    free(before);
-    free(after);
+    expect_bad_reports(f, "failures", bad, sizeof(bad) / sizeof(bad[0]));
     assert_int_equal(state_node_set_state(f->st, "i-1", STATE_NODE_TERMINATED, f->now), 0);
     expect_error(f, "POST", "/v1/nodes/i-1/failures", TOKEN_NODE,
                  "{\"job\":\"a\",\"attempt\":0,\"rank\":0,\"signal\":9}", 409, "terminated");
@@ -1096,6 +1109,76 @@ static void event_kinds(struct fixture *f, const char *name, char *buf, size_t s
         used += (size_t)snprintf(buf + used, size - used, "%s%s", i ? "," : "",
                                  jv_string_value(jv_get(jv_at(jv_get(v, "events"), i), "kind")));
     jv_free(v);
+}
+
+/* Rank 0's own end of job a (placed on i-1 at f->now): from another rank, an earlier attempt or
+ * another placement it changes nothing; from rank 0 of the current ones it finishes the job
+ * (its assignment emptied, an event saying why); told again, nothing more. Bad reports are
+ * refused with their reason and write nothing. */
+static void api_nodes__rank_0_completion_finishes_the_job(void **state)
+{
+    static const struct bad_report bad[] = {
+        {"i-1", "{\"attempt\":0,\"rank\":0}", 400, "job is required"},
+        {"i-1", "{\"job\":\"a\",\"rank\":0}", 400, "attempt is required"},
+        {"i-1", "{\"job\":\"a\",\"attempt\":0}", 400, "rank is required"},
+        {"i-1", "{\"job\":\"a\",\"attempt\":0,\"rank\":0,\"placed_at\":-1}", 400,
+         "placed_at must be a number >= 0"},
+        {"i-1", "{\"job\":\"a\",\"attempt\":0,\"rank\":0,\"exit_status\":0}", 400,
+         "unknown field exit_status"},
+        {"i-1", "{\"job\":\"zz\",\"attempt\":0,\"rank\":0}", 422, "no job is named zz"},
+        {"i-1", "{\"job\":\"zz\",\"attempt\":0,\"rank\":3}", 422, "no job is named zz"},
+        {"i-2", "{\"job\":\"a\",\"attempt\":0,\"rank\":0}", 422,
+         "job a has no replicas on node i-2"},
+        {"i-9", "{\"job\":\"a\",\"attempt\":0,\"rank\":0}", 404, "no such node"},
+    };
+    struct fixture *f = *state;
+    char *before, *after, body[160], kinds[256];
+    double placed_at = f->now;
+    struct jv *v = NULL;
+    int counted = -1;
+
+    expect_bad_reports(f, "completions", bad, sizeof(bad) / sizeof(bad[0]));
+    before = dump(f);
+    /* stale: not rank 0, an attempt to come, another placement */
+    assert_int_equal(call(f, "POST", "/v1/nodes/i-1/completions", TOKEN_NODE,
+                          "{\"job\":\"a\",\"attempt\":0,\"rank\":1}", &v),
+                     200);
+    assert_int_equal(jv_bool_value(jv_get(v, "counted"), &counted), 0);
+    assert_int_equal(counted, 0);
+    jv_free(v);
+    snprintf(body, sizeof(body), "{\"job\":\"a\",\"attempt\":1,\"rank\":0,\"placed_at\":%.17g}",
+             placed_at);
+    assert_int_equal(call(f, "POST", "/v1/nodes/i-1/completions", TOKEN_NODE, body, NULL), 200);
+    snprintf(body, sizeof(body), "{\"job\":\"a\",\"attempt\":0,\"rank\":0,\"placed_at\":%.17g}",
+             placed_at - 60);
+    assert_int_equal(call(f, "POST", "/v1/nodes/i-1/completions", TOKEN_NODE, body, NULL), 200);
+    after = dump(f);
+    assert_string_equal(before, after);
+    free(before);
+    free(after);
+
+    /* rank 0 of attempt 0 in this placement: the job is finished */
+    snprintf(body, sizeof(body), "{\"job\":\"a\",\"attempt\":0,\"rank\":0,\"placed_at\":%.17g}",
+             placed_at);
+    assert_int_equal(call(f, "POST", "/v1/nodes/i-1/completions", TOKEN_NODE, body, &v), 200);
+    assert_int_equal(jv_bool_value(jv_get(v, "counted"), &counted), 0);
+    assert_int_equal(counted, 1);
+    assert_string_equal(jv_string_value(jv_get(v, "state")), "finished");
+    jv_free(v);
+    assert_int_equal(call(f, "GET", "/v1/nodes/i-1/assignment", TOKEN_NODE, NULL, &v), 200);
+    assert_int_equal(jv_size(jv_get(v, "jobs")), 0);
+    jv_free(v);
+    event_kinds(f, "a", kinds, sizeof(kinds));
+    assert_non_null(strstr(kinds, "finished"));
+    fflush(f->logf);
+    assert_non_null(strstr(f->logtext, "rank 0 on node i-1 exited with status 0 without telling"));
+    /* told again: nothing more */
+    assert_int_equal(call(f, "POST", "/v1/nodes/i-1/completions", TOKEN_NODE, body, &v), 200);
+    assert_int_equal(jv_bool_value(jv_get(v, "counted"), &counted), 0);
+    assert_int_equal(counted, 0);
+    jv_free(v);
+    assert_int_equal(state_node_set_state(f->st, "i-1", STATE_NODE_TERMINATED, f->now), 0);
+    expect_error(f, "POST", "/v1/nodes/i-1/completions", TOKEN_NODE, body, 409, "terminated");
 }
 
 /* A job's events, as its owner reads them: submitted (and the warning of a deadline without
@@ -2473,6 +2556,7 @@ int main(void)
         API_TEST(api_nodes__bad_input_writes_nothing),
         API_TEST(api_nodes__replica_failures_restart_then_fail),
         API_TEST(api_nodes__bad_failure_reports_write_nothing),
+        API_TEST(api_nodes__rank_0_completion_finishes_the_job),
         API_TEST(api_jobs__events_tell_what_happened),
         API_TEST(api_jobs__pending_job_says_why_it_waits),
         API_TEST(api_jobs__submit_list_get_cancel),

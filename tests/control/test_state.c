@@ -1804,6 +1804,77 @@ static void assert_failures(struct state *st, const char *name, int failures, in
  * again at 1 when it did; a streak above max_restarts fails the job and releases its allocation;
  * a node that holds no replica of the job, a final job, an unknown job and bad arguments are
  * refused and write nothing. max_restarts 2: the third failure in a row fails the job. */
+/* The job's state, from a fresh read. */
+static enum state_job_state job_state_now(struct state *st, const char *name)
+{
+    struct state_job j;
+    enum state_job_state s;
+
+    assert_int_equal(state_job_get(st, name, &j), 0);
+    s = j.state;
+    state_job_clear(&j);
+    return s;
+}
+
+/* Rank 0's own end finishes the job only from its current attempt and placement (placed at 200 on
+ * i-1 and i-2: the first node's since); an earlier one's (an exit for a restart the node was not
+ * told of yet) is stale; a finished job stays finished; a cancelled one is refused. */
+static void state_job_complete__only_the_current_attempt_and_placement(void **state)
+{
+    const struct tmpdb *t = *state;
+    struct state *st = open_state(t);
+    const char *ids[] = {"i-1", "i-2", "i-3"};
+    struct state_alloc a[] = {{"i-2", 2, 0}, {"i-1", 2, 0}};
+    enum state_complete_outcome o = STATE_COMPLETE_FINISHED;
+    struct state_alloc *rows = NULL;
+    size_t n = 9;
+
+    add_ready_nodes(st, ids, 3);
+    assert_int_equal(state_job_submit(st, "job", "{}", 1.0), 0);
+    assert_int_equal(state_job_set_state(st, "job", STATE_JOB_RUNNING, 2.0), 0);
+    assert_int_equal(state_alloc_replace(st, "job", a, 2, 200.0), 0);
+    assert_int_equal(state_job_replica_failed(st, "job", "i-1", 0, "x", 3, 250.0, NULL, NULL), 0);
+
+    /* refused: nothing written, the out-param untouched */
+    assert_int_equal(state_job_complete(st, "job", "i-3", 1, 200.0, 300.0, &o), ERR_RANGE);
+    assert_int_equal(state_job_complete(st, "nope", "i-1", 1, 200.0, 300.0, &o), ERR_UNKNOWN);
+    assert_int_equal(state_job_complete(st, "job", "i-1", -1, 200.0, 300.0, &o), ERR_INVAL);
+    assert_int_equal(state_job_complete(st, "job", "i-1", 1, INFINITY, 300.0, &o), ERR_INVAL);
+    assert_int_equal(o, STATE_COMPLETE_FINISHED);
+
+    /* attempt 0 (before the failure), or another placement: stale */
+    assert_int_equal(state_job_complete(st, "job", "i-1", 0, 200.0, 300.0, &o), 0);
+    assert_int_equal(o, STATE_COMPLETE_STALE);
+    assert_int_equal(state_job_complete(st, "job", "i-2", 1, 150.0, 300.0, &o), 0);
+    assert_int_equal(o, STATE_COMPLETE_STALE);
+    assert_int_equal(job_state_now(st, "job"), STATE_JOB_RUNNING);
+
+    /* the current one, from either node: finished, its allocation released */
+    o = STATE_COMPLETE_STALE;
+    assert_int_equal(state_job_complete(st, "job", "i-2", 1, 200.0, 300.0, &o), 0);
+    assert_int_equal(o, STATE_COMPLETE_FINISHED);
+    assert_int_equal(job_state_now(st, "job"), STATE_JOB_FINISHED);
+    assert_int_equal(state_alloc_get(st, "job", &rows, &n), 0);
+    assert_int_equal(n, 0);
+    state_allocs_free(rows, n);
+    /* told again (the other node, a retry): nothing more */
+    assert_int_equal(state_job_complete(st, "job", "i-1", 1, 200.0, 301.0, &o), 0);
+    assert_int_equal(o, STATE_COMPLETE_STALE);
+
+    /* without a placement said, the attempt alone; a cancelled job refuses */
+    assert_int_equal(state_job_submit(st, "two", "{}", 1.0), 0);
+    assert_int_equal(state_job_set_state(st, "two", STATE_JOB_RUNNING, 2.0), 0);
+    assert_int_equal(state_alloc_replace(st, "two", a, 1, 400.0), 0);
+    assert_int_equal(state_job_complete(st, "two", "i-2", 0, NAN, 410.0, &o), 0);
+    assert_int_equal(o, STATE_COMPLETE_FINISHED);
+    assert_int_equal(state_job_submit(st, "three", "{}", 1.0), 0);
+    assert_int_equal(state_job_set_state(st, "three", STATE_JOB_RUNNING, 2.0), 0);
+    assert_int_equal(state_alloc_replace(st, "three", a, 1, 400.0), 0);
+    assert_int_equal(state_job_set_state(st, "three", STATE_JOB_CANCELLED, 420.0), 0);
+    assert_int_equal(state_job_complete(st, "three", "i-2", 0, 400.0, 430.0, &o), ERR_CONFLICT);
+    state_close(st);
+}
+
 static void state_job_replica_failed__attempts_streaks_and_the_limit(void **state)
 {
     const struct tmpdb *t = *state;
@@ -2679,6 +2750,7 @@ int main(void)
         STATE_TEST(state_report_store__first_grad_written_once),
         STATE_TEST(state_family__configs_and_start_grad),
         STATE_TEST(state_family_start_grad__scaled_to_the_initial_batch),
+        STATE_TEST(state_job_complete__only_the_current_attempt_and_placement),
         STATE_TEST(state_job_replica_failed__attempts_streaks_and_the_limit),
         STATE_TEST(state_open__migrates_v5_to_v6),
         STATE_TEST(state_events__kept_newest_first_cut),

@@ -5,7 +5,8 @@
 # only SIGKILL ends it). MODE=fail-once: rank 1's first start exits 3 at once (a crash at start),
 # every other start runs as MODE=ignore. MODE=exit75: exits 75 at once ("checkpointed, restart
 # me"), which is not a failure. MODE=slow0: rank 0 runs as MODE=ignore (it stops only at its
-# SIGKILL), the others as MODE=exit.
+# SIGKILL), the others as MODE=exit. MODE=done: runs until the file "finish" appears in its folder,
+# then exits 0 (its work done, without telling the controller).
 out="$PWD/rank-$CASTOR_RANK-$$"
 env > "$out.tmp" && mv "$out.tmp" "$out.env"
 case "${MODE:-exit}" in
@@ -25,4 +26,7 @@ sleep 300 &
 child=$!
 echo "$child" > "$out.child"
 trap 'echo term > "$out.term"; if [ "${MODE:-exit}" = exit ]; then kill "$child"; exit 0; fi' TERM
-while :; do sleep 0.05; done
+while :; do
+    sleep 0.05
+    if [ "${MODE:-exit}" = done ] && [ -e "$PWD/finish" ]; then kill "$child"; exit 0; fi
+done
