@@ -169,6 +169,8 @@ static int na_spec(const struct jv *spec, struct node_job *j, size_t i, struct e
         (rc = na_pos(spec, "max_batch_size", &j->max_bsz, i, e)) < 0 ||
         (rc = na_pos(spec, "max_local_bsz", &j->max_local_bsz, i, e)) < 0)
         return rc;
+    j->in_flight = jv_string_value(jv_get(spec, "reconfigure")) &&
+                   strcmp(jv_string_value(jv_get(spec, "reconfigure")), "in_flight") == 0;
     if (jv_type_of(cmd) != JV_ARRAY || n < 1 || n > NODE_MAX_ARGS) {
         j->why_not = "the spec's command is not a list of 1 to 256 strings";
         return 0;
@@ -236,23 +238,27 @@ static int na_wait_for(const struct jv *v, struct node_job *j, size_t i, struct 
 
 struct na_copy {
     struct jv *to;
+    int in_flight;
     int rc;
 };
 
 static int na_copy_one(void *ctx, const char *key, const struct jv *val)
 {
     struct na_copy *c = ctx;
+    int config = strcmp(key, "local_bsz") == 0 || strcmp(key, "accum_steps") == 0 ||
+                 strcmp(key, "lr_gain") == 0;
 
-    if (c->rc == 0 && strcmp(key, "wait_for") != 0)
+    if (c->rc == 0 && strcmp(key, "wait_for") != 0 && !(config && c->in_flight))
         c->rc = jv_set(c->to, key, jv_ref(val));
     return 0;
 }
 
 /* The entry's key: the entry as compact JSON without wait_for, which says when its replicas may
- * start, not what they are (a replica running when it appears does not restart). */
-static int na_key(const struct jv *o, char **key)
+ * start, not what they are (a replica running when it appears does not restart), nor, for a job
+ * whose workers reconfigure in flight, its configuration (they read the controller's). */
+static int na_key(const struct jv *o, int in_flight, char **key)
 {
-    struct na_copy c = {.to = jv_object(), .rc = 0};
+    struct na_copy c = {.to = jv_object(), .in_flight = in_flight, .rc = 0};
     int rc = c.to ? jv_each(o, na_copy_one, &c) : ERR_NOMEM;
 
     if (rc == 0)
@@ -308,7 +314,7 @@ static int na_job(const struct jv *o, size_t i, struct node_job *j, struct error
                                 NODE_GENERATION_MAX);
     if ((rc = na_wait_for(jv_get(o, "wait_for"), j, i, e)) < 0)
         return rc;
-    return na_key(o, &j->key);
+    return na_key(o, j->in_flight, &j->key);
 }
 
 int node_assignment_parse(const char *text, size_t len, struct node_assignment *out,

@@ -72,8 +72,11 @@ struct node_job {
     char **argv;          /* NULL-terminated; NULL when the job cannot run here (see why) */
     char *workdir;        /* NULL: none given */
     char **env;           /* "NAME=VALUE" strings, NULL-terminated (never NULL) */
-    char *key;            /* the entry as compact JSON without wait_for: a replica whose key
-                           * changes restarts */
+    int in_flight;        /* the spec's reconfigure is in_flight: its workers take a new
+                           * configuration as they run (libcastor's decision) */
+    char *key;            /* the entry as compact JSON without wait_for (nor, for a job that
+                           * reconfigures in flight, local_bsz, accum_steps and lr_gain): a
+                           * replica whose key changes restarts */
     char *generation;     /* what the job's replicas on every node are started with, as the
                            * controller names it (reported back in heartbeats); NULL: not said */
     char *wait_for;       /* the nodes (comma-separated) where replicas of an earlier generation

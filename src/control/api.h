@@ -247,6 +247,18 @@ extern const char *const api_job_spec_keys[];
  * replicas, as for a failure. 0 turns the watch off. */
 #define API_HANG_TIMEOUT_DEFAULT 1800.0
 
+/* A job spec's reconfigure: how its workers take a new local batch, accumulation or learning-rate
+ * gain from the plan. "restart" (the default: any worker, one that reads CASTOR_LOCAL_BSZ at its
+ * start included): its replicas restart into it; "in_flight": its workers apply the controller's
+ * decision as they run (libcastor's, as the PyTorch adapter does), so a new configuration is no
+ * new generation and no replica restarts. */
+#define API_RECONFIGURE_RESTART "restart"
+#define API_RECONFIGURE_IN_FLIGHT "in_flight"
+
+/* 1 when the stored job spec (JSON text) says reconfigure: in_flight, else 0 (a spec from before
+ * the field, or one that cannot be read: restart). */
+int api_spec_in_flight(const char *spec);
+
 /* The most a job spec's max_dollars may say: what the job may cost (its share of its nodes'
  * dollars, state_cost_add) before the controller fails it. No limit when absent. */
 #define API_MAX_DOLLARS_MAX 1e9
@@ -271,7 +283,8 @@ double api_restart_delay(int streak);
 
 /*
  * The generation of job j placed at placed_at (its allocation's since; NAN when it holds none):
- * a digest of the placement, attempt, configuration and spec, the same on every node of the job,
+ * a digest of the placement, attempt, configuration (not for a spec that says reconfigure:
+ * in_flight: its workers take a new one as they run) and spec, the same on every node of the job,
  * new whenever its replicas restart; each assignment entry names it (docs/api.md). Written into
  * out (API_GENERATION_LEN + 1 bytes) on success; ERR_NOMEM.
  */

@@ -11,12 +11,26 @@
 #include "util/log.h"
 #include "util/timestamp.h"
 
-const char *const api_job_spec_keys[] = {
-    "name",         "command",         "workdir",        "image",
-    "env",          "init_batch_size", "max_batch_size", "max_local_bsz",
-    "min_replicas", "max_replicas",    "replicas",       "checkpoint_interval",
-    "samples",      "family",          "deadline",       "priority",
-    "max_restarts", "hang_timeout",    "max_dollars",    NULL};
+const char *const api_job_spec_keys[] = {"name",           "command",       "workdir",
+                                         "image",          "env",           "init_batch_size",
+                                         "max_batch_size", "max_local_bsz", "min_replicas",
+                                         "max_replicas",   "replicas",      "checkpoint_interval",
+                                         "samples",        "family",        "deadline",
+                                         "priority",       "max_restarts",  "hang_timeout",
+                                         "max_dollars",    "reconfigure",   NULL};
+
+int api_spec_in_flight(const char *spec)
+{
+    struct jv *v = NULL;
+    const char *s;
+    int in = 0;
+
+    if (spec && jv_parse(spec, strlen(spec), &v, NULL) == 0 &&
+        (s = jv_string_value(jv_get(v, "reconfigure"))))
+        in = strcmp(s, API_RECONFIGURE_IN_FLIGHT) == 0;
+    jv_free(v);
+    return in;
+}
 
 int api_env_name_ok(const char *s)
 {
@@ -68,6 +82,7 @@ static int ap_job_spec(struct ap_ctx *c, const char **name, struct jv **out)
     const char *const *keys = api_job_spec_keys;
     const struct jv *env = jv_get(c->body, "env");
     const char *workdir = NULL, *image = NULL, *family = NULL;
+    const char *reconf = API_RECONFIGURE_RESTART;
     double m0 = 0, maxb = 0, local = 0, ckpt = 600, samples = NAN, deadline = NAN;
     double hang = API_HANG_TIMEOUT_DEFAULT, max_dollars = NAN;
     long long minr = 1, maxr = 0, reqr = 1, prio = 0, restarts = API_MAX_RESTARTS_DEFAULT;
@@ -128,6 +143,11 @@ static int ap_job_spec(struct ap_ctx *c, const char **name, struct jv **out)
         rc = ap_num(c, c->body, "", "max_dollars", 0, 0.0, 0, &max_dollars);
     if (rc == 0 && max_dollars > API_MAX_DOLLARS_MAX)
         rc = ap_bad(c, "max_dollars must be at most %g", API_MAX_DOLLARS_MAX);
+    if (rc == 0)
+        rc = ap_str(c, c->body, "", "reconfigure", 0, 16, &reconf);
+    if (rc == 0 && strcmp(reconf, API_RECONFIGURE_RESTART) != 0 &&
+        strcmp(reconf, API_RECONFIGURE_IN_FLIGHT) != 0)
+        rc = ap_bad(c, "reconfigure must be restart or in_flight");
     if (rc < 0)
         return rc;
     o = jv_object();
@@ -150,6 +170,7 @@ static int ap_job_spec(struct ap_ctx *c, const char **name, struct jv **out)
     ap_set(c, o, "max_restarts", jv_integer(restarts));
     ap_set(c, o, "hang_timeout", jv_number(hang));
     ap_set(c, o, "max_dollars", jv_number(max_dollars)); /* NAN (no limit): null */
+    ap_set(c, o, "reconfigure", jv_string(reconf));
     *out = o;
     return 0;
 }

@@ -502,14 +502,14 @@ int api_job_generation(const struct state_job *j, double placed_at, char *out)
 {
     static const char fmt[] = "%.17g\n%d\n%.17g\n%d\n%.17g\n%s";
     char hex[CRYPTO_SHA256_HEX_LEN + 1], *text;
-    int len = snprintf(NULL, 0, fmt, placed_at, j->failures, j->local_bsz, j->accum_steps,
-                       j->lr_gain, j->spec),
-        rc;
+    /* a job whose workers take a new configuration in flight does not restart for one */
+    int in_flight = api_spec_in_flight(j->spec), accum = in_flight ? 0 : j->accum_steps;
+    double local = in_flight ? 0 : j->local_bsz, gain = in_flight ? 0 : j->lr_gain;
+    int len = snprintf(NULL, 0, fmt, placed_at, j->failures, local, accum, gain, j->spec), rc;
 
     if (len < 0 || !(text = malloc((size_t)len + 1)))
         return ERR_NOMEM;
-    snprintf(text, (size_t)len + 1, fmt, placed_at, j->failures, j->local_bsz, j->accum_steps,
-             j->lr_gain, j->spec);
+    snprintf(text, (size_t)len + 1, fmt, placed_at, j->failures, local, accum, gain, j->spec);
     rc = crypto_sha256_hex(text, (size_t)len, hex);
     free(text);
     if (rc < 0)

@@ -178,6 +178,7 @@ int config_job_spec(const struct conf_node *m, int in_template, char **json, cha
 {
     const char *const *keys = api_job_spec_keys;
     const char *nm = NULL, *workdir = NULL, *image = NULL, *family = NULL;
+    const char *reconf = API_RECONFIGURE_RESTART;
     double m0 = 0, maxb = 0, local = 0, ckpt = 600, samples = NAN, deadline = NAN;
     double hang = API_HANG_TIMEOUT_DEFAULT, max_dollars = NAN;
     long minr = 1, maxr = 0, reqr = 0, prio = 0, restarts = API_MAX_RESTARTS_DEFAULT;
@@ -230,8 +231,14 @@ int config_job_spec(const struct conf_node *m, int in_template, char **json, cha
         (rc = conf_get_long(m, "priority", -1000, 1000, &prio, e)) < 0 ||
         (rc = conf_get_long(m, "max_restarts", 0, API_MAX_RESTARTS_MAX, &restarts, e)) < 0 ||
         (rc = conf_get_double(m, "hang_timeout", 0, 1e7, &hang, e)) < 0 ||
-        (rc = cf_positive(m, "max_dollars", API_MAX_DOLLARS_MAX, &max_dollars, e)) < 0)
+        (rc = cf_positive(m, "max_dollars", API_MAX_DOLLARS_MAX, &max_dollars, e)) < 0 ||
+        (rc = cf_string(m, "reconfigure", 16, &reconf, e)) < 0)
         goto out;
+    if (strcmp(reconf, API_RECONFIGURE_RESTART) != 0 &&
+        strcmp(reconf, API_RECONFIGURE_IN_FLIGHT) != 0) {
+        rc = cf_bad(conf_find(m, "reconfigure"), e, "expected restart or in_flight");
+        goto out;
+    }
     if (family && !api_family_ok(family)) {
         rc = cf_bad(conf_find(m, "family"), e, API_FAMILY_CHARS);
         goto out;
@@ -266,6 +273,7 @@ int config_job_spec(const struct conf_node *m, int in_template, char **json, cha
     rc |= jv_set(o, "max_restarts", jv_integer(restarts));
     rc |= jv_set(o, "hang_timeout", jv_number(hang));
     rc |= jv_set(o, "max_dollars", jv_number(max_dollars)); /* NAN (no limit): null */
+    rc |= jv_set(o, "reconfigure", jv_string(reconf));
     if (rc != 0 || jv_dump(o, &text) < 0 || (nm && !(name_copy = strdup(nm)))) {
         rc = ERR_NOMEM;
         goto out;

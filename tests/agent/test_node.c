@@ -95,6 +95,35 @@ static void node_assignment_parse__reads_jobs_and_configuration(void **state)
     node_assignment_clear(&a);
 }
 
+/* A job that reconfigures in flight: its entry's key leaves out the configuration, so that a new
+ * one restarts nothing; one that does not keeps it. */
+static void node_assignment_parse__in_flight_keys_leave_out_the_configuration(void **state)
+{
+    static const char fmt[] =
+        "{\"state\":\"ready\",\"jobs\":[{\"job\":\"a\",\"replicas\":1,\"rank_offset\":0,"
+        "\"world_size\":1,\"master\":\"m\",\"local_bsz\":%d,\"accum_steps\":%d,"
+        "\"lr_gain\":%g,\"spec\":{\"name\":\"a\",\"command\":[\"x\"],\"workdir\":\"/w\""
+        "%s}}]}";
+    struct node_assignment one, two;
+    char text[2][512];
+
+    (void)state;
+    for (int in = 0; in < 2; in++) {
+        const char *more = in ? ",\"reconfigure\":\"in_flight\"" : ",\"reconfigure\":\"restart\"";
+
+        snprintf(text[0], sizeof(text[0]), fmt, 64, 0, 1.0, more);
+        snprintf(text[1], sizeof(text[1]), fmt, 128, 3, 1.5, more);
+        assert_int_equal(node_assignment_parse(text[0], strlen(text[0]), &one, NULL), 0);
+        assert_int_equal(node_assignment_parse(text[1], strlen(text[1]), &two, NULL), 0);
+        assert_int_equal(one.jobs[0].in_flight, in);
+        assert_int_equal(strcmp(one.jobs[0].key, two.jobs[0].key) == 0, in);
+        /* the configuration is still read, for a replica's environment */
+        assert_true(two.jobs[0].local_bsz == 128 && two.jobs[0].accum_steps == 3);
+        node_assignment_clear(&one);
+        node_assignment_clear(&two);
+    }
+}
+
 static void node_assignment_parse__refuses_malformed_answers(void **state)
 {
     static const char *const bad[] = {
@@ -381,10 +410,10 @@ static int node_registered(void *ctx)
     return 1;
 }
 
-/* Submit job with replica.sh in f->work, MODE mode and max_restarts, and give it replicas on the
- * node. */
-static void assign_restarts(struct fx *f, const char *job, const char *mode, int replicas,
-                            int max_restarts)
+/* Submit job with replica.sh in f->work, MODE mode, max_restarts and more fields of the spec
+ * (",\"key\":value..." or ""), and give it replicas on the node. */
+static void assign_spec(struct fx *f, const char *job, const char *mode, int replicas,
+                        int max_restarts, const char *more)
 {
     char spec[1024];
 
@@ -392,9 +421,17 @@ static void assign_restarts(struct fx *f, const char *job, const char *mode, int
              "{\"name\":\"%s\",\"command\":[\"/bin/sh\",\"%s\"],\"workdir\":\"%s\","
              "\"env\":{\"MODE\":\"%s\"},\"init_batch_size\":128,\"max_batch_size\":4096,"
              "\"max_local_bsz\":256,\"min_replicas\":1,\"max_replicas\":8,"
-             "\"checkpoint_interval\":5,\"priority\":0,\"max_restarts\":%d}",
-             job, REPLICA_SH, f->work, mode, max_restarts);
+             "\"checkpoint_interval\":5,\"priority\":0,\"max_restarts\":%d%s}",
+             job, REPLICA_SH, f->work, mode, max_restarts, more);
     assert_int_equal(as_assign(&f->as, job, spec, NODE_ID, replicas), 0);
+}
+
+/* Submit job with replica.sh in f->work, MODE mode and max_restarts, and give it replicas on the
+ * node. */
+static void assign_restarts(struct fx *f, const char *job, const char *mode, int replicas,
+                            int max_restarts)
+{
+    assign_spec(f, job, mode, replicas, max_restarts, "");
 }
 
 /* Submit job with replica.sh in f->work, MODE mode, and give it replicas on the node. */
@@ -733,6 +770,40 @@ static void castor_node__restarts_changed_replicas_sigterm_then_sigkill(void **s
         assert_true(proc_wait_gone(now.pids[i], 5));
         assert_true(proc_wait_gone(now.children[i], 5));
     }
+}
+
+/*
+ * A job whose spec says reconfigure: in_flight (its workers take the controller's decision as they
+ * run) keeps its replicas through a new local batch, accumulation and gain: no SIGTERM, no new
+ * process; a new placement (here a failure's new attempt) still restarts them.
+ */
+static void castor_node__keeps_in_flight_replicas_through_a_new_configuration(void **state)
+{
+    struct fx *f = *state;
+    struct replicas old = {.work = f->work, .want = 2}, later = old;
+    struct replicas again = {.work = f->work, .want = 4};
+
+    spawn_node(f, f->as.url, NULL);
+    assert_true(proc_wait_for(node_registered, f, REGISTER_WAIT_S));
+    assign_spec(f, "job-i", "ignore", 2, 3, ",\"reconfigure\":\"in_flight\"");
+    assert_true(proc_wait_for(scan_replicas, &old, 10));
+    assert_int_equal(state_job_set_config(f->as.own, "job-i", 32, 0, 1.0), 0);
+    proc_sleep(1.0); /* ten heartbeats, each with its assignment */
+    assert_int_equal(state_job_set_config(f->as.own, "job-i", 48, 2, 1.7), 0);
+    proc_sleep(1.0);
+    scan_replicas(&later);
+    assert_int_equal(later.n, 2); /* no new replica wrote its environment */
+    for (int i = 0; i < 2; i++) {
+        assert_true(proc_alive(old.pids[i]));
+        assert_false(file_exists(f->work, "rank-%ld-%ld.term", 0, old.pids[i]) ||
+                     file_exists(f->work, "rank-%ld-%ld.term", 1, old.pids[i]));
+    }
+    /* a new attempt is a new generation: they restart */
+    assert_int_equal(state_job_replica_failed(f->as.own, "job-i", NODE_ID, 0, "test", 3,
+                                              as_wall(NULL), NULL, NULL),
+                     0);
+    assert_true(proc_wait_for(scan_replicas, &again, 10));
+    stop_node(f);
 }
 
 struct notice_seen {
@@ -1701,6 +1772,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(node_assignment_parse__reads_jobs_and_configuration),
+        cmocka_unit_test(node_assignment_parse__in_flight_keys_leave_out_the_configuration),
         cmocka_unit_test(node_assignment_parse__refuses_malformed_answers),
         cmocka_unit_test(node_replica_env__ranks_configuration_and_no_node_secret),
         cmocka_unit_test(node_master_port__per_placement_and_in_range),
@@ -1731,6 +1803,9 @@ int main(void)
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(castor_node__keeps_its_own_token, fx_setup_per_node,
                                         fx_teardown),
+        cmocka_unit_test_setup_teardown(
+            castor_node__keeps_in_flight_replicas_through_a_new_configuration, fx_setup,
+            fx_teardown),
         cmocka_unit_test_setup_teardown(castor_node__tells_the_controller_rank_0_ended, fx_setup,
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(castor_node__fences_itself_when_the_controller_is_silent,

@@ -1031,6 +1031,38 @@ static void api_nodes__replica_failures_restart_then_fail(void **state)
                  "job f has ended");
 }
 
+/* A job whose spec says reconfigure: in_flight keeps its generation through a new configuration
+ * (its replicas take it as they run); a restart job's changes (its replicas restart into it); a
+ * new attempt changes both. */
+static void api_job_generation__in_flight_jobs_keep_theirs_through_a_configuration(void **state)
+{
+    struct fixture *f = *state;
+    char before[2][API_GENERATION_LEN + 1], after[API_GENERATION_LEN + 1];
+    const char *const names[] = {"r", "i"};
+    struct state_job j;
+
+    assert_int_equal(call(f, "POST", "/v1/jobs", TOKEN_USER, JOB_SPEC("r"), NULL), 201);
+    assert_int_equal(call(f, "POST", "/v1/jobs", TOKEN_USER,
+                          JOB_SPEC_WITH("i", ",\"reconfigure\":\"in_flight\""), NULL),
+                     201);
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(state_job_set_config(f->st, names[k], 64, 1, 1.25), 0);
+        assert_int_equal(state_job_get(f->st, names[k], &j), 0);
+        assert_int_equal(api_job_generation(&j, 100.0, before[k]), 0);
+        state_job_clear(&j);
+        assert_int_equal(state_job_set_config(f->st, names[k], 128, 0, 1.5), 0);
+        assert_int_equal(state_job_get(f->st, names[k], &j), 0);
+        assert_int_equal(api_job_generation(&j, 100.0, after), 0);
+        assert_int_equal(strcmp(before[k], after) == 0, k == 1);   /* in flight: the same */
+        assert_int_equal(api_job_generation(&j, 200.0, after), 0); /* a new placement */
+        assert_string_not_equal(before[k], after);
+        j.failures++; /* a new attempt */
+        assert_int_equal(api_job_generation(&j, 100.0, after), 0);
+        assert_string_not_equal(before[k], after);
+        state_job_clear(&j);
+    }
+}
+
 /* A report a node should have refused: to which node, the body, the status and the reason. */
 struct bad_report {
     const char *node;
@@ -1321,6 +1353,7 @@ static void api_jobs__submit_list_get_cancel(void **state)
     assert_int_equal(x, API_MAX_RESTARTS_DEFAULT);
     assert_int_equal(jv_number_value(jv_get(jv_get(v, "spec"), "hang_timeout"), &d), 0);
     assert_true(d == API_HANG_TIMEOUT_DEFAULT);
+    assert_string_equal(jv_string_value(jv_get(jv_get(v, "spec"), "reconfigure")), "restart");
     jv_free(v);
     assert_int_equal(state_job_get(f->st, "a", &j), 0);
     assert_true(j.submitted_at == f->now);
@@ -1464,6 +1497,9 @@ static void api_jobs__bad_input_writes_nothing(void **state)
         {JOB_SPEC_WITH("x", ",\"max_dollars\":0"), "max_dollars must be a number > 0"},
         {JOB_SPEC_WITH("x", ",\"max_dollars\":2e9"), "max_dollars must be at most 1e+09"},
         {JOB_SPEC_WITH("x", ",\"max_dollars\":\"$5\""), "max_dollars must be a number"},
+        {JOB_SPEC_WITH("x", ",\"reconfigure\":\"live\""),
+         "reconfigure must be restart or in_flight"},
+        {JOB_SPEC_WITH("x", ",\"reconfigure\":1"), "reconfigure must be a string"},
         {JOB_SPEC_WITH("x", ",\"replicas\":9"), "replicas must be an integer from 1 to 8"},
         {JOB_SPEC_WITH("x", ",\"min_replicas\":2,\"replicas\":1"),
          "replicas must be an integer from 2 to 8"},
@@ -2557,6 +2593,7 @@ int main(void)
         API_TEST(api_nodes__replica_failures_restart_then_fail),
         API_TEST(api_nodes__bad_failure_reports_write_nothing),
         API_TEST(api_nodes__rank_0_completion_finishes_the_job),
+        API_TEST(api_job_generation__in_flight_jobs_keep_theirs_through_a_configuration),
         API_TEST(api_jobs__events_tell_what_happened),
         API_TEST(api_jobs__pending_job_says_why_it_waits),
         API_TEST(api_jobs__submit_list_get_cancel),

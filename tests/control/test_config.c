@@ -131,6 +131,7 @@ static void config_load__every_key(void **state)
     assert_true(num(spec, "priority") == 5);
     assert_true(num(spec, "max_restarts") == 7 && num(spec, "hang_timeout") == 900);
     assert_true(num(spec, "max_dollars") == 250.5);
+    assert_string_equal(jv_string_value(get(spec, "reconfigure")), "in_flight");
     jv_free(spec);
     assert_int_equal(jv_parse(c->jobs[1].spec, strlen(c->jobs[1].spec), &spec, NULL), 0);
     assert_int_equal(jv_type_of(get(spec, "workdir")), JV_NULL);
@@ -143,6 +144,7 @@ static void config_load__every_key(void **state)
     assert_true(num(spec, "max_restarts") == API_MAX_RESTARTS_DEFAULT);
     assert_true(num(spec, "hang_timeout") == API_HANG_TIMEOUT_DEFAULT);
     assert_int_equal(jv_type_of(get(spec, "max_dollars")), JV_NULL); /* not given: no limit */
+    assert_string_equal(jv_string_value(get(spec, "reconfigure")), "restart"); /* any worker */
     jv_free(spec);
     /* a template: no name, no deadline of its own */
     assert_int_equal(c->ntemplates, 1);
@@ -450,6 +452,10 @@ static const struct bad_case bad_cases[] = {
      "jobs[0].max_dollars: must be above 0"},
     {BASE JOB_HEAD JOB_CMD JOB_REST "    max_dollars: lots\n", ERR_PARSE, 11, 18,
      "jobs[0].max_dollars"},
+    {BASE JOB_HEAD JOB_CMD JOB_REST "    reconfigure: sometimes\n", ERR_PARSE, 11, 18,
+     "jobs[0].reconfigure: expected restart or in_flight"},
+    {BASE JOB_HEAD JOB_CMD JOB_REST "    reconfigure: [in_flight]\n", ERR_PARSE, 11, 18,
+     "jobs[0].reconfigure"},
     {BASE "heartbeat_timeout: -1\n", ERR_RANGE, 3, 20, "heartbeat_timeout"},
     {BASE "spend_limit:\n  dollars: 0\n", ERR_RANGE, 4, 12, "spend_limit.dollars: must be above 0"},
     {BASE "spend_limit:\n  dollars: 5\n  period: year\n", ERR_UNKNOWN, 5, 11, "spend_limit.period"},

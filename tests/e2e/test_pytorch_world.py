@@ -17,6 +17,9 @@ starts again on the old and the new node. The test checks that
   step under 2 replicas on 2 nodes;
 * the controller heard of the checkpoints (checkpoint progress > 0) and a restart was counted,
   and the crash was counted as one failure;
+* the job says `reconfigure: in_flight`: rank 0 ran in two processes only (after the crash, and
+  after the notice): nothing else restarted it (castor-node's own test changes the configuration
+  under a running in-flight job and checks that no replica restarts);
 * at the end (fleet: 0 nodes through a reload, then SIGTERM) no process of the run is left.
 
 On failure it prints the logs and the state database; with CASTOR_TEST_KEEP=DIR it also copies
@@ -149,7 +152,9 @@ class World:
                         "--step-sleep", "0.02"],
             "workdir": work, "env": env, "init_batch_size": 64, "max_batch_size": 256,
             "max_local_bsz": 128, "min_replicas": 2, "max_replicas": 2,
-            "checkpoint_interval": 3})
+            "checkpoint_interval": 3,
+            # the adapter follows the controller's batch as it runs: no restart for one
+            "reconfigure": "in_flight"})
 
     def records(self, rank):
         path = os.path.join(self.trace, f"rank{rank}.jsonl")
@@ -292,6 +297,13 @@ def run(w):
         prev, cur = steps[i - 1], steps[i]
         check("params_after" in prev and cur["params"] == prev["params_after"],
               f"step {cur['step']} continues from the checkpoint step {prev['step']} ended with")
+    # rank 0 ran in two processes: attempt 1 after the crash, and the gang after the notice
+    pids = {s["pid"] for s in steps}
+    configs = {(s["local_bsz"], s["accum_steps"]) for s in steps}
+    print(f"test_pytorch_world: rank 0 ran in {len(pids)} processes, at configurations "
+          f"{sorted(configs)}", flush=True)
+    check(len(pids) <= 2, f"rank 0 restarted only for the crash and the notice: {len(pids)} "
+          f"processes, configurations {sorted(configs)}")
     worlds = sorted({s["world"] for s in steps})
     print(f"test_pytorch_world: restarts before steps {[steps[i]['step'] for i in restarts]}, "
           f"world sizes {worlds}", flush=True)
