@@ -4,6 +4,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "control/state.h"
 #include "providers/cloud.h"
@@ -65,10 +66,85 @@ static int td_costs(struct state *st, const struct cloud_instance *in, size_t n,
     return rc;
 }
 
+/* The price now ($/h) of the offer named name among offers, or NAN. */
+static double td_price(const struct cloud_offer *offers, size_t n, const char *name, int *spot)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(offers[i].name, name) == 0) {
+            *spot = offers[i].spot;
+            return offers[i].price;
+        }
+    return NAN;
+}
+
+/* What the listed instances that no live node of the state explains (strays: launched by a
+ * controller that lost their answer, or after the state was replaced) cost, charged to the fleet
+ * as the controller's reconciliation charges them (state_stray_charge): from their launch as the
+ * cloud lists it (not known: now), at least the cloud's minimum, at their offer's price now; one
+ * whose node was terminated in the state from the end of that node's charges; once only (a stray
+ * the controller charged already is charged for the span since). One the cloud prices no offer
+ * for is said on out and counted nowhere. */
+static int td_strays(struct state *st, struct cloud *cloud, const struct cloud_instance *in,
+                     size_t n, double now, FILE *out)
+{
+    struct cloud_offer *offers = NULL;
+    size_t no = 0;
+    int rc = 0, priced = cloud_offers(cloud, &offers, &no) == 0;
+
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        struct state_node node;
+        struct state_stray s = {.instance_id = in[i].id, .offer = in[i].offer, .zone = "default"};
+        double from = in[i].launched > 0 ? fmin(in[i].launched, now) : now;
+        double min_s = STATE_MIN_BILLED_S, price, seconds = 0, dollars = 0;
+        int spot = 0, known;
+
+        if (in[i].state == CLOUD_GONE)
+            continue;
+        known = state_node_get(st, in[i].id, &node);
+        if (known < 0 && known != ERR_UNKNOWN) {
+            rc = known;
+            break;
+        }
+        if (known == 0 && node.state != STATE_NODE_TERMINATED) {
+            state_node_clear(&node); /* a live node: td_costs' */
+            continue;
+        }
+        price = priced ? td_price(offers, no, in[i].offer, &spot) : NAN;
+        s.market = spot ? STATE_MARKET_SPOT : STATE_MARKET_ON_DEMAND;
+        if (known == 0) { /* its node's own costs held the minimum, up to its termination */
+            min_s = 0;
+            from = node.launch_token
+                       ? fmax(node.terminated_at, node.launched_at + STATE_MIN_BILLED_S)
+                       : node.terminated_at;
+            from = isfinite(from) ? fmin(from, now) : now;
+            s.market = node.market;
+            s.offer = node.offer ? node.offer : in[i].offer;
+            if (!isfinite(price) && node.price > 0)
+                price = node.price;
+        }
+        if (isfinite(price) && s.offer[0])
+            rc = state_stray_charge(st, &s, from, now, min_s, price, &seconds, &dollars);
+        else
+            price = NAN;
+        if (known == 0)
+            state_node_clear(&node);
+        if (rc == 0 && out && !isfinite(price))
+            fprintf(out,
+                    "%s: a stray of %s, whose price castor cannot tell: what it cost is "
+                    "counted nowhere\n",
+                    in[i].id, in[i].offer[0] ? in[i].offer : "an unknown offer");
+        else if (rc == 0 && out && seconds > 0)
+            fprintf(out, "%s: a stray, $%.4f for %.0f s at $%.4f/h added to the fleet's costs\n",
+                    in[i].id, dollars, seconds, price);
+    }
+    free(offers);
+    return rc;
+}
+
 /* The state: pending intents given up, live nodes terminated (what they cost up to now recorded
  * first), jobs counted. */
-static int td_state(struct state *st, const struct cloud_instance *in, size_t n, int apply,
-                    double now, struct teardown_result *r)
+static int td_state(struct state *st, struct cloud *cloud, const struct cloud_instance *in,
+                    size_t n, int apply, double now, FILE *out, struct teardown_result *r)
 {
     struct state_intent *it = NULL;
     struct state_node *nodes = NULL;
@@ -86,6 +162,8 @@ static int td_state(struct state *st, const struct cloud_instance *in, size_t n,
                              &jobs, &nj);
     if (rc == 0 && apply)
         rc = td_costs(st, in, n, now);
+    if (rc == 0 && apply)
+        rc = td_strays(st, cloud, in, n, now, out);
     for (size_t i = 0; i < ni && rc == 0 && apply; i++)
         rc = state_intent_resolve(st, it[i].token, STATE_INTENT_FAILED, now);
     for (size_t i = 0; i < nn && rc == 0 && apply; i++)
@@ -114,7 +192,7 @@ int teardown_run(struct state *st, struct cloud *cloud, const char *cluster, int
     if ((rc = cloud_list(cloud, cluster, &in, &n)) < 0)
         return err_set(e, rc, "", 0, 0, "cannot list the cluster's instances: %s", err_str(rc));
     td_instances(cloud, cluster, in, n, apply, out, &r);
-    rc = st ? td_state(st, in, n, apply, now, &r) : 0;
+    rc = st ? td_state(st, cloud, in, n, apply, now, out, &r) : 0;
     free(in);
     if (rc < 0)
         return err_set(e, rc, "", 0, 0, "the state: %s", err_str(rc));

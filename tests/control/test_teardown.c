@@ -241,6 +241,47 @@ static void teardown_run__records_the_costs_up_to_the_teardown(void **state)
     assert_int_equal(micros(f, f->ids[2]), 0); /* gone before */
 }
 
+static double at_1000(void *ctx)
+{
+    (void)ctx;
+    return 1000.0;
+}
+
+/* What the fleet's strays cost, in micro-dollars. */
+static long long stray_micros(struct fx *f)
+{
+    return count(f, "SELECT CAST(round(total(dollars) * 1000000) AS INTEGER) FROM stray_costs");
+}
+
+/*
+ * Instances no live node explains (strays) are charged as the teardown ends them, at their offer's
+ * price ($1/h): one launched at 1000 s, torn down at 4600 s, an hour ($1); the instance of a node
+ * terminated in the state at 30 s that the cloud still lists, from its node's end (60 s after its
+ * launch at 10 s) to 4600 s; a second teardown of what the cloud still lists adds nothing twice.
+ * A dry run charges nothing.
+ */
+static void teardown_run__charges_the_strays(void **state)
+{
+    struct fx *f = *state;
+    struct teardown_result r = {0};
+    struct error e = {0};
+    char stray[CLOUD_ID_MAX];
+
+    populate(f);
+    cloud_fake_set_clock(&f->cloud, at_1000, NULL);
+    assert_int_equal(cloud_fake_inject(&f->cloud, CLUSTER, "box/spot", "", stray), 0);
+    assert_int_equal(cloud_fake_set_state(&f->cloud, f->ids[2], CLOUD_RUNNING, 0), 0);
+    assert_int_equal(teardown_run(f->st, &f->cloud, CLUSTER, 0, 4600.0, NULL, &r, &e), 0);
+    assert_int_equal(stray_micros(f), 0);
+    assert_int_equal(teardown_run(f->st, &f->cloud, CLUSTER, 1, 4600.0, NULL, &r, &e), 0);
+    /* 3600 s for the stray, 4530 s (70 to 4600) for the lost node's instance, at $1/h */
+    assert_int_equal(stray_micros(f), 1000000 + 1258333);
+    assert_int_equal(micros(f, stray), 0); /* no node of castor's: the fleet's, no node's */
+    assert_int_equal(cloud_fake_set_state(&f->cloud, stray, CLOUD_RUNNING, 0), 0);
+    assert_int_equal(teardown_run(f->st, &f->cloud, CLUSTER, 1, 4600.0, NULL, &r, &e), 0);
+    assert_int_equal(stray_micros(f), 1000000 + 1258333);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -252,6 +293,7 @@ int main(void)
                                         fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(teardown_run__records_the_costs_up_to_the_teardown,
                                         fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(teardown_run__charges_the_strays, fx_setup, fx_teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
