@@ -75,6 +75,12 @@ struct realworld_timeouts {
  * (reconcile). */
 #define REALWORLD_PAUSE_S 10.0
 
+/* How long a change of a job's configuration without a new placement (a refit found a batch worth
+ * 5% more) waits for the job's reports to measure the configuration it has before the next such
+ * change; at once when they have (a refit on late reports of the configuration it left would send
+ * it straight back), and not for ever when its workers never run the controller's. */
+#define REALWORLD_CONFIG_SETTLE_S 600.0
+
 struct realworld_config {
     struct state *state; /* borrowed: a connection of the loop's own */
     struct cloud *cloud; /* borrowed */

@@ -127,8 +127,8 @@ static int rw_apply_choose(struct realworld *rw, int j, int moved, int nodes, in
 {
     const struct snap_job *sj = &rw->sjobs[j];
     const struct state_job *st = &rw->sjob_state[j];
-    const struct rw_job *job = &rw->jobs[rw->sjob_rw[j]];
-    double local = st->local_bsz, l1, gain;
+    struct rw_job *job = &rw->jobs[rw->sjob_rw[j]];
+    double local = st->local_bsz, l1, gain, now = rw_now(rw);
     int accum = st->accum_steps, a1;
 
     if (moved || !isfinite(local) || !(local > 0)) {
@@ -137,11 +137,16 @@ static int rw_apply_choose(struct realworld *rw, int j, int moved, int nodes, in
         double cur = sj->has_model ? bsz_goodput(&sj->tput, &sj->grad, sj->lim.init_bsz, nodes,
                                                  replicas, local, accum)
                                    : NAN;
+        /* the configuration it has was measured, or had its chance to be */
+        int settled = job->config_seen || !(now - job->config_at < REALWORLD_CONFIG_SETTLE_S);
 
         rw_config(sj, nodes, replicas, &l1, &a1, goodput);
-        if (job->refitted && isfinite(cur) && *goodput >= RW_HYSTERESIS * cur) {
+        if (job->refitted && settled && isfinite(cur) && *goodput >= RW_HYSTERESIS * cur &&
+            (l1 != local || a1 != accum)) {
             local = l1;
             accum = a1;
+            job->config_at = now;
+            job->config_seen = 0;
         } else {
             *goodput = cur;
         }

@@ -99,6 +99,12 @@ struct rw_job {
     int max_profiled;
     double attained; /* GPU-seconds held while this process watched */
     int refitted;    /* the model changed in this tick */
+    /* when this world last changed its configuration without a new placement (NAN: not yet), and
+     * whether its own reports have measured the configuration it has now: a voluntary change
+     * waits for that measurement (or REALWORLD_CONFIG_SETTLE_S), so that a refit on reports of the
+     * configuration it left does not send it straight back */
+    double config_at;
+    int config_seen;
     /* the figures of its current configuration, for the metrics */
     double goodput, speedup, batch;
     double eta; /* when it is predicted to finish there, seconds since the epoch (NAN: unknown) */

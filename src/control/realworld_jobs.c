@@ -69,7 +69,7 @@ struct rw_job *rw_job_find(struct realworld *rw, const char *name, int create)
         return NULL;
     grown[rw->njobs].fitted_for = NAN;
     grown[rw->njobs].goodput = grown[rw->njobs].speedup = grown[rw->njobs].batch = NAN;
-    grown[rw->njobs].eta = grown[rw->njobs].wait_told = NAN;
+    grown[rw->njobs].eta = grown[rw->njobs].wait_told = grown[rw->njobs].config_at = NAN;
     tput_params_init(&grown[rw->njobs].tput, rw->model);
     return &rw->jobs[rw->njobs++];
 }
@@ -185,8 +185,11 @@ void rw_model_update(struct realworld *rw, struct rw_job *j, const struct state_
     profile_init(&prof);
     if (isfinite(sj->sync_prior))
         prof.sync_prior = sj->sync_prior;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         rw_profile_add(&prof, &rows[i]);
+        j->config_seen |=
+            rows[i].local_bsz == sj->local_bsz && rows[i].accum_steps == sj->accum_steps;
+    }
     free(rows);
     rc = rw_family_merge(&prof, frows, nf);
     free(frows);

@@ -413,15 +413,23 @@ static void tick(struct fixture *f, double dt)
     assert_int_equal(loop_tick(&f->loop), 0);
 }
 
+/* A fleet of one node of gpus GPUs that its agent registered, job name (at most gpus replicas)
+ * placed on it; the node's id in ids[0]. */
+static void one_job_running(struct fixture *f, char ids[8][CLOUD_ID_MAX], const char *name,
+                            int gpus)
+{
+    assert_int_equal(make_loop(f, 1), 0);
+    submit_job(f, name, gpus);
+    tick(f, 0);
+    assert_int_equal(live_instances(f, ids), 1);
+    agent_register(f, ids[0], gpus);
+    tick(f, 10);
+}
+
 /* A fleet of one node that its agent registered, job "a" placed on it; the node's id in ids[0]. */
 static void one_node_running(struct fixture *f, char ids[8][CLOUD_ID_MAX])
 {
-    assert_int_equal(make_loop(f, 1), 0);
-    submit_job(f, "a", 4);
-    tick(f, 0);
-    assert_int_equal(live_instances(f, ids), 1);
-    agent_register(f, ids[0], 4);
-    tick(f, 10);
+    one_job_running(f, ids, "a", 4);
 }
 
 /* The world's metrics now (its rows valid until the next tick). */
@@ -891,20 +899,80 @@ static void realworld_observe__reports_refit_the_model(void **state)
     assert_int_equal(s->jobs[0].has_model, 1);
 }
 
-/* A report of one configuration (nodes 1, replicas, local batch, step_mean, sync_mean) with
- * gradient statistics sqr and var, posted for the job. */
-static void report_one(struct fixture *f, const char *job, int replicas, int local, double step,
-                       double sync, double sqr, double var)
+/* A report of one configuration (nodes 1, replicas, local batch, accumulation steps, step_mean,
+ * sync_mean) with gradient statistics sqr and var, posted for the job. */
+static void report_accum(struct fixture *f, const char *job, int replicas, double local, int accum,
+                         double step, double sync, double sqr, double var)
 {
     char path[64], body[320];
 
     snprintf(path, sizeof(path), "/v1/jobs/%s/reports", job);
     snprintf(body, sizeof(body),
-             "{\"configs\": [{\"nodes\": 1, \"replicas\": %d, \"local_bsz\": %d, "
-             "\"accum_steps\": 0, \"count\": 50, \"step_mean\": %g, \"step_sd\": 0.01, "
+             "{\"configs\": [{\"nodes\": 1, \"replicas\": %d, \"local_bsz\": %g, "
+             "\"accum_steps\": %d, \"count\": 50, \"step_mean\": %g, \"step_sd\": 0.01, "
              "\"sync_mean\": %g}], \"grad\": {\"sqr\": %g, \"var\": %g}}",
-             replicas, local, step, sync, sqr, var);
+             replicas, local, accum, step, sync, sqr, var);
     assert_int_equal(call(f, "POST", path, TOKEN_JOB, body, NULL), 200);
+}
+
+/* The same without accumulation. */
+static void report_one(struct fixture *f, const char *job, int replicas, int local, double step,
+                       double sync, double sqr, double var)
+{
+    report_accum(f, job, replicas, local, 0, step, sync, sqr, var);
+}
+
+/* Job name's configuration in the state: local batch and accumulation steps. */
+static void job_config(struct fixture *f, const char *name, double *local, int *accum)
+{
+    struct state_job j;
+
+    assert_int_equal(state_job_get(f->st_spy, name, &j), 0);
+    *local = j.local_bsz;
+    *accum = j.accum_steps;
+    state_job_clear(&j);
+}
+
+/*
+ * A job on one GPU: a refit that makes another batch worth 5% more changes its configuration
+ * (here to a large batch, its gradients noisy); a refit on a late report of the configuration it
+ * left (its gradients quiet now) does not send it straight back while the new one is unmeasured;
+ * once a report measures the new one, the next refit may; and a configuration its workers never
+ * run stops holding the next change after REALWORLD_CONFIG_SETTLE_S.
+ */
+static void realworld_apply__a_new_configuration_is_measured_before_the_next(void **state)
+{
+    struct fixture *f = *state;
+    char ids[8][CLOUD_ID_MAX];
+    double local0, local1, local;
+    int accum0, accum1, accum;
+
+    one_job_running(f, ids, "v", 1);
+    job_config(f, "v", &local0, &accum0);
+    for (int round = 0; round < 2; round++) {
+        /* noisy gradients: a larger batch, by accumulation */
+        report_accum(f, "v", 1, local0, accum0, 0.2, 0, 0.5, 2000);
+        tick(f, 10);
+        job_config(f, "v", &local1, &accum1);
+        assert_true(local1 * (accum1 + 1) > 2 * local0 * (accum0 + 1));
+        /* a late report of the configuration it left, its gradients quiet: it stays */
+        report_accum(f, "v", 1, local0, accum0, 0.2, 0, 0.5, 0.01);
+        tick(f, 10);
+        job_config(f, "v", &local, &accum);
+        assert_true(local == local1 && accum == accum1);
+        if (round == 0) {
+            /* never measured: after REALWORLD_CONFIG_SETTLE_S the next refit moves it */
+            f->now += REALWORLD_CONFIG_SETTLE_S;
+            report_accum(f, "v", 1, local0, accum0, 0.2, 0, 0.5, 0.01);
+        } else {
+            /* measured: the next refit moves it at once */
+            report_accum(f, "v", 1, local1, accum1, 0.2 * (accum1 + 1) * local1 / local0, 0, 0.5,
+                         0.01);
+        }
+        tick(f, 10);
+        job_config(f, "v", &local, &accum);
+        assert_true(local == local0 && accum == accum0);
+    }
 }
 
 /* A job of a family that has not reported starts with the family's model (what its other jobs
@@ -2757,6 +2825,9 @@ int main(void)
                                         rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_observe__reports_refit_the_model, rw_setup,
                                         rw_teardown),
+        cmocka_unit_test_setup_teardown(
+            realworld_apply__a_new_configuration_is_measured_before_the_next, rw_setup,
+            rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_observe__requested_replicas_reach_the_snapshot,
                                         rw_setup, rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_observe__samples_become_the_progress_target,
