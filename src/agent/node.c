@@ -1447,9 +1447,20 @@ static int nd_report_done(struct nd *n, const struct nd_done *d, double now)
     return done;
 }
 
-/* Report the failures not reported yet; on a failure to reach the controller, later. */
+/* Report the completions and failures not reported yet, completions first (rank 0 done, then
+ * another rank failing as its peer left: the job is done, not failed); on a failure to reach the
+ * controller, later. */
 static void nd_report_failures(struct nd *n, double now)
 {
+    while (n->ndones > 0) {
+        nd_poll_signals(n);
+        if (!nd_report_done(n, &n->dones[0], now)) {
+            nd_failed(n, now, &n->report_retry_at);
+            return;
+        }
+        nd_done_remove(n, 0);
+        n->fails = 0;
+    }
     for (;;) {
         size_t i = 0;
 
@@ -1463,15 +1474,6 @@ static void nd_report_failures(struct nd *n, double now)
             return;
         }
         n->reps[i].report = 0;
-        n->fails = 0;
-    }
-    while (n->ndones > 0) {
-        nd_poll_signals(n);
-        if (!nd_report_done(n, &n->dones[0], now)) {
-            nd_failed(n, now, &n->report_retry_at);
-            return;
-        }
-        nd_done_remove(n, 0);
         n->fails = 0;
     }
     n->report_retry_at = INFINITY;
@@ -1814,6 +1816,14 @@ int node_run(const struct node_config *cfg)
         sig = sigtimedwait(&set, &si, &ts);
         if (sig > 0)
             nd_signal(&n, sig, &si);
+    }
+    /* a job's end not told yet: one more try before the agent goes (once it is gone no one
+     * would tell, and the job would hold its GPUs) */
+    if (n.ndones > 0 && n.registered) {
+        nd_report_failures(&n, nd_mono());
+        for (size_t i = 0; i < n.ndones; i++)
+            nd_log(&n, LOG_WARN, n.dones[i].job,
+                   "stopping with rank 0's end not told: the controller did not answer");
     }
     nd_log(&n, LOG_INFO, NULL, "castor-node stopped");
 out:

@@ -187,8 +187,9 @@ void rw_model_update(struct realworld *rw, struct rw_job *j, const struct state_
         prof.sync_prior = sj->sync_prior;
     for (size_t i = 0; i < n; i++) {
         rw_profile_add(&prof, &rows[i]);
-        j->config_seen |=
-            rows[i].local_bsz == sj->local_bsz && rows[i].accum_steps == sj->accum_steps;
+        /* measured since the change (an older row is of the last time it had it) */
+        j->config_seen |= rows[i].local_bsz == sj->local_bsz &&
+                          rows[i].accum_steps == sj->accum_steps && !(rows[i].at < j->config_at);
     }
     free(rows);
     rc = rw_family_merge(&prof, frows, nf);

@@ -1032,6 +1032,17 @@ static void castor_node__failures_in_a_row_fail_the_job(void **state)
     stop_node(f);
 }
 
+/* The file that tells MODE=done replicas their work is done. */
+static void touch_finish(struct fx *f)
+{
+    char path[512];
+    FILE *fp;
+
+    snprintf(path, sizeof(path), "%s/finish", f->work);
+    assert_non_null(fp = fopen(path, "w"));
+    fclose(fp);
+}
+
 static int job_is_finished(void *ctx)
 {
     struct failures_seen *s = ctx;
@@ -1054,18 +1065,14 @@ static void castor_node__tells_the_controller_rank_0_ended(void **state)
     struct failures_seen seen = {.f = f, .job = "job-d", .want = 0};
     struct state_alloc *rows = NULL;
     int port = f->as.port;
-    char path[512];
     size_t n = 9;
-    FILE *fp;
 
     spawn_node(f, f->as.url, extra);
     assert_true(proc_wait_for(node_registered, f, REGISTER_WAIT_S));
     assign(f, "job-d", "done", 1);
     assert_true(proc_wait_for(scan_replicas, &r, 10));
     as_unlisten(&f->as);
-    snprintf(path, sizeof(path), "%s/finish", f->work);
-    assert_non_null(fp = fopen(path, "w"));
-    fclose(fp);
+    touch_finish(f);
     assert_true(proc_wait_gone(r.pids[0], 5));
     proc_sleep(2.0); /* past the fence: the node has stopped wanting the job's entry */
     assert_false(job_is_finished(&seen));
@@ -1078,6 +1085,59 @@ static void castor_node__tells_the_controller_rank_0_ended(void **state)
     stop_node(f);
     fflush(f->as.logf);
     assert_non_null(strstr(f->as.logtext, "exited with status 0 without telling the controller"));
+}
+
+/*
+ * Rank 0 ends with status 0 (its work done) and rank 1 then exits 3 (its peer, the rendezvous'
+ * host, gone), both while the controller is unreachable, with max_restarts 0: castor-node tells
+ * the completion before the failure, and the job is finished, not failed.
+ */
+static void castor_node__a_completion_goes_before_a_peer_failure(void **state)
+{
+    struct fx *f = *state;
+    struct replicas r = {.work = f->work, .want = 2};
+    struct failures_seen seen = {.f = f, .job = "job-o", .want = 0};
+    int port = f->as.port;
+
+    spawn_node(f, f->as.url, NULL);
+    assert_true(proc_wait_for(node_registered, f, REGISTER_WAIT_S));
+    assign_restarts(f, "job-o", "donefail", 2, 0);
+    assert_true(proc_wait_for(scan_replicas, &r, 10));
+    as_unlisten(&f->as);
+    touch_finish(f);
+    assert_true(proc_wait_gone(r.pids[0], 5));
+    assert_true(proc_wait_gone(r.pids[1], 5));
+    proc_sleep(0.5);
+    assert_int_equal(as_listen(&f->as, port), 0);
+    assert_true(proc_wait_for(job_is_finished, &seen, 10));
+    assert_int_equal(seen.failures, 0);
+    stop_node(f);
+}
+
+/*
+ * Rank 0 ends with status 0 while the controller is unreachable, and the agent is stopped (SIGTERM)
+ * right after the controller is back, before its next retry (backoff up to 30 s): it tells the
+ * controller once more as it stops, and the job is finished.
+ */
+static void castor_node__a_stopping_agent_tells_a_completion(void **state)
+{
+    static const char *const extra[] = {"CASTOR_NODE_BACKOFF_MAX_S=30", NULL};
+    struct fx *f = *state;
+    struct replicas r = {.work = f->work, .want = 1};
+    struct failures_seen seen = {.f = f, .job = "job-s", .want = 0};
+    int port = f->as.port;
+
+    spawn_node(f, f->as.url, extra);
+    assert_true(proc_wait_for(node_registered, f, REGISTER_WAIT_S));
+    assign(f, "job-s", "done", 1);
+    assert_true(proc_wait_for(scan_replicas, &r, 10));
+    as_unlisten(&f->as);
+    touch_finish(f);
+    assert_true(proc_wait_gone(r.pids[0], 5));
+    proc_sleep(4.0); /* failed tries: the next one is seconds away */
+    assert_int_equal(as_listen(&f->as, port), 0);
+    stop_node(f);
+    assert_true(job_is_finished(&seen));
 }
 
 /*
@@ -1807,6 +1867,10 @@ int main(void)
             castor_node__keeps_in_flight_replicas_through_a_new_configuration, fx_setup,
             fx_teardown),
         cmocka_unit_test_setup_teardown(castor_node__tells_the_controller_rank_0_ended, fx_setup,
+                                        fx_teardown),
+        cmocka_unit_test_setup_teardown(castor_node__a_completion_goes_before_a_peer_failure,
+                                        fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(castor_node__a_stopping_agent_tells_a_completion, fx_setup,
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(castor_node__fences_itself_when_the_controller_is_silent,
                                         fx_setup, fx_teardown),

@@ -936,9 +936,10 @@ static void job_config(struct fixture *f, const char *name, double *local, int *
 /*
  * A job on one GPU: a refit that makes another batch worth 5% more changes its configuration
  * (here to a large batch, its gradients noisy); a refit on a late report of the configuration it
- * left (its gradients quiet now) does not send it straight back while the new one is unmeasured;
- * once a report measures the new one, the next refit may; and a configuration its workers never
- * run stops holding the next change after REALWORLD_CONFIG_SETTLE_S.
+ * left (its gradients quiet now) does not send it straight back while the new one is unmeasured
+ * (since the change: a measurement from before it does not count); once a report measures the
+ * new one, the next refit may; and a configuration its workers never run stops holding the next
+ * change after REALWORLD_CONFIG_SETTLE_S.
  */
 static void realworld_apply__a_new_configuration_is_measured_before_the_next(void **state)
 {
@@ -973,6 +974,12 @@ static void realworld_apply__a_new_configuration_is_measured_before_the_next(voi
         job_config(f, "v", &local, &accum);
         assert_true(local == local0 && accum == accum0);
     }
+    /* back where it was, measured there before but not since: a late report of the one it left,
+     * noisy again and faster than measured before, does not send it back */
+    report_accum(f, "v", 1, local1, accum1, 1.0, 0, 0.5, 2000);
+    tick(f, 10);
+    job_config(f, "v", &local, &accum);
+    assert_true(local == local0 && accum == accum0);
 }
 
 /* A job of a family that has not reported starts with the family's model (what its other jobs

@@ -6,7 +6,8 @@
 # every other start runs as MODE=ignore. MODE=exit75: exits 75 at once ("checkpointed, restart
 # me"), which is not a failure. MODE=slow0: rank 0 runs as MODE=ignore (it stops only at its
 # SIGKILL), the others as MODE=exit. MODE=done: runs until the file "finish" appears in its folder,
-# then exits 0 (its work done, without telling the controller).
+# then exits 0 (its work done, without telling the controller). MODE=donefail: the same, but every
+# rank other than 0 then exits 3 (its peer, the rendezvous' host, gone).
 out="$PWD/rank-$CASTOR_RANK-$$"
 env > "$out.tmp" && mv "$out.tmp" "$out.env"
 case "${MODE:-exit}" in
@@ -28,5 +29,14 @@ echo "$child" > "$out.child"
 trap 'echo term > "$out.term"; if [ "${MODE:-exit}" = exit ]; then kill "$child"; exit 0; fi' TERM
 while :; do
     sleep 0.05
-    if [ "${MODE:-exit}" = done ] && [ -e "$PWD/finish" ]; then kill "$child"; exit 0; fi
+    case "${MODE:-exit}" in
+    done | donefail)
+        if [ -e "$PWD/finish" ]; then
+            kill "$child"
+            if [ "$MODE" = done ] || [ "$CASTOR_RANK" = 0 ]; then exit 0; fi
+            sleep 0.3
+            exit 3
+        fi
+        ;;
+    esac
 done
