@@ -1043,6 +1043,23 @@ static void touch_finish(struct fx *f)
     fclose(fp);
 }
 
+/* castor-node up (with extra settings), job given replicas replica.sh in mode (max_restarts),
+ * and, with the controller made unreachable, their work done: every replica has exited. */
+static void finish_while_away(struct fx *f, const char *const *extra, const char *job,
+                              const char *mode, int replicas, int max_restarts)
+{
+    struct replicas r = {.work = f->work, .want = replicas};
+
+    spawn_node(f, f->as.url, extra);
+    assert_true(proc_wait_for(node_registered, f, REGISTER_WAIT_S));
+    assign_restarts(f, job, mode, replicas, max_restarts);
+    assert_true(proc_wait_for(scan_replicas, &r, 10));
+    as_unlisten(&f->as);
+    touch_finish(f);
+    for (int i = 0; i < replicas; i++)
+        assert_true(proc_wait_gone(r.pids[i], 5));
+}
+
 static int job_is_finished(void *ctx)
 {
     struct failures_seen *s = ctx;
@@ -1061,19 +1078,12 @@ static void castor_node__tells_the_controller_rank_0_ended(void **state)
 {
     static const char *const extra[] = {"CASTOR_NODE_FENCE_S=1", NULL};
     struct fx *f = *state;
-    struct replicas r = {.work = f->work, .want = 1};
     struct failures_seen seen = {.f = f, .job = "job-d", .want = 0};
     struct state_alloc *rows = NULL;
     int port = f->as.port;
     size_t n = 9;
 
-    spawn_node(f, f->as.url, extra);
-    assert_true(proc_wait_for(node_registered, f, REGISTER_WAIT_S));
-    assign(f, "job-d", "done", 1);
-    assert_true(proc_wait_for(scan_replicas, &r, 10));
-    as_unlisten(&f->as);
-    touch_finish(f);
-    assert_true(proc_wait_gone(r.pids[0], 5));
+    finish_while_away(f, extra, "job-d", "done", 1, 3);
     proc_sleep(2.0); /* past the fence: the node has stopped wanting the job's entry */
     assert_false(job_is_finished(&seen));
     assert_int_equal(as_listen(&f->as, port), 0);
@@ -1095,18 +1105,10 @@ static void castor_node__tells_the_controller_rank_0_ended(void **state)
 static void castor_node__a_completion_goes_before_a_peer_failure(void **state)
 {
     struct fx *f = *state;
-    struct replicas r = {.work = f->work, .want = 2};
     struct failures_seen seen = {.f = f, .job = "job-o", .want = 0};
     int port = f->as.port;
 
-    spawn_node(f, f->as.url, NULL);
-    assert_true(proc_wait_for(node_registered, f, REGISTER_WAIT_S));
-    assign_restarts(f, "job-o", "donefail", 2, 0);
-    assert_true(proc_wait_for(scan_replicas, &r, 10));
-    as_unlisten(&f->as);
-    touch_finish(f);
-    assert_true(proc_wait_gone(r.pids[0], 5));
-    assert_true(proc_wait_gone(r.pids[1], 5));
+    finish_while_away(f, NULL, "job-o", "donefail", 2, 0);
     proc_sleep(0.5);
     assert_int_equal(as_listen(&f->as, port), 0);
     assert_true(proc_wait_for(job_is_finished, &seen, 10));
@@ -1123,17 +1125,10 @@ static void castor_node__a_stopping_agent_tells_a_completion(void **state)
 {
     static const char *const extra[] = {"CASTOR_NODE_BACKOFF_MAX_S=30", NULL};
     struct fx *f = *state;
-    struct replicas r = {.work = f->work, .want = 1};
     struct failures_seen seen = {.f = f, .job = "job-s", .want = 0};
     int port = f->as.port;
 
-    spawn_node(f, f->as.url, extra);
-    assert_true(proc_wait_for(node_registered, f, REGISTER_WAIT_S));
-    assign(f, "job-s", "done", 1);
-    assert_true(proc_wait_for(scan_replicas, &r, 10));
-    as_unlisten(&f->as);
-    touch_finish(f);
-    assert_true(proc_wait_gone(r.pids[0], 5));
+    finish_while_away(f, extra, "job-s", "done", 1, 3);
     proc_sleep(4.0); /* failed tries: the next one is seconds away */
     assert_int_equal(as_listen(&f->as, port), 0);
     stop_node(f);
