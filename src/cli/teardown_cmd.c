@@ -1,11 +1,13 @@
 /* teardown_cmd.c: `castor teardown -c FILE [--yes]`: the end of a cluster (src/control/teardown.c):
  * every instance with its tag terminated, while no controller runs on its state. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
 #include "control/config.h"
+#include "control/realworld.h"
 #include "control/state.h"
 #include "control/teardown.h"
 #include "providers/cloud.h"
@@ -39,6 +41,7 @@ static double td_now(void)
 int cli_teardown(int argc, char **argv, FILE *out, FILE *err)
 {
     struct teardown_result r = {0};
+    struct realworld_offer *meta = NULL;
     struct config *c = NULL;
     struct state *st = NULL;
     struct cloud cloud = {0};
@@ -66,7 +69,11 @@ int cli_teardown(int argc, char **argv, FILE *out, FILE *err)
     if (cli_config_cloud(c, &cloud, &e) < 0)
         goto fail;
     have_cloud = 1;
-    if (teardown_run(st, &cloud, c->cluster, apply, td_now(), out, &r, &e) < 0)
+    if (config_offer_meta(c, &meta) < 0) {
+        err_set(&e, ERR_NOMEM, "", 0, 0, "out of memory");
+        goto fail;
+    }
+    if (teardown_run(st, &cloud, c->cluster, meta, c->noffers, apply, td_now(), out, &r, &e) < 0)
         goto fail;
     if (apply)
         fprintf(out,
@@ -91,6 +98,7 @@ out:
     state_close(st);
     if (claim >= 0)
         close(claim);
+    free(meta);
     config_free(c);
     return status;
 }

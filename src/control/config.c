@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "control/realworld.h"
 #include "util/crypto.h"
 #include "util/file.h"
 #include "util/http_server.h"
@@ -1081,4 +1082,21 @@ void config_api_url(const struct config *c, int port, char *buf, size_t size)
         port = c->api.port ? c->api.port : 8470;
     snprintf(buf, size, "%s://%s%s%s:%d", c->api.tls_cert ? "https" : "http",
              strchr(addr, ':') ? "[" : "", addr, strchr(addr, ':') ? "]" : "", port);
+}
+
+int config_offer_meta(const struct config *cfg, struct realworld_offer **out)
+{
+    struct realworld_offer *m = calloc(cfg->noffers + 1, sizeof(*m));
+
+    if (!m)
+        return ERR_NOMEM;
+    for (size_t i = 0; i < cfg->noffers; i++)
+        m[i] = (struct realworld_offer){.name = cfg->offers[i].name,
+                                        .zone = cfg->offers[i].zone,
+                                        .boot_s = cfg->offers[i].boot_s,
+                                        .preempt_rate = cfg->offers[i].preempt_rate,
+                                        .price = cfg->offers[i].price,
+                                        .discount = cfg->offers[i].discount};
+    *out = m;
+    return 0;
 }

@@ -147,6 +147,13 @@ void config_free(struct config *c);
  * configuration says nothing of it. */
 const struct config_offer *config_offer_find(const struct config *c, const char *name);
 
+struct realworld_offer;
+
+/* The configuration's offers as the real world takes them (name, zone, boot, preemption prior,
+ * price or discount; strings borrowed from c): *out (c->noffers entries, one more allocated) is
+ * the caller's (free). ERR_NOMEM. */
+int config_offer_meta(const struct config *c, struct realworld_offer **out);
+
 /* The API's URL as a process on this machine reaches it: the configured address (a wildcard as
  * loopback), the scheme by TLS, at port (the bound one; 0: the configured one or 8470), into buf
  * (size bytes, truncated if it does not fit). */

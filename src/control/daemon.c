@@ -363,23 +363,6 @@ static int dm_policies(struct daemon *d, const struct config *cfg, struct policy
     return 0;
 }
 
-static int dm_offer_meta(const struct config *cfg, struct realworld_offer **out)
-{
-    struct realworld_offer *m = calloc(cfg->noffers + 1, sizeof(*m));
-
-    if (!m)
-        return ERR_NOMEM;
-    for (size_t i = 0; i < cfg->noffers; i++)
-        m[i] = (struct realworld_offer){.name = cfg->offers[i].name,
-                                        .zone = cfg->offers[i].zone,
-                                        .boot_s = cfg->offers[i].boot_s,
-                                        .preempt_rate = cfg->offers[i].preempt_rate,
-                                        .price = cfg->offers[i].price,
-                                        .discount = cfg->offers[i].discount};
-    *out = m;
-    return 0;
-}
-
 /* ---- a tick's records ---- */
 
 static int dm_record(void *ctx, double now, const struct snapshot *s, const struct alloc *plan)
@@ -516,7 +499,7 @@ static void dm_reload(struct daemon *d)
         config_free(nc);
         return;
     }
-    if (dm_offer_meta(nc, &meta) < 0 ||
+    if (config_offer_meta(nc, &meta) < 0 ||
         realworld_set_options(d->rw,
                               &(struct realworld_timeouts){nc->launch_timeout, nc->register_timeout,
                                                            nc->heartbeat_timeout},
@@ -724,7 +707,7 @@ static int dm_start(struct daemon *d, struct error *e)
                 "fault injection: %.0f%% of the cloud's calls fail (seed %llu, timeouts %.1f s)",
                 100.0 * fc.rate, (unsigned long long)fc.seed, fc.timeout_s);
     }
-    if ((rc = dm_offer_meta(d->cfg, &meta)) < 0)
+    if ((rc = config_offer_meta(d->cfg, &meta)) < 0)
         return err_set(e, rc, "", 0, 0, "out of memory");
     rc_cfg.state = d->st;
     rc_cfg.cloud = &d->cloud;

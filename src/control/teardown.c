@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "control/realworld.h"
 #include "control/state.h"
 #include "providers/cloud.h"
 
@@ -66,15 +67,30 @@ static int td_costs(struct state *st, const struct cloud_instance *in, size_t n,
     return rc;
 }
 
-/* The price now ($/h) of the offer named name among offers, or NAN. */
-static double td_price(const struct cloud_offer *offers, size_t n, const char *name, int *spot)
+/* What the controller bills a node of the offer named name for ($/h; NAN: it cannot tell), as
+ * its world prices it: the cloud's price now among offers (n), or the configuration's own price
+ * or discount (meta, nmeta: NULL and 0 for none), a spot node at most its bid
+ * (realworld_offer_price, realworld_offer_bill); *spot: whether the cloud lists it as spot, and
+ * *zone the configuration's zone (NULL: none said). */
+static double td_price(const struct cloud_offer *offers, size_t n,
+                       const struct realworld_offer *meta, size_t nmeta, const char *name,
+                       int *spot, const char **zone)
 {
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(offers[i].name, name) == 0) {
-            *spot = offers[i].spot;
-            return offers[i].price;
-        }
-    return NAN;
+    const struct cloud_offer *o = NULL;
+    const struct realworld_offer *m = NULL;
+
+    for (size_t i = 0; i < n && !o; i++)
+        if (strcmp(offers[i].name, name) == 0)
+            o = &offers[i];
+    for (size_t i = 0; i < nmeta && !m; i++)
+        if (meta[i].name && strcmp(meta[i].name, name) == 0)
+            m = &meta[i];
+    *spot = o && o->spot;
+    *zone = m ? m->zone : NULL;
+    if (!o)
+        return m && m->price > 0 ? m->price : NAN;
+    return realworld_offer_bill(m ? realworld_offer_price(m, o->price, o->storage) : o->price,
+                                o->spot, o->max_price, o->storage);
 }
 
 /* What the listed instances that no live node of the state explains (strays: launched by a
@@ -84,8 +100,8 @@ static double td_price(const struct cloud_offer *offers, size_t n, const char *n
  * whose node was terminated in the state from the end of that node's charges; once only (a stray
  * the controller charged already is charged for the span since). One the cloud prices no offer
  * for is said on out and counted nowhere. */
-static int td_strays(struct state *st, struct cloud *cloud, const struct cloud_instance *in,
-                     size_t n, double now, FILE *out)
+static int td_strays(struct state *st, struct cloud *cloud, const struct realworld_offer *meta,
+                     size_t nmeta, const struct cloud_instance *in, size_t n, double now, FILE *out)
 {
     struct cloud_offer *offers = NULL;
     size_t no = 0;
@@ -96,6 +112,7 @@ static int td_strays(struct state *st, struct cloud *cloud, const struct cloud_i
         struct state_stray s = {.instance_id = in[i].id, .offer = in[i].offer, .zone = "default"};
         double from = in[i].launched > 0 ? fmin(in[i].launched, now) : now;
         double min_s = STATE_MIN_BILLED_S, price, seconds = 0, dollars = 0;
+        const char *zone = NULL;
         int spot = 0, known;
 
         if (in[i].state == CLOUD_GONE)
@@ -109,8 +126,10 @@ static int td_strays(struct state *st, struct cloud *cloud, const struct cloud_i
             state_node_clear(&node); /* a live node: td_costs' */
             continue;
         }
-        price = priced ? td_price(offers, no, in[i].offer, &spot) : NAN;
+        price = td_price(offers, priced ? no : 0, meta, nmeta, in[i].offer, &spot, &zone);
         s.market = spot ? STATE_MARKET_SPOT : STATE_MARKET_ON_DEMAND;
+        if (zone)
+            s.zone = zone;
         if (known == 0) { /* its node's own costs held the minimum, up to its termination */
             min_s = 0;
             from = node.launch_token
@@ -143,8 +162,9 @@ static int td_strays(struct state *st, struct cloud *cloud, const struct cloud_i
 
 /* The state: pending intents given up, live nodes terminated (what they cost up to now recorded
  * first), jobs counted. */
-static int td_state(struct state *st, struct cloud *cloud, const struct cloud_instance *in,
-                    size_t n, int apply, double now, FILE *out, struct teardown_result *r)
+static int td_state(struct state *st, struct cloud *cloud, const struct realworld_offer *meta,
+                    size_t nmeta, const struct cloud_instance *in, size_t n, int apply, double now,
+                    FILE *out, struct teardown_result *r)
 {
     struct state_intent *it = NULL;
     struct state_node *nodes = NULL;
@@ -163,7 +183,7 @@ static int td_state(struct state *st, struct cloud *cloud, const struct cloud_in
     if (rc == 0 && apply)
         rc = td_costs(st, in, n, now);
     if (rc == 0 && apply)
-        rc = td_strays(st, cloud, in, n, now, out);
+        rc = td_strays(st, cloud, meta, nmeta, in, n, now, out);
     for (size_t i = 0; i < ni && rc == 0 && apply; i++)
         rc = state_intent_resolve(st, it[i].token, STATE_INTENT_FAILED, now);
     for (size_t i = 0; i < nn && rc == 0 && apply; i++)
@@ -179,8 +199,9 @@ static int td_state(struct state *st, struct cloud *cloud, const struct cloud_in
     return rc;
 }
 
-int teardown_run(struct state *st, struct cloud *cloud, const char *cluster, int apply, double now,
-                 FILE *out, struct teardown_result *res, struct error *e)
+int teardown_run(struct state *st, struct cloud *cloud, const char *cluster,
+                 const struct realworld_offer *meta, size_t nmeta, int apply, double now, FILE *out,
+                 struct teardown_result *res, struct error *e)
 {
     struct teardown_result r = {0};
     struct cloud_instance *in = NULL;
@@ -192,7 +213,7 @@ int teardown_run(struct state *st, struct cloud *cloud, const char *cluster, int
     if ((rc = cloud_list(cloud, cluster, &in, &n)) < 0)
         return err_set(e, rc, "", 0, 0, "cannot list the cluster's instances: %s", err_str(rc));
     td_instances(cloud, cluster, in, n, apply, out, &r);
-    rc = st ? td_state(st, cloud, in, n, apply, now, out, &r) : 0;
+    rc = st ? td_state(st, cloud, meta, nmeta, in, n, apply, now, out, &r) : 0;
     free(in);
     if (rc < 0)
         return err_set(e, rc, "", 0, 0, "the state: %s", err_str(rc));

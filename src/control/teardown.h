@@ -10,6 +10,7 @@
 #include "util/error.h"
 
 struct cloud;
+struct realworld_offer;
 struct state;
 
 /* What a teardown found and did. */
@@ -31,13 +32,16 @@ struct teardown_result {
  * intent as failed (a controller started later does not ask for it again) and moves every node not
  * terminated to terminated (their allocations go; the jobs stay), what each cost since the costs
  * recorded last up to now recorded first (a node castor launched whose instance was not listed
- * left out), and what the strays it terminates cost (instances no live node explains, at their
- * offer's price from the cloud's offers: state_stray_charge; one not priced is said on out). A
+ * left out), and what the strays it terminates cost (instances no live node explains, at the
+ * price the controller bills their offer at: the cloud's offers, and the configuration's own
+ * prices and discounts meta (nmeta entries, borrowed; NULL and 0: none); state_stray_charge; one
+ * not priced is said on out). A
  * termination the cloud refuses is counted in failed and the rest go on. *out written on success.
  * Errors: the cloud's list (nothing changed: e says why), the state's (what was done before stays
  * done; running it again finishes it).
  */
-int teardown_run(struct state *st, struct cloud *cloud, const char *cluster, int apply, double now,
-                 FILE *out, struct teardown_result *res, struct error *e);
+int teardown_run(struct state *st, struct cloud *cloud, const char *cluster,
+                 const struct realworld_offer *meta, size_t nmeta, int apply, double now, FILE *out,
+                 struct teardown_result *res, struct error *e);
 
 #endif

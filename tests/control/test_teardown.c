@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "control/realworld.h"
 #include "control/state.h"
 #include "control/teardown.h"
 #include "providers/cloud.h"
@@ -139,7 +140,7 @@ static void teardown_run__dry_run_then_everything_ends(void **state)
 
     populate(f);
     assert_non_null(out);
-    assert_int_equal(teardown_run(f->st, &f->cloud, CLUSTER, 0, 100.0, out, &r, &e), 0);
+    assert_int_equal(teardown_run(f->st, &f->cloud, CLUSTER, NULL, 0, 0, 100.0, out, &r, &e), 0);
     fflush(out);
     assert_int_equal(r.instances, 2);
     assert_int_equal(r.terminated, 0);
@@ -155,7 +156,7 @@ static void teardown_run__dry_run_then_everything_ends(void **state)
 
     /* one termination refused: counted, the rest done */
     assert_int_equal(cloud_fake_fail(&f->cloud, "terminate", ERR_IO, 1), 0);
-    assert_int_equal(teardown_run(f->st, &f->cloud, CLUSTER, 1, 200.0, out, &r, &e), 0);
+    assert_int_equal(teardown_run(f->st, &f->cloud, CLUSTER, NULL, 0, 1, 200.0, out, &r, &e), 0);
     fflush(out);
     assert_int_equal(r.instances, 2);
     assert_int_equal(r.terminated, 1);
@@ -167,7 +168,7 @@ static void teardown_run__dry_run_then_everything_ends(void **state)
     assert_int_equal(count(f, "SELECT count(*) FROM allocations"), 0);
     assert_int_equal(count(f, "SELECT count(*) FROM jobs WHERE state = 'pending'"), 2); /* kept */
     /* again: the last one goes; another cluster's instance is never touched */
-    assert_int_equal(teardown_run(f->st, &f->cloud, CLUSTER, 1, 300.0, out, &r, &e), 0);
+    assert_int_equal(teardown_run(f->st, &f->cloud, CLUSTER, NULL, 0, 1, 300.0, out, &r, &e), 0);
     assert_int_equal(r.instances, 1);
     assert_int_equal(r.terminated, 1);
     assert_int_equal(r.failed, 0);
@@ -186,7 +187,7 @@ static void teardown_run__without_a_state_by_the_tag(void **state)
     struct error e = {0};
 
     populate(f);
-    assert_int_equal(teardown_run(NULL, &f->cloud, CLUSTER, 1, 100.0, NULL, &r, &e), 0);
+    assert_int_equal(teardown_run(NULL, &f->cloud, CLUSTER, NULL, 0, 1, 100.0, NULL, &r, &e), 0);
     assert_int_equal(r.instances, 2);
     assert_int_equal(r.terminated, 2);
     assert_true(r.intents == 0 && r.nodes == 0 && r.jobs == 0);
@@ -202,7 +203,8 @@ static void teardown_run__a_cloud_that_cannot_list_changes_nothing(void **state)
 
     populate(f);
     assert_int_equal(cloud_fake_fail(&f->cloud, "list", ERR_AGAIN, 1), 0);
-    assert_int_equal(teardown_run(f->st, &f->cloud, CLUSTER, 1, 100.0, NULL, &r, &e), ERR_AGAIN);
+    assert_int_equal(teardown_run(f->st, &f->cloud, CLUSTER, NULL, 0, 1, 100.0, NULL, &r, &e),
+                     ERR_AGAIN);
     assert_non_null(strstr(e.msg, "cannot list the cluster's instances"));
     assert_int_equal(r.instances, 77);
     assert_int_equal(live(f, CLUSTER), 2);
@@ -233,9 +235,9 @@ static void teardown_run__records_the_costs_up_to_the_teardown(void **state)
 
     populate(f);
     assert_int_equal(state_cost_add(f->st, f->ids[0], 10.0, 100.0, 0.025), 0);
-    assert_int_equal(teardown_run(f->st, &f->cloud, CLUSTER, 0, 3700.0, NULL, &r, &e), 0);
+    assert_int_equal(teardown_run(f->st, &f->cloud, CLUSTER, NULL, 0, 0, 3700.0, NULL, &r, &e), 0);
     assert_int_equal(micros(f, f->ids[1]), 0);
-    assert_int_equal(teardown_run(f->st, &f->cloud, CLUSTER, 1, 3700.0, NULL, &r, &e), 0);
+    assert_int_equal(teardown_run(f->st, &f->cloud, CLUSTER, NULL, 0, 1, 3700.0, NULL, &r, &e), 0);
     assert_int_equal(micros(f, f->ids[0]), 1025000);
     assert_int_equal(micros(f, f->ids[1]), 1000000);
     assert_int_equal(micros(f, f->ids[2]), 0); /* gone before */
@@ -271,15 +273,36 @@ static void teardown_run__charges_the_strays(void **state)
     cloud_fake_set_clock(&f->cloud, at_1000, NULL);
     assert_int_equal(cloud_fake_inject(&f->cloud, CLUSTER, "box/spot", "", stray), 0);
     assert_int_equal(cloud_fake_set_state(&f->cloud, f->ids[2], CLOUD_RUNNING, 0), 0);
-    assert_int_equal(teardown_run(f->st, &f->cloud, CLUSTER, 0, 4600.0, NULL, &r, &e), 0);
+    assert_int_equal(teardown_run(f->st, &f->cloud, CLUSTER, NULL, 0, 0, 4600.0, NULL, &r, &e), 0);
     assert_int_equal(stray_micros(f), 0);
-    assert_int_equal(teardown_run(f->st, &f->cloud, CLUSTER, 1, 4600.0, NULL, &r, &e), 0);
+    assert_int_equal(teardown_run(f->st, &f->cloud, CLUSTER, NULL, 0, 1, 4600.0, NULL, &r, &e), 0);
     /* 3600 s for the stray, 4530 s (70 to 4600) for the lost node's instance, at $1/h */
     assert_int_equal(stray_micros(f), 1000000 + 1258333);
     assert_int_equal(micros(f, stray), 0); /* no node of castor's: the fleet's, no node's */
     assert_int_equal(cloud_fake_set_state(&f->cloud, stray, CLOUD_RUNNING, 0), 0);
-    assert_int_equal(teardown_run(f->st, &f->cloud, CLUSTER, 1, 4600.0, NULL, &r, &e), 0);
+    assert_int_equal(teardown_run(f->st, &f->cloud, CLUSTER, NULL, 0, 1, 4600.0, NULL, &r, &e), 0);
     assert_int_equal(stray_micros(f), 1000000 + 1258333);
+}
+
+/* The strays are charged at the price the controller bills their offer at: with the
+ * configuration's 50% discount (a Savings Plan) an hour of the $1/h offer is $0.50, kept under the
+ * configuration's zone for the offer. */
+static void teardown_run__prices_strays_as_the_controller(void **state)
+{
+    struct fx *f = *state;
+    const struct realworld_offer meta[] = {{.name = "other/spot", .price = 9.0},
+                                           {.name = "box/spot", .zone = "z-1", .discount = 0.5}};
+    struct teardown_result r = {0};
+    struct error e = {0};
+    char stray[CLOUD_ID_MAX];
+
+    cloud_fake_set_clock(&f->cloud, at_1000, NULL);
+    assert_int_equal(cloud_fake_inject(&f->cloud, CLUSTER, "box/spot", "", stray), 0);
+    assert_int_equal(teardown_run(f->st, &f->cloud, CLUSTER, meta, 2, 1, 4600.0, NULL, &r, &e), 0);
+    assert_int_equal(stray_micros(f), 500000);
+    assert_int_equal(count(f, "SELECT count(*) FROM stray_costs WHERE zone = 'z-1'"),
+                     2); /* hours */
+    assert_int_equal(count(f, "SELECT count(*) FROM stray_costs WHERE zone <> 'z-1'"), 0);
 }
 
 int main(void)
@@ -294,6 +317,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(teardown_run__records_the_costs_up_to_the_teardown,
                                         fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(teardown_run__charges_the_strays, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(teardown_run__prices_strays_as_the_controller, fx_setup,
+                                        fx_teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
