@@ -12,7 +12,7 @@
 #include "policies/policy.h"
 
 /* castor's default value of an hour of a job's completion time, dollars (docs/fleet.md). */
-#define FLEET_DEFAULT_VALUE 1.1
+#define FLEET_DEFAULT_VALUE 1.2
 
 /* pollux's power mean where castor's planner rents the fleet: the geometric mean, whose terms
  * do not depend on a fair share of a fixed cluster (docs/fleet.md). */
