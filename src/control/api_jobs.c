@@ -19,19 +19,6 @@ const char *const api_job_spec_keys[] = {"name",           "command",       "wor
                                          "priority",       "max_restarts",  "hang_timeout",
                                          "max_dollars",    "reconfigure",   NULL};
 
-int api_spec_in_flight(const char *spec)
-{
-    struct jv *v = NULL;
-    const char *s;
-    int in = 0;
-
-    if (spec && jv_parse(spec, strlen(spec), &v, NULL) == 0 &&
-        (s = jv_string_value(jv_get(v, "reconfigure"))))
-        in = strcmp(s, API_RECONFIGURE_IN_FLIGHT) == 0;
-    jv_free(v);
-    return in;
-}
-
 int api_env_name_ok(const char *s)
 {
     if (!s || !s[0] || (s[0] >= '0' && s[0] <= '9'))

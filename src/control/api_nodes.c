@@ -498,6 +498,19 @@ static void ap_set_master_addr(struct ap_ctx *c, struct jv *o, const char *node)
 /* The job's generation: what its replicas are started with (its placement, attempt,
  * configuration and spec), a digest that every node's entry for the job shares and that changes
  * whenever the job's replicas restart. */
+int api_spec_in_flight(const char *spec)
+{
+    struct jv *v = NULL;
+    const char *s;
+    int in = 0;
+
+    if (spec && jv_parse(spec, strlen(spec), &v, NULL) == 0 &&
+        (s = jv_string_value(jv_get(v, "reconfigure"))))
+        in = strcmp(s, API_RECONFIGURE_IN_FLIGHT) == 0;
+    jv_free(v);
+    return in;
+}
+
 int api_job_generation(const struct state_job *j, double placed_at, char *out)
 {
     static const char fmt[] = "%.17g\n%d\n%.17g\n%d\n%.17g\n%s";
