@@ -43,6 +43,7 @@ static const struct {
     {"GET", "/metrics"},
     {"POST", "/v1/nodes/i-1/failures"},
     {"POST", "/v1/nodes/i-1/down"},
+    {"POST", "/v1/nodes/i-1/completions"},
 };
 #define FZ_NROUTES (sizeof(fz_routes) / sizeof(fz_routes[0]))
 
