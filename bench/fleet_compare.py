@@ -19,7 +19,8 @@ GPU/bnd: the GPU-hours it billed over the fewest with which that bound reaches i
 the same traces and prints its trade of dollars against completion time beside the two targets.
 --market-seeds runs castor's system alone at its default value under each seed of the scenario
 (`castor simulate --seed`: other draws of the spot prices and preemptions), since one draw can
-move castor's dollars by a few percent.
+move castor's dollars by a few percent, and says under how many the fixed-cluster target holds
+(its dollars and its JCT at once).
 """
 import argparse
 import csv
