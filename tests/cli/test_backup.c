@@ -14,6 +14,7 @@
 
 #include "cli/cli.h"
 #include "control/state.h"
+#include "support/cli_capture.h"
 #include "util/db.h"
 
 #define CONFIG                                                       \
@@ -62,22 +63,8 @@ static void place_remove(struct place *p)
 static int run_backup(const struct place *p, char *outs, char *errs, size_t size)
 {
     char *argv[] = {"backup", "-c", (char *)p->config, (char *)p->copy, NULL};
-    FILE *out = tmpfile(), *err = tmpfile();
-    size_t n;
-    int rc;
 
-    assert_non_null(out);
-    assert_non_null(err);
-    rc = cli_backup(4, argv, out, err);
-    rewind(out);
-    n = fread(outs, 1, size - 1, out);
-    outs[n] = '\0';
-    rewind(err);
-    n = fread(errs, 1, size - 1, err);
-    errs[n] = '\0';
-    fclose(out);
-    fclose(err);
-    return rc;
+    return cli_capture(cli_backup, 4, argv, outs, errs, size);
 }
 
 /* The schema version of the state at path, read without changing it. */

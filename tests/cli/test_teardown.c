@@ -13,6 +13,7 @@
 
 #include "cli/cli.h"
 #include "control/state.h"
+#include "support/cli_capture.h"
 
 #define CONFIG                                                       \
     "cluster: td\nworld: fake\nstate: state.db\ncloud:\n  offers:\n" \
@@ -23,19 +24,8 @@
 static int run_teardown(const char *config, int apply, char *errs, size_t size)
 {
     char *argv[] = {"teardown", "-c", (char *)config, apply ? "--yes" : NULL, NULL};
-    FILE *out = tmpfile(), *err = tmpfile();
-    size_t n;
-    int rc;
 
-    assert_non_null(out);
-    assert_non_null(err);
-    rc = cli_teardown(apply ? 4 : 3, argv, out, err);
-    rewind(err);
-    n = fread(errs, 1, size - 1, err);
-    errs[n] = '\0';
-    fclose(out);
-    fclose(err);
-    return rc;
+    return cli_capture(cli_teardown, apply ? 4 : 3, argv, NULL, errs, size);
 }
 
 static void cli_teardown__a_missing_state_is_not_made(void **state)

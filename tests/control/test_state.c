@@ -937,13 +937,7 @@ static void state_cost_refund__takes_back_the_node_and_its_shares(void **state)
 /* The dollars recorded for instance id, in millionths. */
 static long long node_micros(struct state *st, const char *id)
 {
-    char sql[200];
-
-    snprintf(sql, sizeof(sql),
-             "SELECT CAST(round(total(c.dollars) * 1000000) AS INTEGER) FROM costs c"
-             " JOIN nodes n ON n.id = c.node_id WHERE n.instance_id = '%s'",
-             id);
-    return count_rows(st, sql);
+    return node_cost_micros(state_db(st), id);
 }
 
 /* Ticks record each node's part of each span at its price ($3.60/h: $0.001 a second), each second
@@ -1804,6 +1798,15 @@ static void assert_failures(struct state *st, const char *name, int failures, in
  * again at 1 when it did; a streak above max_restarts fails the job and releases its allocation;
  * a node that holds no replica of the job, a final job, an unknown job and bad arguments are
  * refused and write nothing. max_restarts 2: the third failure in a row fails the job. */
+/* Job name submitted at 1 s, running from 2 s, placed on rows[0 .. n-1] at at. */
+static void running_on(struct state *st, const char *name, const struct state_alloc *rows, size_t n,
+                       double at)
+{
+    assert_int_equal(state_job_submit(st, name, "{}", 1.0), 0);
+    assert_int_equal(state_job_set_state(st, name, STATE_JOB_RUNNING, 2.0), 0);
+    assert_int_equal(state_alloc_replace(st, name, rows, n, at), 0);
+}
+
 /* The job's state, from a fresh read. */
 static enum state_job_state job_state_now(struct state *st, const char *name)
 {
@@ -1830,9 +1833,7 @@ static void state_job_complete__only_the_current_attempt_and_placement(void **st
     size_t n = 9;
 
     add_ready_nodes(st, ids, 3);
-    assert_int_equal(state_job_submit(st, "job", "{}", 1.0), 0);
-    assert_int_equal(state_job_set_state(st, "job", STATE_JOB_RUNNING, 2.0), 0);
-    assert_int_equal(state_alloc_replace(st, "job", a, 2, 200.0), 0);
+    running_on(st, "job", a, 2, 200.0);
     assert_int_equal(state_job_replica_failed(st, "job", "i-1", 0, "x", 3, 250.0, NULL, NULL), 0);
 
     /* refused: nothing written, the out-param untouched */
@@ -1862,14 +1863,10 @@ static void state_job_complete__only_the_current_attempt_and_placement(void **st
     assert_int_equal(o, STATE_COMPLETE_STALE);
 
     /* without a placement said, the attempt alone; a cancelled job refuses */
-    assert_int_equal(state_job_submit(st, "two", "{}", 1.0), 0);
-    assert_int_equal(state_job_set_state(st, "two", STATE_JOB_RUNNING, 2.0), 0);
-    assert_int_equal(state_alloc_replace(st, "two", a, 1, 400.0), 0);
+    running_on(st, "two", a, 1, 400.0);
     assert_int_equal(state_job_complete(st, "two", "i-2", 0, NAN, 410.0, &o), 0);
     assert_int_equal(o, STATE_COMPLETE_FINISHED);
-    assert_int_equal(state_job_submit(st, "three", "{}", 1.0), 0);
-    assert_int_equal(state_job_set_state(st, "three", STATE_JOB_RUNNING, 2.0), 0);
-    assert_int_equal(state_alloc_replace(st, "three", a, 1, 400.0), 0);
+    running_on(st, "three", a, 1, 400.0);
     assert_int_equal(state_job_set_state(st, "three", STATE_JOB_CANCELLED, 420.0), 0);
     assert_int_equal(state_job_complete(st, "three", "i-2", 0, 400.0, 430.0, &o), ERR_CONFLICT);
     state_close(st);
@@ -1885,9 +1882,7 @@ static void state_job_replica_failed__attempts_streaks_and_the_limit(void **stat
     int streak = -1;
 
     add_ready_nodes(st, ids, 3);
-    assert_int_equal(state_job_submit(st, "job", "{}", 1.0), 0);
-    assert_int_equal(state_job_set_state(st, "job", STATE_JOB_RUNNING, 2.0), 0);
-    assert_int_equal(state_alloc_replace(st, "job", a, 2, 200.0), 0);
+    running_on(st, "job", a, 2, 200.0);
     assert_failures(st, "job", 0, 0, "", STATE_JOB_RUNNING);
 
     /* refused: nothing written, out-params untouched */

@@ -215,13 +215,7 @@ static void teardown_run__a_cloud_that_cannot_list_changes_nothing(void **state)
 /* The dollars recorded for instance id, in millionths. */
 static long long micros(struct fx *f, const char *id)
 {
-    char sql[200];
-
-    snprintf(sql, sizeof(sql),
-             "SELECT CAST(round(total(c.dollars) * 1000000) AS INTEGER) FROM costs c"
-             " JOIN nodes n ON n.id = c.node_id WHERE n.instance_id = '%s'",
-             id);
-    return count(f, sql);
+    return node_cost_micros(state_db(f->st), id);
 }
 
 /* The controller stopped with the costs recorded up to 100 s; the teardown an hour later records

@@ -429,16 +429,25 @@ def check_instances(module, report):
                              "the VM when it changes")
 
 
+def doc_block(root, doc, heading, lang, what, report):
+    """The first ```lang block after heading in docs/doc, or None (a fault: no such what)."""
+    text = read(os.path.join(root, "docs", doc))
+    m = re.search(re.escape(heading) + r".*?```" + lang + r"\n(.*?)```", text, re.S)
+    if not m:
+        report.fault("docs/" + doc, f"no {what} (```{lang}) found")
+        return None
+    return m.group(1)
+
+
 def check_policy_actions(root, module, report):
     """The controller's policy (terraform/aws/iam.tf) allows every action of docs/aws.md's
     least-privilege policy, which lists what castor calls."""
-    text = read(os.path.join(root, "docs", "aws.md"))
-    m = re.search(r"## Least-privilege IAM policy.*?```json\n(.*?)```", text, re.S)
-    if not m:
-        report.fault("docs/aws.md", "no least-privilege policy (```json) found")
+    block = doc_block(root, "aws.md", "## Least-privilege IAM policy", "json",
+                      "least-privilege policy", report)
+    if block is None:
         return
     wanted = set()
-    for st in json.loads(m.group(1))["Statement"]:
+    for st in json.loads(block)["Statement"]:
         acts = st["Action"]
         wanted.update([acts] if isinstance(acts, str) else acts)
     body = module.data.get("aws_iam_policy_document.controller", (None, {}))[1]
@@ -454,13 +463,12 @@ def check_role_permissions(root, module, report):
     """The controller's custom roles (terraform/gcp/iam.tf) grant every permission of docs/gcp.md's
     least-privilege role, which lists what castor calls; but one the list marks "only with"
     something the module does not do (an external address)."""
-    text = read(os.path.join(root, "docs", "gcp.md"))
-    m = re.search(r"## Least-privilege IAM.*?```yaml\n(.*?)```", text, re.S)
-    if not m:
-        report.fault("docs/gcp.md", "no least-privilege role (```yaml) found")
+    block = doc_block(root, "gcp.md", "## Least-privilege IAM", "yaml", "least-privilege role",
+                      report)
+    if block is None:
         return
     wanted = set()
-    for line in m.group(1).splitlines():
+    for line in block.splitlines():
         p = re.match(r"^- ([\w.]+)\s*(?:#\s*(.*))?$", line)
         if p and not (p.group(2) or "").startswith("only with"):
             wanted.add(p.group(1))

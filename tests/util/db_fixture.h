@@ -98,6 +98,19 @@ static inline double one_double(struct db *db, const char *sql)
     return v;
 }
 
+/* In a castor state's database: the dollars its costs record for the node of instance id, in
+ * millionths. */
+static inline long long node_cost_micros(struct db *db, const char *id)
+{
+    char sql[200];
+
+    snprintf(sql, sizeof(sql),
+             "SELECT CAST(round(total(c.dollars) * 1000000) AS INTEGER) FROM costs c"
+             " JOIN nodes n ON n.id = c.node_id WHERE n.instance_id = '%s'",
+             id);
+    return one_int(db, sql);
+}
+
 /* splitmix64: the tests' seeded randomness. */
 static inline uint64_t crash_rand(uint64_t *s)
 {

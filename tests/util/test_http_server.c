@@ -230,6 +230,21 @@ static void http_server_start__oversized_body_is_413(void **state)
     http_server_stop(s);
 }
 
+/* POST /x on a new connection to s with the headers and body that follow "Host: a\r\n" (rest):
+ * the answer, into buf (size), must have status; the connection is returned, open. */
+static int raw_request(struct http_server *s, const char *rest, const char *status, char *buf,
+                       size_t size)
+{
+    char text[512], want[32];
+    int fd = raw_connect(http_server_port(s));
+
+    snprintf(text, sizeof(text), "POST /x HTTP/1.1\r\nHost: a\r\n%s", rest);
+    raw_exchange(fd, text, buf, size);
+    snprintf(want, sizeof(want), "HTTP/1.1 %s", status);
+    assert_non_null(strstr(buf, want));
+    return fd;
+}
+
 /* Two Content-Length headers that differ say two lengths for one body (the way one request is
  * smuggled inside another): 400 before the body, the handler never called, the connection
  * closed. Two that agree are one length. */
@@ -244,12 +259,8 @@ static void http_server_start__conflicting_content_lengths_are_400(void **state)
 
     (void)state;
     s = start(&echo, &cfg);
-    fd = raw_connect(http_server_port(s));
-    raw_exchange(fd,
-                 "POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 10\r\n"
-                 "\r\nhelloworld",
-                 buf, sizeof(buf));
-    assert_non_null(strstr(buf, "HTTP/1.1 400"));
+    fd = raw_request(s, "Content-Length: 5\r\nContent-Length: 10\r\n\r\nhelloworld", "400", buf,
+                     sizeof(buf));
     /* the rest of the answer, then the end of the connection: no second answer */
     while ((n = recv(fd, buf, sizeof(buf) - 1, 0)) > 0) {
         buf[n] = '\0';
@@ -257,21 +268,11 @@ static void http_server_start__conflicting_content_lengths_are_400(void **state)
     }
     assert_int_equal(n, 0);
     close(fd);
-    fd = raw_connect(http_server_port(s));
-    raw_exchange(fd,
-                 "POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\nContent-Length: 5\r\n"
-                 "\r\nhelloworld",
-                 buf, sizeof(buf));
-    assert_non_null(strstr(buf, "HTTP/1.1 400"));
-    close(fd);
+    close(raw_request(s, "Content-Length: 10\r\nContent-Length: 5\r\n\r\nhelloworld", "400", buf,
+                      sizeof(buf)));
     assert_int_equal(atomic_load(&echo.calls), 0);
-    fd = raw_connect(http_server_port(s));
-    raw_exchange(fd,
-                 "POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 5\r\n"
-                 "Connection: close\r\n\r\nhello",
-                 buf, sizeof(buf));
-    assert_non_null(strstr(buf, "HTTP/1.1 200"));
-    close(fd);
+    close(raw_request(s, "Content-Length: 5\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello",
+                      "200", buf, sizeof(buf)));
     assert_int_equal(atomic_load(&echo.calls), 1);
     http_server_stop(s);
 }
