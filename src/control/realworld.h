@@ -39,6 +39,22 @@ double realworld_offer_price(const struct realworld_offer *meta, double cloud, d
  * storage, else NAN: nothing counts it (the spend limit launches none there). */
 double realworld_offer_bill(double price, int spot, double max_price, double storage);
 
+/*
+ * Charge stray instance in (one no live node explains) to the fleet in st up to now
+ * (state_stray_charge), as the reconciliation and `castor teardown` terminate it: at price ($/h,
+ * its offer's as castor bills it; NAN: unknown), from its launch as the cloud lists it (not known:
+ * now) with at least the cloud's minimum, on a spot market when spot, under zone (NULL:
+ * "default"). node (NULL: the state has none) is what the state recorded of it: its offer,
+ * market, zone and last price stand instead, it is charged from the end of what the node was
+ * charged (state_cost_accrue: its termination, at least a minute after a launch of castor's), and
+ * not at all while live (the node's own costs count). *seconds, *dollars: what was added (0 when
+ * the span was charged already); *price: the price charged. ERR_UNKNOWN: no price can be told (it
+ * is counted nowhere); ERR_INVAL, SQLite's: as state_stray_charge.
+ */
+int realworld_stray_charge(struct state *st, const struct cloud_instance *in,
+                           const struct state_node *node, double price, int spot, const char *zone,
+                           double now, double *seconds, double *dollars, double *charged);
+
 /* The daemon's clock: seconds since the Unix epoch (the timer: seconds on a monotonic clock). */
 typedef double (*realworld_clock_fn)(void *ctx);
 /* Sleep until the timer reads until: 0 then, or ERR_AGAIN when woken early (a signal). */

@@ -191,54 +191,59 @@ int rw_token_has_node(const struct state_node *nodes, size_t n, const char *toke
     return 0;
 }
 
-/*
- * What stray instance in (its node, NULL when the state has none) cost, charged to the fleet as
+int realworld_stray_charge(struct state *st, const struct cloud_instance *in,
+                           const struct state_node *node, double price, int spot, const char *zone,
+                           double now, double *seconds, double *dollars, double *charged)
+{
+    struct state_stray s = {.instance_id = in->id,
+                            .offer = in->offer,
+                            .zone = zone ? zone : "default",
+                            .market = spot ? STATE_MARKET_SPOT : STATE_MARKET_ON_DEMAND};
+    double from = in->launched > 0 ? fmin(in->launched, now) : now, min_s = STATE_MIN_BILLED_S;
+
+    if (node && node->state != STATE_NODE_TERMINATED) { /* a live node: its own costs count */
+        *seconds = *dollars = 0;
+        return 0;
+    }
+    if (node) {
+        s.offer = node->offer ? node->offer : in->offer;
+        s.zone = node->zone ? node->zone : s.zone;
+        s.market = node->market;
+        if (!isfinite(price) && node->price > 0)
+            price = node->price;
+        min_s = 0; /* the node's own costs held the minimum, up to its termination */
+        from = node->launch_token && isfinite(node->terminated_at)
+                   ? fmax(node->terminated_at, node->launched_at + STATE_MIN_BILLED_S)
+                   : node->terminated_at;
+        from = isfinite(from) ? fmin(from, now) : now;
+    }
+    if (!isfinite(price) || !s.offer[0])
+        return ERR_UNKNOWN;
+    *charged = price;
+    return state_stray_charge(st, &s, from, now, min_s, price, seconds, dollars);
+}
+
+/* What stray instance in (its node, NULL when the state has none) cost, charged to the fleet as
  * the reconciliation terminates it, and again each tick the cloud still lists it (termination
- * takes time, or was refused): the cloud bills it. At its offer's price as castor prices its own
- * nodes (a node's last price where its offer's is unknown now), from its launch as the cloud
- * lists it (not known: now), at least the cloud's minimum; one whose node castor recorded is
- * charged from the end of what its node was charged (state_cost_accrue: its termination, at least
- * a minute from its launch), and nothing while its node is live (the node's own costs count).
- * A stray castor cannot price is logged and counted nowhere, as an unpriced node.
- */
+ * takes time, or was refused): the cloud bills it (realworld_stray_charge, at its offer's price
+ * as castor prices its own nodes). A stray castor cannot price is logged and counted nowhere, as
+ * an unpriced node. */
 static void rw_stray_charge(struct realworld *rw, const struct cloud_instance *in,
                             const struct state_node *node, double now)
 {
     const char *offer = node ? node->offer : in->offer;
     const struct realworld_offer *meta = rw_meta(rw, offer);
     int o = rw_offer_find(rw, offer);
-    double price = o >= 0 ? rw_offer_bill(&rw->offers[o]) : NAN;
-    double from = in->launched > 0 ? fmin(in->launched, now) : now, min_s = STATE_MIN_BILLED_S;
-    double seconds = 0, dollars = 0;
-    struct state_stray s = {.instance_id = in->id,
-                            .offer = offer,
-                            .zone = node                 ? node->zone
-                                    : meta && meta->zone ? meta->zone
-                                                         : "default",
-                            .market = node                           ? node->market
-                                      : o >= 0 && rw->offers[o].spot ? STATE_MARKET_SPOT
-                                                                     : STATE_MARKET_ON_DEMAND};
-    int rc;
+    double price = o >= 0 ? rw_offer_bill(&rw->offers[o]) : NAN, seconds = 0, dollars = 0;
+    int rc = realworld_stray_charge(rw->state, in, node, price, o >= 0 && rw->offers[o].spot,
+                                    meta ? meta->zone : NULL, now, &seconds, &dollars, &price);
 
-    if (!isfinite(price) && node && node->price > 0)
-        price = node->price;
-    if (!isfinite(price)) {
+    if (rc == ERR_UNKNOWN)
         log_msg(rw->log, now, LOG_WARN, NULL, in->id,
                 "a stray instance of %s, whose price castor cannot tell: what it cost is counted "
                 "nowhere (give the offer a price)",
-                offer[0] ? offer : "an unknown offer");
-        return;
-    }
-    if (node) {
-        min_s = 0; /* the node's own costs held the minimum */
-        from = now;
-        if (node->state == STATE_NODE_TERMINATED && isfinite(node->terminated_at))
-            from = node->launch_token
-                       ? fmax(node->terminated_at, node->launched_at + STATE_MIN_BILLED_S)
-                       : node->terminated_at;
-    }
-    rc = state_stray_charge(rw->state, &s, from, now, min_s, price, &seconds, &dollars);
-    if (rc < 0)
+                offer && offer[0] ? offer : "an unknown offer");
+    else if (rc < 0)
         log_msg(rw->log, now, LOG_WARN, NULL, in->id,
                 "cannot record what the stray instance cost (%s): recorded with a later tick's "
                 "while the cloud lists it",

@@ -95,11 +95,9 @@ static double td_price(const struct cloud_offer *offers, size_t n,
 
 /* What the listed instances that no live node of the state explains (strays: launched by a
  * controller that lost their answer, or after the state was replaced) cost, charged to the fleet
- * as the controller's reconciliation charges them (state_stray_charge): from their launch as the
- * cloud lists it (not known: now), at least the cloud's minimum, at their offer's price now; one
- * whose node was terminated in the state from the end of that node's charges; once only (a stray
- * the controller charged already is charged for the span since). One the cloud prices no offer
- * for is said on out and counted nowhere. */
+ * by the controller's own rule (realworld_stray_charge) at the price it bills their offer at
+ * (td_price); once only (a stray the controller charged already is charged for the span since).
+ * One no price can be told for is said on out and counted nowhere. */
 static int td_strays(struct state *st, struct cloud *cloud, const struct realworld_offer *meta,
                      size_t nmeta, const struct cloud_instance *in, size_t n, double now, FILE *out)
 {
@@ -109,9 +107,7 @@ static int td_strays(struct state *st, struct cloud *cloud, const struct realwor
 
     for (size_t i = 0; rc == 0 && i < n; i++) {
         struct state_node node;
-        struct state_stray s = {.instance_id = in[i].id, .offer = in[i].offer, .zone = "default"};
-        double from = in[i].launched > 0 ? fmin(in[i].launched, now) : now;
-        double min_s = STATE_MIN_BILLED_S, price, seconds = 0, dollars = 0;
+        double price, seconds = 0, dollars = 0;
         const char *zone = NULL;
         int spot = 0, known;
 
@@ -122,32 +118,12 @@ static int td_strays(struct state *st, struct cloud *cloud, const struct realwor
             rc = known;
             break;
         }
-        if (known == 0 && node.state != STATE_NODE_TERMINATED) {
-            state_node_clear(&node); /* a live node: td_costs' */
-            continue;
-        }
         price = td_price(offers, priced ? no : 0, meta, nmeta, in[i].offer, &spot, &zone);
-        s.market = spot ? STATE_MARKET_SPOT : STATE_MARKET_ON_DEMAND;
-        if (zone)
-            s.zone = zone;
-        if (known == 0) { /* its node's own costs held the minimum, up to its termination */
-            min_s = 0;
-            from = node.launch_token
-                       ? fmax(node.terminated_at, node.launched_at + STATE_MIN_BILLED_S)
-                       : node.terminated_at;
-            from = isfinite(from) ? fmin(from, now) : now;
-            s.market = node.market;
-            s.offer = node.offer ? node.offer : in[i].offer;
-            if (!isfinite(price) && node.price > 0)
-                price = node.price;
-        }
-        if (isfinite(price) && s.offer[0])
-            rc = state_stray_charge(st, &s, from, now, min_s, price, &seconds, &dollars);
-        else
-            price = NAN;
+        rc = realworld_stray_charge(st, &in[i], known == 0 ? &node : NULL, price, spot, zone, now,
+                                    &seconds, &dollars, &price);
         if (known == 0)
             state_node_clear(&node);
-        if (rc == 0 && out && !isfinite(price))
+        if (rc == ERR_UNKNOWN && out)
             fprintf(out,
                     "%s: a stray of %s, whose price castor cannot tell: what it cost is "
                     "counted nowhere\n",
@@ -155,6 +131,8 @@ static int td_strays(struct state *st, struct cloud *cloud, const struct realwor
         else if (rc == 0 && out && seconds > 0)
             fprintf(out, "%s: a stray, $%.4f for %.0f s at $%.4f/h added to the fleet's costs\n",
                     in[i].id, dollars, seconds, price);
+        if (rc == ERR_UNKNOWN)
+            rc = 0;
     }
     free(offers);
     return rc;
