@@ -774,6 +774,20 @@ static int ap_node_reporting(struct ap_ctx *c)
     return rc;
 }
 
+/* A node's report on job name refused by the state (rc < 0): 422 for no such job, one that has
+ * ended, or one with no replicas on the node; else the state's error. */
+static void ap_job_report_fail(struct ap_ctx *c, int rc, const char *name)
+{
+    if (rc == ERR_UNKNOWN)
+        ap_fail(c, 422, "no job is named %s", name);
+    else if (rc == ERR_CONFLICT || rc == ERR_RANGE)
+        ap_fail(c, 422,
+                rc == ERR_CONFLICT ? "job %s has ended" : "job %s has no replicas on node %s", name,
+                c->param);
+    else
+        ap_state_fail(c, rc, "job");
+}
+
 void ap_node_failure(struct ap_ctx *c)
 {
     char reason[STATE_FAILURE_MAX];
@@ -791,26 +805,17 @@ void ap_node_failure(struct ap_ctx *c)
     if (ap_node_reporting(c) < 0)
         return;
     if ((rc = state_job_get(c->a->state, name, &j)) < 0) {
-        if (rc == ERR_UNKNOWN)
-            ap_fail(c, 422, "no job is named %s", name);
-        else
-            ap_state_fail(c, rc, "job");
+        ap_job_report_fail(c, rc, name);
         return;
     }
     max = ap_max_restarts(&j);
     state_job_clear(&j);
     rc = state_job_replica_failed(c->a->state, name, c->param, (int)attempt, reason, (int)max,
                                   c->now, &out, &streak);
-    if (rc == ERR_CONFLICT || rc == ERR_RANGE) {
-        ap_fail(c, 422,
-                rc == ERR_CONFLICT ? "job %s has ended" : "job %s has no replicas on node %s", name,
-                c->param);
-        return;
-    }
     if (rc == 0)
         rc = state_job_get(c->a->state, name, &j);
     if (rc < 0) {
-        ap_state_fail(c, rc, "job");
+        ap_job_report_fail(c, rc, name);
         return;
     }
     api_note_failure(c->a->state, c->a->log, c->now, name, c->param, reason, out, streak,
@@ -859,18 +864,8 @@ void ap_node_completion(struct ap_ctx *c)
         rc = state_job_complete(c->a->state, name, c->param, (int)attempt, placed_at, c->now, &out);
     if (rc == 0)
         rc = state_job_get(c->a->state, name, &j);
-    if (rc == ERR_UNKNOWN) {
-        ap_fail(c, 422, "no job is named %s", name);
-        return;
-    }
-    if (rc == ERR_CONFLICT || rc == ERR_RANGE) {
-        ap_fail(c, 422,
-                rc == ERR_CONFLICT ? "job %s has ended" : "job %s has no replicas on node %s", name,
-                c->param);
-        return;
-    }
     if (rc < 0) {
-        ap_state_fail(c, rc, "job");
+        ap_job_report_fail(c, rc, name);
         return;
     }
     if (out == STATE_COMPLETE_FINISHED)
