@@ -873,10 +873,15 @@ void ap_node_completion(struct ap_ctx *c)
                    "finished: rank 0 on node %s exited with status 0 without telling the "
                    "controller (it could not reach it)",
                    c->param);
+    else if (out == STATE_COMPLETE_PEERS)
+        event_note(c->a->state, c->a->log, c->now, LOG_INFO, name, c->param, "finished",
+                   "finished: rank 0 on node %s exited with status 0 in attempt %lld; the "
+                   "failure counted for that attempt (%s) was its other ranks' end after it",
+                   c->param, attempt, j.failure ? j.failure : "no reason kept");
     o = jv_object();
     ap_set(c, o, "job", jv_string(name));
     ap_set(c, o, "state", jv_string(state_job_state_name(j.state)));
-    ap_set(c, o, "counted", jv_bool(out == STATE_COMPLETE_FINISHED));
+    ap_set(c, o, "counted", jv_bool(out != STATE_COMPLETE_STALE));
     state_job_clear(&j);
     ap_reply(c, 200, o);
 }

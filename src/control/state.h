@@ -20,7 +20,7 @@ struct state; /* an open state database; opaque */
 struct db;
 
 /* The schema version this build writes (PRAGMA user_version). */
-#define STATE_SCHEMA_VERSION 14
+#define STATE_SCHEMA_VERSION 15
 
 /* Longest name, instance id, token, provider, offer or zone, in bytes. */
 #define STATE_NAME_MAX 128
@@ -218,17 +218,23 @@ int state_job_finish(struct state *st, const char *name, double progress, double
 enum state_complete_outcome {
     STATE_COMPLETE_STALE,    /* from another placement or attempt, or the job had finished */
     STATE_COMPLETE_FINISHED, /* the job is finished now */
+    STATE_COMPLETE_PEERS,    /* finished now, from the attempt the last failure counted ended:
+                              * that failure was its other ranks' end after rank 0's */
 };
 
 /*
  * Rank 0 of job name on node ended by itself with status 0 while it ran attempt (the job's
  * failures when its node started it) in the placement made at placed_at (NAN: not said): the
  * job's work is done, as if it had said so (state_job_finish without a progress) but could not
- * (its controller unreachable then). Only a report from the job's current attempt and placement
- * finishes it (STATE_COMPLETE_FINISHED); one from an earlier one (a replica that exited for a
- * restart the node had not been told of yet), or for a job finished already, writes nothing
- * (STATE_COMPLETE_STALE). *outcome written on success. ERR_UNKNOWN: no such job; ERR_CONFLICT: it
- * was cancelled or failed; ERR_RANGE: node holds none of its replicas (nothing written in any).
+ * (its controller unreachable then). A report from the job's current attempt and placement
+ * finishes it (STATE_COMPLETE_FINISHED). So does one from the attempt that the job's last counted
+ * failure ended, in that failure's placement, from a node that held the job then
+ * (STATE_COMPLETE_PEERS): its other ranks failed because rank 0, their rendezvous' host, had
+ * gone, and their report came first; a job that failure failed (max_restarts) is finished too. One
+ * from any other attempt or placement (a replica that exited for a restart the node had not been
+ * told of yet), or for a job finished already, writes nothing (STATE_COMPLETE_STALE). *outcome
+ * written on success. ERR_UNKNOWN: no such job; ERR_CONFLICT: it was cancelled, or failed
+ * otherwise; ERR_RANGE: node holds none of its replicas (nothing written in any).
  */
 int state_job_complete(struct state *st, const char *name, const char *node, int attempt,
                        double placed_at, double now, enum state_complete_outcome *outcome);

@@ -102,6 +102,13 @@ static int st_job_move(struct db *db, long long id, enum state_job_state to, dou
     int rc = st_run(db, "UPDATE jobs SET state = ?2, finished_at = ?3 WHERE id = ?1", "itd", id,
                     st_job_states[to], st_job_final(to) ? now : NAN);
 
+    /* the nodes it leaves held it until now, as when it is placed elsewhere */
+    if (rc == 0 && st_job_final(to))
+        rc = st_run(db,
+                    "INSERT INTO node_jobs_held (node_id, job_id, until)"
+                    " SELECT node_id, job_id, ?2 FROM allocations WHERE job_id = ?1"
+                    " ON CONFLICT (node_id, job_id) DO UPDATE SET until = excluded.until",
+                    "id", id, now);
     if (rc == 0 && st_job_final(to))
         rc = st_run(db, "DELETE FROM allocations WHERE job_id = ?1", "i", id);
     return rc;
@@ -189,6 +196,16 @@ static int st_failure_ok(const char *reason)
 
 /* 0 when node holds some of job id's replicas, ERR_RANGE when it holds none. Within the caller's
  * transaction. */
+/* The placement job id runs in: its first node's (by instance id) allocation time, as assignments
+ * say it. ERR_UNKNOWN when it holds none. Within the caller's transaction. */
+static int st_job_placed_at(struct db *db, long long id, double *out)
+{
+    return st_double(db, out,
+                     "SELECT a.since FROM allocations a JOIN nodes n ON n.id = a.node_id"
+                     " WHERE a.job_id = ?1 ORDER BY n.instance_id LIMIT 1",
+                     "i", id);
+}
+
 static int st_job_held_on(struct db *db, long long id, const char *node)
 {
     long long held = 0;
@@ -206,6 +223,7 @@ int state_job_replica_failed(struct state *st, const char *name, const char *nod
 {
     enum state_failure_outcome out = STATE_FAILURE_STALE;
     long long id = 0, failures = 0, run = 0;
+    double placed_at = NAN;
     int rc;
 
     if (!st_name_ok(name) || !st_name_ok(node) || attempt < 0 || !st_failure_ok(reason) ||
@@ -219,14 +237,16 @@ int state_job_replica_failed(struct state *st, const char *name, const char *nod
         rc = st_job_held_on(st->db, id, node);
     if (rc == 0)
         rc = st_int(st->db, &failures, "SELECT failures FROM jobs WHERE id = ?1", "i", id);
+    if (rc == 0 && failures == attempt)
+        rc = st_job_placed_at(st->db, id, &placed_at);
     /* counted: progress since the last failure (or none before) starts a new streak */
     if (rc == 0 && failures == attempt)
         rc = st_run(st->db,
                     "UPDATE jobs SET failures = failures + 1, failure_streak = CASE WHEN"
                     " failure_progress IS NULL OR progress > failure_progress THEN 1 ELSE"
                     " failure_streak + 1 END, failure_progress = progress, failure = ?2,"
-                    " failure_at = ?3 WHERE id = ?1",
-                    "itd", id, reason, now);
+                    " failure_at = ?3, failure_placed_at = ?4 WHERE id = ?1",
+                    "itdd", id, reason, now, placed_at);
     if (rc == 0)
         rc = st_int(st->db, &run, "SELECT failure_streak FROM jobs WHERE id = ?1", "i", id);
     if (rc == 0 && failures == attempt)
@@ -248,7 +268,7 @@ int state_job_complete(struct state *st, const char *name, const char *node, int
 {
     enum state_job_state from = STATE_JOB_PENDING;
     enum state_complete_outcome out = STATE_COMPLETE_STALE;
-    long long id = 0, failures = 0;
+    long long id = 0, failures = 0, peers = 0;
     double since = NAN;
     int rc;
 
@@ -260,19 +280,35 @@ int state_job_complete(struct state *st, const char *name, const char *node, int
     rc = st_job_find(st->db, name, &id, &from);
     if (rc < 0 || from == STATE_JOB_FINISHED)
         goto out;
-    if (st_job_final(from)) {
+    if (from == STATE_JOB_CANCELLED) {
         rc = ERR_CONFLICT;
         goto out;
     }
-    rc = st_job_held_on(st->db, id, node);
+    rc = st_int(st->db, &failures, "SELECT failures FROM jobs WHERE id = ?1", "i", id);
+    /* the attempt the last counted failure ended, in its placement, from a node that held the job
+     * then (held now, or until the failure or later): its other ranks failed first; a job failed
+     * since by anything else (state_job_fail: no failure placement) is not; a placement not said
+     * (NAN, bound as NULL) matches none */
+    if (rc == 0 && failures == (long long)attempt + 1)
+        rc = st_int(st->db, &peers,
+                    "SELECT count(*) FROM jobs j WHERE j.id = ?1 AND j.failure_placed_at = ?2"
+                    " AND (j.state <> ?3 OR j.finished_at = j.failure_at) AND (EXISTS (SELECT 1"
+                    " FROM allocations a JOIN nodes n ON n.id = a.node_id WHERE a.job_id = ?1"
+                    " AND n.instance_id = ?4) OR EXISTS (SELECT 1 FROM node_jobs_held h JOIN nodes"
+                    " n ON n.id = h.node_id WHERE h.job_id = ?1 AND n.instance_id = ?4"
+                    " AND h.until >= j.failure_at))",
+                    "idtt", id, placed_at, st_job_states[STATE_JOB_FAILED], node);
+    if (rc == 0 && peers) {
+        if ((rc = st_job_move(st->db, id, STATE_JOB_FINISHED, now)) == 0)
+            out = STATE_COMPLETE_PEERS;
+        goto out;
+    }
+    if (rc == 0 && from == STATE_JOB_FAILED)
+        rc = ERR_CONFLICT;
     if (rc == 0)
-        rc = st_int(st->db, &failures, "SELECT failures FROM jobs WHERE id = ?1", "i", id);
-    /* the placement: its first node's (by instance id) allocation time, as assignments say */
+        rc = st_job_held_on(st->db, id, node);
     if (rc == 0 && !isnan(placed_at))
-        rc = st_double(st->db, &since,
-                       "SELECT a.since FROM allocations a JOIN nodes n ON n.id = a.node_id"
-                       " WHERE a.job_id = ?1 ORDER BY n.instance_id LIMIT 1",
-                       "i", id);
+        rc = st_job_placed_at(st->db, id, &since);
     if (rc < 0 || failures != attempt || (!isnan(placed_at) && !(since == placed_at)))
         goto out;
     rc = st_job_move(st->db, id, STATE_JOB_FINISHED, now);
@@ -295,8 +331,10 @@ int state_job_fail(struct state *st, const char *name, const char *reason, doubl
     if ((rc = db_begin(st->db)) < 0)
         return rc;
     if ((rc = st_job_live(st->db, name, &id)) == 0)
-        rc = st_run(st->db, "UPDATE jobs SET failure = ?2, failure_at = ?3 WHERE id = ?1", "itd",
-                    id, reason, now);
+        rc = st_run(st->db,
+                    "UPDATE jobs SET failure = ?2, failure_at = ?3, failure_placed_at = NULL"
+                    " WHERE id = ?1",
+                    "itd", id, reason, now);
     if (rc == 0)
         rc = st_job_move(st->db, id, STATE_JOB_FAILED, now);
     return st_end(st, rc);

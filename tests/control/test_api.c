@@ -1143,6 +1143,21 @@ static void event_kinds(struct fixture *f, const char *name, char *buf, size_t s
     jv_free(v);
 }
 
+/* Rank 0 of job a on i-1 ended attempt 0 in the placement made at placed_at: the report (written
+ * to body, for a retry) finishes the job. */
+static void finish_attempt_0(struct fixture *f, double placed_at, char *body, size_t size)
+{
+    struct jv *v = NULL;
+    int counted = -1;
+
+    snprintf(body, size, "{\"job\":\"a\",\"attempt\":0,\"rank\":0,\"placed_at\":%.17g}", placed_at);
+    assert_int_equal(call(f, "POST", "/v1/nodes/i-1/completions", TOKEN_NODE, body, &v), 200);
+    assert_int_equal(jv_bool_value(jv_get(v, "counted"), &counted), 0);
+    assert_int_equal(counted, 1);
+    assert_string_equal(jv_string_value(jv_get(v, "state")), "finished");
+    jv_free(v);
+}
+
 /* Rank 0's own end of job a (placed on i-1 at f->now): from another rank, an earlier attempt or
  * another placement it changes nothing; from rank 0 of the current ones it finishes the job
  * (its assignment emptied, an event saying why); told again, nothing more. Bad reports are
@@ -1190,13 +1205,7 @@ static void api_nodes__rank_0_completion_finishes_the_job(void **state)
     free(after);
 
     /* rank 0 of attempt 0 in this placement: the job is finished */
-    snprintf(body, sizeof(body), "{\"job\":\"a\",\"attempt\":0,\"rank\":0,\"placed_at\":%.17g}",
-             placed_at);
-    assert_int_equal(call(f, "POST", "/v1/nodes/i-1/completions", TOKEN_NODE, body, &v), 200);
-    assert_int_equal(jv_bool_value(jv_get(v, "counted"), &counted), 0);
-    assert_int_equal(counted, 1);
-    assert_string_equal(jv_string_value(jv_get(v, "state")), "finished");
-    jv_free(v);
+    finish_attempt_0(f, placed_at, body, sizeof(body));
     assert_int_equal(call(f, "GET", "/v1/nodes/i-1/assignment", TOKEN_NODE, NULL, &v), 200);
     assert_int_equal(jv_size(jv_get(v, "jobs")), 0);
     jv_free(v);
@@ -1211,6 +1220,28 @@ static void api_nodes__rank_0_completion_finishes_the_job(void **state)
     jv_free(v);
     assert_int_equal(state_node_set_state(f->st, "i-1", STATE_NODE_TERMINATED, f->now), 0);
     expect_error(f, "POST", "/v1/nodes/i-1/completions", TOKEN_NODE, body, 409, "terminated");
+}
+
+/* Rank 1's failure of job a (on i-1, placed at f->now) is told first, then rank 0's end of the
+ * same attempt and placement (it ended first; its peer failed as it left): the job is finished,
+ * counted, with an event that names the failure it explains. */
+static void api_nodes__completion_after_its_peers_failure(void **state)
+{
+    struct fixture *f = *state;
+    double placed_at;
+    char body[160];
+
+    populate(f);
+    placed_at = f->now;
+    f->now += 10;
+    assert_int_equal(call(f, "POST", "/v1/nodes/i-1/failures", TOKEN_NODE,
+                          "{\"job\":\"a\",\"attempt\":0,\"rank\":1,\"exit_status\":3}", NULL),
+                     200);
+    f->now += 5;
+    finish_attempt_0(f, placed_at, body, sizeof(body));
+    fflush(f->logf);
+    assert_non_null(strstr(f->logtext, "exited with status 0 in attempt 0; the failure counted for"
+                                       " that attempt (rank 1 on node i-1 exited with status 3"));
 }
 
 /* A job's events, as its owner reads them: submitted (and the warning of a deadline without
@@ -2593,6 +2624,7 @@ int main(void)
         API_TEST(api_nodes__replica_failures_restart_then_fail),
         API_TEST(api_nodes__bad_failure_reports_write_nothing),
         API_TEST(api_nodes__rank_0_completion_finishes_the_job),
+        API_TEST(api_nodes__completion_after_its_peers_failure),
         API_TEST(api_job_generation__in_flight_jobs_keep_theirs_through_a_configuration),
         API_TEST(api_jobs__events_tell_what_happened),
         API_TEST(api_jobs__pending_job_says_why_it_waits),

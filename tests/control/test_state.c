@@ -1819,9 +1819,10 @@ static enum state_job_state job_state_now(struct state *st, const char *name)
     return s;
 }
 
-/* Rank 0's own end finishes the job only from its current attempt and placement (placed at 200 on
- * i-1 and i-2: the first node's since); an earlier one's (an exit for a restart the node was not
- * told of yet) is stale; a finished job stays finished; a cancelled one is refused. */
+/* Rank 0's own end finishes the job from its current attempt and placement (placed at 200 on
+ * i-1 and i-2: the first node's since); one from another placement, or from the attempt before
+ * without a placement said (an exit for a restart the node was not told of yet), is stale; a
+ * finished job stays finished; a cancelled one is refused. */
 static void state_job_complete__only_the_current_attempt_and_placement(void **state)
 {
     const struct tmpdb *t = *state;
@@ -1843,8 +1844,11 @@ static void state_job_complete__only_the_current_attempt_and_placement(void **st
     assert_int_equal(state_job_complete(st, "job", "i-1", 1, INFINITY, 300.0, &o), ERR_INVAL);
     assert_int_equal(o, STATE_COMPLETE_FINISHED);
 
-    /* attempt 0 (before the failure), or another placement: stale */
-    assert_int_equal(state_job_complete(st, "job", "i-1", 0, 200.0, 300.0, &o), 0);
+    /* attempt 0 (before the failure) without its placement, or another placement: stale */
+    assert_int_equal(state_job_complete(st, "job", "i-1", 0, NAN, 300.0, &o), 0);
+    assert_int_equal(o, STATE_COMPLETE_STALE);
+    o = STATE_COMPLETE_FINISHED;
+    assert_int_equal(state_job_complete(st, "job", "i-1", 0, 150.0, 300.0, &o), 0);
     assert_int_equal(o, STATE_COMPLETE_STALE);
     assert_int_equal(state_job_complete(st, "job", "i-2", 1, 150.0, 300.0, &o), 0);
     assert_int_equal(o, STATE_COMPLETE_STALE);
@@ -1869,6 +1873,85 @@ static void state_job_complete__only_the_current_attempt_and_placement(void **st
     running_on(st, "three", a, 1, 400.0);
     assert_int_equal(state_job_set_state(st, "three", STATE_JOB_CANCELLED, 420.0), 0);
     assert_int_equal(state_job_complete(st, "three", "i-2", 0, 400.0, 430.0, &o), ERR_CONFLICT);
+    state_close(st);
+}
+
+/* The race across nodes: rank 0 (i-1) ends the job's work, rank 1 (i-2) fails as its rendezvous'
+ * host is gone, and rank 1's report comes first. Rank 0's completion of the attempt that failure
+ * ended, in its placement, still finishes the job, whether the failure restarted it, failed it
+ * (max_restarts 0) or it has moved since; from a node that did not hold it at the failure, from
+ * another placement, from before two counted failures, or once something else failed it, it does
+ * not. */
+static void state_job_complete__after_its_peers_failure(void **state)
+{
+    const struct tmpdb *t = *state;
+    struct state *st = open_state(t);
+    const char *ids[] = {"i-1", "i-2", "i-3", "i-4"};
+    struct state_alloc a[] = {{"i-1", 2, 0}, {"i-2", 2, 0}}, b[] = {{"i-3", 2, 0}, {"i-4", 2, 0}};
+    enum state_complete_outcome o = STATE_COMPLETE_FINISHED;
+    enum state_failure_outcome f = STATE_FAILURE_STALE;
+
+    add_ready_nodes(st, ids, 4);
+    running_on(st, "job", a, 2, 200.0);
+    assert_int_equal(
+        state_job_replica_failed(st, "job", "i-2", 0, "rank 1: exit 1", 3, 250.0, &f, NULL), 0);
+    assert_int_equal(f, STATE_FAILURE_RESTART);
+    /* a node that never held it; another placement; no placement said: nothing */
+    assert_int_equal(state_job_complete(st, "job", "i-3", 0, 200.0, 260.0, &o), ERR_RANGE);
+    assert_int_equal(state_job_complete(st, "job", "i-1", 0, 150.0, 260.0, &o), 0);
+    assert_int_equal(o, STATE_COMPLETE_STALE);
+    o = STATE_COMPLETE_FINISHED;
+    assert_int_equal(state_job_complete(st, "job", "i-1", 0, NAN, 260.0, &o), 0);
+    assert_int_equal(o, STATE_COMPLETE_STALE);
+    assert_int_equal(job_state_now(st, "job"), STATE_JOB_RUNNING);
+    assert_int_equal(state_job_complete(st, "job", "i-1", 0, 200.0, 270.0, &o), 0);
+    assert_int_equal(o, STATE_COMPLETE_PEERS);
+    assert_int_equal(job_state_now(st, "job"), STATE_JOB_FINISHED);
+
+    /* max_restarts 0: the failure failed the job; the completion finishes it */
+    running_on(st, "zero", a, 2, 300.0);
+    assert_int_equal(state_job_replica_failed(st, "zero", "i-2", 0, "x", 0, 350.0, &f, NULL), 0);
+    assert_int_equal(f, STATE_FAILURE_FAILED);
+    assert_int_equal(state_job_complete(st, "zero", "i-3", 0, 300.0, 360.0, &o), ERR_CONFLICT);
+    assert_int_equal(state_job_complete(st, "zero", "i-1", 0, 300.0, 360.0, &o), 0);
+    assert_int_equal(o, STATE_COMPLETE_PEERS);
+    assert_int_equal(job_state_now(st, "zero"), STATE_JOB_FINISHED);
+
+    /* moved after the failure: a node of the failed placement still says so */
+    running_on(st, "moved", a, 2, 400.0);
+    assert_int_equal(state_job_replica_failed(st, "moved", "i-2", 0, "x", 3, 450.0, NULL, NULL), 0);
+    assert_int_equal(state_alloc_replace(st, "moved", b, 2, 460.0), 0);
+    assert_int_equal(state_job_complete(st, "moved", "i-1", 0, 400.0, 470.0, &o), 0);
+    assert_int_equal(o, STATE_COMPLETE_PEERS);
+
+    /* moved before the failure: a node it left then has no say in the new placement's attempt */
+    running_on(st, "left", a, 2, 500.0);
+    assert_int_equal(state_alloc_replace(st, "left", b, 2, 510.0), 0);
+    assert_int_equal(state_job_replica_failed(st, "left", "i-4", 0, "x", 3, 550.0, NULL, NULL), 0);
+    assert_int_equal(state_job_complete(st, "left", "i-1", 0, 510.0, 560.0, &o), ERR_RANGE);
+    assert_int_equal(state_job_complete(st, "left", "i-3", 0, 510.0, 560.0, &o), 0);
+    assert_int_equal(o, STATE_COMPLETE_PEERS);
+
+    /* two failures counted since: stale */
+    running_on(st, "twice", a, 2, 600.0);
+    assert_int_equal(state_job_replica_failed(st, "twice", "i-2", 0, "x", 3, 650.0, NULL, NULL), 0);
+    assert_int_equal(state_job_replica_failed(st, "twice", "i-2", 1, "x", 3, 660.0, NULL, NULL), 0);
+    assert_int_equal(state_job_complete(st, "twice", "i-1", 0, 600.0, 670.0, &o), 0);
+    assert_int_equal(o, STATE_COMPLETE_STALE);
+    assert_int_equal(job_state_now(st, "twice"), STATE_JOB_RUNNING);
+
+    /* failed since by something else (its hang timeout, or moved there): refused */
+    running_on(st, "hung", a, 2, 700.0);
+    assert_int_equal(state_job_replica_failed(st, "hung", "i-2", 0, "x", 3, 750.0, NULL, NULL), 0);
+    assert_int_equal(state_job_fail(st, "hung", "no report for 600 s", 800.0), 0);
+    o = STATE_COMPLETE_FINISHED;
+    assert_int_equal(state_job_complete(st, "hung", "i-1", 0, 700.0, 810.0, &o), ERR_CONFLICT);
+    assert_int_equal(o, STATE_COMPLETE_FINISHED);
+    assert_int_equal(job_state_now(st, "hung"), STATE_JOB_FAILED);
+    running_on(st, "set", a, 2, 900.0);
+    assert_int_equal(state_job_replica_failed(st, "set", "i-2", 0, "x", 3, 950.0, NULL, NULL), 0);
+    assert_int_equal(state_job_set_state(st, "set", STATE_JOB_FAILED, 1000.0), 0);
+    assert_int_equal(state_job_complete(st, "set", "i-1", 0, 900.0, 1010.0, &o), ERR_CONFLICT);
     state_close(st);
 }
 
@@ -2706,6 +2789,38 @@ static void state_open__migrates_v13_to_v14(void **state)
     state_close(st);
 }
 
+/* Version 14 kept no failure's placement: a job that failed there (counted, written as v14 did)
+ * is told rank 0's end of that attempt as before, stale, and its current attempt's end finishes
+ * it; a failure counted after the migration keeps its placement. */
+static void state_open__migrates_v14_to_v15(void **state)
+{
+    const struct tmpdb *t = *state;
+    const char *ids[] = {"i-1", "i-2"};
+    struct state_alloc a[] = {{"i-1", 2, 0}, {"i-2", 2, 0}};
+    enum state_complete_outcome o = STATE_COMPLETE_FINISHED;
+    struct state *st = NULL;
+
+    assert_int_equal(state_open_version(t->path, 14, &st, NULL), 0);
+    add_ready_nodes(st, ids, 2);
+    running_on(st, "old", a, 2, 200.0);
+    running_on(st, "new", a, 2, 200.0);
+    assert_int_equal(db_exec(state_db(st), "UPDATE jobs SET failures = 1, failure_streak = 1,"
+                                           " failure = 'x', failure_at = 250 WHERE name = 'old'"),
+                     0);
+    st = reopen_latest(t, st);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM jobs WHERE failure_placed_at IS NULL"),
+                     2);
+    assert_int_equal(state_job_complete(st, "old", "i-1", 0, 200.0, 260.0, &o), 0);
+    assert_int_equal(o, STATE_COMPLETE_STALE);
+    assert_int_equal(state_job_complete(st, "old", "i-1", 1, 200.0, 260.0, &o), 0);
+    assert_int_equal(o, STATE_COMPLETE_FINISHED);
+    assert_int_equal(state_job_replica_failed(st, "new", "i-2", 0, "x", 3, 270.0, NULL, NULL), 0);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM jobs WHERE failure_placed_at = 200"), 1);
+    assert_int_equal(state_job_complete(st, "new", "i-1", 0, 200.0, 280.0, &o), 0);
+    assert_int_equal(o, STATE_COMPLETE_PEERS);
+    state_close(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2746,6 +2861,7 @@ int main(void)
         STATE_TEST(state_family__configs_and_start_grad),
         STATE_TEST(state_family_start_grad__scaled_to_the_initial_batch),
         STATE_TEST(state_job_complete__only_the_current_attempt_and_placement),
+        STATE_TEST(state_job_complete__after_its_peers_failure),
         STATE_TEST(state_job_replica_failed__attempts_streaks_and_the_limit),
         STATE_TEST(state_open__migrates_v5_to_v6),
         STATE_TEST(state_events__kept_newest_first_cut),
@@ -2773,6 +2889,7 @@ int main(void)
         STATE_TEST(state_open__migrates_v12_to_v13),
         STATE_TEST(state_stray_charge__the_minimum_then_the_new_span),
         STATE_TEST(state_open__migrates_v13_to_v14),
+        STATE_TEST(state_open__migrates_v14_to_v15),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
