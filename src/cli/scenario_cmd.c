@@ -138,6 +138,7 @@ static int run_system(const struct scenario *sc, const struct scenario_system *s
                                         .nquotas = sc->nquotas,
                                         .checkpoint_s = sc->checkpoint_s,
                                         .batch_hysteresis = 1.05,
+                                        .reconfigure_restart = sc->reconfigure_restart,
                                         .gpus_per_node = sc->offers[sys->initial_offer].gpus,
                                         .model = tput_model_find("pollux"),
                                         .families = sys->families},
@@ -256,6 +257,7 @@ static struct jv *result_json(const struct run_result *r)
     jv_set(o, "makespan_s", jv_number(r->makespan));
     jv_set(o, "gpu_hours", jv_number(r->fleet.gpu_hours));
     jv_set(o, "preemptions", jv_integer(r->fleet.preemptions));
+    jv_set(o, "restarts", jv_integer(r->fleet.restarts));
     jv_set(o, "lost_work_s", jv_number(r->fleet.lost_work_s));
     jv_set(o, "dollars_bound", jv_number(isfinite(r->bound) ? r->bound : 0));
     jv_set(o, "dollars_over_bound", jv_number(over_bound(r->fleet.dollars, r->bound)));
@@ -306,6 +308,7 @@ static void result_mean(const struct run_result *rs, int n, struct run_result *m
         m->fleet.dollars += rs[i].fleet.dollars / n;
         m->fleet.gpu_hours += rs[i].fleet.gpu_hours / n;
         m->fleet.preemptions += rs[i].fleet.preemptions;
+        m->fleet.restarts += rs[i].fleet.restarts;
         m->fleet.lost_work_s += rs[i].fleet.lost_work_s / n;
         m->fleet.mean_wait_s += rs[i].fleet.mean_wait_s / n;
         m->fleet.held_gpu_hours += rs[i].fleet.held_gpu_hours / n;

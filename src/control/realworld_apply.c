@@ -16,6 +16,9 @@
 #include "util/log.h"
 
 #define RW_HYSTERESIS 1.05 /* a new batch size without a new placement must gain 5% goodput */
+/* what a restart into a new configuration costs a job, in seconds (the policies' default restart
+ * penalty, the simulator's restart delay) */
+#define RW_RESTART_COST_S 30.0
 
 /* ---- apply ---- */
 
@@ -120,8 +123,9 @@ static void rw_tell_deadline(struct realworld *rw, const struct snap_job *sj, st
 
 /* Job j's configuration on nodes x replicas (replicas > 0) into *cfg and its predicted goodput:
  * the best for a new allocation (moved) or one without a configuration yet, else a better one for
- * the same allocation (by the hysteresis, after a refit) or the one it has. 1 when *cfg is to be
- * written (moved, or changed), else 0. */
+ * the same allocation (by the hysteresis, after a refit, and for a job that restarts into it only
+ * when it saves more than the restart on the job's declared work left: bsz_change_pays) or the one
+ * it has. 1 when *cfg is to be written (moved, or changed), else 0. */
 static int rw_apply_choose(struct realworld *rw, int j, int moved, int nodes, int replicas,
                            struct state_job_config *cfg, double *goodput)
 {
@@ -139,9 +143,14 @@ static int rw_apply_choose(struct realworld *rw, int j, int moved, int nodes, in
                                    : NAN;
         /* the configuration it has was measured, or had its chance to be */
         int settled = job->config_seen || !(now - job->config_at < REALWORLD_CONFIG_SETTLE_S);
+        double left = sj->progress_target > 0
+                          ? fmax(sj->progress_target - sj->progress, 0) * sj->lim.init_bsz
+                          : NAN;
 
         rw_config(sj, nodes, replicas, &l1, &a1, goodput);
-        if (job->refitted && settled && isfinite(cur) && *goodput >= RW_HYSTERESIS * cur &&
+        if (job->refitted && settled && isfinite(cur) &&
+            bsz_change_pays(cur, *goodput, RW_HYSTERESIS, left,
+                            api_spec_in_flight(st->spec) ? 0 : RW_RESTART_COST_S) &&
             (l1 != local || a1 != accum)) {
             local = l1;
             accum = a1;
@@ -269,6 +278,10 @@ int rw_apply(void *ctx, const struct alloc *plan)
         } else if (write && state_job_set_config(rw->state, st->name, cfg.local_bsz,
                                                  cfg.accum_steps, cfg.lr_gain) == 0) {
             rw_config_told(rw, st->name, &cfg, nodes, replicas, now);
+            /* its replicas restart into it (a new generation), unless its workers take it in
+             * flight: a restart as a move is, which the policies' restart penalty counts */
+            if (!api_spec_in_flight(st->spec))
+                state_job_restarted(rw->state, st->name);
         }
         free(rows);
         rw_apply_figures(rw, j, replicas, replicas > 0 ? &cfg : NULL, goodput, now);

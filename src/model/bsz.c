@@ -67,3 +67,18 @@ int bsz_optimize(const struct tput_params *tp, const struct grad_params *gp,
     *out = best;
     return 0;
 }
+
+int bsz_change_pays(double cur, double next, double hysteresis, double samples_left,
+                    double restart_s)
+{
+    if (!(cur > 0) || !isfinite(cur))
+        return 1;
+    if (!(next >= hysteresis * cur))
+        return 0;
+    if (restart_s > 0 && isfinite(samples_left)) {
+        double left = fmax(samples_left, 0);
+
+        return left / cur - left / next > restart_s;
+    }
+    return 1;
+}

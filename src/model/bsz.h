@@ -41,4 +41,16 @@ int bsz_optimize(const struct tput_params *tp, const struct grad_params *gp,
 double bsz_goodput(const struct tput_params *tp, const struct grad_params *gp, double init_bsz,
                    int nodes, int replicas, double local_bsz, int accum_steps);
 
+/*
+ * Whether a job on the same GPUs should change from a configuration of goodput cur to one of
+ * goodput next (bsz_optimize's units): next must be at least hysteresis (>= 1) times cur and, when
+ * a change costs the job a restart of restart_s seconds (its replicas restart into it; 0: its
+ * workers take it in flight) and the M0-equivalent samples it has left are known (a finite
+ * samples_left, none below 0; NAN: not known), the time the change saves on them, samples_left /
+ * cur - samples_left / next, must be more than restart_s. 1 to change, 0 to keep cur. A cur that
+ * is not a positive finite number (nothing to keep) always changes. Pure.
+ */
+int bsz_change_pays(double cur, double next, double hysteresis, double samples_left,
+                    double restart_s);
+
 #endif

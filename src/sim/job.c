@@ -74,8 +74,20 @@ void sim_fixed_config(const struct app *a, double batch, int r, double *local_bs
     *local_bsz = ceil(local / (s + 1) - SIM_EPS);
 }
 
+/* The M0-equivalent samples job has left, as the planner knows them (NAN: its length not
+ * declared). */
+static double sim_job_samples_left(const struct sim_job *job)
+{
+    const struct app *a = job->app;
+    double left = app_progress_needed(a, a->max_epochs) - job->progress;
+
+    return job->length_known ? (left > 0 ? left : 0) * a->init_bsz : NAN;
+}
+
 /* Choose (local batch, accumulation) for the current placement; a voluntary change (not after a
- * placement) is made only when it improves the predicted goodput by the job's hysteresis. */
+ * placement) is made only when it improves the predicted goodput by the job's hysteresis and, for
+ * a job that restarts into it, saves more than the restart on its work left (bsz_change_pays). */
+
 static int sim_job_choose_batch(struct sim_job *job, int voluntary)
 {
     const struct app *a = job->app;
@@ -99,10 +111,13 @@ static int sim_job_choose_batch(struct sim_job *job, int voluntary)
             sim_fixed_config(a, fmax(a->init_bsz, a->min_local * r), r, &local, &s);
         } else if (rc < 0) {
             return rc;
-        } else if (voluntary && job->hysteresis > 1 && job->local_bsz > 0 &&
-                   c.goodput < job->hysteresis * bsz_goodput(&job->tput, &job->grad, lim.init_bsz,
-                                                             job->nplace, r, job->local_bsz,
-                                                             job->accum_steps)) {
+        } else if (voluntary && (job->hysteresis > 1 || job->reconf_restart) &&
+                   job->local_bsz > 0 &&
+                   !bsz_change_pays(bsz_goodput(&job->tput, &job->grad, lim.init_bsz, job->nplace,
+                                                r, job->local_bsz, job->accum_steps),
+                                    c.goodput, fmax(job->hysteresis, 1.0),
+                                    sim_job_samples_left(job),
+                                    job->reconf_restart ? SIM_RESTART_DELAY : 0)) {
             return 0; /* not worth a change: keep the configuration */
         } else {
             local = c.local_bsz;
@@ -246,16 +261,21 @@ int sim_job_step(struct sim_job *job, int seconds, double interference)
         job->now += seconds;
         return 0;
     }
-    d = job->rescale_left < seconds ? job->rescale_left : seconds;
-    job->now += d;
-    job->attained += (double)d * gpus;
-    job->rescale_left -= d;
-    seconds -= d;
     while (seconds > 0 && !sim_job_done(job)) {
         int chunk = seconds;
-        double goodput, next;
+        double goodput, next, local = job->local_bsz;
+        int accum = job->accum_steps;
         struct sim_rate rate;
 
+        if (job->rescale_left > 0) {
+            /* restarting: its GPUs held, no progress */
+            d = job->rescale_left < seconds ? job->rescale_left : seconds;
+            job->now += d;
+            job->attained += (double)d * gpus;
+            job->rescale_left -= d;
+            seconds -= d;
+            continue;
+        }
         if ((rc = sim_job_rate(job->app, job->place, job->nplace, job->local_bsz, job->accum_steps,
                                job->epoch, &rate)) < 0)
             return rc;
@@ -292,6 +312,14 @@ int sim_job_step(struct sim_job *job, int seconds, double interference)
         }
         if ((rc = sim_job_choose_batch(job, 1)) < 0)
             return rc;
+        /* a new configuration its replicas restart into: checkpointed first (a worker that
+         * restarts for a new configuration saves its progress), then the restart's delay */
+        if (job->reconf_restart && !sim_job_done(job) &&
+            (job->local_bsz != local || job->accum_steps != accum)) {
+            sim_job_checkpoint(job);
+            job->rescale_left = SIM_RESTART_DELAY;
+            job->restarts++;
+        }
     }
     job->now += seconds;
     return 0;

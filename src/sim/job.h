@@ -28,6 +28,13 @@ struct sim_job {
     /* a batch change between placements needs this factor of predicted goodput (the reference's
      * 1.05; 0: re-chosen whenever better, as the artifact's simulator does) */
     double hysteresis;
+    /* 1: a voluntary new configuration (batch size, accumulation) restarts the job as a new
+     * placement does, from a checkpoint taken first (reconfigure: restart); 0: it is taken in
+     * flight, for free */
+    int reconf_restart;
+    /* 1: the job declared its length (the planner sees its work left), so a new configuration
+     * that restarts it must also save more than the restart on the work it has left */
+    int length_known;
 
     /* where it runs: GPUs per node, in order; nplace 0 when waiting */
     int place[SIM_MAX_NODES];

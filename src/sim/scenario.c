@@ -450,8 +450,10 @@ static int scenario_offer_by_key(const struct scenario *s, const struct conf_nod
 
 int scenario_load(const char *path, struct scenario **out, struct error *e)
 {
-    static const char *const keys[] = {"workload", "interval", "seed",   "checkpoint", "max_nodes",
-                                       "offers",   "compare",  "castor", "quotas",     NULL};
+    static const char *const keys[] = {"workload",  "interval",    "seed",    "checkpoint",
+                                       "max_nodes", "offers",      "compare", "castor",
+                                       "quotas",    "reconfigure", NULL};
+    static const char *const reconfigures[] = {"in_flight", "restart", NULL};
     static const char *const compare_keys[] = {"on_demand", "spot", "nodes",  "policy",
                                                "high",      "low",  "window", NULL};
     static const char *const castor_keys[] = {"mode",   "value",    "budget", "patience",
@@ -499,7 +501,8 @@ int scenario_load(const char *path, struct scenario **out, struct error *e)
         goto out;
     if (rc == 1)
         s->seed = (uint64_t)v;
-    if ((rc = conf_get_double(root, "checkpoint", 0, 86400, &s->checkpoint_s, e)) < 0)
+    if ((rc = conf_get_double(root, "checkpoint", 0, 86400, &s->checkpoint_s, e)) < 0 ||
+        (rc = conf_get_choice(root, "reconfigure", reconfigures, &s->reconfigure_restart, e)) < 0)
         goto out;
     if ((rc = conf_get_long(root, "max_nodes", 1, 4096, &v, e)) < 0)
         goto out;

@@ -34,7 +34,10 @@ struct scenario {
     int interval;         /* seconds between decisions (default 60) */
     uint64_t seed;        /* the market's and the decide step's seed (default 1) */
     double checkpoint_s;  /* seconds between the jobs' checkpoints (default 600) */
-    int max_nodes;        /* the most nodes alive at once (default 512) */
+    /* 1: a job's new batch configuration restarts its replicas (reconfigure: restart); 0 (the
+     * default): its workers take it in flight (reconfigure: in_flight) */
+    int reconfigure_restart;
+    int max_nodes; /* the most nodes alive at once (default 512) */
     int noffers;
     struct mkt_offer_spec offers[SCENARIO_MAX_OFFERS];
     double rate_prior[SCENARIO_MAX_OFFERS]; /* the planner's prior per offer */

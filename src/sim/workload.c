@@ -46,7 +46,7 @@ int workload_load(const char *path, const char *const *known, struct workload **
 {
     struct csv_table *t = NULL;
     struct workload *w = NULL;
-    size_t cname, ctime, capp, crep, cbsz, cdl = (size_t)-1, cck = (size_t)-1;
+    size_t cname, ctime, capp, crep, cbsz, cdl = (size_t)-1, cck = (size_t)-1, crc = (size_t)-1;
     int rc;
 
     if ((rc = csv_load(path, &t, e)) < 0)
@@ -62,6 +62,8 @@ int workload_load(const char *path, const char *const *known, struct workload **
             cdl = c;
         else if (strcmp(t->header[c].text, "checkpoint") == 0)
             cck = c;
+        else if (strcmp(t->header[c].text, "reconfigure") == 0)
+            crc = c;
     w = calloc(1, sizeof(*w));
     if (!w || !(w->jobs = calloc(t->nrows, sizeof(*w->jobs))) ||
         !(w->name = workload_base_name(path)) || !(w->path = strdup(path))) {
@@ -121,6 +123,21 @@ int workload_load(const char *path, const char *const *known, struct workload **
                              "checkpoint: seconds between the job's checkpoints, 0 (only at "
                              "restarts and notices) to 86400, found %g",
                              j->checkpoint_s);
+                goto out;
+            }
+        }
+        j->reconfigure = WORKLOAD_RECONF_WORLD;
+        if (crc != (size_t)-1 && csv_cell_at(t, i, crc)->text[0] != '\0') {
+            c = csv_cell_at(t, i, crc);
+            if (strcmp(c->text, "restart") == 0) {
+                j->reconfigure = WORKLOAD_RECONF_RESTART;
+            } else if (strcmp(c->text, "in_flight") == 0) {
+                j->reconfigure = WORKLOAD_RECONF_IN_FLIGHT;
+            } else {
+                rc = err_set(e, ERR_PARSE, t->name, c->line, c->column,
+                             "reconfigure: how the job's workers take a new batch configuration, "
+                             "restart or in_flight, found \"%s\"",
+                             c->text);
                 goto out;
             }
         }

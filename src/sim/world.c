@@ -290,6 +290,10 @@ int sim_world_new(const struct sim_config *cfg, const struct workload *wl, struc
         /* the trace's own interval for the job, else the world's */
         w->jobs[i].checkpoint_s = spec->checkpoint_s >= 0 ? spec->checkpoint_s : cfg->checkpoint_s;
         w->jobs[i].hysteresis = cfg->batch_hysteresis;
+        w->jobs[i].length_known = !cfg->unknown_lengths;
+        w->jobs[i].reconf_restart = spec->reconfigure == WORKLOAD_RECONF_WORLD
+                                        ? cfg->reconfigure_restart != 0
+                                        : spec->reconfigure == WORKLOAD_RECONF_RESTART;
         w->jobs[i].family = cfg->families ? &w->families[fam] : NULL;
     }
     w->oracle.ctx = w;
@@ -683,6 +687,7 @@ void sim_world_fleet_stats(const struct sim_world *w, struct sim_fleet_stats *ou
         const struct sim_job *job = &w->jobs[j];
 
         out->held_gpu_hours += job->attained / 3600.0;
+        out->restarts += job->restarts > 0 ? job->restarts : 0;
         if (job->spec->deadline > 0) {
             out->deadlines++;
             out->deadlines_met += !sim_job_missed_deadline(job);

@@ -39,6 +39,10 @@ struct sim_config {
     int nquotas;
     double checkpoint_s;     /* seconds between each job's checkpoints (0: only on restarts) */
     double batch_hysteresis; /* see sim_job.hysteresis (0: none) */
+    /* 1: a job's new batch configuration restarts its replicas (the job spec's reconfigure:
+     * restart), 0: its workers take it in flight (Pollux's adaptive workers); a workload's
+     * reconfigure column overrides it per job */
+    int reconfigure_restart;
     /* 1: the jobs do not declare their length (the snapshot's progress_target is 0), as jobs
      * submitted without `samples`; 0: they do (the policies may see how much work is left) */
     int unknown_lengths;
@@ -59,6 +63,8 @@ struct sim_fleet_stats {
     double min_gpu_price;  /* lowest $/GPU-hour any offer had so far */
     double held_gpu_hours; /* GPU-hours held by jobs (restarts included) */
     double mean_wait_s;    /* mean over started jobs of the wait from submission to first GPUs */
+    long restarts;         /* the jobs' restarts after their first start: moves, preemptions,
+                            * and new configurations of jobs that restart into them */
     int deadlines;         /* jobs with a deadline */
     int deadlines_met;     /* of them, finished by it */
 };

@@ -83,6 +83,12 @@ castor_cli_test(scenario_castor_alone 0 "mean            castor"
   simulate --scenario ${SCN}/small.yaml)
 castor_cli_test(scenario_workload_override 0 "one_cifar10.csv"
   simulate --scenario ${SCN}/small.yaml --workload ${CASTOR_TEST_DATA}/workloads/one_cifar10.csv)
+# reconfigure: restart: every new configuration of a job costs it a restart, which the JSON's
+# restarts count (more than the same run's in flight)
+add_test(NAME cli_scenario_reconfigure_restart COMMAND sh -c
+  "sed 's|^workload: .*|workload: '\"$2\"'|' \"$1\" >\"$3.yaml\" && echo 'reconfigure: restart' >>\"$3.yaml\" && \"$0\" simulate --scenario \"$1\" --quiet --workload \"$2\" --json \"$3.a.json\" >/dev/null && \"$0\" simulate --scenario \"$3.yaml\" --quiet --json \"$3.b.json\" >/dev/null && a=$(grep -o '\"restarts\": [0-9]*' \"$3.a.json\" | grep -o '[0-9]*$') && b=$(grep -o '\"restarts\": [0-9]*' \"$3.b.json\" | grep -o '[0-9]*$') && echo \"in flight $a, restart $b\" && test \"$b\" -gt \"$a\""
+  $<TARGET_FILE:castor> ${SCN}/small.yaml ${CASTOR_TEST_DATA}/workloads/ten.csv
+  ${CMAKE_CURRENT_BINARY_DIR}/scenario_reconfigure)
 # the deadlines a system missed, by name, time taken and deadline (an imagenet job cannot train in
 # 900 s; the cifar10 job has a day)
 castor_cli_test(scenario_deadline_missed 0 "missed: late ("

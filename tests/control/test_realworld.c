@@ -982,6 +982,64 @@ static void realworld_apply__a_new_configuration_is_measured_before_the_next(voi
     assert_true(local == local0 && accum == accum0);
 }
 
+/* Job name's restarts, from a fresh read. */
+static int job_restarts(struct fixture *f, const char *name)
+{
+    struct state_job j;
+    int n;
+
+    assert_int_equal(state_job_get(f->st_spy, name, &j), 0);
+    n = j.restarts;
+    state_job_clear(&j);
+    return n;
+}
+
+/* A new configuration on the same placement (noisy gradients: a larger batch) restarts the
+ * replicas of a job that takes it by restarting (the default), and is counted as a restart as a
+ * move is; one whose workers take it in flight goes on, no restart counted. A restarting job whose
+ * declared work left (samples) the change would speed up by less than the restart (6,400 samples,
+ * about 20 s at 64 samples per 0.2 s step) keeps its configuration; an in-flight one with the
+ * same work left takes the change. */
+static void realworld_apply__a_new_configuration_restarts_only_restart_mode_jobs(void **state)
+{
+    struct fixture *f = *state;
+    char ids[8][CLOUD_ID_MAX];
+    const char *names[] = {"r", "i", "s", "t"};
+    const int changes[] = {1, 1, 0, 1}, restarts[] = {1, 0, 0, 0};
+    double local0[4], local1, local;
+    int accum0[4], accum1, accum, before[4];
+
+    assert_int_equal(make_loop(f, 1), 0);
+    submit_job(f, "r", 1);
+    submit_job_with(f, "i", 1, ", \"reconfigure\": \"in_flight\"");
+    submit_job_with(f, "s", 1, ", \"samples\": 6400");
+    submit_job_with(f, "t", 1, ", \"samples\": 6400, \"reconfigure\": \"in_flight\"");
+    tick(f, 0);
+    assert_int_equal(live_instances(f, ids), 1);
+    agent_register(f, ids[0], 4);
+    tick(f, 10);
+    for (int k = 0; k < 4; k++) {
+        job_config(f, names[k], &local0[k], &accum0[k]);
+        before[k] = job_restarts(f, names[k]);
+        report_accum(f, names[k], 1, local0[k], accum0[k], 0.2, 0, 0.5, 2000);
+    }
+    tick(f, 10);
+    for (int k = 0; k < 4; k++) {
+        job_config(f, names[k], &local1, &accum1);
+        if (changes[k])
+            assert_true(local1 * (accum1 + 1) > 2 * local0[k] * (accum0[k] + 1));
+        else
+            assert_true(local1 == local0[k] && accum1 == accum0[k]);
+        assert_int_equal(job_restarts(f, names[k]), before[k] + restarts[k]);
+    }
+    /* no change: no restart */
+    tick(f, 10);
+    for (int k = 0; k < 4; k++) {
+        job_config(f, names[k], &local, &accum);
+        assert_int_equal(job_restarts(f, names[k]), before[k] + restarts[k]);
+    }
+}
+
 /* A job of a family that has not reported starts with the family's model (what its other jobs
  * measured, a finished one's included: has_model, the largest replica count they ran) and the
  * family's start statistics (their first, not their latest); a job of another family and one
@@ -2834,6 +2892,9 @@ int main(void)
                                         rw_teardown),
         cmocka_unit_test_setup_teardown(
             realworld_apply__a_new_configuration_is_measured_before_the_next, rw_setup,
+            rw_teardown),
+        cmocka_unit_test_setup_teardown(
+            realworld_apply__a_new_configuration_restarts_only_restart_mode_jobs, rw_setup,
             rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_observe__requested_replicas_reach_the_snapshot,
                                         rw_setup, rw_teardown),

@@ -113,6 +113,29 @@ static void bsz_optimize__no_max_means_fixed_batch(void **state)
     assert_float_equal(c.local_bsz, 32, 0);
 }
 
+/* A change on the same GPUs, from goodput 100 to next (samples per second), hand-computed:
+ * - the hysteresis alone: 104 < 1.05 x 100 keeps, 110 changes (in flight, or length unknown);
+ * - a restart of 30 s on 32,000 samples left: 320 s at 100, 290.9 s at 110, saves 29.1 s, not
+ *   more than 30: keeps; on 34,100: 341 - 310 = 31 s: changes; on none left (0, or below): keeps;
+ * - nothing to keep (cur 0, NAN or infinite): changes. */
+static void bsz_change_pays__hysteresis_then_the_restart(void **state)
+{
+    (void)state;
+    assert_int_equal(bsz_change_pays(100, 104, 1.05, NAN, 0), 0);
+    assert_int_equal(bsz_change_pays(100, 110, 1.05, NAN, 0), 1);
+    assert_int_equal(bsz_change_pays(100, 110, 1.05, NAN, 30), 1);
+    assert_int_equal(bsz_change_pays(100, 110, 1.05, INFINITY, 30), 1);
+    assert_int_equal(bsz_change_pays(100, 110, 1.05, 32000, 0), 1);
+    assert_int_equal(bsz_change_pays(100, 110, 1.05, 32000, 30), 0);
+    assert_int_equal(bsz_change_pays(100, 110, 1.05, 34100, 30), 1);
+    assert_int_equal(bsz_change_pays(100, 104, 1.05, 1e9, 30), 0);
+    assert_int_equal(bsz_change_pays(100, 110, 1.05, 0, 30), 0);
+    assert_int_equal(bsz_change_pays(100, 110, 1.05, -5, 30), 0);
+    assert_int_equal(bsz_change_pays(0, 1, 1.05, 100, 30), 1);
+    assert_int_equal(bsz_change_pays(NAN, 1, 1.05, 100, 30), 1);
+    assert_int_equal(bsz_change_pays(INFINITY, 1, 1.05, 100, 30), 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -122,6 +145,7 @@ int main(void)
         cmocka_unit_test(bsz_optimize__single_gpu_accumulates_above_m0),
         cmocka_unit_test(bsz_optimize__infeasible_and_invalid),
         cmocka_unit_test(bsz_optimize__no_max_means_fixed_batch),
+        cmocka_unit_test(bsz_change_pays__hysteresis_then_the_restart),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -209,6 +209,62 @@ static void sim_job_place__adaptive_batch(void **state)
     sim_job_free(&job);
 }
 
+/* A new configuration chosen as it learns (adaptive, ten epochs before its end, where larger
+ * batches pay, placed on 2 GPUs at 64 each; 120 s: 30 s of start, then a batch re-chosen after its
+ * first measurement): in flight it costs nothing; a job that restarts into it checkpoints (nothing
+ * lost) and restarts, counted, its 30 s without progress. In its last epoch with about 20 s of work
+ * left at its start configuration (any gain saves less than the 30 s restart), a restarting job
+ * that declared its length keeps the configuration it has; one that did not changes it and
+ * restarts. */
+static void sim_job_step__a_new_configuration_restarts_a_restart_job(void **state)
+{
+    struct sim_job flight, restart, near, blind;
+    struct sim_job *jobs[] = {&flight, &restart, &near, &blind};
+    int two[1] = {2};
+    double end = app_progress_needed(cifar, cifar->max_epochs);
+
+    (void)state;
+    for (int k = 0; k < 4; k++) {
+        sim_job_init(jobs[k], &spec, cifar, &tput_model_pollux, 0, 0);
+        jobs[k]->hysteresis = 1.05;
+        jobs[k]->reconf_restart = k > 0;
+        jobs[k]->length_known = k < 3;
+        assert_int_equal(sim_job_place(jobs[k], two, 1), 0);
+        assert_float_equal(jobs[k]->local_bsz, 64, 0);
+    }
+    for (int k = 0; k < 2; k++) {
+        jobs[k]->epoch = cifar->max_epochs - 10;
+        jobs[k]->progress = app_progress_needed(cifar, cifar->max_epochs - 10);
+    }
+    for (int k = 2; k < 4; k++) {
+        jobs[k]->epoch = cifar->max_epochs - 1;
+        jobs[k]->progress = end - 20 * true_rate(2, 64, 0, cifar->max_epochs - 1);
+        assert_true(jobs[k]->progress > app_progress_needed(cifar, cifar->max_epochs - 1));
+    }
+    assert_int_equal(sim_job_step(&flight, 120, 0.0), 0);
+    assert_int_equal(sim_job_step(&restart, 120, 0.0), 0);
+    assert_true(flight.local_bsz > 64);
+    assert_int_equal(flight.restarts, 0);
+    assert_true(restart.local_bsz > 64);
+    assert_true(restart.restarts >= 1);
+    assert_true(restart.ckpt_progress > 0);
+    assert_true(restart.progress < flight.progress);
+    assert_float_equal(restart.attained, flight.attained, 0); /* its GPUs held while restarting */
+
+    assert_int_equal(sim_job_step(&near, 10, 0.0), 0);
+    assert_int_equal(sim_job_step(&blind, 10, 0.0), 0);
+    assert_int_equal(near.restarts, 0); /* still in its start's 30 s */
+    assert_int_equal(sim_job_step(&near, 25, 0.0), 0);
+    assert_int_equal(sim_job_step(&blind, 25, 0.0), 0);
+    assert_false(sim_job_done(&near));
+    assert_float_equal(near.local_bsz, 64, 0);
+    assert_int_equal(near.restarts, 0);
+    assert_true(blind.local_bsz > 64);
+    assert_int_equal(blind.restarts, 1);
+    for (int k = 0; k < 4; k++)
+        sim_job_free(jobs[k]);
+}
+
 /* A model family: the first job measures 2 GPUs (one configuration) and its first gradient
  * statistics, which the family keeps; a second job of the family, before it runs, takes them: a
  * model fitted to that configuration, an exploration limit of 2, the first job's statistics at its
@@ -265,6 +321,7 @@ int main(void)
         cmocka_unit_test(sim_job_step__epoch_boundary_and_completion),
         cmocka_unit_test(sim_job_step__learns_once_per_configuration),
         cmocka_unit_test(sim_job_place__adaptive_batch),
+        cmocka_unit_test(sim_job_step__a_new_configuration_restarts_a_restart_job),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);

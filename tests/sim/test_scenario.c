@@ -126,6 +126,27 @@ static void expect_refused(const struct refusal *bad, size_t n)
     }
 }
 
+/* reconfigure: in_flight by default and as given, restart as given; another word is refused at
+ * its value. */
+static void scenario_load__reconfigure(void **state)
+{
+    static const struct refusal bad[] = {
+        {OFFERS "reconfigure: sometimes\n", ERR_UNKNOWN, 9, 14, "(one of in_flight, restart)"},
+    };
+    struct scenario *s = load_ok(OFFERS);
+
+    (void)state;
+    assert_int_equal(s->reconfigure_restart, 0);
+    scenario_free(s);
+    s = load_ok(OFFERS "reconfigure: in_flight\n");
+    assert_int_equal(s->reconfigure_restart, 0);
+    scenario_free(s);
+    s = load_ok(OFFERS "reconfigure: restart\n");
+    assert_int_equal(s->reconfigure_restart, 1);
+    scenario_free(s);
+    expect_refused(bad, sizeof(bad) / sizeof(bad[0]));
+}
+
 /* A spot offer's unbilled window (reclaim_free_s) reaches the market's spec; on an on-demand offer,
  * or negative, it is refused at its place. */
 static void scenario_load__reclaim_free_s(void **state)
@@ -327,6 +348,7 @@ int main(void)
         cmocka_unit_test(scenario_load__castor_p_mean_as_given),
         cmocka_unit_test(scenario_load__bad_p_mean_located),
         cmocka_unit_test(scenario_load__quotas),
+        cmocka_unit_test(scenario_load__reconfigure),
         cmocka_unit_test(scenario_load__reclaim_free_s),
         cmocka_unit_test(scenario_load__utilisation_band),
         cmocka_unit_test(scenario_load__price_bounds),

@@ -70,6 +70,26 @@ static void workload_load__checkpoints(void **state)
     workload_free(w);
 }
 
+/* The optional reconfigure column: restart or in_flight per job, empty for the world's. */
+static void workload_load__reconfigure(void **state)
+{
+    struct workload *w = NULL;
+    struct error e;
+
+    (void)state;
+    assert_int_equal(workload_load(CASTOR_TEST_DATA "/workloads/reconfigure.csv", known, &w, &e),
+                     0);
+    assert_int_equal(w->n, 3);
+    assert_int_equal(w->jobs[0].reconfigure, WORKLOAD_RECONF_RESTART);
+    assert_int_equal(w->jobs[1].reconfigure, WORKLOAD_RECONF_WORLD);
+    assert_int_equal(w->jobs[2].reconfigure, WORKLOAD_RECONF_IN_FLIGHT);
+    workload_free(w);
+    assert_int_equal(workload_load(CASTOR_TEST_DATA "/workloads/ten.csv", known, &w, &e), 0);
+    for (size_t i = 0; i < w->n; i++)
+        assert_int_equal(w->jobs[i].reconfigure, WORKLOAD_RECONF_WORLD);
+    workload_free(w);
+}
+
 /* Each bad trace: the code, the line and column of the offending cell, and *out untouched. */
 static void expect_bad(const char *file, int code, int line, int column, const char *words)
 {
@@ -103,15 +123,16 @@ static void workload_load__bad_traces(void **state)
     expect_bad(BAD "negative_checkpoint.csv", ERR_PARSE, 3, 16, "0 (only at restarts");
     expect_bad(BAD "long_checkpoint.csv", ERR_PARSE, 2, 19, "found 90000");
     expect_bad(BAD "word_checkpoint.csv", ERR_PARSE, 2, 19, "checkpoint");
+    expect_bad(BAD "word_reconfigure.csv", ERR_PARSE, 3, 20,
+               "restart or in_flight, found \"Restart\"");
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(workload_load__ten_jobs),
-        cmocka_unit_test(workload_load__bad_traces),
-        cmocka_unit_test(workload_load__deadlines),
-        cmocka_unit_test(workload_load__checkpoints),
+        cmocka_unit_test(workload_load__ten_jobs),    cmocka_unit_test(workload_load__bad_traces),
+        cmocka_unit_test(workload_load__deadlines),   cmocka_unit_test(workload_load__checkpoints),
+        cmocka_unit_test(workload_load__reconfigure),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

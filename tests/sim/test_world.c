@@ -394,6 +394,33 @@ static void sim_world_advance__the_traces_interval_per_job(void **state)
     sim_world_free(w);
 }
 
+/* How each job takes a new configuration: the trace's reconfigure column where it says, else the
+ * world's; and whether it declared its length, as the world says. */
+static void sim_world_new__reconfigure_per_job(void **state)
+{
+    struct workload *t = NULL;
+    struct error e;
+
+    (void)state;
+    assert_int_equal(workload_load(CASTOR_TEST_DATA "/workloads/reconfigure.csv", known, &t, &e),
+                     0);
+    for (int world = 0; world < 2; world++) {
+        struct sim_config cfg = market_config(1, OD, 100);
+        struct sim_world *w = NULL;
+
+        cfg.reconfigure_restart = world;
+        cfg.unknown_lengths = world;
+        assert_int_equal(sim_world_new(&cfg, t, &w, &e), 0);
+        assert_int_equal(sim_world_job(w, 0)->reconf_restart, 1); /* restart */
+        assert_int_equal(sim_world_job(w, 1)->reconf_restart, world);
+        assert_int_equal(sim_world_job(w, 2)->reconf_restart, 0); /* in_flight */
+        for (int i = 0; i < 3; i++)
+            assert_int_equal(sim_world_job(w, i)->length_known, !world);
+        sim_world_free(w);
+    }
+    workload_free(t);
+}
+
 /* Releasing the node the job holds is ERR_INVAL and changes nothing: the launch in the same plan
  * does not happen, the node stays, the job keeps its GPUs. Once the job is off it, the same
  * release goes through. */
@@ -574,6 +601,7 @@ int main(void)
         cmocka_unit_test(sim_world_advance__notice_checkpoints_preemption_rolls_back),
         cmocka_unit_test(sim_world_advance__periodic_checkpoints_bound_silent_loss),
         cmocka_unit_test(sim_world_advance__the_traces_interval_per_job),
+        cmocka_unit_test(sim_world_new__reconfigure_per_job),
         cmocka_unit_test(sim_world_resize__release_of_held_node_refused),
         cmocka_unit_test(sim_world_fleet_stats__dollars_are_the_bill),
         cmocka_unit_test(sim_world_resize__quota_room_and_refusal),
