@@ -266,7 +266,8 @@ int reporter_decide(const struct reporter_alloc *a, const struct reporter_curren
     d.local_bsz = cur->local_bsz;
     d.accum_steps = cur->accum_steps;
     if (tp && bsz_optimize(tp, &g, &cur->limits, d.nodes, d.world_size, &choice) == 0) {
-        d.local_bsz = choice.local_bsz;
+        d.local_bsz =
+            bsz_cap_local(&cur->limits, d.world_size, choice.accum_steps, choice.local_bsz);
         d.accum_steps = choice.accum_steps;
     }
     d.lr_gain = goodput_gain(&g, d.world_size * d.local_bsz * (d.accum_steps + 1) / m0);

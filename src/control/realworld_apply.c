@@ -52,7 +52,7 @@ static void rw_config(const struct snap_job *sj, int nodes, int replicas, double
     int s;
 
     if (sj->has_model && bsz_optimize(&sj->tput, &sj->grad, &sj->lim, nodes, replicas, &c) == 0) {
-        *local = c.local_bsz;
+        *local = bsz_cap_local(&sj->lim, replicas, c.accum_steps, c.local_bsz);
         *accum = c.accum_steps;
         *goodput = c.goodput;
         return;
@@ -62,7 +62,7 @@ static void rw_config(const struct snap_job *sj, int nodes, int replicas, double
     if (s < 0)
         s = 0;
     *accum = s;
-    *local = ceil(share / (s + 1));
+    *local = bsz_cap_local(&sj->lim, replicas, s, ceil(share / (s + 1)));
     *goodput = sj->has_model
                    ? bsz_goodput(&sj->tput, &sj->grad, sj->lim.init_bsz, nodes, replicas, *local, s)
                    : NAN;

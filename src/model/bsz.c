@@ -82,3 +82,11 @@ int bsz_change_pays(double cur, double next, double hysteresis, double samples_l
     }
     return 1;
 }
+
+double bsz_cap_local(const struct bsz_limits *lim, int replicas, int accum_steps, double local)
+{
+    double max_bsz = lim->max_bsz > 0 ? lim->max_bsz : lim->init_bsz;
+    double cap = floor(max_bsz / ((double)replicas * (accum_steps + 1)));
+
+    return local < cap ? local : cap;
+}

@@ -42,6 +42,13 @@ double bsz_goodput(const struct tput_params *tp, const struct grad_params *gp, d
                    int nodes, int replicas, double local_bsz, int accum_steps);
 
 /*
+ * The per-GPU batch local, lowered where replicas x local x (accum_steps + 1) would pass the
+ * largest total batch (lim's max_bsz; 0: init_bsz): bsz_optimize rounds each replica's share up,
+ * which may pass it by less than one sample per replica. What both worlds run. Pure.
+ */
+double bsz_cap_local(const struct bsz_limits *lim, int replicas, int accum_steps, double local);
+
+/*
  * Whether a job on the same GPUs should change from a configuration of goodput cur to one of
  * goodput next (bsz_optimize's units): next must be at least hysteresis (>= 1) times cur and, when
  * a change costs the job a restart of restart_s seconds (its replicas restart into it; 0: its

@@ -92,18 +92,18 @@ static int sim_job_choose_batch(struct sim_job *job, int voluntary)
 {
     const struct app *a = job->app;
     int r = sim_job_gpus(job), s;
-    double local, cap;
+    struct bsz_limits lim;
+    double local;
 
+    sim_job_limits(job, &lim);
     if (job->fixed_batch > 0) {
         sim_fixed_config(a, job->fixed_batch, r, &local, &s);
     } else if (!job->has_model) {
         sim_fixed_config(a, fmax(a->init_bsz, a->min_local * r), r, &local, &s);
     } else {
-        struct bsz_limits lim;
         struct bsz_choice c;
         int rc;
 
-        sim_job_limits(job, &lim);
         rc = bsz_optimize(&job->tput, &job->grad, &lim, job->nplace, r, &c);
         if (rc == ERR_RANGE) {
             /* nothing fits the limits (more replicas than the batch can feed): fall back to
@@ -124,8 +124,7 @@ static int sim_job_choose_batch(struct sim_job *job, int voluntary)
             s = c.accum_steps;
         }
     }
-    cap = floor(a->max_bsz / ((double)r * (s + 1)));
-    job->local_bsz = local < cap ? local : cap;
+    job->local_bsz = bsz_cap_local(&lim, r, s, local);
     job->accum_steps = s;
     return 0;
 }

@@ -259,6 +259,21 @@ static void reporter_decide__without_config_uses_optimizer_and_gain(void **state
     assert_near(d.lr_gain, goodput_gain(&g, best.batch / 64), 1e-12);
     assert_true(d.lr_gain > 1);
 
+    /* 3 replicas wanting the largest batch, 700, which 234 each would pass (702): 233 */
+    {
+        struct reporter_alloc three = {1, 3, 1, 0, 0, 0, 0};
+        struct reporter_current big = {
+            1, 2, 32, 0, {.init_bsz = 64, .max_bsz = 700, .max_local = 1024}};
+        struct grad_params noisy = {0.01, 1e6};
+
+        assert_int_equal(bsz_optimize(&tp, &noisy, &big.limits, 1, 3, &best), 0);
+        assert_true(3 * best.local_bsz * (best.accum_steps + 1) > 700);
+        assert_int_equal(reporter_decide(&three, &big, &tp, &noisy, &d), 0);
+        assert_int_equal(d.world_size, 3);
+        assert_int_equal(d.accum_steps, best.accum_steps);
+        assert_near(d.local_bsz, floor(700.0 / (3 * (best.accum_steps + 1))), 0);
+    }
+
     /* not fitted yet: the batch stays, the gain is that of the new world size */
     a.world_size = 0;
     a.nodes = 0;

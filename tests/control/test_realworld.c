@@ -982,6 +982,38 @@ static void realworld_apply__a_new_configuration_is_measured_before_the_next(voi
     assert_true(local == local0 && accum == accum0);
 }
 
+/* A job of a fixed batch (64: max_batch_size is init_batch_size) on 3 GPUs: 64 does not split
+ * evenly, 22 each would make 66; the controller gives 21 (63), as the simulator runs. */
+static void realworld_apply__the_largest_batch_holds_on_uneven_replicas(void **state)
+{
+    struct fixture *f = *state;
+    char ids[8][CLOUD_ID_MAX];
+    struct state_alloc *rows = NULL;
+    size_t n = 0;
+    double local;
+    int accum;
+
+    assert_int_equal(make_loop(f, 1), 0);
+    assert_int_equal(
+        call(f, "POST", "/v1/jobs", TOKEN_USER,
+             "{\"name\": \"c\", \"command\": [\"train\"], \"workdir\": \"/w\", "
+             "\"init_batch_size\": 64, \"max_batch_size\": 64, \"max_local_bsz\": 128, "
+             "\"min_replicas\": 3, \"max_replicas\": 3}",
+             NULL),
+        201);
+    tick(f, 0);
+    assert_int_equal(live_instances(f, ids), 1);
+    agent_register(f, ids[0], 3);
+    tick(f, 10);
+    job_config(f, "c", &local, &accum);
+    assert_int_equal(state_alloc_get(f->st_spy, "c", &rows, &n), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(rows[0].replicas, 3);
+    state_allocs_free(rows, n);
+    assert_float_equal(local, 21, 0);
+    assert_int_equal(accum, 0);
+}
+
 /* Job name's restarts, from a fresh read. */
 static int job_restarts(struct fixture *f, const char *name)
 {
@@ -2896,6 +2928,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             realworld_apply__a_new_configuration_restarts_only_restart_mode_jobs, rw_setup,
             rw_teardown),
+        cmocka_unit_test_setup_teardown(realworld_apply__the_largest_batch_holds_on_uneven_replicas,
+                                        rw_setup, rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_observe__requested_replicas_reach_the_snapshot,
                                         rw_setup, rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_observe__samples_become_the_progress_target,

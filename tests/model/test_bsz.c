@@ -113,6 +113,21 @@ static void bsz_optimize__no_max_means_fixed_batch(void **state)
     assert_float_equal(c.local_bsz, 32, 0);
 }
 
+/* The largest batch holds after rounding: 3 replicas with 2 accumulation steps under 1024 may
+ * have 1024 / 9 = 113.8, so 113 each (114 would make 1026); a smaller local stays; without a
+ * largest batch, M0 is it (64 over 3: 21, not 22); 1024 over 8 is exactly 128. */
+static void bsz_cap_local__the_largest_batch_holds(void **state)
+{
+    const struct bsz_limits lim = {.init_bsz = 64, .max_bsz = 1024, .max_local = 128},
+                            fixed = {.init_bsz = 64};
+
+    (void)state;
+    assert_float_equal(bsz_cap_local(&lim, 3, 2, 114), 113, 0);
+    assert_float_equal(bsz_cap_local(&lim, 3, 2, 100), 100, 0);
+    assert_float_equal(bsz_cap_local(&fixed, 3, 0, 22), 21, 0);
+    assert_float_equal(bsz_cap_local(&lim, 4, 1, 128), 128, 0);
+}
+
 /* A change on the same GPUs, from goodput 100 to next (samples per second), hand-computed:
  * - the hysteresis alone: 104 < 1.05 x 100 keeps, 110 changes (in flight, or length unknown);
  * - a restart of 30 s on 32,000 samples left: 320 s at 100, 290.9 s at 110, saves 29.1 s, not
@@ -146,6 +161,7 @@ int main(void)
         cmocka_unit_test(bsz_optimize__infeasible_and_invalid),
         cmocka_unit_test(bsz_optimize__no_max_means_fixed_batch),
         cmocka_unit_test(bsz_change_pays__hysteresis_then_the_restart),
+        cmocka_unit_test(bsz_cap_local__the_largest_batch_holds),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
