@@ -1,6 +1,6 @@
 /* node.c: castor-node: registration, heartbeats, assignments, replicas as child processes, notices
  * (signalled, or found by the cloud notice watcher in a child of its own). */
-#define _DEFAULT_SOURCE /* getgrouplist, setgroups */
+#define _DEFAULT_SOURCE /* setgroups */
 #include "agent/node.h"
 
 #include <errno.h>
@@ -40,6 +40,9 @@ extern char **environ;
 /* a stopping replica's group SIGKILLed this long ago counts as gone (one that cannot be signalled,
  * EPERM, never says it is empty) */
 #define ND_GROUP_GONE_S 5.0
+/* a replica that waits for a uid of its own (CASTOR_NODE_RUN_AS_UIDS) is logged at most this often
+ */
+#define ND_UID_WAIT_LOG_S 60.0
 
 /* ---- the assignment ---- */
 
@@ -358,34 +361,6 @@ out:
     return 0;
 }
 
-/* ---- the replicas' user ---- */
-
-int node_run_as_lookup(const char *user, struct node_run_as *out)
-{
-    struct node_run_as u = {0};
-    struct passwd pw, *found = NULL;
-    char buf[4096];
-    int n = NODE_RUN_AS_GROUPS;
-
-    if (!user || !user[0] || strlen(user) >= sizeof(u.user))
-        return ERR_INVAL;
-    if (getpwnam_r(user, &pw, buf, sizeof(buf), &found) != 0 || !found)
-        return ERR_UNKNOWN;
-    if (pw.pw_uid == 0 || strlen(pw.pw_dir) >= sizeof(u.home))
-        return ERR_INVAL;
-    if (getgrouplist(user, pw.pw_gid, u.groups, &n) < 0)
-        return ERR_INVAL;
-    if (geteuid() != 0)
-        return ERR_PERM;
-    u.uid = pw.pw_uid;
-    u.gid = pw.pw_gid;
-    u.ngroups = n;
-    snprintf(u.user, sizeof(u.user), "%s", user);
-    snprintf(u.home, sizeof(u.home), "%s", pw.pw_dir);
-    *out = u;
-    return 0;
-}
-
 /* ---- a replica's environment ---- */
 
 int node_master_port(const char *job, double placed_at, int attempt)
@@ -501,6 +476,7 @@ struct nd_rep {
      * fail_status or was killed by fail_signal; reported once accepted or refused */
     int report, fail_status, fail_signal;
     pid_t pid; /* also its process group; 0: never started */
+    uid_t uid; /* the uid of its job's own (CASTOR_NODE_RUN_AS_UIDS); 0: the run-as user's */
     enum nd_rep_state st;
     double kill_at; /* ND_STOPPING: when SIGKILL follows (monotonic) */
     int killed;
@@ -537,7 +513,8 @@ struct nd {
     pid_t self;
     uint64_t rng;
     int registered, draining, noticed, notice_pending, stopping, fails;
-    int fenced;      /* the controller unanswered for fence_s: replicas stopped until it is */
+    int fenced; /* the controller unanswered for fence_s: replicas stopped until it is */
+    double uid_wait_logged_at; /* when a replica last waited for a uid of its own (monotonic) */
     double heard_at; /* monotonic: the controller's last answer to a registration or heartbeat */
     double next_register, next_beat, notice_retry_at; /* monotonic */
     double report_retry_at;                           /* monotonic: failure reports */
@@ -986,10 +963,12 @@ static void nd_send_notice(struct nd *n, double now)
 
 /* ---- replicas ---- */
 
-/* In the child: become the run-as user (groups, group, user, and no way back). 0, or -1. */
-static int nd_child_user(const struct node_run_as *u)
+/* In the child: become the run-as user (groups, group, user, and no way back), as uid when it is
+ * not 0 (its job's own). 0, or -1. */
+static int nd_child_user(const struct node_run_as *u, uid_t uid)
 {
-    if (setgroups((size_t)u->ngroups, u->groups) != 0 || setgid(u->gid) != 0 || setuid(u->uid) != 0)
+    if (setgroups((size_t)u->ngroups, u->groups) != 0 || setgid(u->gid) != 0 ||
+        setuid(uid ? uid : u->uid) != 0)
         return -1;
     return setuid(0) == 0 ? -1 : 0;
 }
@@ -1029,7 +1008,7 @@ static void nd_child_pdeath(pid_t parent, int status)
  * and 2, the signal mask and dispositions of a fresh process, the run-as user, killed with the
  * agent (Linux; set after the user, whose change clears it), the workdir and the environment.
  * Only async-signal-safe calls. */
-static void nd_child(pid_t parent, const struct node_run_as *run_as, const char *workdir,
+static void nd_child(pid_t parent, const struct node_run_as *run_as, uid_t uid, const char *workdir,
                      char *const *argv, char **env)
 {
     static const char msg[] = "castor-node: cannot start the replica (workdir or command)\n";
@@ -1042,7 +1021,7 @@ static void nd_child(pid_t parent, const struct node_run_as *run_as, const char 
     signal(SIGPIPE, SIG_DFL);
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    if (run_as && nd_child_user(run_as) != 0) {
+    if (run_as && nd_child_user(run_as, uid) != 0) {
         ssize_t w = write(STDERR_FILENO, user, sizeof(user) - 1);
 
         (void)w;
@@ -1103,6 +1082,38 @@ static void nd_rep_remove(struct nd *n, size_t i)
     n->reps[i] = n->reps[--n->nreps];
 }
 
+/* The uid the replicas of job run as (CASTOR_NODE_RUN_AS_UIDS): the one its replicas here run as
+ * already, else the lowest of the range that no other job's live replica here holds and no process
+ * of the machine runs as (a job's stray descendants keep theirs from the next job). 0, or
+ * ERR_CAPACITY (none free), ERR_IO (/proc unreadable), ERR_NOMEM. *out written on success. */
+static int nd_job_uid(const struct nd *n, const char *job, uid_t *out)
+{
+    const struct node_run_as *u = n->cfg->run_as;
+    size_t span = (size_t)(u->uid_last - u->uid_first) + 1;
+    unsigned char *busy;
+    int rc;
+
+    for (size_t i = 0; i < n->nreps; i++)
+        if (n->reps[i].uid && n->reps[i].st != ND_EXITED && strcmp(n->reps[i].job, job) == 0) {
+            *out = n->reps[i].uid;
+            return 0;
+        }
+    if (!(busy = malloc(span)))
+        return ERR_NOMEM;
+    rc = node_run_as_busy(u, busy);
+    for (size_t i = 0; rc == 0 && i < n->nreps; i++)
+        if (n->reps[i].uid && n->reps[i].st != ND_EXITED)
+            busy[n->reps[i].uid - u->uid_first] = 1;
+    for (size_t k = 0; rc == 0 && k < span; k++)
+        if (!busy[k]) {
+            *out = u->uid_first + (uid_t)k;
+            free(busy);
+            return 0;
+        }
+    free(busy);
+    return rc < 0 ? rc : ERR_CAPACITY;
+}
+
 static void nd_start(struct nd *n, const struct node_job *j, int local)
 {
     struct node_env_inputs in = {.base = (const char *const *)environ,
@@ -1112,11 +1123,25 @@ static void nd_start(struct nd *n, const struct node_job *j, int local)
                                  .master_addr = n->cfg->master_addr,
                                  .gpu = -1,
                                  .run_as = n->cfg->run_as};
-    int rank = j->rank_offset + local;
-    struct nd_rep *r = nd_rep_add(n, j, rank);
+    int rank = j->rank_offset + local, rc;
+    struct nd_rep *r;
     char **env = NULL;
+    uid_t uid = 0;
     pid_t pid;
 
+    /* a uid of the job's own, or it waits (not started, so tried again) */
+    if (j->argv && n->cfg->run_as && n->cfg->run_as->uid_last &&
+        (rc = nd_job_uid(n, j->name, &uid)) < 0) {
+        if (!(nd_mono() < n->uid_wait_logged_at + ND_UID_WAIT_LOG_S)) {
+            n->uid_wait_logged_at = nd_mono();
+            nd_log(n, LOG_ERROR, j->name, "cannot start rank %d: %s", rank,
+                   rc == ERR_CAPACITY ? "every uid of CASTOR_NODE_RUN_AS_UIDS is another job's "
+                                        "or a process's (a larger range)"
+                                      : err_str(rc));
+        }
+        return;
+    }
+    r = nd_rep_add(n, j, rank);
     if (!r) {
         nd_log(n, LOG_ERROR, j->name, "out of memory starting rank %d", rank);
         return;
@@ -1134,7 +1159,7 @@ static void nd_start(struct nd *n, const struct node_job *j, int local)
     }
     pid = fork();
     if (pid == 0)
-        nd_child(n->self, n->cfg->run_as, j->workdir, j->argv, env);
+        nd_child(n->self, n->cfg->run_as, uid, j->workdir, j->argv, env);
     node_env_free(env);
     if (pid < 0) {
         nd_log(n, LOG_ERROR, j->name, "cannot fork rank %d: %s", rank, strerror(errno));
@@ -1142,12 +1167,17 @@ static void nd_start(struct nd *n, const struct node_job *j, int local)
     }
     setpgid(pid, pid); /* also in the child: whichever runs first */
     r->pid = pid;
+    r->uid = uid;
     r->st = ND_RUNNING;
     r->gpu = in.gpu;
     if (in.gpu >= 0)
         n->gpu_used[in.gpu] = 1;
-    nd_log(n, LOG_INFO, j->name, "started rank %d of %d (pid %ld, GPU %d, attempt %d)", rank,
-           j->world_size, (long)pid, in.gpu, j->attempt);
+    if (uid)
+        nd_log(n, LOG_INFO, j->name, "started rank %d of %d (pid %ld, GPU %d, attempt %d, uid %ld)",
+               rank, j->world_size, (long)pid, in.gpu, j->attempt, (long)uid);
+    else
+        nd_log(n, LOG_INFO, j->name, "started rank %d of %d (pid %ld, GPU %d, attempt %d)", rank,
+               j->world_size, (long)pid, in.gpu, j->attempt);
 }
 
 static void nd_stop(struct nd *n, struct nd_rep *r, double now)
@@ -1770,6 +1800,7 @@ int node_run(const struct node_config *cfg)
     n.notice_deadline = NAN;
     n.notice_kill_by = INFINITY;
     n.report_retry_at = INFINITY;
+    n.uid_wait_logged_at = -INFINITY;
     if (!(n.gpu_used = calloc((size_t)cfg->gpus, 1))) {
         rc = ERR_NOMEM;
         goto out;

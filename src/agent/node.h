@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "agent/run_as.h"
 #include "agent/watch.h"
 #include "util/error.h"
 
@@ -106,28 +107,6 @@ int node_assignment_parse(const char *text, size_t len, struct node_assignment *
 
 /* Free what the assignment owns and zero it. NULL is ignored. */
 void node_assignment_clear(struct node_assignment *a);
-
-/* Who the replicas run as (CASTOR_NODE_RUN_AS): an unprivileged user, so that a job's code, which
- * is its owner's, cannot read the node's token (a file only root reads), the agent's memory or
- * environment, or signal the agent. */
-#define NODE_RUN_AS_GROUPS 64
-struct node_run_as {
-    uid_t uid;
-    gid_t gid;
-    gid_t groups[NODE_RUN_AS_GROUPS]; /* its supplementary groups, the primary one included */
-    int ngroups;
-    char user[64];
-    char home[256];
-};
-
-/*
- * Look user (a name) up for the replicas (node_config.run_as), from the password and group
- * databases, while the agent starts (a child between fork and exec may not read them).
- * ERR_UNKNOWN: no such user; ERR_INVAL: a name too long, root (uid 0), or more than
- * NODE_RUN_AS_GROUPS groups; ERR_PERM: this process cannot change to it (not root). *out is
- * written only on success.
- */
-int node_run_as_lookup(const char *user, struct node_run_as *out);
 
 /* What a replica's environment is built from besides its job. All borrowed. */
 struct node_env_inputs {

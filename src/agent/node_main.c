@@ -28,6 +28,8 @@ static void usage(FILE *f)
         "  CASTOR_JOB_TOKEN or CASTOR_JOB_TOKEN_FILE   handed to the replicas of a job\n"
         "                                              whose assignment has no token of its own\n"
         "  CASTOR_NODE_RUN_AS   a user to run the replicas as (castor-node as root)\n"
+        "  CASTOR_NODE_RUN_AS_UIDS=FIRST-LAST   uids no account has, one per job on the node\n"
+        "                       (with CASTOR_NODE_RUN_AS: its groups and HOME)\n"
         "  CASTOR_NODE_TOKEN_CACHE   a file keeping the node's own token for the next agent\n"
         "  CASTOR_LAUNCH_TOKEN, CASTOR_FAKE_GPUS=N[:GiB], CASTOR_NODE_HEARTBEAT_S (5),\n"
         "  CASTOR_NODE_GRACE_S (30), CASTOR_NODE_TIMEOUT_S (10), CASTOR_NODE_BACKOFF_MAX_S\n"
@@ -212,6 +214,17 @@ int main(int argc, char **argv)
                                         "another user"
                                       : "not a user the replicas may run as (root, or too many "
                                         "groups)");
+    }
+    if (rc == 0 && getenv("CASTOR_NODE_RUN_AS_UIDS") && getenv("CASTOR_NODE_RUN_AS_UIDS")[0]) {
+        char why[256];
+
+        if (!cfg.run_as)
+            rc = err_set(&e, ERR_INVAL, "CASTOR_NODE_RUN_AS_UIDS", 0, 0,
+                         "CASTOR_NODE_RUN_AS_UIDS needs CASTOR_NODE_RUN_AS (the user whose "
+                         "groups and HOME the jobs' own uids take)");
+        else if ((rc = node_run_as_uids(getenv("CASTOR_NODE_RUN_AS_UIDS"), &run_as, why,
+                                        sizeof(why))) < 0)
+            err_set(&e, rc, "CASTOR_NODE_RUN_AS_UIDS", 0, 0, "CASTOR_NODE_RUN_AS_UIDS: %s", why);
     }
     if (rc == 0)
         rc = agent_env_secret(NODE_ENV_NODE_TOKEN, NODE_ENV_NODE_TOKEN_FILE, &node_token, &e);

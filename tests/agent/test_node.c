@@ -5,7 +5,9 @@
  * SIGUSR1 forwarded as a notice, SIGTERM leaving no process behind, retries while the controller
  * is away, bad answers survived, and a terminated node exiting. The replicas are
  * tests/data/agent/replica.sh. */
+#define _DEFAULT_SOURCE /* setgroups */
 #include <dirent.h>
+#include <grp.h>
 #include <pwd.h>
 #include <math.h>
 #include <setjmp.h>
@@ -15,7 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <cmocka.h>
 
 #include "agent/node.h"
@@ -1313,6 +1318,118 @@ static void castor_node__runs_replicas_as_another_user(void **state)
     kill(r.children[0], SIGKILL); /* (its background child is not the agent's to kill) */
 }
 
+/* 1 when a process run as uid (and nobody's groups) can open path for reading. */
+static int readable_as(uid_t uid, gid_t gid, const char *path)
+{
+    pid_t pid = fork();
+    int status = 0;
+
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        FILE *fp;
+
+        if (setgroups(0, NULL) != 0 || setgid(gid) != 0 || setuid(uid) != 0)
+            _exit(2);
+        fp = fopen(path, "r");
+        _exit(fp ? 0 : 1);
+    }
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) != 2);
+    return WEXITSTATUS(status) == 0;
+}
+
+/* 1 when a process runs as the first uid of the range of ctx (a struct node_run_as). */
+static int uid_busy(void *ctx)
+{
+    const struct node_run_as *u = ctx;
+    unsigned char busy[NODE_RUN_AS_UIDS_MAX];
+
+    return node_run_as_busy(u, busy) == 0 && busy[0];
+}
+
+/*
+ * With CASTOR_NODE_RUN_AS_UIDS, each job on the node runs as a uid of its own from the range (the
+ * run-as user's group and HOME): job a's two ranks share one, job b has another, both free in
+ * the range (not its first, which a process outside castor runs as); a process run as a's uid reads
+ * the environment (and so the job token) of a's other rank, not b's. Skipped where the tests do not
+ * run as root, there is no user nobody, or an account holds a uid of the range.
+ */
+static void castor_node__a_uid_of_its_own_per_job(void **state)
+{
+    static const char *const extra[] = {"CASTOR_NODE_RUN_AS=nobody",
+                                        "CASTOR_NODE_RUN_AS_UIDS=61000-61009",
+                                        "CASTOR_FAKE_GPUS=3:8", NULL};
+    struct fx *f = *state;
+    struct replicas a = {.work = f->work, .want = 2, .must_have = "CASTOR_JOB=job-a\n"};
+    struct replicas b = {.work = f->work, .want = 1, .must_have = "CASTOR_JOB=job-b\n"};
+    struct passwd *pw = getpwnam("nobody");
+    struct node_run_as u;
+    unsigned char busy[10];
+    uid_t ua[2], ub;
+    char path[512];
+    struct stat sb;
+    pid_t blocker, parent;
+
+    if (geteuid() != 0 || !pw || node_run_as_lookup("nobody", &u) < 0 ||
+        node_run_as_uids("61000-61009", &u, NULL, 0) < 0)
+        skip();
+    /* a process (a job's stray descendant, say) runs as the range's first uid: no job gets it */
+    parent = getpid();
+    blocker = fork();
+    assert_true(blocker >= 0);
+    if (blocker == 0) {
+        int null = open("/dev/null", O_RDWR);
+
+        /* nothing of the test's output held open, gone with the test (set after the change of
+         * user, which clears it) or in a minute */
+        for (int fd = 0; fd < 3 && null >= 0; fd++)
+            dup2(null, fd);
+        alarm(60);
+        if (setgroups(0, NULL) == 0 && setgid(pw->pw_gid) == 0 && setuid(61000) == 0 &&
+            prctl(PR_SET_PDEATHSIG, SIGKILL) == 0 && getppid() == parent)
+            pause();
+        _exit(1);
+    }
+    assert_true(proc_wait_for(uid_busy, &u, 5));
+    assert_int_equal(node_run_as_busy(&u, busy), 0);
+    assert_int_equal(chmod(f->as.dir, 0711), 0);
+    assert_int_equal(chmod(f->work, 01777), 0);
+    spawn_node(f, f->as.url, extra);
+    assert_true(proc_wait_for(node_registered, f, REGISTER_WAIT_S));
+    assign(f, "job-a", "exit", 2);
+    assign(f, "job-b", "exit", 1);
+    assert_true(proc_wait_for(scan_replicas, &a, 10));
+    assert_true(proc_wait_for(scan_replicas, &b, 10));
+    for (int k = 0; k < 2; k++) {
+        snprintf(path, sizeof(path), "%s/rank-%d-%ld.env", f->work, k, (long)a.pids[k]);
+        if (stat(path, &sb) != 0) /* the scan's order is the folder's: the other rank */
+            snprintf(path, sizeof(path), "%s/rank-%d-%ld.env", f->work, 1 - k, (long)a.pids[k]);
+        assert_int_equal(stat(path, &sb), 0);
+        ua[k] = sb.st_uid;
+        assert_int_equal(sb.st_gid, pw->pw_gid);
+    }
+    snprintf(path, sizeof(path), "%s/rank-0-%ld.env", f->work, (long)b.pids[0]);
+    assert_int_equal(stat(path, &sb), 0);
+    ub = sb.st_uid;
+    assert_int_equal(ua[0], ua[1]);
+    assert_true(ua[0] != ub);
+    assert_true(ua[0] > 61000 && ua[0] <= 61009 && !busy[ua[0] - 61000]);
+    assert_true(ub > 61000 && ub <= 61009 && !busy[ub - 61000]);
+    /* a's code reads its own peer's environment, not b's */
+    snprintf(path, sizeof(path), "/proc/%ld/environ", (long)a.pids[1]);
+    assert_true(readable_as(ua[0], pw->pw_gid, path));
+    snprintf(path, sizeof(path), "/proc/%ld/environ", (long)b.pids[0]);
+    assert_false(readable_as(ua[0], pw->pw_gid, path));
+    assert_int_equal(kill(f->node, SIGTERM), 0);
+    assert_true(proc_wait_exit(f->node, 10) != -1);
+    f->node = 0;
+    for (int k = 0; k < 2; k++)
+        kill(a.children[k], SIGKILL);
+    kill(b.children[0], SIGKILL);
+    kill(blocker, SIGKILL);
+    waitpid(blocker, NULL, 0);
+}
+
 /* The node's last heartbeat as the API recorded it (NAN: none, or no node). */
 static double heartbeat_at(struct fx *f)
 {
@@ -1853,6 +1970,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(castor_node__a_failed_replica_restarts_its_gang, fx_setup,
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(castor_node__failures_in_a_row_fail_the_job, fx_setup,
+                                        fx_teardown),
+        cmocka_unit_test_setup_teardown(castor_node__a_uid_of_its_own_per_job, fx_setup,
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(castor_node__runs_replicas_as_another_user, fx_setup,
                                         fx_teardown),
