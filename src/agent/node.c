@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -1029,6 +1030,11 @@ static void nd_child(pid_t parent, const struct node_run_as *run_as, uid_t uid, 
     }
     /* again: setuid cleared it, and the agent may have died meanwhile */
     nd_child_pdeath(parent, 126);
+    /* a uid of its job's own: what it writes is its group's to write too, so that the job, placed
+     * again as another uid of the group (on another node, or here later), can go on with its
+     * checkpoints; nothing for others */
+    if (uid)
+        umask(007);
     if (workdir && chdir(workdir) != 0) {
         ssize_t w = write(STDERR_FILENO, msg, sizeof(msg) - 1);
 

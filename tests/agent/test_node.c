@@ -1350,7 +1350,8 @@ static int uid_busy(void *ctx)
 /*
  * With CASTOR_NODE_RUN_AS_UIDS, each job on the node runs as a uid of its own from the range (the
  * run-as user's group and HOME): job a's two ranks share one, job b has another, both free in
- * the range (not its first, which a process outside castor runs as); a process run as a's uid reads
+ * the range (not its first, which a process outside castor runs as), their files their group's to
+ * write too (umask 007); a process run as a's uid reads
  * the environment (and so the job token) of a's other rank, not b's. Skipped where the tests do not
  * run as root, there is no user nobody, or an account holds a uid of the range.
  */
@@ -1407,6 +1408,7 @@ static void castor_node__a_uid_of_its_own_per_job(void **state)
         assert_int_equal(stat(path, &sb), 0);
         ua[k] = sb.st_uid;
         assert_int_equal(sb.st_gid, pw->pw_gid);
+        assert_int_equal(sb.st_mode & 0777, 0660); /* umask 007: the group's to write too */
     }
     snprintf(path, sizeof(path), "%s/rank-0-%ld.env", f->work, (long)b.pids[0]);
     assert_int_equal(stat(path, &sb), 0);
