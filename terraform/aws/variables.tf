@@ -265,3 +265,23 @@ variable "identity_certificate" {
     error_message = "identity_certificate must be empty or one PEM certificate (-----BEGIN CERTIFICATE----- ... -----END CERTIFICATE-----)."
   }
 }
+
+variable "worker_job_user" {
+  description = "The user the jobs' replicas run as on the workers (CASTOR_NODE_RUN_AS; made at boot, home /var/lib/<user>), so that a job's code cannot read the node's token, which only root reads, nor the agent's memory or environment. A job's workdir and files must be the user's to write. \"\" runs them as root, as castor-node itself (docs/security.md)."
+  type        = string
+  default     = "castor-job"
+  validation {
+    condition     = var.worker_job_user == "" || (can(regex("^[a-z_][a-z0-9_-]{0,31}$", var.worker_job_user)) && var.worker_job_user != "root")
+    error_message = "worker_job_user must be \"\" or a user name (a lower-case letter or _, then up to 31 of a-z, 0-9, _ and -), not root."
+  }
+}
+
+variable "worker_job_uids" {
+  description = "With worker_job_user, a range FIRST-LAST of uids no account of the worker image holds (61000-61999, say), one per job on a worker (CASTOR_NODE_RUN_AS_UIDS), so that two jobs on one worker cannot read each other's environment (their job tokens), memory or files. Their files are the user's group's to write (umask 007), so that a job placed again as another uid goes on with its checkpoints; a job's workdir must be writable by that group, and HOME stays the user's, which the jobs' uids do not write (point caches at the workdir). castor-node refuses a range with an account's uid at start. \"\" (the default): every job as worker_job_user (docs/local.md)."
+  type        = string
+  default     = ""
+  validation {
+    condition     = var.worker_job_uids == "" || can(regex("^[1-9][0-9]{0,9}-[1-9][0-9]{0,9}$", var.worker_job_uids))
+    error_message = "worker_job_uids must be \"\" or FIRST-LAST, two uids from 1 up."
+  }
+}

@@ -26,6 +26,8 @@ resource "aws_launch_template" "worker" {
     token_prefix   = local.token_prefix
     package_url    = var.castor_package_url
     package_sha256 = var.castor_package_sha256
+    job_user       = var.worker_job_user
+    job_uids       = var.worker_job_user == "" ? "" : var.worker_job_uids
   }))
   iam_instance_profile {
     arn = aws_iam_instance_profile.worker.arn

@@ -32,6 +32,8 @@ locals {
     node_secret    = local.secrets["node"]
     package_url    = var.castor_package_url
     package_sha256 = var.castor_package_sha256
+    job_user       = var.worker_job_user
+    job_uids       = var.worker_job_user == "" ? "" : var.worker_job_uids
   })
   castor_yaml = templatefile("${path.module}/templates/castor.yaml.tftpl", {
     cluster         = var.cluster_id

@@ -575,6 +575,10 @@ BAD = {
         ("worker_volume_gb", 4, {}),
         ("on_demand_discount", 1, {}),
         ("tags", {"team": "ml", "castor:cluster": "castor-prod"}, {}),
+        ("worker_job_user", "root", {}),
+        ("worker_job_user", "Castor Job", {}),
+        ("worker_job_uids", "61000", {}),
+        ("worker_job_uids", "0-99", {}),
     ],
     "gcp": [
         ("zones", [], {}),
@@ -613,6 +617,10 @@ BAD = {
         ("worker_disk_type", "hyperdisk-balanced", {}),
         ("on_demand_discount", -0.1, {}),
         ("labels", {"castor-cluster": "castor-prod"}, {}),
+        ("worker_job_user", "root", {}),
+        ("worker_job_user", "-job", {}),
+        ("worker_job_uids", "61000-", {}),
+        ("worker_job_uids", "a-b", {}),
     ],
 }
 
@@ -621,11 +629,14 @@ ACCEPTED = {
             ("identity_certificate", "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n", {}),
             ("budget_per_hour", 40, {}), ("controller_ami_id", "ami-0123456789abcdef0", {}),
             ("tags", {"team": "ml", "castor:controller": "x"}, {}),
+            # replicas as root (the user off), or every job as the user (the uids off)
+            ("worker_job_user", "", {}), ("worker_job_uids", "", {}),
             # one instance type in both markets: two offers
             ("instance_types", [{"instance_type": "g5.xlarge", "gpus": 1},
                                 {"instance_type": "g5.xlarge", "gpus": 1, "market": "on-demand"}], {})],
     "gcp": [("admin_cidrs", ["0.0.0.0/0"], {"allow_public_admin": True}), ("budget_per_hour", 0, {}),
             ("worker_disk_type", "pd-balanced", {}), ("labels", {"team": "ml"}, {}),
+            ("worker_job_user", "", {}), ("worker_job_uids", "", {}),
             # one machine type as spot and standard, with other GPUs or another count: distinct offers
             ("machine_types", [{"machine_type": "g2-standard-4"},
                                {"machine_type": "g2-standard-4", "spot": False},
@@ -769,7 +780,8 @@ def aws_renderings(root):
             "attest": budget > 0, "account": "123456789012"}))
     out.append(("aws worker user-data", os.path.join(tdir, "worker-init.yaml.tftpl"), {
         "api_url": "http://10.0.1.10:8470", "region": "us-east-1", "token_prefix": "/castor/castor-prod",
-        "package_url": "https://example.com/castor.tar.gz", "package_sha256": "0" * 64}))
+        "package_url": "https://example.com/castor.tar.gz", "package_sha256": "0" * 64,
+        "job_user": "castor-job", "job_uids": "61000-61999"}))
     return out
 
 
@@ -778,7 +790,8 @@ def gcp_renderings(root):
     prices = os.path.join(root, "config", "gcp-prices.yaml")
     worker = {"api_url": "http://10.128.0.5:8470", "project": "my-project-123",
               "node_secret": "castor-prod-node-token",
-              "package_url": "https://example.com/castor.tar.gz", "package_sha256": "a" * 64}
+              "package_url": "https://example.com/castor.tar.gz", "package_sha256": "a" * 64,
+              "job_user": "castor-job", "job_uids": "61000-61999"}
     out = [("gcp worker startup script", os.path.join(tdir, "worker-startup.sh.tftpl"), worker)]
     offers = [
         {"machine_type": "g2-standard-4", "zone": "us-central1-a", "spot": True,
@@ -1111,7 +1124,9 @@ def check_worker_start(rendered, tmp, report):
         doc = yaml.safe_load(rendered["aws worker user-data"])
         files = {f["path"]: f["content"] for f in doc["write_files"]}
         run_worker_start("aws worker castor-node-start", files["/usr/local/sbin/castor-node-start"],
-                         {"CASTOR_INSTANCE_ID": "i-0123456789abcdef0", "CASTOR_NODE_ZONE": "us-east-1a"},
+                         {"CASTOR_INSTANCE_ID": "i-0123456789abcdef0", "CASTOR_NODE_ZONE": "us-east-1a",
+                          "CASTOR_NODE_RUN_AS": "castor-job",
+                          "CASTOR_NODE_RUN_AS_UIDS": "61000-61999"},
                          "/meta-data/instance-id", tmp, report)
     except (yaml.YAMLError, KeyError, TypeError) as exc:
         report.fault("terraform/aws/templates/worker-init.yaml.tftpl", f"castor-node-start: {exc}")
@@ -1121,7 +1136,8 @@ def check_worker_start(rendered, tmp, report):
         report.fault("terraform/gcp/templates/worker-startup.sh.tftpl", "no castor-node-start in it")
         return
     run_worker_start("gcp worker castor-node-start", m.group(1),
-                     {"CASTOR_INSTANCE_ID": "us-central1-a.castor-0a1b2c", "CASTOR_NODE_ZONE": "us-central1-a"},
+                     {"CASTOR_INSTANCE_ID": "us-central1-a.castor-0a1b2c", "CASTOR_NODE_ZONE": "us-central1-a",
+                      "CASTOR_NODE_RUN_AS": "castor-job", "CASTOR_NODE_RUN_AS_UIDS": "61000-61999"},
                      "/computeMetadata/v1/instance/name", tmp, report)
 
 
