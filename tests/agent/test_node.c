@@ -415,10 +415,10 @@ static int node_registered(void *ctx)
     return 1;
 }
 
-/* Submit job with replica.sh in f->work, MODE mode, max_restarts and more fields of the spec
+/* Submit job running script in f->work, MODE mode, max_restarts and more fields of the spec
  * (",\"key\":value..." or ""), and give it replicas on the node. */
-static void assign_spec(struct fx *f, const char *job, const char *mode, int replicas,
-                        int max_restarts, const char *more)
+static void assign_script(struct fx *f, const char *script, const char *job, const char *mode,
+                          int replicas, int max_restarts, const char *more)
 {
     char spec[1024];
 
@@ -427,8 +427,15 @@ static void assign_spec(struct fx *f, const char *job, const char *mode, int rep
              "\"env\":{\"MODE\":\"%s\"},\"init_batch_size\":128,\"max_batch_size\":4096,"
              "\"max_local_bsz\":256,\"min_replicas\":1,\"max_replicas\":8,"
              "\"checkpoint_interval\":5,\"priority\":0,\"max_restarts\":%d%s}",
-             job, REPLICA_SH, f->work, mode, max_restarts, more);
+             job, script, f->work, mode, max_restarts, more);
     assert_int_equal(as_assign(&f->as, job, spec, NODE_ID, replicas), 0);
+}
+
+/* The same with replica.sh where the sources are. */
+static void assign_spec(struct fx *f, const char *job, const char *mode, int replicas,
+                        int max_restarts, const char *more)
+{
+    assign_script(f, REPLICA_SH, job, mode, replicas, max_restarts, more);
 }
 
 /* Submit job with replica.sh in f->work, MODE mode and max_restarts, and give it replicas on the
@@ -1367,7 +1374,7 @@ static void castor_node__a_uid_of_its_own_per_job(void **state)
     struct node_run_as u;
     unsigned char busy[10];
     uid_t ua[2], ub;
-    char path[512];
+    char path[512], script[256], *text;
     struct stat sb;
     pid_t blocker, parent;
 
@@ -1397,8 +1404,16 @@ static void castor_node__a_uid_of_its_own_per_job(void **state)
     assert_int_equal(chmod(f->work, 01777), 0);
     spawn_node(f, f->as.url, extra);
     assert_true(proc_wait_for(node_registered, f, REGISTER_WAIT_S));
-    assign(f, "job-a", "exit", 2);
-    assign(f, "job-b", "exit", 1);
+    /* replica.sh copied where the jobs' uids may read it (the sources may be in a private folder)
+     */
+    snprintf(script, sizeof(script), "%s/replica.sh", f->work);
+    text = proc_slurp(REPLICA_SH);
+    assert_non_null(text);
+    assert_int_equal(write_text(script, text), 0);
+    free(text);
+    assert_int_equal(chmod(script, 0755), 0);
+    assign_script(f, script, "job-a", "exit", 2, 3, "");
+    assign_script(f, script, "job-b", "exit", 1, 3, "");
     assert_true(proc_wait_for(scan_replicas, &a, 10));
     assert_true(proc_wait_for(scan_replicas, &b, 10));
     for (int k = 0; k < 2; k++) {
