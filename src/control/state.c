@@ -216,10 +216,12 @@ static const char *const st_migrations[STATE_SCHEMA_VERSION] = {
     "CREATE INDEX stray_costs_by_instance ON stray_costs (instance_id, end_at);"
     "CREATE INDEX stray_costs_by_end ON stray_costs (end_at);",
     /* v15: the placement (its first node's allocation time) of the attempt that the last counted
-     * replica failure ended, NULL when the last failure was not a replica's (state_job_fail), so
-     * that rank 0's completion of that attempt, told after its peers' failure, still finishes
-     * the job (state_job_complete). Jobs failed before the migration have none. */
-    "ALTER TABLE jobs ADD COLUMN failure_placed_at REAL;",
+     * replica failure ended, NULL when the last failure was not a replica's (state_job_fail), and
+     * the placement each node held a job in until it left it, so that rank 0's completion of
+     * that attempt, told after its peers' failure by a node of that placement, still finishes the
+     * job (state_job_complete). Jobs failed and nodes left before the migration have none. */
+    "ALTER TABLE jobs ADD COLUMN failure_placed_at REAL;"
+    "ALTER TABLE node_jobs_held ADD COLUMN since REAL;",
 };
 
 /* ---- checks, statements and rows ---- */

@@ -228,7 +228,7 @@ enum state_complete_outcome {
  * job's work is done, as if it had said so (state_job_finish without a progress) but could not
  * (its controller unreachable then). A report from the job's current attempt and placement
  * finishes it (STATE_COMPLETE_FINISHED). So does one from the attempt that the job's last counted
- * failure ended, in that failure's placement, from a node that held the job then
+ * failure ended, in that failure's placement, from a node of that placement
  * (STATE_COMPLETE_PEERS): its other ranks failed because rank 0, their rendezvous' host, had
  * gone, and their report came first; a job that failure failed (max_restarts) is finished too. One
  * from any other attempt or placement (a replica that exited for a restart the node had not been

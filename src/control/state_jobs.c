@@ -105,9 +105,10 @@ static int st_job_move(struct db *db, long long id, enum state_job_state to, dou
     /* the nodes it leaves held it until now, as when it is placed elsewhere */
     if (rc == 0 && st_job_final(to))
         rc = st_run(db,
-                    "INSERT INTO node_jobs_held (node_id, job_id, until)"
-                    " SELECT node_id, job_id, ?2 FROM allocations WHERE job_id = ?1"
-                    " ON CONFLICT (node_id, job_id) DO UPDATE SET until = excluded.until",
+                    "INSERT INTO node_jobs_held (node_id, job_id, until, since)"
+                    " SELECT node_id, job_id, ?2, since FROM allocations WHERE job_id = ?1"
+                    " ON CONFLICT (node_id, job_id) DO UPDATE SET until = excluded.until,"
+                    " since = excluded.since",
                     "id", id, now);
     if (rc == 0 && st_job_final(to))
         rc = st_run(db, "DELETE FROM allocations WHERE job_id = ?1", "i", id);
@@ -285,18 +286,18 @@ int state_job_complete(struct state *st, const char *name, const char *node, int
         goto out;
     }
     rc = st_int(st->db, &failures, "SELECT failures FROM jobs WHERE id = ?1", "i", id);
-    /* the attempt the last counted failure ended, in its placement, from a node that held the job
-     * then (held now, or until the failure or later): its other ranks failed first; a job failed
-     * since by anything else (state_job_fail: no failure placement) is not; a placement not said
-     * (NAN, bound as NULL) matches none */
+    /* the attempt the last counted failure ended, in its placement, from a node of that placement
+     * (holding it still, or left from it: every row of a placement has its time): its other
+     * ranks failed first; a job failed since by anything else (state_job_fail: no failure
+     * placement) is not; a placement not said (NAN, bound as NULL) matches none */
     if (rc == 0 && failures == (long long)attempt + 1)
         rc = st_int(st->db, &peers,
                     "SELECT count(*) FROM jobs j WHERE j.id = ?1 AND j.failure_placed_at = ?2"
                     " AND (j.state <> ?3 OR j.finished_at = j.failure_at) AND (EXISTS (SELECT 1"
                     " FROM allocations a JOIN nodes n ON n.id = a.node_id WHERE a.job_id = ?1"
-                    " AND n.instance_id = ?4) OR EXISTS (SELECT 1 FROM node_jobs_held h JOIN nodes"
-                    " n ON n.id = h.node_id WHERE h.job_id = ?1 AND n.instance_id = ?4"
-                    " AND h.until >= j.failure_at))",
+                    " AND n.instance_id = ?4 AND a.since = ?2) OR EXISTS (SELECT 1 FROM"
+                    " node_jobs_held h JOIN nodes n ON n.id = h.node_id WHERE h.job_id = ?1"
+                    " AND n.instance_id = ?4 AND h.since = ?2))",
                     "idtt", id, placed_at, st_job_states[STATE_JOB_FAILED], node);
     if (rc == 0 && peers) {
         if ((rc = st_job_move(st->db, id, STATE_JOB_FINISHED, now)) == 0)

@@ -637,9 +637,10 @@ int state_alloc_replace_config(struct state *st, const char *job, const struct s
      * are alive while they stop) */
     if (rc == 0)
         rc = st_run(st->db,
-                    "INSERT INTO node_jobs_held (node_id, job_id, until)"
-                    " SELECT node_id, job_id, ?2 FROM allocations WHERE job_id = ?1"
-                    " ON CONFLICT (node_id, job_id) DO UPDATE SET until = excluded.until",
+                    "INSERT INTO node_jobs_held (node_id, job_id, until, since)"
+                    " SELECT node_id, job_id, ?2, since FROM allocations WHERE job_id = ?1"
+                    " ON CONFLICT (node_id, job_id) DO UPDATE SET until = excluded.until,"
+                    " since = excluded.since",
                     "id", job_id, now);
     if (rc == 0)
         rc = st_run(st->db, "DELETE FROM allocations WHERE job_id = ?1", "i", job_id);

@@ -86,7 +86,10 @@ int bsz_change_pays(double cur, double next, double hysteresis, double samples_l
 double bsz_cap_local(const struct bsz_limits *lim, int replicas, int accum_steps, double local)
 {
     double max_bsz = lim->max_bsz > 0 ? lim->max_bsz : lim->init_bsz;
-    double cap = floor(max_bsz / ((double)replicas * (accum_steps + 1)));
+    double per = (double)replicas * (accum_steps + 1);
+    double cap = floor(max_bsz / per);
+    /* the floors win: the per-GPU minimum (at least 1) and M0 over all replicas */
+    double lo = fmax(fmax(lim->min_local, 1.0), ceil(lim->init_bsz / per - BSZ_EPS));
 
-    return local < cap ? local : cap;
+    return fmin(local, fmax(cap, lo));
 }

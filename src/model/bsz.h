@@ -44,7 +44,9 @@ double bsz_goodput(const struct tput_params *tp, const struct grad_params *gp, d
 /*
  * The per-GPU batch local, lowered where replicas x local x (accum_steps + 1) would pass the
  * largest total batch (lim's max_bsz; 0: init_bsz): bsz_optimize rounds each replica's share up,
- * which may pass it by less than one sample per replica. What both worlds run. Pure.
+ * which may pass it. Never below the floors, which win where they conflict with it: the per-GPU
+ * minimum (min_local, at least 1) and M0 over all replicas (init_bsz; so a fixed batch of 64 on 3
+ * replicas stays 22 each, 66). Never above local. What every world runs. Pure.
  */
 double bsz_cap_local(const struct bsz_limits *lim, int replicas, int accum_steps, double local);
 

@@ -1924,6 +1924,19 @@ static void state_job_complete__after_its_peers_failure(void **state)
     assert_int_equal(state_job_complete(st, "moved", "i-1", 0, 400.0, 470.0, &o), 0);
     assert_int_equal(o, STATE_COMPLETE_PEERS);
 
+    /* a node of the placement after the failure (i-3) has no say in the attempt it ended, whether
+     * it holds the job still or has left it too */
+    running_on(st, "later", a, 2, 1100.0);
+    assert_int_equal(state_job_replica_failed(st, "later", "i-2", 0, "x", 3, 1150.0, NULL, NULL),
+                     0);
+    assert_int_equal(state_alloc_replace(st, "later", b, 2, 1160.0), 0);
+    o = STATE_COMPLETE_FINISHED;
+    assert_int_equal(state_job_complete(st, "later", "i-3", 0, 1100.0, 1170.0, &o), 0);
+    assert_int_equal(o, STATE_COMPLETE_STALE);
+    assert_int_equal(state_alloc_replace(st, "later", a, 2, 1180.0), 0);
+    assert_int_equal(state_job_complete(st, "later", "i-3", 0, 1100.0, 1190.0, &o), ERR_RANGE);
+    assert_int_equal(job_state_now(st, "later"), STATE_JOB_RUNNING);
+
     /* moved before the failure: a node it left then has no say in the new placement's attempt */
     running_on(st, "left", a, 2, 500.0);
     assert_int_equal(state_alloc_replace(st, "left", b, 2, 510.0), 0);
@@ -2796,14 +2809,20 @@ static void state_open__migrates_v14_to_v15(void **state)
 {
     const struct tmpdb *t = *state;
     const char *ids[] = {"i-1", "i-2"};
-    struct state_alloc a[] = {{"i-1", 2, 0}, {"i-2", 2, 0}};
     enum state_complete_outcome o = STATE_COMPLETE_FINISHED;
     struct state *st = NULL;
 
     assert_int_equal(state_open_version(t->path, 14, &st, NULL), 0);
     add_ready_nodes(st, ids, 2);
-    running_on(st, "old", a, 2, 200.0);
-    running_on(st, "new", a, 2, 200.0);
+    /* placed as version 14 did (its node_jobs_held has no placement) */
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(state_job_submit(st, k ? "new" : "old", "{}", 1.0), 0);
+        assert_int_equal(state_job_set_state(st, k ? "new" : "old", STATE_JOB_RUNNING, 2.0), 0);
+    }
+    assert_int_equal(db_exec(state_db(st),
+                             "INSERT INTO allocations (job_id, node_id, replicas,"
+                             " since) SELECT j.id, n.id, 2, 200 FROM jobs j, nodes n"),
+                     0);
     assert_int_equal(db_exec(state_db(st), "UPDATE jobs SET failures = 1, failure_streak = 1,"
                                            " failure = 'x', failure_at = 250 WHERE name = 'old'"),
                      0);

@@ -114,18 +114,23 @@ static void bsz_optimize__no_max_means_fixed_batch(void **state)
 }
 
 /* The largest batch holds after rounding: 3 replicas with 2 accumulation steps under 1024 may
- * have 1024 / 9 = 113.8, so 113 each (114 would make 1026); a smaller local stays; without a
- * largest batch, M0 is it (64 over 3: 21, not 22); 1024 over 8 is exactly 128. */
+ * have 1024 / 9 = 113.8, so 113 each (114 would make 1026); a smaller local stays; 1024 over 8 is
+ * exactly 128. The floors win: without a largest batch (M0 is it), 64 over 3 stays 22 (21 would
+ * make 63, below M0); M0 3, largest 4, 3 replicas accumulating once: 1 each, not 0 (4 / 6); a
+ * per-GPU minimum of 2 under 16 over 3 x 3: 2, not 1. */
 static void bsz_cap_local__the_largest_batch_holds(void **state)
 {
     const struct bsz_limits lim = {.init_bsz = 64, .max_bsz = 1024, .max_local = 128},
-                            fixed = {.init_bsz = 64};
+                            fixed = {.init_bsz = 64}, tiny = {.init_bsz = 3, .max_bsz = 4},
+                            wide = {.init_bsz = 16, .max_bsz = 16, .min_local = 2};
 
     (void)state;
     assert_float_equal(bsz_cap_local(&lim, 3, 2, 114), 113, 0);
     assert_float_equal(bsz_cap_local(&lim, 3, 2, 100), 100, 0);
-    assert_float_equal(bsz_cap_local(&fixed, 3, 0, 22), 21, 0);
     assert_float_equal(bsz_cap_local(&lim, 4, 1, 128), 128, 0);
+    assert_float_equal(bsz_cap_local(&fixed, 3, 0, 22), 22, 0);
+    assert_float_equal(bsz_cap_local(&tiny, 3, 1, 1), 1, 0);
+    assert_float_equal(bsz_cap_local(&wide, 3, 2, 2), 2, 0);
 }
 
 /* A change on the same GPUs, from goodput 100 to next (samples per second), hand-computed:
