@@ -983,8 +983,9 @@ static void realworld_apply__a_new_configuration_is_measured_before_the_next(voi
 }
 
 /* A job of a fixed batch (64: max_batch_size is init_batch_size) on 3 GPUs: 64 does not split
- * evenly, 22 each would make 66; the controller gives 21 (63), as the simulator runs. */
-static void realworld_apply__the_largest_batch_holds_on_uneven_replicas(void **state)
+ * evenly, and M0 wins over the largest batch: 22 each (66), not 21 (63, below M0), as the
+ * simulator and libcastor do (bsz_cap_local). */
+static void realworld_apply__a_fixed_batch_keeps_m0_on_uneven_replicas(void **state)
 {
     struct fixture *f = *state;
     char ids[8][CLOUD_ID_MAX];
@@ -1010,7 +1011,7 @@ static void realworld_apply__the_largest_batch_holds_on_uneven_replicas(void **s
     assert_int_equal(n, 1);
     assert_int_equal(rows[0].replicas, 3);
     state_allocs_free(rows, n);
-    assert_float_equal(local, 21, 0);
+    assert_float_equal(local, 22, 0);
     assert_int_equal(accum, 0);
 }
 
@@ -2928,7 +2929,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             realworld_apply__a_new_configuration_restarts_only_restart_mode_jobs, rw_setup,
             rw_teardown),
-        cmocka_unit_test_setup_teardown(realworld_apply__the_largest_batch_holds_on_uneven_replicas,
+        cmocka_unit_test_setup_teardown(realworld_apply__a_fixed_batch_keeps_m0_on_uneven_replicas,
                                         rw_setup, rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_observe__requested_replicas_reach_the_snapshot,
                                         rw_setup, rw_teardown),
