@@ -167,7 +167,11 @@ int sim_job_place(struct sim_job *job, const int *place, int n)
     job->rescale_left = SIM_RESTART_DELAY;
     if (job->restarts < 0)
         job->first_start = job->now;
-    job->restarts = job->restarts < 0 ? 0 : job->restarts + 1;
+    /* a new configuration's restart not begun yet is this one (one restart, as the controller
+     * counts a move with a new configuration) */
+    if (!job->reconf_pending)
+        job->restarts = job->restarts < 0 ? 0 : job->restarts + 1;
+    job->reconf_pending = 0;
     return sim_job_choose_batch(job, 0);
 }
 
@@ -268,6 +272,7 @@ int sim_job_step(struct sim_job *job, int seconds, double interference)
 
         if (job->rescale_left > 0) {
             /* restarting: its GPUs held, no progress */
+            job->reconf_pending = 0;
             d = job->rescale_left < seconds ? job->rescale_left : seconds;
             job->now += d;
             job->attained += (double)d * gpus;
@@ -318,6 +323,7 @@ int sim_job_step(struct sim_job *job, int seconds, double interference)
             sim_job_checkpoint(job);
             job->rescale_left = SIM_RESTART_DELAY;
             job->restarts++;
+            job->reconf_pending = 1;
         }
     }
     job->now += seconds;

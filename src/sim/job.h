@@ -32,6 +32,9 @@ struct sim_job {
      * placement does, from a checkpoint taken first (reconfigure: restart); 0: it is taken in
      * flight, for free */
     int reconf_restart;
+    /* 1: rescale_left is a new configuration's restart not yet begun (found at the end of the last
+     * step): a placement made now is the same restart, not another */
+    int reconf_pending;
     /* 1: the job declared its length (the planner sees its work left), so a new configuration
      * that restarts it must also save more than the restart on the work it has left */
     int length_known;

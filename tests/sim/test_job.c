@@ -251,6 +251,32 @@ static void sim_job_step__a_new_configuration_restarts_a_restart_job(void **stat
     assert_true(restart.progress < flight.progress);
     assert_float_equal(restart.attained, flight.attained, 0); /* its GPUs held while restarting */
 
+    /* a new configuration found at a step's end, then a move at that instant: one restart (the
+     * controller writes both in one decision), one delay; the same move once that restart is
+     * served: two */
+    for (int served = 0; served < 2; served++) {
+        struct sim_job moved;
+        int four[1] = {4};
+
+        sim_job_init(&moved, &spec, cifar, &tput_model_pollux, 0, 0);
+        moved.hysteresis = 1.05;
+        moved.reconf_restart = 1;
+        moved.length_known = 1;
+        moved.epoch = cifar->max_epochs - 10;
+        moved.progress = app_progress_needed(cifar, cifar->max_epochs - 10);
+        assert_int_equal(sim_job_place(&moved, two, 1), 0);
+        for (int t = 0; t < 20 && moved.restarts < 1; t++)
+            assert_int_equal(sim_job_step(&moved, 10, 0.0), 0);
+        assert_int_equal(moved.restarts, 1);
+        assert_int_equal(moved.rescale_left, SIM_RESTART_DELAY);
+        if (served)
+            assert_int_equal(sim_job_step(&moved, 30, 0.0), 0);
+        assert_int_equal(sim_job_place(&moved, four, 1), 0);
+        assert_int_equal(moved.restarts, 1 + served);
+        assert_int_equal(moved.rescale_left, SIM_RESTART_DELAY);
+        sim_job_free(&moved);
+    }
+
     assert_int_equal(sim_job_step(&near, 10, 0.0), 0);
     assert_int_equal(sim_job_step(&blind, 10, 0.0), 0);
     assert_int_equal(near.restarts, 0); /* still in its start's 30 s */
