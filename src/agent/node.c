@@ -516,6 +516,11 @@ struct nd {
     int registered, draining, noticed, notice_pending, stopping, fails;
     int fenced; /* the controller unanswered for fence_s: replicas stopped until it is */
     double uid_wait_logged_at; /* when a replica last waited for a uid of its own (monotonic) */
+    /* per uid of the range (CASTOR_NODE_RUN_AS_UIDS): the job it went to last (owned; NULL:
+     * none) and when (a count of assignments; 0: never), so that a job gets its own uid back and
+     * another job the least recently used one */
+    char **uid_job;
+    unsigned long long *uid_stamp, uid_clock;
     double heard_at; /* monotonic: the controller's last answer to a registration or heartbeat */
     double next_register, next_beat, notice_retry_at; /* monotonic */
     double report_retry_at;                           /* monotonic: failure reports */
@@ -1089,14 +1094,18 @@ static void nd_rep_remove(struct nd *n, size_t i)
 }
 
 /* The uid the replicas of job run as (CASTOR_NODE_RUN_AS_UIDS): the one its replicas here run as
- * already, else the lowest of the range that no other job's live replica here holds and no process
- * of the machine runs as (a job's stray descendants keep theirs from the next job). 0, or
- * ERR_CAPACITY (none free), ERR_IO (/proc unreadable), ERR_NOMEM. *out written on success. */
-static int nd_job_uid(const struct nd *n, const char *job, uid_t *out)
+ * already; else, of the uids of the range that no other job's live replica here holds and no
+ * process of the machine runs as (a job's stray descendants keep theirs from the next job), the
+ * one it had here last, else the least recently given (never given first, lowest first), so that a
+ * uid goes to another job as seldom as the range allows (what a job leaves on the node's disks
+ * stays its uid's). 0, or ERR_CAPACITY (none free), ERR_IO (/proc unreadable), ERR_NOMEM. *out
+ * written on success. */
+static int nd_job_uid(struct nd *n, const char *job, uid_t *out)
 {
     const struct node_run_as *u = n->cfg->run_as;
-    size_t span = (size_t)(u->uid_last - u->uid_first) + 1;
+    size_t span = (size_t)(u->uid_last - u->uid_first) + 1, pick = span;
     unsigned char *busy;
+    char *name = NULL;
     int rc;
 
     for (size_t i = 0; i < n->nreps; i++)
@@ -1110,14 +1119,28 @@ static int nd_job_uid(const struct nd *n, const char *job, uid_t *out)
     for (size_t i = 0; rc == 0 && i < n->nreps; i++)
         if (n->reps[i].uid && n->reps[i].st != ND_EXITED)
             busy[n->reps[i].uid - u->uid_first] = 1;
-    for (size_t k = 0; rc == 0 && k < span; k++)
-        if (!busy[k]) {
-            *out = u->uid_first + (uid_t)k;
-            free(busy);
-            return 0;
+    for (size_t k = 0; rc == 0 && k < span; k++) {
+        if (busy[k])
+            continue;
+        if (n->uid_job[k] && strcmp(n->uid_job[k], job) == 0) {
+            pick = k;
+            break;
         }
+        if (pick == span || n->uid_stamp[k] < n->uid_stamp[pick])
+            pick = k;
+    }
     free(busy);
-    return rc < 0 ? rc : ERR_CAPACITY;
+    if (rc == 0 && pick == span)
+        rc = ERR_CAPACITY;
+    if (rc == 0 && !(name = strdup(job)))
+        rc = ERR_NOMEM;
+    if (rc < 0)
+        return rc;
+    free(n->uid_job[pick]);
+    n->uid_job[pick] = name;
+    n->uid_stamp[pick] = ++n->uid_clock;
+    *out = u->uid_first + (uid_t)pick;
+    return 0;
 }
 
 static void nd_start(struct nd *n, const struct node_job *j, int local)
@@ -1811,6 +1834,16 @@ int node_run(const struct node_config *cfg)
         rc = ERR_NOMEM;
         goto out;
     }
+    if (cfg->run_as && cfg->run_as->uid_last) {
+        size_t span = (size_t)(cfg->run_as->uid_last - cfg->run_as->uid_first) + 1;
+
+        n.uid_job = calloc(span, sizeof(*n.uid_job));
+        n.uid_stamp = calloc(span, sizeof(*n.uid_stamp));
+        if (!n.uid_job || !n.uid_stamp) {
+            rc = ERR_NOMEM;
+            goto out;
+        }
+    }
     if ((rc = http_client_new(&n.http)) < 0)
         goto out;
     nd_load_token(&n);
@@ -1872,6 +1905,11 @@ out:
         nd_done_remove(&n, n.ndones - 1);
     free(n.dones);
     free(n.gpu_used);
+    if (n.uid_job)
+        for (uid_t k = 0; k <= cfg->run_as->uid_last - cfg->run_as->uid_first; k++)
+            free(n.uid_job[k]);
+    free(n.uid_job);
+    free(n.uid_stamp);
     node_assignment_clear(&n.want);
     http_client_free(n.http);
     agent_secret_free(n.own_token);

@@ -277,11 +277,18 @@ variable "worker_job_user" {
 }
 
 variable "worker_job_uids" {
-  description = "With worker_job_user, a range FIRST-LAST of uids no account of the worker image holds (61000-61999, say), one per job on a worker (CASTOR_NODE_RUN_AS_UIDS), so that two jobs on one worker cannot read each other's environment (their job tokens), memory or files. Their files are the user's group's to write (umask 007), so that a job placed again as another uid goes on with its checkpoints; a job's workdir must be writable by that group, and HOME stays the user's, which the jobs' uids do not write (point caches at the workdir). castor-node refuses a range with an account's uid at start. \"\" (the default): every job as worker_job_user (docs/local.md)."
+  description = "With worker_job_user, a range FIRST-LAST of uids no account of the worker image holds (1000000-1000999, say: above the uids systemd gives dynamic users, 61184-65519), one per job on a worker (CASTOR_NODE_RUN_AS_UIDS), so that two jobs on one worker cannot read each other's environment (their job tokens) or memory. Their files are the user's group's to read and write (umask 007: not kept apart), so that a job placed again as another uid goes on with its checkpoints; a job's workdir must be writable by that group, and HOME stays the user's, which the jobs' uids do not write (point caches at the workdir). castor-node refuses a range with an account's uid at start. \"\" (the default): every job as worker_job_user (docs/local.md)."
   type        = string
   default     = ""
   validation {
-    condition     = var.worker_job_uids == "" || can(regex("^[1-9][0-9]{0,9}-[1-9][0-9]{0,9}$", var.worker_job_uids))
-    error_message = "worker_job_uids must be \"\" or FIRST-LAST, two uids from 1 up."
+    # the comparison inside can(): a false one fails the regex, a bad number tonumber, and can
+    # turns either into false (Terraform evaluates both sides of && and ||)
+    condition = var.worker_job_uids == "" || (
+      can(regex("^[1-9][0-9]{0,8}-[1-9][0-9]{0,8}$", var.worker_job_uids)) &&
+      can(regex("^true$", tostring(
+        tonumber(split("-", var.worker_job_uids)[0]) <= tonumber(split("-", var.worker_job_uids)[1]) &&
+      tonumber(split("-", var.worker_job_uids)[1]) - tonumber(split("-", var.worker_job_uids)[0]) < 65536)))
+    )
+    error_message = "worker_job_uids must be \"\" or FIRST-LAST: uids from 1 to 999999999, the first not above the last, at most 65536 of them."
   }
 }

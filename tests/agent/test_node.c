@@ -1345,6 +1345,17 @@ static int readable_as(uid_t uid, gid_t gid, const char *path)
     return WEXITSTATUS(status) == 0;
 }
 
+/* The owner of the env file of rank 0's replica pid (the uid it ran as). */
+static uid_t env_uid(const struct fx *f, pid_t pid)
+{
+    char path[512];
+    struct stat sb;
+
+    snprintf(path, sizeof(path), "%s/rank-0-%ld.env", f->work, (long)pid);
+    assert_int_equal(stat(path, &sb), 0);
+    return sb.st_uid;
+}
+
 /* 1 when a process runs as the first uid of the range of ctx (a struct node_run_as). */
 static int uid_busy(void *ctx)
 {
@@ -1370,10 +1381,13 @@ static void castor_node__a_uid_of_its_own_per_job(void **state)
     struct fx *f = *state;
     struct replicas a = {.work = f->work, .want = 2, .must_have = "CASTOR_JOB=job-a\n"};
     struct replicas b = {.work = f->work, .want = 1, .must_have = "CASTOR_JOB=job-b\n"};
+    struct replicas c = {.work = f->work, .want = 1, .must_have = "CASTOR_JOB=job-c\n"};
+    struct state_alloc row = {.node = NODE_ID, .replicas = 1};
     struct passwd *pw = getpwnam("nobody");
     struct node_run_as u;
     unsigned char busy[10];
-    uid_t ua[2], ub;
+    uid_t ua[2], ub, uc;
+    pid_t b_first, b_child;
     char path[512], script[256], *text;
     struct stat sb;
     pid_t blocker, parent;
@@ -1428,6 +1442,8 @@ static void castor_node__a_uid_of_its_own_per_job(void **state)
     snprintf(path, sizeof(path), "%s/rank-0-%ld.env", f->work, (long)b.pids[0]);
     assert_int_equal(stat(path, &sb), 0);
     ub = sb.st_uid;
+    b_first = b.pids[0];
+    b_child = b.children[0];
     assert_int_equal(ua[0], ua[1]);
     assert_true(ua[0] != ub);
     assert_true(ua[0] > 61000 && ua[0] <= 61009 && !busy[ua[0] - 61000]);
@@ -1437,6 +1453,22 @@ static void castor_node__a_uid_of_its_own_per_job(void **state)
     assert_true(readable_as(ua[0], pw->pw_gid, path));
     snprintf(path, sizeof(path), "/proc/%ld/environ", (long)b.pids[0]);
     assert_false(readable_as(ua[0], pw->pw_gid, path));
+    /* b leaves: c, new, gets a uid never given (not b's, least recently given); c leaves and b
+     * comes back: b gets its own uid back */
+    assert_int_equal(state_alloc_replace(f->as.own, "job-b", NULL, 0, as_wall(NULL)), 0);
+    assert_true(proc_wait_gone(b.pids[0], 10));
+    assign_script(f, script, "job-c", "exit", 1, 3, "");
+    assert_true(proc_wait_for(scan_replicas, &c, 10));
+    uc = env_uid(f, c.pids[0]);
+    assert_true(uc != ua[0] && uc != ub && uc > 61000 && uc <= 61009);
+    assert_int_equal(state_alloc_replace(f->as.own, "job-c", NULL, 0, as_wall(NULL)), 0);
+    assert_true(proc_wait_gone(c.pids[0], 10));
+    assert_int_equal(state_alloc_replace(f->as.own, "job-b", &row, 1, as_wall(NULL)), 0);
+    b.want = 2;
+    assert_true(proc_wait_for(scan_replicas, &b, 10));
+    assert_int_equal(env_uid(f, b.pids[0] == b_first ? b.pids[1] : b.pids[0]), ub);
+    kill(c.children[0], SIGKILL);
+    kill(b_child, SIGKILL);
     assert_int_equal(kill(f->node, SIGTERM), 0);
     assert_true(proc_wait_exit(f->node, 10) != -1);
     f->node = 0;

@@ -579,6 +579,9 @@ BAD = {
         ("worker_job_user", "Castor Job", {}),
         ("worker_job_uids", "61000", {}),
         ("worker_job_uids", "0-99", {}),
+        ("worker_job_uids", "62000-61000", {}),
+        ("worker_job_uids", "1000-99999", {}),
+        ("worker_job_uids", "9999999999-9999999999", {}),
     ],
     "gcp": [
         ("zones", [], {}),
@@ -631,6 +634,7 @@ ACCEPTED = {
             ("tags", {"team": "ml", "castor:controller": "x"}, {}),
             # replicas as root (the user off), or every job as the user (the uids off)
             ("worker_job_user", "", {}), ("worker_job_uids", "", {}),
+            ("worker_job_uids", "1000000-1065535", {}),
             # one instance type in both markets: two offers
             ("instance_types", [{"instance_type": "g5.xlarge", "gpus": 1},
                                 {"instance_type": "g5.xlarge", "gpus": 1, "market": "on-demand"}], {})],

@@ -2,7 +2,7 @@
 variable validation conditions and templates, evaluated in Python: literals, var.x and attribute
 access, indexing, arithmetic and comparison, && || !, [for ...] and {for ...} expressions, string
 templates, and the functions can, regex, length, alltrue, anytrue, contains, startswith, endswith,
-floor, cidrhost, coalesce, tostring, lower. The conditional operator (?:) is refused: a
+floor, cidrhost, coalesce, tostring, tonumber, split, lower. The conditional operator (?:) is refused: a
 validation that needs it is written without it (Terraform evaluates both sides anyway).
 
 An expression is turned into Python source token by token and evaluated with eval() over a
@@ -51,6 +51,22 @@ def _regex(pattern, string):
     if not m:
         raise HclError("regex: no match")
     return m.group(0)
+
+
+def _tonumber(v):
+    if isinstance(v, bool):
+        raise HclError("tonumber: a bool")
+    if isinstance(v, (int, float)):
+        return v
+    if isinstance(v, str) and re.fullmatch(r"-?\d+(\.\d+)?([eE][+-]?\d+)?", v):
+        return float(v) if re.search(r"[.eE]", v) else int(v)
+    raise HclError(f"tonumber: {v!r} is not a number")
+
+
+def _split(sep, s):
+    if not isinstance(sep, str) or not isinstance(s, str):
+        raise HclError("split: not strings")
+    return s.split(sep)
 
 
 def _cidrhost(prefix, num):
@@ -108,6 +124,8 @@ FUNCTIONS = {
     "cidrhost": _cidrhost,
     "coalesce": lambda *a: next(x for x in a if x is not None and x != ""),
     "tostring": _tostring,
+    "tonumber": _tonumber,
+    "split": _split,
     "lower": lambda s: s.lower(),
 }
 

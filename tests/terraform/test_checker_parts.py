@@ -62,6 +62,14 @@ class Expressions(unittest.TestCase):
         self.assertFalse(evaluate('!contains(keys(var.tags), "castor:cluster")', {"var": v}))
         self.assertTrue(evaluate('!contains(keys(var.tags), "castor:cluster")', {"var": {"tags": {}}}))
 
+    def test_tonumber_and_split(self):
+        self.assertEqual(evaluate('tonumber(split("-", "61000-61999")[1])', {}), 61999)
+        self.assertEqual(evaluate('tonumber("2.5")', {}), 2.5)
+        self.assertFalse(evaluate('can(tonumber("12a"))', {}))
+        self.assertFalse(evaluate('can(tonumber(split("-", "61000")[1]))', {}))
+        self.assertTrue(evaluate('can(regex("^true$", tostring(tonumber("3") <= tonumber("4"))))', {}))
+        self.assertFalse(evaluate('can(regex("^true$", tostring(tonumber("5") <= tonumber("4"))))', {}))
+
     def test_null_comparison_fails_as_in_terraform(self):
         with self.assertRaises(HclError):
             evaluate("var.x > 0", {"var": {"x": None}})
