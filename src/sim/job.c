@@ -87,7 +87,6 @@ static double sim_job_samples_left(const struct sim_job *job)
 /* Choose (local batch, accumulation) for the current placement; a voluntary change (not after a
  * placement) is made only when it improves the predicted goodput by the job's hysteresis and, for
  * a job that restarts into it, saves more than the restart on its work left (bsz_change_pays). */
-
 static int sim_job_choose_batch(struct sim_job *job, int voluntary)
 {
     const struct app *a = job->app;
