@@ -10,6 +10,9 @@
 /* GPU-seconds of service (wall time held x gang size) after which a job leaves queue 0. */
 #define TIRESIAS_THRESHOLD (3600.0 * 16.0)
 
+/* Seconds without a call listing a job after which it is forgotten (besides a whole round). */
+#define TIRESIAS_FORGET_S 3600.0
+
 enum tiresias_status { TIRESIAS_PENDING, TIRESIAS_RUNNING };
 
 /* What Tiresias remembers of one job between rounds. */
@@ -28,8 +31,10 @@ struct tiresias_job {
  * is a snapshot time: a caller that splits one round's jobs among several calls (castor's planner
  * with split markets: fleet_allocate_part) calls at the same time, each call with some of them,
  * so a job missing from a call keeps its place and service. A job is forgotten once a whole round
- * has passed without it in any call: it finished (or, under a split, its part of the fleet had no
- * node for a round, when no call is made for it).
+ * and TIRESIAS_FORGET_S have passed without it in any call: it finished. The hour is for a split
+ * whose part of the fleet holds no node for some rounds, when no call is made for its jobs: they
+ * keep their service meanwhile (job names are not used twice, so one remembered after its end
+ * holds nothing back).
  */
 struct tiresias {
     int njobs;
@@ -144,8 +149,8 @@ static int tiresias_carry(const struct tiresias *t, const struct snapshot *s, st
             const struct tiresias_job *old = &t->jobs[t->queue[q][k]];
             int j = table[tiresias_slot(s, table, cap, old->name)];
 
-            if (old->seen < n->prev)
-                continue; /* in no call for a whole round: it ended (the name is a new job's) */
+            if (old->seen < n->prev && old->seen < n->round - TIRESIAS_FORGET_S)
+                continue; /* in no call for a whole round and an hour: it ended */
             if (j < 0) {
                 j = n->njobs;
                 if (!(n->jobs[j].name = strdup(old->name)))

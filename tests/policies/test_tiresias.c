@@ -254,6 +254,43 @@ static void tiresias_allocate__service_kept_across_split_calls(void **state)
     assert_row(w->out, 1, all, 8);
 }
 
+/*
+ * A market whose part of the fleet holds no node for ten one-minute rounds (no call lists its job
+ * b): b keeps its service. b (gang 8) runs alone from 0 to 7200 (57600 GPU-s: queue 1); from 7260
+ * to 7800 only x's market is called; at 7860 b and c (gang 8, new) are in one call: c, in queue 0,
+ * runs and b waits (forgotten after a round without a call, b came back new, ahead of c). An
+ * hour and more with no call listing b (it ended): forgotten, and listed again with y (gang 8,
+ * new) it is new, ahead of y.
+ */
+static void tiresias_allocate__service_kept_while_a_market_holds_no_node(void **state)
+{
+    struct world *w = *state;
+    const char *b[] = {"b"}, *x[] = {"x"}, *bc[] = {"b", "c"}, *by[] = {"b", "y"};
+    static const int all[] = {0, 0, 0, 0, 1, 1, 1, 1};
+
+    for (int t = 0; t <= 7200; t += 60) {
+        next_round(w, t, 1, b, (int[]){8});
+        assert_int_equal(decide(w), 0);
+        assert_int_equal(w->out->count[0], 8);
+    }
+    for (int t = 7260; t <= 7800; t += 60) {
+        next_round(w, t, 1, x, (int[]){1});
+        assert_int_equal(decide(w), 0);
+    }
+    next_round(w, 7860, 2, bc, (int[]){8, 8});
+    assert_int_equal(decide(w), 0);
+    assert_row(w->out, 0, NULL, 0);
+    assert_row(w->out, 1, all, 8);
+    for (int t = 7920; t <= 11520; t += 60) {
+        next_round(w, t, 1, x, (int[]){1});
+        assert_int_equal(decide(w), 0);
+    }
+    next_round(w, 11580, 2, by, (int[]){8, 8});
+    assert_int_equal(decide(w), 0);
+    assert_row(w->out, 0, all, 8);
+    assert_row(w->out, 1, NULL, 0);
+}
+
 /* The registry entry is named and keeps state. */
 static void policy_tiresias__ops(void **state)
 {
@@ -282,6 +319,9 @@ int main(void)
                                         world_teardown),
         cmocka_unit_test_setup_teardown(tiresias_allocate__service_kept_across_split_calls,
                                         world_setup, world_teardown),
+        cmocka_unit_test_setup_teardown(
+            tiresias_allocate__service_kept_while_a_market_holds_no_node, world_setup,
+            world_teardown),
         cmocka_unit_test(policy_tiresias__ops),
     };
 
