@@ -68,16 +68,24 @@ static void rw_config(const struct snap_job *sj, int nodes, int replicas, double
                    : NAN;
 }
 
+/* The M0-equivalent samples job sj has left to its declared target (NAN: it declared none). */
+static double rw_samples_left(const struct snap_job *sj)
+{
+    if (!(sj->progress_target > 0))
+        return NAN;
+    return fmax(sj->progress_target - sj->progress, 0) * sj->lim.init_bsz;
+}
+
 /* When job sj is predicted to finish at goodput (samples per second at full efficiency): its work
  * left (iterations at M0 to its target) at that rate from now. NAN without a declared length or a
  * goodput. */
 static double rw_eta(const struct snap_job *sj, double goodput, double now)
 {
-    double left = sj->progress_target - sj->progress;
+    double left = rw_samples_left(sj);
 
-    if (!(sj->progress_target > 0) || !(goodput > 0) || !isfinite(goodput))
+    if (isnan(left) || !(goodput > 0) || !isfinite(goodput))
         return NAN;
-    return now + (left > 0 ? left : 0) * sj->lim.init_bsz / goodput;
+    return now + left / goodput;
 }
 
 /* Tell the log and the job's events where the job now runs: its replicas node by node, or that it
@@ -125,9 +133,10 @@ static void rw_tell_deadline(struct realworld *rw, const struct snap_job *sj, st
  * the best for a new allocation (moved) or one without a configuration yet, else a better one for
  * the same allocation (by the hysteresis, after a refit, and for a job that restarts into it only
  * when it saves more than the restart on the job's declared work left: bsz_change_pays) or the one
- * it has. 1 when *cfg is to be written (moved, or changed), else 0. */
-static int rw_apply_choose(struct realworld *rw, int j, int moved, int nodes, int replicas,
-                           struct state_job_config *cfg, double *goodput)
+ * it has; in_flight: its workers take a new configuration as they run (rw_spec's). 1
+ * when *cfg is to be written (moved, or changed), else 0. */
+static int rw_apply_choose(struct realworld *rw, int j, int moved, int in_flight, int nodes,
+                           int replicas, struct state_job_config *cfg, double *goodput)
 {
     const struct snap_job *sj = &rw->sjobs[j];
     const struct state_job *st = &rw->sjob_state[j];
@@ -143,14 +152,11 @@ static int rw_apply_choose(struct realworld *rw, int j, int moved, int nodes, in
                                    : NAN;
         /* the configuration it has was measured, or had its chance to be */
         int settled = job->config_seen || !(now - job->config_at < REALWORLD_CONFIG_SETTLE_S);
-        double left = sj->progress_target > 0
-                          ? fmax(sj->progress_target - sj->progress, 0) * sj->lim.init_bsz
-                          : NAN;
 
         rw_config(sj, nodes, replicas, &l1, &a1, goodput);
         if (job->refitted && settled && isfinite(cur) &&
-            bsz_change_pays(cur, *goodput, RW_HYSTERESIS, left,
-                            api_spec_in_flight(st->spec) ? 0 : RW_RESTART_COST_S) &&
+            bsz_change_pays(cur, *goodput, RW_HYSTERESIS, rw_samples_left(sj),
+                            in_flight ? 0 : RW_RESTART_COST_S) &&
             (l1 != local || a1 != accum)) {
             local = l1;
             accum = a1;
@@ -248,6 +254,7 @@ int rw_apply(void *ctx, const struct alloc *plan)
         struct state_job_config cfg = {0};
         double goodput = NAN;
         int nodes = 0, replicas = plan->count[j], moved, write, r;
+        int in_flight = rw->specs[j].in_flight;
 
         if ((r = rw_plan_rows(rw, plan, j, &rows, &nodes)) < 0) {
             /* this job keeps what it had; the others go on */
@@ -257,7 +264,8 @@ int rw_apply(void *ctx, const struct alloc *plan)
         }
         moved = !rw_alloc_same(rows, (size_t)nodes, rw->held[j], rw->nheld[j]);
         /* the configuration for the new placement is written with it, in one transaction */
-        write = replicas > 0 && rw_apply_choose(rw, j, moved, nodes, replicas, &cfg, &goodput);
+        write = replicas > 0 &&
+                rw_apply_choose(rw, j, moved, in_flight, nodes, replicas, &cfg, &goodput);
         if (moved) {
             if ((r = state_alloc_replace_config(rw->state, st->name, rows, (size_t)nodes, now,
                                                 write ? &cfg : NULL)) < 0) {
@@ -280,7 +288,7 @@ int rw_apply(void *ctx, const struct alloc *plan)
             rw_config_told(rw, st->name, &cfg, nodes, replicas, now);
             /* its replicas restart into it (a new generation), unless its workers take it in
              * flight: a restart as a move is, which the policies' restart penalty counts */
-            if (!api_spec_in_flight(st->spec))
+            if (!in_flight)
                 state_job_restarted(rw->state, st->name);
         }
         free(rows);

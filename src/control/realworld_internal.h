@@ -123,6 +123,8 @@ struct rw_spec {
     double hang_timeout; /* seconds without a step reported that make the job hung (0: off) */
     int max_restarts;    /* failures in a row without progress before the job fails */
     double max_dollars;  /* what the job may cost before it is failed (NAN: no limit) */
+    int in_flight;       /* reconfigure: in_flight (its workers take a new configuration as they
+                          * run); 0: restart */
 };
 
 struct rw_error_count; /* the failures of one cloud call with one error code (realworld.c) */

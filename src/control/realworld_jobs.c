@@ -29,7 +29,7 @@ static double rw_num(const struct jv *o, const char *key, double dflt)
 int rw_spec_parse(const char *text, struct rw_spec *out)
 {
     struct jv *v = NULL;
-    const char *family;
+    const char *family, *reconf;
 
     if (jv_parse(text, strlen(text), &v, NULL) < 0)
         return ERR_CORRUPT;
@@ -49,7 +49,9 @@ int rw_spec_parse(const char *text, struct rw_spec *out)
     /* specs stored before the fields: the defaults */
     out->hang_timeout = rw_num(v, "hang_timeout", API_HANG_TIMEOUT_DEFAULT);
     out->max_restarts = (int)rw_num(v, "max_restarts", API_MAX_RESTARTS_DEFAULT);
-    out->max_dollars = rw_num(v, "max_dollars", NAN); /* absent or null: no limit */
+    out->max_dollars = rw_num(v, "max_dollars", NAN);   /* absent or null: no limit */
+    reconf = jv_string_value(jv_get(v, "reconfigure")); /* absent: restart */
+    out->in_flight = reconf && strcmp(reconf, API_RECONFIGURE_IN_FLIGHT) == 0;
     jv_free(v);
     return out->m0 > 0 && out->max_local > 0 ? 0 : ERR_CORRUPT;
 }
