@@ -255,10 +255,6 @@ extern const char *const api_job_spec_keys[];
 #define API_RECONFIGURE_RESTART "restart"
 #define API_RECONFIGURE_IN_FLIGHT "in_flight"
 
-/* 1 when the stored job spec (JSON text) says reconfigure: in_flight, else 0 (a spec from before
- * the field, or one that cannot be read: restart). */
-int api_spec_in_flight(const char *spec);
-
 /* The most a job spec's max_dollars may say: what the job may cost (its share of its nodes'
  * dollars, state_cost_add) before the controller fails it. No limit when absent. */
 #define API_MAX_DOLLARS_MAX 1e9

@@ -495,10 +495,9 @@ static void ap_set_master_addr(struct ap_ctx *c, struct jv *o, const char *node)
     state_node_clear(&m);
 }
 
-/* The job's generation: what its replicas are started with (its placement, attempt,
- * configuration and spec), a digest that every node's entry for the job shares and that changes
- * whenever the job's replicas restart. */
-int api_spec_in_flight(const char *spec)
+/* 1 when the stored job spec (JSON text) says reconfigure: in_flight, else 0 (a spec from before
+ * the field, or one that cannot be read: restart). */
+static int ap_spec_in_flight(const char *spec)
 {
     struct jv *v = NULL;
     const char *s;
@@ -511,12 +510,15 @@ int api_spec_in_flight(const char *spec)
     return in;
 }
 
+/* The job's generation: what its replicas are started with (its placement, attempt,
+ * configuration and spec), a digest that every node's entry for the job shares and that changes
+ * whenever the job's replicas restart. */
 int api_job_generation(const struct state_job *j, double placed_at, char *out)
 {
     static const char fmt[] = "%.17g\n%d\n%.17g\n%d\n%.17g\n%s";
     char hex[CRYPTO_SHA256_HEX_LEN + 1], *text;
     /* a job whose workers take a new configuration in flight does not restart for one */
-    int in_flight = api_spec_in_flight(j->spec), accum = in_flight ? 0 : j->accum_steps;
+    int in_flight = ap_spec_in_flight(j->spec), accum = in_flight ? 0 : j->accum_steps;
     double local = in_flight ? 0 : j->local_bsz, gain = in_flight ? 0 : j->lr_gain;
     int len = snprintf(NULL, 0, fmt, placed_at, j->failures, local, accum, gain, j->spec), rc;
 

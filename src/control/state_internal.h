@@ -101,4 +101,9 @@ int st_node_find(struct db *db, const char *instance_id, long long *id,
 /* state_jobs.c: a state a job does not leave: finished, cancelled or failed. */
 int st_job_final(enum state_job_state s);
 
+/* state_jobs.c: job id leaves its nodes at now: each keeps, in node_jobs_held, until when it held
+ * the job and in which placement (its allocation time), and the allocation goes. Within the
+ * caller's transaction. */
+int st_job_release(struct db *db, long long id, double now);
+
 #endif

@@ -102,17 +102,21 @@ static int st_job_move(struct db *db, long long id, enum state_job_state to, dou
     int rc = st_run(db, "UPDATE jobs SET state = ?2, finished_at = ?3 WHERE id = ?1", "itd", id,
                     st_job_states[to], st_job_final(to) ? now : NAN);
 
-    /* the nodes it leaves held it until now, as when it is placed elsewhere */
     if (rc == 0 && st_job_final(to))
-        rc = st_run(db,
+        rc = st_job_release(db, id, now);
+    return rc;
+}
+
+int st_job_release(struct db *db, long long id, double now)
+{
+    int rc = st_run(db,
                     "INSERT INTO node_jobs_held (node_id, job_id, until, since)"
                     " SELECT node_id, job_id, ?2, since FROM allocations WHERE job_id = ?1"
                     " ON CONFLICT (node_id, job_id) DO UPDATE SET until = excluded.until,"
                     " since = excluded.since",
                     "id", id, now);
-    if (rc == 0 && st_job_final(to))
-        rc = st_run(db, "DELETE FROM allocations WHERE job_id = ?1", "i", id);
-    return rc;
+
+    return rc == 0 ? st_run(db, "DELETE FROM allocations WHERE job_id = ?1", "i", id) : rc;
 }
 
 static int st_job_move_ok(enum state_job_state from, enum state_job_state to)
@@ -195,8 +199,6 @@ static int st_failure_ok(const char *reason)
     return reason && reason[0] && strlen(reason) <= STATE_FAILURE_MAX;
 }
 
-/* 0 when node holds some of job id's replicas, ERR_RANGE when it holds none. Within the caller's
- * transaction. */
 /* The placement job id runs in: its first node's (by instance id) allocation time, as assignments
  * say it. ERR_UNKNOWN when it holds none. Within the caller's transaction. */
 static int st_job_placed_at(struct db *db, long long id, double *out)
@@ -207,6 +209,8 @@ static int st_job_placed_at(struct db *db, long long id, double *out)
                      "i", id);
 }
 
+/* 0 when node holds some of job id's replicas, ERR_RANGE when it holds none. Within the caller's
+ * transaction. */
 static int st_job_held_on(struct db *db, long long id, const char *node)
 {
     long long held = 0;

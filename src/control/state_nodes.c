@@ -636,14 +636,7 @@ int state_alloc_replace_config(struct state *st, const char *job, const struct s
     /* the nodes it leaves held it until now (their heartbeats may still say its replicas there
      * are alive while they stop) */
     if (rc == 0)
-        rc = st_run(st->db,
-                    "INSERT INTO node_jobs_held (node_id, job_id, until, since)"
-                    " SELECT node_id, job_id, ?2, since FROM allocations WHERE job_id = ?1"
-                    " ON CONFLICT (node_id, job_id) DO UPDATE SET until = excluded.until,"
-                    " since = excluded.since",
-                    "id", job_id, now);
-    if (rc == 0)
-        rc = st_run(st->db, "DELETE FROM allocations WHERE job_id = ?1", "i", job_id);
+        rc = st_job_release(st->db, job_id, now);
     for (size_t i = 0; rc == 0 && i < n; i++) {
         rc = st_node_find(st->db, rows[i].node, &node_id, &nstate);
         if (rc == 0 && nstate == STATE_NODE_TERMINATED)
