@@ -1103,7 +1103,7 @@ static void nd_rep_remove(struct nd *n, size_t i)
 static int nd_job_uid(struct nd *n, const char *job, uid_t *out)
 {
     const struct node_run_as *u = n->cfg->run_as;
-    size_t span = (size_t)(u->uid_last - u->uid_first) + 1, pick = span;
+    size_t span = node_run_as_span(u), pick = span;
     unsigned char *busy;
     char *name = NULL;
     int rc;
@@ -1154,12 +1154,12 @@ static void nd_start(struct nd *n, const struct node_job *j, int local)
                                  .run_as = n->cfg->run_as};
     int rank = j->rank_offset + local, rc;
     struct nd_rep *r;
-    char **env = NULL;
+    char **env = NULL, as[32] = "";
     uid_t uid = 0;
     pid_t pid;
 
     /* a uid of the job's own, or it waits (not started, so tried again) */
-    if (j->argv && n->cfg->run_as && n->cfg->run_as->uid_last &&
+    if (j->argv && n->cfg->run_as && node_run_as_span(n->cfg->run_as) > 0 &&
         (rc = nd_job_uid(n, j->name, &uid)) < 0) {
         if (!(nd_mono() < n->uid_wait_logged_at + ND_UID_WAIT_LOG_S)) {
             n->uid_wait_logged_at = nd_mono();
@@ -1202,11 +1202,9 @@ static void nd_start(struct nd *n, const struct node_job *j, int local)
     if (in.gpu >= 0)
         n->gpu_used[in.gpu] = 1;
     if (uid)
-        nd_log(n, LOG_INFO, j->name, "started rank %d of %d (pid %ld, GPU %d, attempt %d, uid %ld)",
-               rank, j->world_size, (long)pid, in.gpu, j->attempt, (long)uid);
-    else
-        nd_log(n, LOG_INFO, j->name, "started rank %d of %d (pid %ld, GPU %d, attempt %d)", rank,
-               j->world_size, (long)pid, in.gpu, j->attempt);
+        snprintf(as, sizeof(as), ", uid %ld", (long)uid);
+    nd_log(n, LOG_INFO, j->name, "started rank %d of %d (pid %ld, GPU %d, attempt %d%s)", rank,
+           j->world_size, (long)pid, in.gpu, j->attempt, as);
 }
 
 static void nd_stop(struct nd *n, struct nd_rep *r, double now)
@@ -1834,11 +1832,9 @@ int node_run(const struct node_config *cfg)
         rc = ERR_NOMEM;
         goto out;
     }
-    if (cfg->run_as && cfg->run_as->uid_last) {
-        size_t span = (size_t)(cfg->run_as->uid_last - cfg->run_as->uid_first) + 1;
-
-        n.uid_job = calloc(span, sizeof(*n.uid_job));
-        n.uid_stamp = calloc(span, sizeof(*n.uid_stamp));
+    if (cfg->run_as && node_run_as_span(cfg->run_as) > 0) {
+        n.uid_job = calloc(node_run_as_span(cfg->run_as), sizeof(*n.uid_job));
+        n.uid_stamp = calloc(node_run_as_span(cfg->run_as), sizeof(*n.uid_stamp));
         if (!n.uid_job || !n.uid_stamp) {
             rc = ERR_NOMEM;
             goto out;
@@ -1905,9 +1901,8 @@ out:
         nd_done_remove(&n, n.ndones - 1);
     free(n.dones);
     free(n.gpu_used);
-    if (n.uid_job)
-        for (uid_t k = 0; k <= cfg->run_as->uid_last - cfg->run_as->uid_first; k++)
-            free(n.uid_job[k]);
+    for (size_t k = 0; n.uid_job && k < node_run_as_span(cfg->run_as); k++)
+        free(n.uid_job[k]);
     free(n.uid_job);
     free(n.uid_stamp);
     node_assignment_clear(&n.want);

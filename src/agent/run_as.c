@@ -111,9 +111,14 @@ static int ra_proc_uids(const char *dir, unsigned long long *real, unsigned long
     return rc;
 }
 
+size_t node_run_as_span(const struct node_run_as *u)
+{
+    return u->uid_last ? (size_t)(u->uid_last - u->uid_first) + 1 : 0;
+}
+
 int node_run_as_busy(const struct node_run_as *u, unsigned char *busy)
 {
-    size_t n = (size_t)(u->uid_last - u->uid_first) + 1;
+    size_t n = node_run_as_span(u);
     DIR *d = opendir("/proc");
     struct dirent *e;
 

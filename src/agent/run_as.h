@@ -43,9 +43,12 @@ int node_run_as_lookup(const char *user, struct node_run_as *out);
  */
 int node_run_as_uids(const char *text, struct node_run_as *u, char *why, size_t size);
 
+/* How many uids u's range holds (0: no range). Pure. */
+size_t node_run_as_span(const struct node_run_as *u);
+
 /*
  * Which uids of u's range the processes of this machine run as now (real or effective, from
- * /proc): busy[i] set for uid_first + i (busy holds uid_last - uid_first + 1 bytes, all written).
+ * /proc): busy[i] set for uid_first + i (busy holds node_run_as_span(u) bytes, all written).
  * ERR_IO: /proc cannot be read (busy untouched; Linux's /proc only).
  */
 int node_run_as_busy(const struct node_run_as *u, unsigned char *busy);

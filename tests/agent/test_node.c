@@ -1237,6 +1237,19 @@ static int write_text(const char *path, const char *text)
     return rc;
 }
 
+/* replica.sh copied into f->work (script: its path, size bytes), where another user's replicas may
+ * read it (the sources may be in a folder only root reads). */
+static void copy_replica_sh(struct fx *f, char *script, size_t size)
+{
+    char *text = proc_slurp(REPLICA_SH);
+
+    assert_non_null(text);
+    snprintf(script, size, "%s/replica.sh", f->work);
+    assert_int_equal(write_text(script, text), 0);
+    free(text);
+    assert_int_equal(chmod(script, 0755), 0);
+}
+
 /*
  * With CASTOR_NODE_RUN_AS (castor-node as root), the replicas run as that user, with its HOME,
  * USER and LOGNAME, and cannot read a file only root reads (the node's token file); a user
@@ -1281,12 +1294,7 @@ static void castor_node__runs_replicas_as_another_user(void **state)
     /* the replica, in a folder nobody may use, and a file only root reads */
     assert_int_equal(chmod(f->as.dir, 0711), 0);
     assert_int_equal(chmod(f->work, 01777), 0);
-    snprintf(script, sizeof(script), "%s/replica.sh", f->work);
-    text = proc_slurp(REPLICA_SH);
-    assert_non_null(text);
-    assert_int_equal(write_text(script, text), 0);
-    free(text);
-    assert_int_equal(chmod(script, 0755), 0);
+    copy_replica_sh(f, script, sizeof(script));
     snprintf(secret, sizeof(secret), "%s/node.token", f->work);
     assert_int_equal(write_text(secret, "secret\n"), 0);
     assert_int_equal(chmod(secret, 0600), 0);
@@ -1388,7 +1396,7 @@ static void castor_node__a_uid_of_its_own_per_job(void **state)
     unsigned char busy[10];
     uid_t ua[2], ub, uc;
     pid_t b_first, b_child;
-    char path[512], script[256], *text;
+    char path[512], script[256];
     struct stat sb;
     pid_t blocker, parent;
 
@@ -1418,14 +1426,7 @@ static void castor_node__a_uid_of_its_own_per_job(void **state)
     assert_int_equal(chmod(f->work, 01777), 0);
     spawn_node(f, f->as.url, extra);
     assert_true(proc_wait_for(node_registered, f, REGISTER_WAIT_S));
-    /* replica.sh copied where the jobs' uids may read it (the sources may be in a private folder)
-     */
-    snprintf(script, sizeof(script), "%s/replica.sh", f->work);
-    text = proc_slurp(REPLICA_SH);
-    assert_non_null(text);
-    assert_int_equal(write_text(script, text), 0);
-    free(text);
-    assert_int_equal(chmod(script, 0755), 0);
+    copy_replica_sh(f, script, sizeof(script));
     assign_script(f, script, "job-a", "exit", 2, 3, "");
     assign_script(f, script, "job-b", "exit", 1, 3, "");
     assert_true(proc_wait_for(scan_replicas, &a, 10));
