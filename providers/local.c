@@ -131,16 +131,24 @@ static int local_alive(const struct lrec *r)
     return start == r->start && st != 'Z' && st != 'X';
 }
 
-/* SIGKILL every process of r's session (the instance: its node and everything it started; a
- * process that took the node's pid since is spared), then reap the node if it is our child. */
+/* SIGKILL every process of r's session (the instance: its node and everything it started), then
+ * reap the node if it is our child. A process that took the node's pid since is spared, and so is
+ * its session: Linux gives out no pid still in use as a session id, so once the pid is another
+ * process's, nothing of the node's session is left and a session of that id is the new one's. */
 static void local_kill_instance(const struct lrec *r)
 {
-    DIR *d = opendir("/proc");
+    DIR *d;
     struct dirent *de;
     int status, leader = 0;
+    unsigned long long now_start;
+    long now_session;
+    char now_st;
 
     if (r->pid <= 1)
         return;
+    if (local_proc_stat(r->pid, &now_st, &now_session, &now_start) == 0 && now_start != r->start)
+        return;
+    d = opendir("/proc");
     while (d && (de = readdir(d))) {
         char *end, st;
         long pid = strtol(de->d_name, &end, 10), session;

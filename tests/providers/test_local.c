@@ -406,6 +406,62 @@ static void local_preempt__a_notice_then_nothing_left(void **state)
     assert_int_equal(local_preempt(&other, id, 0), ERR_INVAL);
 }
 
+/* A record of a node that died long ago and whose pid another process took since, a session
+ * leader of its own with a child (pid reuse): the list sees the node gone and spares that session.
+ * Linux gives out no pid still in use as a session id, so none of the node's session is left. */
+static void local_list__a_reused_pid_spares_the_new_session(void **state)
+{
+    struct fx *f = *state;
+    char path[256], text[512];
+    int fds[2], status, rc, leader_alive, child_alive;
+    struct cloud_instance seen = {0};
+    pid_t leader, child = 0;
+
+    assert_int_equal(pipe(fds), 0);
+    leader = fork();
+    assert_true(leader >= 0);
+    if (leader == 0) { /* the process that took the pid: a session, and a child in it */
+        pid_t c;
+
+        setsid();
+        close(fds[0]);
+        for (int fd = 0; fd < 3; fd++) /* not the test's output: a runner waits for its end */
+            close(fd);
+        c = fork();
+        if (c == 0) {
+            pause();
+            _exit(0);
+        }
+        if (write(fds[1], &c, sizeof(c)) != (ssize_t)sizeof(c))
+            _exit(1);
+        pause();
+        _exit(0);
+    }
+    assert_int_equal(read(fds[0], &child, sizeof(child)), (ssize_t)sizeof(child));
+    close(fds[0]);
+    close(fds[1]);
+    assert_true(proc_alive(child));
+    /* the old node's record: the pid, the start time of the process it was (not this one) */
+    snprintf(path, sizeof(path), "%s/local-7.instance", f->run);
+    snprintf(text, sizeof(text),
+             "id=local-7\ncluster=c1\noffer=gpu4\ntoken=tok-old\npid=%ld\nstart=1\n"
+             "state=running\nlaunched=1.0\nends=0\nkill_at=0\ngone_at=0\n",
+             (long)leader);
+    rc = file_write_atomic(path, text, strlen(text), 0600, NULL);
+    if (rc == 0)
+        seen = find(f, "c1", "local-7");
+    proc_sleep(0.2);
+    leader_alive = proc_alive(leader);
+    child_alive = proc_alive(child);
+    kill(child, SIGKILL);
+    kill(leader, SIGKILL);
+    assert_int_equal(waitpid(leader, &status, 0), leader);
+    assert_int_equal(rc, 0);
+    assert_int_equal(seen.state, CLOUD_GONE);
+    assert_true(leader_alive);
+    assert_true(child_alive); /* another session's process: not the instance's */
+}
+
 static void cloud_local_new__refuses_a_bad_configuration(void **state)
 {
     struct fx *f = *state;
@@ -448,6 +504,7 @@ int main(void)
         T(local_terminate__sigkill_after_the_grace),
         T(local_list__a_new_cloud_finds_the_instances),
         T(local_preempt__a_notice_then_nothing_left),
+        T(local_list__a_reused_pid_spares_the_new_session),
         T(cloud_local_new__refuses_a_bad_configuration),
     };
 #undef T
