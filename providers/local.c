@@ -263,6 +263,48 @@ static int local_rec_read(const struct local *l, const char *id, struct lrec *r)
     return rc;
 }
 
+/* The number N of an id "local-N", or 0 for another id. */
+static long local_id_number(const char *id)
+{
+    char *end;
+    long k;
+
+    if (strncmp(id, "local-", 6) != 0 || id[6] < '0' || id[6] > '9')
+        return 0;
+    k = strtol(id + 6, &end, 10);
+    return *end || k < 0 ? 0 : k;
+}
+
+/* The highest id number of a record dropped (run_dir/.dropped), 0 when none was. */
+static long local_dropped(const struct local *l)
+{
+    char path[4096], *text = NULL;
+    size_t len = 0;
+    long k = 0;
+
+    local_path(l, ".dropped", "", path, sizeof(path));
+    if (file_read_all(path, &text, &len, NULL) == 0) {
+        k = strtol(text, NULL, 10);
+        free(text);
+    }
+    return k > 0 ? k : 0;
+}
+
+/* Raise the highest id number dropped to that of id, before its record goes: so that no launch
+ * takes an id again (the controller's state keeps every instance it knew). */
+static int local_drop_mark(const struct local *l, const char *id)
+{
+    char path[4096], text[32];
+    long k = local_id_number(id);
+    int n;
+
+    if (k <= local_dropped(l))
+        return 0;
+    local_path(l, ".dropped", "", path, sizeof(path));
+    n = snprintf(text, sizeof(text), "%ld\n", k);
+    return file_write_atomic(path, text, (size_t)n, 0600, NULL) < 0 ? ERR_IO : 0;
+}
+
 /* Bring r up to date with its process: a process that ended makes it gone (its session swept);
  * a termination whose grace has passed SIGKILLs the session. Saves what changed. */
 static int local_rec_refresh(const struct local *l, struct lrec *r, double now)
@@ -317,7 +359,8 @@ static int local_recs(struct local *l, struct lrec **out, size_t *n)
         rc = local_rec_read(l, id, &v[k]);
         if (rc == 0)
             rc = local_rec_refresh(l, &v[k], now);
-        if (rc == 0 && v[k].state == LR_GONE && now > v[k].gone_at + LOCAL_PRUNE_S) {
+        if (rc == 0 && v[k].state == LR_GONE && now > v[k].gone_at + LOCAL_PRUNE_S &&
+            local_drop_mark(l, id) == 0) {
             char path[4096];
 
             local_path(l, id, ".instance", path, sizeof(path));
@@ -394,18 +437,18 @@ static int local_list(void *ctx, const char *cluster, struct cloud_instance **ou
     return 0;
 }
 
-/* Claim the next free id "local-N" by linking its whole first record into place (the link fails
- * when the id is taken). */
+/* Claim the next free id "local-N", above every id recorded or dropped, by linking its whole first
+ * record into place (the link fails when the id is taken). */
 static int local_claim(struct local *l, struct lrec *r, const struct lrec *recs, size_t nr)
 {
     char tmp[4096], path[4096], text[1024];
-    long next = 0;
+    long next = local_dropped(l); /* above every id given, dropped records' included */
     int rc;
 
     for (size_t i = 0; i < nr; i++) {
-        long k;
+        long k = local_id_number(recs[i].id);
 
-        if (sscanf(recs[i].id, "local-%ld", &k) == 1 && k > next)
+        if (k > next)
             next = k;
     }
     snprintf(tmp, sizeof(tmp), "%s/.claim-%ld", l->run_dir, (long)getpid());

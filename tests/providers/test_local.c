@@ -462,6 +462,31 @@ static void local_list__a_reused_pid_spares_the_new_session(void **state)
     assert_true(child_alive); /* another session's process: not the instance's */
 }
 
+/* Instance ids are never given twice: a gone record is dropped after an hour, and a launch after
+ * that (every instance of the cluster gone: an idle night) takes a new id, not the dropped one's,
+ * which the controller's state keeps as a terminated node. */
+static void local_launch__an_id_dropped_is_not_given_again(void **state)
+{
+    struct fx *f = *state;
+    char path[256], id[CLOUD_ID_MAX];
+    const char *text = "id=local-3\ncluster=c1\noffer=gpu4\ntoken=tok-old\npid=0\nstart=0\n"
+                       "state=gone\nlaunched=1.0\nends=0\nkill_at=0\ngone_at=2.0\n";
+
+    snprintf(path, sizeof(path), "%s/local-3.instance", f->run);
+    assert_int_equal(file_write_atomic(path, text, strlen(text), 0600, NULL), 0);
+    assert_int_equal(count(f, "c1"), 0); /* gone for more than an hour: dropped */
+    assert_int_equal(access(path, F_OK), -1);
+    assert_int_equal(cloud_launch(&f->cloud, "gpu4", "c1", "tok-new", id), 0);
+    assert_string_equal(id, "local-4");
+    /* a new cloud over the folder (a restarted controller) does not give it either */
+    cloud_free(&f->cloud);
+    assert_int_equal(cloud_local_new(&f->cfg, &f->cloud), 0);
+    assert_int_equal(local_preempt(&f->cloud, id, 0), 0);
+    assert_int_equal(cloud_launch(&f->cloud, "gpu4", "c1", "tok-next", id), 0);
+    assert_string_equal(id, "local-5");
+    assert_int_equal(local_preempt(&f->cloud, id, 0), 0);
+}
+
 static void cloud_local_new__refuses_a_bad_configuration(void **state)
 {
     struct fx *f = *state;
@@ -505,6 +530,7 @@ int main(void)
         T(local_list__a_new_cloud_finds_the_instances),
         T(local_preempt__a_notice_then_nothing_left),
         T(local_list__a_reused_pid_spares_the_new_session),
+        T(local_launch__an_id_dropped_is_not_given_again),
         T(cloud_local_new__refuses_a_bad_configuration),
     };
 #undef T
