@@ -218,8 +218,10 @@ static int json_attempt(void *arg, int attempt)
     http_client_response_clear(&x->r);
     aws_credentials_clear(&x->cred);
     rc = aws_credential_source_get(j->credentials, now, &x->cred, &sub);
-    if (rc < 0)
-        return err_set(x->e, rc, x->where, 0, 0, "no credentials: %.300s", sub.msg);
+    if (rc < 0) /* none to be had (a missing or malformed source) is ERR_PERM, as for EC2: not an
+                 * error type of the API's (the chain's ERR_NOENT is not NoSuchResourceException) */
+        return err_set(x->e, rc == ERR_IO || rc == ERR_AGAIN || rc == ERR_NOMEM ? rc : ERR_PERM,
+                       x->where, 0, 0, "no credentials: %.300s", sub.msg);
     rc = json_send(x, now, &sub);
     if (rc == ERR_IO || rc == ERR_AGAIN) { /* a transport failure or a timeout */
         x->last = ERR_IO;

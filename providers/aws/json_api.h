@@ -77,8 +77,8 @@ const char *aws_json_endpoint(const struct aws_json *j);
  * and fetched anew; the code api->codes gives another error type, ERR_UNKNOWN (a type it does not
  * list), ERR_AGAIN (throttled or 5xx on the last attempt), ERR_IO (transport or timeout on the last
  * attempt), ERR_PARSE (an answer that is not JSON, or an error that is not a JSON error),
- * ERR_NOMEM, the credential source's; *out and rid are then unchanged. Nothing is logged but the
- * retries.
+ * ERR_NOMEM; no credentials to be had: ERR_PERM (ERR_IO, ERR_AGAIN as the credential source
+ * says); *out and rid are then unchanged. Nothing is logged but the retries.
  */
 int aws_json_call(struct aws_json *j, const char *where, const char *target, const char *body,
                   struct jv **out, char *rid, size_t rid_size, struct error *e);

@@ -392,6 +392,26 @@ static void quotas__refused_writes_nothing(void **state)
     assert_true(q == (void *)1 && u == (void *)1 && nq == 9 && nu == 9);
 }
 
+/* No credentials to be had at all (none in the environment, no file, IMDS off) is ERR_PERM, as
+ * for the EC2 calls: the op writes nothing and asks nothing. (The Service Quotas client took
+ * the chain's "none found" for NoSuchResourceException, asked for the defaults, left every code
+ * out as unknown and answered success with no quotas.) */
+static void quotas__no_credentials_is_refused(void **state)
+{
+    struct fixture *f = *state;
+    struct cloud_quota *q = (void *)1;
+    struct cloud_quota_use *u = (void *)1;
+    size_t nq = 9, nu = 9;
+
+    make_ok(f, "");
+    unsetenv("AWS_ACCESS_KEY_ID");
+    unsetenv("AWS_SECRET_ACCESS_KEY");
+    assert_int_equal(cloud_quotas(&f->c, &q, &nq, &u, &nu), ERR_PERM);
+    assert_true(q == (void *)1 && u == (void *)1 && nq == 9 && nu == 9);
+    assert_int_equal(fake_ec2_requests(f->sq), 0);
+    assert_int_equal(fake_ec2_requests(f->ec2), 0);
+}
+
 /* A type EC2 does not know refuses the whole DescribeInstanceTypes (InvalidInstanceType): the
  * types are asked one at a time, and the unknown one counts no vCPUs (its offer gets no use);
  * it is not asked again. */
@@ -477,6 +497,7 @@ int main(void)
         T(quotas__p5_spot_has_its_own),
         T(quotas__off),
         T(quotas__refused_writes_nothing),
+        T(quotas__no_credentials_is_refused),
         T(quotas__unknown_type_counts_nothing),
         T(quotas__bad_keys_located),
     };
