@@ -468,10 +468,19 @@ static int local_claim(struct local *l, struct lrec *r, const struct lrec *recs,
     return ERR_IO;
 }
 
+/* from as descriptor to in a child about to exec: dup2, or, when from is to already (the
+ * controller had that number free when it opened the file), its close-on-exec flag cleared
+ * (dup2 onto itself would leave it, and the descriptor would close at exec). -1 on failure. */
+static int local_dup_to(int from, int to)
+{
+    return from == to ? fcntl(to, F_SETFD, 0) : dup2(from, to);
+}
+
 /* Between fork and exec: a session of its own (the instance), plain signals, the log as output,
  * no descriptor of the controller's (those below max_fd, which the parent worked out). The
  * controller has threads (the API server's), so only async-signal-safe calls: local_spawn built
- * env and asked sysconf (not on POSIX's list) before fork. */
+ * env and asked sysconf (not on POSIX's list) before fork. log is never 0 (in, opened first, would
+ * have taken it), so in reaches 0 before 1 and 2 are written over. */
 static void local_child(const char *bin, char **env, int in, int log, long max_fd)
 {
     static const int sigs[] = {SIGPIPE, SIGHUP, SIGTERM, SIGINT, SIGUSR1, SIGCHLD};
@@ -483,7 +492,7 @@ static void local_child(const char *bin, char **env, int in, int log, long max_f
         signal(sigs[i], SIG_DFL);
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    if (dup2(in, 0) < 0 || dup2(log, 1) < 0 || dup2(log, 2) < 0)
+    if (local_dup_to(in, 0) < 0 || local_dup_to(log, 1) < 0 || local_dup_to(log, 2) < 0)
         _exit(126);
     for (long fd = 3; fd < max_fd; fd++)
         close((int)fd);

@@ -224,6 +224,63 @@ static void local_launch__a_node_that_registers_with_its_offer(void **state)
     free(env);
 }
 
+/* What descriptor fd of process pid names ("" when it is not open). */
+static void fd_target(pid_t pid, int fd, char *buf, size_t size)
+{
+    char path[64];
+    ssize_t n;
+
+    snprintf(path, sizeof(path), "/proc/%ld/fd/%d", (long)pid, fd);
+    n = readlink(path, buf, size - 1);
+    buf[n > 0 ? n : 0] = '\0';
+}
+
+/* Launch under token with the descriptors in closed[0..n) closed meanwhile (a controller started
+ * with them closed: the node's /dev/null and log take their numbers); the node's pid. */
+static pid_t launch_with_closed(struct fx *f, const char *token, const int *closed, size_t n,
+                                char *id)
+{
+    int saved[3], rc;
+
+    fflush(stdout);
+    fflush(stderr);
+    for (size_t i = 0; i < n; i++) {
+        saved[i] = dup(closed[i]);
+        close(closed[i]);
+    }
+    rc = cloud_launch(&f->cloud, "gpu4", "c1", token, id);
+    for (size_t i = 0; i < n; i++) {
+        dup2(saved[i], closed[i]);
+        close(saved[i]);
+    }
+    assert_int_equal(rc, 0);
+    return rec_pid(f, id);
+}
+
+/* The node's stdin is /dev/null and its stdout and stderr its log, whichever numbers those got
+ * in the controller: a descriptor that already had its number (the controller's own 0, 1 or 2
+ * closed) is not closed at exec for keeping its close-on-exec flag. */
+static void local_launch__stdio_whatever_the_controller_closed(void **state)
+{
+    struct fx *f = *state;
+    static const int no_stdin[] = {0}, no_output[] = {1, 2};
+    char a[CLOUD_ID_MAX], b[CLOUD_ID_MAX], log[256], got[3][256];
+    struct wait_ctx wa = {f, a}, wb = {f, b};
+    pid_t pa = launch_with_closed(f, "tok-in", no_stdin, 1, a);
+    pid_t pb = launch_with_closed(f, "tok-out", no_output, 2, b);
+
+    assert_true(proc_wait_for(registered, &wa, 10));
+    assert_true(proc_wait_for(registered, &wb, 10));
+    fd_target(pa, 0, got[0], sizeof(got[0]));
+    assert_string_equal(got[0], "/dev/null");
+    snprintf(log, sizeof(log), "%s/%s.log", f->run, b);
+    for (int fd = 0; fd < 3; fd++)
+        fd_target(pb, fd, got[fd], sizeof(got[fd]));
+    assert_string_equal(got[0], "/dev/null");
+    assert_string_equal(got[1], log);
+    assert_string_equal(got[2], log);
+}
+
 static void local_launch__idempotent_by_token_and_bounded_by_capacity(void **state)
 {
     struct fx *f = *state;
@@ -524,6 +581,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(local_offers__as_configured),
         T(local_launch__a_node_that_registers_with_its_offer),
+        T(local_launch__stdio_whatever_the_controller_closed),
         T(local_launch__idempotent_by_token_and_bounded_by_capacity),
         T(local_terminate__sigterm_and_the_node_leaves),
         T(local_terminate__sigkill_after_the_grace),
