@@ -679,11 +679,12 @@ static int list_push(struct list *x, const void *item, size_t sz)
 typedef int (*page_reader)(void *ctx, const struct xml_doc *doc, struct error *e);
 
 /* Call action with p (MaxResults added when max_results > 0) page after page until there is no
- * nextToken, handing each page to read. */
+ * nextToken, handing each page to read. A page that answers with the token it was asked with
+ * (a server that would page without end) is ERR_PARSE. */
 static int paginate(struct ec2_client *c, const char *action, struct ec2_params *p, int max_results,
                     page_reader read, void *ctx, struct error *e)
 {
-    char token[1024], mr[16];
+    char token[1024], asked[1024] = "", mr[16];
     int rc = 0;
 
     if (max_results > 0) {
@@ -704,6 +705,8 @@ static int paginate(struct ec2_client *c, const char *action, struct ec2_params 
             rc = xml_copy(xml_root(doc), "nextToken", token, sizeof(token));
             if (rc == ERR_RANGE)
                 rc = bad_answer(e, action, doc, "a nextToken too long");
+            else if (rc == 0 && token[0] && strcmp(token, asked) == 0)
+                rc = bad_answer(e, action, doc, "the nextToken it was asked with, again");
         }
         if (rc < 0 && rc != ERR_EMPTY)
             logged(c, rc, e);
@@ -714,6 +717,7 @@ static int paginate(struct ec2_client *c, const char *action, struct ec2_params 
             return rc;
         params_drop(p, "NextToken");
         ec2_params_add(p, token, "NextToken");
+        memcpy(asked, token, sizeof(asked));
     }
 }
 

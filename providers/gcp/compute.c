@@ -772,6 +772,10 @@ int gcp_instances_list(struct gcp_compute *c, const char *cluster, struct gcp_in
                 rc = gcp_rest_logged(c->rest, rc, e);
             }
         }
+        /* a page that answers with the token it was asked with would be asked for without end */
+        if (rc == 0 && token.len && jv_string_value(next) &&
+            strcmp(jv_string_value(next), token.p) == 0)
+            rc = bad_answer(c, e, call, "a page answered with the pageToken it was asked with");
         token.len = 0;
         if (rc == 0 && jv_string_value(next))
             strbuf_str(&token, jv_string_value(next));

@@ -792,6 +792,26 @@ static void describe_cluster__pages_and_tags(void **state)
     free(in);
 }
 
+/* A server that answers a page with the nextToken it was asked with would be asked for pages
+ * without end (10,000 of them): the second time a token comes back, the list fails, ERR_PARSE
+ * naming the call and the request id, after two calls. */
+static void describe_cluster__a_repeated_next_token_ends_the_walk(void **state)
+{
+    struct fixture *f = *state;
+    struct ec2_instance *in = (void *)1;
+    struct error e = {0};
+    size_t n = 9;
+
+    fake_ec2_push(f->fake, 200, cluster_page1);
+    fake_ec2_push(f->fake, 200, cluster_page1); /* asked with n2, answers n2 again */
+    assert_int_equal(ec2_describe_cluster(f->client, "castor-test", &in, &n, &e), ERR_PARSE);
+    assert_int_equal(fake_ec2_requests(f->fake), 2);
+    assert_string_equal(fake_ec2_param(f->fake, 1, "NextToken"), "n2");
+    assert_non_null(strstr(e.msg, "nextToken"));
+    assert_non_null(strstr(e.msg, "r-di-1"));
+    assert_true(in == (void *)1 && n == 9);
+}
+
 /* 1500 ids go out in two calls of 1000 and 500. */
 static void terminate_instances__batches(void **state)
 {
@@ -906,6 +926,7 @@ int main(void)
         T(call__wrong_secret_refused),
         T(call__echoed_token_is_scrubbed),
         T(describe_cluster__pages_and_tags),
+        T(describe_cluster__a_repeated_next_token_ends_the_walk),
         T(terminate_instances__batches),
         T(endpoint__precedence_and_refusals),
         cmocka_unit_test(error_code__classes),

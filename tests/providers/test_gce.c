@@ -505,6 +505,28 @@ static void gcp_instances_list__pages_and_filter(void **state)
     free(list);
 }
 
+/* A page that answers with the pageToken it was asked with would be asked for without end
+ * (10,000 pages): the list fails, ERR_PARSE, after two calls. */
+static void gcp_instances_list__a_repeated_page_token_ends_the_walk(void **state)
+{
+    struct fixture *f = *state;
+    struct gcp_instance *list = (void *)1;
+    struct error e = {0};
+    size_t n = 99;
+
+    for (int i = 0; i < 2; i++)
+        fake_gce_push(f->fake, FAKE_GCE_COMPUTE "/projects/" GCP_PROJECT "/aggregated", 200,
+                      "{\"items\":{},\"nextPageToken\":\"t1\"}");
+    assert_int_equal(gcp_instances_list(f->c, CLUSTER, &list, &n, &e), ERR_PARSE);
+    assert_int_equal(fake_gce_requests(f->fake, FAKE_GCE_COMPUTE "/projects/" GCP_PROJECT
+                                                                 "/aggregated/instances"),
+                     2);
+    assert_non_null(strstr(fake_gce_last_target(f->fake, FAKE_GCE_COMPUTE), "pageToken=t1"));
+    assert_non_null(strstr(e.msg, "pageToken"));
+    assert_true(list == (void *)1 && n == 99);
+    hooks_capture(e.msg);
+}
+
 /* A zone that could not be read (a warning UNREACHABLE, or the unreachables list) makes the
  * list fail (ERR_AGAIN), never partial; malformed pages are ERR_PARSE. */
 static void gcp_instances_list__unreachable_and_malformed(void **state)
@@ -821,6 +843,7 @@ int main(void)
         T(gcp_operation_wait__times_out),
         T(gcp_instances_delete__and_again),
         T(gcp_instances_list__pages_and_filter),
+        T(gcp_instances_list__a_repeated_page_token_ends_the_walk),
         T(gcp_instances_list__unreachable_and_malformed),
         T(gcp_rest_call__revoked_token_and_echo),
         T(gcp_quotas__region_and_project),
