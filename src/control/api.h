@@ -237,6 +237,19 @@ extern const char *const api_job_spec_keys[];
 /* The most samples a job spec may declare (its length: epochs x dataset size). */
 #define API_SAMPLES_MAX 1e15
 
+/* The largest batch a job spec may give (init_batch_size, max_batch_size, max_local_bsz), and
+ * the smallest per-GPU limit: a local batch is at least one sample, and with these the
+ * accumulation steps of a configuration (M0 over the replicas, a share of at most
+ * max_local_bsz each) fit in an int. */
+#define API_BATCH_MAX 1e9
+#define API_LOCAL_BSZ_MIN 1.0
+
+/* The most a job spec's checkpoint_interval and hang_timeout may say (seconds), and its latest
+ * deadline (9999-12-31T23:59:59Z), as the configuration file reads them. */
+#define API_CHECKPOINT_INTERVAL_MAX 1e7
+#define API_HANG_TIMEOUT_MAX 1e7
+#define API_DEADLINE_MAX 253402300799.0
+
 /* A job spec's max_restarts: the failures in a row without progress its replicas are restarted
  * after (one more fails the job), when the spec does not say, and the most it may say. */
 #define API_MAX_RESTARTS_DEFAULT 3

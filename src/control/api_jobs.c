@@ -97,10 +97,16 @@ static int ap_job_spec(struct ap_ctx *c, const char **name, struct jv **out)
         rc = jv_each(env, ap_env_entry, &ec) ? ERR_INVAL : 0;
     if (rc == 0)
         rc = ap_num(c, c->body, "", "init_batch_size", 1, 0.0, 0, &m0);
+    if (rc == 0 && m0 > API_BATCH_MAX)
+        rc = ap_bad(c, "init_batch_size must be at most %g", API_BATCH_MAX);
     if (rc == 0)
         rc = ap_num(c, c->body, "", "max_batch_size", 1, m0, 1, &maxb);
+    if (rc == 0 && maxb > API_BATCH_MAX)
+        rc = ap_bad(c, "max_batch_size must be at most %g", API_BATCH_MAX);
     if (rc == 0)
-        rc = ap_num(c, c->body, "", "max_local_bsz", 1, 0.0, 0, &local);
+        rc = ap_num(c, c->body, "", "max_local_bsz", 1, API_LOCAL_BSZ_MIN, 1, &local);
+    if (rc == 0 && local > API_BATCH_MAX)
+        rc = ap_bad(c, "max_local_bsz must be at most %g", API_BATCH_MAX);
     if (rc == 0)
         rc = ap_int(c, c->body, "", "min_replicas", 0, 1, 100000, &minr);
     if (rc == 0)
@@ -110,6 +116,8 @@ static int ap_job_spec(struct ap_ctx *c, const char **name, struct jv **out)
         rc = ap_int(c, c->body, "", "replicas", 0, minr, maxr, &reqr);
     if (rc == 0)
         rc = ap_num(c, c->body, "", "checkpoint_interval", 0, 0.0, 0, &ckpt);
+    if (rc == 0 && ckpt > API_CHECKPOINT_INTERVAL_MAX)
+        rc = ap_bad(c, "checkpoint_interval must be at most %g", API_CHECKPOINT_INTERVAL_MAX);
     if (rc == 0)
         rc = ap_num(c, c->body, "", "samples", 0, 0.0, 0, &samples);
     if (rc == 0 && samples > API_SAMPLES_MAX)
@@ -120,12 +128,16 @@ static int ap_job_spec(struct ap_ctx *c, const char **name, struct jv **out)
         rc = ap_bad(c, "family must be " API_FAMILY_CHARS);
     if (rc == 0)
         rc = ap_num(c, c->body, "", "deadline", 0, 0.0, 0, &deadline);
+    if (rc == 0 && deadline > API_DEADLINE_MAX)
+        rc = ap_bad(c, "deadline must be at most %.0f (9999-12-31T23:59:59Z)", API_DEADLINE_MAX);
     if (rc == 0)
         rc = ap_int(c, c->body, "", "priority", 0, -1000, 1000, &prio);
     if (rc == 0)
         rc = ap_int(c, c->body, "", "max_restarts", 0, 0, API_MAX_RESTARTS_MAX, &restarts);
     if (rc == 0)
         rc = ap_num(c, c->body, "", "hang_timeout", 0, 0.0, 1, &hang);
+    if (rc == 0 && hang > API_HANG_TIMEOUT_MAX)
+        rc = ap_bad(c, "hang_timeout must be at most %g", API_HANG_TIMEOUT_MAX);
     if (rc == 0)
         rc = ap_num(c, c->body, "", "max_dollars", 0, 0.0, 0, &max_dollars);
     if (rc == 0 && max_dollars > API_MAX_DOLLARS_MAX)

@@ -216,11 +216,12 @@ int config_job_spec(const struct conf_node *m, int in_template, char **json, cha
     if ((n = conf_find(m, "env")) && (rc = cf_env(n, &env, e)) < 0)
         goto out;
     if ((rc = cf_required(m, "init_batch_size", e)) < 0 ||
-        (rc = cf_positive(m, "init_batch_size", 1e9, &m0, e)) < 0 ||
+        (rc = cf_positive(m, "init_batch_size", API_BATCH_MAX, &m0, e)) < 0 ||
         (rc = cf_required(m, "max_batch_size", e)) < 0 ||
-        (rc = conf_get_double(m, "max_batch_size", m0, 1e9, &maxb, e)) < 0 ||
+        (rc = conf_get_double(m, "max_batch_size", m0, API_BATCH_MAX, &maxb, e)) < 0 ||
         (rc = cf_required(m, "max_local_bsz", e)) < 0 ||
-        (rc = cf_positive(m, "max_local_bsz", 1e9, &local, e)) < 0 ||
+        (rc = conf_get_double(m, "max_local_bsz", API_LOCAL_BSZ_MIN, API_BATCH_MAX, &local, e)) <
+            0 ||
         (rc = conf_get_long(m, "min_replicas", 1, 100000, &minr, e)) < 0 ||
         (rc = cf_required(m, "max_replicas", e)) < 0 ||
         (rc = conf_get_long(m, "max_replicas", minr, 100000, &maxr, e)) < 0 ||

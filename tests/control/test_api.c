@@ -1519,6 +1519,24 @@ static void api_jobs__bad_input_writes_nothing(void **state)
         {"{\"name\":\"x\",\"command\":[\"a\"],\"image\":\"i\",\"init_batch_size\":64,"
          "\"max_batch_size\":64,\"max_local_bsz\":8,\"max_replicas\":2,\"priority\":1.5}",
          "priority must be an integer"},
+        /* batches the configuration file refuses: a job the loop could never place (its
+         * accumulation steps overflowed an int, and its allocation was refused each tick) */
+        {"{\"name\":\"x\",\"command\":[\"a\"],\"image\":\"i\",\"init_batch_size\":3e9,"
+         "\"max_batch_size\":3e9,\"max_local_bsz\":1,\"max_replicas\":1}",
+         "init_batch_size must be at most 1e+09"},
+        {"{\"name\":\"x\",\"command\":[\"a\"],\"image\":\"i\",\"init_batch_size\":64,"
+         "\"max_batch_size\":3e9,\"max_local_bsz\":8,\"max_replicas\":1}",
+         "max_batch_size must be at most 1e+09"},
+        {"{\"name\":\"x\",\"command\":[\"a\"],\"image\":\"i\",\"init_batch_size\":64,"
+         "\"max_batch_size\":64,\"max_local_bsz\":0.001,\"max_replicas\":1}",
+         "max_local_bsz must be a number >= 1"},
+        {"{\"name\":\"x\",\"command\":[\"a\"],\"image\":\"i\",\"init_batch_size\":64,"
+         "\"max_batch_size\":64,\"max_local_bsz\":2e9,\"max_replicas\":1}",
+         "max_local_bsz must be at most 1e+09"},
+        {JOB_SPEC_WITH("x", ",\"checkpoint_interval\":1e300"),
+         "checkpoint_interval must be at most 1e+07"},
+        {JOB_SPEC_WITH("x", ",\"hang_timeout\":1e8"), "hang_timeout must be at most 1e+07"},
+        {JOB_SPEC_WITH("x", ",\"deadline\":1e300"), "deadline must be at most 253402300799"},
         {JOB_SPEC_WITH("x", ",\"samples\":0"), "samples must be a number > 0"},
         {JOB_SPEC_WITH("x", ",\"max_restarts\":-1"),
          "max_restarts must be an integer from 0 to 1000"},

@@ -418,6 +418,11 @@ static const struct bad_case bad_cases[] = {
      ERR_RANGE, 8, 21, "max_batch_size"},
     {BASE JOB_HEAD JOB_CMD "    init_batch_size: 8\n    max_batch_size: 64\n    max_replicas: 2\n",
      ERR_PARSE, 4, 5, "max_local_bsz is required"},
+    /* a local batch is at least one sample: below it no configuration fits the limit */
+    {BASE JOB_HEAD JOB_CMD
+     "    init_batch_size: 8\n    max_batch_size: 64\n    max_local_bsz: 0.5\n"
+     "    max_replicas: 2\n",
+     ERR_RANGE, 9, 20, "max_local_bsz"},
     {BASE JOB_HEAD JOB_CMD JOB_REST "    min_replicas: 0\n", ERR_RANGE, 11, 19, "min_replicas"},
     {BASE JOB_HEAD JOB_CMD JOB_REST "    min_replicas: 3\n", ERR_RANGE, 10, 19, "max_replicas"},
     {BASE JOB_HEAD JOB_CMD JOB_REST "    replicas: 3\n", ERR_RANGE, 11, 15, "jobs[0].replicas"},
