@@ -188,7 +188,7 @@ static void dm_submit(struct daemon *d, const char *name, const char *spec, doub
         log_msg(d->log, now, LOG_INFO, name, NULL, "job submitted (%s)", why);
     if (warning)
         log_msg(d->log, now, LOG_WARN, name, NULL, "%s", warning);
-    else if (rc != ERR_CONFLICT) /* a job of that name exists: submitted before */
+    else if (rc < 0 && rc != ERR_CONFLICT) /* a job of that name exists: submitted before */
         log_msg(d->log, now, LOG_ERROR, name, NULL, "cannot submit the job: %s", err_str(rc));
 }
 

@@ -769,6 +769,13 @@ static void daemon_run__requests_decide_at_once(void **state)
     free(out);
     assert_true(job_wait(r, "second", "running"));
     assert_int_equal(stop(r, SIGTERM), 0);
+    /* the configuration's job was submitted, and no error said otherwise (each one submitted was
+     * logged as "cannot submit the job: success" too) */
+    out = slurp(r->log);
+    assert_non_null(out);
+    assert_non_null(strstr(out, "job submitted (configuration)"));
+    assert_null(strstr(out, "cannot submit the job"));
+    free(out);
 }
 
 /* The name of template t's job at time at (UTC, whole minutes). */
