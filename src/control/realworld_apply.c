@@ -283,13 +283,20 @@ int rw_apply(void *ctx, const struct alloc *plan)
             rw_note_placement(rw, st->name, rows, (size_t)nodes, replicas, now);
             if (write)
                 rw_config_told(rw, st->name, &cfg, nodes, replicas, now);
-        } else if (write && state_job_set_config(rw->state, st->name, cfg.local_bsz,
-                                                 cfg.accum_steps, cfg.lr_gain) == 0) {
-            rw_config_told(rw, st->name, &cfg, nodes, replicas, now);
-            /* its replicas restart into it (a new generation), unless its workers take it in
-             * flight: a restart as a move is, which the policies' restart penalty counts */
-            if (!in_flight)
-                state_job_restarted(rw->state, st->name);
+        } else {
+            /* GPUs it holds: it runs, where the move written after the allocation was not (a
+             * daemon killed between the two, a write that failed). (A running job left with
+             * none, its node gone, stays running until it is placed again, as before.) */
+            if (replicas > 0 && st->state == STATE_JOB_PENDING)
+                state_job_set_state(rw->state, st->name, STATE_JOB_RUNNING, now);
+            if (write && state_job_set_config(rw->state, st->name, cfg.local_bsz, cfg.accum_steps,
+                                              cfg.lr_gain) == 0) {
+                rw_config_told(rw, st->name, &cfg, nodes, replicas, now);
+                /* its replicas restart into it (a new generation), unless its workers take it
+                 * in flight: a restart as a move is, which the policies' restart penalty counts */
+                if (!in_flight)
+                    state_job_restarted(rw->state, st->name);
+            }
         }
         free(rows);
         rw_apply_figures(rw, j, replicas, replicas > 0 ? &cfg : NULL, goodput, now);

@@ -1015,6 +1015,48 @@ static void realworld_apply__a_fixed_batch_keeps_m0_on_uneven_replicas(void **st
     assert_int_equal(accum, 0);
 }
 
+/* Job name's state, from a fresh read. */
+static enum state_job_state job_state(struct fixture *f, const char *name)
+{
+    struct state_job j;
+    enum state_job_state s;
+
+    assert_int_equal(state_job_get(f->st_spy, name, &j), 0);
+    s = j.state;
+    state_job_clear(&j);
+    return s;
+}
+
+/* The apply writes a job's allocation and its state in two transactions: a daemon killed
+ * between them (or a state move that failed) leaves a job pending with its replicas placed. The
+ * next decision that keeps its placement puts its state right: running while it holds GPUs (its
+ * hang watched, `castor jobs` saying so). */
+static void realworld_apply__the_state_follows_the_allocation(void **state)
+{
+    struct fixture *f = *state;
+    char ids[8][CLOUD_ID_MAX];
+
+    assert_int_equal(make_loop(f, 1), 0);
+    assert_int_equal(
+        call(f, "POST", "/v1/jobs", TOKEN_USER,
+             "{\"name\": \"c\", \"command\": [\"train\"], \"workdir\": \"/w\", "
+             "\"init_batch_size\": 64, \"max_batch_size\": 64, \"max_local_bsz\": 128, "
+             "\"min_replicas\": 3, \"max_replicas\": 3}",
+             NULL),
+        201);
+    tick(f, 0);
+    assert_int_equal(live_instances(f, ids), 1);
+    agent_register(f, ids[0], 3);
+    tick(f, 10);
+    assert_int_equal(job_state(f, "c"), STATE_JOB_RUNNING);
+    assert_int_equal(rows_on(f, "c", ids[0]), 1);
+    /* the allocation committed, the move to running not: as a SIGKILL between them leaves it */
+    assert_int_equal(state_job_set_state(f->st_spy, "c", STATE_JOB_PENDING, f->now), 0);
+    tick(f, 10);
+    assert_int_equal(rows_on(f, "c", ids[0]), 1); /* the same placement */
+    assert_int_equal(job_state(f, "c"), STATE_JOB_RUNNING);
+}
+
 /* Job name's restarts, from a fresh read. */
 static int job_restarts(struct fixture *f, const char *name)
 {
@@ -2929,6 +2971,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             realworld_apply__a_new_configuration_restarts_only_restart_mode_jobs, rw_setup,
             rw_teardown),
+        cmocka_unit_test_setup_teardown(realworld_apply__the_state_follows_the_allocation, rw_setup,
+                                        rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_apply__a_fixed_batch_keeps_m0_on_uneven_replicas,
                                         rw_setup, rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_observe__requested_replicas_reach_the_snapshot,
