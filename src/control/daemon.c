@@ -57,7 +57,12 @@ struct daemon {
     int failing;      /* ticks in a row whose decide step failed */
     long long tick;   /* the number of the next decision recorded */
     double cost_from; /* costs are recorded up to this time */
-    int bad_config;   /* the start failed for a fault in the configuration's file */
+    /* what the nodes cost while it was down, when the start could not record it: the span, and
+     * the instances the cloud listed then (down_listed NULL: it could not say, all count) */
+    int down_pending;
+    double down_from, down_to;
+    char **down_listed;
+    int bad_config; /* the start failed for a fault in the configuration's file */
     struct dm_cron *cron;
     size_t ncron;
 };
@@ -401,6 +406,16 @@ static int dm_record(void *ctx, double now, const struct snapshot *s, const stru
     return 0; /* a record that failed is logged; the loop goes on */
 }
 
+/* The downtime span the start could not record, forgotten. */
+static void dm_down_clear(struct daemon *d)
+{
+    for (size_t i = 0; d->down_listed && d->down_listed[i]; i++)
+        free(d->down_listed[i]);
+    free(d->down_listed);
+    d->down_listed = NULL;
+    d->down_pending = 0;
+}
+
 /* The dollars of every node alive since the last time, at its price (state_cost_accrue, all or
  * nothing): a span that could not be recorded (a full disk) is asked again whole with the next,
  * so that no cost is lost. */
@@ -408,6 +423,22 @@ static void dm_costs(struct daemon *d, double now)
 {
     int rc;
 
+    /* first what the start could not record (dm_costs_while_down), as it would have */
+    if (d->down_pending &&
+        (rc = state_cost_accrue_listed(d->st, d->down_from, d->down_to, d->down_listed)) < 0) {
+        log_msg(d->log, now, LOG_WARN, NULL, NULL,
+                "cannot record what the nodes cost while castor was down (%s): tried again with "
+                "the next tick's",
+                err_str(rc));
+        return;
+    }
+    if (d->down_pending) {
+        log_msg(d->log, now, LOG_INFO, NULL, NULL,
+                "recorded what the nodes cost in the %.0f s castor was down, which the start "
+                "could not",
+                d->down_to - d->down_from);
+        dm_down_clear(d);
+    }
     if (!(now > d->cost_from))
         return; /* a clock stepped back: what was recorded up to cost_from stands */
     if ((rc = state_cost_accrue(d->st, d->cost_from, now)) < 0) {
@@ -441,10 +472,22 @@ static void dm_costs_while_down(struct daemon *d, double now)
             if (in[i].state != CLOUD_GONE)
                 listed[k++] = in[i].id;
     rc = state_cost_accrue_live(d->st, until, now, listed);
+    if (rc < 0) { /* (a full disk): asked again with the ticks' costs */
+        d->down_pending = 1;
+        d->down_from = until;
+        d->down_to = now;
+        if (listed && (d->down_listed = calloc(k + 1, sizeof(char *))))
+            for (size_t i = 0; i < k && d->down_pending; i++)
+                if (!(d->down_listed[i] = strdup(listed[i])))
+                    dm_down_clear(d);
+        if (listed && !d->down_listed)
+            d->down_pending = 0; /* out of memory: as before, the span is not recorded */
+    }
 out:
     if (rc < 0)
         log_msg(d->log, now, LOG_WARN, NULL, NULL,
-                "cannot record what the nodes cost while castor was down: %s", err_str(rc));
+                "cannot record what the nodes cost while castor was down: %s%s", err_str(rc),
+                d->down_pending ? " (tried again with the next tick's costs)" : "");
     else if (isfinite(until) && until < now)
         log_msg(d->log, now, LOG_INFO, NULL, NULL,
                 "recorded what the nodes %s cost in the %.0f s since the last costs",
@@ -763,6 +806,7 @@ static void dm_stop(struct daemon *d)
     if (d->claim >= 0)
         close(d->claim);
     dm_cron_free(d->cron, d->ncron);
+    dm_down_clear(d);
 }
 
 int daemon_run(const char *config_path, FILE *logf)

@@ -684,6 +684,11 @@ int state_cost_accrue(struct state *st, double from, double now);
  * counts. Errors as state_cost_accrue. */
 int state_cost_accrue_live(struct state *st, double from, double now, char *const *listed);
 
+/* As state_cost_accrue_live, every node of the state counted, those terminated since too (each up
+ * to its end): what state_cost_accrue_live could not record at a start, recorded later, after the
+ * reconciliation may have terminated some of them. Errors as state_cost_accrue. */
+int state_cost_accrue_listed(struct state *st, double from, double now, char *const *listed);
+
 /* An instance terminated as a stray (no node of castor's explains it), as the cloud listed it:
  * what its charges are kept under. Strings borrowed: names (1 to STATE_NAME_MAX bytes). */
 struct state_stray {

@@ -235,6 +235,11 @@ int state_cost_accrue_live(struct state *st, double from, double now, char *cons
         st, from, now, ((1u << STATE_NODE_NSTATES) - 1) & ~(1u << STATE_NODE_TERMINATED), listed);
 }
 
+int state_cost_accrue_listed(struct state *st, double from, double now, char *const *listed)
+{
+    return st_cost_accrue(st, from, now, (1u << STATE_NODE_NSTATES) - 1, listed);
+}
+
 /* The charge row of one stray and UTC hour: as st_cost_row, by the stray's instance id. */
 static int st_stray_row(struct state *st, const void *key, double from, double to, double dollars)
 {

@@ -670,6 +670,40 @@ static void daemon_run__costs_not_recorded_are_recorded_later(void **state)
     costs_whole(r, ids, 2, (double)time(NULL));
 }
 
+/* What the nodes cost while the daemon was down, which its start cannot record (the state refuses
+ * the writes, as a full disk would), is recorded by the first tick that can: each node's dollars
+ * still cover every second from its launch. */
+static void daemon_run__downtime_costs_not_recorded_at_start_are_recorded_later(void **state)
+{
+    struct run *r = *state;
+    char ids[8][64];
+    int nlive = 0;
+    struct state *st = NULL;
+
+    write_config(r, JOB("alpha"));
+    start(r);
+    assert_int_equal(wait_launched(r, 2, ids, &nlive), 2);
+    nap(2500); /* two ticks and more: costs recorded */
+    assert_int_equal(stop(r, SIGKILL), 128 + SIGKILL);
+    assert_int_equal(state_open(r->state, &st, NULL), 0);
+    assert_int_equal(db_exec(state_db(st), "CREATE TRIGGER no_cost_rows BEFORE INSERT ON costs"
+                                           " BEGIN SELECT RAISE(ABORT, 'no room'); END;"
+                                           "CREATE TRIGGER no_cost_growth BEFORE UPDATE ON costs"
+                                           " BEGIN SELECT RAISE(ABORT, 'no room'); END"),
+                     0);
+    nap(1500);
+    start(r);
+    assert_true(log_wait(r, "cannot record what the nodes cost while castor was down", 1));
+    nap(1500); /* ticks whose costs cannot be recorded either */
+    assert_int_equal(
+        db_exec(state_db(st), "DROP TRIGGER no_cost_rows; DROP TRIGGER no_cost_growth"), 0);
+    state_close(st);
+    nap(1500);
+    assert_int_equal(stop(r, SIGTERM), 0);
+    costs_whole(r, ids, 2, (double)time(NULL));
+    assert_true(log_wait(r, "which the start could not", 1));
+}
+
 /* The costs of the time it was down are recorded before reconciliation changes anything: a node
  * whose preemption notice the cloud never carried out (set in the state while the daemon was
  * down), which the start terminates, is billed up to then; and when the cloud cannot be listed
@@ -864,6 +898,9 @@ int main(void)
                                         daemon_teardown),
         cmocka_unit_test_setup_teardown(daemon_run__bad_configuration_exits_2, daemon_setup,
                                         daemon_teardown),
+        cmocka_unit_test_setup_teardown(
+            daemon_run__downtime_costs_not_recorded_at_start_are_recorded_later, daemon_setup,
+            daemon_teardown),
         cmocka_unit_test_setup_teardown(daemon_run__downtime_costs_before_reconciliation,
                                         daemon_setup, daemon_teardown),
         cmocka_unit_test_setup_teardown(daemon_run__a_shorter_interval_applies_at_the_reload,
