@@ -454,17 +454,27 @@ void ap_node_down(struct ap_ctx *c)
     } else if (n.state == STATE_NODE_TERMINATED) {
         ap_node_state_reply(c);
     } else {
-        ap_note_node_jobs(c, "node-lost",
-                          "the node was taken down by its operator (castor down): the job "
-                          "restarts elsewhere from its last checkpoint");
-        rc = state_node_set_state(c->a->state, c->param, STATE_NODE_TERMINATED, c->now);
+        struct state_node_job *jobs = NULL;
+        size_t nj = 0;
+
+        /* its jobs read before the termination drops them, and told once it is written: a
+         * termination refused leaves no event behind */
+        rc = state_node_jobs(c->a->state, c->param, &jobs, &nj);
+        if (rc == 0)
+            rc = state_node_set_state(c->a->state, c->param, STATE_NODE_TERMINATED, c->now);
         if (rc < 0) {
             ap_state_fail(c, rc, "such node");
         } else {
+            for (size_t i = 0; i < nj; i++)
+                event_note(c->a->state, c->a->log, c->now, LOG_WARN, jobs[i].job, c->param,
+                           "node-lost",
+                           "the node was taken down by its operator (castor down): the job "
+                           "restarts elsewhere from its last checkpoint");
             log_msg(c->a->log, c->now, LOG_WARN, NULL, c->param,
                     "taken down by its operator: the node is terminated, and its jobs move");
             ap_node_state_reply(c);
         }
+        state_node_jobs_free(jobs, nj);
     }
     state_node_clear(&n);
 }

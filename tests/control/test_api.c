@@ -765,6 +765,31 @@ static void api_nodes__new_replicas_wait_for_the_old_ones(void **state)
     assert_string_equal(wait, "");
 }
 
+/* A static node taken down whose termination the state refuses (here a trigger, as a full disk
+ * would) is answered with the error and writes nothing: no node-lost event for its jobs, which
+ * stay where they are. Taken down once the state takes it, its job is told. */
+static void api_nodes__down_refused_writes_nothing(void **state)
+{
+    struct fixture *f = *state;
+    char *before, *after;
+
+    populate(f);
+    assert_int_equal(db_exec(state_db(f->st), "CREATE TRIGGER no_node_change BEFORE UPDATE ON"
+                                              " nodes BEGIN SELECT RAISE(ABORT, 'no room'); END"),
+                     0);
+    before = dump(f);
+    assert_true(call(f, "POST", "/v1/nodes/i-1/down", TOKEN_USER, NULL, NULL) >= 400);
+    after = dump(f);
+    assert_string_equal(before, after);
+    free(before);
+    free(after);
+    assert_int_equal(db_exec(state_db(f->st), "DROP TRIGGER no_node_change"), 0);
+    assert_int_equal(call(f, "POST", "/v1/nodes/i-1/down", TOKEN_USER, NULL, NULL), 200);
+    assert_int_equal(one_int(state_db(f->st), "SELECT count(*) FROM events WHERE kind ="
+                                              " 'node-lost' AND node = 'i-1'"),
+                     1);
+}
+
 /* The body of a registration of id with an attestation (document and signature as given). */
 static void attested_body(char *buf, size_t size, const char *id, const char *doc, const char *sig)
 {
@@ -2635,6 +2660,8 @@ int main(void)
         API_TEST(api_handle__changes_told_for_the_decide_step),
         API_TEST(api_nodes__assignment_names_the_placement),
         API_TEST(api_nodes__new_replicas_wait_for_the_old_ones),
+        cmocka_unit_test_setup_teardown(api_nodes__down_refused_writes_nothing, api_setup,
+                                        api_teardown),
         cmocka_unit_test_setup_teardown(api_nodes__attestation_binds_a_registration_to_its_instance,
                                         api_setup_attest, api_teardown),
         API_TEST(api_nodes__attestation_not_asked),
