@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "control/events.h"
 #include "control/realworld.h"
 #include "control/realworld_internal.h"
 #include "control/state.h"
@@ -58,7 +59,7 @@ void realworld_set_spend(struct realworld *rw, const struct realworld_spend *spe
 }
 
 /* Over the limit: every instance castor launched goes (asked again each tick while the cloud
- * refuses), its jobs told. */
+ * refuses), its jobs told once it has gone (read before: its termination drops them). */
 static void rw_spend_stop(struct realworld *rw, double now)
 {
     struct state_node *nodes = NULL;
@@ -67,14 +68,22 @@ static void rw_spend_stop(struct realworld *rw, double now)
     if (state_nodes_list(rw->state, RW_LIVE_NODES, &nodes, &n) < 0)
         return;
     for (size_t i = 0; i < n; i++) {
+        struct state_node_job *jobs = NULL;
+        size_t nj = 0;
+
         if (!nodes[i].launch_token)
             continue; /* a static node is not castor's to stop */
-        rw_note_node_jobs(rw, nodes[i].instance_id, now, "node-lost",
-                          "the fleet reached its spend_limit: its instances are terminated",
-                          "the job waits for the next period (or a static node), and restarts "
-                          "from its last checkpoint");
-        rw_node_terminate(rw, nodes[i].instance_id, nodes[i].market == STATE_MARKET_SPOT, now,
-                          "the spend limit");
+        if (state_node_jobs(rw->state, nodes[i].instance_id, &jobs, &nj) < 0)
+            nj = 0;
+        if (rw_node_terminate(rw, nodes[i].instance_id, nodes[i].market == STATE_MARKET_SPOT, now,
+                              "the spend limit") == 0)
+            for (size_t k = 0; k < nj; k++)
+                event_note(rw->state, rw->log, now, LOG_WARN, jobs[k].job, nodes[i].instance_id,
+                           "node-lost",
+                           "the fleet reached its spend_limit: its instances are terminated: the "
+                           "job waits for the next period (or a static node), and restarts from "
+                           "its last checkpoint");
+        state_node_jobs_free(jobs, nj);
     }
     state_nodes_free(nodes, n);
 }

@@ -1814,6 +1814,31 @@ static void realworld_observe__the_spend_limit_stops_renting_until_the_next_peri
     assert_true(counts(f).launched > launched);
 }
 
+/* Over the spend limit, a node whose termination the cloud refuses for a while (throttled) is
+ * asked again each tick, and its job is told once that its node goes, not once a tick. */
+static void realworld_observe__the_spend_limit_tells_a_job_once(void **state)
+{
+    struct fixture *f = *state;
+    struct realworld_spend spend = {.dollars = 10, .period = REALWORLD_DAY};
+    const char *told = "SELECT count(*) FROM events WHERE kind = 'node-lost' AND message LIKE"
+                       " '%spend_limit%'";
+    char ids[8][CLOUD_ID_MAX];
+
+    one_node_running(f, ids);
+    realworld_set_spend(f->rw, &spend);
+    assert_int_equal(state_cost_add(f->st, ids[0], f->now - 600, f->now, 12), 0);
+    assert_int_equal(cloud_fake_fail(&f->fake, "terminate", ERR_AGAIN, 3), 0);
+    tick(f, 10);
+    tick(f, 10);
+    tick(f, 10);
+    assert_int_equal(node_state(f, ids[0]), STATE_NODE_READY); /* refused three times */
+    tick(f, 10);
+    assert_int_equal(node_state(f, ids[0]), STATE_NODE_TERMINATED);
+    assert_int_equal(sql_int(f, told), 1);
+    tick(f, 10);
+    assert_int_equal(sql_int(f, told), 1);
+}
+
 /* Over the spend limit, a launch whose answer never came (its intent pending) is not asked again:
  * nothing is launched only to be terminated in the same tick. */
 static void realworld_reconcile__no_launch_asked_again_over_the_spend_limit(void **state)
@@ -2985,6 +3010,8 @@ int main(void)
                                         rw_teardown),
         cmocka_unit_test_setup_teardown(
             realworld_reconcile__a_node_that_never_registers_is_terminated, rw_setup, rw_teardown),
+        cmocka_unit_test_setup_teardown(realworld_observe__the_spend_limit_tells_a_job_once,
+                                        rw_setup, rw_teardown),
         cmocka_unit_test_setup_teardown(
             realworld_reconcile__no_launch_asked_again_over_the_spend_limit, rw_setup, rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_observe__a_paused_controller_keeps_its_nodes,
