@@ -308,6 +308,14 @@ int rw_node_spot(const struct state_node *n);
  * rw_quota_freed takes it); an instance the cloud no longer knows is gone. */
 int rw_node_terminate(struct realworld *rw, const char *id, int spot, double now, const char *why);
 
+/* realworld_reconcile.c: rw_node_terminate, and once it went through (not at each tick a refusal
+ * asks it again) an event of kind for each job the node held ("<lost>: <then>", as
+ * rw_note_node_jobs; kind NULL: none) and one more of the node's losses (loss: API_LOSS_*; < 0:
+ * none counted). */
+int rw_node_terminate_lost(struct realworld *rw, const char *id, int spot, double now,
+                           const char *why, const char *kind, const char *lost, const char *then,
+                           int loss);
+
 /* realworld_reconcile.c: launch one instance of offer o under token (an intent already
  * committed). */
 int rw_launch_token(struct realworld *rw, int o, const char *token, double now);

@@ -123,6 +123,27 @@ int rw_node_terminate(struct realworld *rw, const char *id, int spot, double now
     return rc;
 }
 
+int rw_node_terminate_lost(struct realworld *rw, const char *id, int spot, double now,
+                           const char *why, const char *kind, const char *lost, const char *then,
+                           int loss)
+{
+    struct state_node_job *jobs = NULL;
+    size_t n = 0;
+    int rc;
+
+    /* its jobs, read before its termination drops them */
+    if (!kind || state_node_jobs(rw->state, id, &jobs, &n) < 0)
+        n = 0;
+    rc = rw_node_terminate(rw, id, spot, now, why);
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        event_note(rw->state, rw->log, now, LOG_WARN, jobs[i].job, id, kind, "%s%s%s", lost,
+                   then ? ": " : "", then ? then : "");
+    if (rc == 0 && loss >= 0 && loss < API_NLOSSES)
+        rw->losses[loss]++;
+    state_node_jobs_free(jobs, n);
+    return rc;
+}
+
 int rw_launch_token(struct realworld *rw, int o, const char *token, double now)
 {
     char id[CLOUD_ID_MAX] = "";
@@ -293,18 +314,17 @@ static void rw_reconcile_instances(struct realworld *rw, const struct cloud_inst
                     "adopted an instance of %s found by its launch token", intent->offer);
             continue;
         }
-        if (node)
-            rw_note_node_jobs(rw, in[i].id, now, "node-lost", "its node's instance is a stray",
-                              RW_RESTARTS);
-        rw->losses[API_LOSS_STRAY]++;
         rw_stray_charge(rw, &in[i], node, now);
         o = rw_offer_find(rw, in[i].offer);
-        rw_node_terminate(rw, in[i].id,
-                          node     ? rw_node_spot(node)
-                          : o >= 0 ? rw->offers[o].spot
-                                   : -1,
-                          now,
-                          "an instance with the cluster's tag that no open launch intent explains");
+        /* counted and told once it goes: a refusal asks it again next tick */
+        rw_node_terminate_lost(
+            rw, in[i].id,
+            node     ? rw_node_spot(node)
+            : o >= 0 ? rw->offers[o].spot
+                     : -1,
+            now, "an instance with the cluster's tag that no open launch intent explains",
+            node ? "node-lost" : NULL, "its node's instance is a stray", RW_RESTARTS,
+            API_LOSS_STRAY);
     }
 }
 
@@ -510,13 +530,16 @@ static void rw_reconcile_silent(struct realworld *rw, const struct state_node *n
             o = rw_offer_find(rw, node->offer);
             if (o >= 0)
                 rw->offers[o].unavailable_until = now + RW_UNAVAILABLE_S;
-            log_msg(rw->log, now, LOG_ERROR, NULL, node->instance_id,
-                    "its agent did not register within %.0f s of the launch: the instance is "
-                    "terminated, and %s is not launched for %.0f s (check the image and the user "
-                    "data that start castor-node)",
-                    rw->register_timeout, node->offer, RW_UNAVAILABLE_S);
-            snprintf(why, sizeof(why), "its agent never registered");
-            rw->losses[API_LOSS_UNREGISTERED]++;
+            /* told and counted once it went: a refusal asks it again next tick */
+            if (rw_node_terminate_lost(rw, node->instance_id, rw_node_spot(node), now,
+                                       "its agent never registered", NULL, NULL, NULL,
+                                       API_LOSS_UNREGISTERED) == 0)
+                log_msg(rw->log, now, LOG_ERROR, NULL, node->instance_id,
+                        "its agent did not register within %.0f s of the launch: the instance "
+                        "is terminated, and %s is not launched for %.0f s (check the image and "
+                        "the user data that start castor-node)",
+                        rw->register_timeout, node->offer, RW_UNAVAILABLE_S);
+            continue;
         } else if (silent || (node->state == STATE_NODE_DRAINING && rw_node_fenced(rw, node))) {
             rw_fence(rw, node, now);
             continue;

@@ -1344,6 +1344,57 @@ static void realworld_reconcile__a_node_that_never_registers_is_terminated(void 
     assert_int_equal(metrics(f).node_losses[API_LOSS_SILENT], 0);
 }
 
+/* A node whose agent never registers and whose termination the cloud refuses for a while
+ * (throttled) is asked again each tick, and counted once as a loss (castor_node_losses_total's
+ * alert) and logged once as an error, not once a tick; and so is a stray. */
+static void realworld_reconcile__a_node_refused_termination_is_counted_once(void **state)
+{
+    struct fixture *f = *state;
+    char ids[8][CLOUD_ID_MAX];
+    struct log *log = NULL;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    const char *p;
+    int said = 0;
+
+    assert_non_null(mem);
+    assert_int_equal(log_new(mem, LOG_INFO, &log), 0);
+    realworld_free(f->rw);
+    assert_int_equal(make_world_watching(f, log, 300, 0), 0);
+    assert_int_equal(make_loop(f, 1), 0);
+    submit_job(f, "a", 4);
+    tick(f, 0);
+    assert_int_equal(live_instances(f, ids), 1);
+    assert_int_equal(cloud_fake_fail(&f->fake, "terminate", ERR_AGAIN, 2), 0);
+    tick(f, 310);
+    tick(f, 10);
+    assert_int_equal(node_state(f, ids[0]), STATE_NODE_BOOTING); /* refused twice */
+    tick(f, 10);
+    assert_int_equal(node_state(f, ids[0]), STATE_NODE_TERMINATED);
+    assert_int_equal(metrics(f).node_losses[API_LOSS_UNREGISTERED], 1);
+    fflush(mem);
+    for (p = text; (p = strstr(p, "did not register within")); p++)
+        said++;
+    assert_int_equal(said, 1);
+    /* so is a stray */
+    assert_int_equal(cloud_fake_inject(&f->fake, CLUSTER, OFFER_OD, "someone-else", ids[1]), 0);
+    assert_int_equal(cloud_fake_fail(&f->fake, "terminate", ERR_AGAIN, 2), 0);
+    assert_true(realworld_reconcile(f->rw) == 0 && realworld_reconcile(f->rw) == 0);
+    assert_int_equal(metrics(f).node_losses[API_LOSS_STRAY], 0);
+    assert_int_equal(realworld_reconcile(f->rw), 0);
+    assert_int_equal(metrics(f).node_losses[API_LOSS_STRAY], 1);
+    assert_int_equal(realworld_reconcile(f->rw), 0);
+    assert_int_equal(metrics(f).node_losses[API_LOSS_STRAY], 1);
+    realworld_free(f->rw);
+    f->rw = NULL;
+    log_free(log);
+    fclose(mem);
+    free(text);
+    assert_int_equal(make_world(f), 0);
+    f->loop.provider = &f->prov;
+}
+
 /* A ready node whose agent goes silent: heard from (a heartbeat) at +100 s, it stays; 120 s of
  * silence later it is fenced: its instance is terminated (asked again while the cloud refuses)
  * and its job waits on it until the instance is gone; then the node is terminated, the job loses
@@ -3008,6 +3059,8 @@ int main(void)
                                         rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_observe__a_hung_job_restarts_then_fails, rw_setup,
                                         rw_teardown),
+        cmocka_unit_test_setup_teardown(
+            realworld_reconcile__a_node_refused_termination_is_counted_once, rw_setup, rw_teardown),
         cmocka_unit_test_setup_teardown(
             realworld_reconcile__a_node_that_never_registers_is_terminated, rw_setup, rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_observe__the_spend_limit_tells_a_job_once,
