@@ -1267,8 +1267,8 @@ static void api_nodes__completion_after_its_peers_failure(void **state)
 
 /* A job's events, as its owner reads them: submitted (and the warning of a deadline without
  * samples), a replica failure with its node and reason, a notice on its node, finished; a retried
- * finish or cancel adds nothing; ?limit keeps the newest; an unknown job is 404 and a bad limit
- * 400. */
+ * notice, finish or cancel adds nothing; ?limit keeps the newest; an unknown job is 404 and a bad
+ * limit 400. */
 static void api_jobs__events_tell_what_happened(void **state)
 {
     struct fixture *f = *state;
@@ -1282,6 +1282,8 @@ static void api_jobs__events_tell_what_happened(void **state)
     assert_int_equal(call(f, "POST", "/v1/nodes/i-1/failures", TOKEN_NODE,
                           "{\"job\":\"a\",\"attempt\":0,\"rank\":1,\"exit_status\":3}", NULL),
                      200);
+    assert_int_equal(call(f, "POST", "/v1/nodes/i-1/notice", TOKEN_NODE, "{}", NULL), 200);
+    /* the same preemption told again (a retry, or the cloud's notice then the agent's) */
     assert_int_equal(call(f, "POST", "/v1/nodes/i-1/notice", TOKEN_NODE, "{}", NULL), 200);
     assert_int_equal(state_job_set_state(f->st, "a", STATE_JOB_RUNNING, f->now), 0);
     assert_int_equal(call(f, "POST", "/v1/jobs/a/finished", TOKEN_JOB, "{}", NULL), 200);
