@@ -471,7 +471,9 @@ static void dm_costs_while_down(struct daemon *d, double now)
         for (size_t i = 0; i < n; i++)
             if (in[i].state != CLOUD_GONE)
                 listed[k++] = in[i].id;
-    rc = state_cost_accrue_live(d->st, until, now, listed);
+    /* every node: one terminated after the last costs recorded (the tick castor was killed in
+     * terminated it, or its operator took it down since) up to its end */
+    rc = state_cost_accrue_listed(d->st, until, now, listed);
     if (rc < 0) { /* (a full disk): asked again with the ticks' costs */
         d->down_pending = 1;
         d->down_from = until;

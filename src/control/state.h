@@ -684,8 +684,10 @@ int state_cost_accrue(struct state *st, double from, double now);
  * counts. Errors as state_cost_accrue. */
 int state_cost_accrue_live(struct state *st, double from, double now, char *const *listed);
 
-/* As state_cost_accrue_live, every node of the state counted, those terminated since too (each up
- * to its end): what state_cost_accrue_live could not record at a start, recorded later, after the
+/* As state_cost_accrue_live, every node of the state counted, the terminated ones too (each up to
+ * its end, which the state knows, listed or not): what the nodes cost while no controller ran,
+ * those terminated after the last costs recorded (in the tick the controller was killed in, or
+ * by the API meanwhile) included, and what a start could not record, recorded later, after the
  * reconciliation may have terminated some of them. Errors as state_cost_accrue. */
 int state_cost_accrue_listed(struct state *st, double from, double now, char *const *listed);
 

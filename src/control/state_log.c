@@ -211,8 +211,8 @@ static int st_cost_accrue(struct state *st, double from, double now, unsigned st
 
         while (listed && x->launch_token && listed[k] && strcmp(listed[k], x->instance_id) != 0)
             k++;
-        if (listed && x->launch_token && !listed[k])
-            continue; /* gone, when is not known */
+        if (listed && x->launch_token && !listed[k] && x->state != STATE_NODE_TERMINATED)
+            continue; /* gone, when is not known (a node terminated in the state ended then) */
 
         if (isfinite(end) && x->launch_token) /* the cloud's minimum, for what it was asked */
             end = fmax(end, x->launched_at + STATE_MIN_BILLED_S);

@@ -62,7 +62,7 @@ static int td_costs(struct state *st, const struct cloud_instance *in, size_t n,
         if (in[i].state != CLOUD_GONE)
             listed[k++] = (char *)in[i].id;
     if (rc == 0 && isfinite(until) && until < now)
-        rc = state_cost_accrue_live(st, until, now, listed);
+        rc = state_cost_accrue_listed(st, until, now, listed); /* (one ended since: to its end) */
     free(listed);
     return rc;
 }

@@ -670,6 +670,40 @@ static void daemon_run__costs_not_recorded_are_recorded_later(void **state)
     costs_whole(r, ids, 2, (double)time(NULL));
 }
 
+/* A node terminated after the last costs recorded and before the next (taken down by its
+ * operator, and the daemon killed before its next tick) is billed up to its end by the next start:
+ * the costs of the time it was down count it too, not only the nodes still live. */
+static void daemon_run__downtime_costs_count_a_node_terminated_since(void **state)
+{
+    struct run *r = *state;
+    char ids[8][64], rack[1][64] = {"rack-1"};
+    int nlive = 0;
+    struct state *st = NULL;
+    double down_at;
+
+    write_config(r, JOB("alpha"));
+    start(r);
+    assert_int_equal(wait_launched(r, 2, ids, &nlive), 2);
+    assert_int_equal(
+        agent(r, "POST", "/v1/nodes", "{\"instance_id\":\"rack-1\",\"gpus\":1,\"price\":3.6}"),
+        201);
+    nap(2500); /* two ticks and more: its costs recorded */
+    assert_int_equal(stop(r, SIGKILL), 128 + SIGKILL);
+    nap(2500);
+    /* taken down (POST /v1/nodes/rack-1/down) after the last tick's costs */
+    assert_int_equal(state_open(r->state, &st, NULL), 0);
+    down_at = (double)time(NULL);
+    assert_int_equal(state_node_set_state(st, "rack-1", STATE_NODE_TERMINATED, down_at), 0);
+    state_close(st);
+    nap(1000);
+    start(r);
+    assert_true(log_wait(r, "recorded what the nodes still running cost in the", 1));
+    nap(1200);
+    assert_int_equal(stop(r, SIGTERM), 0);
+    costs_whole(r, rack, 1, down_at);
+    costs_whole(r, ids, 2, (double)time(NULL));
+}
+
 /* What the nodes cost while the daemon was down, which its start cannot record (the state refuses
  * the writes, as a full disk would), is recorded by the first tick that can: each node's dollars
  * still cover every second from its launch. */
@@ -901,6 +935,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             daemon_run__downtime_costs_not_recorded_at_start_are_recorded_later, daemon_setup,
             daemon_teardown),
+        cmocka_unit_test_setup_teardown(daemon_run__downtime_costs_count_a_node_terminated_since,
+                                        daemon_setup, daemon_teardown),
         cmocka_unit_test_setup_teardown(daemon_run__downtime_costs_before_reconciliation,
                                         daemon_setup, daemon_teardown),
         cmocka_unit_test_setup_teardown(daemon_run__a_shorter_interval_applies_at_the_reload,
