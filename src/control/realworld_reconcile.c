@@ -366,7 +366,9 @@ static void rw_reconcile_nodes(struct realworld *rw, const struct cloud_instance
     for (size_t k = 0; k < nn; k++) {
         const struct state_node *node = &nodes[k];
         const struct cloud_instance *inst;
-        int gone;
+        struct state_node_job *jobs = NULL;
+        size_t nj = 0;
+        int gone, told;
 
         if (!node->launch_token || node->state == STATE_NODE_TERMINATED)
             continue;
@@ -376,16 +378,22 @@ static void rw_reconcile_nodes(struct realworld *rw, const struct cloud_instance
                           now - node->launched_at > rw->launch_timeout;
         if (!gone)
             continue;
-        if (!rw_node_fenced(rw, node)) { /* (a fenced one was told already) */
-            rw_note_node_jobs(rw, node->instance_id, now, "node-lost",
-                              "the node's instance is gone", RW_RESTARTS);
-            rw->losses[API_LOSS_GONE]++;
-        }
+        told = !rw_node_fenced(rw, node); /* (a fenced one was told already) */
+        /* its jobs, read before the termination drops them, told and the loss counted once it
+         * is written: a state that refuses it (a full disk) is asked again next tick */
+        if (!told || state_node_jobs(rw->state, node->instance_id, &jobs, &nj) < 0)
+            nj = 0;
         rw_quota_freed(rw, rw_node_spot(node), now);
         rw_reclaim_refund(rw, node, now);
-        if (state_node_set_state(rw->state, node->instance_id, STATE_NODE_TERMINATED, now) == 0)
+        if (state_node_set_state(rw->state, node->instance_id, STATE_NODE_TERMINATED, now) == 0) {
+            for (size_t i = 0; i < nj; i++)
+                event_note(rw->state, rw->log, now, LOG_WARN, jobs[i].job, node->instance_id,
+                           "node-lost", "the node's instance is gone: " RW_RESTARTS);
+            rw->losses[API_LOSS_GONE] += told;
             log_msg(rw->log, now, LOG_WARN, NULL, node->instance_id,
                     "the instance is gone: the node is terminated");
+        }
+        state_node_jobs_free(jobs, nj);
     }
 }
 

@@ -121,6 +121,7 @@ static int spy_list(void *ctx, const char *cluster, struct cloud_instance **out,
 static void agent_register(struct fixture *f, const char *id, int gpus);
 static void spot_quota(struct fixture *f, double limit, double others);
 static size_t rows_on(struct fixture *f, const char *name, const char *id);
+static enum state_node_state node_state(struct fixture *f, const char *id);
 
 static int spy_launch(void *ctx, const char *offer, const char *cluster, const char *token,
                       char *id)
@@ -663,6 +664,31 @@ static void realworld_reconcile__crash_between_intent_and_launch(void **state)
     assert_int_equal(counts(f).launched, 2);
     assert_int_equal(sql_int(f, "SELECT count(*) FROM launch_intents WHERE state = 'pending'"), 0);
     assert_int_equal(sql_int(f, "SELECT count(*) FROM nodes WHERE state = 'booting'"), 2);
+}
+
+/* A gone instance whose node the state cannot terminate for a while (a full disk; here a trigger
+ * that refuses updates of nodes) is counted lost once, and its job told once, when the state
+ * takes the termination: not at every tick until then. */
+static void realworld_observe__a_gone_node_is_counted_once(void **state)
+{
+    struct fixture *f = *state;
+    char ids[8][CLOUD_ID_MAX];
+    const char *told = "SELECT count(*) FROM events WHERE kind = 'node-lost'";
+
+    one_node_running(f, ids);
+    assert_int_equal(db_exec(state_db(f->st_spy),
+                             "CREATE TRIGGER no_node_change BEFORE UPDATE ON"
+                             " nodes BEGIN SELECT RAISE(ABORT, 'no room'); END"),
+                     0);
+    assert_int_equal(cloud_fake_set_state(&f->fake, ids[0], CLOUD_GONE, 0), 0);
+    tick(f, 10);
+    tick(f, 10);
+    assert_int_equal(node_state(f, ids[0]), STATE_NODE_READY);
+    assert_int_equal(db_exec(state_db(f->st_spy), "DROP TRIGGER no_node_change"), 0);
+    tick(f, 10);
+    assert_int_equal(node_state(f, ids[0]), STATE_NODE_TERMINATED);
+    assert_int_equal(metrics(f).node_losses[API_LOSS_GONE], 1);
+    assert_int_equal(sql_int(f, told), 1);
 }
 
 static void realworld_observe__a_gone_instance_drops_its_jobs(void **state)
@@ -3029,6 +3055,8 @@ int main(void)
             realworld_reconcile__intent_times_out_and_is_relaunched_once, rw_setup, rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_reconcile__crash_between_intent_and_launch,
                                         rw_setup, rw_teardown),
+        cmocka_unit_test_setup_teardown(realworld_observe__a_gone_node_is_counted_once, rw_setup,
+                                        rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_observe__a_gone_instance_drops_its_jobs, rw_setup,
                                         rw_teardown),
         cmocka_unit_test_setup_teardown(realworld_observe__a_gang_moves_to_the_replacement_node,
