@@ -330,7 +330,8 @@ static int app_placement_rows(const struct measured *m, int (*cmp)(const void *,
     return 0;
 }
 
-/* Group the placement rows by placement for the exact path; set min_local and max_local. */
+/* Group the placement rows by placement for the exact path; set min_local, max_local and
+ * max_node_gpus. */
 static int app_index_placements(struct app *a, const char *dir, size_t dlen, struct error *e)
 {
     struct app_impl *im = a->impl;
@@ -370,6 +371,9 @@ static int app_index_placements(struct app *a, const char *dir, size_t dlen, str
             memcpy(p->digits, r->placement, sizeof(p->digits));
             p->first = i;
             p->count = 0;
+            for (const char *d = r->placement; *d; d++)
+                if (*d - '0' > a->max_node_gpus)
+                    a->max_node_gpus = *d - '0';
         }
         im->place[im->nplace - 1].count++;
         im->px[i] = b;

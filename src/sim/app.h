@@ -14,15 +14,17 @@ struct app_impl;
  * first use, so one app must not be used by two threads at once.
  */
 struct app {
-    char *name;      /* the folder's last component ("cifar10") */
-    int init_bsz;    /* M0: the smallest validated total batch size */
-    int max_bsz;     /* the largest validated total batch size */
-    int min_local;   /* the smallest local batch size in placements.csv */
-    int max_local;   /* the largest one in placements.csv, or the published override (yolov3: 8) */
-    int max_epochs;  /* the published epoch count; a job completes after max_epochs epochs */
-    int epochs;      /* rows (epochs) in every validation file, at least max_epochs */
-    int nbsz;        /* the number of validated batch sizes */
-    const int *bszs; /* the validated batch sizes, ascending (nbsz of them; borrowed) */
+    char *name;    /* the folder's last component ("cifar10") */
+    int init_bsz;  /* M0: the smallest validated total batch size */
+    int max_bsz;   /* the largest validated total batch size */
+    int min_local; /* the smallest local batch size in placements.csv */
+    int max_local; /* the largest one in placements.csv, or the published override (yolov3: 8) */
+    int max_node_gpus; /* the most GPUs on one node in any placement of placements.csv: a node
+                        * of more has no measured speed (app_throughput's ERR_RANGE) */
+    int max_epochs;    /* the published epoch count; a job completes after max_epochs epochs */
+    int epochs;        /* rows (epochs) in every validation file, at least max_epochs */
+    int nbsz;          /* the number of validated batch sizes */
+    const int *bszs;   /* the validated batch sizes, ascending (nbsz of them; borrowed) */
     struct app_impl *impl;
 };
 

@@ -20,8 +20,9 @@ struct sim_quirk {
 
 static const struct sim_quirk sim_quirks[] = {{"ncf", 1, 1}};
 
-/* The most GPUs the measured profiles cover (16 nodes of 4): a rented fleet may be larger, but a
- * job's true speed is not known beyond this, so it is the jobs' replica limit there. */
+/* The most GPUs the measured profiles cover (16 nodes of 4): a rented fleet or a fixed cluster may
+ * be larger, but a job's true speed is not known beyond this, so it is the jobs' replica limit
+ * (and a gang job asking for more is refused). */
 #define SIM_MEASURED_REPLICAS 64
 
 /* A node slot: an instance of the market while it lives (booting, ready or noticed). */
@@ -181,6 +182,27 @@ static int sim_world_launch(struct sim_world *w, int offer, int ready_now)
     return 0;
 }
 
+/* ERR_RANGE when a node of the world has more GPUs than app's profile was measured on one node
+ * (its speed there is unknown: the run would stop at the first job placed on it), naming the
+ * offer; 0 otherwise. */
+static int sim_world_check_nodes(const struct sim_world *w, const struct app *a, struct error *e)
+{
+    if (!w->fleet) {
+        if (w->cfg.gpus_per_node > a->max_node_gpus)
+            return err_set(e, ERR_RANGE, "", 0, 0,
+                           "%d GPUs per node: the %s profile was measured on at most %d per node",
+                           w->cfg.gpus_per_node, a->name, a->max_node_gpus);
+        return 0;
+    }
+    for (int o = 0; o < w->cfg.noffers; o++)
+        if (w->cfg.offers[o].gpus > a->max_node_gpus)
+            return err_set(e, ERR_RANGE, "", 0, 0,
+                           "offer %s: %d GPUs per node: the %s profile was measured on at most %d "
+                           "per node",
+                           w->cfg.offers[o].name, w->cfg.offers[o].gpus, a->name, a->max_node_gpus);
+    return 0;
+}
+
 int sim_world_new(const struct sim_config *cfg, const struct workload *wl, struct sim_world **out,
                   struct error *e)
 {
@@ -271,6 +293,8 @@ int sim_world_new(const struct sim_config *cfg, const struct workload *wl, struc
             sim_family_init(&w->families[w->ndistinct]);
             fam = w->ndistinct;
             w->distinct[w->ndistinct++] = a;
+            if ((rc = sim_world_check_nodes(w, a, e)) < 0)
+                goto out;
         }
         w->apps[i] = a;
         if (!cfg->adaptive_batch)
@@ -282,6 +306,13 @@ int sim_world_new(const struct sim_config *cfg, const struct workload *wl, struc
             rc = err_set(e, ERR_RANGE, wl->path, spec->line, 0,
                          "job %s: batch_size %g is outside what %s was measured at [%d, %d]",
                          spec->name, spec->batch_size, a->name, a->init_bsz, a->max_bsz);
+            goto out;
+        }
+        if (cfg->gang && spec->num_replicas > SIM_MEASURED_REPLICAS) {
+            rc = err_set(e, ERR_RANGE, wl->path, spec->line, 0,
+                         "job %s: num_replicas %d is more than the profiles were measured on (%d): "
+                         "a gang scheduler would run it where its speed is unknown",
+                         spec->name, spec->num_replicas, SIM_MEASURED_REPLICAS);
             goto out;
         }
         /* a gang scheduler gives a job the GPUs it asked for: no other limit applies */
@@ -504,7 +535,7 @@ int sim_world_observe(struct sim_world *w, const struct snapshot **out)
         sj->grad = job->grad;
         sim_job_limits(job, &sj->lim);
         sj->max_replicas = job->max_replicas;
-        if (w->fleet && (sj->max_replicas == 0 || sj->max_replicas > SIM_MEASURED_REPLICAS))
+        if (sj->max_replicas == 0 || sj->max_replicas > SIM_MEASURED_REPLICAS)
             sj->max_replicas = SIM_MEASURED_REPLICAS;
         sj->max_profiled_replicas = job->max_profiled;
         sj->req_replicas = job->spec->num_replicas;

@@ -590,6 +590,63 @@ static void sim_world_resize__quota_room_and_refusal(void **state)
     sim_world_free(w);
 }
 
+/* The profiles were measured on at most 4 GPUs per node and 64 GPUs in all: a world whose nodes
+ * are larger (a fixed cluster of 8-GPU nodes, or a market offering them) is refused when it is
+ * made, naming the offer, instead of stopping the run with ERR_RANGE at the first job placed
+ * there; on a fixed cluster of 80 one-GPU nodes the jobs' replica limit is 64 as in a fleet (it
+ * was none: pollux grew a job to 80 replicas and the run stopped), and a gang job asking for 100
+ * GPUs is refused at its line. */
+static void sim_world_new__nodes_and_jobs_past_the_profiles(void **state)
+{
+    static const struct mkt_offer_spec big[] = {{.name = "od", T4X4, .price = 4.0},
+                                                {.name = "p3.16xlarge",
+                                                 .type = "p3",
+                                                 .zone = "z",
+                                                 .gpu = "v100",
+                                                 .gpus = 8,
+                                                 .spot = 1,
+                                                 .price = 7.0}};
+    struct sim_config cfg = {.profiles = CASTOR_DATADIR "/profiles",
+                             .model = &tput_model_pollux,
+                             .adaptive_batch = 1,
+                             .nodes = 2,
+                             .gpus_per_node = 8};
+    struct sim_world *w = NULL;
+    struct workload *wide = NULL;
+    const struct snapshot *s;
+    struct error e = {0};
+
+    (void)state;
+    assert_int_equal(sim_world_new(&cfg, wl, &w, &e), ERR_RANGE);
+    assert_null(w);
+    assert_non_null(strstr(e.msg, "8 GPUs per node"));
+    cfg = market_config(0, 0, 600);
+    cfg.offers = big;
+    cfg.noffers = 2;
+    assert_int_equal(sim_world_new(&cfg, wl, &w, &e), ERR_RANGE);
+    assert_null(w);
+    assert_non_null(strstr(e.msg, "p3.16xlarge"));
+    cfg = (struct sim_config){.profiles = CASTOR_DATADIR "/profiles",
+                              .model = &tput_model_pollux,
+                              .adaptive_batch = 1,
+                              .nodes = 80,
+                              .gpus_per_node = 1};
+    assert_int_equal(sim_world_new(&cfg, wl, &w, &e), 0);
+    s = observe(w);
+    assert_int_equal(s->njobs, 1);
+    assert_int_equal(s->jobs[0].max_replicas, 64);
+    sim_world_free(w);
+    w = NULL;
+    assert_int_equal(workload_load(CASTOR_TEST_DATA "/workloads/wide_gang.csv", known, &wide, &e),
+                     0);
+    cfg.adaptive_batch = 0;
+    cfg.gang = 1;
+    assert_int_equal(sim_world_new(&cfg, wide, &w, &e), ERR_RANGE);
+    assert_null(w);
+    assert_int_equal(e.line, 2);
+    workload_free(wide);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -606,6 +663,7 @@ int main(void)
         cmocka_unit_test(sim_world_fleet_stats__dollars_are_the_bill),
         cmocka_unit_test(sim_world_resize__quota_room_and_refusal),
         cmocka_unit_test(sim_world_observe__families_seed_later_jobs),
+        cmocka_unit_test(sim_world_new__nodes_and_jobs_past_the_profiles),
     };
 
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
