@@ -30,7 +30,8 @@ struct mkt_offer_rt {
     double *hp, *hcum, *hmin;
     int nh, caph;
     /* a series: scum[i] the dollars of one node from 0 to series[i].t (negative before 0),
-     * smin[i] (i >= s0) the lowest price of points s0..i, s0 the point in force at time 0 */
+     * smin[i] (i >= s0) the lowest price of points s0..i that are ever in force, s0 the point in
+     * force at time 0 */
     double *scum, *smin;
     int s0;
     /* a trace: nodes 0 .. nnodes-1; add_idx[node] the add event that made it present (-1: not
@@ -244,8 +245,13 @@ static int mkt_setup_series(struct mkt_offer_rt *o)
     o->s0 = 0;
     while (o->s0 + 1 < n && s[o->s0 + 1].t <= 0)
         o->s0++;
-    for (int i = o->s0; i < n; i++)
-        o->smin[i] = i == o->s0 ? s[i].price : fmin(o->smin[i - 1], s[i].price);
+    /* a point followed by one at an equal time is never in force (the later wins): not a price
+     * seen (mkt_point never stops on it, so smin of the point in force counts its own price) */
+    for (int i = o->s0; i < n; i++) {
+        double p = i + 1 < n && s[i + 1].t == s[i].t ? INFINITY : s[i].price;
+
+        o->smin[i] = i == o->s0 ? p : fmin(o->smin[i - 1], p);
+    }
     return 0;
 }
 

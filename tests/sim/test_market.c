@@ -674,6 +674,24 @@ static void market_min_gpu_price__over_time(void **state)
     market_free(m);
 }
 
+/* A point superseded by a later one at an equal time is never in force (market.h: "a later point
+ * at an equal t wins"): $0.04/h at 3600, replaced at once by $4/h, is never the price, so the
+ * lowest $/GPU-hour stays 1.0 (it was 0.01, a cost bound 100 times too low); the bill agrees. */
+static void market_min_gpu_price__superseded_point_not_seen(void **state)
+{
+    static const struct mkt_price_point pts[] = {{0, 4.0}, {3600, 0.04}, {3600, 4.0}};
+    struct mkt_offer_spec o = {
+        .name = "sp", .spot = 1, .gpus = 4, .price = 4.0, .series = pts, .nseries = 3};
+    struct market *m = mk(&o, 1, 1);
+
+    (void)state;
+    assert_near(market_price(m, 0, 3600), 4.0);
+    assert_near(market_min_gpu_price(m, 9000), 1.0);
+    launch(m, 0, 0);
+    assert_near(market_instance_cost(m, 1, 7200), 8.0);
+    market_free(m);
+}
+
 /* Seeded model: the running minimum is the lowest hourly price seen so far. */
 static void market_min_gpu_price__seeded_model(void **state)
 {
@@ -819,6 +837,7 @@ int main(void)
         cmocka_unit_test(market_price__seeded_model_reverts),
         cmocka_unit_test(market_instance_cost__seeded_model),
         cmocka_unit_test(market_min_gpu_price__over_time),
+        cmocka_unit_test(market_min_gpu_price__superseded_point_not_seen),
         cmocka_unit_test(market_min_gpu_price__seeded_model),
         cmocka_unit_test(market_new__rejects_bad_specs),
         cmocka_unit_test(market_set_quotas__launches_within_the_limit),
