@@ -327,6 +327,24 @@ static void result_mean(const struct run_result *rs, int n, struct run_result *m
     }
 }
 
+/* When castor's means (d) cannot be set against system name's (r): a run that left jobs
+ * unfinished (its average JCT covers only the jobs that finished, 0 when none did, and its dollars
+ * stop at the year's end), or nothing billed to divide by. Writes why and returns 1; else 0. */
+static int compared(FILE *out, const char *name, const struct run_result *r,
+                    const struct run_result *d)
+{
+    if (d->unfinished || r->unfinished) {
+        fprintf(out, "castor against %s: not compared (%s left jobs unfinished)\n", name,
+                d->unfinished ? "castor" : name);
+        return 1;
+    }
+    if (!(r->fleet.dollars > 0)) {
+        fprintf(out, "castor against %s: not compared (%s billed nothing)\n", name, name);
+        return 1;
+    }
+    return 0;
+}
+
 int cli_simulate_scenario(int argc, char **argv, FILE *out, FILE *err)
 {
     const char *path = NULL, *workload = NULL, *json = NULL, *report = NULL, *value = NULL;
@@ -469,14 +487,17 @@ int cli_simulate_scenario(int argc, char **argv, FILE *out, FILE *err)
         result_mean(&res[0], nfiles, &a);
         result_mean(&res[1 * nfiles], nfiles, &b);
         result_mean(&res[3 * nfiles], nfiles, &d);
-        fprintf(out,
-                "\ncastor against fixed-on-demand: dollars %.1f%% (target <= 35%%), average "
-                "JCT x%.3f (target <= 1.1)\n",
-                100 * d.fleet.dollars / a.fleet.dollars, d.avg_jct / a.avg_jct);
-        fprintf(out,
-                "castor against pollux-autoscale: dollars %.1f%% fewer (target >= 25%%), "
-                "average JCT x%.3f (target <= 1)\n",
-                100 * (1 - d.fleet.dollars / b.fleet.dollars), d.avg_jct / b.avg_jct);
+        fputc('\n', out);
+        if (!compared(out, "fixed-on-demand", &a, &d))
+            fprintf(out,
+                    "castor against fixed-on-demand: dollars %.1f%% (target <= 35%%), average "
+                    "JCT x%.3f (target <= 1.1)\n",
+                    100 * d.fleet.dollars / a.fleet.dollars, d.avg_jct / a.avg_jct);
+        if (!compared(out, "pollux-autoscale", &b, &d))
+            fprintf(out,
+                    "castor against pollux-autoscale: dollars %.1f%% fewer (target >= 25%%), "
+                    "average JCT x%.3f (target <= 1)\n",
+                    100 * (1 - d.fleet.dollars / b.fleet.dollars), d.avg_jct / b.avg_jct);
     }
     if (json && jv_write_path(root, json) < 0) {
         fprintf(err, "castor simulate: cannot write %s\n", json);

@@ -137,6 +137,9 @@ castor_cli_test(scenario_missing_file 2 "no_such.yaml"
 # --value replaces castor.value: more dollars buy a lower average JCT; out of range is refused
 add_test(NAME cli_scenario_value_trade COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_value_trade.sh
   $<TARGET_FILE:castor> ${SCN}/small.yaml 0.001 1000 ${CMAKE_CURRENT_BINARY_DIR}/value-trade)
+castor_cli_test(scenario_unfinished_not_compared 0
+  "castor against fixed-on-demand: not compared (castor left jobs unfinished)"
+  simulate --scenario ${SCN}/budget_below_node.yaml --compare --quiet)
 castor_cli_test(scenario_value_out_of_range 2 "--value \"0\": dollars per job-hour, 0.001 to 1e6"
   simulate --scenario ${SCN}/small.yaml --value 0)
 castor_cli_test(scenario_value_not_a_number 2 "--value \"cheap\": dollars per job-hour"
