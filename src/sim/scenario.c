@@ -428,6 +428,9 @@ static int scenario_quotas(struct scenario *s, const struct conf_node *list, str
     return 0;
 }
 
+/* The offer of market spot (1 spot, 0 on-demand) that key of section sec names (ERR_UNKNOWN for no
+ * such offer, ERR_INVAL for one of the other market, at the value), else the first of that market
+ * (-1: none). */
 static int scenario_offer_by_key(const struct scenario *s, const struct conf_node *sec,
                                  const char *key, int spot, int *out, struct error *e)
 {
@@ -436,8 +439,18 @@ static int scenario_offer_by_key(const struct scenario *s, const struct conf_nod
 
     if (rc < 0)
         return rc;
-    if (rc == 1)
-        return scenario_offer_index(s, conf_find(sec, key), name, out, e);
+    if (rc == 1) {
+        const struct conf_node *at = conf_find(sec, key);
+
+        if ((rc = scenario_offer_index(s, at, name, out, e)) < 0)
+            return rc;
+        /* the systems named for a market run on it: fixed-spot's nodes must be spot ones */
+        if (s->offers[*out].spot != spot)
+            return err_set(e, ERR_INVAL, at->file, at->line, at->column,
+                           "%s: offer '%s' is %s, not %s", at->path, name,
+                           spot ? "on-demand" : "spot", spot ? "spot" : "on-demand");
+        return 0;
+    }
     /* the first offer of that market, or none (-1: only --compare needs it) */
     *out = -1;
     for (int o = 0; o < s->noffers; o++)

@@ -309,6 +309,26 @@ static void scenario_load__compare_nodes_within_max_nodes(void **state)
     expect_refused(bad, sizeof(bad) / sizeof(bad[0]));
 }
 
+/* compare.spot names the offer of fixed-spot's nodes and compare.on_demand that of the on-demand
+ * systems: an offer of the other market is refused at the value (before, the names were taken
+ * as given: fixed-on-demand ran on spot and was preempted, fixed-spot ran on on-demand). */
+static void scenario_load__compare_offers_of_their_market(void **state)
+{
+    static const struct refusal bad[] = {
+        {OFFERS "compare:\n  spot: od\n", ERR_INVAL, 10, 9,
+         "compare.spot: offer 'od' is on-demand, not spot"},
+        {OFFERS "compare:\n  on_demand: spot\n", ERR_INVAL, 10, 14,
+         "compare.on_demand: offer 'spot' is spot, not on-demand"},
+    };
+    struct scenario *s = load_ok(OFFERS "compare:\n  spot: spot\n  on_demand: od\n");
+
+    (void)state;
+    assert_int_equal(s->systems[0].initial_offer, 0);
+    assert_int_equal(s->systems[2].initial_offer, 1);
+    scenario_free(s);
+    expect_refused(bad, sizeof(bad) / sizeof(bad[0]));
+}
+
 /* boot: 0 and notice: 0 mean none, not the defaults: a spot node of that scenario's market is
  * ready at its launch, and a preemption comes without warning (its notice at its end); left out,
  * the defaults hold (ready 180 s after the launch, the notice 120 s before the end). */
@@ -355,6 +375,7 @@ int main(void)
         cmocka_unit_test(scenario_load__market_errors_located),
         cmocka_unit_test(scenario_load__compare_nodes_within_max_nodes),
         cmocka_unit_test(scenario_load__zero_boot_and_notice_mean_none),
+        cmocka_unit_test(scenario_load__compare_offers_of_their_market),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
