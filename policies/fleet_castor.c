@@ -220,12 +220,52 @@ static int castor_fleet_launch(const struct castor_round *rd, int m, int n, int 
     return done;
 }
 
+/* qsort's order of prices, dearest first. */
+static int castor_fleet_dearer(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return (x < y) - (x > y);
+}
+
+/* Dollars per hour of the k dearest nodes held (ready and booting) of market m (all with m < 0),
+ * each at its own offer's listed price (one whose offer has no price at `listed` per GPU): the
+ * nodes kept may be any k of them (a surplus goes by use, not price). INFINITY out of memory. */
+static double castor_fleet_held_rate(const struct snapshot *s, int m, int k, double listed)
+{
+    double *p = malloc(((size_t)s->nnodes + (size_t)s->nbooting + 1) * sizeof(double)), r = 0;
+    int n = 0;
+
+    if (!p)
+        return INFINITY;
+    for (int i = 0; i < s->nnodes; i++) {
+        const struct snap_node *x = &s->nodes[i];
+        int o = x->offer;
+
+        if (m < 0 || x->preemptible == m)
+            p[n++] = o >= 0 && o < s->noffers && isfinite(s->offers[o].price) ? s->offers[o].price
+                                                                              : x->gpus * listed;
+    }
+    for (int b = 0; b < s->nbooting; b++) {
+        const struct snap_offer *x = &s->offers[s->booting[b].offer];
+
+        if (m < 0 || !!x->spot == m)
+            p[n++] = isfinite(x->price) ? x->price : x->gpus * listed;
+    }
+    qsort(p, (size_t)n, sizeof(double), castor_fleet_dearer);
+    for (int i = 0; i < k && i < n; i++)
+        r += p[i];
+    free(p);
+    return r;
+}
+
 /*
  * Dollars per hour of the nodes the wants pack into (budget mode), at listed prices (the budget
  * caps what the nodes cost, not what their useful hours cost: preemption losses choose markets
- * and sizes, not the count): the nodes held at each market's best offer's price; those to launch
- * where castor_fleet_launch would put them, each at its own offer's price (past the best offer's
- * quota, the dearer ones its launches spill to); those no offer has room for at the best price.
+ * and sizes, not the count): the nodes held that are kept at their own offers' prices (the
+ * dearest of them: any may be the ones kept); those to launch where castor_fleet_launch would put
+ * them, each at its own offer's price (past the best offer's quota, the dearer ones its launches
+ * spill to); those no offer has room for at the best price.
  */
 static double castor_fleet_rate(const struct castor_round *rd, int split)
 {
@@ -244,7 +284,7 @@ static double castor_fleet_rate(const struct castor_round *rd, int split)
         want = castor_fleet_pack(rd, split ? m : -1);
         have = castor_fleet_have(s, split ? m : -1);
         n = want > have ? want - have : 0;
-        r += (double)(want - n) * rd->gpn[mk] * listed;
+        r += castor_fleet_held_rate(s, split ? m : -1, want - n, listed);
         left = (long)n * rd->gpn[mk];
         fleet_plan_clear(sim);
         castor_fleet_launch(rd, mk, n, !split, INT_MAX, sim);

@@ -444,6 +444,34 @@ static void castor_fleet__budget_never_exceeded_by_packing(void **state)
     }
 }
 
+/*
+ * The budget caps what the nodes held cost at their own listed prices, not at the best offer's:
+ * three nodes of a $5/h offer are held ($15/h) while a $4/h offer is the cheapest; a may explore
+ * 8 GPUs (measured on 4), so a 8 and b 1 would fill the three, but at $12/h only two nodes at
+ * $5/h fit, so with patience 1 one node goes. Priced at $4 each, the three fitted $12/h, nothing
+ * went and the fleet kept costing $15/h (on t4.yaml, in
+ * budget mode at $20/h, 14 nodes of us-east-1a at $1.486/h, $20.80/h, for the hour us-east-1b was
+ * cheaper).
+ */
+static void castor_fleet__budget_prices_held_nodes_at_their_own_offers(void **state)
+{
+    struct fw *w = *state;
+    struct fleet_config cfg = {.mode = FLEET_BUDGET, .budget = 12, .patience = 1};
+    int released = 0;
+
+    sizing_world(w);
+    w->jobs[0].max_profiled_replicas = 4;
+    offer(w, 1, 0, 5.0, 0);
+    for (int k = 0; k < 3; k++)
+        node(w, k, 1, OLD);
+    fw_ready(w, 2, 3, 0, 2);
+    assert_int_equal(decide_once(w, "castor", &cfg, "castor"), 0);
+    assert_launch(w, (int[]){0, 0});
+    for (int k = 0; k < 3; k++)
+        released += w->f->release[k];
+    assert_int_equal(released, 1);
+}
+
 /* One deadline-mode round for the perfect job below (measured on `profiled` replicas, at most
  * maxr, 0: no limit; deadline due seconds away) on a spot ($2, 0.6 preemptions per node-hour) and
  * an on-demand ($4) offer of 4-GPU nodes booting in 170 s: the nodes launched must be want. */
@@ -1632,6 +1660,7 @@ int main(void)
         FW(castor_fleet__noticed_nodes_count_against_max_nodes),
         FW(castor_fleet__budget_caps_the_fleet),
         FW(castor_fleet__budget_never_exceeded_by_packing),
+        FW(castor_fleet__budget_prices_held_nodes_at_their_own_offers),
         FW(castor_fleet__budget_caps_listed_prices),
         FW(castor_fleet__no_jobs_releases_all_but_young),
         FW(castor_fleet__surplus_released_on_second_round),
