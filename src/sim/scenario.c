@@ -85,7 +85,7 @@ int scenario_parse_trace(const char *name, const char *data, size_t len,
         goto out;
     }
     while (pos < len) {
-        const char *l = data + pos, *nl = memchr(l, '\n', len - pos), *c1, *c2;
+        const char *l = data + pos, *nl = memchr(l, '\n', len - pos), *c1, *c2, *c3;
         size_t ll = nl ? (size_t)(nl - l) : len - pos;
         char num[32], *end;
         double t;
@@ -101,6 +101,11 @@ int scenario_parse_trace(const char *name, const char *data, size_t len,
         c2 = c1 ? memchr(c1 + 1, ',', ll - (size_t)(c1 + 1 - l)) : NULL;
         if (!c2) {
             rc = err_set(e, ERR_PARSE, name, line, 1, "expected time_ms,add|remove,node");
+            goto out;
+        }
+        if ((c3 = memchr(c2 + 1, ',', (size_t)(l + ll - c2 - 1)))) {
+            rc = err_set(e, ERR_PARSE, name, line, (int)(c3 + 1 - l),
+                         "expected time_ms,add|remove,node: a fourth field");
             goto out;
         }
         if ((size_t)(c1 - l) >= sizeof(num) || c1 == l) {

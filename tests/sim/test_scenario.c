@@ -329,6 +329,26 @@ static void scenario_load__compare_offers_of_their_market(void **state)
     expect_refused(bad, sizeof(bad) / sizeof(bad[0]));
 }
 
+/* An availability trace line has three fields: a fourth is refused at its comma (before, it was
+ * taken into the node's name, "n1,extra", and the line replayed as a node of its own). */
+static void scenario_parse_trace__three_fields(void **state)
+{
+    static const char good[] = "0,add,n1\n10,remove,n1\n", bad[] = "0,add,n1\n5,add,n2,x\n";
+    struct mkt_trace_event *ev = NULL;
+    struct error e = {0};
+    int n = 0;
+
+    (void)state;
+    assert_int_equal(scenario_parse_trace("t.csv", good, strlen(good), &ev, &n, &e), 0);
+    assert_int_equal(n, 2);
+    free(ev);
+    ev = NULL;
+    assert_int_equal(scenario_parse_trace("t.csv", bad, strlen(bad), &ev, &n, &e), ERR_PARSE);
+    assert_null(ev);
+    assert_int_equal(e.line, 2);
+    assert_int_equal(e.column, 9);
+}
+
 /* boot: 0 and notice: 0 mean none, not the defaults: a spot node of that scenario's market is
  * ready at its launch, and a preemption comes without warning (its notice at its end); left out,
  * the defaults hold (ready 180 s after the launch, the notice 120 s before the end). */
@@ -376,6 +396,7 @@ int main(void)
         cmocka_unit_test(scenario_load__compare_nodes_within_max_nodes),
         cmocka_unit_test(scenario_load__zero_boot_and_notice_mean_none),
         cmocka_unit_test(scenario_load__compare_offers_of_their_market),
+        cmocka_unit_test(scenario_parse_trace__three_fields),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
