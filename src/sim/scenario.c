@@ -576,7 +576,9 @@ int scenario_load(const char *path, struct scenario **out, struct error *e)
         for (int i = 0; i < 3; i++)
             s->systems[i].policy = policies[k];
     cast = base;
-    s->systems[3].policy = "castor";
+    /* castor's system splits with pollux unless castor.policy says otherwise, as the controller
+     * does under fleet.planner: castor (its policy's default; docs/fleet.md, step 6) */
+    s->systems[3].policy = "pollux";
     if (cas && ((rc = conf_get_choice(cas, "mode", modes, &mode, e)) < 0 ||
                 (rc = conf_get_double(cas, "value", 0.001, 1e6, &cast.value, e)) < 0 ||
                 (rc = conf_get_long(cas, "patience", 1, 1000, &v, e)) < 0 ||

@@ -66,6 +66,23 @@ static void scenario_load__castor_splits_with_the_geometric_mean(void **state)
     scenario_free(s);
 }
 
+/* Without castor.policy castor's system splits with pollux (docs/fleet.md, step 6; the
+ * controller's default policy under fleet.planner: castor), at the geometric mean, with
+ * deadline_start: as with policy: pollux written. It was castor's own allocator. */
+static void scenario_load__castor_splits_with_pollux_by_default(void **state)
+{
+    struct scenario *s = load_ok(OFFERS);
+
+    (void)state;
+    assert_string_equal(s->systems[3].policy, "pollux");
+    assert_true(s->systems[3].pcfg.p_mean_set && s->systems[3].pcfg.p_mean == 0);
+    assert_true(s->systems[3].pcfg.deadline_start);
+    scenario_free(s);
+    s = load_ok(OFFERS "castor:\n  mode: efficiency\n");
+    assert_string_equal(s->systems[3].policy, "pollux");
+    scenario_free(s);
+}
+
 /* castor.p_mean given: kept as given (the published -1 here); with castor's own policy and no
  * p_mean, that policy keeps its default. */
 static void scenario_load__castor_p_mean_as_given(void **state)
@@ -397,6 +414,7 @@ int main(void)
         cmocka_unit_test(scenario_load__zero_boot_and_notice_mean_none),
         cmocka_unit_test(scenario_load__compare_offers_of_their_market),
         cmocka_unit_test(scenario_parse_trace__three_fields),
+        cmocka_unit_test(scenario_load__castor_splits_with_pollux_by_default),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
