@@ -182,6 +182,18 @@ static int sim_world_launch(struct sim_world *w, int offer, int ready_now)
     return 0;
 }
 
+/* 1 when a gang scheduler can run job spec of app a at its trace's batch on its num_replicas: the
+ * local batch that split gives (sim_fixed_config) is one a was measured at; 0 otherwise (its speed
+ * there is unknown: the run would stop when the job starts). */
+static int sim_world_gang_fits(const struct app *a, const struct workload_job *spec)
+{
+    double local;
+    int accum;
+
+    sim_fixed_config(a, spec->batch_size, spec->num_replicas, &local, &accum);
+    return local >= a->min_local;
+}
+
 /* ERR_RANGE when a node of the world has more GPUs than app's profile was measured on one node
  * (its speed there is unknown: the run would stop at the first job placed on it), naming the
  * offer; 0 otherwise. */
@@ -306,6 +318,13 @@ int sim_world_new(const struct sim_config *cfg, const struct workload *wl, struc
             rc = err_set(e, ERR_RANGE, wl->path, spec->line, 0,
                          "job %s: batch_size %g is outside what %s was measured at [%d, %d]",
                          spec->name, spec->batch_size, a->name, a->init_bsz, a->max_bsz);
+            goto out;
+        }
+        if (cfg->gang && !sim_world_gang_fits(a, spec)) {
+            rc = err_set(e, ERR_RANGE, wl->path, spec->line, 0,
+                         "job %s: batch_size %g over its num_replicas %d is below the smallest "
+                         "local batch %s was measured at (%d): a gang scheduler cannot run it",
+                         spec->name, spec->batch_size, spec->num_replicas, a->name, a->min_local);
             goto out;
         }
         if (cfg->gang && spec->num_replicas > SIM_MEASURED_REPLICAS) {

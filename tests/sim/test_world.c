@@ -647,6 +647,35 @@ static void sim_world_new__nodes_and_jobs_past_the_profiles(void **state)
     workload_free(wide);
 }
 
+/* Under a gang scheduler a job runs at its trace's batch split over its num_replicas: cifar10's
+ * 128 over 8 GPUs is 16 a GPU, below the 32 its profile was measured at, so the world is refused
+ * at that job's line (it was made, and the run stopped with ERR_RANGE when the job started);
+ * 256 over 4 (64 a GPU) runs, and an adaptive policy, which chooses the batch, takes both. */
+static void sim_world_new__gang_batch_below_the_profile(void **state)
+{
+    struct sim_config cfg = {.profiles = CASTOR_DATADIR "/profiles",
+                             .model = &tput_model_pollux,
+                             .nodes = 2,
+                             .gpus_per_node = 4,
+                             .gang = 1};
+    struct workload *t = NULL;
+    struct sim_world *w = NULL;
+    struct error e = {0};
+
+    (void)state;
+    assert_int_equal(
+        workload_load(CASTOR_TEST_DATA "/workloads/gang_small_batch.csv", known, &t, &e), 0);
+    assert_int_equal(sim_world_new(&cfg, t, &w, &e), ERR_RANGE);
+    assert_null(w);
+    assert_int_equal(e.line, 3);
+    assert_non_null(strstr(e.msg, "small-1"));
+    cfg.gang = 0;
+    cfg.adaptive_batch = 1;
+    assert_int_equal(sim_world_new(&cfg, t, &w, &e), 0);
+    sim_world_free(w);
+    workload_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -664,6 +693,7 @@ int main(void)
         cmocka_unit_test(sim_world_resize__quota_room_and_refusal),
         cmocka_unit_test(sim_world_observe__families_seed_later_jobs),
         cmocka_unit_test(sim_world_new__nodes_and_jobs_past_the_profiles),
+        cmocka_unit_test(sim_world_new__gang_batch_below_the_profile),
     };
 
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
