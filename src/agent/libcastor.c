@@ -487,13 +487,18 @@ static void castor_outcome_locked(struct castor *h, struct castor_snap *s, int r
 {
     double now = castor_mono(), wait;
 
-    if (posted == CASTOR_POST_KEPT)
+    if (posted == CASTOR_POST_KEPT) {
+        long long before = h->pool.dropped;
+
         reporter_pool_merge(&h->pool, &s->pool);
+        /* (the attempt's steps whose configurations no longer fit: new ones came meanwhile; its
+         * own dropped steps were counted when they came) */
+        h->st.steps_dropped += h->pool.dropped - before - s->pool.dropped;
+    }
     if (s->ckpt && s->ckpt_done && h->ckpt_seq == s->ckpt_seq) /* (not one made since) */
         h->ckpt_pending = 0;
     if (h->retry_after > 0)
         h->not_before = now + h->retry_after;
-    h->st.steps_dropped = h->pool.dropped;
     if (posted == CASTOR_POST_SENT)
         h->st.reports_sent++;
     if (rc == 0 && decided) {
@@ -981,9 +986,10 @@ static int castor_time_locked(struct castor *h, double step, double sync)
     if (rc < 0)
         return rc;
     h->prof_version++;
-    reporter_pool_add(&h->pool, h->cur.nodes, h->cur.world_size, h->cur.local_bsz,
-                      h->cur.accum_steps, step, sync);
-    h->st.steps_dropped = h->pool.dropped;
+    /* a counter: the pool's own count goes with the pool to each report */
+    if (reporter_pool_add(&h->pool, h->cur.nodes, h->cur.world_size, h->cur.local_bsz,
+                          h->cur.accum_steps, step, sync) == ERR_RANGE)
+        h->st.steps_dropped++;
     return 0;
 }
 

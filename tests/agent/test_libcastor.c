@@ -543,6 +543,46 @@ static void castor_step__bad_input_is_skipped_and_counted(void **state)
     castor_free(h);
 }
 
+/* Steps that found the report full (a 65th configuration) are counted in steps_dropped, a
+ * counter: it stays counted after a report reached the controller, and drops after it add on. */
+static void castor_get_stats__steps_dropped_stays_counted(void **state)
+{
+    struct fixture *f = *state;
+    struct castor_options o = options(f, 1, 8, 0);
+    struct castor *h = open_handle(&o);
+    struct state_report_config *rows = NULL;
+    struct castor_stats s;
+    size_t n = 0;
+
+    /* 65 batches, each its first (setup) step and one step pooled: 64 fit, one is dropped */
+    for (int i = 0; i < 65; i++) {
+        assert_int_equal(castor_set_batch(h, 8 + i, 0), 0);
+        assert_int_equal(castor_step(h, 0.05, 0.0, NULL, 0, 0), 0);
+        assert_int_equal(castor_step(h, 0.05, 0.0, NULL, 0, 0), 0);
+    }
+    assert_int_equal(castor_get_stats(h, &s, sizeof(s)), 0);
+    assert_int_equal(s.steps_dropped, 1);
+    assert_int_equal(castor_flush(h, 5000), 0);
+    assert_int_equal(state_report_configs(f->st, "j", &rows, &n), 0);
+    assert_int_equal(n, 64);
+    free(rows);
+    assert_int_equal(castor_get_stats(h, &s, sizeof(s)), 0);
+    assert_int_equal(s.reports_sent, 1);
+    assert_int_equal(s.steps_dropped, 1); /* still counted once the report went */
+
+    /* another 65 new configurations: 64 fit the next report, one more dropped */
+    for (int i = 0; i < 65; i++) {
+        assert_int_equal(castor_set_batch(h, 100 + i, 0), 0);
+        assert_int_equal(castor_step(h, 0.05, 0.0, NULL, 0, 0), 0);
+        assert_int_equal(castor_step(h, 0.05, 0.0, NULL, 0, 0), 0);
+    }
+    assert_int_equal(castor_flush(h, 5000), 0);
+    assert_int_equal(castor_get_stats(h, &s, sizeof(s)), 0);
+    assert_int_equal(s.reports_sent, 2);
+    assert_int_equal(s.steps_dropped, 2);
+    castor_free(h);
+}
+
 static void castor_step__single_gradient_pairs_with_the_previous(void **state)
 {
     struct castor_options o = options(NULL, 1, 16, 0);
@@ -969,6 +1009,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test(castor_step__bad_input_is_skipped_and_counted),
         cmocka_unit_test(castor_step__single_gradient_pairs_with_the_previous),
+        cmocka_unit_test_setup_teardown(castor_get_stats__steps_dropped_stays_counted, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(castor_get_decision__follows_the_allocation, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(castor_checkpointed__tells_the_controller, setup, teardown),
