@@ -15,9 +15,9 @@ optimizer and a dataset. Each optimizer step it
   gain, a new local batch size or accumulation (the DataLoader is re-created), or - when the
   allocation's world size changed - a checkpoint and an exit with EXIT_RESIZE, for castor-node to
   restart the replicas with the new configuration;
-* checkpoints and restores the model, the optimizer, the data position (epoch and sample index in
-  a seeded permutation, which any world size and batch size can continue from) and libcastor's
-  state.
+* checkpoints and restores the model, the optimizer, the grad scaler, the data position (epoch
+  and sample index in a seeded permutation, which any world size and batch size can continue
+  from) and libcastor's state.
 
     trainer = Trainer(model, optimizer, dataset, checkpoint_dir="ckpt")
     trainer.restore()
@@ -539,8 +539,8 @@ class Trainer:
         return os.path.join(self.checkpoint_dir, CHECKPOINT_NAME) if self.checkpoint_dir else None
 
     def checkpoint(self):
-        """Save model, optimizer, data position, step count, libcastor's state and extra (rank 0
-        writes, atomically; every rank waits for it)."""
+        """Save model, optimizer, the grad scaler's loss scale, data position, step count,
+        libcastor's state and extra (rank 0 writes, atomically; every rank waits for it)."""
         path = self._path()
         if path is None:
             return
@@ -556,6 +556,8 @@ class Trainer:
                 "castor": self.castor.save_state(),
                 "extra": self.extra,
             }
+            if self.grad_scaler is not None:  # the loss scale and its growth count go on
+                state["grad_scaler"] = self.grad_scaler.state_dict()
             # durable before it is reported: the file's data, then its name (a VM powered off
             # right after a notice must not leave an empty or old checkpoint counted as current)
             tmp = path + ".tmp"
@@ -589,6 +591,8 @@ class Trainer:
         self.sampler.load_state_dict(state["sampler"])
         self.step_count = state["step"]
         self.castor.load_state(state["castor"])
+        if self.grad_scaler is not None and "grad_scaler" in state:
+            self.grad_scaler.load_state_dict(state["grad_scaler"])
         self.extra = state.get("extra", {})
         self._g_prev = None
         self._make_loader()

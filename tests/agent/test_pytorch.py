@@ -19,7 +19,8 @@ then to 3 replicas, and checks that
 Before that, in processes of their own: a checkpoint is durable before it is reported; with
 DataLoader workers, a SIGTERM to the whole process group (as castor-node sends it) ends in a whole
 checkpoint and exit 75, and no worker outlives the trainer; castor's gain multiplies the rate a
-torch lr_scheduler sets (StepLR), for the step only.
+torch lr_scheduler sets (StepLR), for the step only; a mixed-precision loss scale goes on from the
+checkpoint.
 
 Run by ctest with /usr/bin/python3.11 (Debian's python3-torch). Without torch or numpy it is
 skipped (exit 77), saying so, unless CI is set: then it fails."""
@@ -427,6 +428,96 @@ def check_lr_scheduler(t):
     check(r.returncode == 0, f"the lr scheduler check: {r.stdout}{r.stderr}")
 
 
+SCALER_CHECK = r"""
+import sys
+import torch
+from castor import pytorch as cp
+folder = sys.argv[1]
+
+
+# torch.cuda.amp.GradScaler's interface and dynamic loss scale on the CPU (torch's needs CUDA): a
+# scaled gradient above fp16's largest (65504) is an overflow, whose step is skipped and whose
+# scale is halved; after 3 steps without one the scale doubles.
+class Scaler:
+
+    def __init__(self):
+        self._scale, self._good, self._inf = 2.0 ** 16, 0, False
+
+    def scale(self, loss):
+        return loss * self._scale
+
+    def get_scale(self):
+        return self._scale
+
+    def unscale_(self, opt):
+        self._inf = False
+        for group in opt.param_groups:
+            for p in group["params"]:
+                if p.grad is not None:
+                    self._inf |= bool(p.grad.abs().max() > 65504.0)
+                    p.grad.div_(self._scale)
+
+    def step(self, opt):
+        if not self._inf:
+            opt.step()
+
+    def update(self):
+        self._good = 0 if self._inf else self._good + 1
+        if self._inf:
+            self._scale /= 2
+        elif self._good == 3:
+            self._scale, self._good = self._scale * 2, 0
+
+    def state_dict(self):
+        return {"scale": self._scale, "_growth_tracker": self._good}
+
+    def load_state_dict(self, state):
+        self._scale, self._good = state["scale"], state["_growth_tracker"]
+
+
+def train(folder, upto, restore):
+    torch.manual_seed(0)
+    ds = torch.utils.data.TensorDataset(4 * torch.randn(512, 4).double(),
+                                        4 * torch.randn(512, 1).double())
+    m = torch.nn.Linear(4, 1).double()
+    opt = torch.optim.SGD(m.parameters(), lr=0.01)
+    scaler = Scaler()
+    tr = cp.Trainer(m, opt, ds, batch_size=16, grad_scaler=scaler, checkpoint_dir=folder)
+    if restore:
+        tr.restore()
+    for step in tr.steps(upto):
+        for x, y in step:
+            step.backward(torch.nn.functional.mse_loss(tr.model(x), y))
+    tr.close(finished=False)
+    return [p.detach().clone() for p in m.parameters()], scaler.get_scale()
+
+
+whole, whole_scale = train(folder + "/whole", 12, False)
+train(folder + "/split", 6, False)
+split, split_scale = train(folder + "/split", 12, True)
+if split_scale != whole_scale or any(not torch.equal(a, b) for a, b in zip(whole, split)):
+    print(f"a restart did not continue bit for bit: loss scale {split_scale} (uninterrupted "
+          f"{whole_scale}), parameters {split} (uninterrupted {whole})")
+    sys.exit(1)
+print("ok", whole_scale)
+"""
+
+
+def check_grad_scaler_resumes(t):
+    """A mixed-precision trainer's loss scale is part of its checkpoint: a run stopped after 6
+    steps and restored goes on with the loss scale it had, so that its 12 steps skip the same
+    overflowing steps and end with the parameters of an uninterrupted run, bit for bit (a
+    restart from the scaler's initial scale overflowed again and skipped other steps)."""
+    folder = os.path.join(t.tmp, "scaler")
+    env = dict(os.environ, CASTOR_LIB=t.lib, PYTHONPATH=os.path.join(t.source, "python"))
+    for k in ("CASTOR_URL", "CASTOR_JOB", "CASTOR_CHECKPOINT_DIR", "CASTOR_INIT_BSZ"):
+        env.pop(k, None)
+    env.update(t.extra_env)
+    r = subprocess.run([sys.executable, "-c", SCALER_CHECK, folder], env=env, cwd=t.tmp,
+                       capture_output=True, text=True, timeout=WAIT)
+    check(r.returncode == 0, f"the grad scaler check: {r.stdout}{r.stderr}")
+
+
 def run(t, torch, example):
     ctl = t.ctl
     ctl.call("POST", "/v1/nodes", "CASTOR_NODE_TOKEN", {"instance_id": "n1", "gpus": 4})
@@ -648,6 +739,7 @@ def main():
             check_durable_checkpoint(t)
             check_loader_workers_survive_sigterm(t)
             check_lr_scheduler(t)
+            check_grad_scaler_resumes(t)
             run(t, torch, example)
         except Failure as e:
             print(f"test_pytorch: FAILED: {e}")
