@@ -618,8 +618,10 @@ int emu_run(const struct emu_config *cfg)
             }
             if (rc == 0)
                 rc = emu_checkpoint(&m, sig == SIGTERM ? "SIGTERM" : "SIGINT");
-            if (rc == 0)
+            if (rc == 0) {
                 emu_log(&m, LOG_INFO, "stopped by a signal at progress %.6f", m.s.progress);
+                rc = EMU_STOPPED;
+            }
             goto out;
         }
     }

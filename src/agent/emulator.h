@@ -17,6 +17,7 @@ struct log;
 #define EMU_DONE_FILE "castor-emulator.done"     /* written once the epochs are done */
 #define EMU_CRASH_FILE "castor-emulator.crashed" /* written by the crash crash_at asks for */
 #define EMU_CRASHED 1                            /* emu_run's answer after that crash */
+#define EMU_STOPPED 2 /* emu_run's answer after a SIGTERM or SIGINT: checkpointed, restart me */
 #define EMU_MAX_NODES 256
 
 /* Where a job is in its training. */
@@ -120,7 +121,9 @@ struct emu_config {
  * Resumes from the checkpoint in dir; a completion marker already there ends at once. The
  * placement comes from the job's allocation (GET /v1/jobs/{job}/allocation) when it can be read
  * and matches the world size, else from the sizes. Reports that fail are logged and their steps
- * carried to the next. Returns 0 in all those cases, and EMU_CRASHED when rank 0 reached crash_at
+ * carried to the next. Returns 0 in all those cases but a stop by SIGTERM or SIGINT, which
+ * returns EMU_STOPPED once rank 0 has checkpointed (the program exits 75, "checkpointed, restart
+ * me": 0 would say the job's work is done); EMU_CRASHED when rank 0 reached crash_at
  * without EMU_CRASH_FILE in dir (it writes that file, and no checkpoint: the work since the last
  * one is lost, as in a real crash); ERR_INVAL (a bad configuration), ERR_PARSE
  * (an unreadable checkpoint: the replica refuses to start over), ERR_RANGE (the profile cannot

@@ -112,7 +112,7 @@ int main(int argc, char **argv)
     if (rc < 0)
         fprintf(stderr, "castor-job-emulator: %s\n", err_str(rc));
     else
-        code = rc == EMU_CRASHED ? 1 : 0;
+        code = rc == EMU_CRASHED ? 1 : rc == EMU_STOPPED ? 75 : 0; /* 75: restart me */
 out:
     agent_secret_free((char *)c.job_token);
     log_free(log);

@@ -1128,6 +1128,51 @@ static void castor_node__a_completion_goes_before_a_peer_failure(void **state)
     stop_node(f);
 }
 
+static int write_text(const char *path, const char *text);
+
+/*
+ * castor-job-emulator's rank 0 gets a SIGTERM that is not the agent's (systemd stopping the
+ * node's unit signals every process of it at once; an operator's kill): it checkpoints and exits
+ * 75, "checkpointed, restart me", not 0, which castor-node takes (rank 0 ending by itself) for
+ * the job's work done and tells the controller, which then finished a job with epochs left.
+ */
+static void castor_node__an_emulator_stopped_by_another_is_not_finished(void **state)
+{
+    struct fx *f = *state;
+    struct failures_seen seen = {.f = f, .job = "job-e", .want = 0};
+    char script[512], text[1024], pidfile[512], *pid_text = NULL, *log;
+    pid_t pid = 0;
+
+    snprintf(script, sizeof(script), "%s/emulate.sh", f->work);
+    snprintf(pidfile, sizeof(pidfile), "%s/emulator.pid", f->work);
+    snprintf(text, sizeof(text),
+             "echo $$ > '%s'\n"
+             "export CASTOR_EMULATOR_SPEED=20 CASTOR_EMULATOR_EPOCHS=50 "
+             "CASTOR_CHECKPOINT_INTERVAL=100000\n"
+             "exec '%s' cifar10\n",
+             pidfile, CASTOR_EMULATOR_BIN);
+    assert_int_equal(write_text(script, text), 0);
+    spawn_node(f, f->as.url, NULL);
+    assert_true(proc_wait_for(node_registered, f, REGISTER_WAIT_S));
+    assign_script(f, script, "job-e", "emulate", 1, 3, "");
+    for (double end = proc_now() + 10; !pid_text && proc_now() < end; proc_sleep(0.05))
+        pid_text = proc_slurp(pidfile);
+    assert_non_null(pid_text);
+    pid = (pid_t)atol(pid_text);
+    free(pid_text);
+    assert_true(pid > 0);
+    proc_sleep(1.0); /* the emulator runs */
+    assert_int_equal(kill(pid, SIGTERM), 0);
+    assert_true(proc_wait_gone(pid, 5));
+    proc_sleep(1.0); /* a completion would be told at once */
+    assert_false(job_is_finished(&seen));
+    stop_node(f);
+    log = proc_slurp(f->nodelog);
+    assert_non_null(log);
+    assert_non_null(strstr(log, "rank 0 exited with status 75"));
+    free(log);
+}
+
 /*
  * Rank 0 ends with status 0 while the controller is unreachable, and the agent is stopped (SIGTERM)
  * right after the controller is back, before its next retry (backoff up to 30 s): it tells the
@@ -2033,6 +2078,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(castor_node__tells_the_controller_rank_0_ended, fx_setup,
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(castor_node__a_completion_goes_before_a_peer_failure,
+                                        fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(castor_node__an_emulator_stopped_by_another_is_not_finished,
                                         fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(castor_node__a_stopping_agent_tells_a_completion, fx_setup,
                                         fx_teardown),
