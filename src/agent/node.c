@@ -3,6 +3,7 @@
 #define _DEFAULT_SOURCE /* setgroups */
 #include "agent/node.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <grp.h>
 #include <math.h>
@@ -44,6 +45,8 @@ extern char **environ;
 /* a replica that waits for a uid of its own (CASTOR_NODE_RUN_AS_UIDS) is logged at most this often
  */
 #define ND_UID_WAIT_LOG_S 60.0
+/* at its stop, the agent waits this long at most for the strays it SIGKILLed to end */
+#define ND_STRAYS_S 5.0
 
 /* ---- the assignment ---- */
 
@@ -1760,6 +1763,73 @@ static void nd_watch_stop(struct nd *n)
     n->watch_pid = 0;
 }
 
+/* The parent of process pid, or 0 when it cannot be read (gone). */
+static pid_t nd_parent_of(long pid)
+{
+    char path[64], buf[512], *p;
+    long ppid = 0;
+    size_t got;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+    if (!(f = fopen(path, "r")))
+        return 0;
+    got = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[got] = '\0';
+    /* "pid (comm) S ppid ...": the command may hold spaces and parentheses, its last ')' ends it */
+    if (!(p = strrchr(buf, ')')) || sscanf(p + 1, " %*c %ld", &ppid) != 1)
+        return 0;
+    return (pid_t)ppid;
+}
+
+/*
+ * At the agent's stop, every replica ended: its other children are strays, descendants of
+ * replicas that left their process groups (setsid: a daemonised helper, a server the job
+ * started), orphaned to it, the subreaper, when their replica ended. SIGKILL them (and those
+ * orphaned to it in turn as they die) and reap them, for at most ND_STRAYS_S, so that no process
+ * of a job outlives the agent: one left would run on under init, holding its GPU and its job's
+ * token. The watcher is stopped before.
+ */
+static void nd_kill_strays(struct nd *n)
+{
+    double end = nd_mono() + ND_STRAYS_S;
+    int status, killed = 0;
+
+    for (;;) {
+        DIR *d = opendir("/proc");
+        struct dirent *e;
+        int found = 0;
+
+        while (d && (e = readdir(d))) {
+            char *rest = NULL;
+            long pid = strtol(e->d_name, &rest, 10);
+
+            if (pid <= 0 || *rest || nd_parent_of(pid) != n->self)
+                continue;
+            if (kill((pid_t)pid, SIGKILL) == 0) {
+                found++;
+                killed++;
+            }
+        }
+        if (d)
+            closedir(d);
+        while (waitpid(-1, &status, WNOHANG) > 0)
+            ;
+        if ((!found && waitpid(-1, &status, WNOHANG) < 0 && errno == ECHILD) || !d ||
+            nd_mono() >= end)
+            break;
+        {
+            struct timespec ts = {0, 10 * 1000 * 1000};
+
+            nanosleep(&ts, NULL);
+        }
+    }
+    if (killed > 0)
+        nd_log(n, LOG_WARN, NULL,
+               "killed %d processes that replicas had left outside their process groups", killed);
+}
+
 static int nd_live(const struct nd *n)
 {
     for (size_t i = 0; i < n->nreps; i++)
@@ -1891,6 +1961,8 @@ int node_run(const struct node_config *cfg)
             nd_log(&n, LOG_WARN, n.dones[i].job,
                    "stopping with rank 0's end not told: the controller did not answer");
     }
+    nd_watch_stop(&n);
+    nd_kill_strays(&n);
     nd_log(&n, LOG_INFO, NULL, "castor-node stopped");
 out:
     nd_watch_stop(&n);

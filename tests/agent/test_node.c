@@ -886,6 +886,45 @@ static void castor_node__sigterm_stops_replicas_and_leaves_no_orphan(void **stat
     }
 }
 
+static int write_text(const char *path, const char *text);
+
+/*
+ * A replica's descendant that left its process group (setsid: a daemonised helper, a server the
+ * job started) is orphaned to castor-node, the subreaper, when the replica ends: the agent's stop
+ * (SIGTERM) kills it too, and castor-node leaves no process behind (it is not the agent's own
+ * replica, whose group SIGKILL reaches, and would otherwise run on under init, holding its GPU).
+ */
+static void castor_node__sigterm_kills_an_escaped_descendant(void **state)
+{
+    struct fx *f = *state;
+    char script[512], text[2048], pidfile[512], *pid_text = NULL;
+    pid_t escaped = 0;
+
+    snprintf(script, sizeof(script), "%s/escape.sh", f->work);
+    snprintf(pidfile, sizeof(pidfile), "%s/escaped.pid", f->work);
+    snprintf(text, sizeof(text),
+             "setsid sh -c 'echo $$ > \"%s.tmp\" && mv \"%s.tmp\" \"%s\"; exec sleep 300' "
+             "</dev/null >/dev/null 2>&1 &\n"
+             "trap 'exit 0' TERM\n"
+             "while :; do sleep 0.05; done\n",
+             pidfile, pidfile, pidfile);
+    assert_int_equal(write_text(script, text), 0);
+    spawn_node(f, f->as.url, NULL);
+    assert_true(proc_wait_for(node_registered, f, REGISTER_WAIT_S));
+    assign_script(f, script, "job-x", "escape", 1, 3, "");
+    for (double end = proc_now() + 10; !pid_text && proc_now() < end; proc_sleep(0.05))
+        pid_text = proc_slurp(pidfile);
+    assert_non_null(pid_text);
+    escaped = (pid_t)atol(pid_text);
+    free(pid_text);
+    assert_true(escaped > 0 && proc_alive(escaped));
+    stop_node(f);
+    if (!proc_wait_gone(escaped, 5)) {
+        kill(escaped, SIGKILL);
+        fail_msg("the replica's escaped descendant %ld outlived castor-node", (long)escaped);
+    }
+}
+
 /* The job's state, failures and last failure's reason and time, from the test's connection. */
 struct failures_seen {
     struct fx *f;
@@ -1127,8 +1166,6 @@ static void castor_node__a_completion_goes_before_a_peer_failure(void **state)
     assert_int_equal(seen.failures, 0);
     stop_node(f);
 }
-
-static int write_text(const char *path, const char *text);
 
 /*
  * castor-job-emulator's rank 0 gets a SIGTERM that is not the agent's (systemd stopping the
@@ -2057,6 +2094,8 @@ int main(void)
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(castor_node__sigterm_stops_replicas_and_leaves_no_orphan,
                                         fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(castor_node__sigterm_kills_an_escaped_descendant, fx_setup,
+                                        fx_teardown),
         cmocka_unit_test_setup_teardown(castor_node__retries_until_the_controller_answers, fx_setup,
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(castor_node__exits_when_the_controller_says_terminated,
