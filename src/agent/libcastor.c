@@ -360,6 +360,18 @@ static int castor_post_progress(struct castor *h, struct http_client *client, co
     return rc;
 }
 
+/* 1 when castor_free is stopping the thread: the attempt in flight makes no further request, so
+ * that castor_free waits at most the one request in flight (its timeout). */
+static int castor_stopping(struct castor *h)
+{
+    int stop;
+
+    pthread_mutex_lock(&h->mu);
+    stop = h->stop;
+    pthread_mutex_unlock(&h->mu);
+    return stop;
+}
+
 /* What became of a report's data. */
 enum castor_posted {
     CASTOR_POST_KEPT,    /* not delivered: send it again with the next attempt */
@@ -394,6 +406,10 @@ static int castor_exchange(struct castor *h, struct castor_snap *s, enum castor_
                     s->ckpt_progress, h->why);
         s->ckpt_done = 1;
         h->why[0] = '\0';
+        if (castor_stopping(h)) {
+            rc = ERR_AGAIN;
+            goto out;
+        }
     }
     rc = reporter_body(&s->pool, s->has_grad ? &s->grad : NULL, s->progress, s->prof.sync_prior,
                        &body);
@@ -413,6 +429,8 @@ static int castor_exchange(struct castor *h, struct castor_snap *s, enum castor_
     if (rc < 0)
         castor_answer_why(&resp, "the report", h->why, sizeof(h->why), &h->retry_after);
     http_client_response_clear(&resp);
+    if (rc == 0 && castor_stopping(h))
+        rc = ERR_AGAIN;
     if (rc < 0)
         goto out;
     rc = castor_http(h, "GET", h->alloc_url, NULL, &resp);
@@ -532,7 +550,7 @@ static void castor_outcome_locked(struct castor *h, struct castor_snap *s, int r
                                 fmax(CASTOR_BACKOFF_CAP, h->interval), &h->seed);
         wait = fmax(wait, h->retry_after); /* at least what the controller asked */
         h->next_due = now + wait;
-        if (h->failures == 1)
+        if (h->failures == 1 && !h->stop) /* (not an attempt cut short by castor_free) */
             log_msg(h->log, castor_wall(), LOG_WARN, h->job, NULL,
                     "castor: a report to the controller failed (%s); retrying in %.1f s, training "
                     "goes on",

@@ -369,6 +369,42 @@ static void castor_step__hanging_server_never_blocks_steps(void **state)
     lh_stop(lh);
 }
 
+/* A slow controller: every answer comes 0.8 s after its request, within the request timeout. */
+static void slow(void *arg, const struct lh_request *req, struct lh_reply *reply)
+{
+    (void)arg;
+    sleep_s(0.8);
+    lh_reply_text(reply, 200, "application/json",
+                  strcmp(req->method, "GET") == 0
+                      ? "{\"state\":\"running\",\"nodes\":[\"n1\"],\"world_size\":2,"
+                        "\"local_bsz\":16,\"accum_steps\":0,\"lr_gain\":1}"
+                      : "{}");
+}
+
+/* castor_free waits at most one request timeout, also for a slow controller whose every answer
+ * comes within it: the attempt in flight makes no further request (the allocation after the
+ * report, a report after a checkpoint notice) once the handle is being freed. */
+static void castor_free__waits_one_timeout_for_a_slow_controller(void **state)
+{
+    struct castor_options o = options(*state, 2, 16, 0);
+    struct lh_server *lh = NULL;
+    struct castor *h;
+    char url[64];
+    double t0, sqr[2] = {4.0, 3.0};
+
+    assert_int_equal(lh_start(slow, NULL, &lh), 0);
+    lh_url(lh, url, sizeof(url));
+    o.url = url;
+    o.timeout_ms = 1000;
+    h = open_handle(&o);
+    assert_int_equal(castor_step(h, 0.05, 0.0, sqr, 2, 2.5), 0);
+    assert_int_equal(castor_flush(h, 100), CASTOR_EAGAIN); /* the report is on its way */
+    t0 = mono();
+    castor_free(h);
+    assert_true(mono() - t0 < 1.0);
+    lh_stop(lh);
+}
+
 /* A controller busy at first: the next `busy` requests are answered 429 with Retry-After: 1 and
  * the API's reason; the others 200, counting what reports and checkpoint notices carried. */
 struct busy {
@@ -1004,6 +1040,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(castor_step__unreachable_server_keeps_steps_and_retries,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(castor_step__hanging_server_never_blocks_steps, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(castor_free__waits_one_timeout_for_a_slow_controller, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(castor_step__too_many_requests_keeps_data_and_waits, setup,
                                         teardown),
