@@ -1187,6 +1187,7 @@ static void nd_start(struct nd *n, const struct node_job *j, int local)
             in.gpu = g;
     if (node_replica_env(j, local, &in, &env) < 0) {
         nd_log(n, LOG_ERROR, j->name, "out of memory starting rank %d", rank);
+        nd_rep_remove(n, n->nreps - 1); /* (not started: tried again) */
         return;
     }
     pid = fork();
@@ -1194,7 +1195,11 @@ static void nd_start(struct nd *n, const struct node_job *j, int local)
         nd_child(n->self, n->cfg->run_as, uid, j->workdir, j->argv, env);
     node_env_free(env);
     if (pid < 0) {
-        nd_log(n, LOG_ERROR, j->name, "cannot fork rank %d: %s", rank, strerror(errno));
+        /* (EAGAIN: a process limit; not started, so tried again at the next reconcile, where an
+         * exited one would wait for its entry to change) */
+        nd_log(n, LOG_ERROR, j->name, "cannot fork rank %d: %s; trying again", rank,
+               strerror(errno));
+        nd_rep_remove(n, n->nreps - 1);
         return;
     }
     setpgid(pid, pid); /* also in the child: whichever runs first */

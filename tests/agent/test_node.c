@@ -5,7 +5,7 @@
  * SIGUSR1 forwarded as a notice, SIGTERM leaving no process behind, retries while the controller
  * is away, bad answers survived, and a terminated node exiting. The replicas are
  * tests/data/agent/replica.sh. */
-#define _DEFAULT_SOURCE /* setgroups */
+#define _GNU_SOURCE /* setgroups, prlimit */
 #include <dirent.h>
 #include <grp.h>
 #include <pwd.h>
@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <cmocka.h>
 
@@ -380,10 +381,12 @@ static int fx_teardown(void **state)
     return 0;
 }
 
-/* Start castor-node for NODE_ID against url, with extra "NAME=VALUE" settings (NULL-ended). */
-static pid_t spawn_node(struct fx *f, const char *url, const char *const *extra)
+/* Start castor-node for NODE_ID against url, with extra "NAME=VALUE" settings (NULL-ended), as
+ * program bin with argv (NULL: castor-node itself). */
+static pid_t spawn_node_with(struct fx *f, const char *url, const char *const *extra,
+                             const char *bin, char *const *argv)
 {
-    static char *const argv[] = {"castor-node", NULL};
+    static char *const node_argv[] = {"castor-node", NULL};
     char url_env[128];
     const char *const env[] = {url_env,
                                "CASTOR_INSTANCE_ID=" NODE_ID,
@@ -399,9 +402,16 @@ static pid_t spawn_node(struct fx *f, const char *url, const char *const *extra)
                                NULL};
 
     snprintf(url_env, sizeof(url_env), "CASTOR_URL=%s", url);
-    f->node = proc_spawn(CASTOR_NODE_BIN, argv, NULL, f->nodelog, env, extra);
+    f->node = proc_spawn(bin ? bin : CASTOR_NODE_BIN, argv ? argv : node_argv, NULL, f->nodelog,
+                         env, extra);
     assert_true(f->node > 0);
     return f->node;
+}
+
+/* Start castor-node for NODE_ID against url, with extra "NAME=VALUE" settings (NULL-ended). */
+static pid_t spawn_node(struct fx *f, const char *url, const char *const *extra)
+{
+    return spawn_node_with(f, url, extra, NULL, NULL);
 }
 
 static int node_registered(void *ctx)
@@ -923,6 +933,80 @@ static void castor_node__sigterm_kills_an_escaped_descendant(void **state)
         kill(escaped, SIGKILL);
         fail_msg("the replica's escaped descendant %ld outlived castor-node", (long)escaped);
     }
+}
+
+/* A process of uid that waits until it is killed (or the test ends): it counts against the
+ * uid's process limit. */
+static pid_t spawn_uid_process(uid_t uid)
+{
+    pid_t parent = getpid(), pid = fork();
+
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDWR);
+
+        for (int fd = 0; fd < 3 && null >= 0; fd++)
+            dup2(null, fd);
+        alarm(60);
+        if (setgroups(0, NULL) == 0 && setgid(uid) == 0 && setuid(uid) == 0 &&
+            prctl(PR_SET_PDEATHSIG, SIGKILL) == 0 && getppid() == parent)
+            pause();
+        _exit(1);
+    }
+    return pid;
+}
+
+/*
+ * A replica whose fork failed (EAGAIN: the agent's user at its process limit) is started again
+ * once the agent can fork: it was kept as "exited" and never retried while its job's entry
+ * stayed the same, the job's other ranks waiting for it at their rendezvous until the hang
+ * timeout. castor-node runs as a uid of no account with RLIMIT_NPROC 16 (which binds a user
+ * without CAP_SYS_RESOURCE), and the test holds that uid's 16 processes for a while. Skipped
+ * where the tests do not run as root or there is no setpriv.
+ */
+static void castor_node__a_replica_whose_fork_failed_starts_later(void **state)
+{
+    enum { UID = 61777, LIMIT = 16 };
+    static char *const argv[] = {"setpriv",        "--reuid=61777", "--regid=61777",
+                                 "--clear-groups", CASTOR_NODE_BIN, NULL};
+    struct fx *f = *state;
+    struct replicas r = {.work = f->work, .want = 1};
+    struct rlimit lim = {LIMIT, LIMIT}, old;
+    pid_t holders[LIMIT];
+    char *log;
+    int status;
+
+    if (geteuid() != 0 || access("/usr/bin/setpriv", X_OK) != 0)
+        skip();
+    assert_int_equal(chmod(f->as.dir, 0711), 0);
+    assert_int_equal(chmod(f->work, 0777), 0);
+    /* the limit goes with the agent through setpriv's exec */
+    assert_int_equal(getrlimit(RLIMIT_NPROC, &old), 0);
+    lim.rlim_max = old.rlim_max; /* (the soft limit binds; the hard one cannot be raised back) */
+    assert_int_equal(setrlimit(RLIMIT_NPROC, &lim), 0);
+    spawn_node_with(f, f->as.url, NULL, "/usr/bin/setpriv", argv);
+    assert_int_equal(setrlimit(RLIMIT_NPROC, &old), 0);
+    assert_true(proc_wait_for(node_registered, f, REGISTER_WAIT_S));
+    for (int i = 0; i < LIMIT; i++)
+        assert_true((holders[i] = spawn_uid_process(UID)) > 0);
+    assign(f, "job-p", "ignore", 1);
+    for (double end = proc_now() + 10; proc_now() < end; proc_sleep(0.05)) {
+        int seen;
+
+        log = proc_slurp(f->nodelog);
+        seen = log && strstr(log, "cannot fork rank 0");
+        free(log);
+        if (seen)
+            break;
+    }
+    for (int i = 0; i < LIMIT; i++) {
+        kill(holders[i], SIGKILL);
+        waitpid(holders[i], &status, 0);
+    }
+    log = proc_slurp(f->nodelog);
+    assert_non_null(strstr(log ? log : "", "cannot fork rank 0"));
+    free(log);
+    assert_true(proc_wait_for(scan_replicas, &r, 10));
+    stop_node(f);
 }
 
 /* The job's state, failures and last failure's reason and time, from the test's connection. */
@@ -2096,6 +2180,8 @@ int main(void)
                                         fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(castor_node__sigterm_kills_an_escaped_descendant, fx_setup,
                                         fx_teardown),
+        cmocka_unit_test_setup_teardown(castor_node__a_replica_whose_fork_failed_starts_later,
+                                        fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(castor_node__retries_until_the_controller_answers, fx_setup,
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(castor_node__exits_when_the_controller_says_terminated,
