@@ -1027,7 +1027,11 @@ static void nd_child(pid_t parent, const struct node_run_as *run_as, uid_t uid, 
     setpgid(0, 0);
     nd_child_pdeath(parent, 126);
     nd_close_fds();
-    signal(SIGPIPE, SIG_DFL);
+    /* every disposition at its default: one the agent inherited as SIG_IGN (a shell's background
+     * job's SIGINT) would pass through exec to the replica */
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sig != SIGKILL && sig != SIGSTOP)
+            signal(sig, SIG_DFL);
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
     if (run_as && nd_child_user(run_as, uid) != 0) {

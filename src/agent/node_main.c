@@ -1,6 +1,7 @@
 /* node_main.c: the castor-node program: its configuration from the environment (never argv: the
  * token is a secret), the GPU inventory probed in a short-lived child, then node_run. */
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,23 @@ static void usage(FILE *f)
         "  (notice, ignore); the registration carries the instance's signed identity\n"
         "  (CASTOR_NODE_ATTEST=off: not; CASTOR_NODE_AUDIENCE: a Compute Engine token's\n"
         "  audience, default CASTOR_URL)\n");
+}
+
+/* The signals castor-node takes (node_run) and waits for (its children's ends, SIGCHLD) at their
+ * defaults: a disposition of SIG_IGN survives exec (a launcher that ignored SIGCHLD, nohup's
+ * SIGHUP, a shell's background job's SIGINT), and an ignored signal is discarded even while
+ * blocked: with SIGCHLD ignored the kernel reaps the children unseen (the GPU probe's status is
+ * lost, a replica's end never seen), with SIGTERM or SIGUSR1 a stop or a notice is lost. */
+static void default_signals(void)
+{
+    const int sigs[] = {SIGCHLD, SIGTERM, SIGINT, SIGUSR1, SIGHUP, SIGRTMIN + 1};
+    struct sigaction dfl;
+
+    memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+        sigaction(sigs[i], &dfl, NULL);
 }
 
 /* The cloud notice watch from the environment into cfg. */
@@ -156,6 +174,7 @@ int main(int argc, char **argv)
         usage(strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ? stdout : stderr);
         return strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ? 0 : 2;
     }
+    default_signals();
     cfg.url = getenv(NODE_ENV_URL);
     cfg.instance_id = getenv(NODE_ENV_INSTANCE);
     if (!cfg.url || !cfg.url[0] || !cfg.instance_id || !cfg.instance_id[0]) {

@@ -1048,6 +1048,48 @@ static double written_at(const struct fx *f, const char *name)
 }
 
 /*
+ * castor-node started with SIGCHLD, SIGINT and SIGQUIT ignored (a disposition of SIG_IGN
+ * survives exec: a launcher that ignored SIGCHLD, a shell's background job): it takes the signals
+ * it waits for as its own. With SIGCHLD ignored its children were reaped by the kernel, unseen:
+ * a replica's failure was never reported, and a stop waited for ever for replicas already gone;
+ * the replicas start with every disposition at its default.
+ */
+static void castor_node__takes_back_signals_its_launcher_ignored(void **state)
+{
+    struct fx *f = *state;
+    struct failures_seen seen = {.f = f, .job = "job-i", .want = 1};
+    struct replicas again = {.work = f->work, .want = 2, .must_have = "CASTOR_ATTEMPT=1\n"};
+    struct sigaction ign = {.sa_handler = SIG_IGN}, old_chld, old_int, old_quit;
+
+    assert_int_equal(sigaction(SIGCHLD, &ign, &old_chld), 0);
+    assert_int_equal(sigaction(SIGINT, &ign, &old_int), 0);
+    assert_int_equal(sigaction(SIGQUIT, &ign, &old_quit), 0);
+    spawn_node(f, f->as.url, NULL);
+    assert_int_equal(sigaction(SIGCHLD, &old_chld, NULL), 0);
+    assert_int_equal(sigaction(SIGINT, &old_int, NULL), 0);
+    assert_int_equal(sigaction(SIGQUIT, &old_quit, NULL), 0);
+    assert_true(proc_wait_for(node_registered, f, REGISTER_WAIT_S));
+    assign(f, "job-i", "fail-once", 2);
+    assert_true(proc_wait_for(job_failures, &seen, 10)); /* rank 1's exit 3 was seen */
+    /* and the replicas (started again as attempt 1) have SIGINT and SIGQUIT (which the agent
+     * itself does not take) at their defaults, not ignored */
+    assert_true(proc_wait_for(scan_replicas, &again, 10));
+    for (int i = 0; i < again.n; i++) {
+        char path[64], *status, *mask;
+
+        snprintf(path, sizeof(path), "/proc/%ld/status", (long)again.pids[i]);
+        status = proc_slurp(path);
+        assert_non_null(status);
+        mask = strstr(status, "SigIgn:");
+        assert_non_null(mask);
+        assert_false(strtoull(mask + 7, NULL, 16) &
+                     ((1ULL << (SIGINT - 1)) | (1ULL << (SIGQUIT - 1))));
+        free(status);
+    }
+    stop_node(f);
+}
+
+/*
  * Rank 1 of a gang of 2 crashes at its start (exit 3): castor-node reports it, the controller
  * counts one failure and gives the job attempt 1, and castor-node stops rank 0 (SIGTERM: it
  * checkpoints) and starts both ranks again as attempt 1 (CASTOR_ATTEMPT, a new master port), no
@@ -2177,6 +2219,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(castor_node__forwards_sigusr1_as_a_notice, fx_setup,
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(castor_node__sigterm_stops_replicas_and_leaves_no_orphan,
+                                        fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(castor_node__takes_back_signals_its_launcher_ignored,
                                         fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(castor_node__sigterm_kills_an_escaped_descendant, fx_setup,
                                         fx_teardown),
