@@ -618,6 +618,8 @@ int emu_run(const struct emu_config *cfg)
             }
             if (rc == 0)
                 rc = emu_checkpoint(&m, sig == SIGTERM ? "SIGTERM" : "SIGINT");
+            if (rc == 0)
+                emu_report(&m); /* the steps since the last report, before they go with it */
             if (rc == 0) {
                 emu_log(&m, LOG_INFO, "stopped by a signal at progress %.6f", m.s.progress);
                 rc = EMU_STOPPED;

@@ -349,6 +349,38 @@ static void emulator__sigterm_checkpoints_and_the_restart_continues(void **state
     assert_float_equal(done.emulated_s, total_time(f, 6), 1e-6);
 }
 
+/* A stop (SIGTERM) reports the steps run since the last report before the replica exits: the
+ * controller's step times and progress lose nothing at a restart (here the only report due
+ * before it was the start's, with no steps). */
+static void emulator__a_stop_reports_its_steps(void **state)
+{
+    static const char *const env[] = {"CASTOR_EMULATOR_SPEED=150", "CASTOR_EMULATOR_EPOCHS=6",
+                                      "CASTOR_CHECKPOINT_INTERVAL=100000",
+                                      "CASTOR_EMULATOR_REPORT_S=100000", NULL};
+    struct fx *f = *state;
+    struct state_report_config *rows = NULL;
+    struct emu_state mid;
+    struct state_job j;
+    size_t n = 0;
+    pid_t pid;
+    int status;
+
+    submit(f, "stopr");
+    pid = spawn_emulator(f, "stopr", env);
+    proc_sleep(0.6);
+    assert_int_equal(kill(pid, SIGTERM), 0);
+    status = proc_wait_exit(pid, 10);
+    assert_true(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 75);
+    read_state(f, EMU_CKPT_FILE, &mid);
+    assert_int_equal(state_report_configs(f->as.own, "stopr", &rows, &n), 0);
+    assert_int_equal(n, 1);
+    assert_true(rows[0].count >= 1);
+    free(rows);
+    assert_int_equal(state_job_get(f->as.own, "stopr", &j), 0);
+    assert_float_equal(j.progress, mid.progress, 1e-9);
+    state_job_clear(&j);
+}
+
 struct progress_at {
     struct fx *f;
     const char *job;
@@ -491,6 +523,7 @@ int main(void)
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(emulator__sigterm_checkpoints_and_the_restart_continues,
                                         fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(emulator__a_stop_reports_its_steps, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(emulator__a_slow_stop_checkpoint, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(emulator__after_sigkill_resumes_from_the_last_checkpoint,
                                         fx_setup, fx_teardown),
