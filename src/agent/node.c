@@ -1276,6 +1276,11 @@ static void nd_stopped(struct nd *n, struct nd_rep *r)
 
 static void nd_reconcile(struct nd *n, double now)
 {
+    /* the node follows its assignment now (not fenced, noticed, draining, stopping, nor waiting
+     * for a fresh one) */
+    int following =
+        n->have_want && !n->want_stale && !n->stopping && !n->noticed && !n->draining && !n->fenced;
+
     for (size_t i = 0; i < n->nreps;) {
         struct nd_rep *r = &n->reps[i];
         const struct node_job *j = nd_wanted(n, r->job, r->rank);
@@ -1295,15 +1300,18 @@ static void nd_reconcile(struct nd *n, double now)
                    r->rank);
             nd_exited(n, r);
         }
-        /* (a failure not reported yet goes too: the new entry restarts the replicas anyway); one
-         * this agent stopped goes even when its entry is wanted again, to be started again */
-        if (r->st == ND_EXITED && (!keep || r->stopped)) {
+        /* (a failure not reported yet goes too when a fresh assignment changed or dropped its
+         * entry: the new entry restarts the replicas anyway; it stays while the node does not
+         * follow the assignment, a fence while the controller is away above all, to be reported
+         * when the controller answers); one this agent stopped goes even when its entry is
+         * wanted again, to be started again */
+        if (r->st == ND_EXITED && (!keep || r->stopped) && !(r->report && !following)) {
             nd_rep_remove(n, i);
             continue;
         }
         i++;
     }
-    if (!n->have_want || n->want_stale || n->stopping || n->noticed || n->draining || n->fenced)
+    if (!following)
         return;
     for (size_t k = 0; k < n->want.njobs; k++) {
         struct node_job *j = &n->want.jobs[k];

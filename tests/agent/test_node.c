@@ -1337,6 +1337,52 @@ static void castor_node__an_emulator_stopped_by_another_is_not_finished(void **s
 }
 
 /*
+ * A replica fails (exit 3) while the controller is unreachable, and the node fences itself
+ * before the report gets through: the failure is still reported once the controller answers
+ * (retried until then, docs/local.md), not dropped with the replica's record when the fence
+ * made its entry unwanted. The fence's fresh assignment keeps the entry, so without the report
+ * the job went on as if it had not failed (its failure count and reason lost; here the replica
+ * was even started again in the same attempt).
+ */
+static void castor_node__a_failure_survives_a_fence(void **state)
+{
+    static const char *const extra[] = {"CASTOR_NODE_FENCE_S=1", NULL};
+    struct fx *f = *state;
+    struct failures_seen seen = {.f = f, .job = "job-w", .want = 1};
+    char script[512], text[2048], pidfile[512], *pid_text = NULL;
+    int port = f->as.port;
+    pid_t pid;
+
+    snprintf(script, sizeof(script), "%s/fail-away.sh", f->work);
+    snprintf(pidfile, sizeof(pidfile), "%s/fail-away.pid", f->work);
+    /* the first start fails once "finish" appears; any later one runs until stopped */
+    snprintf(text, sizeof(text),
+             "if [ -e failed ]; then while :; do sleep 0.05; done; fi\n"
+             "echo $$ > '%s'\n"
+             "while [ ! -e finish ]; do sleep 0.05; done\n"
+             ": > failed\n"
+             "exit 3\n",
+             pidfile);
+    assert_int_equal(write_text(script, text), 0);
+    spawn_node(f, f->as.url, extra);
+    assert_true(proc_wait_for(node_registered, f, REGISTER_WAIT_S));
+    assign_script(f, script, "job-w", "x", 1, 3, "");
+    for (double end = proc_now() + 10; !pid_text && proc_now() < end; proc_sleep(0.05))
+        pid_text = proc_slurp(pidfile);
+    assert_non_null(pid_text);
+    pid = (pid_t)atol(pid_text);
+    free(pid_text);
+    as_unlisten(&f->as);
+    touch_finish(f);
+    assert_true(proc_wait_gone(pid, 5));
+    proc_sleep(2.0); /* past the fence */
+    assert_int_equal(as_listen(&f->as, port), 0);
+    assert_true(proc_wait_for(job_failures, &seen, 10));
+    assert_string_equal(seen.failure, "rank 0 on node " NODE_ID " exited with status 3");
+    stop_node(f);
+}
+
+/*
  * Rank 0 ends with status 0 while the controller is unreachable, and the agent is stopped (SIGTERM)
  * right after the controller is back, before its next retry (backoff up to 30 s): it tells the
  * controller once more as it stops, and the job is finished.
@@ -2250,6 +2296,8 @@ int main(void)
                                         fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(castor_node__an_emulator_stopped_by_another_is_not_finished,
                                         fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(castor_node__a_failure_survives_a_fence, fx_setup,
+                                        fx_teardown),
         cmocka_unit_test_setup_teardown(castor_node__a_stopping_agent_tells_a_completion, fx_setup,
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(castor_node__fences_itself_when_the_controller_is_silent,
