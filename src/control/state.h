@@ -404,7 +404,9 @@ int state_node_set_price(struct state *st, const char *instance_id, double price
  * controller launched (launching or booting) takes the reported GPUs, memory, address and fence and
  * becomes ready; a node not known yet is inserted ready with every field of node (a static node:
  * its launch token must be NULL), and so is a static node that was terminated (taken down, or its
- * cluster torn down: its agent is a new one) over its old row. Either way ready_at and heartbeat_at
+ * cluster torn down: its agent is a new one) over its old row, its launched_at no earlier than the
+ * end of the costs recorded (a tick may have recorded every node up to its own time before this
+ * registration was written: the node is billed from there). Either way ready_at and heartbeat_at
  * are now, and the node's agent is node->agent (16 to 64 characters; NULL: none said). A node
  * already ready or draining, or a launched node terminated: ERR_CONFLICT (a second registration),
  * nothing written; but the same agent again (node->agent as it registered: a retry whose answer was

@@ -332,6 +332,12 @@ int state_node_set_price(struct state *st, const char *instance_id, double price
     return st_end(st, rc);
 }
 
+/* A static node's launch time (?9) as registered, or the end of the costs recorded when that is
+ * later: a tick that read the nodes before this registration was written has recorded every node up
+ * to its own time, and the next starts from there, so a node registered with an earlier time would
+ * never be billed for the part before (the milliseconds of a race, but lost). */
+#define ST_LAUNCHED_AT "max(?9, coalesce((SELECT max(end_at) FROM costs), ?9))"
+
 int state_node_register(struct state *st, const struct state_node *n, double now)
 {
     enum state_node_state cur = STATE_NODE_LAUNCHING;
@@ -353,7 +359,8 @@ int state_node_register(struct state *st, const struct state_node *n, double now
          * its agent is a new one, with no replica left running */
         rc = st_run(st->db,
                     "UPDATE nodes SET provider = ?2, offer = ?3, market = ?4, zone = ?5, gpus = ?6,"
-                    " gpu_memory_mib = ?7, state = ?8, launched_at = ?9, ready_at = ?10,"
+                    " gpu_memory_mib = ?7, state = ?8, launched_at = " ST_LAUNCHED_AT ","
+                    " ready_at = ?10,"
                     " heartbeat_at = ?10, terminated_at = NULL, notice_at = NULL,"
                     " notice_deadline = NULL, price = ?11, address = ?12, fence_s = ?13,"
                     " agent = ?14 WHERE id = ?1 AND launch_token IS NULL",
@@ -380,18 +387,17 @@ int state_node_register(struct state *st, const struct state_node *n, double now
                     now, n->address, fence, n->agent);
     } else if (rc == ERR_UNKNOWN) {
         /* a static node: the controller did not launch it, so it carries no launch token */
-        rc = n->launch_token
-                 ? ERR_INVAL
-                 : st_run(st->db,
-                          "INSERT INTO nodes (instance_id, provider, offer, market,"
-                          " zone, gpus, gpu_memory_mib, state, launched_at, ready_at,"
-                          " heartbeat_at, price, address, fence_s, agent)"
-                          " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11, ?12, ?13,"
-                          " ?14)",
-                          "tttttnntdddtdt", n->instance_id, n->provider, n->offer,
-                          st_markets[n->market], n->zone, n->gpus, n->gpu_memory_mib,
-                          st_node_states[STATE_NODE_READY], n->launched_at, now, n->price,
-                          n->address, fence, n->agent);
+        rc = n->launch_token ? ERR_INVAL
+                             : st_run(st->db,
+                                      "INSERT INTO nodes (instance_id, provider, offer, market,"
+                                      " zone, gpus, gpu_memory_mib, state, launched_at, ready_at,"
+                                      " heartbeat_at, price, address, fence_s, agent)"
+                                      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, " ST_LAUNCHED_AT ","
+                                      " ?10, ?10, ?11, ?12, ?13, ?14)",
+                                      "tttttnntdddtdt", n->instance_id, n->provider, n->offer,
+                                      st_markets[n->market], n->zone, n->gpus, n->gpu_memory_mib,
+                                      st_node_states[STATE_NODE_READY], n->launched_at, now,
+                                      n->price, n->address, fence, n->agent);
     }
     return st_end(st, rc);
 }

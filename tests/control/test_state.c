@@ -1276,6 +1276,36 @@ static void state_open__migrates_v3_to_v4(void **state)
 /* A booting node that registers takes the GPUs and memory reported and becomes ready; a second
  * registration is refused; an unknown node is inserted as a static node (never with a launch
  * token); no GPUs is refused. Refusals write nothing. */
+/* A static node registered with a launch time before the end of the costs recorded (its
+ * registration raced a tick that had read the nodes and recorded them up to its own time) is
+ * launched, and billed, from that end: the next tick starts there, and the part before would be
+ * lost. Every second of its launched span is billed; a registration after the costs keeps its time.
+ */
+static void state_node_register__static_billed_from_its_launch(void **state)
+{
+    struct state *st = open_state(*state);
+    struct state_node a = node_of("i-1", 4, NULL, 0), b = node_of("rack-1", 1, NULL, 0),
+                      c = node_of("rack-2", 1, NULL, 0), got;
+
+    a.price = b.price = c.price = 3.6;
+    assert_int_equal(state_node_upsert(st, &a), 0);
+    assert_int_equal(state_cost_accrue(st, 100, 200), 0); /* the tick of time 200 */
+    b.launched_at = 190;                                  /* its request came at 190 */
+    assert_int_equal(state_node_register(st, &b, 190), 0);
+    c.launched_at = 230;
+    assert_int_equal(state_node_register(st, &c, 230), 0);
+    assert_int_equal(state_cost_accrue(st, 200, 260), 0);
+    assert_int_equal(state_node_get(st, "rack-1", &got), 0);
+    assert_true(got.launched_at == 200);
+    state_node_clear(&got);
+    assert_int_equal(state_node_get(st, "rack-2", &got), 0);
+    assert_true(got.launched_at == 230);
+    state_node_clear(&got);
+    assert_int_equal(node_micros(st, "rack-1"), 60000); /* 60 s at $3.6/h, from its launch */
+    assert_int_equal(node_micros(st, "rack-2"), 30000);
+    state_close(st);
+}
+
 static void state_node_register__launched_static_duplicate(void **state)
 {
     const struct tmpdb *t = *state;
@@ -2868,6 +2898,7 @@ int main(void)
         STATE_TEST(state_open__migrates_v2_to_v3),
         STATE_TEST(state_open__migrates_v3_to_v4),
         STATE_TEST(state_node_register__launched_static_duplicate),
+        STATE_TEST(state_node_register__static_billed_from_its_launch),
         STATE_TEST(state_node_upsert__launch_recorded_after_registration),
         STATE_TEST(state_node_heartbeat_notice__rules),
         STATE_TEST(state_node_jobs__allocations_on_a_node),
