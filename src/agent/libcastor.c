@@ -1019,29 +1019,31 @@ static int castor_grad_step_locked(struct castor *h, size_t ngroups, const doubl
     struct gns_step step = {h->cur.local_bsz, h->cur.limits.init_bsz, h->cur.world_size,
                             h->cur.accum_steps};
     size_t want = (size_t)h->cur.world_size * (size_t)(h->cur.accum_steps + 1);
-    int rc = 0, finite = 1;
+    struct gns *fresh = NULL, *target = h->gns;
+    double *fresh_prev = NULL, *prev_sqr = h->prev_sqr;
+    int rc = 0, finite = 1, has_prev = h->has_prev;
 
     if (ngroups < 1 || ngroups > GNS_MAX_GROUPS || !micro || !avg || n != want ||
         !(h->cur.local_bsz > 0))
         return ERR_INVAL;
     if (!h->gns || gns_groups(h->gns) != ngroups) {
-        double *prev = calloc(ngroups, sizeof(*prev));
-        struct gns *g = NULL;
-
-        if (!prev || gns_new(ngroups, &g) < 0) {
-            free(prev);
+        /* another group count starts the statistics anew, once a step of it is taken: a refused
+         * one changes nothing */
+        fresh_prev = calloc(ngroups, sizeof(*fresh_prev));
+        if (!fresh_prev || gns_new(ngroups, &fresh) < 0) {
+            free(fresh_prev);
             return ERR_NOMEM;
         }
-        gns_free(h->gns);
-        free(h->prev_sqr);
-        h->gns = g;
-        h->prev_sqr = prev;
-        h->has_prev = 0;
+        target = fresh;
+        prev_sqr = fresh_prev;
+        has_prev = 0;
     }
     if (ngroups > CASTOR_STACK_GROUPS) {
         norms = calloc(ngroups, sizeof(*norms));
-        if (!norms)
-            return ERR_NOMEM;
+        if (!norms) {
+            rc = ERR_NOMEM;
+            goto out;
+        }
     }
     for (size_t g = 0; g < ngroups; g++) {
         struct gns_norms *nm = &norms[g];
@@ -1056,16 +1058,29 @@ static int castor_grad_step_locked(struct castor *h, size_t ngroups, const doubl
         }
         nm->total_sqr = n > 1 ? avg[g] : nm->local_sqr;
         if (n == 1) {
-            nm->has_prev = h->has_prev;
-            nm->prev_sqr = h->prev_sqr[g];
+            nm->has_prev = has_prev;
+            nm->prev_sqr = prev_sqr[g];
             nm->pair_sqr = avg[g];
         }
     }
-    rc = finite ? gns_update(h->gns, &step, norms) : ERR_INVAL;
+    rc = finite ? gns_update(target, &step, norms) : ERR_INVAL;
+    if (fresh && rc < 0)
+        goto out;
+    if (fresh) {
+        gns_free(h->gns);
+        free(h->prev_sqr);
+        h->gns = fresh;
+        h->prev_sqr = fresh_prev;
+        fresh = NULL;
+        fresh_prev = NULL;
+    }
     /* with a single gradient, this one pairs with the next step's */
     h->has_prev = n == 1 && finite;
     for (size_t g = 0; n == 1 && g < ngroups; g++)
         h->prev_sqr[g] = micro[g];
+out:
+    gns_free(fresh);
+    free(fresh_prev);
     if (norms != stack)
         free(norms);
     return rc == ERR_RANGE ? ERR_INVAL : rc;

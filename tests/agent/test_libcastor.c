@@ -579,6 +579,37 @@ static void castor_step__bad_input_is_skipped_and_counted(void **state)
     castor_free(h);
 }
 
+/* A refused step changes nothing, also one that names another number of parameter groups: the
+ * statistics measured so far stay (a step accepted with a new group count starts them anew). */
+static void castor_step_groups__a_refused_step_keeps_the_statistics(void **state)
+{
+    struct castor_options o = options(NULL, 1, 8, 1);
+    struct castor *h = open_handle(&o);
+    struct castor_stats s0, s;
+    double good[2] = {4.0, 3.0}, bad[4] = {4.0, 3.0, NAN, 1.0}, avg2[2] = {2.5, 2.5};
+
+    (void)state;
+    assert_int_equal(castor_step(h, 0.05, 0.0, good, 2, 2.5), 0);
+    assert_int_equal(castor_get_stats(h, &s0, sizeof(s0)), 0);
+    assert_false(isnan(s0.grad_sqr));
+    /* two groups, one norm NaN: refused */
+    assert_int_equal(castor_step_groups(h, 0.05, 0.0, 2, bad, 2, avg2), CASTOR_EINVAL);
+    /* two groups, an average NaN: refused */
+    bad[2] = 4.0;
+    avg2[1] = NAN;
+    assert_int_equal(castor_step_groups(h, 0.05, 0.0, 2, bad, 2, avg2), CASTOR_EINVAL);
+    assert_int_equal(castor_get_stats(h, &s, sizeof(s)), 0);
+    assert_int_equal(s.grad_skipped, 2);
+    assert_near(s.grad_sqr, s0.grad_sqr, 0);
+    assert_near(s.grad_var, s0.grad_var, 0);
+    assert_near(s.progress, s0.progress, 0);
+    /* the same group count goes on from them */
+    assert_int_equal(castor_step(h, 0.05, 0.0, good, 2, 2.5), 0);
+    assert_int_equal(castor_get_stats(h, &s, sizeof(s)), 0);
+    assert_true(s.progress > s0.progress);
+    castor_free(h);
+}
+
 /* Steps that found the report full (a 65th configuration) are counted in steps_dropped, a
  * counter: it stays counted after a report reached the controller, and drops after it add on. */
 static void castor_get_stats__steps_dropped_stays_counted(void **state)
@@ -1047,6 +1078,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test(castor_step__bad_input_is_skipped_and_counted),
         cmocka_unit_test(castor_step__single_gradient_pairs_with_the_previous),
+        cmocka_unit_test(castor_step_groups__a_refused_step_keeps_the_statistics),
         cmocka_unit_test_setup_teardown(castor_get_stats__steps_dropped_stays_counted, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(castor_get_decision__follows_the_allocation, setup,
