@@ -538,12 +538,30 @@ class Trainer:
     def _path(self):
         return os.path.join(self.checkpoint_dir, CHECKPOINT_NAME) if self.checkpoint_dir else None
 
+    def _rng_state(self):
+        """This rank's random number generators (torch's CPU one, and CUDA's where this process
+        uses CUDA): what dropout and random augmentation draw from next."""
+        cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
+        return {"cpu": torch.get_rng_state(), "cuda": cuda}
+
+    def _set_rng_state(self, rng):
+        """Take back a rank's generators from _rng_state (CUDA's where it has as many devices)."""
+        torch.set_rng_state(rng["cpu"])
+        cuda = rng.get("cuda")
+        if cuda and torch.cuda.is_available() and len(cuda) == torch.cuda.device_count():
+            torch.cuda.set_rng_state_all(cuda)
+
     def checkpoint(self):
-        """Save model, optimizer, the grad scaler's loss scale, data position, step count,
-        libcastor's state and extra (rank 0 writes, atomically; every rank waits for it)."""
+        """Save model, optimizer, the grad scaler's loss scale, every rank's random number
+        generators, data position, step count, libcastor's state and extra (rank 0 writes,
+        atomically; every rank waits for it)."""
         path = self._path()
         if path is None:
             return
+        rng = [self._rng_state()]
+        if self._ddp:  # every rank's, so that each goes on with its own after a restart
+            rng = [None] * self.world_size
+            dist.all_gather_object(rng, self._rng_state())
         if self.rank == 0:
             os.makedirs(self.checkpoint_dir, exist_ok=True)
             state = {
@@ -558,6 +576,7 @@ class Trainer:
             }
             if self.grad_scaler is not None:  # the loss scale and its growth count go on
                 state["grad_scaler"] = self.grad_scaler.state_dict()
+            state["rng"] = rng
             # durable before it is reported: the file's data, then its name (a VM powered off
             # right after a notice must not leave an empty or old checkpoint counted as current)
             tmp = path + ".tmp"
@@ -596,6 +615,12 @@ class Trainer:
         self.extra = state.get("extra", {})
         self._g_prev = None
         self._make_loader()
+        # the generators as they were at the checkpoint (after the new loader, whose start draws
+        # from them), so that dropout and augmentation go on as in an uninterrupted run; a
+        # restart at another world size has no such continuation and keeps its own
+        rng = state.get("rng")
+        if rng and len(rng) == self.world_size:
+            self._set_rng_state(rng[self.rank])
         self.restored = True
         return True
 

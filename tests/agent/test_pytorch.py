@@ -20,7 +20,7 @@ Before that, in processes of their own: a checkpoint is durable before it is rep
 DataLoader workers, a SIGTERM to the whole process group (as castor-node sends it) ends in a whole
 checkpoint and exit 75, and no worker outlives the trainer; castor's gain multiplies the rate a
 torch lr_scheduler sets (StepLR), for the step only; a mixed-precision loss scale goes on from the
-checkpoint.
+checkpoint, and so do the random generators (dropout).
 
 Run by ctest with /usr/bin/python3.11 (Debian's python3-torch). Without torch or numpy it is
 skipped (exit 77), saying so, unless CI is set: then it fails."""
@@ -518,6 +518,54 @@ def check_grad_scaler_resumes(t):
     check(r.returncode == 0, f"the grad scaler check: {r.stdout}{r.stderr}")
 
 
+RNG_CHECK = r"""
+import sys
+import torch
+from castor import pytorch as cp
+folder = sys.argv[1]
+
+
+def train(sub, upto, restore):
+    torch.manual_seed(0)
+    ds = torch.utils.data.TensorDataset(torch.randn(512, 4).double(), torch.randn(512, 1).double())
+    m = torch.nn.Sequential(torch.nn.Linear(4, 16), torch.nn.Dropout(0.5),
+                            torch.nn.Linear(16, 1)).double()
+    opt = torch.optim.SGD(m.parameters(), lr=0.05)
+    tr = cp.Trainer(m, opt, ds, batch_size=16, checkpoint_dir=folder + "/" + sub)
+    if restore:
+        tr.restore()
+    for step in tr.steps(upto):
+        for x, y in step:
+            step.backward(torch.nn.functional.mse_loss(tr.model(x), y))
+    tr.close(finished=False)
+    return [p.detach().clone() for p in m.parameters()]
+
+
+whole = train("whole", 12, False)
+train("split", 6, False)
+split = train("split", 12, True)
+if any(not torch.equal(a, b) for a, b in zip(whole, split)):
+    print("a restart did not continue bit for bit: the dropout masks after it differ")
+    sys.exit(1)
+print("ok")
+"""
+
+
+def check_rng_resumes(t):
+    """Every rank's random number generators are part of the checkpoint: a model with dropout
+    stopped after 6 steps and restored draws the dropout masks an uninterrupted run draws, and
+    ends its 12 steps with the same parameters, bit for bit (a restart drew them anew from the
+    script's seed)."""
+    folder = os.path.join(t.tmp, "rng")
+    env = dict(os.environ, CASTOR_LIB=t.lib, PYTHONPATH=os.path.join(t.source, "python"))
+    for k in ("CASTOR_URL", "CASTOR_JOB", "CASTOR_CHECKPOINT_DIR", "CASTOR_INIT_BSZ"):
+        env.pop(k, None)
+    env.update(t.extra_env)
+    r = subprocess.run([sys.executable, "-c", RNG_CHECK, folder], env=env, cwd=t.tmp,
+                       capture_output=True, text=True, timeout=WAIT)
+    check(r.returncode == 0, f"the random generators check: {r.stdout}{r.stderr}")
+
+
 def run(t, torch, example):
     ctl = t.ctl
     ctl.call("POST", "/v1/nodes", "CASTOR_NODE_TOKEN", {"instance_id": "n1", "gpus": 4})
@@ -740,6 +788,7 @@ def main():
             check_loader_workers_survive_sigterm(t)
             check_lr_scheduler(t)
             check_grad_scaler_resumes(t)
+            check_rng_resumes(t)
             run(t, torch, example)
         except Failure as e:
             print(f"test_pytorch: FAILED: {e}")
