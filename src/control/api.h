@@ -250,6 +250,10 @@ extern const char *const api_job_spec_keys[];
 #define API_HANG_TIMEOUT_MAX 1e7
 #define API_DEADLINE_MAX 253402300799.0
 
+/* The most a node may say it costs ($ per hour), as an offer of the configuration and
+ * CASTOR_NODE_PRICE: a larger price would make the fleet's dollars infinite. */
+#define API_PRICE_MAX 1e6
+
 /* A job spec's max_restarts: the failures in a row without progress its replicas are restarted
  * after (one more fails the job), when the spec does not say, and the most it may say. */
 #define API_MAX_RESTARTS_DEFAULT 3

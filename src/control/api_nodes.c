@@ -129,6 +129,8 @@ void ap_node_register(struct ap_ctx *c)
         rc = ap_bad(c, "market must be \"spot\" or \"on-demand\"");
     if (rc == 0)
         rc = ap_num(c, c->body, "", "price", 0, 0.0, 1, &n.price);
+    if (rc == 0 && n.price > API_PRICE_MAX)
+        rc = ap_bad(c, "price must be at most %.0f", API_PRICE_MAX);
     if (rc == 0)
         rc = ap_str(c, c->body, "", "address", 0, 255, &address);
     if (rc == 0 && address && !ap_address_ok(address))

@@ -919,6 +919,11 @@ static void api_nodes__bad_input_writes_nothing(void **state)
                  "fence_s must be at most 86400");
     expect_error(f, "POST", "/v1/nodes", TOKEN_NODE,
                  "{\"instance_id\":\"i-2\",\"gpus\":1,\"fence_s\":\"60\"}", 400, "fence_s");
+    expect_error(f, "POST", "/v1/nodes", TOKEN_NODE,
+                 "{\"instance_id\":\"i-2\",\"gpus\":1,\"price\":1e300}", 400,
+                 "price must be at most 1000000");
+    expect_error(f, "POST", "/v1/nodes", TOKEN_NODE,
+                 "{\"instance_id\":\"i-2\",\"gpus\":1,\"price\":-1}", 400, "price");
     expect_error(f, "POST", "/v1/nodes/i-9/down", TOKEN_USER, NULL, 404, "no such node");
     expect_error(f, "POST", "/v1/nodes/i-1/down", TOKEN_USER, "{\"now\":1}", 400,
                  "unknown field now");
