@@ -320,6 +320,12 @@ static int scenario_offer(struct scenario *s, struct scenario_mem *m, const stru
      * preemption loses the work since the last checkpoint */
     if (conf_find(n, "boot") && sp->boot_s == 0)
         sp->boot_s = -1;
+    if (sp->notice_s < 0 && sp->notice_s != -1) {
+        const struct conf_node *at = conf_find(n, "notice");
+
+        return err_set(e, ERR_RANGE, at->file, at->line, at->column,
+                       "%s: a notice is 0 or -1 (none) or a number of seconds above 0", at->path);
+    }
     if (conf_find(n, "notice") && sp->notice_s == 0)
         sp->notice_s = -1;
     if (!conf_find(n, "expected_rate"))
@@ -333,11 +339,12 @@ static int scenario_offer(struct scenario *s, struct scenario_mem *m, const stru
         }
     if ((rc = scenario_price_band(n, sp, e)) < 0)
         return rc;
-    if ((trace || prices || sp->rate > 0 || sp->volatility > 0 || sp->reclaim_free_s > 0) &&
+    if ((trace || prices || sp->rate > 0 || sp->volatility > 0 || sp->reclaim_free_s > 0 ||
+         sp->price_min > 0 || sp->price_max > 0 || conf_find(n, "expected_rate")) &&
         !sp->spot) {
         return err_set(e, ERR_INVAL, n->file, n->line, n->column,
-                       "%s: only a spot offer has a trace, a price series, a volatility, a "
-                       "preemption rate or an unbilled window",
+                       "%s: only a spot offer has a trace, a price series, a volatility, price "
+                       "bounds, a preemption rate, an expected rate or an unbilled window",
                        n->path);
     }
     if (trace && sp->rate > 0) {

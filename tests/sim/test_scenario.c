@@ -182,6 +182,28 @@ static void scenario_load__reclaim_free_s(void **state)
     expect_refused(bad, sizeof(bad) / sizeof(bad[0]));
 }
 
+/* What only a spot market has (price bounds, a planner's expected preemption rate) is refused on an
+ * on-demand offer, where the planner would price preemptions that never come; a notice is 0 or -1
+ * (none) or a number of seconds, not a fraction of -1. */
+static void scenario_load__spot_only_keys(void **state)
+{
+    static const struct refusal bad[] = {
+        {"offers:\n  - name: od\n    gpus: 4\n    price: 4\n    expected_rate: 0.1\n", ERR_INVAL, 2,
+         5, "an expected rate"},
+        {"offers:\n  - name: od\n    gpus: 4\n    price: 4\n    price_min: 3\n", ERR_INVAL, 2, 5,
+         "price bounds"},
+        {"offers:\n  - name: od\n    gpus: 4\n    price: 4\n    price_max: 5\n", ERR_INVAL, 2, 5,
+         "price bounds"},
+        {OFFERS "    notice: -0.5\n", ERR_RANGE, 9, 13, "a notice is 0 or -1"},
+    };
+    struct scenario *s = load_ok(OFFERS "    notice: -1\n    expected_rate: 0\n");
+
+    (void)state;
+    assert_true(s->offers[1].notice_s == -1);
+    scenario_free(s);
+    expect_refused(bad, sizeof(bad) / sizeof(bad[0]));
+}
+
 /* A quota over both offers with its units per node; each error at its line and column. */
 static void scenario_load__quotas(void **state)
 {
@@ -407,6 +429,7 @@ int main(void)
         cmocka_unit_test(scenario_load__quotas),
         cmocka_unit_test(scenario_load__reconfigure),
         cmocka_unit_test(scenario_load__reclaim_free_s),
+        cmocka_unit_test(scenario_load__spot_only_keys),
         cmocka_unit_test(scenario_load__utilisation_band),
         cmocka_unit_test(scenario_load__price_bounds),
         cmocka_unit_test(scenario_load__market_errors_located),
