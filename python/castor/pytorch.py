@@ -610,7 +610,7 @@ class Trainer:
         self.sampler.load_state_dict(state["sampler"])
         self.step_count = state["step"]
         self.castor.load_state(state["castor"])
-        if self.grad_scaler is not None and "grad_scaler" in state:
+        if self.grad_scaler is not None and state.get("grad_scaler"):  # {}: a disabled one's
             self.grad_scaler.load_state_dict(state["grad_scaler"])
         self.extra = state.get("extra", {})
         self._g_prev = None

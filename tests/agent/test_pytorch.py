@@ -472,16 +472,25 @@ class Scaler:
         return {"scale": self._scale, "_growth_tracker": self._good}
 
     def load_state_dict(self, state):
+        if not state:  # torch's: an empty state is a disabled scaler's, refused by an enabled one
+            raise RuntimeError("The source state dict is empty")
         self._scale, self._good = state["scale"], state["_growth_tracker"]
 
 
-def train(folder, upto, restore):
+# A disabled scaler (GradScaler(enabled=False), or one made where CUDA is not): its state is {}.
+class Disabled(Scaler):
+
+    def state_dict(self):
+        return {}
+
+
+def train(folder, upto, restore, scaler_class=Scaler):
     torch.manual_seed(0)
     ds = torch.utils.data.TensorDataset(4 * torch.randn(512, 4).double(),
                                         4 * torch.randn(512, 1).double())
     m = torch.nn.Linear(4, 1).double()
     opt = torch.optim.SGD(m.parameters(), lr=0.01)
-    scaler = Scaler()
+    scaler = scaler_class()
     tr = cp.Trainer(m, opt, ds, batch_size=16, grad_scaler=scaler, checkpoint_dir=folder)
     if restore:
         tr.restore()
@@ -499,6 +508,12 @@ if split_scale != whole_scale or any(not torch.equal(a, b) for a, b in zip(whole
     print(f"a restart did not continue bit for bit: loss scale {split_scale} (uninterrupted "
           f"{whole_scale}), parameters {split} (uninterrupted {whole})")
     sys.exit(1)
+# a checkpoint of a disabled scaler restores under an enabled one, which starts at its own scale
+train(folder + "/disabled", 6, False, Disabled)
+_, scale = train(folder + "/disabled", 7, True)
+if scale != 2.0 ** 16 and scale != 2.0 ** 15:
+    print(f"after a disabled scaler's checkpoint the loss scale is {scale}")
+    sys.exit(1)
 print("ok", whole_scale)
 """
 
@@ -507,7 +522,8 @@ def check_grad_scaler_resumes(t):
     """A mixed-precision trainer's loss scale is part of its checkpoint: a run stopped after 6
     steps and restored goes on with the loss scale it had, so that its 12 steps skip the same
     overflowing steps and end with the parameters of an uninterrupted run, bit for bit (a
-    restart from the scaler's initial scale overflowed again and skipped other steps)."""
+    restart from the scaler's initial scale overflowed again and skipped other steps). A
+    disabled scaler's checkpoint (its state empty) restores under an enabled one (it raised)."""
     folder = os.path.join(t.tmp, "scaler")
     env = dict(os.environ, CASTOR_LIB=t.lib, PYTHONPATH=os.path.join(t.source, "python"))
     for k in ("CASTOR_URL", "CASTOR_JOB", "CASTOR_CHECKPOINT_DIR", "CASTOR_INIT_BSZ"):
