@@ -211,8 +211,11 @@ static int st_cost_accrue(struct state *st, double from, double now, unsigned st
 
         while (listed && x->launch_token && listed[k] && strcmp(listed[k], x->instance_id) != 0)
             k++;
-        if (listed && x->launch_token && !listed[k] && x->state != STATE_NODE_TERMINATED)
-            continue; /* gone, when is not known (a node terminated in the state ended then) */
+        /* gone, when is not known; a node the state terminated by now ended then, and one it
+         * terminated after now (a span recorded late) was gone at now, as it was listed then */
+        if (listed && x->launch_token && !listed[k] &&
+            !(x->state == STATE_NODE_TERMINATED && x->terminated_at <= now))
+            continue;
 
         if (isfinite(end) && x->launch_token) /* the cloud's minimum, for what it was asked */
             end = fmax(end, x->launched_at + STATE_MIN_BILLED_S);

@@ -917,6 +917,91 @@ static void daemon_run__bad_configuration_exits_2(void **state)
     free(log);
 }
 
+/* An instance gone while the daemon was down is left out of the downtime's costs (its end is not
+ * known: docs/run.md); when the start cannot record the downtime (with_trigger: the state refuses
+ * cost rows, as a full disk would) and the first tick terminates the gone node before the retry,
+ * the retry leaves it out too, as the start would have. */
+static void gone_during_downtime(struct run *r, int with_trigger)
+{
+    char ids[8][64], sql[512], *text, *p, *q;
+    int nlive = 0;
+    struct state *st = NULL;
+    double until, started, seconds, span;
+
+    write_config(r, JOB("alpha"));
+    start(r);
+    assert_int_equal(wait_launched(r, 2, ids, &nlive), 2);
+    nap(2500);
+    assert_int_equal(stop(r, SIGKILL), 128 + SIGKILL);
+    /* ids[0]'s instance goes while the daemon is down */
+    text = slurp(r->cloud);
+    assert_non_null(text);
+    p = strstr(text, ids[0]);
+    assert_non_null(p);
+    q = strstr(p, "\"running\"");
+    assert_non_null(q);
+    {
+        char out[8192];
+
+        snprintf(out, sizeof(out), "%.*s\"gone\"%s", (int)(q - text), text, q + 9);
+        assert_int_equal(file_write_atomic(r->cloud, out, strlen(out), 0600, NULL), 0);
+    }
+    free(text);
+    assert_int_equal(state_open(r->state, &st, NULL), 0);
+    snprintf(sql, sizeof(sql),
+             "SELECT max(c.end_at) FROM costs c JOIN nodes n ON n.id = c.node_id WHERE"
+             " n.instance_id = '%s'",
+             ids[0]);
+    until = one_double(state_db(st), sql);
+    if (with_trigger)
+        assert_int_equal(db_exec(state_db(st),
+                                 "CREATE TRIGGER no_cost_rows BEFORE INSERT ON costs"
+                                 " BEGIN SELECT RAISE(ABORT, 'no room'); END;"
+                                 "CREATE TRIGGER no_cost_growth BEFORE UPDATE ON costs"
+                                 " BEGIN SELECT RAISE(ABORT, 'no room'); END"),
+                         0);
+    nap(3000); /* the downtime: 3 s */
+    started = (double)time(NULL);
+    start(r);
+    if (with_trigger) {
+        assert_true(log_wait(r, "cannot record what the nodes cost while castor was down", 1));
+        assert_true(log_wait(r, "the instance is gone: the node is terminated", 1));
+        nap(500);
+        assert_int_equal(
+            db_exec(state_db(st), "DROP TRIGGER no_cost_rows; DROP TRIGGER no_cost_growth"), 0);
+        assert_true(log_wait(r, "which the start could not", 1));
+    } else {
+        assert_true(log_wait(r, "the instance is gone: the node is terminated", 1));
+    }
+    nap(1200);
+    assert_int_equal(stop(r, SIGTERM), 0);
+    /* the dollars ids[0] was charged for [until, started]: none (gone, when not known) */
+    snprintf(sql, sizeof(sql),
+             "SELECT total(c.dollars) / n.price * 3600 FROM costs c JOIN nodes n ON n.id ="
+             " c.node_id WHERE n.instance_id = '%s'",
+             ids[0]);
+    seconds = one_double(state_db(st), sql);
+    snprintf(sql, sizeof(sql),
+             "SELECT max(c.end_at) - n.launched_at FROM costs c JOIN nodes n ON n.id ="
+             " c.node_id WHERE n.instance_id = '%s'",
+             ids[0]);
+    span = one_double(state_db(st), sql);
+    state_close(st);
+    if (!(span - seconds > 0.8 * (started - until)))
+        fail_msg("the gone node was charged for the downtime: %.3f s recorded over %.3f s", seconds,
+                 span);
+}
+
+static void daemon_run__a_node_gone_while_down_is_not_charged(void **state)
+{
+    gone_during_downtime(*state, 0);
+}
+
+static void daemon_run__a_node_gone_while_down_is_not_charged_later(void **state)
+{
+    gone_during_downtime(*state, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -943,6 +1028,10 @@ int main(void)
                                         daemon_setup, daemon_teardown),
         cmocka_unit_test_setup_teardown(daemon_run__a_bad_cloud_section_exits_2, daemon_setup,
                                         daemon_teardown),
+        cmocka_unit_test_setup_teardown(daemon_run__a_node_gone_while_down_is_not_charged,
+                                        daemon_setup, daemon_teardown),
+        cmocka_unit_test_setup_teardown(daemon_run__a_node_gone_while_down_is_not_charged_later,
+                                        daemon_setup, daemon_teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
