@@ -462,6 +462,30 @@ static void assign(struct fx *f, const char *job, const char *mode, int replicas
     assign_restarts(f, job, mode, replicas, 3);
 }
 
+/* Write text to a new file at path: 0, or -1. */
+static int write_text(const char *path, const char *text)
+{
+    FILE *fp = fopen(path, "w");
+    int rc = fp && fputs(text, fp) >= 0 ? 0 : -1;
+
+    if (fp && fclose(fp) != 0)
+        rc = -1;
+    return rc;
+}
+
+/* replica.sh copied into f->work (script: its path, size bytes), where another user's replicas may
+ * read it (the sources may be in a folder only root reads). */
+static void copy_replica_sh(struct fx *f, char *script, size_t size)
+{
+    char *text = proc_slurp(REPLICA_SH);
+
+    assert_non_null(text);
+    snprintf(script, size, "%s/replica.sh", f->work);
+    assert_int_equal(write_text(script, text), 0);
+    free(text);
+    assert_int_equal(chmod(script, 0755), 0);
+}
+
 /* The replicas that have written their environment: pids (the file names') into pids. */
 struct replicas {
     const char *work;
@@ -896,8 +920,6 @@ static void castor_node__sigterm_stops_replicas_and_leaves_no_orphan(void **stat
     }
 }
 
-static int write_text(const char *path, const char *text);
-
 /*
  * A replica's descendant that left its process group (setsid: a daemonised helper, a server the
  * job started) is orphaned to castor-node, the subreaper, when the replica ends: the agent's stop
@@ -972,7 +994,7 @@ static void castor_node__a_replica_whose_fork_failed_starts_later(void **state)
     struct replicas r = {.work = f->work, .want = 1};
     struct rlimit lim = {LIMIT, LIMIT}, old;
     pid_t holders[LIMIT];
-    char *log;
+    char *log, script[4096];
     int status;
 
     if (geteuid() != 0 || access("/usr/bin/setpriv", X_OK) != 0)
@@ -988,7 +1010,8 @@ static void castor_node__a_replica_whose_fork_failed_starts_later(void **state)
     assert_true(proc_wait_for(node_registered, f, REGISTER_WAIT_S));
     for (int i = 0; i < LIMIT; i++)
         assert_true((holders[i] = spawn_uid_process(UID)) > 0);
-    assign(f, "job-p", "ignore", 1);
+    copy_replica_sh(f, script, sizeof(script)); /* where the agent's uid reads it */
+    assign_script(f, script, "job-p", "ignore", 1, 3, "");
     for (double end = proc_now() + 10; proc_now() < end; proc_sleep(0.05)) {
         int seen;
 
@@ -1478,30 +1501,6 @@ static void castor_node__a_fence_lifted_while_stopping_restarts_every_rank(void 
     assert_int_equal(as_listen(&f->as, port), 0);
     assert_true(proc_wait_for(scan_replicas, &again, 10)); /* both started again */
     stop_node(f);
-}
-
-/* Write text to a new file at path: 0, or -1. */
-static int write_text(const char *path, const char *text)
-{
-    FILE *fp = fopen(path, "w");
-    int rc = fp && fputs(text, fp) >= 0 ? 0 : -1;
-
-    if (fp && fclose(fp) != 0)
-        rc = -1;
-    return rc;
-}
-
-/* replica.sh copied into f->work (script: its path, size bytes), where another user's replicas may
- * read it (the sources may be in a folder only root reads). */
-static void copy_replica_sh(struct fx *f, char *script, size_t size)
-{
-    char *text = proc_slurp(REPLICA_SH);
-
-    assert_non_null(text);
-    snprintf(script, size, "%s/replica.sh", f->work);
-    assert_int_equal(write_text(script, text), 0);
-    free(text);
-    assert_int_equal(chmod(script, 0755), 0);
 }
 
 /*
