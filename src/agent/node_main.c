@@ -50,20 +50,24 @@ static void usage(FILE *f)
 }
 
 /* The signals castor-node takes (node_run) and waits for (its children's ends, SIGCHLD) at their
- * defaults: a disposition of SIG_IGN survives exec (a launcher that ignored SIGCHLD, nohup's
- * SIGHUP, a shell's background job's SIGINT), and an ignored signal is discarded even while
- * blocked: with SIGCHLD ignored the kernel reaps the children unseen (the GPU probe's status is
- * lost, a replica's end never seen), with SIGTERM or SIGUSR1 a stop or a notice is lost. */
+ * defaults: a disposition of SIG_IGN survives exec (a launcher that ignored SIGCHLD, a shell's
+ * background job's SIGINT), and an ignored signal is discarded even while blocked: with SIGCHLD
+ * ignored the kernel reaps the children unseen (the GPU probe's status is lost, a replica's end
+ * never seen), with SIGTERM or SIGUSR1 a stop or a notice is lost. A hangup is ignored from the
+ * start (node_run takes it and does nothing): at its default it would end castor-node before
+ * node_run blocks it, nohup's SIG_IGN undone. The replicas get every default (nd_child). */
 static void default_signals(void)
 {
-    const int sigs[] = {SIGCHLD, SIGTERM, SIGINT, SIGUSR1, SIGHUP, SIGRTMIN + 1};
-    struct sigaction dfl;
+    const int sigs[] = {SIGCHLD, SIGTERM, SIGINT, SIGUSR1, SIGRTMIN + 1};
+    struct sigaction act;
 
-    memset(&dfl, 0, sizeof(dfl));
-    dfl.sa_handler = SIG_DFL;
-    sigemptyset(&dfl.sa_mask);
+    memset(&act, 0, sizeof(act));
+    act.sa_handler = SIG_DFL;
+    sigemptyset(&act.sa_mask);
     for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-        sigaction(sigs[i], &dfl, NULL);
+        sigaction(sigs[i], &act, NULL);
+    act.sa_handler = SIG_IGN;
+    sigaction(SIGHUP, &act, NULL);
 }
 
 /* The cloud notice watch from the environment into cfg. */
