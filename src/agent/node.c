@@ -42,8 +42,8 @@ extern char **environ;
 /* a stopping replica's group SIGKILLed this long ago counts as gone (one that cannot be signalled,
  * EPERM, never says it is empty) */
 #define ND_GROUP_GONE_S 5.0
-/* a replica that waits for a uid of its own (CASTOR_NODE_RUN_AS_UIDS) is logged at most this often
- */
+/* a replica that waits for a uid of its own (CASTOR_NODE_RUN_AS_UIDS), or whose fork fails (a
+ * process limit), is logged at most this often: it is tried again at every reconcile */
 #define ND_UID_WAIT_LOG_S 60.0
 /* at its stop, the agent waits this long at most for the strays it SIGKILLed to end */
 #define ND_STRAYS_S 5.0
@@ -518,7 +518,8 @@ struct nd {
     uint64_t rng;
     int registered, draining, noticed, notice_pending, stopping, fails;
     int fenced; /* the controller unanswered for fence_s: replicas stopped until it is */
-    double uid_wait_logged_at; /* when a replica last waited for a uid of its own (monotonic) */
+    double uid_wait_logged_at;  /* when a replica last waited for a uid of its own (monotonic) */
+    double fork_fail_logged_at; /* when a replica's fork last failed, logged (monotonic) */
     /* per uid of the range (CASTOR_NODE_RUN_AS_UIDS): the job it went to last (owned; NULL:
      * none) and when (a count of assignments; 0: never), so that a job gets its own uid back and
      * another job the least recently used one */
@@ -1159,7 +1160,7 @@ static void nd_start(struct nd *n, const struct node_job *j, int local)
                                  .master_addr = n->cfg->master_addr,
                                  .gpu = -1,
                                  .run_as = n->cfg->run_as};
-    int rank = j->rank_offset + local, rc;
+    int rank = j->rank_offset + local, rc, fork_errno;
     struct nd_rep *r;
     char **env = NULL, as[32] = "";
     uid_t uid = 0;
@@ -1197,12 +1198,16 @@ static void nd_start(struct nd *n, const struct node_job *j, int local)
     pid = fork();
     if (pid == 0)
         nd_child(n->self, n->cfg->run_as, uid, j->workdir, j->argv, env);
+    fork_errno = errno;
     node_env_free(env);
     if (pid < 0) {
         /* (EAGAIN: a process limit; not started, so tried again at the next reconcile, where an
          * exited one would wait for its entry to change) */
-        nd_log(n, LOG_ERROR, j->name, "cannot fork rank %d: %s; trying again", rank,
-               strerror(errno));
+        if (!(nd_mono() < n->fork_fail_logged_at + ND_UID_WAIT_LOG_S)) {
+            n->fork_fail_logged_at = nd_mono();
+            nd_log(n, LOG_ERROR, j->name, "cannot fork rank %d: %s; trying again", rank,
+                   strerror(fork_errno));
+        }
         nd_rep_remove(n, n->nreps - 1);
         return;
     }
@@ -1915,6 +1920,7 @@ int node_run(const struct node_config *cfg)
     n.notice_kill_by = INFINITY;
     n.report_retry_at = INFINITY;
     n.uid_wait_logged_at = -INFINITY;
+    n.fork_fail_logged_at = -INFINITY;
     if (!(n.gpu_used = calloc((size_t)cfg->gpus, 1))) {
         rc = ERR_NOMEM;
         goto out;
