@@ -412,8 +412,7 @@ void ap_node_notice(struct ap_ctx *c)
 {
     static const char *const keys[] = {"deadline", NULL};
     double deadline = NAN;
-    struct state_node n = {0};
-    int rc = ap_parse_body(c, 1), told;
+    int rc = ap_parse_body(c, 1);
 
     if (rc == 0)
         rc = ap_keys(c, c->body, "", keys);
@@ -426,11 +425,9 @@ void ap_node_notice(struct ap_ctx *c)
     if (deadline < c->now) /* a deadline already past (clocks differ): it is now */
         deadline = c->now;
     /* the same preemption told again (a retry whose answer was lost, or the agent's after the
-     * cloud's) is recorded, and not told again to the node's jobs */
-    told = state_node_get(c->a->state, c->param, &n) == 0 && isfinite(n.notice_at);
-    state_node_clear(&n);
+     * cloud's) is recorded (0), and not told again to the node's jobs: only its first (1) */
     rc = state_node_notice(c->a->state, c->param, c->now, deadline);
-    if (rc == 0 && !told)
+    if (rc == 1)
         ap_note_node_jobs(c, "notice",
                           "a preemption notice on the node (from its agent): the "
                           "job checkpoints and restarts from it elsewhere");

@@ -297,7 +297,8 @@ static void rw_reconcile_instances(struct realworld *rw, const struct cloud_inst
             if (in[i].state == CLOUD_NOTICED && node->state != STATE_NODE_DRAINING) {
                 double deadline = in[i].ends > now ? in[i].ends : now;
 
-                if (state_node_notice(rw->state, in[i].id, now, deadline) == 0) {
+                /* told once: the agent's notice may have come since the list */
+                if (state_node_notice(rw->state, in[i].id, now, deadline) == 1) {
                     log_msg(rw->log, now, LOG_WARN, NULL, in[i].id,
                             "preemption notice: the node drains");
                     rw_note_node_jobs(rw, in[i].id, now, "notice",

@@ -461,8 +461,9 @@ void state_strv_free(char **v, size_t n);
 /*
  * Record a preemption notice for the node at now, with the provider's deadline (NAN when not
  * known; else >= now): notice_at is kept from the first notice, the deadline is the latest said,
- * and a node not yet draining moves to draining. ERR_UNKNOWN: no such node; ERR_CONFLICT: it is
- * terminated.
+ * and a node not yet draining moves to draining. Returns 1 for the node's first notice, 0 for one
+ * told again (the agent's after the cloud's, a retry), read in the same transaction: the caller
+ * tells the node's jobs on 1 only. ERR_UNKNOWN: no such node; ERR_CONFLICT: it is terminated.
  */
 int state_node_notice(struct state *st, const char *instance_id, double now, double deadline);
 

@@ -497,7 +497,7 @@ void state_strv_free(char **v, size_t n)
 int state_node_notice(struct state *st, const char *instance_id, double now, double deadline)
 {
     enum state_node_state cur = STATE_NODE_LAUNCHING;
-    long long id = 0;
+    long long id = 0, first = 0;
     int rc;
 
     if (!st_name_ok(instance_id) || !st_time_ok(now) || !st_opt_time_ok(deadline) || deadline < now)
@@ -507,11 +507,14 @@ int state_node_notice(struct state *st, const char *instance_id, double now, dou
         return rc;
     rc = st_live_node(st, instance_id, &id, &cur);
     if (rc == 0)
+        rc = st_int(st->db, &first, "SELECT notice_at IS NULL FROM nodes WHERE id = ?1", "i", id);
+    if (rc == 0)
         rc = st_run(st->db,
                     "UPDATE nodes SET notice_at = coalesce(notice_at, ?2),"
                     " notice_deadline = coalesce(?3, notice_deadline), state = ?4 WHERE id = ?1",
                     "iddt", id, now, deadline, st_node_states[STATE_NODE_DRAINING]);
-    return st_end(st, rc);
+    rc = st_end(st, rc);
+    return rc < 0 ? rc : (int)first;
 }
 
 static int st_read_node_job(struct db_stmt *s, void *item)

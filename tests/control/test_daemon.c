@@ -758,7 +758,7 @@ static void daemon_run__downtime_costs_before_reconciliation(void **state)
     assert_int_equal(stop(r, SIGKILL), 128 + SIGKILL);
     assert_int_equal(state_open(r->state, &st, NULL), 0);
     now = (double)time(NULL);
-    assert_int_equal(state_node_notice(st, ids[0], now - 1000, now - 700), 0);
+    assert_int_equal(state_node_notice(st, ids[0], now - 1000, now - 700), 1);
     state_close(st);
     nap(1500);
     start(r);

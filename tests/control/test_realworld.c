@@ -2587,7 +2587,7 @@ static void realworld_observe__preemption_rates_are_learned(void **state)
         double end = n.launched_at + 18000;
 
         assert_int_equal(state_node_upsert(f->st, &n), 0);
-        assert_int_equal(state_node_notice(f->st, ids[i], end - 120, end), 0);
+        assert_int_equal(state_node_notice(f->st, ids[i], end - 120, end), 1);
         assert_int_equal(state_node_set_state(f->st, ids[i], STATE_NODE_TERMINATED, end), 0);
     }
     assert_int_equal(make_loop(f, 0), 0);

@@ -1115,9 +1115,9 @@ static void state_offer_records__notices_and_hours(void **state)
     assert_int_equal(state_node_upsert(st, &old), 0);
     assert_int_equal(state_node_upsert(st, &od), 0);
     assert_int_equal(state_node_upsert(st, &fixed), 0);
-    assert_int_equal(state_node_notice(st, "i-0", 500, 620), 0);
+    assert_int_equal(state_node_notice(st, "i-0", 500, 620), 1);
     assert_int_equal(state_node_set_state(st, "i-0", STATE_NODE_TERMINATED, 900), 0);
-    assert_int_equal(state_node_notice(st, "i-1", 18100, 18220), 0);
+    assert_int_equal(state_node_notice(st, "i-1", 18100, 18220), 1);
     assert_int_equal(state_node_set_state(st, "i-1", STATE_NODE_TERMINATED, 18200), 0);
     assert_int_equal(state_offer_records(st, 1000, 37000, &rows, &n), 0);
     assert_int_equal(n, 2);
@@ -1381,7 +1381,7 @@ static void state_node_upsert__launch_recorded_after_registration(void **state)
     assert_string_equal(got.address, "10.0.0.9");
     state_node_clear(&got);
 
-    assert_int_equal(state_node_notice(st, "i-1", 110.0, 230.0), 0);
+    assert_int_equal(state_node_notice(st, "i-1", 110.0, 230.0), 1);
     assert_int_equal(state_node_upsert(st, &node), 0);
     assert_int_equal(state_node_get(st, "i-1", &got), 0);
     assert_int_equal(got.state, STATE_NODE_DRAINING);
@@ -1411,8 +1411,8 @@ static void state_node_heartbeat_notice__rules(void **state)
     assert_int_equal(state_node_heartbeat(st, "i-1", 150.0, NULL, 0), 0);
     assert_int_equal(state_node_heartbeat(st, "i-9", 150.0, NULL, 0), ERR_UNKNOWN);
     assert_int_equal(state_node_notice(st, "i-1", 160.0, 150.0), ERR_INVAL);
-    assert_int_equal(state_node_notice(st, "i-1", 160.0, NAN), 0);
-    assert_int_equal(state_node_notice(st, "i-1", 170.0, 280.0), 0);
+    assert_int_equal(state_node_notice(st, "i-1", 160.0, NAN), 1);   /* its first notice */
+    assert_int_equal(state_node_notice(st, "i-1", 170.0, 280.0), 0); /* told again */
     assert_int_equal(state_node_get(st, "i-1", &got), 0);
     assert_int_equal(got.state, STATE_NODE_DRAINING);
     assert_true(got.heartbeat_at == 150.0 && got.notice_at == 160.0 &&
