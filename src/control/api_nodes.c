@@ -402,9 +402,7 @@ static void ap_note_node_jobs(struct ap_ctx *c, const char *kind, const char *me
 
     if (state_node_jobs(c->a->state, c->param, &jobs, &n) < 0)
         return;
-    for (size_t i = 0; i < n; i++)
-        event_note(c->a->state, c->a->log, c->now, LOG_WARN, jobs[i].job, c->param, kind, "%s",
-                   message);
+    event_note_jobs(c->a->state, c->a->log, c->now, jobs, n, c->param, kind, message, NULL);
     state_node_jobs_free(jobs, n);
 }
 
@@ -469,11 +467,9 @@ void ap_node_down(struct ap_ctx *c)
         if (rc < 0) {
             ap_state_fail(c, rc, "such node");
         } else {
-            for (size_t i = 0; i < nj; i++)
-                event_note(c->a->state, c->a->log, c->now, LOG_WARN, jobs[i].job, c->param,
-                           "node-lost",
-                           "the node was taken down by its operator (castor down): the job "
-                           "restarts elsewhere from its last checkpoint");
+            event_note_jobs(c->a->state, c->a->log, c->now, jobs, nj, c->param, "node-lost",
+                            "the node was taken down by its operator (castor down)",
+                            "the job restarts elsewhere from its last checkpoint");
             log_msg(c->a->log, c->now, LOG_WARN, NULL, c->param,
                     "taken down by its operator: the node is terminated, and its jobs move");
             ap_node_state_reply(c);

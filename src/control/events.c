@@ -21,3 +21,12 @@ void event_note(struct state *st, struct log *log, double now, enum log_level le
         log_msg(log, now, LOG_WARN, job, node, "the event (%s) was not kept: %s", kind,
                 err_str(rc));
 }
+
+void event_note_jobs(struct state *st, struct log *log, double now,
+                     const struct state_node_job *jobs, size_t n, const char *node,
+                     const char *kind, const char *why, const char *then)
+{
+    for (size_t i = 0; i < n; i++)
+        event_note(st, log, now, LOG_WARN, jobs[i].job, node, kind, "%s%s%s", why, then ? ": " : "",
+                   then ? then : "");
+}

@@ -234,9 +234,7 @@ void rw_note_node_jobs(struct realworld *rw, const char *id, double now, const c
 
     if (state_node_jobs(rw->state, id, &jobs, &n) < 0)
         return;
-    for (size_t i = 0; i < n; i++)
-        event_note(rw->state, rw->log, now, LOG_WARN, jobs[i].job, id, kind, "%s%s%s", why,
-                   then ? ": " : "", then ? then : "");
+    event_note_jobs(rw->state, rw->log, now, jobs, n, id, kind, why, then);
     state_node_jobs_free(jobs, n);
 }
 

@@ -135,9 +135,8 @@ int rw_node_terminate_lost(struct realworld *rw, const char *id, int spot, doubl
     if (!kind || state_node_jobs(rw->state, id, &jobs, &n) < 0)
         n = 0;
     rc = rw_node_terminate(rw, id, spot, now, why);
-    for (size_t i = 0; rc == 0 && i < n; i++)
-        event_note(rw->state, rw->log, now, LOG_WARN, jobs[i].job, id, kind, "%s%s%s", lost,
-                   then ? ": " : "", then ? then : "");
+    if (rc == 0)
+        event_note_jobs(rw->state, rw->log, now, jobs, n, id, kind, lost, then);
     if (rc == 0 && loss >= 0 && loss < API_NLOSSES)
         rw->losses[loss]++;
     state_node_jobs_free(jobs, n);
@@ -387,9 +386,8 @@ static void rw_reconcile_nodes(struct realworld *rw, const struct cloud_instance
         rw_quota_freed(rw, rw_node_spot(node), now);
         rw_reclaim_refund(rw, node, now);
         if (state_node_set_state(rw->state, node->instance_id, STATE_NODE_TERMINATED, now) == 0) {
-            for (size_t i = 0; i < nj; i++)
-                event_note(rw->state, rw->log, now, LOG_WARN, jobs[i].job, node->instance_id,
-                           "node-lost", "the node's instance is gone: " RW_RESTARTS);
+            event_note_jobs(rw->state, rw->log, now, jobs, nj, node->instance_id, "node-lost",
+                            "the node's instance is gone", RW_RESTARTS);
             rw->losses[API_LOSS_GONE] += told;
             log_msg(rw->log, now, LOG_WARN, NULL, node->instance_id,
                     "the instance is gone: the node is terminated");

@@ -4,7 +4,6 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "control/events.h"
 #include "control/realworld.h"
 #include "control/realworld_internal.h"
 #include "control/state.h"
@@ -67,24 +66,15 @@ static void rw_spend_stop(struct realworld *rw, double now)
 
     if (state_nodes_list(rw->state, RW_LIVE_NODES, &nodes, &n) < 0)
         return;
-    for (size_t i = 0; i < n; i++) {
-        struct state_node_job *jobs = NULL;
-        size_t nj = 0;
-
-        if (!nodes[i].launch_token)
-            continue; /* a static node is not castor's to stop */
-        if (state_node_jobs(rw->state, nodes[i].instance_id, &jobs, &nj) < 0)
-            nj = 0;
-        if (rw_node_terminate(rw, nodes[i].instance_id, nodes[i].market == STATE_MARKET_SPOT, now,
-                              "the spend limit") == 0)
-            for (size_t k = 0; k < nj; k++)
-                event_note(rw->state, rw->log, now, LOG_WARN, jobs[k].job, nodes[i].instance_id,
-                           "node-lost",
-                           "the fleet reached its spend_limit: its instances are terminated: the "
-                           "job waits for the next period (or a static node), and restarts from "
-                           "its last checkpoint");
-        state_node_jobs_free(jobs, nj);
-    }
+    for (size_t i = 0; i < n; i++)
+        if (nodes[i].launch_token) /* (a static node is not castor's to stop) */
+            rw_node_terminate_lost(
+                rw, nodes[i].instance_id, nodes[i].market == STATE_MARKET_SPOT, now,
+                "the spend limit", "node-lost",
+                "the fleet reached its spend_limit: its instances are terminated",
+                "the job waits for the next period (or a static node), and "
+                "restarts from its last checkpoint",
+                -1);
     state_nodes_free(nodes, n);
 }
 
