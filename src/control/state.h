@@ -681,17 +681,14 @@ int state_cost_add(struct state *st, const char *instance_id, double from, doubl
  */
 int state_cost_accrue(struct state *st, double from, double now);
 
-/* As state_cost_accrue, for the nodes not terminated only: what they cost while no controller
- * ran. With listed (NULL-terminated instance ids) not NULL, a node castor launched whose instance
- * is not in it is left out (gone, at a time not known); NULL: the cloud could not say, every node
- * counts. Errors as state_cost_accrue. */
-int state_cost_accrue_live(struct state *st, double from, double now, char *const *listed);
-
-/* As state_cost_accrue_live, every node of the state counted, the terminated ones too (each up to
- * its end, which the state knows, listed or not): what the nodes cost while no controller ran,
- * those terminated after the last costs recorded (in the tick the controller was killed in, or
- * by the API meanwhile) included, and what a start could not record, recorded later, after the
- * reconciliation may have terminated some of them. Errors as state_cost_accrue. */
+/* As state_cost_accrue, with what the cloud lists: what the nodes cost while no controller ran.
+ * With listed (NULL-terminated instance ids) not NULL, a node castor launched whose instance is
+ * not in it is left out (gone, at a time not known), unless the state terminated it by now (it
+ * ended then); NULL: the cloud could not say, every node counts. A terminated node counts up to
+ * its end, which the state knows: those terminated after the last costs recorded (in the tick
+ * the controller was killed in, or by the API meanwhile) included, and what a start could not
+ * record, recorded later, after the reconciliation may have terminated some of them. Errors as
+ * state_cost_accrue. */
 int state_cost_accrue_listed(struct state *st, double from, double now, char *const *listed);
 
 /* An instance terminated as a stray (no node of castor's explains it), as the cloud listed it:

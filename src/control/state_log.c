@@ -189,10 +189,7 @@ int state_cost_refund(struct state *st, const char *instance_id, double *dollars
     return 0;
 }
 
-/* state_cost_accrue over the nodes of the states in the mask `states`; with listed not NULL, of the
- * nodes castor launched only those whose instance is in it. */
-static int st_cost_accrue(struct state *st, double from, double now, unsigned states,
-                          char *const *listed)
+int state_cost_accrue_listed(struct state *st, double from, double now, char *const *listed)
 {
     struct state_node *nodes = NULL;
     size_t n = 0;
@@ -202,7 +199,7 @@ static int st_cost_accrue(struct state *st, double from, double now, unsigned st
         return ERR_INVAL;
     if ((rc = db_begin(st->db)) < 0)
         return rc;
-    if ((rc = state_nodes_list(st, states, &nodes, &n)) < 0)
+    if ((rc = state_nodes_list(st, (1u << STATE_NODE_NSTATES) - 1, &nodes, &n)) < 0)
         return st_end(st, rc);
     for (size_t i = 0; rc == 0 && i < n; i++) {
         const struct state_node *x = &nodes[i];
@@ -229,18 +226,7 @@ static int st_cost_accrue(struct state *st, double from, double now, unsigned st
 
 int state_cost_accrue(struct state *st, double from, double now)
 {
-    return st_cost_accrue(st, from, now, (1u << STATE_NODE_NSTATES) - 1, NULL);
-}
-
-int state_cost_accrue_live(struct state *st, double from, double now, char *const *listed)
-{
-    return st_cost_accrue(
-        st, from, now, ((1u << STATE_NODE_NSTATES) - 1) & ~(1u << STATE_NODE_TERMINATED), listed);
-}
-
-int state_cost_accrue_listed(struct state *st, double from, double now, char *const *listed)
-{
-    return st_cost_accrue(st, from, now, (1u << STATE_NODE_NSTATES) - 1, listed);
+    return state_cost_accrue_listed(st, from, now, NULL);
 }
 
 /* The charge row of one stray and UTC hour: as st_cost_row, by the stray's instance id. */

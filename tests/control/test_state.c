@@ -977,13 +977,13 @@ static void state_cost_accrue__spans_and_the_minute(void **state)
     assert_int_equal(node_micros(st, "i-0"), 0);
     assert_int_equal(state_cost_accrue(st, 260, 250), ERR_INVAL);
     /* a restarted controller: the costs recorded end at 260; from there to 300 only the nodes
-     * not terminated count (i-3), whatever the terminated ones' ends */
+     * not terminated count (i-3): the terminated ones ended before */
     {
         double until = 0;
 
         assert_int_equal(state_cost_recorded_until(st, &until), 0);
         assert_true(until == 260);
-        assert_int_equal(state_cost_accrue_live(st, until, 300, NULL), 0);
+        assert_int_equal(state_cost_accrue_listed(st, until, 300, NULL), 0);
         assert_int_equal(node_micros(st, "i-3"), 160000);
         assert_int_equal(node_micros(st, "i-1"), 60000);
         assert_int_equal(node_micros(st, "static-1"), 20000);
@@ -992,9 +992,9 @@ static void state_cost_accrue__spans_and_the_minute(void **state)
     {
         char *none_listed[] = {NULL}, *i3[] = {"i-3", NULL};
 
-        assert_int_equal(state_cost_accrue_live(st, 300, 320, none_listed), 0);
+        assert_int_equal(state_cost_accrue_listed(st, 300, 320, none_listed), 0);
         assert_int_equal(node_micros(st, "i-3"), 160000);
-        assert_int_equal(state_cost_accrue_live(st, 320, 330, i3), 0);
+        assert_int_equal(state_cost_accrue_listed(st, 320, 330, i3), 0);
         assert_int_equal(node_micros(st, "i-3"), 170000);
     }
     state_close(st);
