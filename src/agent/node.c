@@ -44,7 +44,7 @@ extern char **environ;
 #define ND_GROUP_GONE_S 5.0
 /* a replica that waits for a uid of its own (CASTOR_NODE_RUN_AS_UIDS), or whose fork fails (a
  * process limit), is logged at most this often: it is tried again at every reconcile */
-#define ND_UID_WAIT_LOG_S 60.0
+#define ND_RETRY_LOG_S 60.0
 /* at its stop, the agent waits this long at most for the strays it SIGKILLed to end */
 #define ND_STRAYS_S 5.0
 
@@ -1151,6 +1151,18 @@ static int nd_job_uid(struct nd *n, const char *job, uid_t *out)
     return 0;
 }
 
+/* 1 (and *logged_at now) when a retry's line logged at *logged_at (monotonic; -INFINITY: never)
+ * may be logged again: at most once each ND_RETRY_LOG_S. */
+static int nd_log_due(double *logged_at)
+{
+    double now = nd_mono();
+
+    if (now < *logged_at + ND_RETRY_LOG_S)
+        return 0;
+    *logged_at = now;
+    return 1;
+}
+
 static void nd_start(struct nd *n, const struct node_job *j, int local)
 {
     struct node_env_inputs in = {.base = (const char *const *)environ,
@@ -1169,8 +1181,7 @@ static void nd_start(struct nd *n, const struct node_job *j, int local)
     /* a uid of the job's own, or it waits (not started, so tried again) */
     if (j->argv && n->cfg->run_as && node_run_as_span(n->cfg->run_as) > 0 &&
         (rc = nd_job_uid(n, j->name, &uid)) < 0) {
-        if (!(nd_mono() < n->uid_wait_logged_at + ND_UID_WAIT_LOG_S)) {
-            n->uid_wait_logged_at = nd_mono();
+        if (nd_log_due(&n->uid_wait_logged_at)) {
             nd_log(n, LOG_ERROR, j->name, "cannot start rank %d: %s", rank,
                    rc == ERR_CAPACITY ? "every uid of CASTOR_NODE_RUN_AS_UIDS is another job's "
                                         "or a process's (a larger range)"
@@ -1203,8 +1214,7 @@ static void nd_start(struct nd *n, const struct node_job *j, int local)
     if (pid < 0) {
         /* (EAGAIN: a process limit; not started, so tried again at the next reconcile, where an
          * exited one would wait for its entry to change) */
-        if (!(nd_mono() < n->fork_fail_logged_at + ND_UID_WAIT_LOG_S)) {
-            n->fork_fail_logged_at = nd_mono();
+        if (nd_log_due(&n->fork_fail_logged_at)) {
             nd_log(n, LOG_ERROR, j->name, "cannot fork rank %d: %s; trying again", rank,
                    strerror(fork_errno));
         }
